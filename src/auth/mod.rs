@@ -1,0 +1,1 @@
+//! Bearer JWT: signing, verification, scopes, the server's secret.

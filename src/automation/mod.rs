@@ -1,0 +1,1 @@
+//! Automation: scripts, scheduled and externally triggered manipulations, the automation log.

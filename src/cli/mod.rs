@@ -1,0 +1,1 @@
+//! The command line: flags shared by every subcommand, and the scriptable subcommands.

@@ -1,0 +1,1 @@
+//! `RemoteClient`: [`crate::service::TimelineService`] over HTTP (reqwest).

@@ -1,0 +1,229 @@
+//! The embedded engine: every domain rule of DESIGN §3 over an event-sourced state.
+//!
+//! Reads work on an immutable snapshot of the [`World`] (cheap to clone: its maps are shared).
+//! Writes are serialized: catch up with the log, validate against the latest state, append the
+//! resulting [`Op`]s to the store (durable from then on), fold them in and publish the new
+//! snapshot. Another process writing the same store (a CLI next to the dashboard, a second
+//! server replica) is seen on the next call, and a write that raced one is retried on the new
+//! state.
+
+mod clock;
+mod rules;
+mod seed;
+mod session;
+mod world;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use seed::{Seed, WorldFile};
+pub use session::EngineSession;
+pub use world::{Op, TimelineState, World};
+
+use crate::error::ServiceError;
+use crate::model::{AnomalyId, Instant, Traveller, Window};
+use crate::store::{Store, StoreError};
+
+/// How many log records are read per round trip when catching up.
+const CATCH_UP_BATCH: u32 = 10_000;
+/// How often a write is retried after losing a race with another writer.
+const WRITE_ATTEMPTS: usize = 8;
+
+/// Settings of an engine.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// How long new timelines stay open.
+    pub default_window: Window,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            default_window: Window::Seconds(3600),
+        }
+    }
+}
+
+/// The engine: one per process, shared by every traveller's [`EngineSession`].
+pub struct Engine {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: EngineConfig,
+    state: RwLock<Arc<World>>,
+    writer: tokio::sync::Mutex<()>,
+    ids: Mutex<ulid::Generator>,
+    first_seen: Mutex<HashMap<AnomalyId, Instant>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("store", &self.store.describe())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict(_) | StoreError::Unavailable(_) => {
+                ServiceError::Unavailable(e.to_string())
+            }
+            StoreError::Corrupt(_) => ServiceError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl Engine {
+    /// Opens an engine on `store`: replays its log, or, when the store is empty, writes the
+    /// `primary` timeline and the chosen seed.
+    pub async fn open(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+        seed: Seed,
+    ) -> Result<Arc<Self>, ServiceError> {
+        let engine = Arc::new(Self {
+            store,
+            clock,
+            config,
+            state: RwLock::new(Arc::new(World::default())),
+            writer: tokio::sync::Mutex::new(()),
+            ids: Mutex::new(ulid::Generator::new()),
+            first_seen: Mutex::new(HashMap::new()),
+        });
+        engine.catch_up().await?;
+        if engine.snapshot_now().seq == 0 {
+            engine.write_seed(seed).await?;
+        }
+        Ok(engine)
+    }
+
+    /// A handle acting as `traveller`.
+    pub fn session(self: &Arc<Self>, traveller: Traveller) -> EngineSession {
+        EngineSession::new(Arc::clone(self), traveller)
+    }
+
+    /// Where the data lives.
+    pub fn describe_store(&self) -> String {
+        self.store.describe()
+    }
+
+    /// The engine's settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The engine's clock.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    async fn write_seed(&self, seed: Seed) -> Result<(), ServiceError> {
+        self.write(|world, now| {
+            if world.seq > 0 {
+                // Another process seeded the store while we were opening it.
+                return Ok((Vec::new(), ()));
+            }
+            let ops = match seed {
+                Seed::None => vec![Op::CreateTimeline {
+                    timeline: seed::primary_timeline(now),
+                }],
+                Seed::Demo => WorldFile::demo()?.ops(now, self.config.default_window),
+            };
+            Ok((ops, ()))
+        })
+        .await
+    }
+
+    /// Mints a new ULID for an id, monotonic within this process.
+    pub(crate) fn mint(&self) -> ulid::Ulid {
+        let now = self.clock.now();
+        let at = std::time::SystemTime::from(now);
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        ids.generate_from_datetime(at)
+            .unwrap_or_else(|_| ulid::Ulid::from_datetime(at))
+    }
+
+    /// The snapshot as last seen, without asking the store.
+    fn snapshot_now(&self) -> Arc<World> {
+        Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Folds in whatever other writers appended, then returns the current snapshot.
+    pub async fn snapshot(&self) -> Result<Arc<World>, ServiceError> {
+        self.catch_up().await?;
+        Ok(self.snapshot_now())
+    }
+
+    async fn catch_up(&self) -> Result<(), ServiceError> {
+        loop {
+            let seen = self.snapshot_now().seq;
+            let records = self.store.read_since(seen, CATCH_UP_BATCH).await?;
+            if records.is_empty() {
+                return Ok(());
+            }
+            let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let mut next = (**guard).clone();
+            for record in records {
+                if record.seq <= next.seq {
+                    continue; // another task folded it in meanwhile
+                }
+                let op: Op = serde_json::from_str(&record.body).map_err(|e| {
+                    ServiceError::Internal(format!("log record {} is unreadable: {e}", record.seq))
+                })?;
+                next.apply(record.seq, op)
+                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            }
+            *guard = Arc::new(next);
+        }
+    }
+
+    /// Runs a write: `decide` looks at the latest world and the time, and returns the ops to
+    /// log with the caller's answer. Nothing is published unless the store took the ops.
+    pub(crate) async fn write<T>(
+        &self,
+        decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
+    ) -> Result<T, ServiceError> {
+        let _writer = self.writer.lock().await;
+        for _ in 0..WRITE_ATTEMPTS {
+            self.catch_up().await?;
+            let world = self.snapshot_now();
+            let (ops, answer) = decide(&world, self.clock.now())?;
+            if ops.is_empty() {
+                return Ok(answer);
+            }
+            let bodies = ops
+                .iter()
+                .map(serde_json::to_string)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ServiceError::Internal(format!("cannot encode a change: {e}")))?;
+            match self.store.append(world.seq + 1, &bodies).await {
+                Ok(()) => {}
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let mut next = (*world).clone();
+            for (i, op) in ops.into_iter().enumerate() {
+                next.apply(world.seq + 1 + i as u64, op)
+                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            }
+            let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if guard.seq < next.seq {
+                *guard = Arc::new(next);
+            }
+            return Ok(answer);
+        }
+        Err(ServiceError::Unavailable(
+            "the store is busy with other writers; try again".into(),
+        ))
+    }
+
+    /// When an anomaly was first seen by this engine (`now` if never before).
+    pub(crate) fn first_seen(&self, id: &AnomalyId, now: Instant) -> Instant {
+        let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
+        *seen.entry(id.clone()).or_insert(now)
+    }
+}

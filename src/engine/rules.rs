@@ -1,0 +1,627 @@
+//! The domain rules of DESIGN §3 as decisions: each takes the world as it is, who asks and the
+//! time, and returns the ops to log with the answer, or the refusal. Nothing here does I/O.
+
+use crate::error::ServiceError;
+use crate::model::{
+    Anchor, AnchorId, AnchorStatus, Event, EventId, EventStatus, Instant, Item, ItemId, Journey,
+    JourneyId, LeftItem, Position, Timeline, TimelineId, TimelineStatus, Traveller, Whereabouts,
+    format_instant,
+};
+use crate::paradox::{self, Change, Paradox, Subject};
+use crate::service::{
+    EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewTimeline, ParadoxCheckRequest,
+    TimelineInfo, TravelRequest,
+};
+
+use super::world::{Op, TimelineState, World};
+
+/// Longest name, description or location accepted.
+pub const MAX_TEXT: usize = 1000;
+/// Most proposed changes in one paradox check.
+pub const MAX_CHANGES: usize = 1000;
+/// Most items carried on one journey.
+pub const MAX_ITEMS: usize = 1000;
+
+/// Who is asking, when, and how to mint ids.
+pub struct Ctx<'a> {
+    /// The traveller.
+    pub traveller: &'a Traveller,
+    /// The wall clock.
+    pub now: Instant,
+    /// Mints a fresh ULID.
+    pub mint: &'a dyn Fn() -> ulid::Ulid,
+}
+
+/// A required, trimmed, bounded text field.
+pub fn text(field: &str, value: &str) -> Result<String, ServiceError> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(ServiceError::invalid(field, "must not be empty"));
+    }
+    if v.chars().count() > MAX_TEXT {
+        return Err(ServiceError::invalid(
+            field,
+            format!("is longer than {MAX_TEXT} characters"),
+        ));
+    }
+    Ok(v.to_owned())
+}
+
+fn optional_text(field: &str, value: Option<&String>) -> Result<Option<String>, ServiceError> {
+    value.map(|v| text(field, v)).transpose()
+}
+
+/// A timeline the request refers to (400 when unknown).
+pub fn referenced<'w>(world: &'w World, id: &TimelineId) -> Result<&'w TimelineState, ServiceError> {
+    world
+        .timelines
+        .get(id)
+        .ok_or_else(|| ServiceError::unknown("timeline", id))
+}
+
+/// A timeline addressed by path (404 when unknown).
+pub fn addressed<'w>(world: &'w World, id: &TimelineId) -> Result<&'w TimelineState, ServiceError> {
+    world
+        .timelines
+        .get(id)
+        .ok_or_else(|| ServiceError::not_found("timeline", id))
+}
+
+/// Refuses changes to, and travel into, a closed timeline.
+pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceError> {
+    match (timeline.status_at(now), timeline.closes_at()) {
+        (TimelineStatus::Closed, Some(at)) => Err(ServiceError::TimelineClosed {
+            timeline: timeline.id.to_string(),
+            closed_at: format_instant(&at),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The response form of a timeline.
+pub fn timeline_info(state: &TimelineState, now: Instant) -> TimelineInfo {
+    let t = &state.meta;
+    TimelineInfo {
+        id: t.id.clone(),
+        name: t.name.clone(),
+        destination_time: t.destination_time,
+        created_at: t.created_at,
+        status: t.status_at(now),
+        window: t.window,
+        description: t.description.clone(),
+        variation: t.variation.clone(),
+        parent: t.parent.clone(),
+        closes_at: t.closes_at(),
+        event_count: state.history.len(),
+    }
+}
+
+/// The response form of an event.
+pub fn event_record(e: &Event) -> EventRecord {
+    EventRecord {
+        event_id: e.id.clone(),
+        description: e.description.clone(),
+        time: e.time,
+        location: e.location.clone(),
+        causes: e.causes.clone(),
+        fixed_point: e.fixed_point,
+        status: e.status,
+        lineage: e.lineage.clone(),
+        supersedes: e.supersedes.clone(),
+        superseded_by: e.superseded_by.clone(),
+        author: e.author.clone(),
+    }
+}
+
+/// `create-timeline` and friends: a branch of a base (`primary` by default).
+pub fn create_timeline(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &NewTimeline,
+    window: crate::model::Window,
+) -> Result<(Op, Timeline), ServiceError> {
+    let description = optional_text("description", req.description.as_ref())?;
+    let name = match (&req.name, &description) {
+        (Some(name), _) => text("name", name)?,
+        (None, Some(d)) => d.clone(),
+        (None, None) => {
+            return Err(ServiceError::invalid(
+                "name",
+                "give the timeline a name (or a description)",
+            ));
+        }
+    };
+    let base = req.base_timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    referenced(world, &base)?;
+    let timeline = Timeline {
+        id: TimelineId::from_ulid((ctx.mint)()),
+        name,
+        description,
+        variation: optional_text("variation", req.variation.as_ref())?,
+        destination_time: req.destination_time,
+        created_at: ctx.now,
+        window,
+        parent: Some(base),
+        created_by: Some(ctx.traveller.clone()),
+    };
+    Ok((
+        Op::CreateTimeline {
+            timeline: timeline.clone(),
+        },
+        timeline,
+    ))
+}
+
+/// Deleting: never `primary`, never a timeline with branches or travellers in it.
+pub fn delete_timeline(world: &World, ctx: &Ctx<'_>, id: &TimelineId) -> Result<Op, ServiceError> {
+    addressed(world, id)?;
+    if id.is_primary() {
+        return Err(ServiceError::Conflict(
+            "the primary timeline cannot be deleted".into(),
+        ));
+    }
+    let branches: Vec<String> = world
+        .timelines
+        .values()
+        .filter(|t| t.meta.parent.as_ref() == Some(id))
+        .map(|t| t.meta.id.to_string())
+        .collect();
+    if !branches.is_empty() {
+        return Err(ServiceError::Conflict(format!(
+            "timeline '{id}' has branches ({}); delete them first",
+            branches.join(", ")
+        )));
+    }
+    let here = world
+        .positions
+        .iter()
+        .filter(|(_, p)| &p.timeline == id)
+        .count();
+    if here > 0 {
+        let who = if world.position_of(ctx.traveller, ctx.now).timeline == *id {
+            "you are".to_owned()
+        } else {
+            format!("{here} traveller(s) are")
+        };
+        return Err(ServiceError::Conflict(format!(
+            "{who} in timeline '{id}'; travel out of it before deleting it"
+        )));
+    }
+    Ok(Op::DeleteTimeline { id: id.clone() })
+}
+
+/// Adding an event: causes must be current events of the same timeline.
+pub fn add_event(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    req: &NewEvent,
+) -> Result<(Op, Event), ServiceError> {
+    let state = addressed(world, timeline)?;
+    require_open(&state.meta, ctx.now)?;
+    let mut causes: Vec<EventId> = Vec::with_capacity(req.causes.len());
+    for cause in &req.causes {
+        if state.history.current(cause).is_none() {
+            return Err(ServiceError::unknown("event", cause));
+        }
+        if !causes.contains(cause) {
+            causes.push(cause.clone());
+        }
+    }
+    let id = EventId::from_ulid((ctx.mint)());
+    let event = Event {
+        lineage: id.clone(),
+        id,
+        description: text("description", &req.description)?,
+        time: req.time,
+        location: text("location", &req.location)?,
+        causes,
+        fixed_point: req.fixed_point,
+        status: EventStatus::OnSchedule,
+        supersedes: None,
+        superseded_by: None,
+        author: Some(ctx.traveller.clone()),
+    };
+    Ok((
+        Op::AddEvents {
+            timeline: timeline.clone(),
+            events: vec![event.clone()],
+        },
+        event,
+    ))
+}
+
+/// Registering: the origin is the traveller's position; the same description in the same
+/// timeline is the same item (409 with its location).
+pub fn register_item(world: &World, ctx: &Ctx<'_>, req: &NewItem) -> Result<(Op, Item), ServiceError> {
+    let description = text("description", &req.description)?;
+    let position = world.position_of(ctx.traveller, ctx.now);
+    if let Some(existing) = world.items_of(ctx.traveller).find(|i| {
+        i.origin_timeline == position.timeline && i.description.eq_ignore_ascii_case(&description)
+    }) {
+        return Err(ServiceError::AlreadyExists {
+            location: format!("/v1/items/{}", existing.id),
+        });
+    }
+    let item = Item {
+        id: ItemId::from_ulid((ctx.mint)()),
+        description,
+        owner: ctx.traveller.clone(),
+        origin_timeline: position.timeline.clone(),
+        origin_time: position.time_at(ctx.now),
+        taken_at: None,
+        whereabouts: Whereabouts::Carried,
+        registered_at: ctx.now,
+    };
+    Ok((Op::RegisterItem { item: item.clone() }, item))
+}
+
+/// Setting an anchor in the traveller's current timeline; one active anchor per timestamp.
+pub fn set_anchor(world: &World, ctx: &Ctx<'_>, req: &NewAnchor) -> Result<(Op, Anchor), ServiceError> {
+    let description = optional_text("description", req.description.as_ref())?;
+    if let Some(existing) = world.anchors.values().find(|a| {
+        &a.owner == ctx.traveller && a.status == AnchorStatus::Active && a.timestamp == req.timestamp
+    }) {
+        return Err(ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", existing.id),
+        });
+    }
+    let anchor = Anchor {
+        id: AnchorId::from_ulid((ctx.mint)()),
+        owner: ctx.traveller.clone(),
+        timeline: world.position_of(ctx.traveller, ctx.now).timeline,
+        timestamp: req.timestamp,
+        description,
+        status: AnchorStatus::Active,
+        created_at: ctx.now,
+    };
+    Ok((
+        Op::SetAnchor {
+            anchor: anchor.clone(),
+        },
+        anchor,
+    ))
+}
+
+/// Where a journey goes: a timeline, or one of the traveller's active anchors.
+enum Destination<'w> {
+    Timeline(&'w TimelineState),
+    Anchor(&'w Anchor, &'w TimelineState),
+}
+
+fn destination<'w>(world: &'w World, ctx: &Ctx<'_>, raw: &str) -> Result<Destination<'w>, ServiceError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(ServiceError::invalid(
+            "destination",
+            "name a timeline id or one of your anchor ids",
+        ));
+    }
+    if let Ok(anchor_id) = raw.parse::<AnchorId>()
+        && let Some(anchor) = world.anchors.get(&anchor_id).filter(|a| &a.owner == ctx.traveller)
+    {
+        if anchor.status == AnchorStatus::Spent {
+            return Err(ServiceError::invalid(
+                "destination",
+                format!("anchor '{anchor_id}' was already returned to and is spent; set a new anchor"),
+            ));
+        }
+        let state = world.timelines.get(&anchor.timeline).ok_or_else(|| {
+            ServiceError::invalid(
+                "destination",
+                format!("anchor '{anchor_id}' is in timeline '{}', which was deleted", anchor.timeline),
+            )
+        })?;
+        return Ok(Destination::Anchor(anchor, state));
+    }
+    let timeline_id: TimelineId = raw
+        .parse()
+        .map_err(|_| ServiceError::unknown("timeline or anchor", raw))?;
+    world
+        .timelines
+        .get(&timeline_id)
+        .map(Destination::Timeline)
+        .ok_or_else(|| ServiceError::unknown("timeline or anchor", raw))
+}
+
+/// Travel: arrival at the timeline's destination time (or now) or the anchor's timestamp;
+/// listed items that are with the traveller come along, everything else carried stays behind.
+pub fn travel(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &TravelRequest,
+    to_time: Option<Instant>,
+) -> Result<(Op, Journey), ServiceError> {
+    let dest = destination(world, ctx, &req.destination)?;
+    let (state, arrival_time, anchor) = match dest {
+        Destination::Timeline(state) => (
+            state,
+            to_time.or(state.meta.destination_time).unwrap_or(ctx.now),
+            None,
+        ),
+        Destination::Anchor(anchor, state) => (state, anchor.timestamp, Some(anchor.id.clone())),
+    };
+    require_open(&state.meta, ctx.now)?;
+    if req.items_transported.len() > MAX_ITEMS {
+        return Err(ServiceError::invalid(
+            "items_transported",
+            format!("at most {MAX_ITEMS} items per journey"),
+        ));
+    }
+    let from = world.position_of(ctx.traveller, ctx.now);
+    let from_time = from.time_at(ctx.now);
+    let mut transported = Vec::new();
+    let mut left = Vec::new();
+    for id in &req.items_transported {
+        let item = world
+            .items
+            .get(id)
+            .filter(|i| &i.owner == ctx.traveller)
+            .ok_or_else(|| ServiceError::unknown("item", id))?;
+        if transported.contains(id) {
+            return Err(ServiceError::invalid(
+                "items_transported",
+                format!("item '{id}' is listed twice"),
+            ));
+        }
+        match &item.whereabouts {
+            Whereabouts::Carried => transported.push(id.clone()),
+            Whereabouts::Left { timeline, .. } if *timeline == from.timeline => {
+                transported.push(id.clone())
+            }
+            Whereabouts::Left { timeline, time } => left.push(LeftItem {
+                item_id: id.clone(),
+                reason: format!(
+                    "not with you: it was left in timeline '{timeline}' at {}",
+                    format_instant(time)
+                ),
+            }),
+        }
+    }
+    for item in world.items_of(ctx.traveller) {
+        if item.whereabouts == Whereabouts::Carried && !req.items_transported.contains(&item.id) {
+            left.push(LeftItem {
+                item_id: item.id.clone(),
+                reason: format!(
+                    "not listed in items_transported: left in timeline '{}'",
+                    from.timeline
+                ),
+            });
+        }
+    }
+    let journey = Journey {
+        id: JourneyId::from_ulid((ctx.mint)()),
+        traveller: ctx.traveller.clone(),
+        destination: req.destination.trim().to_owned(),
+        from_timeline: from.timeline,
+        from_time,
+        to_timeline: state.meta.id.clone(),
+        arrival_time,
+        departed_at: ctx.now,
+        items_transported: transported,
+        items_left: left,
+        anchor,
+        location: None,
+    };
+    Ok((
+        Op::Travel {
+            journey: journey.clone(),
+        },
+        journey,
+    ))
+}
+
+/// The paradox checker's view for `traveller` in `timeline`.
+pub fn subject<'w>(
+    ctx: &Ctx<'w>,
+    state: &'w TimelineState,
+    position: &'w Position,
+    items: &'w [Item],
+) -> Subject<'w> {
+    Subject {
+        timeline: &state.meta.id,
+        history: &state.history,
+        traveller: ctx.traveller,
+        position,
+        position_time: position.time_at(ctx.now),
+        items,
+    }
+}
+
+/// The traveller's items, cloned for the checker.
+pub fn items_of(world: &World, traveller: &Traveller) -> Vec<Item> {
+    world.items_of(traveller).map(|i| (**i).clone()).collect()
+}
+
+/// When an event or item without a time arrives: the timeline's destination time, the
+/// traveller's time if they are in it, or now.
+pub fn default_time(state: &TimelineState, position: &Position, now: Instant) -> Instant {
+    state.meta.destination_time.unwrap_or_else(|| {
+        if position.timeline == state.meta.id {
+            position.time_at(now)
+        } else {
+            now
+        }
+    })
+}
+
+/// Turns the interface's proposed changes into the checker's, validating each.
+pub fn proposed_changes(
+    ctx: &Ctx<'_>,
+    world: &World,
+    state: &TimelineState,
+    position: &Position,
+    req: &ParadoxCheckRequest,
+) -> Result<Vec<Change>, ServiceError> {
+    if req.proposed_changes.len() > MAX_CHANGES {
+        return Err(ServiceError::invalid(
+            "proposed_changes",
+            format!("at most {MAX_CHANGES} changes per check"),
+        ));
+    }
+    let fallback = default_time(state, position, ctx.now);
+    req.proposed_changes
+        .iter()
+        .enumerate()
+        .map(|(i, change)| {
+            let field = format!("proposed_changes[{i}]");
+            match (&change.event, &change.item_id) {
+                (Some(_), Some(_)) => Err(ServiceError::invalid(
+                    field,
+                    "give either event (with an optional time) or item_id, not both",
+                )),
+                (None, None) => Err(ServiceError::invalid(
+                    field,
+                    "give either event (an event id or a new event's description) or item_id",
+                )),
+                (Some(event), None) => {
+                    let time = change.time.unwrap_or(fallback);
+                    match event.parse::<EventId>().ok().filter(|id| state.history.current(id).is_some()) {
+                        Some(id) => Ok(Change::Move { event: id, time }),
+                        None => Ok(Change::Add {
+                            event: EventId::from_ulid((ctx.mint)()),
+                            description: text(&format!("{field}.event"), event)?,
+                            time,
+                        }),
+                    }
+                }
+                (None, Some(item)) => {
+                    world
+                        .items
+                        .get(item)
+                        .filter(|i| &i.owner == ctx.traveller)
+                        .ok_or_else(|| ServiceError::unknown("item", item))?;
+                    Ok(Change::BringItem {
+                        item: item.clone(),
+                        time: change.time.unwrap_or(fallback),
+                    })
+                }
+            }
+        })
+        .collect()
+}
+
+/// The head an interface call acts on: the event itself when current, refusing
+/// superseded, reverted and fixed events with the reason.
+pub fn manipulable<'w>(state: &'w TimelineState, id: &EventId) -> Result<&'w Event, ServiceError> {
+    let event = state
+        .history
+        .get(id)
+        .ok_or_else(|| ServiceError::unknown("event", id))?;
+    let locked = |reason: String| ServiceError::EventLocked {
+        event: id.to_string(),
+        reason,
+    };
+    match event.status {
+        EventStatus::Superseded => Err(locked(format!(
+            "it was superseded by '{}'; manipulate the current event instead",
+            state
+                .history
+                .head_of(id)
+                .map(|e| e.id.to_string())
+                .unwrap_or_default()
+        ))),
+        EventStatus::Reverted => Err(locked("it is a reverted manipulation".into())),
+        _ if event.fixed_point => Err(locked("it is a fixed point".into())),
+        _ => Ok(event),
+    }
+}
+
+/// A manipulation: the new head of the lineage, and (with `safety_check`) the paradoxes the
+/// change would add to the timeline.
+pub fn manipulate(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    req: &ManipulateRequest,
+) -> Result<(Op, Event), ServiceError> {
+    let state = referenced(world, timeline)?;
+    require_open(&state.meta, ctx.now)?;
+    let old = manipulable(state, &req.event_id)?;
+    let description = match &req.new_outcome.description {
+        Some(d) => text("new_outcome.description", d)?,
+        None => old.description.clone(),
+    };
+    let time = req
+        .new_outcome
+        .changes
+        .iter()
+        .rev()
+        .find_map(|c| c.time)
+        .unwrap_or(old.time);
+    let new_id = EventId::from_ulid((ctx.mint)());
+    if req.safety_check {
+        let position = world.position_of(ctx.traveller, ctx.now);
+        let items = items_of(world, ctx.traveller);
+        let subject = subject(ctx, state, &position, &items);
+        let change = [Change::Move {
+            event: old.id.clone(),
+            time,
+        }];
+        let before = paradox::check(&subject, &[]);
+        let introduced: Vec<Paradox> = paradox::check(&subject, &change)
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        if !introduced.is_empty() {
+            return Err(ServiceError::ParadoxDetected {
+                timeline: timeline.to_string(),
+                paradoxes: introduced,
+            });
+        }
+    }
+    let new = Event {
+        id: new_id,
+        description,
+        time,
+        location: old.location.clone(),
+        causes: old.causes.clone(),
+        fixed_point: false,
+        status: EventStatus::Manipulated,
+        supersedes: Some(old.id.clone()),
+        superseded_by: None,
+        lineage: old.lineage.clone(),
+        author: Some(ctx.traveller.clone()),
+    };
+    Ok((
+        Op::Manipulate {
+            timeline: timeline.clone(),
+            old: old.id.clone(),
+            new: new.clone(),
+        },
+        new,
+    ))
+}
+
+/// A revert: the latest manipulation of the lineage `id` belongs to is undone.
+pub fn revert(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    id: &EventId,
+) -> Result<(Op, EventId, EventId), ServiceError> {
+    let state = referenced(world, timeline)?;
+    require_open(&state.meta, ctx.now)?;
+    let head = state
+        .history
+        .head_of(id)
+        .ok_or_else(|| ServiceError::unknown("event", id))?;
+    let locked = |reason: &str| ServiceError::EventLocked {
+        event: id.to_string(),
+        reason: reason.into(),
+    };
+    if head.status == EventStatus::Reverted {
+        return Err(locked("its manipulation was already reverted"));
+    }
+    let Some(original) = head.supersedes.clone() else {
+        return Err(locked("it was never manipulated, so there is nothing to revert"));
+    };
+    Ok((
+        Op::Revert {
+            timeline: timeline.clone(),
+            head: head.id.clone(),
+        },
+        original,
+        head.id.clone(),
+    ))
+}

@@ -1,0 +1,215 @@
+//! What a new, empty store is filled with: the `primary` timeline always, and with
+//! `--seed demo` the world in `assets/worlds/demo.json`.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use super::world::Op;
+use crate::error::ServiceError;
+use crate::model::{Event, EventId, EventStatus, Instant, Timeline, TimelineId, Window};
+
+/// The demo world shipped with the binary.
+const DEMO_WORLD: &str = include_str!("../../assets/worlds/demo.json");
+
+/// What to fill a new store with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Seed {
+    /// A history worth exploring: centuries of events, causal chains, fixed points, branches.
+    Demo,
+    /// Only the empty `primary` timeline.
+    None,
+}
+
+impl FromStr for Seed {
+    type Err = ServiceError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "demo" => Ok(Seed::Demo),
+            "none" => Ok(Seed::None),
+            other => Err(ServiceError::invalid(
+                "seed",
+                format!("'{other}' is not a seed; use demo or none"),
+            )),
+        }
+    }
+}
+
+/// A world file: timelines in creation order, parents before branches.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldFile {
+    /// The timelines; the first must be `primary`.
+    pub timelines: Vec<WorldTimeline>,
+}
+
+/// One timeline of a world file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldTimeline {
+    /// Its id (`primary` or `tml_...`).
+    pub id: TimelineId,
+    /// Its name.
+    pub name: String,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How it differs from its parent.
+    #[serde(default)]
+    pub variation: Option<String>,
+    /// The timeline it branches from.
+    #[serde(default)]
+    pub parent: Option<TimelineId>,
+    /// Its window in words (default: the engine's default window; `primary` is unbounded).
+    #[serde(default)]
+    pub window: Option<Window>,
+    /// Where journeys into it arrive.
+    #[serde(default)]
+    pub destination_time: Option<Instant>,
+    /// Events of its own (a branch also sees its parent's).
+    #[serde(default)]
+    pub events: Vec<WorldEvent>,
+    /// Manipulations already made in it, applied after its events.
+    #[serde(default)]
+    pub manipulations: Vec<WorldManipulation>,
+}
+
+/// One event of a world file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldEvent {
+    /// Its id.
+    pub id: EventId,
+    /// What happened.
+    pub description: String,
+    /// When.
+    pub time: Instant,
+    /// Where.
+    pub location: String,
+    /// What it depends on.
+    #[serde(default)]
+    pub causes: Vec<EventId>,
+    /// Whether it is a fixed point.
+    #[serde(default)]
+    pub fixed_point: bool,
+}
+
+/// A manipulation already made in a world file's timeline.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldManipulation {
+    /// The event changed.
+    pub event_id: EventId,
+    /// The id of the new head.
+    pub new_id: EventId,
+    /// Its description.
+    pub description: String,
+    /// Its time.
+    pub time: Instant,
+}
+
+impl WorldFile {
+    /// The demo world.
+    pub fn demo() -> Result<Self, ServiceError> {
+        serde_json::from_str(DEMO_WORLD)
+            .map_err(|e| ServiceError::Internal(format!("the bundled demo world is invalid: {e}")))
+    }
+
+    /// The ops that create this world, all timelines created at `now`.
+    ///
+    /// A manipulation's new event keeps the place and causes of the event it replaces.
+    pub fn ops(self, now: Instant, default_window: Window) -> Vec<Op> {
+        let mut ops = Vec::new();
+        if !self.timelines.iter().any(|t| t.id.is_primary()) {
+            ops.push(Op::CreateTimeline {
+                timeline: primary_timeline(now),
+            });
+        }
+        let mut known: HashMap<EventId, (String, Vec<EventId>)> = HashMap::new();
+        for tl in self.timelines {
+            let window = if tl.id.is_primary() {
+                Window::Unbounded
+            } else {
+                tl.window.unwrap_or(default_window)
+            };
+            ops.push(Op::CreateTimeline {
+                timeline: Timeline {
+                    id: tl.id.clone(),
+                    name: tl.name,
+                    description: tl.description,
+                    variation: tl.variation,
+                    destination_time: tl.destination_time,
+                    created_at: now,
+                    window,
+                    parent: tl.parent,
+                    created_by: None,
+                },
+            });
+            for e in &tl.events {
+                known.insert(e.id.clone(), (e.location.clone(), e.causes.clone()));
+            }
+            if !tl.events.is_empty() {
+                ops.push(Op::AddEvents {
+                    timeline: tl.id.clone(),
+                    events: tl.events.into_iter().map(WorldEvent::into_event).collect(),
+                });
+            }
+            for m in tl.manipulations {
+                let (location, causes) = known.get(&m.event_id).cloned().unwrap_or_default();
+                known.insert(m.new_id.clone(), (location.clone(), causes.clone()));
+                ops.push(Op::Manipulate {
+                    timeline: tl.id.clone(),
+                    old: m.event_id.clone(),
+                    new: Event {
+                        id: m.new_id.clone(),
+                        description: m.description,
+                        time: m.time,
+                        location,
+                        causes,
+                        fixed_point: false,
+                        status: EventStatus::Manipulated,
+                        supersedes: Some(m.event_id.clone()),
+                        superseded_by: None,
+                        lineage: m.event_id,
+                        author: None,
+                    },
+                });
+            }
+        }
+        ops
+    }
+}
+
+impl WorldEvent {
+    fn into_event(self) -> Event {
+        Event {
+            lineage: self.id.clone(),
+            id: self.id,
+            description: self.description,
+            time: self.time,
+            location: self.location,
+            causes: self.causes,
+            fixed_point: self.fixed_point,
+            status: EventStatus::OnSchedule,
+            supersedes: None,
+            superseded_by: None,
+            author: None,
+        }
+    }
+}
+
+/// The primary timeline as every store starts with it.
+pub fn primary_timeline(now: Instant) -> Timeline {
+    Timeline {
+        id: TimelineId::primary(),
+        name: "Primary".into(),
+        description: Some("The main timeline".into()),
+        variation: None,
+        destination_time: None,
+        created_at: now,
+        window: Window::Unbounded,
+        parent: None,
+        created_by: None,
+    }
+}

@@ -1,0 +1,523 @@
+//! [`EngineSession`]: the engine acting as one traveller, implementing [`TimelineService`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::Engine;
+use super::rules::{self, Ctx};
+use crate::error::ServiceError;
+use crate::model::{
+    AnchorId, EventId, EventStatus, Instant, ItemId, ScheduleId, ScriptId, TimelineId, Traveller,
+    parse_instant,
+};
+use crate::monitor::{self, Scan};
+use crate::paradox;
+use crate::service::*;
+
+/// The engine bound to one traveller. Cheap to create: one per request is fine.
+#[derive(Clone, Debug)]
+pub struct EngineSession {
+    engine: Arc<Engine>,
+    traveller: Traveller,
+}
+
+impl EngineSession {
+    pub(crate) fn new(engine: Arc<Engine>, traveller: Traveller) -> Self {
+        Self { engine, traveller }
+    }
+
+    /// The traveller this session acts as.
+    pub fn traveller(&self) -> &Traveller {
+        &self.traveller
+    }
+
+    /// The engine behind it.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    async fn write<T>(
+        &self,
+        decide: impl Fn(&super::World, &Ctx<'_>) -> Result<(Vec<super::Op>, T), ServiceError>,
+    ) -> ServiceResult<T> {
+        let mint = || self.engine.mint();
+        self.engine
+            .write(|world, now| {
+                let ctx = Ctx {
+                    traveller: &self.traveller,
+                    now,
+                    mint: &mint,
+                };
+                decide(world, &ctx)
+            })
+            .await
+    }
+
+    async fn read<T>(
+        &self,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
+    ) -> ServiceResult<T> {
+        let world = self.engine.snapshot().await?;
+        let mint = || self.engine.mint();
+        let ctx = Ctx {
+            traveller: &self.traveller,
+            now: self.engine.now(),
+            mint: &mint,
+        };
+        look(&world, &ctx)
+    }
+}
+
+/// The page size asked for, validated.
+fn limit(page: &PageRequest) -> Result<usize, ServiceError> {
+    match page.limit {
+        None => Ok(PageRequest::DEFAULT_LIMIT as usize),
+        Some(n) if (1..=PageRequest::MAX_LIMIT).contains(&n) => Ok(n as usize),
+        Some(n) => Err(ServiceError::invalid(
+            "limit",
+            format!("{n} is out of range; ask for 1 to {}", PageRequest::MAX_LIMIT),
+        )),
+    }
+}
+
+/// One page of `keyed`, ordered by key; the cursor is the last key returned.
+fn paginate<T>(mut keyed: Vec<(String, T)>, page: &PageRequest) -> Result<Page<T>, ServiceError> {
+    let limit = limit(page)?;
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    let start = match &page.cursor {
+        Some(c) => keyed.partition_point(|(k, _)| k.as_str() <= c.as_str()),
+        None => 0,
+    };
+    let more = keyed.len() > start + limit;
+    let mut items: Vec<(String, T)> = keyed.into_iter().skip(start).take(limit).collect();
+    let next_cursor = if more {
+        items.last().map(|(k, _)| k.clone())
+    } else {
+        None
+    };
+    Ok(Page {
+        items: items.drain(..).map(|(_, t)| t).collect(),
+        next_cursor,
+    })
+}
+
+/// Sort key of a timeline in lists: `primary` first, then by creation.
+fn timeline_key(t: &crate::model::Timeline) -> String {
+    if t.id.is_primary() {
+        String::new()
+    } else {
+        format!("{}|{}", t.created_at.format("%Y%m%dT%H%M%S%.9f"), t.id)
+    }
+}
+
+fn event_cursor(key: &(Instant, EventId)) -> String {
+    format!("{}|{}", crate::model::format_instant(&key.0), key.1)
+}
+
+fn parse_event_cursor(cursor: &str) -> Result<(Instant, EventId), ServiceError> {
+    let bad = || ServiceError::invalid("cursor", "not a cursor this server handed out");
+    let (time, id) = cursor.split_once('|').ok_or_else(bad)?;
+    Ok((
+        parse_instant("cursor", time).map_err(|_| bad())?,
+        id.parse().map_err(|_| bad())?,
+    ))
+}
+
+fn not_yet() -> ServiceError {
+    ServiceError::Unavailable("automation is not available in this build yet".into())
+}
+
+#[async_trait]
+impl TimelineService for EngineSession {
+    async fn whoami(&self) -> ServiceResult<TravellerStatus> {
+        self.read(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            Ok(TravellerStatus {
+                traveller: ctx.traveller.clone(),
+                timeline_id: position.timeline.clone(),
+                time: position.time_at(ctx.now),
+                position,
+            })
+        })
+        .await
+    }
+
+    async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .timelines
+                .values()
+                .map(|s| (timeline_key(&s.meta), rules::timeline_info(s, ctx.now)))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+
+    async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo> {
+        let window = self.engine.config().default_window;
+        let timeline = self
+            .write(|world, ctx| {
+                let (op, t) = rules::create_timeline(world, ctx, &req, window)?;
+                Ok((vec![op], t.id))
+            })
+            .await?;
+        self.get_timeline(&timeline).await
+    }
+
+    async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
+        self.read(|world, ctx| Ok(rules::timeline_info(rules::addressed(world, id)?, ctx.now)))
+            .await
+    }
+
+    async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()> {
+        self.write(|world, ctx| Ok((vec![rules::delete_timeline(world, ctx, id)?], ())))
+            .await
+    }
+
+    async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
+        self.write(|world, ctx| {
+            let (op, journey) = rules::travel(world, ctx, &req, None)?;
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey> {
+        let location = req
+            .location
+            .as_deref()
+            .map(|l| rules::text("location", l))
+            .transpose()?;
+        let travel = TravelRequest {
+            destination: TimelineId::primary().to_string(),
+            items_transported: Vec::new(),
+        };
+        self.write(|world, ctx| {
+            // Everything carried comes along on a plain trip through time.
+            let mut travel = travel.clone();
+            travel.items_transported = world
+                .items_of(ctx.traveller)
+                .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
+                .map(|i| i.id.clone())
+                .collect();
+            let (mut op, mut journey) =
+                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
+            journey.location = location.clone();
+            if let super::Op::Travel { journey: logged } = &mut op {
+                logged.location = location.clone();
+            }
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .journeys
+                .values()
+                .filter(|j| &j.traveller == ctx.traveller)
+                .map(|j| (j.id.to_string(), (**j).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+
+    async fn register_item(&self, req: NewItem) -> ServiceResult<Item> {
+        self.write(|world, ctx| {
+            let (op, item) = rules::register_item(world, ctx, &req)?;
+            Ok((vec![op], item))
+        })
+        .await
+    }
+
+    async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
+        self.read(|world, ctx| {
+            world
+                .items
+                .get(id)
+                .filter(|i| &i.owner == ctx.traveller)
+                .map(|i| (**i).clone())
+                .ok_or_else(|| ServiceError::not_found("item", id))
+        })
+        .await
+    }
+
+    async fn list_items(&self, page: PageRequest) -> ServiceResult<Page<Item>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .items_of(ctx.traveller)
+                .map(|i| (i.id.to_string(), (**i).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+
+    async fn set_anchor(&self, req: NewAnchor) -> ServiceResult<Anchor> {
+        self.write(|world, ctx| {
+            let (op, anchor) = rules::set_anchor(world, ctx, &req)?;
+            Ok((vec![op], anchor))
+        })
+        .await
+    }
+
+    async fn get_anchor(&self, id: &AnchorId) -> ServiceResult<Anchor> {
+        self.read(|world, ctx| {
+            world
+                .anchors
+                .get(id)
+                .filter(|a| &a.owner == ctx.traveller)
+                .map(|a| (**a).clone())
+                .ok_or_else(|| ServiceError::not_found("anchor", id))
+        })
+        .await
+    }
+
+    async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .anchors
+                .values()
+                .filter(|a| &a.owner == ctx.traveller)
+                .map(|a| (a.id.to_string(), (**a).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+
+    async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
+        self.read(|world, _| {
+            let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+            let state = rules::referenced(world, &timeline)?;
+            let limit = limit(&req.page)?;
+            let after = req.page.cursor.as_deref().map(parse_event_cursor).transpose()?;
+            let location = req
+                .location
+                .as_deref()
+                .map(str::trim)
+                .filter(|l| !l.is_empty());
+            let mut found = state.history.search(
+                location,
+                req.time_range.as_ref(),
+                after.as_ref(),
+                limit + 1,
+            );
+            let more = found.len() > limit;
+            found.truncate(limit);
+            let next_cursor = if more {
+                found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
+            } else {
+                None
+            };
+            Ok(Page {
+                items: found.iter().map(|e| rules::event_record(e)).collect(),
+                next_cursor,
+            })
+        })
+        .await
+    }
+
+    async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord> {
+        self.write(|world, ctx| {
+            let (op, event) = rules::add_event(world, ctx, timeline, &req)?;
+            Ok((vec![op], rules::event_record(&event)))
+        })
+        .await
+    }
+
+    async fn manipulate_event(&self, req: ManipulateRequest) -> ServiceResult<ManipulationResult> {
+        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        self.write(|world, ctx| {
+            let (op, new) = rules::manipulate(world, ctx, &timeline, &req)?;
+            let result = ManipulationResult {
+                status: "applied".into(),
+                new_event_id: new.id.clone(),
+                description: new.description.clone(),
+                time: new.time,
+                original_event_id: new.supersedes.clone().unwrap_or_else(|| req.event_id.clone()),
+                timeline_id: timeline.clone(),
+            };
+            Ok((vec![op], result))
+        })
+        .await
+    }
+
+    async fn revert_event(&self, req: RevertRequest) -> ServiceResult<RevertResult> {
+        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        self.write(|world, ctx| {
+            let (op, original, reverted) = rules::revert(world, ctx, &timeline, &req.event_id)?;
+            let result = RevertResult {
+                status: "reverted".into(),
+                original_event_id: original,
+                reverted_event_id: reverted,
+                timeline_id: timeline.clone(),
+            };
+            Ok((vec![op], result))
+        })
+        .await
+    }
+
+    async fn check_paradox(&self, req: ParadoxCheckRequest) -> ServiceResult<ParadoxReport> {
+        let world = self.engine.snapshot().await?;
+        let mint = || self.engine.mint();
+        let ctx = Ctx {
+            traveller: &self.traveller,
+            now: self.engine.now(),
+            mint: &mint,
+        };
+        let state = rules::referenced(&world, &req.timeline_id)?;
+        let position = world.position_of(&self.traveller, ctx.now);
+        let items = rules::items_of(&world, &self.traveller);
+        let changes = rules::proposed_changes(&ctx, &world, state, &position, &req)?;
+        let subject = rules::subject(&ctx, state, &position, &items);
+        let paradoxes = paradox::check(&subject, &changes);
+        Ok(ParadoxReport {
+            is_stable: paradoxes.is_empty(),
+            timeline_id: req.timeline_id,
+            paradoxes,
+        })
+    }
+
+    async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport> {
+        self.read(|world, ctx| {
+            let state = rules::referenced(world, &req.timeline_id)?;
+            let after = match &req.after_event_id {
+                Some(id) => Some(
+                    state
+                        .history
+                        .get(id)
+                        .ok_or_else(|| ServiceError::unknown("event", id))?
+                        .time,
+                ),
+                None => None,
+            };
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let items = rules::items_of(world, ctx.traveller);
+            let subject = rules::subject(ctx, state, &position, &items);
+            let paradoxes: Vec<_> = paradox::check(&subject, &[])
+                .into_iter()
+                .filter(|p| {
+                    let Some(after) = after else { return true };
+                    p.events.is_empty()
+                        || p.events.iter().any(|e| {
+                            state.history.get(e).is_some_and(|e| e.time >= after)
+                        })
+                })
+                .collect();
+            Ok(ParadoxReport {
+                is_stable: paradoxes.is_empty(),
+                timeline_id: req.timeline_id.clone(),
+                paradoxes,
+            })
+        })
+        .await
+    }
+
+    async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
+        let world = self.engine.snapshot().await?;
+        let now = self.engine.now();
+        let mint = || self.engine.mint();
+        let ctx = Ctx {
+            traveller: &self.traveller,
+            now,
+            mint: &mint,
+        };
+        let state = rules::referenced(&world, &req.timeline_id)?;
+        let position = world.position_of(&self.traveller, now);
+        let items = rules::items_of(&world, &self.traveller);
+        let subject = rules::subject(&ctx, state, &position, &items);
+        let mut anomalies = monitor::scan(&Scan {
+            timeline: &state.meta,
+            subject,
+            now,
+            range: req.time_range.as_ref(),
+            failures: &[],
+        });
+        for a in &mut anomalies {
+            a.detected_at = self.engine.first_seen(&a.anomaly_id, now);
+        }
+        Ok(MonitorReport {
+            status: if anomalies.is_empty() {
+                "stable"
+            } else {
+                "anomalies_detected"
+            }
+            .into(),
+            anomalies,
+            timeline_id: req.timeline_id,
+            checked_at: now,
+        })
+    }
+
+    async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
+        self.read(|world, _| {
+            let state = rules::referenced(world, &req.timeline_id)?;
+            let asked = rules::text("significant_event", &req.significant_event)?;
+            let by_id = asked
+                .parse::<EventId>()
+                .ok()
+                .and_then(|id| state.history.get(&id).map(|_| id));
+            let (status, event) = match by_id {
+                Some(id) => match state.history.head_of(&id) {
+                    Some(head) if head.id == id && head.status.is_current() => ("holds", Some(head)),
+                    Some(head) if head.status.is_current() => ("altered", Some(head)),
+                    _ => ("missing", None),
+                },
+                None => match state
+                    .history
+                    .iter()
+                    .find(|e| e.description.eq_ignore_ascii_case(&asked))
+                {
+                    Some(e) if e.status == EventStatus::OnSchedule => ("holds", Some(e)),
+                    Some(e) => ("altered", Some(e)),
+                    None => ("missing", None),
+                },
+            };
+            Ok(TimelineCheck {
+                status: status.into(),
+                holds: status == "holds",
+                timeline_id: req.timeline_id.clone(),
+                significant_event: asked,
+                event: event.map(|e| rules::event_record(e)),
+            })
+        })
+        .await
+    }
+
+    async fn create_script(&self, _req: NewScript) -> ServiceResult<Script> {
+        Err(not_yet())
+    }
+
+    async fn list_scripts(&self, _page: PageRequest) -> ServiceResult<Page<Script>> {
+        Err(not_yet())
+    }
+
+    async fn delete_script(&self, _id: &ScriptId) -> ServiceResult<()> {
+        Err(not_yet())
+    }
+
+    async fn schedule_manipulation(&self, _req: NewSchedule) -> ServiceResult<Schedule> {
+        Err(not_yet())
+    }
+
+    async fn trigger_external_manipulation(&self, _req: ExternalTrigger) -> ServiceResult<Schedule> {
+        Err(not_yet())
+    }
+
+    async fn list_schedules(&self, _page: PageRequest) -> ServiceResult<Page<Schedule>> {
+        Err(not_yet())
+    }
+
+    async fn delete_schedule(&self, _id: &ScheduleId) -> ServiceResult<()> {
+        Err(not_yet())
+    }
+
+    async fn automation_log(&self, _req: LogQuery) -> ServiceResult<Page<LogEntry>> {
+        Err(not_yet())
+    }
+}

@@ -1,0 +1,233 @@
+//! The engine's state and the operations that change it.
+//!
+//! [`Op`] is what the store logs; [`World::apply`] folds one into the state. Ops carry every
+//! id and instant they need, so replaying the log gives the same world on every machine. Ops
+//! are validated before they are logged; `apply` only refuses what would mean a corrupt log.
+
+use std::sync::Arc;
+
+use imbl::{HashMap, OrdMap};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    Anchor, AnchorId, AnchorStatus, Event, EventId, History, Instant, Item, ItemId, Journey,
+    JourneyId, Position, Timeline, TimelineId, Traveller, Whereabouts,
+};
+
+/// One logged change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// A new timeline; a branch starts with its parent's events as they are now.
+    CreateTimeline {
+        /// The timeline.
+        timeline: Timeline,
+    },
+    /// A timeline removed with its own events.
+    DeleteTimeline {
+        /// Which.
+        id: TimelineId,
+    },
+    /// Events added to a timeline (seeding, or a traveller's addition).
+    AddEvents {
+        /// Where.
+        timeline: TimelineId,
+        /// What; causes may point forward within the batch.
+        events: Vec<Event>,
+    },
+    /// An event replaced by a new head of its lineage.
+    Manipulate {
+        /// Where.
+        timeline: TimelineId,
+        /// The event replaced.
+        old: EventId,
+        /// The new head.
+        new: Event,
+    },
+    /// A manipulation undone.
+    Revert {
+        /// Where.
+        timeline: TimelineId,
+        /// The head that is undone.
+        head: EventId,
+    },
+    /// An item registered.
+    RegisterItem {
+        /// The item.
+        item: Item,
+    },
+    /// An anchor set.
+    SetAnchor {
+        /// The anchor.
+        anchor: Anchor,
+    },
+    /// A journey made.
+    Travel {
+        /// The journey.
+        journey: Journey,
+    },
+}
+
+/// A timeline with its events.
+#[derive(Clone, Debug)]
+pub struct TimelineState {
+    /// Its attributes.
+    pub meta: Arc<Timeline>,
+    /// Its events.
+    pub history: History,
+}
+
+/// Everything the engine knows, at log position `seq`. Cloning is cheap (shared maps).
+#[derive(Clone, Debug, Default)]
+pub struct World {
+    /// The last log record folded in.
+    pub seq: u64,
+    /// Timelines by id.
+    pub timelines: OrdMap<TimelineId, TimelineState>,
+    /// Items by id (every traveller's).
+    pub items: OrdMap<ItemId, Arc<Item>>,
+    /// Anchors by id (every traveller's).
+    pub anchors: OrdMap<AnchorId, Arc<Anchor>>,
+    /// Journeys by id, which is creation order.
+    pub journeys: OrdMap<JourneyId, Arc<Journey>>,
+    /// Where each traveller who ever travelled is.
+    pub positions: HashMap<Traveller, Position>,
+}
+
+/// The log holds something this version cannot fold.
+#[derive(Debug, thiserror::Error)]
+#[error("log record {seq} cannot be applied: {reason}")]
+pub struct ApplyError {
+    /// The record.
+    pub seq: u64,
+    /// Why.
+    pub reason: String,
+}
+
+impl World {
+    /// A traveller's position; travellers who never travelled are in `primary`, now.
+    pub fn position_of(&self, traveller: &Traveller, now: Instant) -> Position {
+        self.positions
+            .get(traveller)
+            .cloned()
+            .unwrap_or_else(|| Position::present(now))
+    }
+
+    /// A traveller's items.
+    pub fn items_of<'a>(&'a self, traveller: &'a Traveller) -> impl Iterator<Item = &'a Arc<Item>> {
+        self.items.values().filter(move |i| &i.owner == traveller)
+    }
+
+    /// Folds record `seq` into the state.
+    pub fn apply(&mut self, seq: u64, op: Op) -> Result<(), ApplyError> {
+        let fail = |reason: String| ApplyError { seq, reason };
+        if seq != self.seq + 1 {
+            return Err(fail(format!("expected record {}", self.seq + 1)));
+        }
+        match op {
+            Op::CreateTimeline { timeline } => {
+                let history = match &timeline.parent {
+                    Some(parent) => {
+                        self.timelines
+                            .get(parent)
+                            .ok_or_else(|| fail(format!("unknown parent timeline {parent}")))?
+                            .history
+                            .clone()
+                    }
+                    None => History::default(),
+                };
+                self.timelines.insert(
+                    timeline.id.clone(),
+                    TimelineState {
+                        meta: Arc::new(timeline),
+                        history,
+                    },
+                );
+            }
+            Op::DeleteTimeline { id } => {
+                self.timelines.remove(&id);
+            }
+            Op::AddEvents { timeline, events } => {
+                let state = self
+                    .timelines
+                    .get_mut(&timeline)
+                    .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
+                for event in events {
+                    state.history.insert(event);
+                }
+            }
+            Op::Manipulate { timeline, old, new } => {
+                let state = self
+                    .timelines
+                    .get_mut(&timeline)
+                    .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
+                if state.history.current(&old).is_none() {
+                    return Err(fail(format!("event {old} is not current in {timeline}")));
+                }
+                state.history.supersede(&old, new);
+            }
+            Op::Revert { timeline, head } => {
+                let state = self
+                    .timelines
+                    .get_mut(&timeline)
+                    .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
+                state
+                    .history
+                    .revert(&head)
+                    .ok_or_else(|| fail(format!("event {head} cannot be reverted")))?;
+            }
+            Op::RegisterItem { item } => {
+                self.items.insert(item.id.clone(), Arc::new(item));
+            }
+            Op::SetAnchor { anchor } => {
+                self.anchors.insert(anchor.id.clone(), Arc::new(anchor));
+            }
+            Op::Travel { journey } => self.apply_travel(journey),
+        }
+        self.seq = seq;
+        Ok(())
+    }
+
+    fn apply_travel(&mut self, journey: Journey) {
+        let owner = &journey.traveller;
+        let ids: Vec<ItemId> = self.items_of(owner).map(|i| i.id.clone()).collect();
+        for id in ids {
+            let Some(item) = self.items.get(&id) else {
+                continue;
+            };
+            let mut item = (**item).clone();
+            if journey.items_transported.contains(&id) {
+                let leaves_origin = item.origin_timeline == journey.from_timeline
+                    && journey.to_timeline != journey.from_timeline;
+                if item.taken_at.is_none() && leaves_origin {
+                    item.taken_at = Some(journey.from_time);
+                }
+                item.whereabouts = Whereabouts::Carried;
+            } else if item.whereabouts == Whereabouts::Carried {
+                item.whereabouts = Whereabouts::Left {
+                    timeline: journey.from_timeline.clone(),
+                    time: journey.from_time,
+                };
+            } else {
+                continue;
+            }
+            self.items.insert(id, Arc::new(item));
+        }
+        if let Some(anchor_id) = &journey.anchor
+            && let Some(anchor) = self.anchors.get(anchor_id)
+        {
+            let mut spent = (**anchor).clone();
+            spent.status = AnchorStatus::Spent;
+            self.anchors.insert(anchor_id.clone(), Arc::new(spent));
+        }
+        self.positions.insert(
+            owner.clone(),
+            Position {
+                timeline: journey.to_timeline.clone(),
+                arrival_time: journey.arrival_time,
+                arrived_at: journey.departed_at,
+            },
+        );
+        self.journeys.insert(journey.id.clone(), Arc::new(journey));
+    }
+}

@@ -1,0 +1,234 @@
+//! One error type for every face of the service, mapping one-to-one onto problem types.
+//!
+//! The catalogue [`PROBLEM_TYPES`] is the single place a problem's slug, title, status and
+//! explanation are written; the server serves it at `/problems/{slug}` and the client decodes
+//! problems back into [`ServiceError`] through it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::paradox::Paradox;
+
+/// A problem type: what `type`, `title` and `status` of a problem+json body say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProblemType {
+    /// Last segment of the type URI: `/problems/{slug}`.
+    pub slug: &'static str,
+    /// Short summary, the problem's `title`.
+    pub title: &'static str,
+    /// HTTP status code.
+    pub status: u16,
+    /// A paragraph for a person, served at `/problems/{slug}`.
+    pub explanation: &'static str,
+}
+
+macro_rules! problem_types {
+    ($($konst:ident = $slug:literal, $status:literal, $title:literal, $explanation:literal;)*) => {
+        $(
+            #[doc = $title]
+            pub const $konst: ProblemType = ProblemType {
+                slug: $slug,
+                title: $title,
+                status: $status,
+                explanation: $explanation,
+            };
+        )*
+        /// Every problem type the service can answer with.
+        pub const PROBLEM_TYPES: &[ProblemType] = &[$($konst),*];
+    };
+}
+
+problem_types! {
+    INVALID_REQUEST = "invalid-request", 400, "Invalid request",
+        "A field of the request is missing, has the wrong type or an impossible value. The detail names the field and what was expected.";
+    UNKNOWN_REFERENCE = "unknown-reference", 400, "Unknown reference",
+        "The request names a timeline, event, item or anchor that does not exist, or that belongs to another traveller.";
+    TIMELINE_CLOSED = "timeline-closed", 400, "Timeline closed",
+        "The timeline's window has passed: it can still be read and searched, but not travelled to or changed.";
+    EVENT_LOCKED = "event-locked", 400, "Event cannot be manipulated",
+        "The event is a fixed point, or has already been superseded or reverted; only the current head of a lineage that is not a fixed point can be changed.";
+    PARADOX_DETECTED = "paradox-detected", 400, "Paradox detected",
+        "The safety check found that the change would make the timeline unstable. Nothing was written; the paradoxes are listed with view=full.";
+    UNAUTHORIZED = "unauthorized", 401, "Unauthorized",
+        "The request carries no bearer token, or one that is malformed, expired, tampered with or unsigned.";
+    FORBIDDEN = "forbidden", 403, "Forbidden",
+        "The token is valid but lacks the scope this operation needs (read, write or admin).";
+    NOT_FOUND = "not-found", 404, "Not found",
+        "No such resource, or it belongs to another traveller.";
+    METHOD_NOT_ALLOWED = "method-not-allowed", 405, "Method not allowed",
+        "The path exists but does not answer this HTTP method.";
+    CONFLICT = "conflict", 409, "Conflict",
+        "The request conflicts with the current state, for example deleting a timeline that still has branches or travellers in it.";
+    PAYLOAD_TOO_LARGE = "payload-too-large", 413, "Payload too large",
+        "The request body is larger than the server accepts.";
+    UNSUPPORTED_MEDIA_TYPE = "unsupported-media-type", 415, "Unsupported media type",
+        "Request bodies must be JSON, sent with Content-Type: application/json.";
+    UNPROCESSABLE = "unprocessable", 422, "Unprocessable request",
+        "The request is well-formed JSON but its content cannot be used.";
+    RATE_LIMITED = "rate-limited", 429, "Too many requests",
+        "This traveller sent more requests than the server allows; wait for the number of seconds in Retry-After.";
+    INTERNAL = "internal", 500, "Internal error",
+        "Something went wrong on our side. Nothing was written; the request can be tried again.";
+    UNAVAILABLE = "unavailable", 503, "Service unavailable",
+        "The service cannot answer now (storage unreachable, timed out or shutting down); try again shortly.";
+}
+
+/// Looks a problem type up by its slug.
+pub fn problem_type(slug: &str) -> Option<&'static ProblemType> {
+    PROBLEM_TYPES.iter().find(|p| p.slug == slug)
+}
+
+/// Everything that can go wrong, with a meaning. `Display` is the problem's `detail`.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ServiceError {
+    /// A field is missing, malformed or impossible.
+    #[error("{field}: {message}")]
+    InvalidInput {
+        /// The field at fault.
+        field: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// The request names something the caller cannot see.
+    #[error("no {what} '{id}' is known to you")]
+    UnknownReference {
+        /// What kind of thing (timeline, event, item, anchor).
+        what: String,
+        /// The id given.
+        id: String,
+    },
+    /// A closed timeline cannot be travelled to or changed.
+    #[error("timeline '{timeline}' closed at {closed_at}; it can be read but not travelled to or changed")]
+    TimelineClosed {
+        /// The timeline.
+        timeline: String,
+        /// When its window ended (RFC 3339).
+        closed_at: String,
+    },
+    /// The event cannot be manipulated (fixed point, superseded, reverted).
+    #[error("event '{event}' cannot be manipulated: {reason}")]
+    EventLocked {
+        /// The event.
+        event: String,
+        /// Why.
+        reason: String,
+    },
+    /// The safety check found the change unstable; nothing was written.
+    #[error("the change would make timeline '{timeline}' unstable: {}", summarize(paradoxes))]
+    ParadoxDetected {
+        /// The timeline checked.
+        timeline: String,
+        /// What the checker found.
+        paradoxes: Vec<Paradox>,
+    },
+    /// A resource addressed by path does not exist for this caller.
+    #[error("no {what} '{id}'")]
+    NotFound {
+        /// What kind of thing.
+        what: String,
+        /// The id given.
+        id: String,
+    },
+    /// The thing to create exists already (the documented bodiless 409).
+    #[error("already exists at {location}")]
+    AlreadyExists {
+        /// Path of the existing resource, sent as `Location`.
+        location: String,
+    },
+    /// Refused because of the current state.
+    #[error("{0}")]
+    Conflict(String),
+    /// Authentication failed.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Authenticated but not allowed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Too many requests.
+    #[error("too many requests; retry in {retry_after_secs} s")]
+    RateLimited {
+        /// Seconds to wait.
+        retry_after_secs: u64,
+    },
+    /// The storage or a remote server cannot be reached, or took too long.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug or an unexpected failure; the message is for logs.
+    #[error("{0}")]
+    Internal(String),
+}
+
+fn summarize(paradoxes: &[Paradox]) -> String {
+    let mut kinds: Vec<&str> = paradoxes.iter().map(|p| p.kind.as_str()).collect();
+    kinds.dedup();
+    if kinds.is_empty() {
+        "no paradox listed".into()
+    } else {
+        kinds.join(", ")
+    }
+}
+
+impl ServiceError {
+    /// Shorthand for [`ServiceError::InvalidInput`].
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidInput {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`ServiceError::UnknownReference`].
+    pub fn unknown(what: &str, id: impl std::fmt::Display) -> Self {
+        Self::UnknownReference {
+            what: what.into(),
+            id: id.to_string(),
+        }
+    }
+
+    /// Shorthand for [`ServiceError::NotFound`].
+    pub fn not_found(what: &str, id: impl std::fmt::Display) -> Self {
+        Self::NotFound {
+            what: what.into(),
+            id: id.to_string(),
+        }
+    }
+
+    /// The problem type this error is answered with.
+    pub fn problem_type(&self) -> &'static ProblemType {
+        match self {
+            Self::InvalidInput { .. } => &INVALID_REQUEST,
+            Self::UnknownReference { .. } => &UNKNOWN_REFERENCE,
+            Self::TimelineClosed { .. } => &TIMELINE_CLOSED,
+            Self::EventLocked { .. } => &EVENT_LOCKED,
+            Self::ParadoxDetected { .. } => &PARADOX_DETECTED,
+            Self::NotFound { .. } => &NOT_FOUND,
+            Self::AlreadyExists { .. } | Self::Conflict(_) => &CONFLICT,
+            Self::Unauthorized(_) => &UNAUTHORIZED,
+            Self::Forbidden(_) => &FORBIDDEN,
+            Self::RateLimited { .. } => &RATE_LIMITED,
+            Self::Unavailable(_) => &UNAVAILABLE,
+            Self::Internal(_) => &INTERNAL,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_unique_and_resolvable() {
+        for p in PROBLEM_TYPES {
+            assert_eq!(problem_type(p.slug), Some(p));
+            assert_eq!(PROBLEM_TYPES.iter().filter(|q| q.slug == p.slug).count(), 1);
+        }
+    }
+
+    #[test]
+    fn details_name_what_went_wrong() {
+        let e = ServiceError::unknown("timeline", "tml_nope");
+        assert_eq!(e.to_string(), "no timeline 'tml_nope' is known to you");
+        assert_eq!(e.problem_type().status, 400);
+        assert_eq!(ServiceError::not_found("timeline", "x").problem_type().status, 404);
+    }
+}

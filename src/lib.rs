@@ -1,0 +1,19 @@
+//! chronoscope: a timeline travel service and the terminal dashboard that drives it.
+//!
+//! Layers (DESIGN §2): [`model`] types, [`paradox`] and [`monitor`] (pure domain rules),
+//! [`engine`] (the embedded [`service::TimelineService`]), [`automation`], [`store`] (SQLite,
+//! PostgreSQL), [`server`] (HTTP), [`client`] (HTTP client), [`auth`], [`tui`], [`cli`].
+
+pub mod auth;
+pub mod automation;
+pub mod cli;
+pub mod client;
+pub mod engine;
+pub mod error;
+pub mod model;
+pub mod monitor;
+pub mod paradox;
+pub mod server;
+pub mod service;
+pub mod store;
+pub mod tui;

@@ -1,0 +1,231 @@
+//! Identifiers: prefixed, sortable, opaque (`tml_` + lowercase ULID and friends).
+//!
+//! Each id type is parsed once at the edge (`FromStr`) and trusted inside. New ids are
+//! minted by the engine from a ULID so they sort by creation time.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ServiceError;
+
+/// Longest identifier we accept; anything longer is a typo or an attack.
+const MAX_ID_LEN: usize = 128;
+
+fn valid_id_chars(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_ID_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+}
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// The prefix every minted id of this kind carries.
+            pub const PREFIX: &'static str = $prefix;
+
+            /// Mints a new id from a ULID (the engine supplies it, so tests can be deterministic).
+            pub fn from_ulid(ulid: ulid::Ulid) -> Self {
+                Self(format!("{}{}", $prefix, ulid.to_string().to_lowercase()))
+            }
+
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = ServiceError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                if valid_id_chars(s) {
+                    Ok(Self(s.to_owned()))
+                } else {
+                    Err(ServiceError::invalid(
+                        $what,
+                        format!(
+                            "'{}' is not a valid {} id (1 to {} letters, digits, '_', '-' or '.')",
+                            s.chars().take(40).collect::<String>(),
+                            $what,
+                            MAX_ID_LEN
+                        ),
+                    ))
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = ServiceError;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A timeline; the literal `primary` is the main timeline.
+    TimelineId, "tml_", "timeline"
+);
+id_type!(
+    /// An event. Demo and imported events keep their own ids (`ai-malfunction-trigger`).
+    EventId, "evt_", "event"
+);
+id_type!(
+    /// An item registered by a traveller.
+    ItemId, "itm_", "item"
+);
+id_type!(
+    /// A temporal anchor (a return ticket).
+    AnchorId, "anc_", "anchor"
+);
+id_type!(
+    /// A recorded journey.
+    JourneyId, "jrn_", "journey"
+);
+id_type!(
+    /// An automation script.
+    ScriptId, "scr_", "script"
+);
+id_type!(
+    /// A scheduled or externally triggered manipulation.
+    ScheduleId, "sch_", "schedule"
+);
+id_type!(
+    /// An anomaly found by the monitor; derived from its cause, so stable across calls.
+    AnomalyId, "anm_", "anomaly"
+);
+
+impl TimelineId {
+    /// The id of the main timeline, which always exists.
+    pub fn primary() -> Self {
+        Self("primary".to_owned())
+    }
+
+    /// Whether this is the main timeline.
+    pub fn is_primary(&self) -> bool {
+        self.0 == "primary"
+    }
+}
+
+impl EventId {
+    /// The smallest possible id, a lower bound in time-ordered ranges. It never parses,
+    /// so it sorts before every real id without colliding with one.
+    pub(crate) fn min_value() -> Self {
+        Self(String::new())
+    }
+}
+
+impl AnomalyId {
+    /// A stable id derived from the anomaly's cause: the same cause gives the same id.
+    pub fn derived(cause: &str) -> Self {
+        Self::from_ulid(ulid::Ulid::from(stable_hash128(cause.as_bytes())))
+    }
+}
+
+/// FNV-1a over 128 bits: stable across builds and platforms, unlike `std`'s hasher.
+fn stable_hash128(bytes: &[u8]) -> u128 {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, b| (h ^ u128::from(*b)).wrapping_mul(PRIME))
+}
+
+/// Who is acting: the `sub` claim of a token, or the OS user in embedded mode.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Traveller(String);
+
+impl Traveller {
+    /// The traveller's name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for Traveller {
+    type Err = ServiceError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() || s.len() > MAX_ID_LEN || s.chars().any(char::is_control) {
+            return Err(ServiceError::invalid(
+                "traveller",
+                "a traveller name is 1 to 128 printable characters",
+            ));
+        }
+        Ok(Self(s.to_owned()))
+    }
+}
+
+impl TryFrom<String> for Traveller {
+    type Error = ServiceError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<Traveller> for String {
+    fn from(t: Traveller) -> String {
+        t.0
+    }
+}
+
+impl fmt::Display for Traveller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minted_ids_carry_prefix_and_lowercase_ulid() {
+        let id = TimelineId::from_ulid(ulid::Ulid::from(42u128));
+        assert!(id.as_str().starts_with("tml_"));
+        assert_eq!(id.as_str().len(), 4 + 26);
+        assert_eq!(id.as_str(), id.as_str().to_lowercase());
+    }
+
+    #[test]
+    fn ids_reject_empty_and_odd_characters() {
+        assert!("".parse::<EventId>().is_err());
+        assert!("a b".parse::<EventId>().is_err());
+        assert!("x".repeat(129).parse::<ItemId>().is_err());
+        assert!("event-5678abcd".parse::<EventId>().is_ok());
+    }
+
+    #[test]
+    fn derived_anomaly_ids_are_stable_and_distinct() {
+        assert_eq!(AnomalyId::derived("a"), AnomalyId::derived("a"));
+        assert_ne!(AnomalyId::derived("a"), AnomalyId::derived("b"));
+        assert!(AnomalyId::derived("a").as_str().starts_with("anm_"));
+    }
+}

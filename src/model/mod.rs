@@ -1,0 +1,299 @@
+//! The domain's types: what a timeline, an event, an item, an anchor and a journey are.
+//!
+//! Pure data with the rules that belong to one record (a timeline's status at an instant,
+//! a traveller's time now). Rules that span records live in `engine` and `paradox`.
+
+mod history;
+mod ids;
+mod time;
+
+use chrono::Duration;
+use serde::{Deserialize, Serialize};
+
+pub use history::History;
+pub use ids::{
+    AnchorId, AnomalyId, EventId, ItemId, JourneyId, ScheduleId, ScriptId, TimelineId, Traveller,
+};
+pub use time::{Instant, TimeRange, Window, format_instant, parse_instant};
+
+/// Whether a timeline can still be travelled to and changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelineStatus {
+    /// Within its window.
+    Open,
+    /// Past its window: read and search only.
+    Closed,
+}
+
+/// A timeline's own attributes; its events live in a [`History`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// Its id (`primary` or `tml_...`).
+    pub id: TimelineId,
+    /// Short name shown in lists.
+    pub name: String,
+    /// What the timeline is for (guide operations call this the description).
+    pub description: Option<String>,
+    /// How a parallel timeline differs from its base.
+    pub variation: Option<String>,
+    /// Where a journey into it arrives; `None` arrives at the present.
+    pub destination_time: Option<Instant>,
+    /// When it was created.
+    pub created_at: Instant,
+    /// How long it stays open after creation.
+    pub window: Window,
+    /// The timeline it branched from.
+    pub parent: Option<TimelineId>,
+    /// The traveller who created it (`None` for the primary and seeded timelines).
+    pub created_by: Option<Traveller>,
+}
+
+impl Timeline {
+    /// When the window closes, `None` if never.
+    pub fn closes_at(&self) -> Option<Instant> {
+        self.window.duration().map(|d| self.created_at + d)
+    }
+
+    /// `open` until `created_at + window`, then `closed`.
+    pub fn status_at(&self, now: Instant) -> TimelineStatus {
+        match self.closes_at() {
+            Some(end) if now >= end => TimelineStatus::Closed,
+            _ => TimelineStatus::Open,
+        }
+    }
+
+    /// Time left before the window closes, `None` if unbounded.
+    pub fn remaining_at(&self, now: Instant) -> Option<Duration> {
+        self.closes_at().map(|end| (end - now).max(Duration::zero()))
+    }
+}
+
+/// Where an event stands in its lineage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventStatus {
+    /// Never changed.
+    OnSchedule,
+    /// The head of a changed lineage.
+    Manipulated,
+    /// Replaced by a manipulation; kept as history.
+    Superseded,
+    /// A manipulation that was undone; kept as history.
+    Reverted,
+}
+
+impl EventStatus {
+    /// Whether an event with this status is part of the timeline as it now stands.
+    pub fn is_current(self) -> bool {
+        matches!(self, EventStatus::OnSchedule | EventStatus::Manipulated)
+    }
+
+    /// The word used in responses and scripts' `status_check`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventStatus::OnSchedule => "on_schedule",
+            EventStatus::Manipulated => "manipulated",
+            EventStatus::Superseded => "superseded",
+            EventStatus::Reverted => "reverted",
+        }
+    }
+}
+
+/// Something that happened in a timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Its id.
+    pub id: EventId,
+    /// What happened.
+    pub description: String,
+    /// When it happened.
+    pub time: Instant,
+    /// Where it happened.
+    pub location: String,
+    /// Events it depends on.
+    pub causes: Vec<EventId>,
+    /// A fixed point cannot be manipulated.
+    pub fixed_point: bool,
+    /// Where it stands in its lineage.
+    pub status: EventStatus,
+    /// The event this one replaced (set on manipulations).
+    pub supersedes: Option<EventId>,
+    /// The event that replaced this one (set while superseded).
+    pub superseded_by: Option<EventId>,
+    /// The first event of the lineage; automation addresses lineages by it.
+    pub lineage: EventId,
+    /// The traveller who added or manipulated it; `None` for history as shipped.
+    pub author: Option<Traveller>,
+}
+
+/// Where a traveller is: a timeline and a time that flows with the wall clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Position {
+    /// The timeline they are in.
+    pub timeline: TimelineId,
+    /// The time they arrived at.
+    pub arrival_time: Instant,
+    /// The wall-clock instant they arrived.
+    pub arrived_at: Instant,
+}
+
+impl Position {
+    /// In `primary` at the present: where every traveller starts.
+    pub fn present(now: Instant) -> Self {
+        Self {
+            timeline: TimelineId::primary(),
+            arrival_time: now,
+            arrived_at: now,
+        }
+    }
+
+    /// The traveller's time in their timeline at wall-clock `now`.
+    pub fn time_at(&self, now: Instant) -> Instant {
+        self.arrival_time + (now - self.arrived_at).max(Duration::zero())
+    }
+}
+
+/// Where an item is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Whereabouts {
+    /// Carried by its traveller.
+    Carried,
+    /// Left in a timeline at a time.
+    Left {
+        /// The timeline it was left in.
+        timeline: TimelineId,
+        /// The time it was left at.
+        time: Instant,
+    },
+}
+
+/// An item a traveller registered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// Its id.
+    pub id: ItemId,
+    /// What it is.
+    pub description: String,
+    /// Whose it is.
+    pub owner: Traveller,
+    /// The timeline it was registered (found) in.
+    pub origin_timeline: TimelineId,
+    /// The time it was registered at, in that timeline.
+    pub origin_time: Instant,
+    /// When it first left its origin timeline, in that timeline's time.
+    pub taken_at: Option<Instant>,
+    /// Where it is now.
+    pub whereabouts: Whereabouts,
+    /// Wall-clock instant of registration.
+    pub registered_at: Instant,
+}
+
+/// Whether an anchor can still be returned to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorStatus {
+    /// A valid destination.
+    Active,
+    /// Returned to; kept as history.
+    Spent,
+}
+
+/// A return ticket: a traveller's point to come back to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// Its id.
+    pub id: AnchorId,
+    /// Whose ticket it is.
+    pub owner: Traveller,
+    /// The timeline it was set in.
+    pub timeline: TimelineId,
+    /// The time it returns to.
+    pub timestamp: Instant,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Active until returned to.
+    pub status: AnchorStatus,
+    /// Wall-clock instant it was set.
+    pub created_at: Instant,
+}
+
+/// An item that did not travel, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeftItem {
+    /// The item.
+    pub item_id: ItemId,
+    /// A sentence a person understands.
+    pub reason: String,
+}
+
+/// A journey, recorded when it happens and kept forever.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Journey {
+    /// Its id.
+    pub id: JourneyId,
+    /// Who travelled.
+    pub traveller: Traveller,
+    /// The destination as requested (a timeline or an anchor id).
+    pub destination: String,
+    /// Timeline left.
+    pub from_timeline: TimelineId,
+    /// Time left, in that timeline.
+    pub from_time: Instant,
+    /// Timeline reached.
+    pub to_timeline: TimelineId,
+    /// Time of arrival, in that timeline.
+    pub arrival_time: Instant,
+    /// Wall-clock instant of departure.
+    pub departed_at: Instant,
+    /// Items that came along.
+    pub items_transported: Vec<ItemId>,
+    /// Items that stayed behind, with the reason.
+    pub items_left: Vec<LeftItem>,
+    /// The anchor returned to, when the destination was one.
+    pub anchor: Option<AnchorId>,
+    /// The place arrived at, when the journey named one (`/api/v1/travel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Instant {
+        parse_instant("t", s).unwrap()
+    }
+
+    #[test]
+    fn a_timeline_closes_when_its_window_ends() {
+        let tl = Timeline {
+            id: "tml_x".parse().unwrap(),
+            name: "x".into(),
+            description: None,
+            variation: None,
+            destination_time: None,
+            created_at: t("2026-01-01T00:00:00Z"),
+            window: "12 minutes".parse().unwrap(),
+            parent: None,
+            created_by: None,
+        };
+        assert_eq!(tl.status_at(t("2026-01-01T00:11:59Z")), TimelineStatus::Open);
+        assert_eq!(tl.status_at(t("2026-01-01T00:12:00Z")), TimelineStatus::Closed);
+        assert_eq!(
+            tl.remaining_at(t("2026-01-01T00:02:00Z")),
+            Some(Duration::minutes(10))
+        );
+    }
+
+    #[test]
+    fn a_travellers_time_flows_with_the_wall_clock() {
+        let p = Position {
+            timeline: TimelineId::primary(),
+            arrival_time: t("1889-03-10T23:50:00Z"),
+            arrived_at: t("2026-01-01T00:00:00Z"),
+        };
+        assert_eq!(p.time_at(t("2026-01-01T00:05:00Z")), t("1889-03-10T23:55:00Z"));
+    }
+}

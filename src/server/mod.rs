@@ -1,0 +1,1 @@
+//! The HTTP service (axum) wrapping any [`crate::service::TimelineService`].

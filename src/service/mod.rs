@@ -1,0 +1,114 @@
+//! The contract every face of chronoscope speaks: [`TimelineService`].
+//!
+//! The dashboard, the CLI and the HTTP server depend on this trait only. [`crate::engine`]
+//! implements it in-process; [`crate::client::RemoteClient`] implements it over HTTP. A service
+//! value is bound to one traveller: the engine hands out one per traveller, the remote client
+//! is bound by its token.
+//!
+//! How the interface's operations map onto methods:
+//!
+//! | interface | method |
+//! |---|---|
+//! | `GET /timelines` | [`TimelineService::list_timelines`] |
+//! | `POST /timelines`, `create-timeline`, `create-parallel-timeline` | [`TimelineService::create_timeline`] |
+//! | `GET /timeline/{id}` | [`TimelineService::get_timeline`] |
+//! | `DELETE /timeline/{id}` | [`TimelineService::delete_timeline`] |
+//! | `POST /travels` | [`TimelineService::travel`] |
+//! | `/api/v1/travel` | [`TimelineService::travel_to_time`] |
+//! | `POST /items` | [`TimelineService::register_item`] |
+//! | `POST /events`, `manipulate-event` | [`TimelineService::manipulate_event`] |
+//! | `POST /anchors`, `set-anchor` | [`TimelineService::set_anchor`] |
+//! | `POST /paradox-checks` | [`TimelineService::check_paradox`] |
+//! | `check-paradox` | [`TimelineService::check_stability`] |
+//! | `GET /monitor-timeline`, `/api/v1/monitor-paradox` | [`TimelineService::monitor_timeline`] |
+//! | `/api/v1/check-timeline` | [`TimelineService::check_timeline`] |
+//! | `search-events`, `/api/v1/scan-events`, `GET /timeline/{id}/events` | [`TimelineService::search_events`] |
+//! | `POST /timeline/{id}/events` | [`TimelineService::add_event`] |
+//! | `revert-event` | [`TimelineService::revert_event`] |
+//! | `create-script`, `GET/DELETE /scripts` | [`TimelineService::create_script`], `list_scripts`, `delete_script` |
+//! | `schedule-manipulation`, `trigger-external-manipulation`, `GET/DELETE /schedules` | `schedule_manipulation`, `trigger_external_manipulation`, `list_schedules`, `delete_schedule` |
+//! | `automation-log` | [`TimelineService::automation_log`] |
+
+mod types;
+
+use async_trait::async_trait;
+
+pub use types::*;
+
+use crate::error::ServiceError;
+use crate::model::{AnchorId, ItemId, ScheduleId, ScriptId, TimelineId};
+
+/// Result of every service call.
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+/// Every operation of the interface, bound to one traveller.
+#[async_trait]
+pub trait TimelineService: Send + Sync {
+    /// Who the caller is and where they are now.
+    async fn whoami(&self) -> ServiceResult<TravellerStatus>;
+
+    /// Timelines, `primary` first, then by creation.
+    async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>>;
+    /// Creates a timeline branching from a base (`primary` by default).
+    async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo>;
+    /// One timeline.
+    async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo>;
+    /// Deletes a timeline with no branches and no travellers in it.
+    async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()>;
+
+    /// Travels to a timeline or returns to one of the caller's active anchors.
+    async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey>;
+    /// Travels to a time in `primary`.
+    async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey>;
+    /// The caller's journeys, oldest first.
+    async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>>;
+
+    /// Registers an item found at the caller's position.
+    async fn register_item(&self, req: NewItem) -> ServiceResult<Item>;
+    /// One of the caller's items.
+    async fn get_item(&self, id: &ItemId) -> ServiceResult<Item>;
+    /// The caller's items.
+    async fn list_items(&self, page: PageRequest) -> ServiceResult<Page<Item>>;
+
+    /// Sets an anchor (a return ticket) in the caller's current timeline.
+    async fn set_anchor(&self, req: NewAnchor) -> ServiceResult<Anchor>;
+    /// One of the caller's anchors.
+    async fn get_anchor(&self, id: &AnchorId) -> ServiceResult<Anchor>;
+    /// The caller's anchors, active and spent.
+    async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>>;
+
+    /// Searches a timeline's current events by location and time range, in time order.
+    async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;
+    /// Adds an event to a timeline.
+    async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord>;
+    /// Manipulates an event, creating the new head of its lineage.
+    async fn manipulate_event(&self, req: ManipulateRequest) -> ServiceResult<ManipulationResult>;
+    /// Undoes the latest manipulation of a lineage.
+    async fn revert_event(&self, req: RevertRequest) -> ServiceResult<RevertResult>;
+
+    /// Checks proposed changes for paradoxes; nothing is written.
+    async fn check_paradox(&self, req: ParadoxCheckRequest) -> ServiceResult<ParadoxReport>;
+    /// Checks a timeline as it stands.
+    async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport>;
+    /// Scans a timeline for anomalies.
+    async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport>;
+    /// Says whether a significant event still holds in a timeline.
+    async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck>;
+
+    /// Stores a script.
+    async fn create_script(&self, req: NewScript) -> ServiceResult<Script>;
+    /// The caller's scripts.
+    async fn list_scripts(&self, page: PageRequest) -> ServiceResult<Page<Script>>;
+    /// Deletes one of the caller's scripts.
+    async fn delete_script(&self, id: &ScriptId) -> ServiceResult<()>;
+    /// Schedules a manipulation at a wall-clock time.
+    async fn schedule_manipulation(&self, req: NewSchedule) -> ServiceResult<Schedule>;
+    /// Records an outside system's trigger; its actions run at the given time.
+    async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule>;
+    /// The caller's scheduled and triggered jobs.
+    async fn list_schedules(&self, page: PageRequest) -> ServiceResult<Page<Schedule>>;
+    /// Cancels one of the caller's jobs that has not run yet.
+    async fn delete_schedule(&self, id: &ScheduleId) -> ServiceResult<()>;
+    /// Automated actions, filtered by timeline and date range.
+    async fn automation_log(&self, req: LogQuery) -> ServiceResult<Page<LogEntry>>;
+}

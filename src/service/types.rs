@@ -1,0 +1,599 @@
+//! Typed requests and responses of [`super::TimelineService`].
+//!
+//! JSON field names are exactly the interface's. Responses are the *full* view; the HTTP
+//! server projects the documented operations down to their documented properties unless the
+//! client asks for `view=full`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    AnomalyId, EventId, EventStatus, Instant, ItemId, Position, ScheduleId, ScriptId, TimeRange, TimelineId, TimelineStatus, Traveller, Window,
+};
+use crate::paradox::Paradox;
+
+pub use crate::model::{Anchor, Item, Journey, LeftItem};
+
+/// Asking for one page of a list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageRequest {
+    /// Most items to return (1 to [`PageRequest::MAX_LIMIT`], default [`PageRequest::DEFAULT_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Opaque cursor from a previous page's `next_cursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl PageRequest {
+    /// Page size when none is asked for.
+    pub const DEFAULT_LIMIT: u32 = 100;
+    /// Largest page size served.
+    pub const MAX_LIMIT: u32 = 1000;
+
+    /// A first page of `limit` items.
+    pub fn first(limit: u32) -> Self {
+        Self {
+            limit: Some(limit),
+            cursor: None,
+        }
+    }
+}
+
+/// One page of a list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Page<T> {
+    /// The items of this page.
+    pub items: Vec<T>,
+    /// Pass as `cursor` to get the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Who the caller is and where they are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TravellerStatus {
+    /// The traveller's name.
+    pub traveller: Traveller,
+    /// Timeline they are in.
+    pub timeline_id: TimelineId,
+    /// Their time there, now.
+    pub time: Instant,
+    /// The raw position (arrival and wall-clock arrival).
+    pub position: Position,
+}
+
+/// A timeline as responses show it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimelineInfo {
+    /// Its id.
+    pub id: TimelineId,
+    /// Its name.
+    pub name: String,
+    /// Where journeys into it arrive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination_time: Option<Instant>,
+    /// When it was created.
+    pub created_at: Instant,
+    /// `open` or `closed`, now.
+    pub status: TimelineStatus,
+    /// How long it stays open, in words.
+    pub window: Window,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// How a parallel timeline differs from its base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variation: Option<String>,
+    /// The timeline it branched from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<TimelineId>,
+    /// When the window closes; absent when unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closes_at: Option<Instant>,
+    /// How many events it now has.
+    #[serde(default)]
+    pub event_count: usize,
+}
+
+/// Creating a timeline: the documented `Timeline` body and the guide operations'
+/// `create-timeline` / `create-parallel-timeline` bodies, in one shape.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewTimeline {
+    /// Its name; defaults to the description.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Where journeys into it arrive; `None` arrives at the present.
+    #[serde(default)]
+    pub destination_time: Option<Instant>,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The timeline to branch from (`primary` when absent).
+    #[serde(default)]
+    pub base_timeline_id: Option<TimelineId>,
+    /// How a parallel timeline differs from its base.
+    #[serde(default)]
+    pub variation: Option<String>,
+}
+
+/// A journey request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TravelRequest {
+    /// A timeline id or one of the caller's active anchor ids.
+    pub destination: String,
+    /// Items to carry.
+    #[serde(default)]
+    pub items_transported: Vec<ItemId>,
+}
+
+/// `/api/v1/travel`: to a time in the primary timeline, at a place.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeTravelRequest {
+    /// The time to arrive at in `primary`.
+    pub destination_time: Instant,
+    /// Where (recorded with the journey).
+    #[serde(default)]
+    pub location: Option<String>,
+}
+
+/// Registering an item.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewItem {
+    /// What it is.
+    pub description: String,
+}
+
+/// Setting an anchor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewAnchor {
+    /// The time to return to.
+    pub timestamp: Instant,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// One step of a new outcome.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeChange {
+    /// The action taken (free text, recorded).
+    #[serde(default)]
+    pub action: Option<String>,
+    /// The event's new time.
+    #[serde(default)]
+    pub time: Option<Instant>,
+}
+
+/// The new outcome of a manipulated event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewOutcome {
+    /// The new description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Changes; the last one with a time sets the new time.
+    #[serde(default)]
+    pub changes: Vec<OutcomeChange>,
+}
+
+/// Manipulating an event (`POST /events` and the guide `manipulate-event`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManipulateRequest {
+    /// The timeline (guide operation: defaults to `primary`).
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+    /// The event, or any event of its lineage (the current head is changed).
+    pub event_id: EventId,
+    /// The new outcome.
+    pub new_outcome: NewOutcome,
+    /// Check for paradoxes first and refuse an unstable change.
+    #[serde(default)]
+    pub safety_check: bool,
+}
+
+/// What a manipulation did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManipulationResult {
+    /// `applied`.
+    pub status: String,
+    /// The new head of the lineage.
+    pub new_event_id: EventId,
+    /// Its description.
+    pub description: String,
+    /// Its time.
+    pub time: Instant,
+    /// The event it superseded.
+    pub original_event_id: EventId,
+    /// The timeline changed.
+    pub timeline_id: TimelineId,
+}
+
+/// One proposed change: exactly one of `event` or `item_id`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProposedChange {
+    /// An event id to move, or the description of a new event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// The (new) time of that event; defaults to the timeline's destination time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Instant>,
+    /// An item to bring into the timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<ItemId>,
+}
+
+/// `POST /paradox-checks`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParadoxCheckRequest {
+    /// The timeline to check.
+    pub timeline_id: TimelineId,
+    /// The changes to try.
+    #[serde(default)]
+    pub proposed_changes: Vec<ProposedChange>,
+}
+
+/// The guide `check-paradox`: the timeline as it stands, optionally only after an event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StabilityQuery {
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// Only report paradoxes at or after this event's time.
+    #[serde(default)]
+    pub after_event_id: Option<EventId>,
+}
+
+/// The checker's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParadoxReport {
+    /// True when no paradox was found.
+    pub is_stable: bool,
+    /// The timeline checked.
+    pub timeline_id: TimelineId,
+    /// What was found.
+    pub paradoxes: Vec<Paradox>,
+}
+
+/// `GET /monitor-timeline` and `/api/v1/monitor-paradox`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MonitorQuery {
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// Limit the scan to events in this range.
+    #[serde(default)]
+    pub time_range: Option<TimeRange>,
+}
+
+/// How serious an anomaly is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Needs attention soon.
+    Warning,
+    /// The timeline is unstable.
+    Critical,
+}
+
+/// What an anomaly is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnomalyKind {
+    /// A paradox of the given kind.
+    Paradox(crate::paradox::ParadoxKind),
+    /// The window closes within 10 % of its length.
+    WindowClosing,
+    /// An event names a cause the timeline does not have.
+    OrphanedEvent,
+    /// An automated action failed.
+    AutomationFailed,
+}
+
+/// One anomaly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Anomaly {
+    /// Stable: the same cause gives the same id across calls.
+    pub anomaly_id: AnomalyId,
+    /// A sentence for a person.
+    pub description: String,
+    /// What it is about.
+    pub kind: AnomalyKind,
+    /// How serious.
+    pub severity: Severity,
+    /// Ids of the events, items, scripts or timeline involved.
+    pub subjects: Vec<String>,
+    /// When it was first seen.
+    pub detected_at: Instant,
+}
+
+/// The monitor's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MonitorReport {
+    /// `stable` or `anomalies_detected`.
+    pub status: String,
+    /// What was found.
+    pub anomalies: Vec<Anomaly>,
+    /// The timeline scanned.
+    pub timeline_id: TimelineId,
+    /// When the scan ran.
+    pub checked_at: Instant,
+}
+
+/// `/api/v1/check-timeline`: does a significant event still hold?
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignificantEventQuery {
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// An event id, or an event's description.
+    pub significant_event: String,
+}
+
+/// Whether a significant event holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimelineCheck {
+    /// `holds`, `altered` (its lineage was manipulated) or `missing`.
+    pub status: String,
+    /// True when `status` is `holds`.
+    pub holds: bool,
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// As asked.
+    pub significant_event: String,
+    /// The event that now stands for it, if any.
+    pub event: Option<EventRecord>,
+}
+
+/// An event as responses show it. The first four fields are the guide's event record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Its id.
+    pub event_id: EventId,
+    /// What happened.
+    pub description: String,
+    /// When.
+    pub time: Instant,
+    /// Where.
+    pub location: String,
+    /// Events it depends on.
+    #[serde(default)]
+    pub causes: Vec<EventId>,
+    /// Cannot be manipulated.
+    #[serde(default)]
+    pub fixed_point: bool,
+    /// Where it stands in its lineage.
+    pub status: EventStatus,
+    /// The first event of its lineage.
+    pub lineage: EventId,
+    /// The event it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<EventId>,
+    /// The event that replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<EventId>,
+    /// Who added or manipulated it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<Traveller>,
+}
+
+/// Searching events (`search-events`, `scan-events`, the events extension).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchQuery {
+    /// The timeline (default `primary`).
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+    /// Location, matched case-insensitively, whole or as a substring.
+    #[serde(default)]
+    pub location: Option<String>,
+    /// Only events in this range.
+    #[serde(default)]
+    pub time_range: Option<TimeRange>,
+    /// Which page.
+    #[serde(flatten)]
+    pub page: PageRequest,
+}
+
+/// Adding an event to a timeline (extension).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewEvent {
+    /// What happened.
+    pub description: String,
+    /// When.
+    pub time: Instant,
+    /// Where.
+    pub location: String,
+    /// Events of the same timeline it depends on.
+    #[serde(default)]
+    pub causes: Vec<EventId>,
+    /// Whether it can never be manipulated.
+    #[serde(default)]
+    pub fixed_point: bool,
+}
+
+/// The guide `revert-event`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RevertRequest {
+    /// The manipulated event, or any event of its lineage (its latest change is undone).
+    pub event_id: EventId,
+    /// The timeline (default `primary`).
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+}
+
+/// What a revert did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RevertResult {
+    /// `reverted`.
+    pub status: String,
+    /// The event that stands again.
+    pub original_event_id: EventId,
+    /// The manipulation that was undone.
+    pub reverted_event_id: EventId,
+    /// The timeline changed.
+    pub timeline_id: TimelineId,
+}
+
+/// An automated action (scripts and external triggers).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// `manipulate` or `revert`.
+    pub action_type: String,
+    /// The lineage acted on (its current head is changed).
+    pub event_id: EventId,
+    /// New time of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_time: Option<Instant>,
+    /// New description of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_details: Option<String>,
+}
+
+/// When a script fires, besides its trigger event being manipulated or reverted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScriptConditions {
+    /// Fire when this passes…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_date: Option<Instant>,
+    /// …and the trigger event's status equals this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_check: Option<String>,
+}
+
+/// The guide `create-script`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewScript {
+    /// A name for people.
+    pub script_name: String,
+    /// The event whose changes fire it.
+    pub trigger_event_id: EventId,
+    /// Date and status conditions.
+    #[serde(default)]
+    pub conditions: ScriptConditions,
+    /// What it does.
+    pub actions: Vec<Action>,
+    /// The timeline (default `primary`).
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+}
+
+/// A stored script.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Script {
+    /// Its id.
+    pub script_id: ScriptId,
+    /// `active`, `fired` or `failed`.
+    pub status: String,
+    /// Its name.
+    pub script_name: String,
+    /// The trigger event.
+    pub trigger_event_id: EventId,
+    /// Its conditions.
+    pub conditions: ScriptConditions,
+    /// Its actions.
+    pub actions: Vec<Action>,
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// When it was stored.
+    pub created_at: Instant,
+}
+
+/// What a scheduled manipulation changes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManipulationDetails {
+    /// New time of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_time: Option<Instant>,
+    /// New description of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_details: Option<String>,
+}
+
+/// The guide `schedule-manipulation`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewSchedule {
+    /// The lineage to change.
+    pub event_id: EventId,
+    /// When to run (wall clock).
+    pub scheduled_time: Instant,
+    /// What to change.
+    #[serde(default)]
+    pub manipulation_details: ManipulationDetails,
+    /// The timeline (default `primary`).
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+}
+
+/// What an external system reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TriggerConditions {
+    /// The outside build's status, recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_status: Option<String>,
+    /// When to run the actions (now if past).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Instant>,
+}
+
+/// The guide `trigger-external-manipulation`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExternalTrigger {
+    /// Who is calling.
+    pub external_system: String,
+    /// When and why.
+    #[serde(default)]
+    pub trigger_conditions: TriggerConditions,
+    /// What to do.
+    pub actions: Vec<Action>,
+    /// The timeline (default `primary`).
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+}
+
+/// A scheduled or externally triggered job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// Its id.
+    pub schedule_id: ScheduleId,
+    /// `scheduled`, `triggered`, `done`, `failed` or `cancelled`.
+    pub status: String,
+    /// When it runs (wall clock).
+    pub scheduled_time: Instant,
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// What it does.
+    pub actions: Vec<Action>,
+    /// The outside system, for external triggers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_system: Option<String>,
+}
+
+/// The guide `automation-log`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogQuery {
+    /// Only this timeline.
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+    /// Only entries in this range.
+    #[serde(default)]
+    pub date_range: Option<TimeRange>,
+    /// Which page.
+    #[serde(flatten)]
+    pub page: PageRequest,
+}
+
+/// One automated action, done or failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// When it ran.
+    pub timestamp: Instant,
+    /// The event id the action was given.
+    pub event_id: EventId,
+    /// What was done, or why it failed.
+    pub action_taken: String,
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// `done` or `failed`.
+    pub outcome: String,
+    /// The script or schedule that ran it.
+    pub source: String,
+    /// The event the action produced, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_event_id: Option<EventId>,
+}
