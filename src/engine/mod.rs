@@ -8,6 +8,7 @@
 //! state.
 
 mod clock;
+mod jobs;
 mod rules;
 mod seed;
 mod session;
