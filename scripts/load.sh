@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Load figures for the HTTP budgets of DESIGN.md §7, on loopback only:
+#   bare      GET  /               examples/bare_hyper.rs (hyper 1.x, fixed small JSON body)
+#   get       GET  /v1/timelines   chronoscope serve, authenticated
+#   travels   POST /v1/travels     chronoscope serve, authenticated, every request a persisted journey
+# and the ratios to bare (budgets: get >= 40 %, travels >= 20 %).
+#
+# usage: scripts/load.sh [--duration SECS] [--connections N] [--threads N]
+#                        [--database URL] [--replicas N] [--check]
+#   --database URL  passed to `chronoscope serve` (env LOAD_DATABASE), e.g. postgres://...;
+#                   default: a SQLite file in a fresh data directory.
+#   --replicas N    start N servers on that one database (PostgreSQL only); wrk's threads are
+#                   spread over them round-robin, as a load balancer would.
+#   --check         exit 1 when a ratio is below its budget (default: only report it).
+# Env: LOAD_DURATION (10), LOAD_CONNECTIONS (32), LOAD_THREADS (2), LOAD_DATABASE, LOAD_REPLICAS (1).
+# The load tool is wrk, installed from Debian's packages when missing. Every process this
+# script starts is stopped when it ends, however it ends.
+set -euo pipefail
+
+duration="${LOAD_DURATION:-10}"
+connections="${LOAD_CONNECTIONS:-32}"
+threads="${LOAD_THREADS:-2}"
+database="${LOAD_DATABASE:-}"
+replicas="${LOAD_REPLICAS:-1}"
+check=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration="$2"; shift 2 ;;
+    --connections) connections="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --database) database="$2"; shift 2 ;;
+    --replicas) replicas="$2"; shift 2 ;;
+    --check) check=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for n in "$duration" "$connections" "$threads" "$replicas"; do
+  case "$n" in ''|*[!0-9]*|0) echo "load.sh: counts and durations are positive integers" >&2; exit 2 ;; esac
+done
+if [ "$replicas" -gt 1 ] && [[ "$database" != postgres://* && "$database" != postgresql://* ]]; then
+  echo "load.sh: --replicas > 1 needs --database postgres://... (SQLite has one writer)" >&2
+  exit 2
+fi
+if [ "$threads" -lt "$replicas" ]; then threads="$replicas"; fi
+if [ "$connections" -lt "$threads" ]; then connections="$threads"; fi
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "==> installing wrk (Debian package)"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq wrk >/dev/null
+fi
+
+echo "==> cargo build --release (chronoscope, examples/bare_hyper)"
+cargo build --release --locked --bin chronoscope --example bare_hyper
+target="${CARGO_TARGET_DIR:-$repo/target}/release"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/chronoscope-load.XXXXXX")"
+pids=()
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; fi
+  done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+}
+cleanup() {
+  local rc=$?
+  stop_all
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Waits until $1 answers 200, or fails when the process $2 has died or 30 s have passed.
+wait_ready() {
+  local url="$1" pid="$2" log="$3"
+  for _ in $(seq 1 150); do
+    if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "load.sh: the process behind $url exited:" >&2; tail -n 20 "$log" >&2; return 1
+    fi
+    sleep 0.2
+  done
+  echo "load.sh: $url did not answer within 30 s" >&2; tail -n 20 "$log" >&2; return 1
+}
+
+# Writes a wrk script: the request ($1 method, $2 body or empty, $3 token or empty) and, when
+# there are several servers, one per thread round-robin ($4: space-separated ports).
+wrk_script() {
+  local file="$1" method="$2" body="$3" token="$4" ports="$5"
+  {
+    printf 'local ports = {'
+    for p in $ports; do printf '%s,' "$p"; done
+    printf '}\n'
+    cat <<'LUA'
+local next_server = 0
+function setup(thread)
+  local port = ports[(next_server % #ports) + 1]
+  next_server = next_server + 1
+  thread.addr = wrk.lookup("127.0.0.1", tostring(port))[1]
+end
+LUA
+    printf 'wrk.method = "%s"\n' "$method"
+    if [ -n "$body" ]; then
+      printf 'wrk.body = [[%s]]\n' "$body"
+      printf 'wrk.headers["Content-Type"] = "application/json"\n'
+    fi
+    if [ -n "$token" ]; then
+      printf 'wrk.headers["Authorization"] = "Bearer %s"\n' "$token"
+    fi
+  } >"$file"
+}
+
+# Runs wrk ($1 label, $2 url, $3 script) after a 2 s warm-up; prints requests/s on stdout.
+# Any non-2xx answer or socket error makes the figure meaningless, so it fails the run.
+measure() {
+  local label="$1" url="$2" script="$3" out="$work/$1.wrk"
+  wrk -t "$threads" -c "$connections" -d 2s -s "$script" "$url" >/dev/null
+  wrk -t "$threads" -c "$connections" -d "${duration}s" --latency -s "$script" "$url" >"$out"
+  sed 's/^/    /' "$out" >&2
+  if grep -q 'Non-2xx or 3xx responses' "$out"; then
+    echo "load.sh: $label got non-2xx answers; the figure is not a measurement" >&2; return 1
+  fi
+  if grep -Eq 'Socket errors:.*(connect|read|write|timeout) [1-9]' "$out"; then
+    echo "load.sh: $label had socket errors" >&2; return 1
+  fi
+  awk '/^Requests\/sec:/ {print $2}' "$out"
+}
+
+echo "==> bare hyper baseline"
+port="$(free_port)"
+"$target/examples/bare_hyper" "127.0.0.1:$port" >"$work/bare.log" 2>&1 &
+pids+=($!)
+wait_ready "http://127.0.0.1:$port/" "${pids[-1]}" "$work/bare.log"
+wrk_script "$work/bare.lua" GET "" "" "$port"
+bare="$(measure bare "http://127.0.0.1:$port/" "$work/bare.lua")"
+stop_all
+
+echo "==> chronoscope serve ($replicas replica(s))"
+data="$work/data"
+mkdir -p "$data"
+db_args=()
+[ -n "$database" ] && db_args=(--database "$database")
+ports=""
+for i in $(seq 1 "$replicas"); do
+  port="$(free_port)"
+  # One data directory for all: replicas must share the token secret kept there.
+  "$target/chronoscope" --data-dir "$data" "${db_args[@]}" serve --listen "127.0.0.1:$port" \
+    --rate-limit 0 >"$work/serve-$i.log" 2>&1 &
+  pids+=($!)
+  wait_ready "http://127.0.0.1:$port/healthz" "${pids[-1]}" "$work/serve-$i.log"
+  ports="$ports $port"
+done
+first_port="${ports# }"
+first_port="${first_port%% *}"
+token="$("$target/chronoscope" --data-dir "$data" "${db_args[@]}" token --subject load --scope read,write --ttl 1h)"
+
+wrk_script "$work/get.lua" GET "" "$token" "$ports"
+get="$(measure get "http://127.0.0.1:$first_port/v1/timelines" "$work/get.lua")"
+wrk_script "$work/travels.lua" POST '{"destination":"primary"}' "$token" "$ports"
+travels="$(measure travels "http://127.0.0.1:$first_port/v1/travels" "$work/travels.lua")"
+stop_all
+
+# Never print a password that came in the URL.
+shown_db="$(printf '%s' "${database:-sqlite (fresh)}" | sed -E 's#//[^/@]*@#//***@#')"
+verdict=0
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
+meets() { awk -v r="$1" -v t="$2" 'BEGIN { exit !(r >= t) }'; }
+get_ratio="$(ratio "$get" "$bare")"
+travels_ratio="$(ratio "$travels" "$bare")"
+get_ok=yes; meets "$get_ratio" 40 || { get_ok=NO; verdict=1; }
+travels_ok=yes; meets "$travels_ratio" 20 || { travels_ok=NO; verdict=1; }
+
+echo
+echo "load: ${duration}s each, $threads wrk threads, $connections connections, loopback, $replicas replica(s), database: $shown_db"
+printf '  %-34s %12s req/s\n' "bare hyper GET /" "$bare"
+printf '  %-34s %12s req/s   %6s %% of bare (budget >= 40 %%: %s)\n' "GET /v1/timelines (auth)" "$get" "$get_ratio" "$get_ok"
+printf '  %-34s %12s req/s   %6s %% of bare (budget >= 20 %%: %s)\n' "POST /v1/travels (auth, persisted)" "$travels" "$travels_ratio" "$travels_ok"
+
+if [ "$check" = 1 ]; then exit "$verdict"; fi
