@@ -52,7 +52,10 @@ fn optional_text(field: &str, value: Option<&String>) -> Result<Option<String>, 
 }
 
 /// A timeline the request refers to (400 when unknown).
-pub fn referenced<'w>(world: &'w World, id: &TimelineId) -> Result<&'w TimelineState, ServiceError> {
+pub fn referenced<'w>(
+    world: &'w World,
+    id: &TimelineId,
+) -> Result<&'w TimelineState, ServiceError> {
     world
         .timelines
         .get(id)
@@ -131,7 +134,10 @@ pub fn create_timeline(
             ));
         }
     };
-    let base = req.base_timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    let base = req
+        .base_timeline_id
+        .clone()
+        .unwrap_or_else(TimelineId::primary);
     referenced(world, &base)?;
     let timeline = Timeline {
         id: TimelineId::from_ulid((ctx.mint)()),
@@ -233,7 +239,11 @@ pub fn add_event(
 
 /// Registering: the origin is the traveller's position; the same description in the same
 /// timeline is the same item (409 with its location).
-pub fn register_item(world: &World, ctx: &Ctx<'_>, req: &NewItem) -> Result<(Op, Item), ServiceError> {
+pub fn register_item(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &NewItem,
+) -> Result<(Op, Item), ServiceError> {
     let description = text("description", &req.description)?;
     let position = world.position_of(ctx.traveller, ctx.now);
     if let Some(existing) = world.items_of(ctx.traveller).find(|i| {
@@ -257,10 +267,16 @@ pub fn register_item(world: &World, ctx: &Ctx<'_>, req: &NewItem) -> Result<(Op,
 }
 
 /// Setting an anchor in the traveller's current timeline; one active anchor per timestamp.
-pub fn set_anchor(world: &World, ctx: &Ctx<'_>, req: &NewAnchor) -> Result<(Op, Anchor), ServiceError> {
+pub fn set_anchor(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &NewAnchor,
+) -> Result<(Op, Anchor), ServiceError> {
     let description = optional_text("description", req.description.as_ref())?;
     if let Some(existing) = world.anchors.values().find(|a| {
-        &a.owner == ctx.traveller && a.status == AnchorStatus::Active && a.timestamp == req.timestamp
+        &a.owner == ctx.traveller
+            && a.status == AnchorStatus::Active
+            && a.timestamp == req.timestamp
     }) {
         return Err(ServiceError::AlreadyExists {
             location: format!("/v1/anchors/{}", existing.id),
@@ -289,7 +305,11 @@ enum Destination<'w> {
     Anchor(&'w Anchor, &'w TimelineState),
 }
 
-fn destination<'w>(world: &'w World, ctx: &Ctx<'_>, raw: &str) -> Result<Destination<'w>, ServiceError> {
+fn destination<'w>(
+    world: &'w World,
+    ctx: &Ctx<'_>,
+    raw: &str,
+) -> Result<Destination<'w>, ServiceError> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err(ServiceError::invalid(
@@ -298,18 +318,26 @@ fn destination<'w>(world: &'w World, ctx: &Ctx<'_>, raw: &str) -> Result<Destina
         ));
     }
     if let Ok(anchor_id) = raw.parse::<AnchorId>()
-        && let Some(anchor) = world.anchors.get(&anchor_id).filter(|a| &a.owner == ctx.traveller)
+        && let Some(anchor) = world
+            .anchors
+            .get(&anchor_id)
+            .filter(|a| &a.owner == ctx.traveller)
     {
         if anchor.status == AnchorStatus::Spent {
             return Err(ServiceError::invalid(
                 "destination",
-                format!("anchor '{anchor_id}' was already returned to and is spent; set a new anchor"),
+                format!(
+                    "anchor '{anchor_id}' was already returned to and is spent; set a new anchor"
+                ),
             ));
         }
         let state = world.timelines.get(&anchor.timeline).ok_or_else(|| {
             ServiceError::invalid(
                 "destination",
-                format!("anchor '{anchor_id}' is in timeline '{}', which was deleted", anchor.timeline),
+                format!(
+                    "anchor '{anchor_id}' is in timeline '{}', which was deleted",
+                    anchor.timeline
+                ),
             )
         })?;
         return Ok(Destination::Anchor(anchor, state));
@@ -476,7 +504,11 @@ pub fn proposed_changes(
                 )),
                 (Some(event), None) => {
                     let time = change.time.unwrap_or(fallback);
-                    match event.parse::<EventId>().ok().filter(|id| state.history.current(id).is_some()) {
+                    match event
+                        .parse::<EventId>()
+                        .ok()
+                        .filter(|id| state.history.current(id).is_some())
+                    {
                         Some(id) => Ok(Change::Move { event: id, time }),
                         None => Ok(Change::Add {
                             event: EventId::from_ulid((ctx.mint)()),
@@ -614,7 +646,9 @@ pub fn revert(
         return Err(locked("its manipulation was already reverted"));
     }
     let Some(original) = head.supersedes.clone() else {
-        return Err(locked("it was never manipulated, so there is nothing to revert"));
+        return Err(locked(
+            "it was never manipulated, so there is nothing to revert",
+        ));
     };
     Ok((
         Op::Revert {

@@ -76,7 +76,10 @@ fn limit(page: &PageRequest) -> Result<usize, ServiceError> {
         Some(n) if (1..=PageRequest::MAX_LIMIT).contains(&n) => Ok(n as usize),
         Some(n) => Err(ServiceError::invalid(
             "limit",
-            format!("{n} is out of range; ask for 1 to {}", PageRequest::MAX_LIMIT),
+            format!(
+                "{n} is out of range; ask for 1 to {}",
+                PageRequest::MAX_LIMIT
+            ),
         )),
     }
 }
@@ -295,18 +298,21 @@ impl TimelineService for EngineSession {
             let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
             let state = rules::referenced(world, &timeline)?;
             let limit = limit(&req.page)?;
-            let after = req.page.cursor.as_deref().map(parse_event_cursor).transpose()?;
+            let after = req
+                .page
+                .cursor
+                .as_deref()
+                .map(parse_event_cursor)
+                .transpose()?;
             let location = req
                 .location
                 .as_deref()
                 .map(str::trim)
                 .filter(|l| !l.is_empty());
-            let mut found = state.history.search(
-                location,
-                req.time_range.as_ref(),
-                after.as_ref(),
-                limit + 1,
-            );
+            let mut found =
+                state
+                    .history
+                    .search(location, req.time_range.as_ref(), after.as_ref(), limit + 1);
             let more = found.len() > limit;
             found.truncate(limit);
             let next_cursor = if more {
@@ -339,7 +345,10 @@ impl TimelineService for EngineSession {
                 new_event_id: new.id.clone(),
                 description: new.description.clone(),
                 time: new.time,
-                original_event_id: new.supersedes.clone().unwrap_or_else(|| req.event_id.clone()),
+                original_event_id: new
+                    .supersedes
+                    .clone()
+                    .unwrap_or_else(|| req.event_id.clone()),
                 timeline_id: timeline.clone(),
             };
             Ok((vec![op], result))
@@ -404,9 +413,9 @@ impl TimelineService for EngineSession {
                 .filter(|p| {
                     let Some(after) = after else { return true };
                     p.events.is_empty()
-                        || p.events.iter().any(|e| {
-                            state.history.get(e).is_some_and(|e| e.time >= after)
-                        })
+                        || p.events
+                            .iter()
+                            .any(|e| state.history.get(e).is_some_and(|e| e.time >= after))
                 })
                 .collect();
             Ok(ParadoxReport {
@@ -464,7 +473,9 @@ impl TimelineService for EngineSession {
                 .and_then(|id| state.history.get(&id).map(|_| id));
             let (status, event) = match by_id {
                 Some(id) => match state.history.head_of(&id) {
-                    Some(head) if head.id == id && head.status.is_current() => ("holds", Some(head)),
+                    Some(head) if head.id == id && head.status.is_current() => {
+                        ("holds", Some(head))
+                    }
                     Some(head) if head.status.is_current() => ("altered", Some(head)),
                     _ => ("missing", None),
                 },
@@ -505,7 +516,10 @@ impl TimelineService for EngineSession {
         Err(not_yet())
     }
 
-    async fn trigger_external_manipulation(&self, _req: ExternalTrigger) -> ServiceResult<Schedule> {
+    async fn trigger_external_manipulation(
+        &self,
+        _req: ExternalTrigger,
+    ) -> ServiceResult<Schedule> {
         Err(not_yet())
     }
 

@@ -127,13 +127,12 @@ impl World {
         match op {
             Op::CreateTimeline { timeline } => {
                 let history = match &timeline.parent {
-                    Some(parent) => {
-                        self.timelines
-                            .get(parent)
-                            .ok_or_else(|| fail(format!("unknown parent timeline {parent}")))?
-                            .history
-                            .clone()
-                    }
+                    Some(parent) => self
+                        .timelines
+                        .get(parent)
+                        .ok_or_else(|| fail(format!("unknown parent timeline {parent}")))?
+                        .history
+                        .clone(),
                     None => History::default(),
                 };
                 self.timelines.insert(
