@@ -4,7 +4,8 @@
 #   1. with the published Warp description (shared/reference/warp.openapi.yaml) as the source,
 #   2. with a strict copy of it (additionalProperties: false everywhere, as strict clients read it),
 #   3. with the server's own generated description (/v1/openapi.json),
-# then `redocly lint` checks that generated description. Any failure fails the run.
+# then the workflows of served.arazzo.yaml (guide operations, extensions, shared errors) against
+# that generated description, and `redocly lint` checks it. Any failure fails the run.
 #
 # Needs: node + npm (registry traffic only, for `npm ci`), cargo, curl.
 # Env: CHRONOSCOPE_SHARED_DIR (default: shared/ beside the repository, the CI layout),
@@ -121,7 +122,7 @@ respect_run() {
 
 respect_run published "$warp" "$base/v1"
 
-"$redocly" bundle "$warp" --ext json -o "$work/warp.json" >/dev/null 2>&1
+"$redocly" bundle "$warp" --ext json -o "$work/warp.json"
 node "$here/strict-description.js" "$work/warp.json" "$work/warp.strict.json"
 respect_run strict "$work/warp.strict.json" "$base/v1"
 
@@ -133,6 +134,19 @@ served_server="$(BASE="$base" node -e '
   const u = new URL((d.servers && d.servers[0] && d.servers[0].url) || "/", process.env.BASE + "/");
   console.log(process.env.BASE + u.pathname.replace(/\/+$/, ""));' "$work/served.openapi.json")"
 respect_run served "$work/served.openapi.json" "$served_server"
+
+# The guide operations, the extensions and the shared errors, which only the served description lists.
+step "respect (served-only operations): source $work/served.openapi.json, server $served_server"
+cp "$here/served.arazzo.yaml" "$work/served.arazzo.yaml"
+served_inputs="$(TOKEN="$token" node -e 'console.log(JSON.stringify({token: process.env.TOKEN, traveller: "conformance"}))')"
+if "$redocly" respect "$work/served.arazzo.yaml" --server "served=$served_server" --input "$served_inputs" \
+    --execution-timeout 300000 --json-output "$work/served-only.respect.json" >"$work/served-only.log" 2>&1; then
+  grep -E '^\s*(Workflows|Steps|Checks):' "$work/served-only.log" || true
+else
+  cat "$work/served-only.log"
+  echo "conformance: respect (served-only operations) failed" >&2
+  exit 1
+fi
 
 step "redocly lint of the served description"
 "$redocly" lint "$work/served.openapi.json" --config "$here/redocly.yaml" --format stylish
