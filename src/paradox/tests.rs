@@ -283,7 +283,7 @@ fn bringing_an_item_back_while_it_is_still_there_duplicates_it() {
     };
     let found = fx.both(&[bring(10)]);
     assert_eq!(kinds(&found), [ParadoxKind::DuplicateItem]);
-    assert_eq!(found[0].items, [item.clone()]);
+    assert_eq!(found[0].items, std::slice::from_ref(&item));
     assert!(found[0].description.contains("twice"));
     // After it left, bringing it back is fine.
     assert!(fx.both(&[bring(30)]).is_empty());
