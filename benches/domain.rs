@@ -137,6 +137,9 @@ fn generate(n: usize) -> History {
         if i + 3 == n {
             causes.push(event_id(n - 1));
         }
+        if i + 1 == n {
+            causes.push(event_id(n - 3));
+        }
         let location = format!(
             "{} {}",
             CITIES[i % CITIES.len()],

@@ -193,7 +193,11 @@ impl History {
         let new_id = new.id.clone();
         // The new head takes the old one's place in the graph; with the same causes no loop
         // can appear or vanish, which keeps a manipulation cheap on a long causal chain.
-        let same_shape = previous.status.is_current() && same_set(&previous.causes, &new.causes);
+        let same_shape = previous.status.is_current()
+            && same_set(&previous.causes, &new.causes)
+            && self
+                .slot(&new_id)
+                .is_none_or(|s| self.node(s).effects.is_empty());
         self.rewire_effects(old_slot, &new_id);
         let mut retired = (*previous).clone();
         retired.status = EventStatus::Superseded;
@@ -237,7 +241,12 @@ impl History {
                 }
             })
             .collect();
-        let same_shape = current.status.is_current() && same_set(&current.causes, &back.causes);
+        // Events still naming the restored id (stale references) gain it back as a cause.
+        let same_shape = current.status.is_current()
+            && same_set(&current.causes, &back.causes)
+            && self
+                .slot(&restored_id)
+                .is_none_or(|s| self.node(s).effects.is_empty());
         self.rewire_effects(head_slot, &restored_id);
         let mut undone = (*current).clone();
         undone.status = EventStatus::Reverted;

@@ -351,8 +351,24 @@ fn the_answer_is_sorted_and_without_duplicates() {
 /// One manipulation or revert applied before checking.
 #[derive(Clone, Debug)]
 enum HistoryOp {
-    Manipulate { event: usize, minute: i64 },
-    Revert { event: usize },
+    Manipulate {
+        event: usize,
+        minute: i64,
+    },
+    /// A manipulation that also changes the causes (the engine keeps them; History allows it).
+    Recause {
+        event: usize,
+        minute: i64,
+        picks: Vec<u16>,
+    },
+    /// The same event recorded again with other causes.
+    Reinsert {
+        event: usize,
+        picks: Vec<u16>,
+    },
+    Revert {
+        event: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -406,6 +422,18 @@ fn world() -> impl Strategy<Value = World> {
     );
     let op = prop_oneof![
         (0usize..64, 0i64..40).prop_map(|(event, minute)| HistoryOp::Manipulate { event, minute }),
+        (
+            0usize..64,
+            0i64..40,
+            prop::collection::vec(any::<u16>(), 0..3)
+        )
+            .prop_map(|(event, minute, picks)| HistoryOp::Recause {
+                event,
+                minute,
+                picks
+            }),
+        (0usize..64, prop::collection::vec(any::<u16>(), 0..3))
+            .prop_map(|(event, picks)| HistoryOp::Reinsert { event, picks }),
         (0usize..64).prop_map(|event| HistoryOp::Revert { event }),
     ];
     let change = prop_oneof![
@@ -428,7 +456,7 @@ fn world() -> impl Strategy<Value = World> {
         });
     (
         prop::collection::vec(event, 1..24),
-        prop::collection::vec(op, 0..6),
+        prop::collection::vec(op, 0..8),
         prop::collection::vec(change, 0..10),
         prop::collection::vec(item, 0..3),
         any::<bool>(),
@@ -505,6 +533,15 @@ fn head(fx: &Fixture, i: usize) -> Option<Arc<Event>> {
         .cloned()
 }
 
+/// Causes from raw picks, naming the heads of the picked lineages when they stand.
+fn causes_from(i: usize, n: usize, picks: &[u16]) -> Vec<EventId> {
+    picks
+        .iter()
+        .filter_map(|&r| cause_of(i, n, r))
+        .map(|c| id(&c))
+        .collect()
+}
+
 fn apply_ops(fx: &mut Fixture, w: &World) {
     let n = w.events.len();
     for (k, op) in w.ops.iter().enumerate() {
@@ -520,6 +557,28 @@ fn apply_ops(fx: &mut Fixture, w: &World) {
                 new.fixed_point = false;
                 new.author = author((k % 3) as u8);
                 fx.history.supersede(&old.id, new);
+            }
+            HistoryOp::Recause {
+                event,
+                minute,
+                picks,
+            } => {
+                let Some(old) = head(fx, event % n) else {
+                    continue;
+                };
+                let mut new = (*old).clone();
+                new.id = id(&format!("m{k}"));
+                new.time = at(*minute);
+                new.causes = causes_from(event % n, n, picks);
+                fx.history.supersede(&old.id, new);
+            }
+            HistoryOp::Reinsert { event, picks } => {
+                let Some(old) = head(fx, event % n) else {
+                    continue;
+                };
+                let mut again = (*old).clone();
+                again.causes = causes_from(event % n, n, picks);
+                fx.history.insert(again);
             }
             HistoryOp::Revert { event } => {
                 if let Some(h) = head(fx, event % n)
