@@ -1,6 +1,11 @@
-//! The full rescan: one sequential walk over every event of a timeline.
+//! The full rescan: one sequential walk over every event of a timeline, then a loop search
+//! confined to what could lie on a loop.
 
-use crate::model::History;
+use std::collections::HashMap as StdHashMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::model::{History, Instant};
 
 type Slot = u32;
 
@@ -15,11 +20,13 @@ pub(crate) struct Found {
     pub orphans: Vec<(Slot, Slot)>,
 }
 
-/// Walks every current event and its causes; loops are then searched only from edges whose
-/// effect does not happen after its cause, since every loop contains such an edge.
+/// Walks every current event and its causes, then searches for loops.
 pub(crate) fn rescan(h: &History) -> Found {
     let mut found = Found::default();
+    // Effects of edges whose effect does not happen after its cause ("back edges").
     let mut roots: Vec<Slot> = Vec::new();
+    // How far back in time all back edges reach together.
+    let mut descent = TimeDelta::zero();
     for (slot, view) in h.views() {
         if !view.current {
             continue;
@@ -36,19 +43,62 @@ pub(crate) fn rescan(h: &History) -> Found {
                 if view.time < c.time {
                     found.violations.push((slot, cause));
                 }
+                descent = descent
+                    .checked_add(&(c.time - view.time))
+                    .unwrap_or(TimeDelta::MAX);
                 roots.push(slot);
             }
         }
     }
-    roots.sort_unstable();
-    roots.dedup();
     if !roots.is_empty() {
-        found.loops = History::components(roots.into_iter(), |v| {
-            h.view(v).effects.iter().copied().collect()
-        })
-        .into_iter()
-        .filter(|g| g.len() > 1 || g.first().is_some_and(|&v| h.view(v).causes.contains(&v)))
-        .collect();
+        found.loops = loops(h, roots, descent);
     }
     found
+}
+
+/// Every loop contains a back edge. Going round a loop, time rises along the other edges
+/// exactly as much as it falls along its back edges, so from a back edge's effect the loop
+/// climbs at most `descent` (all back edges' spans summed) before the next back edge. Only
+/// events within that climb of some back edge's effect can be on a loop; Tarjan's algorithm
+/// then runs on those alone instead of on everything the effects reach.
+fn loops(h: &History, mut roots: Vec<Slot>, descent: TimeDelta) -> Vec<Vec<Slot>> {
+    roots.sort_unstable();
+    roots.dedup();
+    // Candidate -> the latest time it was explored up to.
+    let mut explored: StdHashMap<Slot, Instant> = StdHashMap::new();
+    let mut stack: Vec<(Slot, Instant)> = Vec::new();
+    for &root in &roots {
+        let limit = h
+            .view(root)
+            .time
+            .checked_add_signed(descent)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        stack.push((root, limit));
+        while let Some((v, limit)) = stack.pop() {
+            match explored.get(&v) {
+                Some(seen) if *seen >= limit => continue,
+                _ => {
+                    explored.insert(v, limit);
+                }
+            }
+            let t = h.view(v).time;
+            for &e in h.view(v).effects.iter() {
+                let et = h.view(e).time;
+                if et > t && et <= limit {
+                    stack.push((e, limit));
+                }
+            }
+        }
+    }
+    History::components(roots.into_iter(), |v| {
+        h.view(v)
+            .effects
+            .iter()
+            .copied()
+            .filter(|e| explored.contains_key(e))
+            .collect()
+    })
+    .into_iter()
+    .filter(|g| g.len() > 1 || g.first().is_some_and(|&v| h.view(v).causes.contains(&v)))
+    .collect()
 }
