@@ -826,6 +826,51 @@ mod tests {
     }
 
     #[test]
+    fn search_pages_resume_after_the_cursor_across_locations() {
+        let mut h = History::default();
+        let places = ["Paris North", "Paris South", "Lyon"];
+        for i in 0..9 {
+            let time = format!("2025-01-0{}T00:00:00Z", i + 1);
+            h.insert(ev(&format!("e{i}"), &time, places[i % 3], &[]));
+        }
+        let names = |found: Vec<Arc<Event>>| -> Vec<String> {
+            found.iter().map(|e| e.id.to_string()).collect()
+        };
+        let first = h.search(Some("paris"), None, None, 3);
+        let last = first.last().map(|e| (e.time, e.id.clone())).unwrap();
+        assert_eq!(names(first), ["e0", "e1", "e3"]);
+        assert_eq!(
+            names(h.search(Some("paris"), None, Some(&last), 10)),
+            ["e4", "e6", "e7"]
+        );
+        let r = TimeRange::parse("r", "2025-01-02T00:00:00Z/2025-01-05T00:00:00Z").unwrap();
+        assert_eq!(
+            names(h.search(Some("PARIS"), Some(&r), None, 10)),
+            ["e1", "e3", "e4"]
+        );
+        assert_eq!(
+            names(h.search(Some("paris"), Some(&r), Some(&last), 10)),
+            ["e4"]
+        );
+        assert!(h.search(Some("berlin"), None, None, 10).is_empty());
+    }
+
+    #[test]
+    fn a_cause_named_before_it_exists_is_wired_when_it_arrives() {
+        let mut h = History::default();
+        h.insert(ev("b", "2025-02-01T00:00:00Z", "Paris", &["a"]));
+        assert_eq!(h.effects_of(&id("a")).count(), 1);
+        assert!(h.get(&id("a")).is_none());
+        assert_eq!(h.len(), 1);
+        h.insert(ev("a", "2025-01-01T00:00:00Z", "Paris", &[]));
+        assert_eq!(
+            h.effects_of(&id("a")).cloned().collect::<Vec<_>>(),
+            [id("b")]
+        );
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
     fn a_clone_is_independent_of_its_original() {
         let base = sample();
         let mut branch = base.clone();
