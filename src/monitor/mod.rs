@@ -7,11 +7,11 @@
 #[cfg(test)]
 mod tests;
 
+use std::cmp::Reverse;
+
 use crate::model::{
     AnomalyId, EventId, Instant, TimeRange, Timeline, TimelineStatus, format_instant,
 };
-use std::cmp::Reverse;
-
 use crate::paradox::{self, Subject};
 use crate::service::{Anomaly, AnomalyKind, Severity};
 

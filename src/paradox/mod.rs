@@ -20,7 +20,8 @@ use crate::model::{
     format_instant,
 };
 
-pub(crate) use scan::{Found, rescan};
+pub(crate) use scan::Found;
+use scan::rescan;
 
 /// The six ways a timeline can become unstable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
