@@ -12,6 +12,7 @@ use crate::model::{EventId, History, Instant, Item, ItemId, Position, TimelineId
 
 /// The six ways a timeline can become unstable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParadoxKind {
     /// An event happens before one of its causes.
@@ -44,6 +45,7 @@ impl ParadoxKind {
 
 /// One finding of the checker.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(utoipa::ToSchema)]
 pub struct Paradox {
     /// Which kind.
     pub kind: ParadoxKind,
