@@ -56,16 +56,7 @@ impl ParadoxKind {
 
 /// One finding of the checker.
 #[derive(
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
 )]
 pub struct Paradox {
     /// Which kind.
