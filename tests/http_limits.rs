@@ -4,15 +4,11 @@
 
 mod http_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use chronoscope::model::*;
-use chronoscope::server::{RateLimit, Sessions, build_router};
-use chronoscope::service::*;
+use chronoscope::server::RateLimit;
 use http_support::*;
 use serde_json::json;
 
@@ -54,94 +50,13 @@ async fn a_traveller_over_the_rate_limit_gets_429_with_retry_after_and_others_do
     assert_eq!(h.status, StatusCode::OK);
 }
 
-/// A service that answers like the engine, after a pause.
-struct Slow {
-    inner: Arc<dyn TimelineService>,
-    pause: Duration,
-}
-
-#[derive(Clone)]
-struct SlowSessions {
-    engine: Arc<chronoscope::engine::Engine>,
-    pause: Duration,
-}
-
-impl Sessions for SlowSessions {
-    fn session(&self, traveller: Traveller) -> Arc<dyn TimelineService> {
-        Arc::new(Slow {
-            inner: self.engine.session(traveller).into_arc(),
-            pause: self.pause,
-        })
-    }
-}
-
-trait IntoArc {
-    fn into_arc(self) -> Arc<dyn TimelineService>;
-}
-
-impl<T: TimelineService + 'static> IntoArc for T {
-    fn into_arc(self) -> Arc<dyn TimelineService> {
-        Arc::new(self)
-    }
-}
-
-macro_rules! slow {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-        #[async_trait]
-        impl TimelineService for Slow {
-            $(async fn $name(&self, $($arg: $ty),*) -> ServiceResult<$ret> {
-                tokio::time::sleep(self.pause).await;
-                self.inner.$name($($arg),*).await
-            })*
-        }
-    };
-}
-
-slow! {
-    whoami() -> TravellerStatus;
-    list_timelines(page: PageRequest) -> Page<TimelineInfo>;
-    create_timeline(req: NewTimeline) -> TimelineInfo;
-    get_timeline(id: &TimelineId) -> TimelineInfo;
-    delete_timeline(id: &TimelineId) -> ();
-    travel(req: TravelRequest) -> Journey;
-    travel_to_time(req: TimeTravelRequest) -> Journey;
-    list_journeys(page: PageRequest) -> Page<Journey>;
-    register_item(req: NewItem) -> Item;
-    get_item(id: &ItemId) -> Item;
-    list_items(page: PageRequest) -> Page<Item>;
-    set_anchor(req: NewAnchor) -> Anchor;
-    get_anchor(id: &AnchorId) -> Anchor;
-    list_anchors(page: PageRequest) -> Page<Anchor>;
-    search_events(req: SearchQuery) -> Page<EventRecord>;
-    add_event(timeline: &TimelineId, req: NewEvent) -> EventRecord;
-    manipulate_event(req: ManipulateRequest) -> ManipulationResult;
-    revert_event(req: RevertRequest) -> RevertResult;
-    check_paradox(req: ParadoxCheckRequest) -> ParadoxReport;
-    check_stability(req: StabilityQuery) -> ParadoxReport;
-    monitor_timeline(req: MonitorQuery) -> MonitorReport;
-    check_timeline(req: SignificantEventQuery) -> TimelineCheck;
-    create_script(req: NewScript) -> Script;
-    list_scripts(page: PageRequest) -> Page<Script>;
-    delete_script(id: &ScriptId) -> ();
-    schedule_manipulation(req: NewSchedule) -> Schedule;
-    trigger_external_manipulation(req: ExternalTrigger) -> Schedule;
-    list_schedules(page: PageRequest) -> Page<Schedule>;
-    delete_schedule(id: &ScheduleId) -> ();
-    automation_log(req: LogQuery) -> Page<LogEntry>;
-}
-
 #[tokio::test]
 async fn a_request_slower_than_the_timeout_is_a_503_problem() {
     let mut c = config();
     c.request_timeout = Duration::from_millis(100);
-    let sessions = SlowSessions {
-        engine: engine().await,
-        pause: Duration::from_secs(5),
-    };
-    let app = App {
-        router: build_router(c, sessions.clone()),
-        engine: sessions.engine.clone(),
-    };
+    let app = Wrapped::new(engine().await)
+        .slow(Duration::from_secs(5))
+        .app(c);
     let r = app.get("/v1/me", &token("ada")).await;
     let p = r.assert_problem(503, "unavailable");
     assert!(p["detail"].as_str().unwrap().contains("longer than"), "{p}");
@@ -227,10 +142,7 @@ async fn problems_carry_the_service_error_with_view_full() {
 async fn shutdown_lets_in_flight_requests_finish() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let sessions = SlowSessions {
-        engine: engine().await,
-        pause: Duration::from_millis(300),
-    };
+    let sessions = Wrapped::new(engine().await).slow(Duration::from_millis(300));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(chronoscope::server::run(listener, config(), sessions, async {
         let _ = stopped.await;
