@@ -98,7 +98,9 @@ pub enum ServiceError {
         id: String,
     },
     /// A closed timeline cannot be travelled to or changed.
-    #[error("timeline '{timeline}' closed at {closed_at}; it can be read but not travelled to or changed")]
+    #[error(
+        "timeline '{timeline}' closed at {closed_at}; it can be read but not travelled to or changed"
+    )]
     TimelineClosed {
         /// The timeline.
         timeline: String,
@@ -114,7 +116,10 @@ pub enum ServiceError {
         reason: String,
     },
     /// The safety check found the change unstable; nothing was written.
-    #[error("the change would make timeline '{timeline}' unstable: {}", summarize(paradoxes))]
+    #[error(
+        "the change would make timeline '{timeline}' unstable: {}",
+        summarize(paradoxes)
+    )]
     ParadoxDetected {
         /// The timeline checked.
         timeline: String,
@@ -229,6 +234,11 @@ mod tests {
         let e = ServiceError::unknown("timeline", "tml_nope");
         assert_eq!(e.to_string(), "no timeline 'tml_nope' is known to you");
         assert_eq!(e.problem_type().status, 400);
-        assert_eq!(ServiceError::not_found("timeline", "x").problem_type().status, 404);
+        assert_eq!(
+            ServiceError::not_found("timeline", "x")
+                .problem_type()
+                .status,
+            404
+        );
     }
 }

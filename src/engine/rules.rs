@@ -52,7 +52,10 @@ fn optional_text(field: &str, value: Option<&String>) -> Result<Option<String>, 
 }
 
 /// A timeline the request refers to (400 when unknown).
-pub fn referenced<'w>(world: &'w World, id: &TimelineId) -> Result<&'w TimelineState, ServiceError> {
+pub fn referenced<'w>(
+    world: &'w World,
+    id: &TimelineId,
+) -> Result<&'w TimelineState, ServiceError> {
     world
         .timelines
         .get(id)
@@ -131,7 +134,10 @@ pub fn create_timeline(
             ));
         }
     };
-    let base = req.base_timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    let base = req
+        .base_timeline_id
+        .clone()
+        .unwrap_or_else(TimelineId::primary);
     referenced(world, &base)?;
     let timeline = Timeline {
         id: TimelineId::from_ulid((ctx.mint)()),
@@ -233,7 +239,11 @@ pub fn add_event(
 
 /// Registering: the origin is the traveller's position; the same description in the same
 /// timeline is the same item (409 with its location).
-pub fn register_item(world: &World, ctx: &Ctx<'_>, req: &NewItem) -> Result<(Op, Item), ServiceError> {
+pub fn register_item(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &NewItem,
+) -> Result<(Op, Item), ServiceError> {
     let description = text("description", &req.description)?;
     let position = world.position_of(ctx.traveller, ctx.now);
     if let Some(existing) = world.items_of(ctx.traveller).find(|i| {
@@ -257,10 +267,16 @@ pub fn register_item(world: &World, ctx: &Ctx<'_>, req: &NewItem) -> Result<(Op,
 }
 
 /// Setting an anchor in the traveller's current timeline; one active anchor per timestamp.
-pub fn set_anchor(world: &World, ctx: &Ctx<'_>, req: &NewAnchor) -> Result<(Op, Anchor), ServiceError> {
+pub fn set_anchor(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &NewAnchor,
+) -> Result<(Op, Anchor), ServiceError> {
     let description = optional_text("description", req.description.as_ref())?;
     if let Some(existing) = world.anchors.values().find(|a| {
-        &a.owner == ctx.traveller && a.status == AnchorStatus::Active && a.timestamp == req.timestamp
+        &a.owner == ctx.traveller
+            && a.status == AnchorStatus::Active
+            && a.timestamp == req.timestamp
     }) {
         return Err(ServiceError::AlreadyExists {
             location: format!("/v1/anchors/{}", existing.id),
@@ -289,7 +305,11 @@ enum Destination<'w> {
     Anchor(&'w Anchor, &'w TimelineState),
 }
 
-fn destination<'w>(world: &'w World, ctx: &Ctx<'_>, raw: &str) -> Result<Destination<'w>, ServiceError> {
+fn destination<'w>(
+    world: &'w World,
+    ctx: &Ctx<'_>,
+    raw: &str,
+) -> Result<Destination<'w>, ServiceError> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err(ServiceError::invalid(
@@ -298,18 +318,26 @@ fn destination<'w>(world: &'w World, ctx: &Ctx<'_>, raw: &str) -> Result<Destina
         ));
     }
     if let Ok(anchor_id) = raw.parse::<AnchorId>()
-        && let Some(anchor) = world.anchors.get(&anchor_id).filter(|a| &a.owner == ctx.traveller)
+        && let Some(anchor) = world
+            .anchors
+            .get(&anchor_id)
+            .filter(|a| &a.owner == ctx.traveller)
     {
         if anchor.status == AnchorStatus::Spent {
             return Err(ServiceError::invalid(
                 "destination",
-                format!("anchor '{anchor_id}' was already returned to and is spent; set a new anchor"),
+                format!(
+                    "anchor '{anchor_id}' was already returned to and is spent; set a new anchor"
+                ),
             ));
         }
         let state = world.timelines.get(&anchor.timeline).ok_or_else(|| {
             ServiceError::invalid(
                 "destination",
-                format!("anchor '{anchor_id}' is in timeline '{}', which was deleted", anchor.timeline),
+                format!(
+                    "anchor '{anchor_id}' is in timeline '{}', which was deleted",
+                    anchor.timeline
+                ),
             )
         })?;
         return Ok(Destination::Anchor(anchor, state));
@@ -476,7 +504,11 @@ pub fn proposed_changes(
                 )),
                 (Some(event), None) => {
                     let time = change.time.unwrap_or(fallback);
-                    match event.parse::<EventId>().ok().filter(|id| state.history.current(id).is_some()) {
+                    match event
+                        .parse::<EventId>()
+                        .ok()
+                        .filter(|id| state.history.current(id).is_some())
+                    {
                         Some(id) => Ok(Change::Move { event: id, time }),
                         None => Ok(Change::Add {
                             event: EventId::from_ulid((ctx.mint)()),
@@ -614,7 +646,9 @@ pub fn revert(
         return Err(locked("its manipulation was already reverted"));
     }
     let Some(original) = head.supersedes.clone() else {
-        return Err(locked("it was never manipulated, so there is nothing to revert"));
+        return Err(locked(
+            "it was never manipulated, so there is nothing to revert",
+        ));
     };
     Ok((
         Op::Revert {
@@ -624,4 +658,88 @@ pub fn revert(
         original,
         head.id.clone(),
     ))
+}
+
+/// The named event must exist in the timeline (any status: automation follows lineages).
+fn known_event(state: &TimelineState, id: &EventId) -> Result<(), ServiceError> {
+    state
+        .history
+        .get(id)
+        .map(|_| ())
+        .ok_or_else(|| ServiceError::unknown("event", id))
+}
+
+/// A new script, validated.
+pub fn new_script(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &crate::service::NewScript,
+) -> Result<crate::automation::ScriptRecord, ServiceError> {
+    let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    let state = referenced(world, &timeline)?;
+    let name = text("script_name", &req.script_name)?;
+    known_event(state, &req.trigger_event_id)?;
+    if let Some(status) = &req.conditions.status_check {
+        const STATUSES: [EventStatus; 4] = [
+            EventStatus::OnSchedule,
+            EventStatus::Manipulated,
+            EventStatus::Superseded,
+            EventStatus::Reverted,
+        ];
+        if !STATUSES.iter().any(|s| s.as_str() == status) {
+            return Err(ServiceError::invalid(
+                "conditions.status_check",
+                format!(
+                    "'{status}' is not an event status; use on_schedule, manipulated, superseded or reverted"
+                ),
+            ));
+        }
+    }
+    crate::automation::validate_actions(&req.actions)?;
+    for action in &req.actions {
+        known_event(state, &action.event_id)?;
+    }
+    Ok(crate::automation::ScriptRecord {
+        id: crate::model::ScriptId::from_ulid((ctx.mint)()),
+        owner: ctx.traveller.clone(),
+        name,
+        timeline,
+        trigger: req.trigger_event_id.clone(),
+        conditions: req.conditions.clone(),
+        actions: req.actions.clone(),
+        created_at: ctx.now,
+        status: crate::automation::ScriptStatus::Active,
+        triggered: false,
+    })
+}
+
+/// A new scheduled or externally triggered job, validated.
+pub fn new_job(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    actions: Vec<crate::service::Action>,
+    due: Instant,
+    external: Option<(String, Option<String>)>,
+) -> Result<crate::automation::Job, ServiceError> {
+    let state = referenced(world, timeline)?;
+    crate::automation::validate_actions(&actions)?;
+    for action in &actions {
+        known_event(state, &action.event_id)?;
+    }
+    let (external_system, build_status, status) = match external {
+        Some((system, build)) => (Some(system), build, crate::automation::JobStatus::Triggered),
+        None => (None, None, crate::automation::JobStatus::Scheduled),
+    };
+    Ok(crate::automation::Job {
+        id: crate::model::ScheduleId::from_ulid((ctx.mint)()),
+        owner: ctx.traveller.clone(),
+        timeline: timeline.clone(),
+        due,
+        actions,
+        external_system,
+        build_status,
+        status,
+        created_at: ctx.now,
+    })
 }

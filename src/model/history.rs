@@ -48,7 +48,9 @@ impl History {
 
     /// Current events in time order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Event>> + '_ {
-        self.by_time.iter().filter_map(|(_, id)| self.events.get(id))
+        self.by_time
+            .iter()
+            .filter_map(|(_, id)| self.events.get(id))
     }
 
     /// Every event recorded here, current or not, in no particular order.
@@ -197,9 +199,7 @@ impl History {
         let from = |set: &OrdSet<TimeKey>| -> Vec<TimeKey> {
             let lower = match (after, range) {
                 (Some(a), _) => std::ops::Bound::Excluded(a.clone()),
-                (None, Some(r)) => {
-                    std::ops::Bound::Included((r.start, EventId::min_value()))
-                }
+                (None, Some(r)) => std::ops::Bound::Included((r.start, EventId::min_value())),
                 (None, None) => std::ops::Bound::Unbounded,
             };
             set.range((lower, std::ops::Bound::Unbounded))
@@ -259,7 +259,12 @@ mod tests {
         let mut h = History::default();
         h.insert(ev("a", "2025-01-01T00:00:00Z", "Global AI Hub", &[]));
         h.insert(ev("b", "2025-02-01T00:00:00Z", "Paris", &["a"]));
-        h.insert(ev("c", "2025-03-01T00:00:00Z", "global ai hub annex", &["b"]));
+        h.insert(ev(
+            "c",
+            "2025-03-01T00:00:00Z",
+            "global ai hub annex",
+            &["b"],
+        ));
         h
     }
 

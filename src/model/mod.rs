@@ -67,7 +67,8 @@ impl Timeline {
 
     /// Time left before the window closes, `None` if unbounded.
     pub fn remaining_at(&self, now: Instant) -> Option<Duration> {
-        self.closes_at().map(|end| (end - now).max(Duration::zero()))
+        self.closes_at()
+            .map(|end| (end - now).max(Duration::zero()))
     }
 }
 
@@ -293,8 +294,14 @@ mod tests {
             parent: None,
             created_by: None,
         };
-        assert_eq!(tl.status_at(t("2026-01-01T00:11:59Z")), TimelineStatus::Open);
-        assert_eq!(tl.status_at(t("2026-01-01T00:12:00Z")), TimelineStatus::Closed);
+        assert_eq!(
+            tl.status_at(t("2026-01-01T00:11:59Z")),
+            TimelineStatus::Open
+        );
+        assert_eq!(
+            tl.status_at(t("2026-01-01T00:12:00Z")),
+            TimelineStatus::Closed
+        );
         assert_eq!(
             tl.remaining_at(t("2026-01-01T00:02:00Z")),
             Some(Duration::minutes(10))
@@ -308,6 +315,9 @@ mod tests {
             arrival_time: t("1889-03-10T23:50:00Z"),
             arrived_at: t("2026-01-01T00:00:00Z"),
         };
-        assert_eq!(p.time_at(t("2026-01-01T00:05:00Z")), t("1889-03-10T23:55:00Z"));
+        assert_eq!(
+            p.time_at(t("2026-01-01T00:05:00Z")),
+            t("1889-03-10T23:55:00Z")
+        );
     }
 }

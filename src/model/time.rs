@@ -307,7 +307,8 @@ mod tests {
 
     #[test]
     fn ranges_take_all_three_iso_forms() {
-        let r = TimeRange::parse("time_range", "2025-07-01T00:00:00Z/2025-07-31T00:00:00Z").unwrap();
+        let r =
+            TimeRange::parse("time_range", "2025-07-01T00:00:00Z/2025-07-31T00:00:00Z").unwrap();
         assert_eq!(r.end, t("2025-07-31T00:00:00Z"));
         let r = TimeRange::parse("time_range", "2025-01-31T00:00:00Z/P1M").unwrap();
         assert_eq!(r.end, t("2025-02-28T00:00:00Z"));
@@ -335,8 +336,14 @@ mod tests {
 
     #[test]
     fn windows_read_and_write_words() {
-        assert_eq!("12 minutes".parse::<Window>().unwrap(), Window::Seconds(720));
-        assert_eq!("1 hour 30 minutes".parse::<Window>().unwrap(), Window::Seconds(5400));
+        assert_eq!(
+            "12 minutes".parse::<Window>().unwrap(),
+            Window::Seconds(720)
+        );
+        assert_eq!(
+            "1 hour 30 minutes".parse::<Window>().unwrap(),
+            Window::Seconds(5400)
+        );
         assert_eq!("unbounded".parse::<Window>().unwrap(), Window::Unbounded);
         assert_eq!(Window::Seconds(3600).to_string(), "1 hour");
         assert_eq!(Window::Seconds(5400).to_string(), "1 hour 30 minutes");

@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    AnomalyId, EventId, EventStatus, Instant, ItemId, Position, ScheduleId, ScriptId, TimeRange, TimelineId, TimelineStatus, Traveller, Window,
+    AnomalyId, EventId, EventStatus, Instant, ItemId, Position, ScheduleId, ScriptId, TimeRange,
+    TimelineId, TimelineStatus, Traveller, Window,
 };
 use crate::paradox::Paradox;
 

@@ -32,7 +32,9 @@ impl Store for MemoryStore {
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
         let records = self.records.lock().await;
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(records.len());
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(records.len());
         Ok(records[start..]
             .iter()
             .take(limit as usize)

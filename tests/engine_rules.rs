@@ -1,0 +1,1134 @@
+//! Every rule of DESIGN §3 the engine enforces, through the `TimelineService` trait, each
+//! refusal included. A refused call must leave the stored log untouched.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::error::ServiceError;
+use chronoscope::model::{
+    AnchorStatus, EventId, EventStatus, Instant, TimelineId, TimelineStatus, Whereabouts,
+    parse_instant,
+};
+use chronoscope::service::*;
+use chronoscope::store::{MemoryStore, Store};
+
+fn t(s: &str) -> Instant {
+    parse_instant("t", s).expect("test instant")
+}
+
+struct World {
+    engine: Arc<Engine>,
+    clock: Arc<ManualClock>,
+    store: Arc<MemoryStore>,
+}
+
+impl World {
+    async fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+        let store = Arc::new(MemoryStore::new());
+        let engine = Engine::open(
+            store.clone(),
+            clock.clone(),
+            EngineConfig::default(),
+            Seed::None,
+        )
+        .await
+        .expect("engine opens");
+        Self {
+            engine,
+            clock,
+            store,
+        }
+    }
+
+    fn ada(&self) -> impl TimelineService + use<> {
+        self.engine.session("ada".parse().expect("name"))
+    }
+
+    fn bob(&self) -> impl TimelineService + use<> {
+        self.engine.session("bob".parse().expect("name"))
+    }
+
+    async fn log_len(&self) -> u64 {
+        self.store.last_seq().await.expect("memory store")
+    }
+
+    /// Asserts `call` fails with `expected` (compared by variant) and writes nothing.
+    async fn refused<T: std::fmt::Debug>(
+        &self,
+        call: impl std::future::Future<Output = ServiceResult<T>>,
+    ) -> ServiceError {
+        let before = self.log_len().await;
+        let err = call.await.expect_err("the call should be refused");
+        assert_eq!(
+            self.log_len().await,
+            before,
+            "a refused call wrote to the log"
+        );
+        err
+    }
+}
+
+fn new_event(description: &str, time: &str, location: &str, causes: &[&EventId]) -> NewEvent {
+    NewEvent {
+        description: description.into(),
+        time: t(time),
+        location: location.into(),
+        causes: causes.iter().map(|c| (*c).clone()).collect(),
+        fixed_point: false,
+    }
+}
+
+fn named(name: &str) -> NewTimeline {
+    NewTimeline {
+        name: Some(name.into()),
+        ..Default::default()
+    }
+}
+
+fn primary() -> TimelineId {
+    TimelineId::primary()
+}
+
+#[tokio::test]
+async fn primary_always_exists_is_unbounded_and_cannot_be_deleted() {
+    let w = World::new().await;
+    let list = w
+        .ada()
+        .list_timelines(PageRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    let p = &list.items[0];
+    assert_eq!(p.id, primary());
+    assert_eq!(p.window.to_string(), "unbounded");
+    w.clock.advance(Duration::days(10_000));
+    assert_eq!(
+        w.ada().get_timeline(&primary()).await.unwrap().status,
+        TimelineStatus::Open
+    );
+    let err = w.refused(w.ada().delete_timeline(&primary())).await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_timeline_needs_a_name_and_a_known_base() {
+    let w = World::new().await;
+    for bad in [named(""), named("   "), NewTimeline::default()] {
+        let err = w.refused(w.ada().create_timeline(bad)).await;
+        assert!(
+            matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "name"),
+            "{err:?}"
+        );
+    }
+    let err = w
+        .refused(w.ada().create_timeline(NewTimeline {
+            base_timeline_id: Some("tml_nope".parse().unwrap()),
+            ..named("x")
+        }))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    // A description alone names the timeline (the guide operations send only that).
+    let tl = w
+        .ada()
+        .create_timeline(NewTimeline {
+            description: Some("Tesla mission".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tl.name, "Tesla mission");
+    assert_eq!(tl.parent, Some(primary()));
+}
+
+#[tokio::test]
+async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes() {
+    let w = World::new().await;
+    let e = w
+        .ada()
+        .add_event(
+            &primary(),
+            new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]),
+        )
+        .await
+        .unwrap();
+    let tl = w.ada().create_timeline(named("short")).await.unwrap();
+    assert_eq!(tl.window.to_string(), "1 hour");
+    assert_eq!(tl.status, TimelineStatus::Open);
+    w.clock.advance(Duration::minutes(60));
+    assert_eq!(
+        w.ada().get_timeline(&tl.id).await.unwrap().status,
+        TimelineStatus::Closed
+    );
+    let travel = TravelRequest {
+        destination: tl.id.to_string(),
+        items_transported: vec![],
+    };
+    let err = w.refused(w.ada().travel(travel)).await;
+    assert!(
+        matches!(err, ServiceError::TimelineClosed { .. }),
+        "{err:?}"
+    );
+    let err = w
+        .refused(
+            w.ada()
+                .add_event(&tl.id, new_event("x", "2025-01-01T00:00:00Z", "y", &[])),
+        )
+        .await;
+    assert!(
+        matches!(err, ServiceError::TimelineClosed { .. }),
+        "{err:?}"
+    );
+    let manipulate = ManipulateRequest {
+        timeline_id: Some(tl.id.clone()),
+        event_id: e.event_id.clone(),
+        new_outcome: NewOutcome::default(),
+        safety_check: false,
+    };
+    let err = w.refused(w.ada().manipulate_event(manipulate)).await;
+    assert!(
+        matches!(err, ServiceError::TimelineClosed { .. }),
+        "{err:?}"
+    );
+    // Still readable and searchable.
+    let found = w
+        .ada()
+        .search_events(SearchQuery {
+            timeline_id: Some(tl.id.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+}
+
+#[tokio::test]
+async fn a_branch_sees_its_base_as_it_was_and_never_changes_it() {
+    let w = World::new().await;
+    let a = w
+        .ada()
+        .add_event(
+            &primary(),
+            new_event("a", "2025-01-01T00:00:00Z", "Paris", &[]),
+        )
+        .await
+        .unwrap();
+    let branch = w.ada().create_timeline(named("branch")).await.unwrap();
+    assert_eq!(branch.event_count, 1);
+    // Changes in the base after branching do not reach the branch…
+    w.ada()
+        .add_event(
+            &primary(),
+            new_event("b", "2025-02-01T00:00:00Z", "Paris", &[]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        w.ada().get_timeline(&branch.id).await.unwrap().event_count,
+        1
+    );
+    // …and changes in the branch do not reach the base.
+    let m = w
+        .ada()
+        .manipulate_event(ManipulateRequest {
+            timeline_id: Some(branch.id.clone()),
+            event_id: a.event_id.clone(),
+            new_outcome: NewOutcome {
+                description: Some("a, changed".into()),
+                changes: vec![],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    let base_a = w
+        .ada()
+        .check_timeline(SignificantEventQuery {
+            timeline_id: primary(),
+            significant_event: a.event_id.to_string(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(base_a.status, "holds");
+    let branch_a = w
+        .ada()
+        .check_timeline(SignificantEventQuery {
+            timeline_id: branch.id.clone(),
+            significant_event: a.event_id.to_string(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(branch_a.status, "altered");
+    assert_eq!(branch_a.event.unwrap().event_id, m.new_event_id);
+}
+
+#[tokio::test]
+async fn deleting_is_refused_with_branches_or_travellers_and_keeps_journeys() {
+    let w = World::new().await;
+    let err = w
+        .refused(w.ada().delete_timeline(&"tml_nope".parse().unwrap()))
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+
+    let parent = w.ada().create_timeline(named("parent")).await.unwrap();
+    let child = w
+        .ada()
+        .create_timeline(NewTimeline {
+            base_timeline_id: Some(parent.id.clone()),
+            ..named("child")
+        })
+        .await
+        .unwrap();
+    let err = w.refused(w.ada().delete_timeline(&parent.id)).await;
+    assert!(
+        matches!(err, ServiceError::Conflict(ref m) if m.contains(child.id.as_str())),
+        "{err:?}"
+    );
+
+    w.bob()
+        .travel(TravelRequest {
+            destination: child.id.to_string(),
+            items_transported: vec![],
+        })
+        .await
+        .unwrap();
+    let err = w.refused(w.ada().delete_timeline(&child.id)).await;
+    assert!(
+        matches!(err, ServiceError::Conflict(ref m) if m.contains("traveller")),
+        "{err:?}"
+    );
+
+    w.bob()
+        .travel(TravelRequest {
+            destination: "primary".into(),
+            items_transported: vec![],
+        })
+        .await
+        .unwrap();
+    w.ada().delete_timeline(&child.id).await.unwrap();
+    w.ada().delete_timeline(&parent.id).await.unwrap();
+    let err = w.ada().get_timeline(&child.id).await.unwrap_err();
+    assert!(matches!(err, ServiceError::NotFound { .. }));
+    let journeys = w.bob().list_journeys(PageRequest::default()).await.unwrap();
+    assert_eq!(
+        journeys.items.len(),
+        2,
+        "journeys into a deleted timeline stay in history"
+    );
+}
+
+#[tokio::test]
+async fn adding_events_validates_every_field() {
+    let w = World::new().await;
+    let unknown: EventId = "nope".parse().unwrap();
+    let cases = [
+        new_event("", "2025-01-01T00:00:00Z", "Paris", &[]),
+        new_event("x", "2025-01-01T00:00:00Z", " ", &[]),
+        new_event(&"x".repeat(1001), "2025-01-01T00:00:00Z", "Paris", &[]),
+    ];
+    for bad in cases {
+        let err = w.refused(w.ada().add_event(&primary(), bad)).await;
+        assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    }
+    let err = w
+        .refused(w.ada().add_event(
+            &primary(),
+            new_event("x", "2025-01-01T00:00:00Z", "Paris", &[&unknown]),
+        ))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let err = w
+        .refused(w.ada().add_event(
+            &"tml_nope".parse().unwrap(),
+            new_event("x", "2025-01-01T00:00:00Z", "Paris", &[]),
+        ))
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
+    let w = World::new().await;
+    let ada = w.ada();
+    let cause = ada
+        .add_event(
+            &primary(),
+            new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]),
+        )
+        .await
+        .unwrap();
+    let effect = ada
+        .add_event(
+            &primary(),
+            new_event(
+                "deploy",
+                "2025-01-02T00:00:00Z",
+                "Orbit",
+                &[&cause.event_id],
+            ),
+        )
+        .await
+        .unwrap();
+    let m = ada
+        .manipulate_event(ManipulateRequest {
+            timeline_id: Some(primary()),
+            event_id: cause.event_id.clone(),
+            new_outcome: NewOutcome {
+                description: Some("launch scrubbed".into()),
+                changes: vec![OutcomeChange {
+                    action: Some("delay".into()),
+                    time: Some(t("2025-01-01T06:00:00Z")),
+                }],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(m.status, "applied");
+    assert_ne!(m.new_event_id, cause.event_id);
+    assert_eq!(m.original_event_id, cause.event_id);
+    assert_eq!(m.time, t("2025-01-01T06:00:00Z"));
+
+    let all = ada
+        .search_events(SearchQuery::default())
+        .await
+        .unwrap()
+        .items;
+    let ids: Vec<_> = all.iter().map(|e| e.event_id.clone()).collect();
+    assert!(
+        !ids.contains(&cause.event_id),
+        "the superseded event left the timeline"
+    );
+    let new = all.iter().find(|e| e.event_id == m.new_event_id).unwrap();
+    assert_eq!(new.status, EventStatus::Manipulated);
+    assert_eq!(new.lineage, cause.event_id);
+    let deploy = all.iter().find(|e| e.event_id == effect.event_id).unwrap();
+    assert_eq!(deploy.causes, vec![m.new_event_id.clone()]);
+
+    // The superseded event can no longer be manipulated directly.
+    let err = w
+        .refused(ada.manipulate_event(ManipulateRequest {
+            timeline_id: Some(primary()),
+            event_id: cause.event_id.clone(),
+            new_outcome: NewOutcome::default(),
+            safety_check: false,
+        }))
+        .await;
+    assert!(
+        matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("superseded")),
+        "{err:?}"
+    );
+
+    // Reverting by the lineage's first id undoes the latest change.
+    let r = ada
+        .revert_event(RevertRequest {
+            event_id: cause.event_id.clone(),
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.status, "reverted");
+    assert_eq!(r.original_event_id, cause.event_id);
+    assert_eq!(r.reverted_event_id, m.new_event_id);
+    let after = ada
+        .search_events(SearchQuery::default())
+        .await
+        .unwrap()
+        .items;
+    let restored = after.iter().find(|e| e.event_id == cause.event_id).unwrap();
+    assert_eq!(restored.status, EventStatus::OnSchedule);
+    assert_eq!(restored.description, "launch");
+    let deploy = after
+        .iter()
+        .find(|e| e.event_id == effect.event_id)
+        .unwrap();
+    assert_eq!(deploy.causes, vec![cause.event_id.clone()]);
+
+    let err = w
+        .refused(ada.revert_event(RevertRequest {
+            event_id: m.new_event_id.clone(),
+            timeline_id: None,
+        }))
+        .await;
+    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+    let err = w
+        .refused(ada.revert_event(RevertRequest {
+            event_id: effect.event_id.clone(),
+            timeline_id: None,
+        }))
+        .await;
+    assert!(
+        matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("never manipulated")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
+    let w = World::new().await;
+    let fixed = w
+        .ada()
+        .add_event(
+            &primary(),
+            NewEvent {
+                fixed_point: true,
+                ..new_event(
+                    "moon landing",
+                    "1969-07-20T20:17:00Z",
+                    "Sea of Tranquility",
+                    &[],
+                )
+            },
+        )
+        .await
+        .unwrap();
+    let req = |id: &EventId| ManipulateRequest {
+        timeline_id: Some(primary()),
+        event_id: id.clone(),
+        new_outcome: NewOutcome::default(),
+        safety_check: false,
+    };
+    let err = w
+        .refused(w.ada().manipulate_event(req(&fixed.event_id)))
+        .await;
+    assert!(
+        matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("fixed point")),
+        "{err:?}"
+    );
+    let err = w
+        .refused(w.ada().manipulate_event(req(&"nope".parse().unwrap())))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let plain = w
+        .ada()
+        .add_event(
+            &primary(),
+            new_event("tea", "1970-01-01T00:00:00Z", "London", &[]),
+        )
+        .await
+        .unwrap();
+    let err = w
+        .refused(w.ada().manipulate_event(ManipulateRequest {
+            new_outcome: NewOutcome {
+                description: Some("  ".into()),
+                changes: vec![],
+            },
+            ..req(&plain.event_id)
+        }))
+        .await;
+    assert!(
+        matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "new_outcome.description"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn items_record_their_origin_and_are_unique_per_description_and_timeline() {
+    let w = World::new().await;
+    let tl = w
+        .ada()
+        .create_timeline(NewTimeline {
+            destination_time: Some(t("1889-03-10T23:50:00Z")),
+            ..named("Tesla")
+        })
+        .await
+        .unwrap();
+    w.ada()
+        .travel(TravelRequest {
+            destination: tl.id.to_string(),
+            items_transported: vec![],
+        })
+        .await
+        .unwrap();
+    w.clock.advance(Duration::minutes(5));
+    let item = w
+        .ada()
+        .register_item(NewItem {
+            description: "Tesla's blueprint".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(item.origin_timeline, tl.id);
+    assert_eq!(
+        item.origin_time,
+        t("1889-03-10T23:55:00Z"),
+        "the traveller's time flows"
+    );
+
+    let err = w
+        .refused(w.ada().register_item(NewItem {
+            description: "tesla's BLUEPRINT ".into(),
+        }))
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/items/{}", item.id)
+        }
+    );
+    // Another traveller's copy is another item, and the first is invisible to them.
+    let bobs = w
+        .bob()
+        .register_item(NewItem {
+            description: "Tesla's blueprint".into(),
+        })
+        .await
+        .unwrap();
+    assert_ne!(bobs.id, item.id);
+    let err = w.bob().get_item(&item.id).await.unwrap_err();
+    assert!(matches!(err, ServiceError::NotFound { .. }));
+    assert_eq!(
+        w.bob()
+            .list_items(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let err = w
+        .refused(w.ada().register_item(NewItem {
+            description: " ".into(),
+        }))
+        .await;
+    assert!(matches!(err, ServiceError::InvalidInput { .. }));
+}
+
+#[tokio::test]
+async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() {
+    let w = World::new().await;
+    let ada = w.ada();
+    let keep = ada
+        .register_item(NewItem {
+            description: "compass".into(),
+        })
+        .await
+        .unwrap();
+    let drop = ada
+        .register_item(NewItem {
+            description: "umbrella".into(),
+        })
+        .await
+        .unwrap();
+    let tl = ada
+        .create_timeline(NewTimeline {
+            destination_time: Some(t("1889-03-10T23:50:00Z")),
+            ..named("Tesla")
+        })
+        .await
+        .unwrap();
+    let j = ada
+        .travel(TravelRequest {
+            destination: tl.id.to_string(),
+            items_transported: vec![keep.id.clone()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(j.arrival_time, t("1889-03-10T23:50:00Z"));
+    assert_eq!(j.items_transported, vec![keep.id.clone()]);
+    assert_eq!(j.items_left.len(), 1);
+    assert_eq!(j.items_left[0].item_id, drop.id);
+    let me = ada.whoami().await.unwrap();
+    assert_eq!(me.timeline_id, tl.id);
+    assert_eq!(me.time, t("1889-03-10T23:50:00Z"));
+    let left = ada.get_item(&drop.id).await.unwrap();
+    assert!(
+        matches!(left.whereabouts, Whereabouts::Left { ref timeline, .. } if timeline.is_primary())
+    );
+
+    // The umbrella is in primary, not with the traveller: listing it leaves it where it is.
+    let j = ada
+        .travel(TravelRequest {
+            destination: tl.id.to_string(),
+            items_transported: vec![keep.id.clone(), drop.id.clone()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(j.items_transported, vec![keep.id.clone()]);
+    assert!(
+        j.items_left[0]
+            .reason
+            .contains("left in timeline 'primary'")
+    );
+
+    // Back in primary, where it was left, it can be picked up again.
+    let j = ada
+        .travel(TravelRequest {
+            destination: "primary".into(),
+            items_transported: vec![keep.id.clone()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        j.arrival_time,
+        w.clock_now(),
+        "primary has no destination time: now"
+    );
+    let j = ada
+        .travel(TravelRequest {
+            destination: tl.id.to_string(),
+            items_transported: vec![keep.id.clone(), drop.id.clone()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(j.items_transported.len(), 2);
+    assert_eq!(
+        ada.list_journeys(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        4
+    );
+}
+
+impl World {
+    fn clock_now(&self) -> Instant {
+        use chronoscope::engine::Clock;
+        self.clock.now()
+    }
+}
+
+#[tokio::test]
+async fn travel_refuses_what_cannot_be_done() {
+    let w = World::new().await;
+    let bobs = w
+        .bob()
+        .register_item(NewItem {
+            description: "hat".into(),
+        })
+        .await
+        .unwrap();
+    let go = |destination: &str, items: Vec<chronoscope::model::ItemId>| TravelRequest {
+        destination: destination.into(),
+        items_transported: items,
+    };
+    let err = w.refused(w.ada().travel(go("tml_nowhere", vec![]))).await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let err = w.refused(w.ada().travel(go("", vec![]))).await;
+    assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    let err = w
+        .refused(w.ada().travel(go("no spaces allowed", vec![])))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let err = w
+        .refused(w.ada().travel(go("primary", vec![bobs.id.clone()])))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { ref what, .. } if what == "item"),
+        "{err:?}"
+    );
+    let mine = w
+        .ada()
+        .register_item(NewItem {
+            description: "hat".into(),
+        })
+        .await
+        .unwrap();
+    let err = w
+        .refused(
+            w.ada()
+                .travel(go("primary", vec![mine.id.clone(), mine.id.clone()])),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn anchors_are_return_tickets_spent_on_return() {
+    let w = World::new().await;
+    let ada = w.ada();
+    let home = ada
+        .set_anchor(NewAnchor {
+            timestamp: t("2024-09-16T05:04:00Z"),
+            description: Some("Home Base".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(home.status, AnchorStatus::Active);
+    assert!(home.timeline.is_primary());
+    let err = w
+        .refused(ada.set_anchor(NewAnchor {
+            timestamp: t("2024-09-16T07:04:00+02:00"),
+            description: None,
+        }))
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", home.id)
+        }
+    );
+    // Bob cannot see or use Ada's anchor; his own at the same time is fine.
+    let err = w
+        .refused(w.bob().travel(TravelRequest {
+            destination: home.id.to_string(),
+            items_transported: vec![],
+        }))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    w.bob()
+        .set_anchor(NewAnchor {
+            timestamp: home.timestamp,
+            description: None,
+        })
+        .await
+        .unwrap();
+
+    let tl = ada.create_timeline(named("away")).await.unwrap();
+    ada.travel(TravelRequest {
+        destination: tl.id.to_string(),
+        items_transported: vec![],
+    })
+    .await
+    .unwrap();
+    let back = ada
+        .travel(TravelRequest {
+            destination: home.id.to_string(),
+            items_transported: vec![],
+        })
+        .await
+        .unwrap();
+    assert_eq!(back.arrival_time, home.timestamp);
+    assert!(back.to_timeline.is_primary());
+    assert_eq!(back.anchor.as_ref(), Some(&home.id));
+    assert_eq!(
+        ada.get_anchor(&home.id).await.unwrap().status,
+        AnchorStatus::Spent
+    );
+    let err = w
+        .refused(ada.travel(TravelRequest {
+            destination: home.id.to_string(),
+            items_transported: vec![],
+        }))
+        .await;
+    assert!(
+        matches!(err, ServiceError::InvalidInput { ref message, .. } if message.contains("spent")),
+        "{err:?}"
+    );
+    // A spent anchor no longer blocks a new one at the same time.
+    ada.set_anchor(NewAnchor {
+        timestamp: home.timestamp,
+        description: None,
+    })
+    .await
+    .unwrap();
+}
+
+/// DESIGN §3's worked mission, run twice by the same traveller against the same engine.
+#[tokio::test]
+async fn the_whole_mission_succeeds_again_and_again() {
+    let w = World::new().await;
+    let ada = w.ada();
+    for round in 0..2 {
+        let anchor = ada
+            .set_anchor(NewAnchor {
+                timestamp: w.clock_now(),
+                description: Some("home".into()),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let tl = ada
+            .create_timeline(NewTimeline {
+                destination_time: Some(t("1889-03-10T23:50:00Z")),
+                ..named("Tesla blueprint retrieval")
+            })
+            .await
+            .unwrap();
+        let there = ada
+            .travel(TravelRequest {
+                destination: tl.id.to_string(),
+                items_transported: vec![],
+            })
+            .await
+            .unwrap();
+        assert_eq!(there.arrival_time, t("1889-03-10T23:50:00Z"));
+        let blueprint = ada
+            .register_item(NewItem {
+                description: "Tesla's blueprint".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(blueprint.origin_timeline, tl.id);
+        let check = ada
+            .check_paradox(ParadoxCheckRequest {
+                timeline_id: tl.id.clone(),
+                proposed_changes: vec![
+                    ProposedChange {
+                        event: Some("Retrieve the blueprint".into()),
+                        time: Some(t("1889-03-10T23:50:00Z")),
+                        item_id: None,
+                    },
+                    ProposedChange {
+                        item_id: Some(blueprint.id.clone()),
+                        ..Default::default()
+                    },
+                ],
+            })
+            .await
+            .unwrap();
+        assert!(check.is_stable, "round {round}: {:?}", check.paradoxes);
+        let back = ada
+            .travel(TravelRequest {
+                destination: anchor.id.to_string(),
+                items_transported: vec![blueprint.id.clone()],
+            })
+            .await
+            .unwrap();
+        assert_eq!(back.items_transported, vec![blueprint.id.clone()]);
+        assert_eq!(back.arrival_time, anchor.timestamp);
+        assert_eq!(
+            ada.get_anchor(&anchor.id).await.unwrap().status,
+            AnchorStatus::Spent
+        );
+        w.clock.advance(Duration::minutes(1));
+    }
+}
+
+#[tokio::test]
+async fn paradox_checks_validate_each_proposed_change() {
+    let w = World::new().await;
+    let item = w
+        .ada()
+        .register_item(NewItem {
+            description: "key".into(),
+        })
+        .await
+        .unwrap();
+    let bobs = w
+        .bob()
+        .register_item(NewItem {
+            description: "key".into(),
+        })
+        .await
+        .unwrap();
+    let check = |changes: Vec<ProposedChange>| ParadoxCheckRequest {
+        timeline_id: primary(),
+        proposed_changes: changes,
+    };
+    let both = ProposedChange {
+        event: Some("x".into()),
+        time: None,
+        item_id: Some(item.id.clone()),
+    };
+    let err = w.ada().check_paradox(check(vec![both])).await.unwrap_err();
+    assert!(
+        matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "proposed_changes[0]"),
+        "{err:?}"
+    );
+    let err = w
+        .ada()
+        .check_paradox(check(vec![ProposedChange::default()]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    let err = w
+        .ada()
+        .check_paradox(check(vec![ProposedChange {
+            item_id: Some(bobs.id.clone()),
+            ..Default::default()
+        }]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let err = w
+        .ada()
+        .check_paradox(ParadoxCheckRequest {
+            timeline_id: "tml_nope".parse().unwrap(),
+            proposed_changes: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let fine = w.ada().check_paradox(check(vec![])).await.unwrap();
+    assert!(fine.is_stable);
+}
+
+#[tokio::test]
+async fn search_pages_through_results_in_time_order() {
+    let w = World::new().await;
+    for i in 0..25 {
+        w.ada()
+            .add_event(
+                &primary(),
+                new_event(
+                    &format!("e{i}"),
+                    &format!("2025-01-{:02}T00:00:00Z", i + 1),
+                    if i % 2 == 0 { "Geneva" } else { "Paris" },
+                    &[],
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = w
+            .ada()
+            .search_events(SearchQuery {
+                location: Some("gEnEv".into()),
+                page: PageRequest {
+                    limit: Some(5),
+                    cursor: cursor.clone(),
+                },
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        seen.extend(page.items.into_iter().map(|e| e.description));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..25).step_by(2).map(|i| format!("e{i}")).collect();
+    assert_eq!(seen, expected);
+    let range =
+        chronoscope::model::TimeRange::parse("time_range", "2025-01-10T00:00:00Z/P3D").unwrap();
+    let page = w
+        .ada()
+        .search_events(SearchQuery {
+            time_range: Some(range),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let names: Vec<_> = page.items.iter().map(|e| e.description.as_str()).collect();
+    assert_eq!(names, ["e9", "e10", "e11", "e12"]);
+    for bad in [Some(0), Some(1001)] {
+        let err = w
+            .ada()
+            .search_events(SearchQuery {
+                page: PageRequest {
+                    limit: bad,
+                    cursor: None,
+                },
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "limit"));
+    }
+    let err = w
+        .ada()
+        .search_events(SearchQuery {
+            page: PageRequest {
+                limit: None,
+                cursor: Some("garbage".into()),
+            },
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "cursor"));
+}
+
+#[tokio::test]
+async fn a_second_engine_on_the_same_store_sees_every_write() {
+    let w = World::new().await;
+    let tl = w.ada().create_timeline(named("shared")).await.unwrap();
+    let other = Engine::open(
+        w.store.clone(),
+        w.clock.clone(),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    let ada2 = other.session("ada".parse().unwrap());
+    assert_eq!(ada2.get_timeline(&tl.id).await.unwrap().name, "shared");
+    // Both write; each sees the other's writes and none is lost.
+    ada2.create_timeline(named("from the other")).await.unwrap();
+    w.clock.advance(Duration::seconds(1));
+    w.ada()
+        .create_timeline(named("from the first"))
+        .await
+        .unwrap();
+    let names: Vec<_> = w
+        .ada()
+        .list_timelines(PageRequest::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["Primary", "shared", "from the other", "from the first"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_on_two_engines_lose_nothing() {
+    let w = World::new().await;
+    let other = Engine::open(
+        w.store.clone(),
+        w.clock.clone(),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let engine = if i % 2 == 0 {
+            w.engine.clone()
+        } else {
+            other.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            engine
+                .session("ada".parse().unwrap())
+                .register_item(NewItem {
+                    description: format!("item {i}"),
+                })
+                .await
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        acknowledged.push(task.await.unwrap().expect("every write is acknowledged").id);
+    }
+    // Every acknowledged item is in the shared log exactly once, and both engines see all.
+    assert_eq!(w.log_len().await, 1 + 100);
+    for engine in [&w.engine, &other] {
+        let items = engine
+            .session("ada".parse().unwrap())
+            .list_items(PageRequest::first(1000))
+            .await
+            .unwrap()
+            .items;
+        let mut ids: Vec<_> = items.into_iter().map(|i| i.id).collect();
+        ids.sort();
+        let mut expected = acknowledged.clone();
+        expected.sort();
+        assert_eq!(ids, expected);
+    }
+}
