@@ -132,8 +132,7 @@ async fn service_errors_map_to_their_catalogue_status_everywhere() {
         if status == 429 {
             assert_eq!(r.header("retry-after"), Some("7"));
         }
-        let full = app.get("/v1/items?view=full", &token("ada")).await;
-        let full = { eprintln!("{slug}: {}", full.text); full.json() };
+        let full = app.get("/v1/items?view=full", &token("ada")).await.json();
         let decoded: ServiceError = serde_json::from_value(full["error"].clone()).unwrap();
         assert_eq!(decoded, error);
     }
