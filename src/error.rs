@@ -262,14 +262,19 @@ mod tests {
             ServiceError::Forbidden("no".into()),
             ServiceError::Unavailable("down".into()),
             ServiceError::Internal("bug".into()),
-            ServiceError::RateLimited { retry_after_secs: 3 },
+            ServiceError::RateLimited {
+                retry_after_secs: 3,
+            },
         ] {
             let json = serde_json::to_value(&e).unwrap();
             assert!(json["kind"].is_string(), "{json}");
             assert_eq!(serde_json::from_value::<ServiceError>(json).unwrap(), e);
         }
         let json = serde_json::to_value(ServiceError::Conflict("busy".into())).unwrap();
-        assert_eq!(json, serde_json::json!({"kind": "conflict", "message": "busy"}));
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "conflict", "message": "busy"})
+        );
     }
 
     #[test]

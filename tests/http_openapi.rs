@@ -75,14 +75,25 @@ fn refs(v: &Value, out: &mut Vec<String>) {
 #[test]
 fn the_document_is_openapi_3_1_with_every_contract_route() {
     let doc = doc();
-    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1."), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1."),
+        "{}",
+        doc["openapi"]
+    );
     assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());
     let paths = doc["paths"].as_object().unwrap();
     for (method, path) in CONTRACT {
-        assert!(paths.get(*path).and_then(|p| p.get(*method)).is_some(), "missing {method} {path}");
+        assert!(
+            paths.get(*path).and_then(|p| p.get(*method)).is_some(),
+            "missing {method} {path}"
+        );
     }
     let operations: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
-    assert_eq!(operations, CONTRACT.len(), "the document has routes the contract does not list");
+    assert_eq!(
+        operations,
+        CONTRACT.len(),
+        "the document has routes the contract does not list"
+    );
     let mut ids: Vec<&str> = paths
         .values()
         .flat_map(|p| p.as_object().unwrap().values())
@@ -110,18 +121,42 @@ fn every_reference_resolves_and_the_projections_are_described() {
     refs(&doc, &mut found);
     assert!(!found.is_empty());
     for r in found {
-        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("odd ref {r}"));
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("odd ref {r}"));
         assert!(schemas.contains_key(name), "dangling {r}");
     }
     for name in [
-        "Problem", "TimelineDoc", "TimelineInfo", "ItemDoc", "AnchorDoc", "TimeTravelDoc",
-        "EventManipulationDoc", "ParadoxCheckDoc", "MonitoringDoc", "EventsDoc", "ManipulatedDoc",
-        "CreatedTimelineDoc", "StabilityDoc", "RevertedDoc", "AnchorSetDoc", "ScriptDoc",
-        "ScheduledDoc", "TriggeredDoc", "AutomationLogDoc", "Journey", "EventRecord", "Paradox",
+        "Problem",
+        "TimelineDoc",
+        "TimelineInfo",
+        "ItemDoc",
+        "AnchorDoc",
+        "TimeTravelDoc",
+        "EventManipulationDoc",
+        "ParadoxCheckDoc",
+        "MonitoringDoc",
+        "EventsDoc",
+        "ManipulatedDoc",
+        "CreatedTimelineDoc",
+        "StabilityDoc",
+        "RevertedDoc",
+        "AnchorSetDoc",
+        "ScriptDoc",
+        "ScheduledDoc",
+        "TriggeredDoc",
+        "AutomationLogDoc",
+        "Journey",
+        "EventRecord",
+        "Paradox",
     ] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }
-    let problem: Vec<&String> = schemas["Problem"]["properties"].as_object().unwrap().keys().collect();
+    let problem: Vec<&String> = schemas["Problem"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
     for k in ["type", "title", "status", "detail", "instance"] {
         assert!(problem.iter().any(|p| *p == k), "{k}");
     }
@@ -130,14 +165,20 @@ fn every_reference_resolves_and_the_projections_are_described() {
 #[test]
 fn security_and_error_responses_are_those_the_server_gives() {
     let doc = doc();
-    assert_eq!(doc["components"]["securitySchemes"]["bearerAuth"]["scheme"], "bearer");
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        "bearer"
+    );
     assert_eq!(doc["security"][0]["bearerAuth"], serde_json::json!([]));
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             let responses = op["responses"].as_object().unwrap();
             let open = op.get("security").is_some();
             let params = op["parameters"].as_array().unwrap();
-            assert!(params.iter().any(|p| p["name"] == "view"), "{method} {path}: view");
+            assert!(
+                params.iter().any(|p| p["name"] == "view"),
+                "{method} {path}: view"
+            );
             if open {
                 assert!(!responses.contains_key("401"), "{method} {path} is open");
                 continue;
@@ -150,23 +191,42 @@ fn security_and_error_responses_are_those_the_server_gives() {
                     "{method} {path} {status}"
                 );
             }
-            assert!(responses["401"]["headers"].get("WWW-Authenticate").is_some());
+            assert!(
+                responses["401"]["headers"]
+                    .get("WWW-Authenticate")
+                    .is_some()
+            );
             assert!(responses["429"]["headers"].get("Retry-After").is_some());
             let unprocessable = matches!(
                 (method.as_str(), path.as_str()),
                 ("post", "/v1/timelines" | "/v1/items" | "/v1/anchors")
                     | ("get" | "delete", "/v1/timeline/{timeline_id}")
             );
-            assert_eq!(responses.contains_key("422"), unprocessable, "{method} {path}");
-            assert_eq!(responses.contains_key("400"), !unprocessable, "{method} {path}");
+            assert_eq!(
+                responses.contains_key("422"),
+                unprocessable,
+                "{method} {path}"
+            );
+            assert_eq!(
+                responses.contains_key("400"),
+                !unprocessable,
+                "{method} {path}"
+            );
             let has_body = op.get("requestBody").is_some();
             assert_eq!(responses.contains_key("413"), has_body, "{method} {path}");
             assert_eq!(responses.contains_key("415"), has_body, "{method} {path}");
-            assert_eq!(responses.contains_key("404"), path.contains('{'), "{method} {path}");
+            assert_eq!(
+                responses.contains_key("404"),
+                path.contains('{'),
+                "{method} {path}"
+            );
         }
     }
     let items = &doc["paths"]["/v1/items"]["post"]["responses"]["409"];
-    assert!(items.get("content").is_none(), "the documented 409 has no body");
+    assert!(
+        items.get("content").is_none(),
+        "the documented 409 has no body"
+    );
     assert!(items["headers"].get("Location").is_some());
 }
 
@@ -184,7 +244,12 @@ async fn every_documented_path_is_routed() {
             .join("/");
         for method in item.as_object().unwrap().keys() {
             let r = app
-                .call(method.to_uppercase().parse::<Method>().unwrap(), &filled, Some(&t), None)
+                .call(
+                    method.to_uppercase().parse::<Method>().unwrap(),
+                    &filled,
+                    Some(&t),
+                    None,
+                )
                 .await;
             let unrouted = r.status == StatusCode::NOT_FOUND && r.text.contains("no path");
             assert!(!unrouted, "{method} {path} is not routed: {}", r.text);

@@ -17,9 +17,15 @@ use serde_json::json;
 async fn every_problem_type_has_an_explanation_page() {
     let app = App::new().await;
     for p in PROBLEM_TYPES {
-        let r = app.call(Method::GET, &format!("/problems/{}", p.slug), None, None).await;
+        let r = app
+            .call(Method::GET, &format!("/problems/{}", p.slug), None, None)
+            .await;
         assert_eq!(r.status, StatusCode::OK, "{}", p.slug);
-        assert!(r.text.contains(p.title) && r.text.contains(p.explanation), "{}", p.slug);
+        assert!(
+            r.text.contains(p.title) && r.text.contains(p.explanation),
+            "{}",
+            p.slug
+        );
     }
 }
 
@@ -39,7 +45,10 @@ async fn a_closed_timeline_is_a_400_timeline_closed() {
         engine,
     };
     let t = token("ada");
-    let tl = app.post("/v1/timelines", &t, json!({"name": "brief"})).await.json();
+    let tl = app
+        .post("/v1/timelines", &t, json!({"name": "brief"}))
+        .await
+        .json();
     let id = tl["id"].as_str().unwrap();
     clock.advance(chrono::Duration::hours(2));
     let got = app.get(&format!("/v1/timeline/{id}"), &t).await.json();
@@ -57,7 +66,9 @@ async fn a_closed_timeline_is_a_400_timeline_closed() {
     .await
     .assert_problem(400, "timeline-closed");
     // Still readable and searchable.
-    let r = app.get(&format!("/v1/search-events?timeline_id={id}"), &t).await;
+    let r = app
+        .get(&format!("/v1/search-events?timeline_id={id}"), &t)
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 
@@ -83,7 +94,10 @@ async fn paradox_detected_lists_the_paradoxes_only_with_view_full() {
         .post("/v1/manipulate-event", &t, body.clone())
         .await
         .assert_problem(400, "paradox-detected");
-    assert!(p["detail"].as_str().unwrap().contains("causal_order"), "{p}");
+    assert!(
+        p["detail"].as_str().unwrap().contains("causal_order"),
+        "{p}"
+    );
     let full = app.post("/v1/manipulate-event?view=full", &t, body).await;
     assert_eq!(full.status, StatusCode::BAD_REQUEST);
     let full = full.json();
@@ -95,7 +109,10 @@ async fn paradox_detected_lists_the_paradoxes_only_with_view_full() {
 #[tokio::test]
 async fn internal_errors_are_500_problems_that_do_not_leak_the_message() {
     let app = Wrapped::new(engine().await)
-        .failing("whoami", ServiceError::Internal("db password is hunter2".into()))
+        .failing(
+            "whoami",
+            ServiceError::Internal("db password is hunter2".into()),
+        )
         .app(config());
     let r = app.get("/v1/me?view=full", &token("ada")).await;
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
@@ -109,18 +126,38 @@ async fn service_errors_map_to_their_catalogue_status_everywhere() {
     // Each error a service can return, through a route that passes it through unchanged.
     let cases = [
         (ServiceError::invalid("f", "bad"), 400, "invalid-request"),
-        (ServiceError::unknown("timeline", "x"), 400, "unknown-reference"),
         (
-            ServiceError::TimelineClosed { timeline: "x".into(), closed_at: "2026-01-01T00:00:00Z".into() },
+            ServiceError::unknown("timeline", "x"),
+            400,
+            "unknown-reference",
+        ),
+        (
+            ServiceError::TimelineClosed {
+                timeline: "x".into(),
+                closed_at: "2026-01-01T00:00:00Z".into(),
+            },
             400,
             "timeline-closed",
         ),
-        (ServiceError::EventLocked { event: "e".into(), reason: "fixed".into() }, 400, "event-locked"),
+        (
+            ServiceError::EventLocked {
+                event: "e".into(),
+                reason: "fixed".into(),
+            },
+            400,
+            "event-locked",
+        ),
         (ServiceError::not_found("item", "x"), 404, "not-found"),
         (ServiceError::Conflict("busy".into()), 409, "conflict"),
         (ServiceError::Unauthorized("no".into()), 401, "unauthorized"),
         (ServiceError::Forbidden("no".into()), 403, "forbidden"),
-        (ServiceError::RateLimited { retry_after_secs: 7 }, 429, "rate-limited"),
+        (
+            ServiceError::RateLimited {
+                retry_after_secs: 7,
+            },
+            429,
+            "rate-limited",
+        ),
         (ServiceError::Unavailable("down".into()), 503, "unavailable"),
     ];
     for (error, status, slug) in cases {

@@ -211,7 +211,9 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
     if listed(CONFLICT_ROUTES, method, path) {
         add(
             "409",
-            problem_response("Refused in the current state (branches or travellers in it, or the job already ran)"),
+            problem_response(
+                "Refused in the current state (branches or travellers in it, or the job already ran)",
+            ),
         );
     }
 }

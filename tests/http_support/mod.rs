@@ -72,12 +72,27 @@ impl Resp {
     /// Asserts a problem+json body with exactly the five members and the given status/type.
     pub fn assert_problem(&self, status: u16, slug: &str) -> Value {
         assert_eq!(self.status.as_u16(), status, "body: {}", self.text);
-        assert_eq!(self.content_type(), "application/problem+json", "{}", self.text);
+        assert_eq!(
+            self.content_type(),
+            "application/problem+json",
+            "{}",
+            self.text
+        );
         let body = self.json();
-        let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         let mut sorted = keys.clone();
         sorted.sort();
-        assert_eq!(sorted, ["detail", "instance", "status", "title", "type"], "{}", self.text);
+        assert_eq!(
+            sorted,
+            ["detail", "instance", "status", "title", "type"],
+            "{}",
+            self.text
+        );
         assert_eq!(body["type"], format!("/problems/{slug}"), "{}", self.text);
         assert_eq!(body["status"], status);
         assert!(body["instance"].as_str().unwrap().starts_with("/requests/"));
@@ -113,7 +128,13 @@ impl App {
     }
 
     /// A call as `token` (None: no Authorization header), with an optional JSON body.
-    pub async fn call(&self, method: Method, uri: &str, token: Option<&str>, body: Option<Value>) -> Resp {
+    pub async fn call(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Resp {
         let mut req = Request::builder().method(method).uri(uri);
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
