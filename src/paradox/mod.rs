@@ -24,7 +24,19 @@ pub(crate) use scan::Found;
 use scan::rescan;
 
 /// The six ways a timeline can become unstable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ParadoxKind {
     /// An event happens before one of its causes.
@@ -56,7 +68,9 @@ impl ParadoxKind {
 }
 
 /// One finding of the checker.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 pub struct Paradox {
     /// Which kind.
     pub kind: ParadoxKind,
