@@ -275,19 +275,21 @@ fn ids_are_numbered_in_order_of_appearance_wherever_they_occur() {
     let mut ids = Ids::default();
     let a = "tml_01kakzq3xv9d5v3m0f4g8q2h7c";
     let b = "itm_01kakzq3xv9d5v3m0f4g8q2h7d";
-    let v = serde_json::json!({
-        "id": a,
-        "detail": format!("no item '{b}' is known to you; see /v1/items/{b} in {a}"),
-        "primary": "primary",
-        "not_an_id": "xtml_01kakzq3xv9d5v3m0f4g8q2h7c",
-    });
+    let v = serde_json::json!([
+        { "id": a },
+        format!("no item '{b}' is known to you; see /v1/items/{b} in {a}"),
+        "primary",
+        "xtml_01kakzq3xv9d5v3m0f4g8q2h7c",
+        "tml_01kakzq3xv9d5v3m0f4g8q2h7cc",
+    ]);
     assert_eq!(
         ids.normalize(v),
-        serde_json::json!({
-            "id": "tml_#1",
-            "detail": "no item 'itm_#2' is known to you; see /v1/items/itm_#2 in tml_#1",
-            "primary": "primary",
-            "not_an_id": "xtml_01kakzq3xv9d5v3m0f4g8q2h7c",
-        })
+        serde_json::json!([
+            { "id": "tml_#1" },
+            "no item 'itm_#2' is known to you; see /v1/items/itm_#2 in tml_#1",
+            "primary",
+            "xtml_01kakzq3xv9d5v3m0f4g8q2h7c",
+            "tml_01kakzq3xv9d5v3m0f4g8q2h7cc",
+        ])
     );
 }
