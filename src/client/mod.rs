@@ -788,4 +788,131 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// A stand-in server whose answers a test scripts, counting the requests it gets.
+    mod stand_in {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use axum::Router;
+        use axum::http::{HeaderMap, StatusCode, header};
+        use axum::response::IntoResponse;
+        use axum::routing::get;
+
+        /// Serves `router` on a loopback port; returns its root URL.
+        pub async fn serve(router: Router) -> String {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, router).await });
+            format!("http://{addr}")
+        }
+
+        /// Every route answers 503 until it has been called `fail` times, then 200 `[]`.
+        pub fn flaky(fail: usize) -> (Router, Arc<AtomicUsize>) {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let answer = {
+                let calls = calls.clone();
+                move || {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        if n < fail {
+                            let mut h = HeaderMap::new();
+                            h.insert(
+                                header::CONTENT_TYPE,
+                                "application/problem+json".parse().unwrap(),
+                            );
+                            (StatusCode::SERVICE_UNAVAILABLE, h, r#"{"type":"/problems/unavailable","title":"Service unavailable","status":503,"detail":"storage is restarting"}"#).into_response()
+                        } else {
+                            let mut h = HeaderMap::new();
+                            h.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+                            (StatusCode::OK, h, "[]").into_response()
+                        }
+                    }
+                }
+            };
+            let router = Router::new()
+                .route("/v1/timelines", get(answer.clone()))
+                .route("/v1/items", axum::routing::post(answer.clone()))
+                .route("/v1/timeline/{id}", axum::routing::delete(answer));
+            (router, calls)
+        }
+    }
+
+    fn quick(base: &str) -> RemoteClient {
+        RemoteClient::builder(base, "t")
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn reads_retry_twice_after_a_503_and_then_succeed() {
+        use std::sync::atomic::Ordering;
+        let (router, calls) = stand_in::flaky(2);
+        let c = quick(&stand_in::serve(router).await);
+        let page = c.list_timelines(PageRequest::default()).await.unwrap();
+        assert!(page.items.is_empty());
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn reads_give_up_after_two_retries_with_the_servers_detail() {
+        use std::sync::atomic::Ordering;
+        let (router, calls) = stand_in::flaky(10);
+        let c = quick(&stand_in::serve(router).await);
+        assert_eq!(
+            c.list_timelines(PageRequest::default()).await,
+            Err(ServiceError::Unavailable("storage is restarting".into()))
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn writes_and_deletes_are_never_repeated_after_an_answer() {
+        use std::sync::atomic::Ordering;
+        let (router, calls) = stand_in::flaky(10);
+        let c = quick(&stand_in::serve(router).await);
+        let err = c.register_item(NewItem::default()).await.unwrap_err();
+        assert!(matches!(err, ServiceError::Unavailable(_)), "{err:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "a POST is sent once");
+        let err = c
+            .delete_timeline(&"tml_a".parse().unwrap())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ServiceError::Unavailable(_)), "{err:?}");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "a DELETE that was answered is sent once"
+        );
+    }
+
+    #[tokio::test]
+    async fn lists_follow_the_link_header_and_bad_bodies_name_the_route() {
+        use axum::http::{HeaderMap, header};
+        use axum::routing::get;
+        let router = axum::Router::new()
+            .route(
+                "/v1/items",
+                get(|| async {
+                    let mut h = HeaderMap::new();
+                    h.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+                    h.insert(
+                        header::LINK,
+                        r#"</v1/items?limit=1&cursor=itm_b&view=full>; rel="next""#
+                            .parse()
+                            .unwrap(),
+                    );
+                    (h, "[]")
+                }),
+            )
+            .route("/v1/me", get(|| async { "{\"not\": \"a traveller\"}" }));
+        let c = quick(&stand_in::serve(router).await);
+        let page = c.list_items(PageRequest::first(1)).await.unwrap();
+        assert_eq!(page.next_cursor.as_deref(), Some("itm_b"));
+        match c.whoami().await {
+            Err(ServiceError::Internal(m)) => assert!(m.contains("GET /v1/me"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -373,6 +373,11 @@ mod tests {
             })
             .to_string();
             assert_eq!(decode(failure(err.problem_type().status, &body)), err);
+            // A server that could not serialize the error sends `"error": null`.
+            let mut with_null: serde_json::Value = serde_json::from_str(&body).unwrap();
+            with_null["error"] = serde_json::Value::Null;
+            let with_null = with_null.to_string();
+            assert_eq!(decode(failure(err.problem_type().status, &with_null)), err);
         }
     }
 
