@@ -11,7 +11,19 @@ use serde::{Deserialize, Serialize};
 use crate::model::{EventId, History, Instant, Item, ItemId, Position, TimelineId, Traveller};
 
 /// The six ways a timeline can become unstable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ParadoxKind {
     /// An event happens before one of its causes.
@@ -43,7 +55,9 @@ impl ParadoxKind {
 }
 
 /// One finding of the checker.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 pub struct Paradox {
     /// Which kind.
     pub kind: ParadoxKind,
