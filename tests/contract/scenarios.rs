@@ -214,6 +214,20 @@ pub async fn timelines_list_create_get(face: &Face) {
         )
         .await;
     assert_invalid(&err, "limit");
+    let err = face
+        .err(
+            "list with limit 1001",
+            ada.list_timelines(PageRequest::first(PageRequest::MAX_LIMIT + 1)),
+        )
+        .await;
+    assert_invalid(&err, "limit");
+    let all = face
+        .ok(
+            "list with the largest limit",
+            ada.list_timelines(PageRequest::first(PageRequest::MAX_LIMIT)),
+        )
+        .await;
+    assert_eq!(all.items.len(), 4);
     let past = face
         .ok(
             "list past the last cursor",
@@ -367,6 +381,49 @@ pub async fn events_add_and_search(face: &Face) {
     )
     .await;
 
+    // Query strings carry any text: '&', '+', '?', '|' and non-ASCII arrive intact.
+    let odd = face
+        .ok(
+            "add odd text",
+            ada.add_event(
+                &tl.id,
+                event(
+                    "1+1=2? Yes & no | maybe",
+                    "1889-07-14T00:00:00.123456789+02:00",
+                    "Rua 25 de Março & Cia., SÃO PAULO",
+                    &[],
+                ),
+            ),
+        )
+        .await;
+    assert_eq!(odd.time, t("1889-07-13T22:00:00.123456789Z"));
+    let found = face
+        .ok(
+            "search odd location",
+            ada.search_events(SearchQuery {
+                location: Some("março & cia., são".into()),
+                time_range: Some(
+                    TimeRange::parse(
+                        "time_range",
+                        "1889-07-13T22:00:00.123456789Z/1889-07-13T22:00:00.123456789Z",
+                    )
+                    .expect("range"),
+                ),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert_eq!(found.items.len(), 1, "{:?}", found.items);
+    let holds = face
+        .ok(
+            "check odd description",
+            ada.check_timeline(SignificantEventQuery {
+                timeline_id: tl.id.clone(),
+                significant_event: "1+1=2? YES & NO | maybe".into(),
+            }),
+        )
+        .await;
+    assert_eq!(holds.status, "holds");
     let found = face
         .ok(
             "search paris any case",
@@ -434,7 +491,7 @@ pub async fn events_add_and_search(face: &Face) {
             None => break,
         }
     }
-    assert_eq!(seen.len(), 4);
+    assert_eq!(seen.len(), 5);
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
 
     let found = face
@@ -941,6 +998,25 @@ pub async fn anchors_set_get_list(face: &Face) {
         )
         .await;
     assert_ne!(lunch.id, home.id);
+    let precise = face
+        .ok(
+            "set to the nanosecond",
+            ada.set_anchor(anchor("2026-11-22T12:00:00.000000001Z", "just after lunch")),
+        )
+        .await;
+    assert_eq!(precise.timestamp, t("2026-11-22T12:00:00.000000001Z"));
+    let err = face
+        .err(
+            "set to the same nanosecond",
+            ada.set_anchor(anchor("2026-11-22T12:00:00.000000001Z", "again")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", precise.id)
+        }
+    );
     let err = face
         .err(
             "set with empty description",
@@ -960,7 +1036,7 @@ pub async fn anchors_set_get_list(face: &Face) {
     let list = face
         .ok("list", ada.list_anchors(PageRequest::default()))
         .await;
-    assert_eq!(list.items, [home, lunch]);
+    assert_eq!(list.items, [home, lunch, precise]);
 }
 
 /// Travel: to a timeline (arrival at its destination time, listed items transported, the
@@ -1267,6 +1343,14 @@ pub async fn travellers_are_isolated(face: &Face) {
         .ok("bob sees the timeline", bob.get_timeline(&tl.id))
         .await;
     assert_eq!(shared.name, "shared");
+    // A name is any printable text; another name is another traveller.
+    let lovelace = face.traveller("Ada Lovelace ✨");
+    let me = face.ok("a name with spaces", lovelace.whoami()).await;
+    assert_eq!(me.traveller.as_str(), "Ada Lovelace ✨");
+    let items = face
+        .ok("her items", lovelace.list_items(PageRequest::default()))
+        .await;
+    assert!(items.items.is_empty());
 }
 
 /// Paradox checks validate their input; a stable proposal and the stability of a timeline as
