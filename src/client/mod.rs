@@ -915,4 +915,29 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_unavailable_after_the_request_timeout() {
+        // Accepts connections and reads nothing back: the request can only time out.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let c = RemoteClient::builder(&base, "t")
+            .request_timeout(Duration::from_millis(200))
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        assert_eq!(
+            c.register_item(NewItem::default()).await,
+            Err(ServiceError::Unavailable(format!(
+                "cannot reach {base}: no answer within 0.2 s"
+            )))
+        );
+        silent.abort();
+    }
 }

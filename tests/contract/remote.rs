@@ -9,7 +9,7 @@ use chronoscope::auth::{Scopes, Secret, issue_token};
 use chronoscope::client::RemoteClient;
 use chronoscope::engine::Engine;
 use chronoscope::error::ServiceError;
-use chronoscope::server::{ServerConfig, run};
+use chronoscope::server::{RateLimit, ServerConfig, run};
 use chronoscope::service::{NewTimeline, PageRequest, TimelineService};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -29,13 +29,21 @@ pub struct Server {
 impl Server {
     /// Starts the server in front of `engine`, with the default settings a user gets.
     pub async fn start(engine: Arc<Engine>) -> Self {
+        Self::start_with(engine, |config| config).await
+    }
+
+    /// Starts the server in front of `engine` with settings adjusted by `adjust`.
+    pub async fn start_with(
+        engine: Arc<Engine>,
+        adjust: impl FnOnce(ServerConfig) -> ServerConfig,
+    ) -> Self {
         let secret = Secret::from_bytes(SECRET).expect("a long enough test secret");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a loopback port");
         let addr = listener.local_addr().expect("the bound address");
         let (stop, stopped) = oneshot::channel::<()>();
-        let config = ServerConfig::new(secret.clone());
+        let config = adjust(ServerConfig::new(secret.clone()));
         let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
@@ -163,4 +171,31 @@ async fn a_stopped_server_is_unavailable_naming_its_url() {
             "cannot reach {base}: connection refused"
         )))
     );
+}
+
+#[tokio::test]
+async fn past_the_rate_limit_the_client_is_told_how_long_to_wait() {
+    let server = Server::start_with(engine().await, |config| ServerConfig {
+        // One request, then one more per hour: the second request is refused.
+        rate_limit: RateLimit {
+            per_second: 1.0 / 3600.0,
+            burst: 1,
+        },
+        ..config
+    })
+    .await;
+    let client = RemoteClient::new(&server.base_url, server.token_for("ada")).expect("a client");
+    client.whoami().await.expect("the first request passes");
+    match client.whoami().await {
+        Err(ServiceError::RateLimited { retry_after_secs }) => {
+            assert!(
+                (1..=3600).contains(&retry_after_secs),
+                "wait {retry_after_secs} s"
+            );
+        }
+        other => panic!("expected RateLimited, got {other:?}"),
+    }
+    // The limit is per traveller: bob is not slowed down by ada.
+    let bob = RemoteClient::new(&server.base_url, server.token_for("bob")).expect("a client");
+    bob.whoami().await.expect("another traveller passes");
 }
