@@ -207,6 +207,15 @@ pub async fn timelines_list_create_get(face: &Face) {
         )
         .await;
     assert_eq!(err, ServiceError::not_found("timeline", "tml_nope"));
+    for odd in [".", "..", "tml_a.b"] {
+        let err = face
+            .err(
+                &format!("get timeline '{odd}'"),
+                ada.get_timeline(&odd.parse().expect("a valid id")),
+            )
+            .await;
+        assert_eq!(err, ServiceError::not_found("timeline", odd));
+    }
     let err = face
         .err(
             "list with limit 0",
@@ -795,6 +804,26 @@ pub async fn manipulate_revert_and_check_timeline(face: &Face) {
         )
         .await;
     assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+    let in_primary = face
+        .ok(
+            "add to primary",
+            ada.add_event(
+                &primary(),
+                event("Edison's lamp", "1879-10-22T12:00:00Z", "Menlo Park", &[]),
+            ),
+        )
+        .await;
+    let default_timeline = face
+        .ok(
+            "manipulate in primary by default",
+            ada.manipulate_event(ManipulateRequest {
+                timeline_id: None,
+                ..manipulate(&primary(), &in_primary.event_id, "Edison's lamp flickers")
+            }),
+        )
+        .await;
+    assert_eq!(default_timeline.timeline_id, primary());
+    assert_eq!(default_timeline.description, "Edison's lamp flickers");
     let err = face
         .err(
             "revert in primary by default",
