@@ -20,7 +20,10 @@ fn authenticated_routes() -> Vec<(Method, String)> {
             let open = op
                 .get("security")
                 .and_then(|s| s.as_array())
-                .is_some_and(|s| s.iter().all(|r| r.as_object().is_some_and(|o| o.is_empty())));
+                .is_some_and(|s| {
+                    s.iter()
+                        .all(|r| r.as_object().is_some_and(|o| o.is_empty()))
+                });
             if open {
                 continue;
             }
@@ -65,13 +68,17 @@ fn claims(sub: &str, exp: u64) -> Claims {
 fn bad_authorizations() -> Vec<(&'static str, Option<String>)> {
     let good = token("ada");
     let mut parts: Vec<&str> = good.split('.').collect();
-    let forged_payload = b64(serde_json::to_string(&claims("mallory", now() + 600)).unwrap().as_bytes());
+    let forged_payload = b64(serde_json::to_string(&claims("mallory", now() + 600))
+        .unwrap()
+        .as_bytes());
     parts[1] = &forged_payload;
     let tampered = parts.join(".");
     let none = format!(
         "{}.{}.",
         b64(br#"{"alg":"none","typ":"JWT"}"#),
-        b64(serde_json::to_string(&claims("ada", now() + 600)).unwrap().as_bytes())
+        b64(serde_json::to_string(&claims("ada", now() + 600))
+            .unwrap()
+            .as_bytes())
     );
     let expired = chronoscope::auth::sign(&secret(), &claims("ada", now() - 120)).unwrap();
     let hs512 = jsonwebtoken::encode(
@@ -115,7 +122,12 @@ async fn every_authenticated_route_refuses_bad_tokens_with_401() {
                 .body(Body::from("{not json"))
                 .unwrap();
             let r = app.send(req).await;
-            assert_eq!(r.status.as_u16(), 401, "{name}: {method} {path}: {}", r.text);
+            assert_eq!(
+                r.status.as_u16(),
+                401,
+                "{name}: {method} {path}: {}",
+                r.text
+            );
             r.assert_problem(401, "unauthorized");
             assert_eq!(
                 r.header("www-authenticate"),
@@ -133,7 +145,11 @@ async fn a_valid_token_without_the_scope_is_403_on_every_route() {
     let write_only = token_with_scope("ada", "write");
     let nothing = token_with_scope("ada", "");
     for (method, path) in authenticated_routes() {
-        let wrong = if method == Method::GET { &write_only } else { &read_only };
+        let wrong = if method == Method::GET {
+            &write_only
+        } else {
+            &read_only
+        };
         for t in [wrong, &nothing] {
             let r = app.call(method.clone(), &path, Some(t), None).await;
             r.assert_problem(403, "forbidden");
@@ -148,16 +164,30 @@ async fn admin_implies_read_and_write() {
     let r = app.get("/v1/me", &admin).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     let r = app
-        .post("/v1/items", &admin, serde_json::json!({"description": "lamp"}))
+        .post(
+            "/v1/items",
+            &admin,
+            serde_json::json!({"description": "lamp"}),
+        )
         .await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     // And a token made by issue_token for read+write works on both too.
-    assert_eq!(app.get("/v1/items", &token("ada")).await.status.as_u16(), 200);
+    assert_eq!(
+        app.get("/v1/items", &token("ada")).await.status.as_u16(),
+        200
+    );
 }
 
 #[tokio::test]
 async fn a_token_within_the_leeway_is_still_accepted() {
     let app = App::new().await;
-    let just_expired = chronoscope::auth::sign(&secret(), &Claims { scope: "read".into(), ..claims("ada", now() - 1) }).unwrap();
+    let just_expired = chronoscope::auth::sign(
+        &secret(),
+        &Claims {
+            scope: "read".into(),
+            ..claims("ada", now() - 1)
+        },
+    )
+    .unwrap();
     assert_eq!(app.get("/v1/me", &just_expired).await.status.as_u16(), 200);
 }

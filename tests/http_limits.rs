@@ -4,15 +4,11 @@
 
 mod http_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use chronoscope::model::*;
-use chronoscope::server::{RateLimit, Sessions, build_router};
-use chronoscope::service::*;
+use chronoscope::server::RateLimit;
 use http_support::*;
 use serde_json::json;
 
@@ -25,10 +21,19 @@ async fn bodies_over_the_limit_are_413_problems() {
     let r = app.post("/v1/items", &token("ada"), big.clone()).await;
     r.assert_problem(413, "payload-too-large");
     // Also on a GET guide operation taking a body.
-    let r = app.call(Method::GET, "/v1/search-events", Some(&token("ada")), Some(big)).await;
+    let r = app
+        .call(
+            Method::GET,
+            "/v1/search-events",
+            Some(&token("ada")),
+            Some(big),
+        )
+        .await;
     r.assert_problem(413, "payload-too-large");
     // Under the limit is fine.
-    let r = app.post("/v1/items", &token("ada"), json!({"description": "small"})).await;
+    let r = app
+        .post("/v1/items", &token("ada"), json!({"description": "small"}))
+        .await;
     assert_eq!(r.status, StatusCode::OK);
 }
 
@@ -46,102 +51,28 @@ async fn a_traveller_over_the_rate_limit_gets_429_with_retry_after_and_others_do
     }
     let r = app.get("/v1/me", &ada).await;
     r.assert_problem(429, "rate-limited");
-    let retry: u64 = r.header("retry-after").expect("Retry-After").parse().unwrap();
+    let retry: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
     assert!((1..=100).contains(&retry), "{retry}");
     // Another traveller has their own bucket; open endpoints are not limited.
-    assert_eq!(app.get("/v1/me", &token("bob")).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get("/v1/me", &token("bob")).await.status,
+        StatusCode::OK
+    );
     let h = app.call(Method::GET, "/healthz", None, None).await;
     assert_eq!(h.status, StatusCode::OK);
-}
-
-/// A service that answers like the engine, after a pause.
-struct Slow {
-    inner: Arc<dyn TimelineService>,
-    pause: Duration,
-}
-
-#[derive(Clone)]
-struct SlowSessions {
-    engine: Arc<chronoscope::engine::Engine>,
-    pause: Duration,
-}
-
-impl Sessions for SlowSessions {
-    fn session(&self, traveller: Traveller) -> Arc<dyn TimelineService> {
-        Arc::new(Slow {
-            inner: self.engine.session(traveller).into_arc(),
-            pause: self.pause,
-        })
-    }
-}
-
-trait IntoArc {
-    fn into_arc(self) -> Arc<dyn TimelineService>;
-}
-
-impl<T: TimelineService + 'static> IntoArc for T {
-    fn into_arc(self) -> Arc<dyn TimelineService> {
-        Arc::new(self)
-    }
-}
-
-macro_rules! slow {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-        #[async_trait]
-        impl TimelineService for Slow {
-            $(async fn $name(&self, $($arg: $ty),*) -> ServiceResult<$ret> {
-                tokio::time::sleep(self.pause).await;
-                self.inner.$name($($arg),*).await
-            })*
-        }
-    };
-}
-
-slow! {
-    whoami() -> TravellerStatus;
-    list_timelines(page: PageRequest) -> Page<TimelineInfo>;
-    create_timeline(req: NewTimeline) -> TimelineInfo;
-    get_timeline(id: &TimelineId) -> TimelineInfo;
-    delete_timeline(id: &TimelineId) -> ();
-    travel(req: TravelRequest) -> Journey;
-    travel_to_time(req: TimeTravelRequest) -> Journey;
-    list_journeys(page: PageRequest) -> Page<Journey>;
-    register_item(req: NewItem) -> Item;
-    get_item(id: &ItemId) -> Item;
-    list_items(page: PageRequest) -> Page<Item>;
-    set_anchor(req: NewAnchor) -> Anchor;
-    get_anchor(id: &AnchorId) -> Anchor;
-    list_anchors(page: PageRequest) -> Page<Anchor>;
-    search_events(req: SearchQuery) -> Page<EventRecord>;
-    add_event(timeline: &TimelineId, req: NewEvent) -> EventRecord;
-    manipulate_event(req: ManipulateRequest) -> ManipulationResult;
-    revert_event(req: RevertRequest) -> RevertResult;
-    check_paradox(req: ParadoxCheckRequest) -> ParadoxReport;
-    check_stability(req: StabilityQuery) -> ParadoxReport;
-    monitor_timeline(req: MonitorQuery) -> MonitorReport;
-    check_timeline(req: SignificantEventQuery) -> TimelineCheck;
-    create_script(req: NewScript) -> Script;
-    list_scripts(page: PageRequest) -> Page<Script>;
-    delete_script(id: &ScriptId) -> ();
-    schedule_manipulation(req: NewSchedule) -> Schedule;
-    trigger_external_manipulation(req: ExternalTrigger) -> Schedule;
-    list_schedules(page: PageRequest) -> Page<Schedule>;
-    delete_schedule(id: &ScheduleId) -> ();
-    automation_log(req: LogQuery) -> Page<LogEntry>;
 }
 
 #[tokio::test]
 async fn a_request_slower_than_the_timeout_is_a_503_problem() {
     let mut c = config();
     c.request_timeout = Duration::from_millis(100);
-    let sessions = SlowSessions {
-        engine: engine().await,
-        pause: Duration::from_secs(5),
-    };
-    let app = App {
-        router: build_router(c, sessions.clone()),
-        engine: sessions.engine.clone(),
-    };
+    let app = Wrapped::new(engine().await)
+        .slow(Duration::from_secs(5))
+        .app(c);
     let r = app.get("/v1/me", &token("ada")).await;
     let p = r.assert_problem(503, "unavailable");
     assert!(p["detail"].as_str().unwrap().contains("longer than"), "{p}");
@@ -155,8 +86,12 @@ async fn a_request_slower_than_the_timeout_is_a_503_problem() {
 async fn unknown_paths_are_404_and_wrong_methods_405_problems() {
     let app = App::new().await;
     let t = token("ada");
-    app.get("/v1/nothing-here", &t).await.assert_problem(404, "not-found");
-    app.call(Method::GET, "/nothing", None, None).await.assert_problem(404, "not-found");
+    app.get("/v1/nothing-here", &t)
+        .await
+        .assert_problem(404, "not-found");
+    app.call(Method::GET, "/nothing", None, None)
+        .await
+        .assert_problem(404, "not-found");
     let r = app.call(Method::PUT, "/v1/timelines", Some(&t), None).await;
     r.assert_problem(405, "method-not-allowed");
     let r = app.call(Method::PATCH, "/healthz", None, None).await;
@@ -179,28 +114,148 @@ async fn bad_bodies_are_problems_never_plain_text_or_500() {
     let app = App::new().await;
     let json_ct = Some("application/json");
     let cases: Vec<(Request<Body>, u16, &str)> = vec![
-        (raw(Method::POST, "/v1/travels", json_ct, "{\"destination\": "), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/travels", json_ct, "[1, 2]"), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/travels", json_ct, ""), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/travels", None, ""), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/travels", None, "{\"destination\": \"primary\"}"), 415, "unsupported-media-type"),
-        (raw(Method::POST, "/v1/travels", Some("text/plain"), "{\"destination\": \"primary\"}"), 415, "unsupported-media-type"),
-        (raw(Method::POST, "/v1/travels", json_ct, "{\"destination\": [\"primary\"]}"), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/travels", json_ct, "{}"), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/paradox-checks", json_ct, "{\"timeline_id\": \"primary\", \"proposed_changes\": 7}"), 400, "invalid-request"),
-        (raw(Method::POST, "/v1/paradox-checks", json_ct, "{\"timeline_id\": \"has space\"}"), 400, "invalid-request"),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, "{\"destination\": "),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, "[1, 2]"),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", None, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/travels",
+                None,
+                "{\"destination\": \"primary\"}",
+            ),
+            415,
+            "unsupported-media-type",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/travels",
+                Some("text/plain"),
+                "{\"destination\": \"primary\"}",
+            ),
+            415,
+            "unsupported-media-type",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/travels",
+                json_ct,
+                "{\"destination\": [\"primary\"]}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, "{}"),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/paradox-checks",
+                json_ct,
+                "{\"timeline_id\": \"primary\", \"proposed_changes\": 7}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/paradox-checks",
+                json_ct,
+                "{\"timeline_id\": \"has space\"}",
+            ),
+            400,
+            "invalid-request",
+        ),
         // The documented operations without a 400 answer 422 for the same mistakes.
-        (raw(Method::POST, "/v1/timelines", json_ct, "{\"name\": "), 422, "invalid-request"),
-        (raw(Method::POST, "/v1/items", json_ct, ""), 422, "invalid-request"),
-        (raw(Method::POST, "/v1/anchors", json_ct, "{\"timestamp\": 5}"), 422, "invalid-request"),
-        (raw(Method::POST, "/v1/anchors", Some("text/xml"), "<anchor/>"), 415, "unsupported-media-type"),
+        (
+            raw(Method::POST, "/v1/timelines", json_ct, "{\"name\": "),
+            422,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/items", json_ct, ""),
+            422,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/anchors", json_ct, "{\"timestamp\": 5}"),
+            422,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/anchors", Some("text/xml"), "<anchor/>"),
+            415,
+            "unsupported-media-type",
+        ),
         // GET guide operations: a body must be JSON too; a bad query is a 400.
-        (raw(Method::GET, "/v1/search-events", Some("text/plain"), "location=x"), 415, "unsupported-media-type"),
-        (raw(Method::GET, "/v1/search-events", json_ct, "{\"limit\": \"ten\"}"), 400, "invalid-request"),
-        (raw(Method::GET, "/v1/search-events?limit=ten", None, ""), 400, "invalid-request"),
-        (raw(Method::GET, "/v1/search-events?time_range=yesterday", None, ""), 400, "invalid-request"),
-        (raw(Method::GET, "/v1/monitor-timeline", None, ""), 400, "invalid-request"),
-        (raw(Method::GET, "/v1/me?view=everything", None, ""), 400, "invalid-request"),
+        (
+            raw(
+                Method::GET,
+                "/v1/search-events",
+                Some("text/plain"),
+                "location=x",
+            ),
+            415,
+            "unsupported-media-type",
+        ),
+        (
+            raw(
+                Method::GET,
+                "/v1/search-events",
+                json_ct,
+                "{\"limit\": \"ten\"}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::GET, "/v1/search-events?limit=ten", None, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::GET,
+                "/v1/search-events?time_range=yesterday",
+                None,
+                "",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::GET, "/v1/monitor-timeline", None, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::GET, "/v1/me?view=everything", None, ""),
+            400,
+            "invalid-request",
+        ),
     ];
     for (req, status, slug) in cases {
         let what = format!("{} {}", req.method(), req.uri());
@@ -214,12 +269,18 @@ async fn bad_bodies_are_problems_never_plain_text_or_500() {
 async fn problems_carry_the_service_error_with_view_full() {
     let app = App::new().await;
     let r = app
-        .send(raw(Method::POST, "/v1/items?view=full", Some("application/json"), "{}"))
+        .send(raw(
+            Method::POST,
+            "/v1/items?view=full",
+            Some("application/json"),
+            "{}",
+        ))
         .await;
     assert_eq!(r.status.as_u16(), 422);
     let body = r.json();
     assert_eq!(body["error"]["kind"], "invalid_input");
-    let err: chronoscope::error::ServiceError = serde_json::from_value(body["error"].clone()).unwrap();
+    let err: chronoscope::error::ServiceError =
+        serde_json::from_value(body["error"].clone()).unwrap();
     assert_eq!(err.to_string(), body["detail"].as_str().unwrap());
 }
 
@@ -227,25 +288,36 @@ async fn problems_carry_the_service_error_with_view_full() {
 async fn shutdown_lets_in_flight_requests_finish() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let sessions = SlowSessions {
-        engine: engine().await,
-        pause: Duration::from_millis(300),
-    };
+    let sessions = Wrapped::new(engine().await).slow(Duration::from_millis(300));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(chronoscope::server::run(listener, config(), sessions, async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(chronoscope::server::run(
+        listener,
+        config(),
+        sessions,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     let client = reqwest::Client::new();
     let url = format!("http://{addr}/v1/me");
     let call = tokio::spawn(client.get(&url).bearer_auth(token("ada")).send());
     // Give the request time to reach the handler, then ask the server to stop.
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.send(()).unwrap();
-    let resp = call.await.unwrap().expect("the in-flight request is answered");
+    let resp = call
+        .await
+        .unwrap()
+        .expect("the in-flight request is answered");
     assert_eq!(resp.status().as_u16(), 200);
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["traveller"], "ada");
     server.await.unwrap().unwrap();
     // And it no longer accepts connections.
-    assert!(client.get(format!("http://{addr}/healthz")).send().await.is_err());
+    assert!(
+        client
+            .get(format!("http://{addr}/healthz"))
+            .send()
+            .await
+            .is_err()
+    );
 }

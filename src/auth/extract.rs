@@ -60,7 +60,8 @@ impl Authenticated {
                 "the {scheme} scheme is not accepted; use Bearer"
             )));
         }
-        let claims = verify(secret, token.trim()).map_err(|e| AuthRejection::Invalid(e.to_string()))?;
+        let claims =
+            verify(secret, token.trim()).map_err(|e| AuthRejection::Invalid(e.to_string()))?;
         let traveller = claims
             .sub
             .parse()

@@ -316,9 +316,12 @@ pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
     validation.leeway = LEEWAY_SECS;
     validation.validate_exp = true;
     validation.set_required_spec_claims(&["exp", "sub", "iat"]);
-    let data =
-        jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(secret.bytes()), &validation)
-            .map_err(|e| AuthError::InvalidToken(e.to_string()))?;
+    let data = jsonwebtoken::decode::<Claims>(
+        token,
+        &DecodingKey::from_secret(secret.bytes()),
+        &validation,
+    )
+    .map_err(|e| AuthError::InvalidToken(e.to_string()))?;
     let claims = data.claims;
     if claims.iat > now_secs() + LEEWAY_SECS {
         return Err(AuthError::InvalidToken("issued in the future".into()));
@@ -386,7 +389,12 @@ mod tests {
         let b = Secret::resolve(None, None, dir.path()).unwrap();
         assert_eq!(a.bytes(), b.bytes());
         assert_eq!(a.bytes().len(), 64);
-        let explicit = Secret::resolve(Some("flag value, sixteen+"), Some("env value, sixteen+"), dir.path()).unwrap();
+        let explicit = Secret::resolve(
+            Some("flag value, sixteen+"),
+            Some("env value, sixteen+"),
+            dir.path(),
+        )
+        .unwrap();
         assert_eq!(explicit.bytes(), b"flag value, sixteen+");
         let env = Secret::resolve(None, Some("env value, sixteen+"), dir.path()).unwrap();
         assert_eq!(env.bytes(), b"env value, sixteen+");
@@ -394,7 +402,10 @@ mod tests {
         {
             use std::os::unix::fs::PermissionsExt;
             let path = dir.path().join(SECRET_FILE);
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
             let err = Secret::resolve(None, None, dir.path()).unwrap_err();
             assert!(err.to_string().contains("chmod 600"), "{err}");

@@ -1,1 +1,594 @@
 //! The command line: flags shared by every subcommand, and the scriptable subcommands.
+//!
+//! Every flag is written once here, with its environment variable, and `--help` shows both.
+//! Subcommands talk to an `Arc<dyn TimelineService>`, so each works the same on the embedded
+//! engine and, with `--remote`, on a server.
+
+mod commands;
+mod output;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use commands::execute;
+
+use crate::engine::Seed;
+use crate::model::{Instant, TimeRange, Window};
+
+/// chronoscope: a timeline travel service and the terminal dashboard that drives it.
+///
+/// Without a subcommand, opens the dashboard on the embedded engine (a SQLite file in the data
+/// directory, seeded with the demo world on first run), or on a server with --remote.
+#[derive(Debug, Parser)]
+#[command(name = "chronoscope", version, propagate_version = true)]
+pub struct Cli {
+    /// Flags every subcommand shares.
+    #[command(flatten)]
+    pub global: Global,
+    /// Dashboard settings (used when no subcommand is given).
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
+    /// What to do; the dashboard when absent.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Flags every subcommand shares.
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// Where the SQLite file and the server's token secret live [default: the user's data directory]
+    #[arg(long, global = true, env = "CHRONOSCOPE_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// The store: sqlite://PATH or postgres://USER@HOST/DB [default: sqlite file in the data directory]
+    #[arg(long, global = true, env = "CHRONOSCOPE_DATABASE", value_name = "URL")]
+    pub database: Option<String>,
+
+    /// What a new, empty store is filled with [default: demo for the dashboard and commands, none for serve]
+    #[arg(long, global = true, env = "CHRONOSCOPE_SEED", value_enum)]
+    pub seed: Option<Seed>,
+
+    /// Talk to a chronoscope server at this URL instead of the embedded engine
+    #[arg(long, global = true, env = "CHRONOSCOPE_REMOTE", value_name = "URL")]
+    pub remote: Option<String>,
+
+    /// Bearer token for --remote (see `chronoscope token`)
+    #[arg(
+        long,
+        global = true,
+        env = "CHRONOSCOPE_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+
+    /// Act as this traveller on the embedded engine [default: your OS user name]
+    #[arg(
+        long = "as",
+        global = true,
+        env = "CHRONOSCOPE_TRAVELLER",
+        value_name = "NAME"
+    )]
+    pub traveller: Option<String>,
+
+    /// How long new timelines stay open, in words
+    #[arg(
+        long,
+        global = true,
+        env = "CHRONOSCOPE_WINDOW",
+        default_value = "1 hour",
+        value_name = "WORDS"
+    )]
+    pub window: Window,
+
+    /// Print results as JSON (for scripts) instead of text
+    #[arg(long, global = true, env = "CHRONOSCOPE_JSON")]
+    pub json: bool,
+
+    /// Log filter for diagnostics on stderr, e.g. info or chronoscope=debug
+    #[arg(
+        long,
+        global = true,
+        env = "CHRONOSCOPE_LOG",
+        default_value = "warn",
+        value_name = "FILTER"
+    )]
+    pub log: String,
+}
+
+/// Colour theme of the dashboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ThemeArg {
+    /// Light text on a dark terminal.
+    Dark,
+    /// Dark text on a light terminal.
+    Light,
+}
+
+/// Dashboard settings.
+#[derive(Debug, Args, Clone)]
+pub struct DashboardArgs {
+    /// How often the dashboard refreshes the anomaly monitor, e.g. 2s, 500ms
+    #[arg(long, env = "CHRONOSCOPE_TICK", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub tick: Duration,
+
+    /// Let the mouse select rows and panes
+    #[arg(long, env = "CHRONOSCOPE_MOUSE")]
+    pub mouse: bool,
+
+    /// A key map file overriding the default bindings
+    #[arg(long, env = "CHRONOSCOPE_KEYMAP", value_name = "FILE")]
+    pub keymap: Option<PathBuf>,
+
+    /// Colour theme
+    #[arg(long, env = "CHRONOSCOPE_THEME", value_enum, default_value = "dark")]
+    pub theme: ThemeArg,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP service
+    Serve(ServeArgs),
+    /// Print a bearer token for the server that uses this data directory
+    Token(TokenArgs),
+    /// Show who you are and where you are
+    Whoami,
+    /// List, show, create and delete timelines
+    #[command(subcommand)]
+    Timelines(TimelineCommand),
+    /// Search, add, manipulate and revert events
+    #[command(subcommand)]
+    Events(EventCommand),
+    /// Register and list your items
+    #[command(subcommand)]
+    Items(ItemCommand),
+    /// Set and list your anchors (return tickets)
+    #[command(subcommand)]
+    Anchors(AnchorCommand),
+    /// Travel to a timeline or return to one of your anchors
+    Travel(TravelArgs),
+    /// List your journeys
+    Journeys(PageArgs),
+    /// Check proposed changes to a timeline for paradoxes (nothing is written)
+    Check(CheckArgs),
+    /// Scan a timeline for anomalies
+    Monitor(MonitorArgs),
+    /// Check a timeline as it stands for paradoxes, optionally only after an event
+    Stability {
+        /// Timeline id
+        #[arg(default_value = "primary")]
+        timeline: String,
+        /// Only report paradoxes at or after this event's time
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// Say whether a significant event (an id or a description) still holds in a timeline
+    Holds {
+        /// The event id or its description
+        event: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+    },
+    /// Store, list and delete automation scripts
+    #[command(subcommand)]
+    Scripts(ScriptCommand),
+    /// Schedule, list and cancel manipulations
+    #[command(subcommand)]
+    Schedules(ScheduleCommand),
+    /// Record an outside system's trigger; its actions run at --at (now if past)
+    Trigger(TriggerArgs),
+    /// Show the automation log
+    Log {
+        /// Only this timeline
+        #[arg(long)]
+        timeline: Option<String>,
+        /// Only entries in this ISO 8601 interval
+        #[arg(long, value_parser = parse_range)]
+        range: Option<TimeRange>,
+        /// Paging
+        #[command(flatten)]
+        page: PageArgs,
+    },
+}
+
+/// Actions of scripts and triggers.
+#[derive(Debug, Args, Clone)]
+pub struct ActionArgs {
+    /// An action as KIND:EVENT, KIND being manipulate or revert (repeat for several), e.g. manipulate:event-6789efgh
+    #[arg(long = "action", required = true, value_name = "KIND:EVENT")]
+    pub actions: Vec<String>,
+    /// New time for manipulate actions (RFC 3339)
+    #[arg(long, value_parser = parse_time)]
+    pub new_time: Option<Instant>,
+    /// New description for manipulate actions
+    #[arg(long)]
+    pub new_details: Option<String>,
+}
+
+/// `scripts …`.
+#[derive(Debug, Subcommand)]
+pub enum ScriptCommand {
+    /// Store a script: when its trigger event is manipulated or reverted (or its check date
+    /// passes while the trigger has the awaited status), its actions run once
+    Create {
+        /// A name for people
+        name: String,
+        /// The event whose changes fire it
+        #[arg(long)]
+        trigger: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+        /// Also fire when this time passes… (RFC 3339)
+        #[arg(long, value_parser = parse_time)]
+        check_date: Option<Instant>,
+        /// …while the trigger event has this status (on_schedule, manipulated, superseded, reverted)
+        #[arg(long)]
+        status_check: Option<String>,
+        /// What it does
+        #[command(flatten)]
+        actions: ActionArgs,
+    },
+    /// List your scripts
+    List(PageArgs),
+    /// Delete one of your scripts
+    Delete {
+        /// Script id
+        id: String,
+    },
+}
+
+/// `schedules …`.
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Schedule a manipulation of an event at a wall-clock time
+    Create {
+        /// The event (its lineage's current head is changed)
+        event: String,
+        /// When to run (RFC 3339)
+        #[arg(long, value_parser = parse_time)]
+        at: Instant,
+        /// New time of the event
+        #[arg(long, value_parser = parse_time)]
+        new_time: Option<Instant>,
+        /// New description of the event
+        #[arg(long)]
+        new_details: Option<String>,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+    },
+    /// List your scheduled and triggered jobs
+    List(PageArgs),
+    /// Cancel a job that has not run yet
+    Cancel {
+        /// Schedule id
+        id: String,
+    },
+}
+
+/// `trigger`.
+#[derive(Debug, Args)]
+pub struct TriggerArgs {
+    /// The outside system calling, e.g. "CI pipeline"
+    #[arg(long)]
+    pub system: String,
+    /// Its build status, recorded
+    #[arg(long)]
+    pub build_status: Option<String>,
+    /// When to run the actions (RFC 3339; now if past or absent)
+    #[arg(long, value_parser = parse_time)]
+    pub at: Option<Instant>,
+    /// Timeline id
+    #[arg(long, default_value = "primary")]
+    pub timeline: String,
+    /// What to do
+    #[command(flatten)]
+    pub actions: ActionArgs,
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_LISTEN",
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR"
+    )]
+    pub listen: String,
+    /// HS256 secret for tokens [default: the `jwt-secret` file in the data directory, created if missing]
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_JWT_SECRET",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub jwt_secret: Option<String>,
+    /// Requests per second allowed per traveller (0 = no limit)
+    #[arg(long, env = "CHRONOSCOPE_RATE_LIMIT", default_value_t = 50)]
+    pub rate_limit: u32,
+    /// Requests a traveller may send in a burst above the rate
+    #[arg(long, env = "CHRONOSCOPE_RATE_BURST", default_value_t = 100)]
+    pub rate_burst: u32,
+    /// Largest request body accepted, in bytes
+    #[arg(long, env = "CHRONOSCOPE_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    pub body_limit: usize,
+    /// Longest a request may take before it is answered 503, e.g. 30s
+    #[arg(long, env = "CHRONOSCOPE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+/// `token`.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The traveller the token names (its `sub`)
+    #[arg(long, env = "CHRONOSCOPE_TOKEN_SUBJECT")]
+    pub subject: String,
+    /// Scopes, comma-separated: read, write, admin
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_TOKEN_SCOPE",
+        default_value = "read,write",
+        value_delimiter = ','
+    )]
+    pub scope: Vec<String>,
+    /// How long the token is valid, e.g. 24h, 30m, 7d
+    #[arg(long, env = "CHRONOSCOPE_TOKEN_TTL", default_value = "24h", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// HS256 secret [default: the server's, from the data directory]
+    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+}
+
+/// Paging flags of list commands.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PageArgs {
+    /// Most results to show (1 to 1000)
+    #[arg(long)]
+    pub limit: Option<u32>,
+    /// Continue after this cursor (printed at the end of a page)
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+/// `timelines …`.
+#[derive(Debug, Subcommand)]
+pub enum TimelineCommand {
+    /// List timelines
+    List(PageArgs),
+    /// Show one timeline
+    Show {
+        /// Timeline id
+        id: String,
+    },
+    /// Create a timeline branching from a base (primary by default)
+    Create {
+        /// Its name
+        name: String,
+        /// Where journeys into it arrive (RFC 3339), e.g. 1889-03-10T23:50:00Z
+        #[arg(long, value_parser = parse_time)]
+        destination_time: Option<Instant>,
+        /// The timeline to branch from
+        #[arg(long, default_value = "primary")]
+        base: String,
+        /// What it is for
+        #[arg(long)]
+        description: Option<String>,
+        /// How it differs from its base (a parallel timeline)
+        #[arg(long)]
+        variation: Option<String>,
+    },
+    /// Delete a timeline (refused while it has branches or travellers)
+    Delete {
+        /// Timeline id
+        id: String,
+    },
+}
+
+/// `events …`.
+#[derive(Debug, Subcommand)]
+pub enum EventCommand {
+    /// Search a timeline's events by location and time range
+    Search {
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+        /// Location, matched case-insensitively, whole or in part
+        #[arg(long)]
+        location: Option<String>,
+        /// ISO 8601 interval: start/end, start/duration or duration/end
+        #[arg(long, value_parser = parse_range)]
+        range: Option<TimeRange>,
+        /// Paging
+        #[command(flatten)]
+        page: PageArgs,
+    },
+    /// Add an event to a timeline
+    Add {
+        /// What happened
+        description: String,
+        /// When (RFC 3339)
+        #[arg(long, value_parser = parse_time)]
+        time: Instant,
+        /// Where
+        #[arg(long)]
+        location: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+        /// An event it depends on (repeat for several)
+        #[arg(long = "cause")]
+        causes: Vec<String>,
+        /// Make it a fixed point (it can never be manipulated)
+        #[arg(long)]
+        fixed_point: bool,
+    },
+    /// Manipulate an event: its lineage gets a new head
+    Manipulate {
+        /// Event id
+        id: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+        /// New description
+        #[arg(long)]
+        description: Option<String>,
+        /// New time (RFC 3339)
+        #[arg(long, value_parser = parse_time)]
+        time: Option<Instant>,
+        /// What was done, recorded with the change
+        #[arg(long)]
+        action: Option<String>,
+        /// Check for paradoxes first and refuse an unstable change
+        #[arg(long)]
+        safety_check: bool,
+    },
+    /// Undo the latest manipulation of an event's lineage
+    Revert {
+        /// Event id (the manipulated event or any of its lineage)
+        id: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+    },
+}
+
+/// `items …`.
+#[derive(Debug, Subcommand)]
+pub enum ItemCommand {
+    /// Register an item found where you are
+    Register {
+        /// What it is
+        description: String,
+    },
+    /// List your items
+    List(PageArgs),
+}
+
+/// `anchors …`.
+#[derive(Debug, Subcommand)]
+pub enum AnchorCommand {
+    /// Set an anchor in your current timeline
+    Set {
+        /// The time to return to (RFC 3339), e.g. 2024-09-16T05:04:00Z
+        #[arg(value_parser = parse_time)]
+        timestamp: Instant,
+        /// What it is for
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List your anchors
+    List(PageArgs),
+}
+
+/// `travel`.
+#[derive(Debug, Args)]
+pub struct TravelArgs {
+    /// A timeline id, or one of your anchor ids to return (or use --to-time)
+    #[arg(required_unless_present = "to_time")]
+    pub destination: Option<String>,
+    /// Travel to this time in the primary timeline instead, carrying what you carry
+    #[arg(long, value_parser = parse_time, conflicts_with = "destination")]
+    pub to_time: Option<Instant>,
+    /// With --to-time: the place you arrive at
+    #[arg(long, requires = "to_time")]
+    pub location: Option<String>,
+    /// An item to carry (repeat for several); items not listed stay behind
+    #[arg(long = "item")]
+    pub items: Vec<String>,
+}
+
+/// `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Timeline id
+    #[arg(default_value = "primary")]
+    pub timeline: String,
+    /// An event to move (its id) or add (a description), optionally `@TIME`, e.g. "Retrieve the blueprint@1889-03-10T23:50:00Z"
+    #[arg(long = "event")]
+    pub events: Vec<String>,
+    /// An item to bring into the timeline
+    #[arg(long = "item")]
+    pub items: Vec<String>,
+}
+
+/// `monitor`.
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Timeline id
+    #[arg(default_value = "primary")]
+    pub timeline: String,
+    /// Only events in this ISO 8601 interval
+    #[arg(long, value_parser = parse_range)]
+    pub range: Option<TimeRange>,
+}
+
+fn parse_time(s: &str) -> Result<Instant, String> {
+    crate::model::parse_instant("time", s).map_err(|e| e.to_string())
+}
+
+fn parse_range(s: &str) -> Result<TimeRange, String> {
+    TimeRange::parse("range", s).map_err(|e| e.to_string())
+}
+
+/// Parses `500ms`, `2s`, `30m`, `24h`, `7d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration like 500ms, 2s, 30m, 24h or 7d"))?;
+    let secs = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "s" | "" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => {
+            return Err(format!(
+                "'{s}': unknown unit '{unit}'; use ms, s, m, h or d"
+            ));
+        }
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_read_like_people_write_them() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+
+    #[test]
+    fn every_flag_names_its_environment_variable_in_help() {
+        let help = Cli::command().render_long_help().to_string();
+        for var in [
+            "CHRONOSCOPE_DATA_DIR",
+            "CHRONOSCOPE_DATABASE",
+            "CHRONOSCOPE_SEED",
+            "CHRONOSCOPE_TICK",
+        ] {
+            assert!(help.contains(var), "{var} missing from --help");
+        }
+    }
+}

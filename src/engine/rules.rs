@@ -659,3 +659,87 @@ pub fn revert(
         head.id.clone(),
     ))
 }
+
+/// The named event must exist in the timeline (any status: automation follows lineages).
+fn known_event(state: &TimelineState, id: &EventId) -> Result<(), ServiceError> {
+    state
+        .history
+        .get(id)
+        .map(|_| ())
+        .ok_or_else(|| ServiceError::unknown("event", id))
+}
+
+/// A new script, validated.
+pub fn new_script(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &crate::service::NewScript,
+) -> Result<crate::automation::ScriptRecord, ServiceError> {
+    let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    let state = referenced(world, &timeline)?;
+    let name = text("script_name", &req.script_name)?;
+    known_event(state, &req.trigger_event_id)?;
+    if let Some(status) = &req.conditions.status_check {
+        const STATUSES: [EventStatus; 4] = [
+            EventStatus::OnSchedule,
+            EventStatus::Manipulated,
+            EventStatus::Superseded,
+            EventStatus::Reverted,
+        ];
+        if !STATUSES.iter().any(|s| s.as_str() == status) {
+            return Err(ServiceError::invalid(
+                "conditions.status_check",
+                format!(
+                    "'{status}' is not an event status; use on_schedule, manipulated, superseded or reverted"
+                ),
+            ));
+        }
+    }
+    crate::automation::validate_actions(&req.actions)?;
+    for action in &req.actions {
+        known_event(state, &action.event_id)?;
+    }
+    Ok(crate::automation::ScriptRecord {
+        id: crate::model::ScriptId::from_ulid((ctx.mint)()),
+        owner: ctx.traveller.clone(),
+        name,
+        timeline,
+        trigger: req.trigger_event_id.clone(),
+        conditions: req.conditions.clone(),
+        actions: req.actions.clone(),
+        created_at: ctx.now,
+        status: crate::automation::ScriptStatus::Active,
+        triggered: false,
+    })
+}
+
+/// A new scheduled or externally triggered job, validated.
+pub fn new_job(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    actions: Vec<crate::service::Action>,
+    due: Instant,
+    external: Option<(String, Option<String>)>,
+) -> Result<crate::automation::Job, ServiceError> {
+    let state = referenced(world, timeline)?;
+    crate::automation::validate_actions(&actions)?;
+    for action in &actions {
+        known_event(state, &action.event_id)?;
+    }
+    let (external_system, build_status, status) = match external {
+        Some((system, build)) => (Some(system), build, crate::automation::JobStatus::Triggered),
+        None => (None, None, crate::automation::JobStatus::Scheduled),
+    };
+    Ok(crate::automation::Job {
+        id: crate::model::ScheduleId::from_ulid((ctx.mint)()),
+        owner: ctx.traveller.clone(),
+        timeline: timeline.clone(),
+        due,
+        actions,
+        external_system,
+        build_status,
+        status,
+        created_at: ctx.now,
+    })
+}

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::Engine;
 use super::rules::{self, Ctx};
+use crate::automation;
 use crate::error::ServiceError;
 use crate::model::{
     AnchorId, EventId, EventStatus, Instant, ItemId, ScheduleId, ScriptId, TimelineId, Traveller,
@@ -125,10 +126,6 @@ fn parse_event_cursor(cursor: &str) -> Result<(Instant, EventId), ServiceError> 
         parse_instant("cursor", time).map_err(|_| bad())?,
         id.parse().map_err(|_| bad())?,
     ))
-}
-
-fn not_yet() -> ServiceError {
-    ServiceError::Unavailable("automation is not available in this build yet".into())
 }
 
 #[async_trait]
@@ -440,12 +437,13 @@ impl TimelineService for EngineSession {
         let position = world.position_of(&self.traveller, now);
         let items = rules::items_of(&world, &self.traveller);
         let subject = rules::subject(&ctx, state, &position, &items);
+        let failures = super::jobs::failures(&world, &self.traveller, &req.timeline_id);
         let mut anomalies = monitor::scan(&Scan {
             timeline: &state.meta,
             subject,
             now,
             range: req.time_range.as_ref(),
-            failures: &[],
+            failures: &failures,
         });
         for a in &mut anomalies {
             a.detected_at = self.engine.first_seen(&a.anomaly_id, now);
@@ -500,38 +498,140 @@ impl TimelineService for EngineSession {
         .await
     }
 
-    async fn create_script(&self, _req: NewScript) -> ServiceResult<Script> {
-        Err(not_yet())
+    async fn create_script(&self, req: NewScript) -> ServiceResult<Script> {
+        self.write(|world, ctx| {
+            let script = rules::new_script(world, ctx, &req)?;
+            Ok((
+                vec![super::Op::CreateScript {
+                    script: script.clone(),
+                }],
+                automation::script_view(&script),
+            ))
+        })
+        .await
     }
 
-    async fn list_scripts(&self, _page: PageRequest) -> ServiceResult<Page<Script>> {
-        Err(not_yet())
+    async fn list_scripts(&self, page: PageRequest) -> ServiceResult<Page<Script>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .scripts
+                .values()
+                .filter(|s| &s.owner == ctx.traveller)
+                .map(|s| (s.id.to_string(), automation::script_view(s)))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
     }
 
-    async fn delete_script(&self, _id: &ScriptId) -> ServiceResult<()> {
-        Err(not_yet())
+    async fn delete_script(&self, id: &ScriptId) -> ServiceResult<()> {
+        self.write(|world, ctx| {
+            world
+                .scripts
+                .get(id)
+                .filter(|s| &s.owner == ctx.traveller)
+                .ok_or_else(|| ServiceError::not_found("script", id))?;
+            Ok((vec![super::Op::DeleteScript { id: id.clone() }], ()))
+        })
+        .await
     }
 
-    async fn schedule_manipulation(&self, _req: NewSchedule) -> ServiceResult<Schedule> {
-        Err(not_yet())
+    async fn schedule_manipulation(&self, req: NewSchedule) -> ServiceResult<Schedule> {
+        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        let action = automation::schedule_action(&req.event_id, &req.manipulation_details);
+        self.write(|world, ctx| {
+            let job = rules::new_job(
+                world,
+                ctx,
+                &timeline,
+                vec![action.clone()],
+                req.scheduled_time,
+                None,
+            )?;
+            Ok((
+                vec![super::Op::CreateJob { job: job.clone() }],
+                automation::job_view(&job),
+            ))
+        })
+        .await
     }
 
-    async fn trigger_external_manipulation(
-        &self,
-        _req: ExternalTrigger,
-    ) -> ServiceResult<Schedule> {
-        Err(not_yet())
+    async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule> {
+        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        let system = rules::text("external_system", &req.external_system)?;
+        self.write(|world, ctx| {
+            let at = req
+                .trigger_conditions
+                .timestamp
+                .map_or(ctx.now, |t| t.max(ctx.now));
+            let job = rules::new_job(
+                world,
+                ctx,
+                &timeline,
+                req.actions.clone(),
+                at,
+                Some((system.clone(), req.trigger_conditions.build_status.clone())),
+            )?;
+            Ok((
+                vec![super::Op::CreateJob { job: job.clone() }],
+                automation::job_view(&job),
+            ))
+        })
+        .await
     }
 
-    async fn list_schedules(&self, _page: PageRequest) -> ServiceResult<Page<Schedule>> {
-        Err(not_yet())
+    async fn list_schedules(&self, page: PageRequest) -> ServiceResult<Page<Schedule>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .jobs
+                .values()
+                .filter(|j| &j.owner == ctx.traveller)
+                .map(|j| (j.id.to_string(), automation::job_view(j)))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
     }
 
-    async fn delete_schedule(&self, _id: &ScheduleId) -> ServiceResult<()> {
-        Err(not_yet())
+    async fn delete_schedule(&self, id: &ScheduleId) -> ServiceResult<()> {
+        self.write(|world, ctx| {
+            let job = world
+                .jobs
+                .get(id)
+                .filter(|j| &j.owner == ctx.traveller)
+                .ok_or_else(|| ServiceError::not_found("schedule", id))?;
+            if !job.status.is_pending() {
+                return Err(ServiceError::Conflict(format!(
+                    "schedule '{id}' is {} and can no longer be cancelled",
+                    job.status.as_str()
+                )));
+            }
+            Ok((vec![super::Op::CancelJob { id: id.clone() }], ()))
+        })
+        .await
     }
 
-    async fn automation_log(&self, _req: LogQuery) -> ServiceResult<Page<LogEntry>> {
-        Err(not_yet())
+    async fn automation_log(&self, req: LogQuery) -> ServiceResult<Page<LogEntry>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .log
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| &r.owner == ctx.traveller)
+                .filter(|(_, r)| {
+                    req.timeline_id
+                        .as_ref()
+                        .is_none_or(|t| &r.entry.timeline_id == t)
+                })
+                .filter(|(_, r)| {
+                    req.date_range
+                        .as_ref()
+                        .is_none_or(|range| range.contains(&r.entry.timestamp))
+                })
+                .map(|(i, r)| (format!("{i:012}"), r.entry.clone()))
+                .collect();
+            paginate(keyed, &req.page)
+        })
+        .await
     }
 }

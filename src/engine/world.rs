@@ -6,13 +6,15 @@
 
 use std::sync::Arc;
 
-use imbl::{HashMap, OrdMap};
+use imbl::{HashMap, OrdMap, Vector};
 use serde::{Deserialize, Serialize};
 
+use crate::automation::{Due, Job, JobStatus, LogRecord, ScriptRecord, ScriptStatus};
 use crate::model::{
     Anchor, AnchorId, AnchorStatus, Event, EventId, History, Instant, Item, ItemId, Journey,
-    JourneyId, Position, Timeline, TimelineId, Traveller, Whereabouts,
+    JourneyId, Position, ScheduleId, ScriptId, Timeline, TimelineId, Traveller, Whereabouts,
 };
+use crate::service::LogEntry;
 
 /// One logged change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,6 +68,35 @@ pub enum Op {
         /// The journey.
         journey: Journey,
     },
+    /// A script stored.
+    CreateScript {
+        /// The script.
+        script: ScriptRecord,
+    },
+    /// A script deleted.
+    DeleteScript {
+        /// Which.
+        id: ScriptId,
+    },
+    /// A scheduled manipulation or external trigger recorded.
+    CreateJob {
+        /// The job.
+        job: Job,
+    },
+    /// A job cancelled before it ran.
+    CancelJob {
+        /// Which.
+        id: ScheduleId,
+    },
+    /// A script or job ran; logged in the same batch as the changes it made.
+    Ran {
+        /// What ran.
+        due: Due,
+        /// Whether every action succeeded.
+        succeeded: bool,
+        /// What each action did.
+        entries: Vec<LogEntry>,
+    },
 }
 
 /// A timeline with its events.
@@ -92,6 +123,12 @@ pub struct World {
     pub journeys: OrdMap<JourneyId, Arc<Journey>>,
     /// Where each traveller who ever travelled is.
     pub positions: HashMap<Traveller, Position>,
+    /// Scripts by id.
+    pub scripts: OrdMap<ScriptId, Arc<ScriptRecord>>,
+    /// Scheduled and triggered jobs by id.
+    pub jobs: OrdMap<ScheduleId, Arc<Job>>,
+    /// Every automated action, oldest first.
+    pub log: Vector<Arc<LogRecord>>,
 }
 
 /// The log holds something this version cannot fold.
@@ -160,20 +197,25 @@ impl World {
                     .timelines
                     .get_mut(&timeline)
                     .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
-                if state.history.current(&old).is_none() {
+                let Some(lineage) = state.history.current(&old).map(|e| e.lineage.clone()) else {
                     return Err(fail(format!("event {old} is not current in {timeline}")));
-                }
+                };
                 state.history.supersede(&old, new);
+                self.trigger_scripts(&timeline, &lineage);
             }
             Op::Revert { timeline, head } => {
                 let state = self
                     .timelines
                     .get_mut(&timeline)
                     .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
-                state
+                let restored = state
                     .history
                     .revert(&head)
                     .ok_or_else(|| fail(format!("event {head} cannot be reverted")))?;
+                let lineage = state.history.get(&restored).map(|e| e.lineage.clone());
+                if let Some(lineage) = lineage {
+                    self.trigger_scripts(&timeline, &lineage);
+                }
             }
             Op::RegisterItem { item } => {
                 self.items.insert(item.id.clone(), Arc::new(item));
@@ -182,9 +224,94 @@ impl World {
                 self.anchors.insert(anchor.id.clone(), Arc::new(anchor));
             }
             Op::Travel { journey } => self.apply_travel(journey),
+            Op::CreateScript { script } => {
+                self.scripts.insert(script.id.clone(), Arc::new(script));
+            }
+            Op::DeleteScript { id } => {
+                self.scripts.remove(&id);
+            }
+            Op::CreateJob { job } => {
+                self.jobs.insert(job.id.clone(), Arc::new(job));
+            }
+            Op::CancelJob { id } => self.set_job_status(&id, JobStatus::Cancelled),
+            Op::Ran {
+                due,
+                succeeded,
+                entries,
+            } => self.apply_ran(due, succeeded, entries),
         }
         self.seq = seq;
         Ok(())
+    }
+
+    /// Active scripts watching `lineage` in `timeline` fire on the next scheduler run.
+    fn trigger_scripts(&mut self, timeline: &TimelineId, lineage: &EventId) {
+        let watching: Vec<ScriptId> = self
+            .scripts
+            .values()
+            .filter(|s| {
+                s.status == ScriptStatus::Active
+                    && &s.timeline == timeline
+                    && self
+                        .timelines
+                        .get(timeline)
+                        .and_then(|t| t.history.get(&s.trigger))
+                        .is_some_and(|e| &e.lineage == lineage)
+            })
+            .map(|s| s.id.clone())
+            .collect();
+        for id in watching {
+            if let Some(script) = self.scripts.get(&id) {
+                let mut fired = (**script).clone();
+                fired.triggered = true;
+                self.scripts.insert(id, Arc::new(fired));
+            }
+        }
+    }
+
+    fn set_job_status(&mut self, id: &ScheduleId, status: JobStatus) {
+        if let Some(job) = self.jobs.get(id) {
+            let mut changed = (**job).clone();
+            changed.status = status;
+            self.jobs.insert(id.clone(), Arc::new(changed));
+        }
+    }
+
+    fn apply_ran(&mut self, due: Due, succeeded: bool, entries: Vec<LogEntry>) {
+        let owner = match &due {
+            Due::Script(id) => self.scripts.get(id).map(|s| s.owner.clone()),
+            Due::Job(id) => self.jobs.get(id).map(|j| j.owner.clone()),
+        };
+        match &due {
+            Due::Script(id) => {
+                if let Some(script) = self.scripts.get(id) {
+                    let mut ran = (**script).clone();
+                    ran.triggered = false;
+                    ran.status = if succeeded {
+                        ScriptStatus::Fired
+                    } else {
+                        ScriptStatus::Failed
+                    };
+                    self.scripts.insert(id.clone(), Arc::new(ran));
+                }
+            }
+            Due::Job(id) => self.set_job_status(
+                id,
+                if succeeded {
+                    JobStatus::Done
+                } else {
+                    JobStatus::Failed
+                },
+            ),
+        }
+        if let Some(owner) = owner {
+            for entry in entries {
+                self.log.push_back(Arc::new(LogRecord {
+                    owner: owner.clone(),
+                    entry,
+                }));
+            }
+        }
     }
 
     fn apply_travel(&mut self, journey: Journey) {

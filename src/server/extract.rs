@@ -74,17 +74,19 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// Reads the body, answering 413 when it is larger than the configured limit.
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Problem> {
-    Bytes::from_request(req, state).await.map_err(|e: BytesRejection| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Problem::of_kind(
-                &error::PAYLOAD_TOO_LARGE,
-                "body",
-                "the request body is larger than this server accepts",
-            )
-        } else {
-            Problem::invalid("body", format!("the request body could not be read: {e}"))
-        }
-    })
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|e: BytesRejection| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Problem::of_kind(
+                    &error::PAYLOAD_TOO_LARGE,
+                    "body",
+                    "the request body is larger than this server accepts",
+                )
+            } else {
+                Problem::invalid("body", format!("the request body could not be read: {e}"))
+            }
+        })
 }
 
 /// Parses a JSON body that is known to be non-empty and declared as JSON.

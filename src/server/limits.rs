@@ -80,9 +80,7 @@ impl RateLimiter {
         let rate = self.limit.per_second;
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         if buckets.len() > PRUNE_ABOVE {
-            buckets.retain(|_, b| {
-                b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst
-            });
+            buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst);
         }
         let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
             tokens: burst,

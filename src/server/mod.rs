@@ -5,6 +5,17 @@
 //! but `/healthz`, `/readyz`, `/v1/openapi.json` and `/problems/{slug}`, problem+json for every
 //! error, `view=full` for the richer shapes. The server depends only on [`Sessions`] and the
 //! service trait.
+//!
+//! Serving (what `chronoscope serve` does):
+//!
+//! ```no_run
+//! # async fn serve(engine: std::sync::Arc<chronoscope::engine::Engine>) -> Result<(), Box<dyn std::error::Error>> {
+//! use chronoscope::{auth::Secret, server};
+//! let secret = Secret::load(None, std::path::Path::new("/var/lib/chronoscope"))?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! server::run(listener, server::ServerConfig::new(secret), engine, server::shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
 
 mod extract;
 mod limits;

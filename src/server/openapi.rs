@@ -7,7 +7,7 @@ use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr, Required};
 
@@ -48,6 +48,7 @@ const CONFLICT_ROUTES: &[(&str, &str)] = &[
                        `type` is a path under /problems/ that explains them.",
         license(name = "MIT", identifier = "MIT"),
     ),
+    servers((url = "/", description = "The server answering this document")),
     components(schemas(views::Problem)),
     tags(
         (name = "Timelines", description = "Documented: timelines"),
@@ -210,7 +211,9 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
     if listed(CONFLICT_ROUTES, method, path) {
         add(
             "409",
-            problem_response("Refused in the current state (branches or travellers in it, or the job already ran)"),
+            problem_response(
+                "Refused in the current state (branches or travellers in it, or the job already ran)",
+            ),
         );
     }
 }
@@ -235,6 +238,18 @@ pub(super) fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::Open
         "bearerAuth",
         [],
     )]);
+    // A full body also matches its documented projection, so the views are anyOf, not oneOf.
+    for (name, schema) in components.schemas.iter_mut() {
+        if let (true, RefOr::T(Schema::OneOf(one))) = (name.ends_with("View"), &*schema) {
+            let any = one
+                .items
+                .iter()
+                .cloned()
+                .fold(AnyOfBuilder::new(), AnyOfBuilder::item)
+                .description(one.description.clone());
+            *schema = RefOr::T(Schema::AnyOf(any.build()));
+        }
+    }
     for (path, item) in doc.paths.paths.iter_mut() {
         for (method, op) in [
             ("get", &mut item.get),

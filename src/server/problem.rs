@@ -82,7 +82,10 @@ impl Problem {
 
     /// A request the server cannot use (malformed JSON, wrong field type, bad query).
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        Self::new(&error::INVALID_REQUEST, ServiceError::invalid(field, message))
+        Self::new(
+            &error::INVALID_REQUEST,
+            ServiceError::invalid(field, message),
+        )
     }
 
     /// A problem whose type has no [`ServiceError`] of its own (413, 415, 405): the error
@@ -132,7 +135,10 @@ impl Problem {
             e => e.to_string(),
         };
         let mut body = Map::new();
-        body.insert("type".into(), json!(format!("/problems/{}", self.kind.slug)));
+        body.insert(
+            "type".into(),
+            json!(format!("/problems/{}", self.kind.slug)),
+        );
         body.insert("title".into(), json!(self.kind.title));
         body.insert("status".into(), json!(self.status.as_u16()));
         body.insert("detail".into(), json!(detail));

@@ -14,7 +14,7 @@ use crate::model::{
     TimelineStatus, Window,
 };
 use crate::service::{
-    EventRecord, LogEntry, ManipulationResult, MonitorReport, ParadoxReport, PageRequest,
+    EventRecord, LogEntry, ManipulationResult, MonitorReport, PageRequest, ParadoxReport,
     RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
 };
 

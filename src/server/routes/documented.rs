@@ -65,7 +65,11 @@ pub async fn create_timeline(
 )]
 pub async fn get_timeline(caller: Caller, Path(timeline_id): Path<String>) -> ApiResult {
     let id: TimelineId = path_id("timeline", &timeline_id)?;
-    let t = caller.service.get_timeline(&id).await.map_err(unprocessable)?;
+    let t = caller
+        .service
+        .get_timeline(&id)
+        .await
+        .map_err(unprocessable)?;
     Ok(projected(StatusCode::OK, &t, TimelineDoc::from))
 }
 

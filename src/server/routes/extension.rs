@@ -101,14 +101,46 @@ macro_rules! list_route {
     };
 }
 
-list_route!(list_journeys, "/v1/travels", "listJourneys", list_journeys, Journey,
-    "Your journeys, oldest first.");
-list_route!(list_items, "/v1/items", "listItems", list_items, Item, "Your items.");
-list_route!(list_anchors, "/v1/anchors", "listAnchors", list_anchors, Anchor,
-    "Your anchors, active and spent.");
-list_route!(list_scripts, "/v1/scripts", "listScripts", list_scripts, Script, "Your scripts.");
-list_route!(list_schedules, "/v1/schedules", "listSchedules", list_schedules, Schedule,
-    "Your scheduled and triggered jobs.");
+list_route!(
+    list_journeys,
+    "/v1/travels",
+    "listJourneys",
+    list_journeys,
+    Journey,
+    "Your journeys, oldest first."
+);
+list_route!(
+    list_items,
+    "/v1/items",
+    "listItems",
+    list_items,
+    Item,
+    "Your items."
+);
+list_route!(
+    list_anchors,
+    "/v1/anchors",
+    "listAnchors",
+    list_anchors,
+    Anchor,
+    "Your anchors, active and spent."
+);
+list_route!(
+    list_scripts,
+    "/v1/scripts",
+    "listScripts",
+    list_scripts,
+    Script,
+    "Your scripts."
+);
+list_route!(
+    list_schedules,
+    "/v1/schedules",
+    "listSchedules",
+    list_schedules,
+    Schedule,
+    "Your scheduled and triggered jobs."
+);
 
 /// One of your items.
 #[utoipa::path(get, path = "/v1/items/{item_id}", tag = "Extensions", operation_id = "getItem",

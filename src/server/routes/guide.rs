@@ -100,7 +100,10 @@ pub async fn create_parallel_timeline(
     request_body(content = StabilityQuery, description = "The same fields as a JSON body, instead of the query"),
     responses((status = 200, description = "The verdict", body = StabilityView))
 )]
-pub async fn check_paradox(caller: Caller, BodyOrQuery(q): BodyOrQuery<StabilityQuery>) -> ApiResult {
+pub async fn check_paradox(
+    caller: Caller,
+    BodyOrQuery(q): BodyOrQuery<StabilityQuery>,
+) -> ApiResult {
     let r = caller.service.check_stability(q).await?;
     Ok(projected(StatusCode::OK, &r, StabilityDoc::from))
 }
@@ -213,7 +216,10 @@ pub async fn travel_to_time(
     caller: Caller,
     JsonBody(req): JsonBody<TimeTravelRequest>,
 ) -> ApiResult {
-    Ok(json(StatusCode::OK, &caller.service.travel_to_time(req).await?))
+    Ok(json(
+        StatusCode::OK,
+        &caller.service.travel_to_time(req).await?,
+    ))
 }
 
 /// Scan a timeline's events (search-events as a POST).
@@ -238,8 +244,14 @@ pub async fn scan_events(
     request_body(content = MonitorQuery, description = "The same fields as a JSON body, instead of the query"),
     responses((status = 200, description = "The monitor's report", body = MonitorReport))
 )]
-pub async fn monitor_paradox(caller: Caller, BodyOrQuery(q): BodyOrQuery<MonitorQuery>) -> ApiResult {
-    Ok(json(StatusCode::OK, &caller.service.monitor_timeline(q).await?))
+pub async fn monitor_paradox(
+    caller: Caller,
+    BodyOrQuery(q): BodyOrQuery<MonitorQuery>,
+) -> ApiResult {
+    Ok(json(
+        StatusCode::OK,
+        &caller.service.monitor_timeline(q).await?,
+    ))
 }
 
 /// Whether a significant event still holds in a timeline.
@@ -255,5 +267,8 @@ pub async fn check_timeline(
     caller: Caller,
     BodyOrQuery(q): BodyOrQuery<SignificantEventQuery>,
 ) -> ApiResult {
-    Ok(json(StatusCode::OK, &caller.service.check_timeline(q).await?))
+    Ok(json(
+        StatusCode::OK,
+        &caller.service.check_timeline(q).await?,
+    ))
 }

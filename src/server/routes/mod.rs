@@ -24,8 +24,14 @@ pub(super) type ApiResult = Result<Response, Problem>;
 /// [`ops::open_router`].
 pub(super) fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(super::openapi::base())
-        .routes(routes!(documented::list_timelines, documented::create_timeline))
-        .routes(routes!(documented::get_timeline, documented::delete_timeline))
+        .routes(routes!(
+            documented::list_timelines,
+            documented::create_timeline
+        ))
+        .routes(routes!(
+            documented::get_timeline,
+            documented::delete_timeline
+        ))
         .routes(routes!(documented::travel, extension::list_journeys))
         .routes(routes!(documented::register_item, extension::list_items))
         .routes(routes!(documented::manipulate_event))
@@ -33,7 +39,10 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(documented::check_paradox))
         .routes(routes!(documented::monitor_timeline))
         .routes(routes!(extension::whoami))
-        .routes(routes!(extension::search_timeline_events, extension::add_event))
+        .routes(routes!(
+            extension::search_timeline_events,
+            extension::add_event
+        ))
         .routes(routes!(extension::get_item))
         .routes(routes!(extension::get_anchor))
         .routes(routes!(extension::list_scripts))

@@ -30,7 +30,12 @@ pub(in crate::server) fn open_router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "The process is up", body = Health))
 )]
 pub async fn healthz() -> Response {
-    json(StatusCode::OK, &Health { status: "ok".into() })
+    json(
+        StatusCode::OK,
+        &Health {
+            status: "ok".into(),
+        },
+    )
 }
 
 /// The longest the readiness probe waits for the service.
@@ -51,9 +56,12 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult {
     let service = state.sessions.session(traveller);
     let wait = READINESS_TIMEOUT.min(state.config.request_timeout);
     match tokio::time::timeout(wait, service.whoami()).await {
-        Ok(Ok(_)) => Ok(json(StatusCode::OK, &Health {
-            status: "ready".into(),
-        })),
+        Ok(Ok(_)) => Ok(json(
+            StatusCode::OK,
+            &Health {
+                status: "ready".into(),
+            },
+        )),
         Ok(Err(e)) => Err(Problem::from_error(ServiceError::Unavailable(format!(
             "the service is not ready: {e}"
         )))),

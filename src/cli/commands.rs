@@ -1,0 +1,389 @@
+//! Running the scriptable subcommands against any [`TimelineService`].
+
+use std::io::Write;
+
+use super::output::{Output, human};
+use super::{
+    ActionArgs, AnchorCommand, CheckArgs, Command, EventCommand, ItemCommand, PageArgs,
+    ScheduleCommand, ScriptCommand, TimelineCommand,
+};
+use crate::error::ServiceError;
+use crate::model::{EventId, ItemId, TimelineId, parse_instant};
+use crate::service::*;
+
+fn page(args: &PageArgs) -> PageRequest {
+    PageRequest {
+        limit: args.limit,
+        cursor: args.cursor.clone(),
+    }
+}
+
+fn timeline(id: &str) -> Result<TimelineId, ServiceError> {
+    id.parse()
+}
+
+/// Runs one subcommand (not `serve`, `token` or the dashboard) and prints its result.
+pub async fn execute(
+    command: Command,
+    service: &dyn TimelineService,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), ServiceError> {
+    let mut out = Output::new(out, json);
+    match command {
+        Command::Serve(_) | Command::Token(_) => Err(ServiceError::Internal(
+            "serve and token are not service commands".into(),
+        )),
+        Command::Whoami => out.print(&service.whoami().await?, human::whoami),
+        Command::Timelines(cmd) => match cmd {
+            TimelineCommand::List(p) => {
+                out.print(&service.list_timelines(page(&p)).await?, human::timelines)
+            }
+            TimelineCommand::Show { id } => out.print(
+                &service.get_timeline(&timeline(&id)?).await?,
+                human::timeline,
+            ),
+            TimelineCommand::Create {
+                name,
+                destination_time,
+                base,
+                description,
+                variation,
+            } => {
+                let created = service
+                    .create_timeline(NewTimeline {
+                        name: Some(name),
+                        destination_time,
+                        description,
+                        base_timeline_id: Some(timeline(&base)?),
+                        variation,
+                    })
+                    .await?;
+                out.print(&created, human::timeline)
+            }
+            TimelineCommand::Delete { id } => {
+                let id = timeline(&id)?;
+                service.delete_timeline(&id).await?;
+                out.print(&serde_json::json!({ "deleted": id }), |_| {
+                    format!("deleted timeline {id}\n")
+                })
+            }
+        },
+        Command::Events(cmd) => match cmd {
+            EventCommand::Search {
+                timeline: tl,
+                location,
+                range,
+                page: p,
+            } => {
+                let found = service
+                    .search_events(SearchQuery {
+                        timeline_id: Some(timeline(&tl)?),
+                        location,
+                        time_range: range,
+                        page: page(&p),
+                    })
+                    .await?;
+                out.print(&found, human::events)
+            }
+            EventCommand::Add {
+                description,
+                time,
+                location,
+                timeline: tl,
+                causes,
+                fixed_point,
+            } => {
+                let causes = causes
+                    .iter()
+                    .map(|c| c.parse::<EventId>())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let added = service
+                    .add_event(
+                        &timeline(&tl)?,
+                        NewEvent {
+                            description,
+                            time,
+                            location,
+                            causes,
+                            fixed_point,
+                        },
+                    )
+                    .await?;
+                out.print(&added, human::event)
+            }
+            EventCommand::Manipulate {
+                id,
+                timeline: tl,
+                description,
+                time,
+                action,
+                safety_check,
+            } => {
+                let changes = if time.is_some() || action.is_some() {
+                    vec![OutcomeChange { action, time }]
+                } else {
+                    Vec::new()
+                };
+                let result = service
+                    .manipulate_event(ManipulateRequest {
+                        timeline_id: Some(timeline(&tl)?),
+                        event_id: id.parse()?,
+                        new_outcome: NewOutcome {
+                            description,
+                            changes,
+                        },
+                        safety_check,
+                    })
+                    .await?;
+                out.print(&result, human::manipulation)
+            }
+            EventCommand::Revert { id, timeline: tl } => {
+                let result = service
+                    .revert_event(RevertRequest {
+                        event_id: id.parse()?,
+                        timeline_id: Some(timeline(&tl)?),
+                    })
+                    .await?;
+                out.print(&result, human::revert)
+            }
+        },
+        Command::Items(cmd) => match cmd {
+            ItemCommand::Register { description } => out.print(
+                &service.register_item(NewItem { description }).await?,
+                human::item,
+            ),
+            ItemCommand::List(p) => out.print(&service.list_items(page(&p)).await?, human::items),
+        },
+        Command::Anchors(cmd) => match cmd {
+            AnchorCommand::Set {
+                timestamp,
+                description,
+            } => out.print(
+                &service
+                    .set_anchor(NewAnchor {
+                        timestamp,
+                        description,
+                    })
+                    .await?,
+                human::anchor,
+            ),
+            AnchorCommand::List(p) => {
+                out.print(&service.list_anchors(page(&p)).await?, human::anchors)
+            }
+        },
+        Command::Travel(args) => {
+            let journey = match (args.destination, args.to_time) {
+                (_, Some(destination_time)) => {
+                    service
+                        .travel_to_time(TimeTravelRequest {
+                            destination_time,
+                            location: args.location,
+                        })
+                        .await?
+                }
+                (Some(destination), None) => {
+                    let items = args
+                        .items
+                        .iter()
+                        .map(|i| i.parse::<ItemId>())
+                        .collect::<Result<Vec<_>, _>>()?;
+                    service
+                        .travel(TravelRequest {
+                            destination,
+                            items_transported: items,
+                        })
+                        .await?
+                }
+                (None, None) => {
+                    return Err(ServiceError::invalid(
+                        "destination",
+                        "name a timeline or anchor, or give --to-time",
+                    ));
+                }
+            };
+            out.print(&journey, human::journey)
+        }
+        Command::Journeys(p) => out.print(&service.list_journeys(page(&p)).await?, human::journeys),
+        Command::Check(args) => {
+            let request = check_request(&args)?;
+            out.print(
+                &service.check_paradox(request).await?,
+                human::paradox_report,
+            )
+        }
+        Command::Monitor(args) => {
+            let report = service
+                .monitor_timeline(MonitorQuery {
+                    timeline_id: timeline(&args.timeline)?,
+                    time_range: args.range,
+                })
+                .await?;
+            out.print(&report, human::monitor)
+        }
+        Command::Stability {
+            timeline: tl,
+            after,
+        } => {
+            let report = service
+                .check_stability(StabilityQuery {
+                    timeline_id: timeline(&tl)?,
+                    after_event_id: after.map(|a| a.parse()).transpose()?,
+                })
+                .await?;
+            out.print(&report, human::paradox_report)
+        }
+        Command::Holds {
+            event,
+            timeline: tl,
+        } => {
+            let check = service
+                .check_timeline(SignificantEventQuery {
+                    timeline_id: timeline(&tl)?,
+                    significant_event: event,
+                })
+                .await?;
+            out.print(&check, human::holds)
+        }
+        Command::Scripts(cmd) => match cmd {
+            ScriptCommand::Create {
+                name,
+                trigger,
+                timeline: tl,
+                check_date,
+                status_check,
+                actions,
+            } => {
+                let script = service
+                    .create_script(NewScript {
+                        script_name: name,
+                        trigger_event_id: trigger.parse()?,
+                        conditions: ScriptConditions {
+                            check_date,
+                            status_check,
+                        },
+                        actions: parse_actions(&actions)?,
+                        timeline_id: Some(timeline(&tl)?),
+                    })
+                    .await?;
+                out.print(&script, human::script)
+            }
+            ScriptCommand::List(p) => {
+                out.print(&service.list_scripts(page(&p)).await?, human::scripts)
+            }
+            ScriptCommand::Delete { id } => {
+                service.delete_script(&id.parse()?).await?;
+                out.print(&serde_json::json!({ "deleted": id }), |_| {
+                    format!("deleted script {id}\n")
+                })
+            }
+        },
+        Command::Schedules(cmd) => match cmd {
+            ScheduleCommand::Create {
+                event,
+                at,
+                new_time,
+                new_details,
+                timeline: tl,
+            } => {
+                let job = service
+                    .schedule_manipulation(NewSchedule {
+                        event_id: event.parse()?,
+                        scheduled_time: at,
+                        manipulation_details: ManipulationDetails {
+                            new_time,
+                            new_details,
+                        },
+                        timeline_id: Some(timeline(&tl)?),
+                    })
+                    .await?;
+                out.print(&job, human::schedule)
+            }
+            ScheduleCommand::List(p) => {
+                out.print(&service.list_schedules(page(&p)).await?, human::schedules)
+            }
+            ScheduleCommand::Cancel { id } => {
+                service.delete_schedule(&id.parse()?).await?;
+                out.print(&serde_json::json!({ "cancelled": id }), |_| {
+                    format!("cancelled schedule {id}\n")
+                })
+            }
+        },
+        Command::Trigger(args) => {
+            let job = service
+                .trigger_external_manipulation(ExternalTrigger {
+                    external_system: args.system,
+                    trigger_conditions: TriggerConditions {
+                        build_status: args.build_status,
+                        timestamp: args.at,
+                    },
+                    actions: parse_actions(&args.actions)?,
+                    timeline_id: Some(timeline(&args.timeline)?),
+                })
+                .await?;
+            out.print(&job, human::schedule)
+        }
+        Command::Log {
+            timeline: tl,
+            range,
+            page: p,
+        } => {
+            let log = service
+                .automation_log(LogQuery {
+                    timeline_id: tl.as_deref().map(timeline).transpose()?,
+                    date_range: range,
+                    page: page(&p),
+                })
+                .await?;
+            out.print(&log, human::log)
+        }
+    }
+}
+
+/// `--action KIND:EVENT` flags as actions, sharing `--new-time` and `--new-details`.
+fn parse_actions(args: &ActionArgs) -> Result<Vec<Action>, ServiceError> {
+    args.actions
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            let (kind, event) = raw.split_once(':').ok_or_else(|| {
+                ServiceError::invalid(
+                    format!("action {}", i + 1),
+                    format!("'{raw}' is not KIND:EVENT, e.g. manipulate:event-6789efgh"),
+                )
+            })?;
+            Ok(Action {
+                action_type: kind.trim().to_owned(),
+                event_id: event.trim().parse()?,
+                new_time: args.new_time,
+                new_details: args.new_details.clone(),
+            })
+        })
+        .collect()
+}
+
+/// `--event "desc@TIME"` and `--item ID` flags as proposed changes.
+fn check_request(args: &CheckArgs) -> Result<ParadoxCheckRequest, ServiceError> {
+    let mut changes = Vec::new();
+    for raw in &args.events {
+        let (event, time) = match raw.rsplit_once('@') {
+            Some((event, time)) => (event, Some(parse_instant("event", time)?)),
+            None => (raw.as_str(), None),
+        };
+        changes.push(ProposedChange {
+            event: Some(event.to_owned()),
+            time,
+            item_id: None,
+        });
+    }
+    for item in &args.items {
+        changes.push(ProposedChange {
+            item_id: Some(item.parse()?),
+            ..Default::default()
+        });
+    }
+    Ok(ParadoxCheckRequest {
+        timeline_id: timeline(&args.timeline)?,
+        proposed_changes: changes,
+    })
+}

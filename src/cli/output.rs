@@ -1,0 +1,472 @@
+//! Printing results: JSON for scripts (`--json`), plain aligned text for people.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::error::ServiceError;
+
+/// Where results go, and in which form.
+pub struct Output<'a> {
+    out: &'a mut dyn Write,
+    json: bool,
+}
+
+impl<'a> Output<'a> {
+    /// Prints to `out`, as JSON when `json`.
+    pub fn new(out: &'a mut dyn Write, json: bool) -> Self {
+        Self { out, json }
+    }
+
+    /// Prints `value` as pretty JSON or through its human formatter.
+    pub fn print<T: Serialize>(
+        &mut self,
+        value: &T,
+        human: impl FnOnce(&T) -> String,
+    ) -> Result<(), ServiceError> {
+        let text = if self.json {
+            let mut s = serde_json::to_string_pretty(value).map_err(|e| {
+                ServiceError::Internal(format!("cannot print the result as JSON: {e}"))
+            })?;
+            s.push('\n');
+            s
+        } else {
+            human(value)
+        };
+        self.out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush())
+            .map_err(|e| ServiceError::Internal(format!("cannot write the output: {e}")))
+    }
+}
+
+/// Text forms of each result.
+pub mod human {
+    use std::fmt::Write;
+
+    use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
+    use crate::service::{
+        EventRecord, LogEntry, ManipulationResult, MonitorReport, Page, ParadoxReport,
+        RevertResult, Schedule, Script, TimelineCheck, TimelineInfo, TravellerStatus,
+    };
+
+    /// Formats rows as left-aligned columns under a header.
+    fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        let line = |cells: Vec<String>, out: &mut String| {
+            let mut l = String::new();
+            for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+                if i + 1 == cells.len() {
+                    l.push_str(cell);
+                } else {
+                    let _ = write!(l, "{cell:<w$}  ");
+                }
+            }
+            out.push_str(l.trim_end());
+            out.push('\n');
+        };
+        line(header.iter().map(|h| h.to_string()).collect(), &mut out);
+        for row in rows {
+            line(row, &mut out);
+        }
+        out
+    }
+
+    fn more<T>(page: &Page<T>, mut text: String) -> String {
+        if page.items.is_empty() {
+            text = "nothing found\n".into();
+        }
+        if let Some(c) = &page.next_cursor {
+            let _ = writeln!(text, "more: --cursor '{c}'");
+        }
+        text
+    }
+
+    /// `whoami`.
+    pub fn whoami(me: &TravellerStatus) -> String {
+        format!(
+            "traveller {}\nin timeline {} at {}\n",
+            me.traveller,
+            me.timeline_id,
+            format_instant(&me.time)
+        )
+    }
+
+    /// One timeline.
+    pub fn timeline(t: &TimelineInfo) -> String {
+        let mut s = format!("{}  {}\n", t.id, t.name);
+        let status = serde_json::to_value(t.status).ok();
+        let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+        let _ = writeln!(s, "  status:      {status} (window {})", t.window);
+        if let Some(at) = t.closes_at {
+            let _ = writeln!(s, "  closes at:   {}", format_instant(&at));
+        }
+        if let Some(d) = t.destination_time {
+            let _ = writeln!(s, "  destination: {}", format_instant(&d));
+        }
+        if let Some(p) = &t.parent {
+            let _ = writeln!(s, "  branched from {p}");
+        }
+        if let Some(d) = &t.description {
+            let _ = writeln!(s, "  description: {d}");
+        }
+        if let Some(v) = &t.variation {
+            let _ = writeln!(s, "  variation:   {v}");
+        }
+        let _ = writeln!(s, "  events:      {}", t.event_count);
+        s
+    }
+
+    /// A page of timelines.
+    pub fn timelines(page: &Page<TimelineInfo>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|t| {
+                vec![
+                    t.id.to_string(),
+                    format!("{:?}", t.status).to_lowercase(),
+                    t.window.to_string(),
+                    t.destination_time
+                        .map(|d| format_instant(&d))
+                        .unwrap_or_default(),
+                    t.parent
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    t.name.clone(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(
+                &["ID", "STATUS", "WINDOW", "DESTINATION", "PARENT", "NAME"],
+                rows,
+            ),
+        )
+    }
+
+    /// One event.
+    pub fn event(e: &EventRecord) -> String {
+        let mut s = format!("{}  {}\n", e.event_id, e.description);
+        let _ = writeln!(s, "  at {} in {}", format_instant(&e.time), e.location);
+        let _ = writeln!(
+            s,
+            "  status: {}{}",
+            e.status.as_str(),
+            if e.fixed_point { ", fixed point" } else { "" }
+        );
+        if !e.causes.is_empty() {
+            let causes: Vec<String> = e.causes.iter().map(ToString::to_string).collect();
+            let _ = writeln!(s, "  caused by: {}", causes.join(", "));
+        }
+        if e.lineage != e.event_id {
+            let _ = writeln!(s, "  lineage: {}", e.lineage);
+        }
+        s
+    }
+
+    /// A page of events.
+    pub fn events(page: &Page<EventRecord>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|e| {
+                vec![
+                    format_instant(&e.time),
+                    e.event_id.to_string(),
+                    e.location.clone(),
+                    e.description.clone(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(&["TIME", "EVENT", "LOCATION", "DESCRIPTION"], rows),
+        )
+    }
+
+    /// A manipulation.
+    pub fn manipulation(m: &ManipulationResult) -> String {
+        format!(
+            "{}: {} now stands for {} in {}\n  {} at {}\n",
+            m.status,
+            m.new_event_id,
+            m.original_event_id,
+            m.timeline_id,
+            m.description,
+            format_instant(&m.time)
+        )
+    }
+
+    /// A revert.
+    pub fn revert(r: &RevertResult) -> String {
+        format!(
+            "{}: {} stands again in {} ({} undone)\n",
+            r.status, r.original_event_id, r.timeline_id, r.reverted_event_id
+        )
+    }
+
+    fn whereabouts(w: &Whereabouts) -> String {
+        match w {
+            Whereabouts::Carried => "with you".into(),
+            Whereabouts::Left { timeline, time } => {
+                format!("left in {timeline} at {}", format_instant(time))
+            }
+        }
+    }
+
+    /// One item.
+    pub fn item(i: &Item) -> String {
+        format!(
+            "{}  {}\n  found in {} at {}; {}\n",
+            i.id,
+            i.description,
+            i.origin_timeline,
+            format_instant(&i.origin_time),
+            whereabouts(&i.whereabouts)
+        )
+    }
+
+    /// A page of items.
+    pub fn items(page: &Page<Item>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|i| {
+                vec![
+                    i.id.to_string(),
+                    whereabouts(&i.whereabouts),
+                    i.description.clone(),
+                ]
+            })
+            .collect();
+        more(page, table(&["ITEM", "WHERE", "DESCRIPTION"], rows))
+    }
+
+    fn anchor_status(a: &Anchor) -> &'static str {
+        match a.status {
+            AnchorStatus::Active => "active",
+            AnchorStatus::Spent => "spent",
+        }
+    }
+
+    /// One anchor.
+    pub fn anchor(a: &Anchor) -> String {
+        format!(
+            "{}  {} in {} at {}{}\n",
+            a.id,
+            anchor_status(a),
+            a.timeline,
+            format_instant(&a.timestamp),
+            a.description
+                .as_ref()
+                .map(|d| format!(" — {d}"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// A page of anchors.
+    pub fn anchors(page: &Page<Anchor>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|a| {
+                vec![
+                    a.id.to_string(),
+                    anchor_status(a).into(),
+                    a.timeline.to_string(),
+                    format_instant(&a.timestamp),
+                    a.description.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(
+                &["ANCHOR", "STATUS", "TIMELINE", "TIMESTAMP", "DESCRIPTION"],
+                rows,
+            ),
+        )
+    }
+
+    /// One journey.
+    pub fn journey(j: &Journey) -> String {
+        let mut s = format!(
+            "{}: {} ({}) -> {} ({})\n",
+            j.id,
+            j.from_timeline,
+            format_instant(&j.from_time),
+            j.to_timeline,
+            format_instant(&j.arrival_time)
+        );
+        for i in &j.items_transported {
+            let _ = writeln!(s, "  carried {i}");
+        }
+        for l in &j.items_left {
+            let _ = writeln!(s, "  left {}: {}", l.item_id, l.reason);
+        }
+        if let Some(a) = &j.anchor {
+            let _ = writeln!(s, "  returned to anchor {a} (now spent)");
+        }
+        s
+    }
+
+    /// A page of journeys.
+    pub fn journeys(page: &Page<Journey>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|j| {
+                vec![
+                    j.id.to_string(),
+                    j.from_timeline.to_string(),
+                    j.to_timeline.to_string(),
+                    format_instant(&j.arrival_time),
+                    j.items_transported.len().to_string(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(&["JOURNEY", "FROM", "TO", "ARRIVAL", "ITEMS"], rows),
+        )
+    }
+
+    /// A paradox check.
+    pub fn paradox_report(r: &ParadoxReport) -> String {
+        if r.is_stable {
+            return format!("{} is stable\n", r.timeline_id);
+        }
+        let mut s = format!("{} would be UNSTABLE:\n", r.timeline_id);
+        for p in &r.paradoxes {
+            let _ = writeln!(s, "  {}: {}", p.kind.as_str(), p.description);
+        }
+        s
+    }
+
+    /// Whether a significant event holds.
+    pub fn holds(c: &TimelineCheck) -> String {
+        let mut s = format!(
+            "{}: '{}' in {}\n",
+            c.status, c.significant_event, c.timeline_id
+        );
+        if let Some(e) = &c.event {
+            s.push_str(&event(e));
+        }
+        s
+    }
+
+    /// One script.
+    pub fn script(s: &Script) -> String {
+        format!(
+            "{}  {} ({})\n  fires when {} changes in {}; {} action(s)\n",
+            s.script_id,
+            s.script_name,
+            s.status,
+            s.trigger_event_id,
+            s.timeline_id,
+            s.actions.len()
+        )
+    }
+
+    /// A page of scripts.
+    pub fn scripts(page: &Page<Script>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|s| {
+                vec![
+                    s.script_id.to_string(),
+                    s.status.clone(),
+                    s.trigger_event_id.to_string(),
+                    s.script_name.clone(),
+                ]
+            })
+            .collect();
+        more(page, table(&["SCRIPT", "STATUS", "TRIGGER", "NAME"], rows))
+    }
+
+    /// One scheduled or triggered job.
+    pub fn schedule(j: &Schedule) -> String {
+        format!(
+            "{}  {} for {} in {}{}\n",
+            j.schedule_id,
+            j.status,
+            format_instant(&j.scheduled_time),
+            j.timeline_id,
+            j.external_system
+                .as_ref()
+                .map(|s| format!(" (from {s})"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// A page of jobs.
+    pub fn schedules(page: &Page<Schedule>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|j| {
+                vec![
+                    j.schedule_id.to_string(),
+                    j.status.clone(),
+                    format_instant(&j.scheduled_time),
+                    j.timeline_id.to_string(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(&["SCHEDULE", "STATUS", "RUNS AT", "TIMELINE"], rows),
+        )
+    }
+
+    /// The automation log.
+    pub fn log(page: &Page<LogEntry>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|e| {
+                vec![
+                    format_instant(&e.timestamp),
+                    e.outcome.clone(),
+                    e.event_id.to_string(),
+                    e.action_taken.clone(),
+                ]
+            })
+            .collect();
+        more(page, table(&["TIME", "OUTCOME", "EVENT", "ACTION"], rows))
+    }
+
+    /// A monitor scan.
+    pub fn monitor(r: &MonitorReport) -> String {
+        if r.anomalies.is_empty() {
+            return format!("{}: stable, no anomalies\n", r.timeline_id);
+        }
+        let rows = r
+            .anomalies
+            .iter()
+            .map(|a| {
+                vec![
+                    a.anomaly_id.to_string(),
+                    format!("{:?}", a.severity).to_lowercase(),
+                    a.description.clone(),
+                ]
+            })
+            .collect();
+        format!(
+            "{}: {} anomalies\n{}",
+            r.timeline_id,
+            r.anomalies.len(),
+            table(&["ANOMALY", "SEVERITY", "DESCRIPTION"], rows)
+        )
+    }
+}

@@ -1,0 +1,603 @@
+//! Scripts, scheduled and external manipulations, and the automation log, driven by an injected
+//! clock: no test waits on wall time.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::error::ServiceError;
+use chronoscope::model::{EventId, Instant, TimeRange, TimelineId, parse_instant};
+use chronoscope::service::*;
+use chronoscope::store::MemoryStore;
+
+fn t(s: &str) -> Instant {
+    parse_instant("t", s).expect("test instant")
+}
+
+struct Fixture {
+    engine: Arc<Engine>,
+    clock: Arc<ManualClock>,
+    store: Arc<MemoryStore>,
+    launch: EventId,
+    deploy: EventId,
+    fixed: EventId,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+        let store = Arc::new(MemoryStore::new());
+        let engine = Engine::open(
+            store.clone(),
+            clock.clone(),
+            EngineConfig::default(),
+            Seed::None,
+        )
+        .await
+        .expect("engine opens");
+        let ada = engine.session("ada".parse().unwrap());
+        let add = |d: &str, time: &str, causes: Vec<EventId>, fixed_point: bool| NewEvent {
+            description: d.into(),
+            time: t(time),
+            location: "Cape Canaveral".into(),
+            causes,
+            fixed_point,
+        };
+        let primary = TimelineId::primary();
+        let launch = ada
+            .add_event(
+                &primary,
+                add("launch", "2025-03-01T12:00:00Z", vec![], false),
+            )
+            .await
+            .unwrap()
+            .event_id;
+        let deploy = ada
+            .add_event(
+                &primary,
+                add(
+                    "deploy",
+                    "2025-03-02T12:00:00Z",
+                    vec![launch.clone()],
+                    false,
+                ),
+            )
+            .await
+            .unwrap()
+            .event_id;
+        let fixed = ada
+            .add_event(
+                &primary,
+                add("landing", "1969-07-20T20:17:00Z", vec![], true),
+            )
+            .await
+            .unwrap()
+            .event_id;
+        Self {
+            engine,
+            clock,
+            store,
+            launch,
+            deploy,
+            fixed,
+        }
+    }
+
+    fn ada(&self) -> impl TimelineService + use<> {
+        self.engine.session("ada".parse().unwrap())
+    }
+
+    async fn head_description(&self, lineage: &EventId) -> String {
+        let check = self
+            .ada()
+            .check_timeline(SignificantEventQuery {
+                timeline_id: TimelineId::primary(),
+                significant_event: lineage.to_string(),
+            })
+            .await
+            .unwrap();
+        check.event.map(|e| e.description).unwrap_or_default()
+    }
+
+    async fn log(&self) -> Vec<LogEntry> {
+        self.ada()
+            .automation_log(LogQuery::default())
+            .await
+            .unwrap()
+            .items
+    }
+}
+
+fn manipulate(event: &EventId, details: &str) -> Action {
+    Action {
+        action_type: "manipulate".into(),
+        event_id: event.clone(),
+        new_time: None,
+        new_details: Some(details.into()),
+    }
+}
+
+#[tokio::test]
+async fn a_scheduled_manipulation_runs_at_its_time_and_only_once() {
+    let f = Fixture::new().await;
+    let s = f
+        .ada()
+        .schedule_manipulation(NewSchedule {
+            event_id: f.launch.clone(),
+            scheduled_time: t("2026-11-22T10:30:00Z"),
+            manipulation_details: ManipulationDetails {
+                new_time: Some(t("2025-03-01T18:00:00Z")),
+                new_details: Some("launch delayed".into()),
+            },
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(s.status, "scheduled");
+    assert_eq!(f.engine.run_due().await.unwrap(), 0, "not due yet");
+    assert_eq!(f.head_description(&f.launch).await, "launch");
+
+    f.clock.advance(Duration::minutes(30));
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    assert_eq!(f.engine.run_due().await.unwrap(), 0, "never twice");
+    assert_eq!(f.head_description(&f.launch).await, "launch delayed");
+    let log = f.log().await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        log[0].event_id, f.launch,
+        "the log names the id the action was given"
+    );
+    assert_eq!(log[0].outcome, "done");
+    assert_eq!(log[0].source, s.schedule_id.to_string());
+    assert_eq!(log[0].timestamp, f.clock.now());
+    let schedules = f
+        .ada()
+        .list_schedules(PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(schedules[0].status, "done");
+}
+
+#[tokio::test]
+async fn an_action_follows_its_lineage_to_the_current_head() {
+    let f = Fixture::new().await;
+    f.ada()
+        .schedule_manipulation(NewSchedule {
+            event_id: f.launch.clone(),
+            scheduled_time: f.clock.now(),
+            manipulation_details: ManipulationDetails {
+                new_time: None,
+                new_details: Some("second change".into()),
+            },
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    // Someone manipulates the event before the job runs: the job acts on the new head.
+    let first = f
+        .ada()
+        .manipulate_event(ManipulateRequest {
+            timeline_id: None,
+            event_id: f.launch.clone(),
+            new_outcome: NewOutcome {
+                description: Some("first change".into()),
+                changes: vec![],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    assert_eq!(f.head_description(&f.launch).await, "second change");
+    let log = f.log().await;
+    assert!(
+        log[0].action_taken.contains(first.new_event_id.as_str()),
+        "{}",
+        log[0].action_taken
+    );
+}
+
+#[tokio::test]
+async fn a_script_fires_once_when_its_trigger_is_manipulated() {
+    let f = Fixture::new().await;
+    let script = f
+        .ada()
+        .create_script(NewScript {
+            script_name: "keep deploy in step".into(),
+            trigger_event_id: f.launch.clone(),
+            conditions: ScriptConditions::default(),
+            actions: vec![manipulate(&f.deploy, "deploy rescheduled")],
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(script.status, "active");
+    assert_eq!(
+        f.engine.run_due().await.unwrap(),
+        0,
+        "nothing triggered it yet"
+    );
+
+    let change = |d: &str| ManipulateRequest {
+        timeline_id: None,
+        event_id: f.launch.clone(),
+        new_outcome: NewOutcome {
+            description: Some(d.into()),
+            changes: vec![],
+        },
+        safety_check: false,
+    };
+    let m = f
+        .ada()
+        .manipulate_event(change("launch moved"))
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    assert_eq!(f.head_description(&f.deploy).await, "deploy rescheduled");
+    let scripts = f
+        .ada()
+        .list_scripts(PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(scripts[0].status, "fired");
+
+    // Later changes of the trigger do not fire it again.
+    f.ada()
+        .manipulate_event(ManipulateRequest {
+            event_id: m.new_event_id,
+            ..change("again")
+        })
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 0);
+    assert_eq!(f.log().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_script_fires_when_its_check_date_passes_with_the_status_it_waits_for() {
+    let f = Fixture::new().await;
+    let waits_for = |status: &str| NewScript {
+        script_name: format!("if still {status}"),
+        trigger_event_id: f.launch.clone(),
+        conditions: ScriptConditions {
+            check_date: Some(t("2026-11-23T00:00:00Z")),
+            status_check: Some(status.into()),
+        },
+        actions: vec![manipulate(&f.deploy, &format!("because {status}"))],
+        timeline_id: None,
+    };
+    f.ada()
+        .create_script(waits_for("on_schedule"))
+        .await
+        .unwrap();
+    f.ada()
+        .create_script(waits_for("manipulated"))
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 0);
+    f.clock.set(t("2026-11-23T00:00:00Z"));
+    assert_eq!(
+        f.engine.run_due().await.unwrap(),
+        1,
+        "only the matching status fires"
+    );
+    assert_eq!(f.head_description(&f.deploy).await, "because on_schedule");
+    let err = f
+        .ada()
+        .create_script(waits_for("pending"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "conditions.status_check")
+    );
+}
+
+#[tokio::test]
+async fn an_external_trigger_runs_at_its_timestamp_or_now_if_past() {
+    let f = Fixture::new().await;
+    let trigger = |at: &str| ExternalTrigger {
+        external_system: "CI pipeline".into(),
+        trigger_conditions: TriggerConditions {
+            build_status: Some("success".into()),
+            timestamp: Some(t(at)),
+        },
+        actions: vec![manipulate(&f.deploy, "deployed by CI")],
+        timeline_id: None,
+    };
+    let past = f
+        .ada()
+        .trigger_external_manipulation(trigger("2020-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(past.status, "triggered");
+    assert_eq!(
+        past.scheduled_time,
+        f.clock.now(),
+        "a past timestamp means now"
+    );
+    assert_eq!(past.external_system.as_deref(), Some("CI pipeline"));
+    let future = f
+        .ada()
+        .trigger_external_manipulation(trigger("2026-11-22T12:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    f.clock.set(t("2026-11-22T12:00:00Z"));
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    let statuses: Vec<_> = f
+        .ada()
+        .list_schedules(PageRequest::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|s| (s.schedule_id, s.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (past.schedule_id, "done".into()),
+            (future.schedule_id, "done".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_action_is_logged_and_marks_the_job_failed() {
+    let f = Fixture::new().await;
+    f.ada()
+        .schedule_manipulation(NewSchedule {
+            event_id: f.fixed.clone(),
+            scheduled_time: f.clock.now(),
+            manipulation_details: ManipulationDetails {
+                new_time: None,
+                new_details: Some("no landing".into()),
+            },
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    let log = f.log().await;
+    assert_eq!(log[0].outcome, "failed");
+    assert!(
+        log[0].action_taken.contains("fixed point"),
+        "{}",
+        log[0].action_taken
+    );
+    let schedules = f
+        .ada()
+        .list_schedules(PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(schedules[0].status, "failed");
+    assert_eq!(
+        f.head_description(&f.fixed).await,
+        "landing",
+        "nothing changed"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_loses_no_job_and_runs_none_twice() {
+    let f = Fixture::new().await;
+    for minutes in [5, 10] {
+        f.ada()
+            .schedule_manipulation(NewSchedule {
+                event_id: f.deploy.clone(),
+                scheduled_time: f.clock.now() + Duration::minutes(minutes),
+                manipulation_details: ManipulationDetails {
+                    new_time: None,
+                    new_details: Some(format!("after {minutes} minutes")),
+                },
+                timeline_id: None,
+            })
+            .await
+            .unwrap();
+    }
+    f.clock.advance(Duration::minutes(7));
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    drop(f.engine);
+
+    // A new engine on the same store, and a second one racing it for the same jobs.
+    f.clock.advance(Duration::minutes(10));
+    let open = || {
+        Engine::open(
+            f.store.clone(),
+            f.clock.clone(),
+            EngineConfig::default(),
+            Seed::None,
+        )
+    };
+    let (a, b) = (open().await.unwrap(), open().await.unwrap());
+    let (ra, rb) = tokio::join!(a.run_due(), b.run_due());
+    assert_eq!(
+        ra.unwrap() + rb.unwrap(),
+        1,
+        "the remaining job ran exactly once"
+    );
+    let log = a
+        .session("ada".parse().unwrap())
+        .automation_log(LogQuery::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(log.len(), 2);
+}
+
+#[tokio::test]
+async fn a_job_can_be_cancelled_until_it_runs() {
+    let f = Fixture::new().await;
+    let schedule = |at| NewSchedule {
+        event_id: f.launch.clone(),
+        scheduled_time: at,
+        manipulation_details: ManipulationDetails {
+            new_time: None,
+            new_details: Some("changed".into()),
+        },
+        timeline_id: None,
+    };
+    let later = f
+        .ada()
+        .schedule_manipulation(schedule(f.clock.now() + Duration::hours(1)))
+        .await
+        .unwrap();
+    f.ada().delete_schedule(&later.schedule_id).await.unwrap();
+    f.clock.advance(Duration::hours(2));
+    assert_eq!(
+        f.engine.run_due().await.unwrap(),
+        0,
+        "a cancelled job never runs"
+    );
+
+    let now = f
+        .ada()
+        .schedule_manipulation(schedule(f.clock.now()))
+        .await
+        .unwrap();
+    f.engine.run_due().await.unwrap();
+    let err = f.ada().delete_schedule(&now.schedule_id).await.unwrap_err();
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    let bob = f.engine.session("bob".parse().unwrap());
+    let err = bob.delete_schedule(&now.schedule_id).await.unwrap_err();
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    assert!(
+        bob.list_schedules(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        bob.automation_log(LogQuery::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn automation_input_is_validated_before_anything_is_stored() {
+    let f = Fixture::new().await;
+    let script = |actions: Vec<Action>, trigger: &EventId| NewScript {
+        script_name: "s".into(),
+        trigger_event_id: trigger.clone(),
+        conditions: ScriptConditions::default(),
+        actions,
+        timeline_id: None,
+    };
+    let unknown: EventId = "no-such-event".parse().unwrap();
+    let cases = [
+        script(vec![], &f.launch),
+        script(
+            vec![Action {
+                action_type: "explode".into(),
+                ..manipulate(&f.deploy, "x")
+            }],
+            &f.launch,
+        ),
+        script(
+            vec![Action {
+                new_details: None,
+                ..manipulate(&f.deploy, "x")
+            }],
+            &f.launch,
+        ),
+    ];
+    for bad in cases {
+        let err = f.ada().create_script(bad).await.unwrap_err();
+        assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    }
+    let err = f
+        .ada()
+        .create_script(script(vec![manipulate(&f.deploy, "x")], &unknown))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let err = f
+        .ada()
+        .trigger_external_manipulation(ExternalTrigger {
+            external_system: " ".into(),
+            trigger_conditions: TriggerConditions::default(),
+            actions: vec![manipulate(&f.deploy, "x")],
+            timeline_id: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "external_system")
+    );
+    assert!(
+        f.ada()
+            .list_scripts(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        f.ada()
+            .list_schedules(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_log_filters_by_timeline_and_date_range() {
+    let f = Fixture::new().await;
+    let branch = f
+        .ada()
+        .create_timeline(NewTimeline {
+            name: Some("branch".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for (timeline, hours) in [(None, 0), (Some(branch.id.clone()), 1), (None, 2)] {
+        f.ada()
+            .schedule_manipulation(NewSchedule {
+                event_id: f.deploy.clone(),
+                scheduled_time: f.clock.now(),
+                manipulation_details: ManipulationDetails {
+                    new_time: None,
+                    new_details: Some(format!("at +{hours}h")),
+                },
+                timeline_id: timeline,
+            })
+            .await
+            .unwrap();
+        f.engine.run_due().await.unwrap();
+        f.clock.advance(Duration::hours(1));
+    }
+    let in_branch = f
+        .ada()
+        .automation_log(LogQuery {
+            timeline_id: Some(branch.id.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(in_branch.len(), 1);
+    let first_hour = f
+        .ada()
+        .automation_log(LogQuery {
+            date_range: Some(TimeRange::parse("date_range", "2026-11-22T10:00:00Z/PT30M").unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(first_hour.len(), 1);
+    assert_eq!(first_hour[0].timeline_id, TimelineId::primary());
+}
