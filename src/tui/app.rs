@@ -622,7 +622,7 @@ impl App {
                     self.selection_changed();
                 }
                 _ => {
-                    input.input(key);
+                    widgets::edit(input, key);
                     let text = widgets::input_text(input);
                     self.timelines.set_filter(text);
                 }
@@ -645,7 +645,7 @@ impl App {
                 }
                 _ => {
                     if let Some(input) = self.search.editing_input() {
-                        input.input(key);
+                        widgets::edit(input, key);
                     }
                 }
             }
@@ -689,7 +689,7 @@ impl App {
                     return; // the command may have opened a modal of its own
                 }
                 _ => {
-                    input.input(key);
+                    widgets::edit(&mut input, key);
                     Some(Modal::Command(input))
                 }
             },
@@ -712,7 +712,7 @@ impl App {
                 },
                 _ => {
                     if let Some(field) = form.fields.get_mut(form.focus) {
-                        field.input.input(key);
+                        widgets::edit(&mut field.input, key);
                     }
                     Some(Modal::Form(form))
                 }
@@ -1021,7 +1021,9 @@ impl App {
                     self.search.editing = Some(Input::Location);
                 }
             },
-            A::Command => self.modal = Some(Modal::Command(Box::new(widgets::input("", "command")))),
+            A::Command => {
+                self.modal = Some(Modal::Command(Box::new(widgets::input("", "command"))))
+            }
             A::Refresh => {
                 self.refresh(true);
                 if self.search.searched {

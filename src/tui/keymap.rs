@@ -194,210 +194,64 @@ pub struct Binding {
     pub description: &'static str,
     /// Where it applies.
     pub context: Context,
-    /// Whether the footer shows it (navigation keys would crowd it out).
-    pub hint: bool,
+    /// The footer's short label; `None` keeps it out of the footer (it is still in help).
+    pub hint: Option<&'static str>,
 }
 
 /// The default bindings: the one place keys are written.
-fn defaults() -> Vec<Binding> {
+/// Columns: keys (space-separated), action, description, context, footer label ("" = none).
+#[rustfmt::skip]
+const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
     use Action as A;
     use Context as C;
-    use KeyCode as K;
-    let row = |keys: Vec<Key>, action, description, context, hint| Binding {
-        keys,
-        action,
-        description,
-        context,
-        hint,
-    };
-    vec![
-        row(vec![Key::char('q')], A::Quit, "quit", C::Global, true),
-        row(vec![Key::char('?')], A::Help, "help", C::Global, true),
-        row(
-            vec![Key::code(K::Tab)],
-            A::NextPane,
-            "next pane",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::code(K::BackTab)],
-            A::PrevPane,
-            "previous pane",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::Up), Key::char('k')],
-            A::Up,
-            "move up",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::Down), Key::char('j')],
-            A::Down,
-            "move down",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::Left), Key::char('h')],
-            A::Left,
-            "previous pane (left)",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::Right), Key::char('l')],
-            A::Right,
-            "next pane (right)",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::PageUp)],
-            A::PageUp,
-            "page up",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::PageDown)],
-            A::PageDown,
-            "page down",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::Home), Key::char('g')],
-            A::Top,
-            "first row",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::code(K::End), Key::char('G')],
-            A::Bottom,
-            "last row",
-            C::Global,
-            false,
-        ),
-        row(vec![Key::code(K::Enter)], A::Open, "open", C::Global, false),
-        row(vec![Key::code(K::Esc)], A::Back, "back", C::Global, false),
-        row(
-            vec![Key::char('/')],
-            A::Filter,
-            "filter / search",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char(':')],
-            A::Command,
-            "command line",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::ctrl('r')],
-            A::Refresh,
-            "refresh now",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::char('n')],
-            A::NewTimeline,
-            "new timeline",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char('p')],
-            A::ParallelTimeline,
-            "parallel timeline of the selected",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char('d')],
-            A::DeleteTimeline,
-            "delete the selected timeline",
-            C::Timelines,
-            true,
-        ),
-        row(
-            vec![Key::char('e')],
-            A::AddEvent,
-            "add an event to the selected timeline",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::char('m')],
-            A::Manipulate,
-            "manipulate the selected event (safety checked)",
-            C::Search,
-            true,
-        ),
-        row(
-            vec![Key::char('r')],
-            A::Revert,
-            "revert the selected event's latest change",
-            C::Search,
-            true,
-        ),
-        row(
-            vec![Key::char('a')],
-            A::SetAnchor,
-            "set an anchor here",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char('t')],
-            A::Travel,
-            "travel (wizard)",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char('b')],
-            A::ReturnToAnchor,
-            "return to an anchor",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char('i')],
-            A::RegisterItem,
-            "register an item here",
-            C::Global,
-            false,
-        ),
-        row(
-            vec![Key::char('c')],
-            A::CheckParadox,
-            "check a draft change for paradoxes",
-            C::Global,
-            true,
-        ),
-        row(
-            vec![Key::char('f')],
-            A::Freeze,
-            "freeze / unfreeze the monitor",
-            C::Monitor,
-            true,
-        ),
-        row(
-            vec![Key::char('L')],
-            A::ShowLog,
-            "automation log",
-            C::Global,
-            false,
-        ),
+    &[
+        ("q",             A::Quit,             "quit",                                          C::Global,    "quit"),
+        ("?",             A::Help,             "help: every binding",                           C::Global,    "help"),
+        ("tab",           A::NextPane,         "next pane",                                     C::Global,    "pane"),
+        ("shift-tab",     A::PrevPane,         "previous pane",                                 C::Global,    ""),
+        ("up k",          A::Up,               "move up",                                       C::Global,    ""),
+        ("down j",        A::Down,             "move down",                                     C::Global,    ""),
+        ("left h",        A::Left,             "pane to the left",                              C::Global,    ""),
+        ("right l",       A::Right,            "pane to the right",                             C::Global,    ""),
+        ("pageup",        A::PageUp,           "page up",                                       C::Global,    ""),
+        ("pagedown",      A::PageDown,         "page down",                                     C::Global,    ""),
+        ("home g",        A::Top,              "first row",                                     C::Global,    ""),
+        ("end G",         A::Bottom,           "last row",                                      C::Global,    ""),
+        ("enter",         A::Open,             "open: a timeline's events, an event's detail",  C::Global,    ""),
+        ("esc",           A::Back,             "back",                                          C::Global,    ""),
+        ("/",             A::Filter,           "filter timelines / edit the event search",      C::Global,    "filter"),
+        (":",             A::Command,          "command line (:search PLACE, :quit, actions)",  C::Global,    "cmd"),
+        ("ctrl-r",        A::Refresh,          "refresh now",                                   C::Global,    ""),
+        ("n",             A::NewTimeline,      "new timeline",                                  C::Global,    "new"),
+        ("p",             A::ParallelTimeline, "parallel timeline of the selected one",         C::Global,    "parallel"),
+        ("d",             A::DeleteTimeline,   "delete the selected timeline (asks first)",     C::Timelines, "delete"),
+        ("e",             A::AddEvent,         "add an event to the selected timeline",         C::Global,    ""),
+        ("m",             A::Manipulate,       "manipulate the selected event (safety checked)", C::Search,   "manipulate"),
+        ("r",             A::Revert,           "revert the selected event's latest change",     C::Search,    "revert"),
+        ("a",             A::SetAnchor,        "set an anchor where you are",                   C::Global,    "anchor"),
+        ("t",             A::Travel,           "travel (wizard)",                               C::Global,    "travel"),
+        ("b",             A::ReturnToAnchor,   "return to an anchor",                           C::Global,    "return"),
+        ("i",             A::RegisterItem,     "register an item where you are",                C::Global,    ""),
+        ("c",             A::CheckParadox,     "check a draft change for paradoxes",            C::Global,    "check"),
+        ("f",             A::Freeze,           "freeze / unfreeze the monitor",                 C::Monitor,   "freeze"),
+        ("L",             A::ShowLog,          "automation log",                                C::Global,    ""),
     ]
+};
+
+fn defaults() -> Vec<Binding> {
+    DEFAULTS
+        .iter()
+        .map(|(keys, action, description, context, hint)| Binding {
+            keys: keys
+                .split_whitespace()
+                .filter_map(|k| k.parse().ok()) // every default parses: tested below
+                .collect(),
+            action: *action,
+            description,
+            context: *context,
+            hint: (!hint.is_empty()).then_some(*hint),
+        })
+        .collect()
 }
 
 /// The live key map.
@@ -551,15 +405,15 @@ impl KeyMap {
         let mut own: Vec<_> = self
             .bindings
             .iter()
-            .filter(|b| b.hint && b.context == context && context != Context::Global)
+            .filter(|b| b.hint.is_some() && b.context == context && context != Context::Global)
             .collect();
         own.extend(
             self.bindings
                 .iter()
-                .filter(|b| b.hint && b.context == Context::Global),
+                .filter(|b| b.hint.is_some() && b.context == Context::Global),
         );
         own.into_iter()
-            .filter_map(|b| b.keys.first().map(|k| (k.to_string(), b.description)))
+            .filter_map(|b| Some((b.keys.first()?.to_string(), b.hint?)))
             .collect()
     }
 }
@@ -567,6 +421,15 @@ impl KeyMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_default_key_parses() {
+        for (keys, action, ..) in DEFAULTS {
+            for k in keys.split_whitespace() {
+                assert!(k.parse::<Key>().is_ok(), "{k} of {}", action.name());
+            }
+        }
+    }
 
     #[test]
     fn the_default_map_has_no_conflicts() {

@@ -114,6 +114,17 @@ pub fn input(initial: &str, placeholder: &str) -> TextArea<'static> {
     area
 }
 
+/// Feeds a key to an input; ctrl-u clears it, as in a shell (the editor's own ctrl-u is undo).
+pub fn edit(area: &mut TextArea<'_>, key: crossterm::event::KeyEvent) {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    if key.code == KeyCode::Char('u') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        area.move_cursor(ratatui_textarea::CursorMove::End);
+        area.delete_line_by_head();
+    } else {
+        area.input(key);
+    }
+}
+
 /// The text of a one-line input, trimmed.
 pub fn input_text(area: &TextArea<'_>) -> String {
     area.lines().join(" ").trim().to_owned()

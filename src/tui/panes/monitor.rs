@@ -123,6 +123,9 @@ impl MonitorPane {
     ) {
         let p = ctx.palette;
         let mut extra = vec![timeline_name.to_owned()];
+        if self.frozen {
+            extra.push("FROZEN".into());
+        }
         let active = self.rows.iter().filter(|r| r.resolved.is_none()).count();
         if self.status.is_some() {
             extra.push(if active == 0 {
@@ -131,17 +134,10 @@ impl MonitorPane {
                 format!("{active} anomalies")
             });
         }
-        if self.frozen {
-            extra.push("FROZEN".into());
-        }
         if let Some(l) = ctx.loading() {
             extra.push(l);
         }
-        let block = pane_block(
-            title("Anomaly monitor", Some(extra.join(" · ")), p),
-            ctx.focused,
-            p,
-        );
+        let block = pane_block(title("Monitor", Some(extra.join(" · ")), p), ctx.focused, p);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.timeline.is_none() {
