@@ -181,7 +181,7 @@ async fn n_creates_a_timeline_and_selects_it() {
     );
     let screen = h.render(100, 30);
     assert!(screen.contains("Tesla 1889"), "{screen}");
-    assert!(screen.contains("1889-03-10 23:50:00"), "{screen}");
+    assert!(screen.contains("1889-03-10 23:50"), "{screen}");
     assert!(screen.contains("Created timeline Tesla 1889"), "{screen}");
 }
 

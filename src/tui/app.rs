@@ -1322,16 +1322,24 @@ impl App {
     /// Draws the whole screen.
     pub fn draw(&mut self, frame: &mut Frame<'_>) {
         let area = frame.area();
+        // A long flash (a problem's detail) gets up to three lines rather than being cut.
+        let footer_lines = match &self.flash {
+            Some(f) if !matches!(self.modal, Some(Modal::Command(_))) => {
+                let width = usize::from(area.width.max(1));
+                (f.text.chars().count() + 1).div_ceil(width).clamp(1, 3) as u16
+            }
+            _ => 1,
+        };
         let [header, body, footer] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Min(6),
-            Constraint::Length(1),
+            Constraint::Length(footer_lines),
         ])
         .areas(area);
         let [top, bottom] =
             Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body);
         let [left, right] =
-            Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)]).areas(top);
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
         self.areas = Areas {
             timelines: left,
             search: bottom,
@@ -1438,7 +1446,8 @@ impl App {
         if let Some(flash) = &self.flash {
             let style = if flash.error { p.error } else { p.ok };
             frame.render_widget(
-                Paragraph::new(Span::styled(format!(" {}", flash.text), style)),
+                Paragraph::new(Span::styled(format!(" {}", flash.text), style))
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
                 area,
             );
             return;

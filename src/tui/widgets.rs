@@ -275,8 +275,10 @@ mod tests {
 
     #[test]
     fn the_window_follows_the_selection_both_ways() {
-        let mut c = Cursor::default();
-        c.selected = 15;
+        let mut c = Cursor {
+            selected: 15,
+            offset: 0,
+        };
         assert_eq!(c.window(100, 10), 6..16);
         c.selected = 3;
         assert_eq!(c.window(100, 10), 3..13);

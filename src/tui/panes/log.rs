@@ -53,6 +53,11 @@ impl LogPane {
             let e = &self.entries[i];
             let outcome_style = if e.outcome == "failed" { p.error } else { p.ok };
             Row::new(vec![
+                Cell::from(if i == selected && ctx.focused {
+                    "▶"
+                } else {
+                    " "
+                }),
                 Cell::from(fmt_time(&e.timestamp)),
                 Cell::from(Span::styled(e.outcome.clone(), outcome_style)),
                 Cell::from(e.event_id.to_string()),
@@ -67,13 +72,14 @@ impl LogPane {
         let table = Table::new(
             rows,
             [
+                Constraint::Length(1),
                 Constraint::Length(19),
                 Constraint::Length(7),
-                Constraint::Length(20),
+                Constraint::Length(16),
                 Constraint::Fill(1),
             ],
         )
-        .header(Row::new(["When", "Outcome", "Event", "Action"]).style(p.title))
+        .header(Row::new(["", "When", "Outcome", "Event", "Action"]).style(p.title))
         .column_spacing(1);
         frame.render_widget(table, inner);
     }

@@ -153,10 +153,7 @@ impl MonitorPane {
         }
         if self.rows.is_empty() {
             frame.render_widget(
-                Paragraph::new(Span::styled(
-                    "✓ No anomalies: the timeline is stable.",
-                    p.ok,
-                )),
+                Paragraph::new(Span::styled("✓ Stable: no anomalies.", p.ok)),
                 inner,
             );
             return;
@@ -164,6 +161,9 @@ impl MonitorPane {
         let height = inner.height.saturating_sub(1) as usize;
         let range = self.cursor.window(self.rows.len(), height);
         let selected = self.cursor.selected;
+        // Narrow panes keep what matters: state, severity, the sentence.
+        let wide = inner.width >= 70;
+        let widest = inner.width >= 100;
         let rows: Vec<Row<'_>> = range
             .map(|i| {
                 let r = &self.rows[i];
@@ -182,33 +182,41 @@ impl MonitorPane {
                         },
                     )
                 };
-                let style = if i == selected && ctx.focused {
-                    p.selected
-                } else {
-                    style
-                };
-                Row::new(vec![
+                let here = i == selected && ctx.focused;
+                let mut cells = vec![
+                    Cell::from(if here { "▶" } else { " " }),
                     Cell::from(mark),
                     Cell::from(severity_word(a.severity)),
-                    Cell::from(kind_word(a.kind)),
-                    Cell::from(a.description.clone()),
-                    Cell::from(fmt_time(&a.detected_at)),
-                ])
-                .style(style)
+                ];
+                if wide {
+                    cells.push(Cell::from(kind_word(a.kind)));
+                }
+                cells.push(Cell::from(a.description.clone()));
+                if widest {
+                    cells.push(Cell::from(fmt_time(&a.detected_at)));
+                }
+                Row::new(cells).style(if here { p.selected } else { style })
             })
             .collect();
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(8),
-                Constraint::Length(8),
-                Constraint::Length(16),
-                Constraint::Fill(1),
-                Constraint::Length(19),
-            ],
-        )
-        .header(Row::new(["", "Severity", "Kind", "Description", "Detected"]).style(p.title))
-        .column_spacing(1);
+        let mut widths = vec![
+            Constraint::Length(1),
+            Constraint::Length(8),
+            Constraint::Length(4),
+        ];
+        let mut header = vec!["", "", "Sev."];
+        if wide {
+            widths.push(Constraint::Length(18));
+            header.push("Kind");
+        }
+        widths.push(Constraint::Fill(1));
+        header.push("Description");
+        if widest {
+            widths.push(Constraint::Length(19));
+            header.push("Detected");
+        }
+        let table = Table::new(rows, widths)
+            .header(Row::new(header).style(p.title))
+            .column_spacing(1);
         frame.render_widget(table, inner);
     }
 }
@@ -216,8 +224,8 @@ impl MonitorPane {
 fn severity_word(s: Severity) -> &'static str {
     match s {
         Severity::Info => "info",
-        Severity::Warning => "warning",
-        Severity::Critical => "critical",
+        Severity::Warning => "warn",
+        Severity::Critical => "crit",
     }
 }
 

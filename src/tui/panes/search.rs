@@ -47,10 +47,7 @@ impl Default for SearchPane {
     fn default() -> Self {
         Self {
             location: widgets::input("", "e.g. Paris (empty: anywhere)"),
-            range: widgets::input(
-                "",
-                "START/END, e.g. 1800-01-01T00:00:00Z/1900-01-01T00:00:00Z",
-            ),
+            range: widgets::input("", "START/END in RFC 3339 (empty: any time)"),
             editing: None,
             timeline: None,
             results: Vec::new(),
@@ -183,6 +180,7 @@ impl SearchPane {
             let e = &self.results[i];
             let (status, style) = status_cell(e, p);
             Row::new(vec![
+                Cell::from(if i == selected { "▶" } else { " " }),
                 Cell::from(fmt_time(&e.time)),
                 Cell::from(e.location.clone()),
                 Cell::from(e.description.clone()),
@@ -193,13 +191,14 @@ impl SearchPane {
         let table = Table::new(
             rows,
             [
+                Constraint::Length(1),
                 Constraint::Length(19),
-                Constraint::Length(16),
+                Constraint::Length(20),
                 Constraint::Fill(1),
                 Constraint::Length(12),
             ],
         )
-        .header(Row::new(["Time", "Location", "Description", "Status"]).style(p.title))
+        .header(Row::new(["", "Time", "Location", "Description", "Status"]).style(p.title))
         .column_spacing(1);
         frame.render_widget(table, body);
     }

@@ -11,7 +11,7 @@ use ratatui_textarea::TextArea;
 use super::Ctx;
 use crate::model::{TimelineId, TimelineStatus};
 use crate::service::TimelineInfo;
-use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, fmt_time, pane_block, title};
+use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
 
 /// State of the timelines pane.
 #[derive(Debug, Default)]
@@ -193,7 +193,7 @@ impl TimelinesPane {
             let dest = t
                 .destination_time
                 .as_ref()
-                .map(fmt_time)
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
                 .unwrap_or_else(|| "present".into());
             let parent = t
                 .parent
@@ -201,8 +201,14 @@ impl TimelinesPane {
                 .map(|id| self.name_of(id))
                 .unwrap_or_else(|| "—".into());
             let row_style = if row == selected { p.selected } else { p.text };
+            let marker = match (row == selected, here) {
+                (true, true) => "▶●",
+                (true, false) => "▶ ",
+                (false, true) => " ●",
+                (false, false) => "  ",
+            };
             Row::new(vec![
-                Cell::from(if here { "●" } else { " " }),
+                Cell::from(marker),
                 Cell::from(t.name.clone()),
                 Cell::from(Span::styled(status, status_style)),
                 Cell::from(Span::styled(window, window_style)),
@@ -216,11 +222,11 @@ impl TimelinesPane {
         let table = Table::new(
             rows,
             [
-                Constraint::Length(1),
-                Constraint::Fill(2),
+                Constraint::Length(2),
+                Constraint::Fill(1),
                 Constraint::Length(6),
                 Constraint::Length(9),
-                Constraint::Length(19),
+                Constraint::Length(16),
                 Constraint::Fill(1),
             ],
         )
