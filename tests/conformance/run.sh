@@ -98,6 +98,9 @@ add_event() {
 
 fixed_event="$(add_event true)"
 
+# Respect's closing counts (it pads them with no-break spaces).
+summary() { grep -aE '(Workflows|Steps|Checks): [0-9]' "$1" | sed -E 's/^[^A-Z]*/    /'; }
+
 # Runs respect once. $1: label, $2: source description file, $3: server URL for it.
 # Each run manipulates its own fresh event (a manipulated event stays superseded).
 respect_run() {
@@ -112,7 +115,7 @@ respect_run() {
     token: process.env.TOKEN, event_id: process.env.EVENT, fixed_event_id: process.env.FIXED}))')"
   if "$redocly" respect "$arazzo" --server "warp=$server" --input "$inputs" \
       --execution-timeout 300000 --json-output "$work/$label.respect.json" >"$work/$label.log" 2>&1; then
-    grep -E '^\s*(Workflows|Steps|Checks):' "$work/$label.log" || true
+    summary "$work/$label.log"
   else
     cat "$work/$label.log"
     echo "conformance: respect ($label) failed" >&2
@@ -122,7 +125,9 @@ respect_run() {
 
 respect_run published "$warp" "$base/v1"
 
-"$redocly" bundle "$warp" --ext json -o "$work/warp.json"
+if ! "$redocly" bundle "$warp" --ext json -o "$work/warp.json" >"$work/bundle.log" 2>&1; then
+  cat "$work/bundle.log"; exit 1
+fi
 node "$here/strict-description.js" "$work/warp.json" "$work/warp.strict.json"
 respect_run strict "$work/warp.strict.json" "$base/v1"
 
@@ -141,7 +146,7 @@ cp "$here/served.arazzo.yaml" "$work/served.arazzo.yaml"
 served_inputs="$(TOKEN="$token" node -e 'console.log(JSON.stringify({token: process.env.TOKEN, traveller: "conformance"}))')"
 if "$redocly" respect "$work/served.arazzo.yaml" --server "served=$served_server" --input "$served_inputs" \
     --execution-timeout 300000 --json-output "$work/served-only.respect.json" >"$work/served-only.log" 2>&1; then
-  grep -E '^\s*(Workflows|Steps|Checks):' "$work/served-only.log" || true
+  summary "$work/served-only.log"
 else
   cat "$work/served-only.log"
   echo "conformance: respect (served-only operations) failed" >&2
