@@ -1064,6 +1064,7 @@ async fn a_second_engine_on_the_same_store_sees_every_write() {
     let ada2 = other.session("ada".parse().unwrap());
     assert_eq!(ada2.get_timeline(&tl.id).await.unwrap().name, "shared");
     // Both write; each sees the other's writes and none is lost.
+    w.clock.advance(Duration::seconds(1));
     ada2.create_timeline(named("from the other")).await.unwrap();
     w.clock.advance(Duration::seconds(1));
     w.ada()

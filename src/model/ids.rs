@@ -150,14 +150,6 @@ impl TimelineId {
     }
 }
 
-impl EventId {
-    /// The smallest possible id, a lower bound in time-ordered ranges. It never parses,
-    /// so it sorts before every real id without colliding with one.
-    pub(crate) fn min_value() -> Self {
-        Self(String::new())
-    }
-}
-
 impl AnomalyId {
     /// A stable id derived from the anomaly's cause: the same cause gives the same id.
     pub fn derived(cause: &str) -> Self {

@@ -1,1 +1,174 @@
-//! The ratatui dashboard.
+//! The terminal dashboard (DESIGN §5).
+//!
+//! One message queue, one [`app::App::update`], background service calls tagged with
+//! generations, and a draw only when the queue is drained. [`run`] owns the terminal: it enters
+//! the alternate screen and raw mode, and restores both on every way out (quit, error, panic,
+//! Ctrl-C).
+
+pub mod action;
+pub mod app;
+pub mod help;
+pub mod keymap;
+pub mod panes;
+pub mod testing;
+pub mod theme;
+pub mod widgets;
+
+use std::io::{self, Stdout};
+use std::sync::Arc;
+use std::time::Duration;
+
+use color_eyre::eyre::{WrapErr, eyre};
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::mpsc;
+
+pub use theme::Theme;
+
+use crate::engine::SystemClock;
+use action::Msg;
+use app::{App, AppConfig};
+use keymap::KeyMap;
+use theme::Palette;
+
+/// How the dashboard is started.
+#[derive(Clone, Debug)]
+pub struct TuiOptions {
+    /// How often the monitor, the timelines and the header refresh.
+    pub tick: std::time::Duration,
+    /// Capture the mouse (selection and scrolling).
+    pub mouse: bool,
+    /// A JSON key map file overriding the default bindings.
+    pub keymap: Option<std::path::PathBuf>,
+    /// Colour theme.
+    pub theme: Theme,
+    /// Where the data comes from, for the header: `embedded: /path/chronoscope.db` or
+    /// `server: http://...`.
+    pub source: String,
+}
+
+/// Spinner frame rate while work is pending.
+const ANIMATE_EVERY: Duration = Duration::from_millis(120);
+
+/// Runs the dashboard until the user quits. The terminal is restored on every exit path.
+pub async fn run(
+    service: std::sync::Arc<dyn crate::service::TimelineService>,
+    options: TuiOptions,
+) -> color_eyre::Result<()> {
+    // A bad key map is refused before the terminal is touched, so the message stays readable.
+    let keymap = match &options.keymap {
+        Some(path) => KeyMap::load(path).map_err(|e| eyre!("{e}"))?,
+        None => KeyMap::default(),
+    };
+    let palette = Palette::new(options.theme, theme::no_color_requested());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut app = App::new(
+        service,
+        AppConfig {
+            source: options.source.clone(),
+            palette,
+            keymap,
+            clock: Arc::new(SystemClock),
+        },
+        tx,
+    );
+    install_panic_hook(options.mouse);
+    let mut terminal = enter(options.mouse).wrap_err("cannot set up the terminal")?;
+    let result = event_loop(&mut terminal, &mut app, rx, &options).await;
+    let restored = leave(options.mouse);
+    let _ = terminal.show_cursor();
+    result?;
+    restored.wrap_err("cannot restore the terminal")
+}
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+fn enter(mouse: bool) -> io::Result<Term> {
+    enable_raw_mode()?;
+    let mut stdout = io::stdout();
+    if let Err(e) = execute!(stdout, EnterAlternateScreen) {
+        let _ = disable_raw_mode();
+        return Err(e);
+    }
+    if mouse {
+        execute!(stdout, EnableMouseCapture)?;
+    }
+    let mut terminal = Terminal::new(CrosstermBackend::new(stdout))?;
+    terminal.clear()?;
+    Ok(terminal)
+}
+
+/// Puts the terminal back as it was; safe to call more than once.
+fn leave(mouse: bool) -> io::Result<()> {
+    let mut stdout = io::stdout();
+    if mouse {
+        let _ = execute!(stdout, DisableMouseCapture);
+    }
+    let screen = execute!(stdout, LeaveAlternateScreen, crossterm::cursor::Show);
+    disable_raw_mode()?;
+    screen
+}
+
+/// Restores the terminal before the panic message is printed, so it is readable.
+fn install_panic_hook(mouse: bool) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = leave(mouse);
+        previous(info);
+    }));
+}
+
+async fn event_loop(
+    terminal: &mut Term,
+    app: &mut App,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+    options: &TuiOptions,
+) -> color_eyre::Result<()> {
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(options.tick.max(Duration::from_millis(50)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await; // the first tick is immediate; start() already asked for everything
+    let mut animate = tokio::time::interval(ANIMATE_EVERY);
+    animate.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    app.start();
+    terminal.draw(|f| app.draw(f))?;
+    loop {
+        // Answers first, then input, then time: the UI reflects finished work before new keys.
+        let msg = tokio::select! {
+            biased;
+            Some(msg) = rx.recv() => msg,
+            event = events.next() => match event {
+                Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => Msg::Key(key),
+                Some(Ok(Event::Mouse(mouse))) if options.mouse => Msg::Mouse(mouse),
+                Some(Ok(Event::Resize(w, h))) => Msg::Resize(w, h),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e).wrap_err("cannot read the terminal"),
+                None => return Ok(()),
+            },
+            _ = &mut ctrl_c => return Ok(()),
+            _ = tick.tick() => Msg::Tick,
+            _ = animate.tick(), if app.busy() => Msg::Animate,
+        };
+        app.update(msg);
+        while let Ok(more) = rx.try_recv() {
+            app.update(more);
+        }
+        if app.should_quit() {
+            return Ok(());
+        }
+        terminal.draw(|f| app.draw(f))?;
+    }
+}
+
+/// The data source line for the header of an embedded engine.
+pub fn embedded_source(path: &std::path::Path) -> String {
+    format!("embedded: {}", path.display())
+}

@@ -1,0 +1,167 @@
+//! What flows through the dashboard's one message queue: user intents ([`Action`]), terminal
+//! input, ticks, and the answers of background service calls ([`Msg::Done`]).
+
+use crossterm::event::{KeyEvent, MouseEvent};
+
+use crate::error::ServiceError;
+use crate::service::{
+    Anchor, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport, ParadoxReport,
+    RevertResult, TimelineInfo, TravellerStatus,
+};
+
+macro_rules! actions {
+    ($($variant:ident = $name:literal,)*) => {
+        /// Something the user asked for; keys map onto these through the key map.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Action {
+            $(
+                #[doc = $name]
+                $variant,
+            )*
+        }
+
+        impl Action {
+            /// Every action, in key map order.
+            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
+
+            /// The name used in key map files and on the `:` command line.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $name,)*
+                }
+            }
+
+            /// The action with this name.
+            pub fn from_name(name: &str) -> Option<Action> {
+                match name {
+                    $($name => Some(Action::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+actions! {
+    Quit = "quit",
+    Help = "help",
+    NextPane = "next_pane",
+    PrevPane = "prev_pane",
+    Up = "up",
+    Down = "down",
+    Left = "left",
+    Right = "right",
+    PageUp = "page_up",
+    PageDown = "page_down",
+    Top = "top",
+    Bottom = "bottom",
+    Open = "open",
+    Back = "back",
+    Filter = "filter",
+    Command = "command",
+    Refresh = "refresh",
+    NewTimeline = "new_timeline",
+    ParallelTimeline = "parallel_timeline",
+    DeleteTimeline = "delete_timeline",
+    AddEvent = "add_event",
+    Manipulate = "manipulate",
+    Revert = "revert",
+    SetAnchor = "set_anchor",
+    Travel = "travel",
+    ReturnToAnchor = "return_to_anchor",
+    RegisterItem = "register_item",
+    CheckParadox = "check_paradox",
+    Freeze = "freeze",
+    ShowLog = "log",
+}
+
+/// Which background request an answer belongs to. Each slot has its own generation counter:
+/// a newer request in a slot makes older answers in that slot stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    /// `whoami`: the header's position and the connection probe.
+    Whoami,
+    /// The timelines list.
+    Timelines,
+    /// Event search results.
+    Search,
+    /// The monitor of the selected timeline.
+    Monitor,
+    /// The automation log.
+    Log,
+    /// Lists the travel wizard needs (anchors, items).
+    WizardData,
+    /// The wizard's paradox check.
+    WizardCheck,
+    /// A change the user asked for; never stale, always reported.
+    Mutation,
+}
+
+/// What a background call answered with.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// Who and where the traveller is.
+    Whoami(TravellerStatus),
+    /// All timelines.
+    Timelines(Vec<TimelineInfo>),
+    /// Search results.
+    Search(Vec<EventRecord>),
+    /// A monitor scan.
+    Monitor(MonitorReport),
+    /// Automation log entries.
+    Log(Vec<LogEntry>),
+    /// The wizard's lists.
+    WizardData {
+        /// The traveller's anchors.
+        anchors: Vec<Anchor>,
+        /// The traveller's items.
+        items: Vec<Item>,
+    },
+    /// The wizard's paradox verdict.
+    WizardCheck(ParadoxReport),
+    /// A journey was made.
+    Journey(Journey),
+    /// A timeline was created.
+    Created(TimelineInfo),
+    /// A timeline was deleted.
+    Deleted(String),
+    /// An event was added.
+    EventAdded(EventRecord),
+    /// An event was manipulated.
+    Manipulated(ManipulationResult),
+    /// A manipulation was reverted.
+    Reverted(RevertResult),
+    /// An anchor was set.
+    AnchorSet(Anchor),
+    /// An item was registered.
+    ItemRegistered(Item),
+    /// A draft change was checked.
+    Checked(ParadoxReport),
+}
+
+/// A message on the dashboard's queue.
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // moved once through the queue; boxing buys nothing
+pub enum Msg {
+    /// A key press (releases are dropped before they get here).
+    Key(KeyEvent),
+    /// A mouse event (only with `--mouse`).
+    Mouse(MouseEvent),
+    /// The terminal changed size.
+    Resize(u16, u16),
+    /// The refresh tick.
+    Tick,
+    /// A spinner frame while work is pending.
+    Animate,
+    /// A user intent, from the key map, the command line or the mouse.
+    Action(Action),
+    /// A background call finished.
+    Done {
+        /// Which kind of request.
+        slot: Slot,
+        /// The generation it was sent with.
+        generation: u64,
+        /// Its answer.
+        result: Result<Reply, ServiceError>,
+    },
+}

@@ -1,0 +1,67 @@
+//! The dashboard's panes. Each owns its state and draws itself; [`super::app`] routes
+//! messages to them.
+
+pub mod log;
+pub mod monitor;
+pub mod search;
+pub mod timelines;
+pub mod wizard;
+
+use super::theme::Palette;
+use crate::model::{Instant, TimelineId};
+
+/// Which pane has the focus; Tab cycles in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PaneId {
+    /// Timelines.
+    Timelines,
+    /// Event search.
+    Search,
+    /// Anomaly monitor.
+    Monitor,
+    /// Automation log.
+    Log,
+}
+
+impl PaneId {
+    /// Tab order.
+    pub const ORDER: [PaneId; 4] = [
+        PaneId::Timelines,
+        PaneId::Search,
+        PaneId::Monitor,
+        PaneId::Log,
+    ];
+
+    /// The next (or previous) pane in Tab order.
+    pub fn cycle(self, forward: bool) -> PaneId {
+        let i = Self::ORDER.iter().position(|p| *p == self).unwrap_or(0);
+        let n = Self::ORDER.len();
+        Self::ORDER[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }]
+    }
+}
+
+/// What every pane needs to draw itself.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    /// Styles.
+    pub palette: &'a Palette,
+    /// The dashboard's clock, for countdowns.
+    pub now: Instant,
+    /// Whether this pane has the focus.
+    pub focused: bool,
+    /// The timeline the traveller is in.
+    pub here: Option<&'a TimelineId>,
+    /// Whether a request of this pane is in flight.
+    pub pending: bool,
+}
+
+impl Ctx<'_> {
+    /// The marker shown in a pane title while it waits.
+    pub fn loading(&self) -> Option<String> {
+        self.pending.then(|| "loading…".to_owned())
+    }
+}

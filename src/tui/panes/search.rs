@@ -1,0 +1,258 @@
+//! The event search pane: location and time-range inputs, a results table, and the detail of
+//! one event with its causes and lineage.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui_textarea::TextArea;
+
+use super::Ctx;
+use crate::model::{EventStatus, TimeRange, TimelineId};
+use crate::service::EventRecord;
+use crate::tui::theme::Palette;
+use crate::tui::widgets::{self, Cursor, fmt_time, pane_block, title};
+
+/// Which input is being edited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The location.
+    Location,
+    /// The time range.
+    Range,
+}
+
+/// State of the search pane.
+#[derive(Debug)]
+pub struct SearchPane {
+    /// Location input.
+    pub location: TextArea<'static>,
+    /// Time range input (`START/END`).
+    pub range: TextArea<'static>,
+    /// The input being edited, if any.
+    pub editing: Option<Input>,
+    /// The timeline the results come from.
+    pub timeline: Option<TimelineId>,
+    /// Results of the last search.
+    pub results: Vec<EventRecord>,
+    /// Selection and scroll in the results.
+    pub cursor: Cursor,
+    /// Whether the selected event's detail is open.
+    pub detail: bool,
+    /// Whether a search has been answered.
+    pub searched: bool,
+}
+
+impl Default for SearchPane {
+    fn default() -> Self {
+        Self {
+            location: widgets::input("", "e.g. Paris (empty: anywhere)"),
+            range: widgets::input("", "START/END in RFC 3339 (empty: any time)"),
+            editing: None,
+            timeline: None,
+            results: Vec::new(),
+            cursor: Cursor::default(),
+            detail: false,
+            searched: false,
+        }
+    }
+}
+
+/// What the inputs ask for, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// Location text, if any.
+    pub location: Option<String>,
+    /// Time range, if any.
+    pub range: Option<TimeRange>,
+}
+
+impl SearchPane {
+    /// Parses the inputs; the error is for a flash message.
+    pub fn query(&self) -> Result<Query, String> {
+        let location = widgets::input_text(&self.location);
+        let range = widgets::input_text(&self.range);
+        let range = if range.is_empty() {
+            None
+        } else {
+            Some(TimeRange::parse("time range", &range).map_err(|e| e.to_string())?)
+        };
+        Ok(Query {
+            location: (!location.is_empty()).then_some(location),
+            range,
+        })
+    }
+
+    /// Takes new results, keeping the selected event selected when it is still there.
+    pub fn set_results(&mut self, results: Vec<EventRecord>) {
+        let keep = self.selected().map(|e| e.event_id.clone());
+        self.results = results;
+        self.searched = true;
+        self.cursor.selected = keep
+            .and_then(|id| self.results.iter().position(|e| e.event_id == id))
+            .unwrap_or(0);
+        self.cursor.clamp(self.results.len());
+        if self.results.is_empty() {
+            self.detail = false;
+        }
+    }
+
+    /// The selected event.
+    pub fn selected(&self) -> Option<&EventRecord> {
+        self.results.get(self.cursor.selected)
+    }
+
+    /// The input being edited.
+    pub fn editing_input(&mut self) -> Option<&mut TextArea<'static>> {
+        match self.editing? {
+            Input::Location => Some(&mut self.location),
+            Input::Range => Some(&mut self.range),
+        }
+    }
+
+    /// Draws the pane; `timeline_name` names the searched timeline.
+    pub fn render(
+        &mut self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        ctx: &Ctx<'_>,
+        timeline_name: &str,
+    ) {
+        let p = ctx.palette;
+        let mut extra = vec![format!("in {timeline_name}")];
+        if self.searched {
+            extra.push(format!("{} found", self.results.len()));
+        }
+        if let Some(l) = ctx.loading() {
+            extra.push(l);
+        }
+        let block = pane_block(
+            title("Event search", Some(extra.join(" · ")), p),
+            ctx.focused,
+            p,
+        );
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [inputs, body] =
+            Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(inner);
+        let [loc, range] =
+            Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)])
+                .areas(inputs);
+        let editing = self.editing;
+        widgets::render_input(
+            frame,
+            loc,
+            &mut self.location,
+            "Location",
+            editing == Some(Input::Location),
+            p,
+        );
+        widgets::render_input(
+            frame,
+            range,
+            &mut self.range,
+            "Time range",
+            editing == Some(Input::Range),
+            p,
+        );
+        if self.detail
+            && let Some(event) = self.selected()
+        {
+            {
+                let lines = detail_lines(event, &self.results, p);
+                frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+                return;
+            }
+        }
+        if self.results.is_empty() {
+            let msg = if self.searched {
+                "No events match. Change the location or the time range and press enter."
+            } else {
+                "Press / to type a location and a time range, then enter to search."
+            };
+            frame.render_widget(Paragraph::new(Span::styled(msg, p.dim)), body);
+            return;
+        }
+        let height = body.height.saturating_sub(1) as usize;
+        let range = self.cursor.window(self.results.len(), height);
+        let selected = self.cursor.selected;
+        let rows = range.map(|i| {
+            let e = &self.results[i];
+            let (status, style) = status_cell(e, p);
+            Row::new(vec![
+                Cell::from(if i == selected { "▶" } else { " " }),
+                Cell::from(fmt_time(&e.time)),
+                Cell::from(e.location.clone()),
+                Cell::from(e.description.clone()),
+                Cell::from(Span::styled(status, style)),
+            ])
+            .style(if i == selected { p.selected } else { p.text })
+        });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(1),
+                Constraint::Length(19),
+                Constraint::Length(20),
+                Constraint::Fill(1),
+                Constraint::Length(12),
+            ],
+        )
+        .header(Row::new(["", "Time", "Location", "Description", "Status"]).style(p.title))
+        .column_spacing(1);
+        frame.render_widget(table, body);
+    }
+}
+
+fn status_cell(e: &EventRecord, p: &Palette) -> (String, ratatui::style::Style) {
+    if e.fixed_point {
+        return ("fixed point".into(), p.warn);
+    }
+    match e.status {
+        EventStatus::OnSchedule => ("on schedule".into(), p.text),
+        EventStatus::Manipulated => ("manipulated".into(), p.warn),
+        EventStatus::Superseded => ("superseded".into(), p.dim),
+        EventStatus::Reverted => ("reverted".into(), p.dim),
+    }
+}
+
+/// The detail of one event: what, when, where, its causes (named when they are in the
+/// results) and its lineage.
+fn detail_lines<'a>(e: &EventRecord, results: &[EventRecord], p: &Palette) -> Vec<Line<'a>> {
+    let field = |name: &str, value: String| {
+        Line::from(vec![
+            Span::styled(format!("{name:>13}  "), p.dim),
+            Span::styled(value, p.text),
+        ])
+    };
+    let mut lines = vec![
+        Line::from(Span::styled(e.description.clone(), p.title)),
+        field("id", e.event_id.to_string()),
+        field("time", fmt_time(&e.time)),
+        field("location", e.location.clone()),
+        field("status", status_cell(e, p).0),
+    ];
+    if e.causes.is_empty() {
+        lines.push(field("causes", "none (an uncaused event)".into()));
+    }
+    for (i, cause) in e.causes.iter().enumerate() {
+        let named = results
+            .iter()
+            .find(|r| &r.event_id == cause)
+            .map(|r| format!("{cause}: {} ({})", r.description, fmt_time(&r.time)))
+            .unwrap_or_else(|| cause.to_string());
+        lines.push(field(if i == 0 { "causes" } else { "" }, named));
+    }
+    let mut lineage = format!("started as {}", e.lineage);
+    if let Some(prev) = &e.supersedes {
+        lineage.push_str(&format!("; replaces {prev}"));
+    }
+    if let Some(next) = &e.superseded_by {
+        lineage.push_str(&format!("; replaced by {next}"));
+    }
+    lines.push(field("lineage", lineage));
+    if let Some(author) = &e.author {
+        lines.push(field("changed by", author.to_string()));
+    }
+    lines
+}

@@ -1,0 +1,237 @@
+//! The timelines pane: name, status, window countdown, destination time, branch parent.
+
+use std::collections::HashMap;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui_textarea::TextArea;
+
+use super::Ctx;
+use crate::model::{TimelineId, TimelineStatus};
+use crate::service::TimelineInfo;
+use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
+
+/// State of the timelines pane.
+#[derive(Debug, Default)]
+pub struct TimelinesPane {
+    /// Every timeline, as last listed.
+    pub all: Vec<TimelineInfo>,
+    /// Indices into `all` that pass the filter.
+    shown: Vec<usize>,
+    /// Names by id, to show a branch's parent by name.
+    names: HashMap<TimelineId, String>,
+    /// Selection and scroll.
+    pub cursor: Cursor,
+    /// The filter text (matches name or id, case-insensitively).
+    pub filter: String,
+    /// The filter being typed, while `/` is active.
+    pub filter_input: Option<TextArea<'static>>,
+    /// Whether a listing has arrived.
+    pub loaded: bool,
+}
+
+impl TimelinesPane {
+    /// Replaces the list, keeping the selection on the same timeline when it still exists.
+    pub fn set(&mut self, timelines: Vec<TimelineInfo>) {
+        let keep = self.selected().map(|t| t.id.clone());
+        self.names = timelines
+            .iter()
+            .map(|t| (t.id.clone(), t.name.clone()))
+            .collect();
+        self.all = timelines;
+        self.loaded = true;
+        self.refilter();
+        if let Some(id) = keep {
+            self.select(&id);
+        }
+    }
+
+    /// Applies the filter text.
+    pub fn set_filter(&mut self, filter: String) {
+        let keep = self.selected().map(|t| t.id.clone());
+        self.filter = filter;
+        self.refilter();
+        match keep {
+            Some(id) if self.select(&id) => {}
+            _ => self.cursor = Cursor::default(),
+        }
+    }
+
+    fn refilter(&mut self) {
+        let needle = self.filter.to_lowercase();
+        self.shown = self
+            .all
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                needle.is_empty()
+                    || t.name.to_lowercase().contains(&needle)
+                    || t.id.as_str().contains(&needle)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        self.cursor.clamp(self.shown.len());
+    }
+
+    /// Selects a timeline by id; false when it is not shown.
+    pub fn select(&mut self, id: &TimelineId) -> bool {
+        match self.shown.iter().position(|&i| &self.all[i].id == id) {
+            Some(pos) => {
+                self.cursor.selected = pos;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many rows pass the filter.
+    pub fn len(&self) -> usize {
+        self.shown.len()
+    }
+
+    /// Whether no row passes the filter.
+    pub fn is_empty(&self) -> bool {
+        self.shown.is_empty()
+    }
+
+    /// The selected timeline.
+    pub fn selected(&self) -> Option<&TimelineInfo> {
+        self.shown
+            .get(self.cursor.selected)
+            .and_then(|&i| self.all.get(i))
+    }
+
+    /// A timeline by id.
+    pub fn get(&self, id: &TimelineId) -> Option<&TimelineInfo> {
+        self.all.iter().find(|t| &t.id == id)
+    }
+
+    /// A timeline's name, or its id when unknown.
+    pub fn name_of(&self, id: &TimelineId) -> String {
+        self.names
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    /// Draws the pane.
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, ctx: &Ctx<'_>) {
+        let p = ctx.palette;
+        let mut extra = Vec::new();
+        if !self.filter.is_empty() {
+            extra.push(format!("/{}", self.filter));
+        }
+        extra.push(format!("{}/{}", self.shown.len(), self.all.len()));
+        if let Some(l) = ctx.loading() {
+            extra.push(l);
+        }
+        let block = pane_block(
+            title("Timelines", Some(extra.join(" · ")), p),
+            ctx.focused,
+            p,
+        );
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let mut body = inner;
+        if let Some(input) = self.filter_input.as_mut() {
+            let [line, rest] =
+                ratatui::layout::Layout::vertical([Constraint::Length(3), Constraint::Min(0)])
+                    .areas(inner);
+            widgets::render_input(
+                frame,
+                line,
+                input,
+                "filter (enter apply, esc clear)",
+                true,
+                p,
+            );
+            body = rest;
+        }
+        if !self.loaded {
+            frame.render_widget(
+                Paragraph::new(Span::styled("Loading timelines…", p.dim)),
+                body,
+            );
+            return;
+        }
+        if self.shown.is_empty() {
+            let msg = if self.filter.is_empty() {
+                "No timelines yet. Press n to create one."
+            } else {
+                "No timeline matches the filter. Press / then esc to clear it."
+            };
+            frame.render_widget(Paragraph::new(Span::styled(msg, p.dim)), body);
+            return;
+        }
+        let height = body.height.saturating_sub(1) as usize;
+        let range = self.cursor.window(self.shown.len(), height);
+        let selected = self.cursor.selected;
+        let rows = range.map(|row| {
+            let t = &self.all[self.shown[row]];
+            let here = ctx.here == Some(&t.id);
+            let status_now = match t.closes_at {
+                Some(end) if ctx.now >= end => TimelineStatus::Closed,
+                _ => t.status,
+            };
+            let (status, status_style) = match status_now {
+                TimelineStatus::Open => ("open", p.ok),
+                TimelineStatus::Closed => ("closed", p.error),
+            };
+            let (window, window_style) = match (status_now, t.closes_at) {
+                (TimelineStatus::Closed, _) => ("—".to_owned(), p.dim),
+                (_, None) => ("∞".to_owned(), p.dim),
+                (_, Some(end)) => {
+                    let left = end - ctx.now;
+                    let total = t.window.duration().unwrap_or(left);
+                    // Closing within 10 % of its length is what the monitor warns about too.
+                    let style = if left * 10 <= total { p.warn } else { p.text };
+                    (fmt_countdown(left), style)
+                }
+            };
+            let dest = t
+                .destination_time
+                .as_ref()
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|| "present".into());
+            let parent = t
+                .parent
+                .as_ref()
+                .map(|id| self.name_of(id))
+                .unwrap_or_else(|| "—".into());
+            let row_style = if row == selected { p.selected } else { p.text };
+            let marker = match (row == selected, here) {
+                (true, true) => "▶●",
+                (true, false) => "▶ ",
+                (false, true) => " ●",
+                (false, false) => "  ",
+            };
+            Row::new(vec![
+                Cell::from(marker),
+                Cell::from(t.name.clone()),
+                Cell::from(Span::styled(status, status_style)),
+                Cell::from(Span::styled(window, window_style)),
+                Cell::from(dest),
+                Cell::from(ellipsize(&parent, 18)),
+            ])
+            .style(row_style)
+        });
+        let header =
+            Row::new(["", "Name", "Status", "Closes in", "Destination", "Parent"]).style(p.title);
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(2),
+                Constraint::Fill(1),
+                Constraint::Length(6),
+                Constraint::Length(9),
+                Constraint::Length(16),
+                Constraint::Fill(1),
+            ],
+        )
+        .header(header)
+        .column_spacing(1);
+        frame.render_widget(table, body);
+    }
+}

@@ -1,0 +1,506 @@
+//! The anchor/travel wizard: destination (timeline or anchor) → items to carry → paradox
+//! check → confirm → the journey as it happened.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use crate::model::{Anchor, AnchorStatus, Instant, Item, ItemId, TimelineId, TimelineStatus};
+use crate::paradox::ParadoxKind;
+use crate::service::{Journey, ParadoxReport, ProposedChange, TimelineInfo};
+use crate::tui::theme::Palette;
+use crate::tui::widgets::{Cursor, centered, ellipsize, fmt_time, modal};
+
+/// The wizard's steps, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Step {
+    /// Choose where to go.
+    Destination,
+    /// Choose what to carry.
+    Items,
+    /// See what the paradox checker says.
+    Check,
+    /// Last look before leaving.
+    Confirm,
+    /// The journey as recorded.
+    Done,
+}
+
+impl Step {
+    const ALL: [(Step, &'static str); 5] = [
+        (Step::Destination, "Destination"),
+        (Step::Items, "Items"),
+        (Step::Check, "Paradox check"),
+        (Step::Confirm, "Confirm"),
+        (Step::Done, "Journey"),
+    ];
+}
+
+/// A place the traveller can go.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Destination {
+    /// An open timeline.
+    Timeline {
+        /// Its id.
+        id: TimelineId,
+        /// Its name.
+        name: String,
+        /// Where journeys into it arrive.
+        arrival: Option<Instant>,
+    },
+    /// One of the traveller's active anchors (travelling there is returning).
+    Anchor(Anchor),
+}
+
+impl Destination {
+    /// The `destination` of the travel request.
+    pub fn request_id(&self) -> String {
+        match self {
+            Destination::Timeline { id, .. } => id.to_string(),
+            Destination::Anchor(a) => a.id.to_string(),
+        }
+    }
+
+    /// The timeline a journey there arrives in.
+    pub fn timeline(&self) -> &TimelineId {
+        match self {
+            Destination::Timeline { id, .. } => id,
+            Destination::Anchor(a) => &a.timeline,
+        }
+    }
+
+    /// The time a journey there arrives at, when known in advance.
+    pub fn arrival(&self) -> Option<Instant> {
+        match self {
+            Destination::Timeline { arrival, .. } => *arrival,
+            Destination::Anchor(a) => Some(a.timestamp),
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Destination::Timeline { name, arrival, .. } => format!(
+                "timeline  {name}  → {}",
+                arrival
+                    .as_ref()
+                    .map(fmt_time)
+                    .unwrap_or_else(|| "present".into())
+            ),
+            Destination::Anchor(a) => format!(
+                "anchor    {}  → {} (return)",
+                a.description.clone().unwrap_or_else(|| a.id.to_string()),
+                fmt_time(&a.timestamp)
+            ),
+        }
+    }
+}
+
+/// State of the wizard.
+#[derive(Debug)]
+pub struct Wizard {
+    /// The step shown.
+    pub step: Step,
+    /// Only anchors are offered (the "return to an anchor" shortcut).
+    pub anchors_only: bool,
+    /// Where the traveller can go.
+    pub destinations: Vec<Destination>,
+    /// Selection among destinations.
+    pub dest_cursor: Cursor,
+    /// The traveller's items.
+    pub items: Vec<Item>,
+    /// Which items are to be carried (parallel to `items`).
+    pub chosen: Vec<bool>,
+    /// Selection among items.
+    pub item_cursor: Cursor,
+    /// Waiting for the service.
+    pub loading: bool,
+    /// The paradox checker's verdict.
+    pub report: Option<ParadoxReport>,
+    /// The journey made.
+    pub journey: Option<Journey>,
+}
+
+impl Wizard {
+    /// A wizard waiting for its lists.
+    pub fn new(anchors_only: bool) -> Self {
+        Self {
+            step: Step::Destination,
+            anchors_only,
+            destinations: Vec::new(),
+            dest_cursor: Cursor::default(),
+            items: Vec::new(),
+            chosen: Vec::new(),
+            item_cursor: Cursor::default(),
+            loading: true,
+            report: None,
+            journey: None,
+        }
+    }
+
+    /// Fills the lists: open timelines (unless only anchors), then active anchors, newest
+    /// first; items the traveller carries are pre-selected.
+    pub fn set_data(
+        &mut self,
+        timelines: &[TimelineInfo],
+        anchors: Vec<Anchor>,
+        items: Vec<Item>,
+        now: Instant,
+        preselect: Option<&TimelineId>,
+    ) {
+        let mut dest = Vec::new();
+        if !self.anchors_only {
+            dest.extend(
+                timelines
+                    .iter()
+                    .filter(|t| {
+                        t.status == TimelineStatus::Open && t.closes_at.is_none_or(|end| now < end)
+                    })
+                    .map(|t| Destination::Timeline {
+                        id: t.id.clone(),
+                        name: t.name.clone(),
+                        arrival: t.destination_time,
+                    }),
+            );
+        }
+        let mut active: Vec<Anchor> = anchors
+            .into_iter()
+            .filter(|a| a.status == AnchorStatus::Active)
+            .collect();
+        active.sort_by_key(|a| std::cmp::Reverse(a.created_at));
+        dest.extend(active.into_iter().map(Destination::Anchor));
+        self.dest_cursor.selected = preselect
+            .and_then(|id| {
+                dest.iter()
+                    .position(|d| matches!(d, Destination::Timeline { id: t, .. } if t == id))
+            })
+            .unwrap_or(0);
+        self.destinations = dest;
+        self.chosen = items
+            .iter()
+            .map(|i| matches!(i.whereabouts, crate::model::Whereabouts::Carried))
+            .collect();
+        self.items = items;
+        self.loading = false;
+    }
+
+    /// The chosen destination.
+    pub fn destination(&self) -> Option<&Destination> {
+        self.destinations.get(self.dest_cursor.selected)
+    }
+
+    /// The items to carry.
+    pub fn carried(&self) -> Vec<ItemId> {
+        self.items
+            .iter()
+            .zip(&self.chosen)
+            .filter(|(_, c)| **c)
+            .map(|(i, _)| i.id.clone())
+            .collect()
+    }
+
+    /// The changes the paradox check is asked about: bringing each carried item in.
+    pub fn proposed_changes(&self) -> Vec<ProposedChange> {
+        self.carried()
+            .into_iter()
+            .map(|id| ProposedChange {
+                item_id: Some(id),
+                ..ProposedChange::default()
+            })
+            .collect()
+    }
+
+    /// Toggles the selected item.
+    pub fn toggle(&mut self) {
+        if let Some(c) = self.chosen.get_mut(self.item_cursor.selected) {
+            *c = !*c;
+        }
+    }
+
+    /// Moves the selection of the current step.
+    pub fn step_cursor(&mut self, delta: isize) {
+        match self.step {
+            Step::Destination => self.dest_cursor.step(delta, self.destinations.len()),
+            Step::Items => self.item_cursor.step(delta, self.items.len()),
+            _ => {}
+        }
+    }
+
+    /// Draws the wizard as a modal over `area`; `name_of` names timelines.
+    pub fn render(
+        &mut self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        palette: &Palette,
+        name_of: &dyn Fn(&TimelineId) -> String,
+    ) {
+        let p = palette;
+        let rect = centered(
+            area,
+            area.width.saturating_sub(8).min(96),
+            area.height.saturating_sub(4).min(24),
+        );
+        let title = if self.anchors_only {
+            "Return to an anchor"
+        } else {
+            "Travel"
+        };
+        let inner = modal(frame, rect, title, p);
+        let [steps, body, keys] = Layout::vertical([
+            Constraint::Length(2),
+            Constraint::Min(1),
+            Constraint::Length(1),
+        ])
+        .areas(inner);
+        let mut bar = Vec::new();
+        for (i, (step, name)) in Step::ALL.iter().enumerate() {
+            if i > 0 {
+                bar.push(Span::styled(" › ", p.dim));
+            }
+            let style = if *step == self.step {
+                p.selected
+            } else if *step < self.step {
+                p.ok
+            } else {
+                p.dim
+            };
+            bar.push(Span::styled(format!("{} {name}", i + 1), style));
+        }
+        frame.render_widget(Paragraph::new(Line::from(bar)), steps);
+        let keys_text = match self.step {
+            Step::Destination => "↑↓ choose · enter next · esc cancel",
+            Step::Items => "↑↓ move · space carry / leave · enter check · esc back",
+            Step::Check => "enter continue · esc back",
+            Step::Confirm => "enter travel now · esc back",
+            Step::Done => "enter / esc close",
+        };
+        frame.render_widget(Paragraph::new(Span::styled(keys_text, p.dim)), keys);
+        let lines = if self.loading {
+            vec![Line::from(Span::styled("Working…", p.dim))]
+        } else {
+            self.body_lines(body.height as usize, p, name_of)
+        };
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+    }
+
+    fn body_lines<'a>(
+        &mut self,
+        height: usize,
+        p: &Palette,
+        name_of: &dyn Fn(&TimelineId) -> String,
+    ) -> Vec<Line<'a>> {
+        let pick = |selected: bool| if selected { p.selected } else { p.text };
+        match self.step {
+            Step::Destination => {
+                if self.destinations.is_empty() {
+                    let msg = if self.anchors_only {
+                        "You have no active anchor. Press esc, then a to set one where you are."
+                    } else {
+                        "No open timeline and no active anchor to go to. Press esc, then n to create a timeline."
+                    };
+                    return vec![Line::from(Span::styled(msg, p.dim))];
+                }
+                let mut lines = vec![Line::from(Span::styled("Where to?", p.title))];
+                let range = self
+                    .dest_cursor
+                    .window(self.destinations.len(), height.saturating_sub(1));
+                for i in range {
+                    let selected = i == self.dest_cursor.selected;
+                    lines.push(Line::from(Span::styled(
+                        format!(
+                            "{} {}",
+                            if selected { "▶" } else { " " },
+                            self.destinations[i].label()
+                        ),
+                        pick(selected),
+                    )));
+                }
+                lines
+            }
+            Step::Items => {
+                let mut lines = vec![Line::from(Span::styled("What do you carry?", p.title))];
+                if self.items.is_empty() {
+                    lines.push(Line::from(Span::styled(
+                        "You have no items. Press enter to travel light (i registers one where you are).",
+                        p.dim,
+                    )));
+                    return lines;
+                }
+                let range = self
+                    .item_cursor
+                    .window(self.items.len(), height.saturating_sub(1));
+                for i in range {
+                    let item = &self.items[i];
+                    let selected = i == self.item_cursor.selected;
+                    let mark = if self.chosen[i] { "[x]" } else { "[ ]" };
+                    let place = match &item.whereabouts {
+                        crate::model::Whereabouts::Carried => "with you".to_owned(),
+                        crate::model::Whereabouts::Left { timeline, time } => {
+                            format!("left in {} at {}", name_of(timeline), fmt_time(time))
+                        }
+                    };
+                    lines.push(Line::from(vec![
+                        Span::styled(
+                            format!("{mark} {}", ellipsize(&item.description, 40)),
+                            pick(selected),
+                        ),
+                        Span::styled(format!("  ({place})"), p.dim),
+                    ]));
+                }
+                lines
+            }
+            Step::Check => {
+                let Some(report) = &self.report else {
+                    return vec![Line::from(Span::styled("Checking…", p.dim))];
+                };
+                report_lines(report, p, name_of)
+            }
+            Step::Confirm => {
+                let Some(dest) = self.destination() else {
+                    return Vec::new();
+                };
+                let carried = self.carried();
+                let mut lines = vec![
+                    Line::from(Span::styled("Ready to leave", p.title)),
+                    Line::from(format!("to        {}", dest.label())),
+                    Line::from(format!("arrive in {}", name_of(dest.timeline()))),
+                    Line::from(format!(
+                        "carrying  {}",
+                        if carried.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            self.items
+                                .iter()
+                                .zip(&self.chosen)
+                                .filter(|(_, c)| **c)
+                                .map(|(i, _)| i.description.clone())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    )),
+                ];
+                if let Some(r) = &self.report {
+                    lines.push(if r.is_stable {
+                        Line::from(Span::styled("paradox check: stable", p.ok))
+                    } else {
+                        Line::from(Span::styled(
+                            format!(
+                                "paradox check: UNSTABLE ({} findings) — travel at your own risk",
+                                r.paradoxes.len()
+                            ),
+                            p.error,
+                        ))
+                    });
+                }
+                lines
+            }
+            Step::Done => {
+                let Some(j) = &self.journey else {
+                    return Vec::new();
+                };
+                let item_name = |id: &ItemId| {
+                    self.items
+                        .iter()
+                        .find(|i| &i.id == id)
+                        .map(|i| i.description.clone())
+                        .unwrap_or_else(|| id.to_string())
+                };
+                let mut lines = vec![
+                    Line::from(Span::styled(
+                        if j.anchor.is_some() {
+                            "Returned."
+                        } else {
+                            "Arrived."
+                        },
+                        p.ok,
+                    )),
+                    Line::from(format!(
+                        "from      {} at {}",
+                        name_of(&j.from_timeline),
+                        fmt_time(&j.from_time)
+                    )),
+                    Line::from(format!(
+                        "to        {} at {}",
+                        name_of(&j.to_timeline),
+                        fmt_time(&j.arrival_time)
+                    )),
+                    Line::from(format!(
+                        "carried   {}",
+                        if j.items_transported.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            j.items_transported
+                                .iter()
+                                .map(item_name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    )),
+                ];
+                for left in &j.items_left {
+                    lines.push(Line::from(Span::styled(
+                        format!("left      {}: {}", item_name(&left.item_id), left.reason),
+                        p.warn,
+                    )));
+                }
+                if let Some(a) = &j.anchor {
+                    lines.push(Line::from(Span::styled(
+                        format!("anchor {a} is now spent"),
+                        p.dim,
+                    )));
+                }
+                lines
+            }
+        }
+    }
+}
+
+/// A paradox report as lines: the verdict, then each finding with its kind.
+pub fn report_lines<'a>(
+    report: &ParadoxReport,
+    p: &Palette,
+    name_of: &dyn Fn(&TimelineId) -> String,
+) -> Vec<Line<'a>> {
+    let mut lines = vec![if report.is_stable {
+        Line::from(Span::styled(
+            format!(
+                "✓ {} stays stable: no paradox found.",
+                name_of(&report.timeline_id)
+            ),
+            p.ok,
+        ))
+    } else {
+        Line::from(Span::styled(
+            format!(
+                "✗ {} would become unstable: {} paradox{}.",
+                name_of(&report.timeline_id),
+                report.paradoxes.len(),
+                if report.paradoxes.len() == 1 {
+                    ""
+                } else {
+                    "es"
+                }
+            ),
+            p.error,
+        ))
+    }];
+    for paradox in &report.paradoxes {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {:<20}", kind_title(paradox.kind)), p.warn),
+            Span::styled(paradox.description.clone(), Style::default()),
+        ]));
+    }
+    lines
+}
+
+fn kind_title(kind: ParadoxKind) -> &'static str {
+    match kind {
+        ParadoxKind::CausalOrder => "causal order",
+        ParadoxKind::CausalLoop => "causal loop",
+        ParadoxKind::FixedPoint => "fixed point",
+        ParadoxKind::DuplicateItem => "duplicate item",
+        ParadoxKind::ItemWithoutOrigin => "item without origin",
+        ParadoxKind::Grandfather => "grandfather",
+    }
+}

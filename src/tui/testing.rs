@@ -1,0 +1,138 @@
+//! Driving the dashboard without a terminal: keys in, text out. Used by the tests and the
+//! benchmarks; nothing here is needed to run the dashboard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use tokio::sync::mpsc;
+
+use super::action::Msg;
+use super::app::{App, AppConfig};
+use super::keymap::{Key, KeyMap};
+use super::theme::{Palette, Theme};
+use crate::engine::Clock;
+use crate::service::TimelineService;
+
+/// An [`App`] with its queue, driven by hand.
+pub struct Harness {
+    /// The dashboard.
+    pub app: App,
+    rx: mpsc::UnboundedReceiver<Msg>,
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness").field("app", &self.app).finish()
+    }
+}
+
+impl Harness {
+    /// A dashboard on `service` with the default key map, no colour, and `clock`; the first
+    /// requests are sent but not yet answered.
+    pub fn new(service: Arc<dyn TimelineService>, clock: Arc<dyn Clock>) -> Self {
+        Self::with_keymap(service, clock, KeyMap::default())
+    }
+
+    /// As [`Harness::new`] with another key map.
+    pub fn with_keymap(
+        service: Arc<dyn TimelineService>,
+        clock: Arc<dyn Clock>,
+        keymap: KeyMap,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut app = App::new(
+            service,
+            AppConfig {
+                source: "embedded: test".into(),
+                palette: Palette::new(Theme::Dark, true),
+                keymap,
+                clock,
+            },
+            tx,
+        );
+        app.start();
+        Self { app, rx }
+    }
+
+    /// Presses keys written as in the key map, separated by spaces: `"tab j enter"`.
+    pub fn press(&mut self, keys: &str) {
+        for name in keys.split_whitespace() {
+            let key: Key = match name.parse() {
+                Ok(k) => k,
+                Err(e) => panic!("test key: {e}"),
+            };
+            let code = key.code;
+            let modifiers = key.modifiers;
+            self.app.update(Msg::Key(KeyEvent::new(code, modifiers)));
+        }
+    }
+
+    /// Types text, one character at a time.
+    pub fn type_text(&mut self, text: &str) {
+        for c in text.chars() {
+            self.app.update(Msg::Key(KeyEvent::new(
+                KeyCode::Char(c),
+                KeyModifiers::NONE,
+            )));
+        }
+    }
+
+    /// Feeds any message.
+    pub fn send(&mut self, msg: Msg) {
+        self.app.update(msg);
+    }
+
+    /// Applies answers until nothing is in flight (panics after 10 s of silence).
+    pub async fn settle(&mut self) {
+        loop {
+            while let Ok(msg) = self.rx.try_recv() {
+                self.app.update(msg);
+            }
+            if !self.app.busy() {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_secs(10), self.rx.recv()).await {
+                Ok(Some(msg)) => self.app.update(msg),
+                Ok(None) => return,
+                Err(_) => panic!("the dashboard is still waiting after 10 s: {:?}", self.app),
+            }
+        }
+    }
+
+    /// One frame at `width` x `height`, as text.
+    pub fn render(&mut self, width: u16, height: u16) -> String {
+        let buffer = self.render_buffer(width, height);
+        buffer_text(&buffer)
+    }
+
+    /// One frame at `width` x `height`.
+    pub fn render_buffer(&mut self, width: u16, height: u16) -> Buffer {
+        let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
+            Ok(t) => t,
+            Err(e) => panic!("test backend: {e}"),
+        };
+        if let Err(e) = terminal.draw(|f| self.app.draw(f)) {
+            panic!("draw: {e}");
+        }
+        terminal.backend().buffer().clone()
+    }
+}
+
+/// A buffer's symbols, one line per row, trailing spaces trimmed.
+pub fn buffer_text(buffer: &Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let mut line = String::new();
+        for x in area.left()..area.right() {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

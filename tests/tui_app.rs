@@ -1,0 +1,692 @@
+//! The dashboard driven by keys against the embedded engine, without a terminal.
+
+use std::sync::Arc;
+
+use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::error::ServiceError;
+use chronoscope::model::{EventId, Instant, TimelineId, parse_instant};
+use chronoscope::service::{NewEvent, NewTimeline, PageRequest, SearchQuery, TimelineService};
+use chronoscope::store::MemoryStore;
+use chronoscope::tui::action::{Msg, Reply, Slot};
+use chronoscope::tui::app::{Connection, Modal};
+use chronoscope::tui::keymap::{KeyMap, KeyMapError};
+use chronoscope::tui::panes::PaneId;
+use chronoscope::tui::panes::wizard::Step;
+use chronoscope::tui::testing::Harness;
+
+fn t(s: &str) -> Instant {
+    parse_instant("t", s).unwrap()
+}
+
+struct World {
+    service: Arc<dyn TimelineService>,
+    clock: Arc<ManualClock>,
+}
+
+async fn world() -> World {
+    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    let service: Arc<dyn TimelineService> = Arc::new(engine.session("ada".parse().unwrap()));
+    for (description, time, location) in [
+        ("Storming of the Bastille", "1789-07-14T15:00:00Z", "Paris"),
+        (
+            "Eiffel Tower opens",
+            "1889-03-31T12:00:00Z",
+            "Paris, Champ de Mars",
+        ),
+        ("Great Exhibition opens", "1851-05-01T11:00:00Z", "London"),
+    ] {
+        service
+            .add_event(
+                &TimelineId::primary(),
+                NewEvent {
+                    description: description.into(),
+                    time: t(time),
+                    location: location.into(),
+                    causes: vec![],
+                    fixed_point: false,
+                },
+            )
+            .await
+            .unwrap();
+    }
+    World { service, clock }
+}
+
+async fn harness(w: &World) -> Harness {
+    let mut h = Harness::new(w.service.clone(), w.clock.clone());
+    h.settle().await;
+    h
+}
+
+async fn timeline_named(service: &Arc<dyn TimelineService>, name: &str) -> Option<TimelineId> {
+    let page = service
+        .list_timelines(PageRequest::first(1000))
+        .await
+        .unwrap();
+    page.items
+        .into_iter()
+        .find(|t| t.name == name)
+        .map(|t| t.id)
+}
+
+#[tokio::test]
+async fn typing_a_location_shows_the_events_there() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Storming of the Bastille"), "{screen}");
+    assert!(screen.contains("Eiffel Tower opens"), "{screen}");
+    assert!(!screen.contains("Great Exhibition"), "{screen}");
+    assert!(screen.contains("2 found"), "{screen}");
+}
+
+#[tokio::test]
+async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("tab");
+    h.type_text("1800-01-01T00:00:00Z/1900-01-01T00:00:00Z");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Eiffel Tower opens"), "{screen}");
+    assert!(!screen.contains("Bastille"), "{screen}");
+
+    h.press("/ tab");
+    h.type_text("garbage");
+    h.press("enter");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash explains the bad range");
+    assert!(flash.error);
+    assert!(flash.text.contains("time range"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn enter_opens_an_event_with_its_causes_and_esc_goes_back() {
+    let w = world().await;
+    let bastille = w
+        .service
+        .search_events(SearchQuery {
+            location: Some("Paris".into()),
+            ..SearchQuery::default()
+        })
+        .await
+        .unwrap()
+        .items[0]
+        .event_id
+        .clone();
+    w.service
+        .add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: "Napoleon crowned".into(),
+                time: t("1804-12-02T10:00:00Z"),
+                location: "Paris, Notre-Dame".into(),
+                causes: vec![bastille.clone()],
+                fixed_point: true,
+            },
+        )
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("enter");
+    h.settle().await;
+    h.press("j enter");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Napoleon crowned"), "{screen}");
+    assert!(
+        screen.contains(&format!("{bastille}: Storming of the Bastille")),
+        "the cause is named: {screen}"
+    );
+    assert!(screen.contains("fixed point"), "{screen}");
+    h.press("esc");
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("Eiffel Tower opens"),
+        "back to the results: {screen}"
+    );
+}
+
+#[tokio::test]
+async fn n_creates_a_timeline_and_selects_it() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("n");
+    assert!(matches!(h.app.modal, Some(Modal::Form(_))));
+    h.type_text("Tesla 1889");
+    h.press("tab");
+    h.type_text("1889-03-10T23:50:00Z");
+    h.press("enter");
+    h.settle().await;
+    assert!(timeline_named(&w.service, "Tesla 1889").await.is_some());
+    assert_eq!(
+        h.app.timelines.selected().map(|t| t.name.as_str()),
+        Some("Tesla 1889")
+    );
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Tesla 1889"), "{screen}");
+    assert!(screen.contains("1889-03-10 23:50"), "{screen}");
+    assert!(screen.contains("Created timeline Tesla 1889"), "{screen}");
+}
+
+#[tokio::test]
+async fn a_form_with_a_bad_time_stays_open_and_says_why() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("n");
+    h.type_text("Broken");
+    h.press("tab");
+    h.type_text("yesterday");
+    h.press("enter");
+    h.settle().await;
+    assert!(
+        matches!(h.app.modal, Some(Modal::Form(_))),
+        "the form stays open"
+    );
+    assert!(h.app.flash.as_ref().is_some_and(|f| f.error));
+    assert!(timeline_named(&w.service, "Broken").await.is_none());
+}
+
+#[tokio::test]
+async fn p_branches_a_parallel_timeline_from_the_selected_one() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("p");
+    h.type_text("What if");
+    h.press("tab");
+    h.type_text("Tesla stays in Paris");
+    h.press("enter");
+    h.settle().await;
+    let id = timeline_named(&w.service, "What if")
+        .await
+        .expect("created");
+    let info = w.service.get_timeline(&id).await.unwrap();
+    assert_eq!(info.parent, Some(TimelineId::primary()));
+    assert_eq!(info.variation.as_deref(), Some("Tesla stays in Paris"));
+    assert!(h.render(100, 30).contains("Primary"));
+}
+
+#[tokio::test]
+async fn d_deletes_only_after_yes() {
+    let w = world().await;
+    w.service
+        .create_timeline(NewTimeline {
+            name: Some("Doomed".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("j d");
+    assert!(h.render(100, 30).contains("Delete timeline Doomed"));
+    h.press("n");
+    h.settle().await;
+    assert!(
+        timeline_named(&w.service, "Doomed").await.is_some(),
+        "no keeps it"
+    );
+    h.press("d y");
+    h.settle().await;
+    assert!(
+        timeline_named(&w.service, "Doomed").await.is_none(),
+        "yes deletes it"
+    );
+    assert!(!h.render(100, 30).contains("Doomed  "));
+}
+
+#[tokio::test]
+async fn the_primary_timeline_cannot_be_deleted_from_the_dashboard() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("d");
+    assert!(h.app.modal.is_none());
+    assert!(h.app.flash.as_ref().is_some_and(|f| f.error));
+}
+
+#[tokio::test]
+async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    // An anchor where we are, then a timeline to go to.
+    h.press("a enter");
+    h.settle().await;
+    h.press("n");
+    h.type_text("Tesla 1889");
+    h.press("tab");
+    h.type_text("1889-03-10T23:50:00Z");
+    h.press("enter");
+    h.settle().await;
+    let tesla = timeline_named(&w.service, "Tesla 1889").await.unwrap();
+
+    h.press("t");
+    h.settle().await;
+    assert!(h.render(100, 30).contains("Where to?"));
+    h.press("enter"); // the selected timeline is preselected
+    h.press("enter"); // no items yet
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("stays stable"), "{screen}");
+    h.press("enter");
+    assert!(h.render(100, 30).contains("Ready to leave"));
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Arrived."), "{screen}");
+    assert!(
+        screen.contains("to        Tesla 1889 at 1889-03-10 23:50:00"),
+        "{screen}"
+    );
+    assert_eq!(w.service.whoami().await.unwrap().timeline_id, tesla);
+    assert!(
+        screen.contains("ada @ Tesla 1889"),
+        "the header follows: {screen}"
+    );
+    h.press("esc");
+
+    // Found something there; carry it home.
+    h.press("i");
+    h.type_text("Tesla's blueprint");
+    h.press("enter");
+    h.settle().await;
+    h.press("b");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Return to an anchor"), "{screen}");
+    assert!(screen.contains("(return)"), "{screen}");
+    h.press("enter");
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("[x] Tesla's blueprint"),
+        "carried items are preselected: {screen}"
+    );
+    h.press("enter");
+    h.settle().await;
+    h.press("enter enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Returned."), "{screen}");
+    assert!(screen.contains("carried   Tesla's blueprint"), "{screen}");
+    assert!(screen.contains("is now spent"), "{screen}");
+    assert_eq!(
+        w.service.whoami().await.unwrap().timeline_id,
+        TimelineId::primary()
+    );
+    h.press("enter");
+    assert!(h.app.modal.is_none());
+}
+
+#[tokio::test]
+async fn esc_walks_the_wizard_back_a_step_at_a_time() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("t");
+    h.settle().await;
+    h.press("enter");
+    let step = |h: &Harness| match &h.app.modal {
+        Some(Modal::Wizard(w)) => Some(w.step),
+        _ => None,
+    };
+    assert_eq!(step(&h), Some(Step::Items));
+    h.press("esc");
+    assert_eq!(step(&h), Some(Step::Destination));
+    h.press("esc");
+    assert_eq!(step(&h), None);
+}
+
+#[tokio::test]
+async fn manipulate_with_the_safety_check_then_revert() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    h.press("m");
+    assert!(h.render(100, 30).contains("safety checked"));
+    // Replace the description (select all is not needed: clear the line with ctrl-u).
+    h.press("ctrl-u");
+    h.type_text("Great Exhibition postponed");
+    h.press("enter");
+    h.settle().await;
+    let flash = h.app.flash.clone().unwrap();
+    assert!(!flash.error, "{}", flash.text);
+    assert!(flash.text.starts_with("Manipulated"), "{}", flash.text);
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("Great Exhibition postponed"),
+        "search refreshed: {screen}"
+    );
+    assert!(screen.contains("manipulated"), "{screen}");
+
+    h.press("r");
+    assert!(h.render(100, 30).contains("Undo the latest change"));
+    h.press("y");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Great Exhibition opens"), "{screen}");
+    assert!(h.app.flash.as_ref().unwrap().text.starts_with("Reverted"));
+}
+
+#[tokio::test]
+async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    h.press("r y"); // nothing to revert: never manipulated
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("the refusal is shown");
+    assert!(flash.error);
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains(&flash.text[..flash.text.len().min(60)]),
+        "{screen}"
+    );
+    assert!(screen.contains("Event search"), "still on the dashboard");
+}
+
+#[tokio::test]
+async fn c_checks_a_draft_change_and_shows_the_verdict() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("c");
+    h.type_text("Retrieve the blueprint");
+    h.press("tab");
+    h.type_text("1889-03-10T23:50:00Z");
+    h.press("enter");
+    h.settle().await;
+    assert!(matches!(h.app.modal, Some(Modal::Report(_))));
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Paradox check"), "{screen}");
+    assert!(screen.contains("Primary stays stable"), "{screen}");
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+}
+
+#[tokio::test]
+async fn e_adds_an_event_to_the_selected_timeline() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("e");
+    h.type_text("Moon landing");
+    h.press("tab ctrl-u");
+    h.type_text("1969-07-20T20:17:00Z");
+    h.press("tab");
+    h.type_text("Sea of Tranquility");
+    h.press("enter");
+    h.settle().await;
+    let found = w
+        .service
+        .search_events(SearchQuery {
+            location: Some("tranquility".into()),
+            ..SearchQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+    assert_eq!(found.items[0].description, "Moon landing");
+}
+
+#[tokio::test]
+async fn the_command_line_runs_searches_and_actions_by_name() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press(":");
+    h.type_text("search london");
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(h.app.focus, PaneId::Search);
+    assert!(h.render(100, 30).contains("Great Exhibition opens"));
+    h.press(":");
+    h.type_text("new_timeline");
+    h.press("enter");
+    assert!(matches!(h.app.modal, Some(Modal::Form(_))));
+    h.press("esc :");
+    h.type_text("warp");
+    h.press("enter");
+    assert!(
+        h.app
+            .flash
+            .as_ref()
+            .is_some_and(|f| f.error && f.text.contains(":warp"))
+    );
+    h.press(":");
+    h.type_text("q");
+    h.press("enter");
+    assert!(h.app.should_quit());
+}
+
+#[tokio::test]
+async fn tab_cycles_the_panes_and_the_log_replaces_the_monitor() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    h.press("tab");
+    assert_eq!(h.app.focus, PaneId::Search);
+    h.press("tab");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    h.press("tab");
+    h.settle().await;
+    assert_eq!(h.app.focus, PaneId::Log);
+    assert!(
+        h.render(100, 30)
+            .contains("No automated action has run yet.")
+    );
+    h.press("shift-tab");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    h.press("l l");
+    assert_eq!(
+        h.app.focus,
+        PaneId::Timelines,
+        "l moves right, wrapping around"
+    );
+}
+
+#[tokio::test]
+async fn f_freezes_the_monitor_so_ticks_leave_it_alone() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab tab f");
+    assert!(h.app.monitor.frozen);
+    assert!(h.render(100, 30).contains("FROZEN"));
+    let before = h.app.generation(Slot::Monitor);
+    h.send(Msg::Tick);
+    assert_eq!(
+        h.app.generation(Slot::Monitor),
+        before,
+        "no scan while frozen"
+    );
+    h.settle().await;
+    h.press("f");
+    assert!(!h.app.monitor.frozen);
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert!(h.app.generation(Slot::Monitor) > before);
+}
+
+#[tokio::test]
+async fn stale_answers_are_dropped() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    let newest = h.app.generation(Slot::Search);
+    h.send(Msg::Done {
+        slot: Slot::Search,
+        generation: newest - 1,
+        result: Ok(Reply::Search(Vec::new())),
+    });
+    assert_eq!(
+        h.app.search.results.len(),
+        1,
+        "an older answer does not overwrite"
+    );
+}
+
+#[tokio::test]
+async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    assert_eq!(h.app.connection, Connection::Connected);
+    h.send(Msg::Tick);
+    let generation = h.app.generation(Slot::Whoami);
+    h.send(Msg::Done {
+        slot: Slot::Whoami,
+        generation,
+        result: Err(ServiceError::Unavailable("connection refused".into())),
+    });
+    assert!(matches!(h.app.connection, Connection::Disconnected(_)));
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("disconnected (connection refused)"),
+        "{screen}"
+    );
+    assert!(
+        h.app.flash.is_none(),
+        "the header says it; no flash every tick"
+    );
+    h.settle().await; // the real answer of that tick's other calls, then the next tick
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert_eq!(h.app.connection, Connection::Connected);
+}
+
+#[tokio::test]
+async fn q_quits_and_ctrl_c_quits_even_from_a_form() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("n");
+    h.type_text("q");
+    assert!(!h.app.should_quit(), "q is text inside a form");
+    h.press("ctrl-c");
+    assert!(h.app.should_quit());
+    let mut h = harness(&w).await;
+    h.press("q");
+    assert!(h.app.should_quit());
+}
+
+#[tokio::test]
+async fn help_lists_every_binding_from_the_key_map() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("?");
+    let screen = h.render(120, 60);
+    let keymap = KeyMap::default();
+    for b in keymap.bindings() {
+        assert!(
+            screen.contains(b.description),
+            "help misses '{}'",
+            b.description
+        );
+    }
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+}
+
+#[tokio::test]
+async fn a_key_map_file_rebinds_and_the_help_and_footer_follow() {
+    let w = world().await;
+    let keymap = KeyMap::from_json(r#"{"new_timeline": "N", "help": ["?", "f1"]}"#).unwrap();
+    let mut h = Harness::with_keymap(w.service.clone(), w.clock.clone(), keymap);
+    h.settle().await;
+    let screen = h.render(160, 30);
+    assert!(screen.contains("N new"), "{screen}");
+    h.press("n");
+    assert!(h.app.modal.is_none(), "n is no longer bound");
+    h.press("N");
+    assert!(matches!(h.app.modal, Some(Modal::Form(_))));
+    h.press("esc f1");
+    assert!(matches!(h.app.modal, Some(Modal::Help(_))));
+}
+
+#[test]
+fn a_conflicting_key_map_is_refused_naming_both_actions() {
+    let err = KeyMap::from_json(r#"{"freeze": "q"}"#).unwrap_err();
+    assert_eq!(
+        err,
+        KeyMapError::Conflict {
+            key: "q".into(),
+            first: "quit",
+            second: "freeze"
+        }
+    );
+    assert!(err.to_string().contains("'quit' and 'freeze'"));
+    assert!(matches!(
+        KeyMap::from_json(r#"{"warp": "w"}"#),
+        Err(KeyMapError::UnknownAction(..))
+    ));
+    assert!(matches!(
+        KeyMap::from_json(r#"{"quit": "hyper-q"}"#),
+        Err(KeyMapError::BadKey(_))
+    ));
+    // Pane-local keys may repeat across panes that are never live together.
+    assert!(KeyMap::from_json(r#"{"freeze": "d"}"#).is_ok());
+}
+
+#[tokio::test]
+async fn the_filter_narrows_the_timelines() {
+    let w = world().await;
+    for name in ["Alpha", "Beta", "Alphabet"] {
+        w.service
+            .create_timeline(NewTimeline {
+                name: Some(name.into()),
+                ..NewTimeline::default()
+            })
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    h.press("/");
+    h.type_text("alpha");
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(h.app.timelines.len(), 2);
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("Alphabet") && !screen.contains("Beta"),
+        "{screen}"
+    );
+    h.press("esc");
+    assert_eq!(h.app.timelines.len(), 4);
+}
+
+#[tokio::test]
+async fn countdowns_follow_the_clock_and_closed_timelines_say_so() {
+    let w = world().await;
+    w.service
+        .create_timeline(NewTimeline {
+            name: Some("Brief".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    assert!(h.render(100, 30).contains("60m00s") || h.render(100, 30).contains("1h00m"));
+    w.clock.advance(chrono::Duration::minutes(55));
+    let screen = h.render(100, 30);
+    assert!(screen.contains("5m00s"), "{screen}");
+    w.clock.advance(chrono::Duration::minutes(10));
+    let screen = h.render(100, 30);
+    assert!(screen.contains("closed"), "{screen}");
+    let _ = EventId::from_ulid(ulid::Ulid::nil());
+}

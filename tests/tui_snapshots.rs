@@ -1,0 +1,459 @@
+//! Snapshots of every pane, wizard step, modal and empty state, rendered to text at 100x30
+//! without colour (ids redacted: their random part changes from run to run).
+
+use std::sync::Arc;
+
+use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::error::ServiceError;
+use chronoscope::model::{AnomalyId, EventId, Instant, TimelineId, parse_instant};
+use chronoscope::paradox::{Paradox, ParadoxKind};
+use chronoscope::service::{
+    Anomaly, AnomalyKind, LogEntry, MonitorReport, NewEvent, NewTimeline, ParadoxReport,
+    SearchQuery, Severity, TimelineService,
+};
+use chronoscope::store::MemoryStore;
+use chronoscope::tui::action::{Msg, Reply, Slot};
+use chronoscope::tui::testing::Harness;
+
+const W: u16 = 100;
+const H: u16 = 30;
+
+fn t(s: &str) -> Instant {
+    parse_instant("t", s).unwrap()
+}
+
+/// Replaces the characters after an id prefix with `#`, keeping the layout.
+fn redact(screen: &str) -> String {
+    const PREFIXES: [&str; 8] = [
+        "tml_", "evt_", "itm_", "anc_", "jrn_", "anm_", "scr_", "sch_",
+    ];
+    let chars: Vec<char> = screen.chars().collect();
+    let mut out = String::with_capacity(screen.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let rest: String = chars[i..chars.len().min(i + 4)].iter().collect();
+        if PREFIXES.contains(&rest.as_str()) {
+            out.push_str(&rest);
+            i += 4;
+            while i < chars.len() && chars[i].is_ascii_alphanumeric() {
+                out.push('#');
+                i += 1;
+            }
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+struct World {
+    service: Arc<dyn TimelineService>,
+    clock: Arc<ManualClock>,
+}
+
+async fn empty_world() -> World {
+    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    World {
+        service: Arc::new(engine.session("ada".parse().unwrap())),
+        clock,
+    }
+}
+
+/// A small world: events in Paris and London, a few timelines, one about to close.
+async fn world() -> World {
+    let w = empty_world().await;
+    let s = &w.service;
+    let mut previous: Option<EventId> = None;
+    for (description, time, location, fixed) in [
+        (
+            "Storming of the Bastille",
+            "1789-07-14T15:00:00Z",
+            "Paris",
+            false,
+        ),
+        (
+            "Napoleon crowned",
+            "1804-12-02T10:00:00Z",
+            "Paris, Notre-Dame",
+            true,
+        ),
+        (
+            "Great Exhibition opens",
+            "1851-05-01T11:00:00Z",
+            "London",
+            false,
+        ),
+        (
+            "Eiffel Tower opens",
+            "1889-03-31T12:00:00Z",
+            "Paris, Champ de Mars",
+            false,
+        ),
+    ] {
+        let e = s
+            .add_event(
+                &TimelineId::primary(),
+                NewEvent {
+                    description: description.into(),
+                    time: t(time),
+                    location: location.into(),
+                    causes: previous.iter().cloned().collect(),
+                    fixed_point: fixed,
+                },
+            )
+            .await
+            .unwrap();
+        previous = Some(e.event_id);
+    }
+    let tesla = s
+        .create_timeline(NewTimeline {
+            name: Some("Tesla 1889".into()),
+            destination_time: Some(t("1889-03-10T23:50:00Z")),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    s.create_timeline(NewTimeline {
+        name: Some("Tesla stays".into()),
+        base_timeline_id: Some(tesla.id.clone()),
+        variation: Some("Tesla never leaves Paris".into()),
+        destination_time: Some(t("1889-03-10T23:50:00Z")),
+        ..NewTimeline::default()
+    })
+    .await
+    .unwrap();
+    w.clock.advance(chrono::Duration::minutes(20));
+    s.create_timeline(NewTimeline {
+        name: Some("Moon 1969".into()),
+        destination_time: Some(t("1969-07-20T20:17:00Z")),
+        ..NewTimeline::default()
+    })
+    .await
+    .unwrap();
+    // Tesla's two timelines are now 4 minutes from closing; the moon has 44.
+    w.clock.advance(chrono::Duration::minutes(36));
+    w
+}
+
+async fn harness(w: &World) -> Harness {
+    let mut h = Harness::new(w.service.clone(), w.clock.clone());
+    h.settle().await;
+    h
+}
+
+fn screen(h: &mut Harness) -> String {
+    redact(&h.render(W, H))
+}
+
+#[tokio::test]
+async fn start_before_any_answer() {
+    let w = empty_world().await;
+    let mut h = Harness::new(w.service.clone(), w.clock.clone());
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn empty_world_loaded() {
+    let w = empty_world().await;
+    let mut h = harness(&w).await;
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn timelines_pane() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("j");
+    h.settle().await;
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn timelines_filter_with_no_match() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("/");
+    h.type_text("atlantis");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn search_results() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("tab");
+    h.type_text("1700-01-01T00:00:00Z/1900-01-01T00:00:00Z");
+    h.press("enter");
+    h.settle().await;
+    h.press("j");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn search_with_no_results() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("atlantis");
+    h.press("enter");
+    h.settle().await;
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn event_detail() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("enter");
+    h.settle().await;
+    h.press("j enter");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+fn anomaly(cause: &str, kind: AnomalyKind, severity: Severity, description: &str) -> Anomaly {
+    Anomaly {
+        anomaly_id: AnomalyId::derived(cause),
+        description: description.into(),
+        kind,
+        severity,
+        subjects: vec![],
+        detected_at: t("2026-11-22T10:56:00Z"),
+    }
+}
+
+#[tokio::test]
+async fn monitor_highlights_new_and_fades_resolved() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    let loop_ = anomaly(
+        "loop",
+        AnomalyKind::Paradox(ParadoxKind::CausalLoop),
+        Severity::Critical,
+        "Bastille and coronation cause each other",
+    );
+    let orphan = anomaly(
+        "orphan",
+        AnomalyKind::OrphanedEvent,
+        Severity::Warning,
+        "Eiffel Tower opens names a missing cause",
+    );
+    let closing = anomaly(
+        "closing",
+        AnomalyKind::WindowClosing,
+        Severity::Info,
+        "Window closes in 4 minutes",
+    );
+    let report = |anomalies: Vec<Anomaly>| MonitorReport {
+        status: "anomalies_detected".into(),
+        anomalies,
+        timeline_id: TimelineId::primary(),
+        checked_at: t("2026-11-22T10:56:00Z"),
+    };
+    h.app.monitor.watch(Some(TimelineId::primary()));
+    h.app.monitor.apply(report(vec![loop_.clone(), orphan]));
+    h.app.monitor.apply(report(vec![loop_, closing]));
+    h.press("tab tab");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn monitor_frozen_and_stable() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab tab f");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn automation_log() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("L");
+    h.settle().await;
+    let event: EventId = "event-5678abcd".parse().unwrap();
+    h.app.log.set(vec![
+        LogEntry {
+            timestamp: t("2026-11-22T10:30:00Z"),
+            event_id: event.clone(),
+            action_taken: "manipulate: moved to 1889-03-11T00:00:00Z".into(),
+            timeline_id: TimelineId::primary(),
+            outcome: "done".into(),
+            source: "scr_test".into(),
+            new_event_id: None,
+        },
+        LogEntry {
+            timestamp: t("2026-11-22T10:31:00Z"),
+            event_id: event,
+            action_taken: "revert: nothing to revert".into(),
+            timeline_id: TimelineId::primary(),
+            outcome: "failed".into(),
+            source: "sch_test".into(),
+            new_event_id: None,
+        },
+    ]);
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn automation_log_empty() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("L");
+    h.settle().await;
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn help_screen() {
+    let w = empty_world().await;
+    let mut h = harness(&w).await;
+    h.press("?");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn error_flash() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    h.press("r y"); // never manipulated: nothing to revert
+    h.settle().await;
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn disconnected_header() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.send(Msg::Tick);
+    let generation = h.app.generation(Slot::Whoami);
+    h.send(Msg::Done {
+        slot: Slot::Whoami,
+        generation,
+        result: Err(ServiceError::Unavailable("connection refused".into())),
+    });
+    h.settle().await;
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn new_timeline_form() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("n");
+    h.type_text("Tesla 1889");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn delete_confirmation() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("G d");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn command_line() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press(":");
+    h.type_text("search paris");
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+#[tokio::test]
+async fn paradox_check_findings() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    let ids: Vec<EventId> = w
+        .service
+        .search_events(SearchQuery::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| e.event_id)
+        .collect();
+    h.send(Msg::Done {
+        slot: Slot::Mutation,
+        generation: 0,
+        result: Ok(Reply::Checked(ParadoxReport {
+            is_stable: false,
+            timeline_id: TimelineId::primary(),
+            paradoxes: vec![
+                Paradox {
+                    kind: ParadoxKind::CausalOrder,
+                    description: "Napoleon crowned would happen before its cause, the Storming of the Bastille".into(),
+                    events: ids.clone(),
+                    items: vec![],
+                },
+                Paradox {
+                    kind: ParadoxKind::FixedPoint,
+                    description: "Napoleon crowned is a fixed point".into(),
+                    events: vec![],
+                    items: vec![],
+                },
+            ],
+        })),
+    });
+    insta::assert_snapshot!(screen(&mut h));
+}
+
+/// Each step of the wizard, travelling to Tesla 1889 with one item, then back.
+#[tokio::test]
+async fn wizard_steps() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("a");
+    h.type_text("");
+    h.press("tab");
+    h.type_text("home");
+    h.press("enter");
+    h.settle().await;
+    h.press("i");
+    h.type_text("Pocket watch");
+    h.press("enter");
+    h.settle().await;
+    h.press("j t");
+    h.settle().await;
+    insta::assert_snapshot!("wizard_1_destination", screen(&mut h));
+    h.press("enter");
+    insta::assert_snapshot!("wizard_2_items", screen(&mut h));
+    h.press("enter");
+    h.settle().await;
+    insta::assert_snapshot!("wizard_3_check", screen(&mut h));
+    h.press("enter");
+    insta::assert_snapshot!("wizard_4_confirm", screen(&mut h));
+    h.press("enter");
+    h.settle().await;
+    insta::assert_snapshot!("wizard_5_journey", screen(&mut h));
+    h.press("esc b");
+    h.settle().await;
+    insta::assert_snapshot!("wizard_return_destination", screen(&mut h));
+}
+
+#[tokio::test]
+async fn wizard_without_anchors_or_items() {
+    let w = empty_world().await;
+    let mut h = harness(&w).await;
+    h.press("b");
+    h.settle().await;
+    insta::assert_snapshot!(screen(&mut h));
+}
