@@ -185,6 +185,13 @@ pub async fn timelines_list_create_get(face: &Face) {
     assert_invalid(&err, "name");
     let err = face
         .err(
+            "create with a name too long",
+            ada.create_timeline(named(&"x".repeat(1001))),
+        )
+        .await;
+    assert_invalid(&err, "name");
+    let err = face
+        .err(
             "create without name or description",
             ada.create_timeline(NewTimeline::default()),
         )
@@ -503,6 +510,16 @@ pub async fn events_add_and_search(face: &Face) {
     assert_eq!(seen.len(), 5);
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
 
+    let found = face
+        .ok(
+            "search a very long location",
+            ada.search_events(SearchQuery {
+                location: Some("Paris ".repeat(2000)),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert!(found.items.is_empty());
     let found = face
         .ok(
             "search primary by default",
