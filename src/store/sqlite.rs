@@ -72,13 +72,12 @@ impl SqliteStore {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            // NORMAL, not FULL: in WAL mode a commit has reached the WAL file (the OS's cache)
-            // when it returns, so an acknowledged write survives the process being killed
-            // (tests/durability.rs); only an OS crash or power loss can roll back the last
-            // commits, and never corrupts the file. FULL adds an fsync per commit and measured
-            // ~14x slower here (~5,200 vs ~390 single-record appends/s), out of reach of the
-            // persisted-write budget.
-            .synchronous(SqliteSynchronous::Normal)
+            // FULL: a commit is fsynced before it returns, so an acknowledged write survives an
+            // OS crash or power loss too, not only a killed process (NORMAL in WAL mode can roll
+            // back the last commits then). One fsync costs ~2.5 ms here (~390 single-record
+            // appends/s against ~5,200 with NORMAL); the engine's group commit shares it among
+            // every write waiting at that moment.
+            .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
 
