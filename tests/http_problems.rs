@@ -181,3 +181,66 @@ async fn service_errors_map_to_their_catalogue_status_everywhere() {
         .await
         .assert_problem(422, "unknown-reference");
 }
+
+/// The safety check runs the real paradox checker: a move before a cause is refused with
+/// `paradox-detected`, the paradoxes are listed with `view=full`, and nothing is written.
+#[tokio::test]
+async fn safety_check_refuses_a_move_before_a_cause_and_writes_nothing() {
+    let app = App::new().await;
+    let t = token("ada");
+    let cause = app
+        .post(
+            "/v1/timeline/primary/events",
+            &t,
+            json!({"description": "Invention", "time": "1880-01-01T00:00:00Z", "location": "Lab"}),
+        )
+        .await
+        .json();
+    let effect = app
+        .post(
+            "/v1/timeline/primary/events",
+            &t,
+            json!({"description": "Demo", "time": "1890-01-01T00:00:00Z", "location": "NY", "causes": [cause["event_id"]]}),
+        )
+        .await
+        .json();
+    let body = json!({
+        "event_id": effect["event_id"],
+        "safety_check": true,
+        "new_outcome": {"changes": [{"time": "1870-01-01T00:00:00Z"}]}
+    });
+    app.post("/v1/manipulate-event", &t, body.clone())
+        .await
+        .assert_problem(400, "paradox-detected");
+    let full = app
+        .post("/v1/manipulate-event?view=full", &t, body)
+        .await
+        .json();
+    let kinds: Vec<&str> = full["paradoxes"]
+        .as_array()
+        .expect("paradoxes listed with view=full")
+        .iter()
+        .filter_map(|p| p["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["grandfather"], "{full}");
+    let events = app.get("/v1/search-events?view=full", &t).await.json();
+    let times: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["time"].as_str())
+        .collect();
+    assert_eq!(
+        times,
+        ["1880-01-01T00:00:00Z", "1890-01-01T00:00:00Z"],
+        "nothing was written"
+    );
+    let check = app
+        .post(
+            "/v1/paradox-checks",
+            &t,
+            json!({"timeline_id": "primary", "proposed_changes": [{"event": cause["event_id"], "time": "1895-01-01T00:00:00Z"}]}),
+        )
+        .await;
+    assert_eq!(check.json(), json!({"is_stable": false}));
+}
