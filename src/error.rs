@@ -142,12 +142,15 @@ pub enum ServiceError {
     },
     /// Refused because of the current state.
     #[error("{0}")]
+    #[serde(with = "message")]
     Conflict(String),
     /// Authentication failed.
     #[error("{0}")]
+    #[serde(with = "message")]
     Unauthorized(String),
     /// Authenticated but not allowed.
     #[error("{0}")]
+    #[serde(with = "message")]
     Forbidden(String),
     /// Too many requests.
     #[error("too many requests; retry in {retry_after_secs} s")]
@@ -157,10 +160,31 @@ pub enum ServiceError {
     },
     /// The storage or a remote server cannot be reached, or took too long.
     #[error("{0}")]
+    #[serde(with = "message")]
     Unavailable(String),
     /// A bug or an unexpected failure; the message is for logs.
     #[error("{0}")]
+    #[serde(with = "message")]
     Internal(String),
+}
+
+/// Internally tagged enums cannot carry a bare string, so the message-only variants are
+/// written `{"kind": "conflict", "message": "..."}` (and read back the same way).
+mod message {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Message<T> {
+        message: T,
+    }
+
+    pub fn serialize<S: Serializer>(message: &str, s: S) -> Result<S::Ok, S::Error> {
+        Message { message }.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Message::<String>::deserialize(d).map(|m| m.message)
+    }
 }
 
 fn summarize(paradoxes: &[Paradox]) -> String {
@@ -227,6 +251,30 @@ mod tests {
             assert_eq!(problem_type(p.slug), Some(p));
             assert_eq!(PROBLEM_TYPES.iter().filter(|q| q.slug == p.slug).count(), 1);
         }
+    }
+
+    #[test]
+    fn every_error_survives_a_json_round_trip() {
+        for e in [
+            ServiceError::invalid("f", "bad"),
+            ServiceError::Conflict("busy".into()),
+            ServiceError::Unauthorized("no".into()),
+            ServiceError::Forbidden("no".into()),
+            ServiceError::Unavailable("down".into()),
+            ServiceError::Internal("bug".into()),
+            ServiceError::RateLimited {
+                retry_after_secs: 3,
+            },
+        ] {
+            let json = serde_json::to_value(&e).unwrap();
+            assert!(json["kind"].is_string(), "{json}");
+            assert_eq!(serde_json::from_value::<ServiceError>(json).unwrap(), e);
+        }
+        let json = serde_json::to_value(ServiceError::Conflict("busy".into())).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "conflict", "message": "busy"})
+        );
     }
 
     #[test]

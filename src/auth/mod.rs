@@ -1,1 +1,419 @@
 //! Bearer JWT: signing, verification, scopes, the server's secret.
+//!
+//! Tokens are HS256 JWTs with the claims `sub` (the traveller), `exp`, `iat` and `scope` (a
+//! space-separated subset of `read write admin`). The secret comes from a flag, the
+//! `CHRONOSCOPE_JWT_SECRET` environment variable, or a generated file in the data directory,
+//! so `chronoscope token` and `chronoscope serve` on one data directory agree.
+
+mod extract;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::model::Traveller;
+
+pub use extract::{AuthRejection, Authenticated};
+
+/// Environment variable holding the signing secret.
+pub const SECRET_ENV: &str = "CHRONOSCOPE_JWT_SECRET";
+/// Name of the generated secret file in the data directory.
+pub const SECRET_FILE: &str = "jwt-secret";
+/// Clock skew tolerated on `exp` and `iat`, in seconds.
+pub const LEEWAY_SECS: u64 = 5;
+/// Shortest secret accepted from a flag or the environment.
+const MIN_SECRET_LEN: usize = 16;
+
+/// What a token allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// GET operations.
+    Read,
+    /// POST and DELETE operations.
+    Write,
+    /// Everything (implies read and write).
+    Admin,
+}
+
+impl Scope {
+    /// The word used in the `scope` claim.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Parses one scope word.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "read" => Some(Scope::Read),
+            "write" => Some(Scope::Write),
+            "admin" => Some(Scope::Admin),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The scopes a token grants (unknown words are ignored).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scopes(Vec<Scope>);
+
+impl Scopes {
+    /// Parses a space-separated `scope` claim.
+    pub fn parse(claim: &str) -> Self {
+        let mut scopes: Vec<Scope> = claim.split_whitespace().filter_map(Scope::parse).collect();
+        scopes.sort();
+        scopes.dedup();
+        Self(scopes)
+    }
+
+    /// Whether these scopes allow an operation needing `needed` (admin allows everything).
+    pub fn allows(&self, needed: Scope) -> bool {
+        self.0.contains(&needed) || self.0.contains(&Scope::Admin)
+    }
+
+    /// The scopes granted.
+    pub fn iter(&self) -> impl Iterator<Item = Scope> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The `scope` claim for these scopes.
+    pub fn to_claim(&self) -> String {
+        self.0
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl FromIterator<Scope> for Scopes {
+    fn from_iter<I: IntoIterator<Item = Scope>>(iter: I) -> Self {
+        let mut scopes: Vec<Scope> = iter.into_iter().collect();
+        scopes.sort();
+        scopes.dedup();
+        Self(scopes)
+    }
+}
+
+/// The claims of a chronoscope token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// The traveller.
+    pub sub: String,
+    /// Expiry, seconds since the epoch.
+    pub exp: u64,
+    /// Issue time, seconds since the epoch.
+    pub iat: u64,
+    /// Space-separated scopes; absent means none.
+    #[serde(default)]
+    pub scope: String,
+}
+
+/// What can go wrong with secrets and tokens.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The secret file or directory could not be read or written.
+    #[error("cannot use the token secret at {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The secret file exists but others may read it.
+    #[error(
+        "refusing to use the token secret {path}: it is readable by group or others (mode {mode:o}); \
+         run `chmod 600 {path}` or delete it to have a new one generated"
+    )]
+    InsecureFile {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The secret given is unusable.
+    #[error("the token secret {0}")]
+    BadSecret(String),
+    /// The token is missing, malformed, expired, tampered with or not HS256.
+    #[error("invalid token: {0}")]
+    InvalidToken(String),
+    /// A token could not be signed.
+    #[error("cannot sign a token: {0}")]
+    Signing(String),
+}
+
+/// The HMAC secret tokens are signed with. Never printed.
+#[derive(Clone)]
+pub struct Secret(Vec<u8>);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl Secret {
+    /// A secret from explicit bytes (flag, environment, tests).
+    pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Result<Self, AuthError> {
+        let bytes = bytes.into();
+        if bytes.len() < MIN_SECRET_LEN {
+            return Err(AuthError::BadSecret(format!(
+                "must be at least {MIN_SECRET_LEN} bytes long"
+            )));
+        }
+        Ok(Self(bytes))
+    }
+
+    /// Loads the secret: `explicit` (a flag) first, then [`SECRET_ENV`], then the file
+    /// [`SECRET_FILE`] in `data_dir`, generated when missing.
+    pub fn load(explicit: Option<&str>, data_dir: &Path) -> Result<Self, AuthError> {
+        let env = std::env::var(SECRET_ENV).ok();
+        Self::resolve(explicit, env.as_deref(), data_dir)
+    }
+
+    /// [`Secret::load`] with the environment value passed in (testable without touching the
+    /// process environment).
+    pub fn resolve(
+        explicit: Option<&str>,
+        env: Option<&str>,
+        data_dir: &Path,
+    ) -> Result<Self, AuthError> {
+        match explicit.or(env).map(str::trim).filter(|s| !s.is_empty()) {
+            Some(value) => Self::from_bytes(value.as_bytes()),
+            None => Self::from_file(&data_dir.join(SECRET_FILE)),
+        }
+    }
+
+    /// Reads the secret file, creating it with 32 random bytes (hex) and mode 0600 when missing.
+    pub fn from_file(path: &Path) -> Result<Self, AuthError> {
+        let io = |source| AuthError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                check_private(path)?;
+                Self::from_bytes(text.trim().as_bytes()).map_err(|_| {
+                    AuthError::BadSecret(format!(
+                        "file {} is too short; delete it to have a new one generated",
+                        path.display()
+                    ))
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(io)?;
+                }
+                let hex = random_hex(32);
+                write_private(path, &hex).map_err(io)?;
+                // Another process may have won the race to create it: use what is on disk.
+                let text = std::fs::read_to_string(path).map_err(io)?;
+                Self::from_bytes(text.trim().as_bytes())
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+fn random_hex(n: usize) -> String {
+    use rand::RngCore;
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(mut f) => f.write_all(text.as_bytes()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(mut f) => f.write_all(text.as_bytes()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), AuthError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|source| AuthError::Io {
+            path: path.to_owned(),
+            source,
+        })?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(AuthError::InsecureFile {
+            path: path.to_owned(),
+            mode: mode & 0o777,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_path: &Path) -> Result<(), AuthError> {
+    Ok(())
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Signs `claims` with HS256.
+pub fn sign(secret: &Secret, claims: &Claims) -> Result<String, AuthError> {
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret.bytes()),
+    )
+    .map_err(|e| AuthError::Signing(e.to_string()))
+}
+
+/// Verifies an HS256 token: signature, algorithm, expiry (a few seconds of leeway), issue time
+/// not in the future, and a usable `sub`.
+pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = LEEWAY_SECS;
+    validation.validate_exp = true;
+    validation.set_required_spec_claims(&["exp", "sub", "iat"]);
+    let data = jsonwebtoken::decode::<Claims>(
+        token,
+        &DecodingKey::from_secret(secret.bytes()),
+        &validation,
+    )
+    .map_err(|e| AuthError::InvalidToken(e.to_string()))?;
+    let claims = data.claims;
+    if claims.iat > now_secs() + LEEWAY_SECS {
+        return Err(AuthError::InvalidToken("issued in the future".into()));
+    }
+    claims
+        .sub
+        .parse::<Traveller>()
+        .map_err(|e| AuthError::InvalidToken(format!("sub: {e}")))?;
+    Ok(claims)
+}
+
+/// A fresh token for `subject` with `scopes`, valid for `ttl` (the `chronoscope token` command).
+pub fn issue_token(
+    secret: &Secret,
+    subject: &str,
+    scopes: &Scopes,
+    ttl: Duration,
+) -> Result<String, AuthError> {
+    let subject: Traveller = subject
+        .parse()
+        .map_err(|e| AuthError::Signing(format!("subject: {e}")))?;
+    let iat = now_secs();
+    sign(
+        secret,
+        &Claims {
+            sub: subject.to_string(),
+            iat,
+            exp: iat.saturating_add(ttl.as_secs()),
+            scope: scopes.to_claim(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret() -> Secret {
+        Secret::from_bytes("0123456789abcdef0123456789abcdef").unwrap()
+    }
+
+    #[test]
+    fn issued_tokens_verify_and_carry_their_scopes() {
+        let scopes: Scopes = [Scope::Read, Scope::Write].into_iter().collect();
+        let token = issue_token(&secret(), "ada", &scopes, Duration::from_secs(60)).unwrap();
+        let claims = verify(&secret(), &token).unwrap();
+        assert_eq!(claims.sub, "ada");
+        assert_eq!(Scopes::parse(&claims.scope), scopes);
+        let other = Secret::from_bytes("another secret, long enough").unwrap();
+        assert!(verify(&other, &token).is_err());
+    }
+
+    #[test]
+    fn admin_implies_everything_and_unknown_words_grant_nothing() {
+        assert!(Scopes::parse("admin").allows(Scope::Write));
+        assert!(Scopes::parse("admin").allows(Scope::Read));
+        assert!(!Scopes::parse("read").allows(Scope::Write));
+        assert!(!Scopes::parse("root sudo").allows(Scope::Read));
+    }
+
+    #[test]
+    fn the_secret_file_is_generated_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Secret::resolve(None, None, dir.path()).unwrap();
+        let b = Secret::resolve(None, None, dir.path()).unwrap();
+        assert_eq!(a.bytes(), b.bytes());
+        assert_eq!(a.bytes().len(), 64);
+        let explicit = Secret::resolve(
+            Some("flag value, sixteen+"),
+            Some("env value, sixteen+"),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(explicit.bytes(), b"flag value, sixteen+");
+        let env = Secret::resolve(None, Some("env value, sixteen+"), dir.path()).unwrap();
+        assert_eq!(env.bytes(), b"env value, sixteen+");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let path = dir.path().join(SECRET_FILE);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let err = Secret::resolve(None, None, dir.path()).unwrap_err();
+            assert!(err.to_string().contains("chmod 600"), "{err}");
+        }
+    }
+
+    #[test]
+    fn short_secrets_are_refused() {
+        assert!(Secret::from_bytes("short").is_err());
+    }
+}

@@ -4,7 +4,8 @@ use std::io::Write;
 
 use super::output::{Output, human};
 use super::{
-    AnchorCommand, CheckArgs, Command, EventCommand, ItemCommand, PageArgs, TimelineCommand,
+    ActionArgs, AnchorCommand, CheckArgs, Command, EventCommand, ItemCommand, PageArgs,
+    ScheduleCommand, ScriptCommand, TimelineCommand,
 };
 use crate::error::ServiceError;
 use crate::model::{EventId, ItemId, TimelineId, parse_instant};
@@ -172,17 +173,35 @@ pub async fn execute(
             }
         },
         Command::Travel(args) => {
-            let items = args
-                .items
-                .iter()
-                .map(|i| i.parse::<ItemId>())
-                .collect::<Result<Vec<_>, _>>()?;
-            let journey = service
-                .travel(TravelRequest {
-                    destination: args.destination,
-                    items_transported: items,
-                })
-                .await?;
+            let journey = match (args.destination, args.to_time) {
+                (_, Some(destination_time)) => {
+                    service
+                        .travel_to_time(TimeTravelRequest {
+                            destination_time,
+                            location: args.location,
+                        })
+                        .await?
+                }
+                (Some(destination), None) => {
+                    let items = args
+                        .items
+                        .iter()
+                        .map(|i| i.parse::<ItemId>())
+                        .collect::<Result<Vec<_>, _>>()?;
+                    service
+                        .travel(TravelRequest {
+                            destination,
+                            items_transported: items,
+                        })
+                        .await?
+                }
+                (None, None) => {
+                    return Err(ServiceError::invalid(
+                        "destination",
+                        "name a timeline or anchor, or give --to-time",
+                    ));
+                }
+            };
             out.print(&journey, human::journey)
         }
         Command::Journeys(p) => out.print(&service.list_journeys(page(&p)).await?, human::journeys),
@@ -202,7 +221,145 @@ pub async fn execute(
                 .await?;
             out.print(&report, human::monitor)
         }
+        Command::Stability {
+            timeline: tl,
+            after,
+        } => {
+            let report = service
+                .check_stability(StabilityQuery {
+                    timeline_id: timeline(&tl)?,
+                    after_event_id: after.map(|a| a.parse()).transpose()?,
+                })
+                .await?;
+            out.print(&report, human::paradox_report)
+        }
+        Command::Holds {
+            event,
+            timeline: tl,
+        } => {
+            let check = service
+                .check_timeline(SignificantEventQuery {
+                    timeline_id: timeline(&tl)?,
+                    significant_event: event,
+                })
+                .await?;
+            out.print(&check, human::holds)
+        }
+        Command::Scripts(cmd) => match cmd {
+            ScriptCommand::Create {
+                name,
+                trigger,
+                timeline: tl,
+                check_date,
+                status_check,
+                actions,
+            } => {
+                let script = service
+                    .create_script(NewScript {
+                        script_name: name,
+                        trigger_event_id: trigger.parse()?,
+                        conditions: ScriptConditions {
+                            check_date,
+                            status_check,
+                        },
+                        actions: parse_actions(&actions)?,
+                        timeline_id: Some(timeline(&tl)?),
+                    })
+                    .await?;
+                out.print(&script, human::script)
+            }
+            ScriptCommand::List(p) => {
+                out.print(&service.list_scripts(page(&p)).await?, human::scripts)
+            }
+            ScriptCommand::Delete { id } => {
+                service.delete_script(&id.parse()?).await?;
+                out.print(&serde_json::json!({ "deleted": id }), |_| {
+                    format!("deleted script {id}\n")
+                })
+            }
+        },
+        Command::Schedules(cmd) => match cmd {
+            ScheduleCommand::Create {
+                event,
+                at,
+                new_time,
+                new_details,
+                timeline: tl,
+            } => {
+                let job = service
+                    .schedule_manipulation(NewSchedule {
+                        event_id: event.parse()?,
+                        scheduled_time: at,
+                        manipulation_details: ManipulationDetails {
+                            new_time,
+                            new_details,
+                        },
+                        timeline_id: Some(timeline(&tl)?),
+                    })
+                    .await?;
+                out.print(&job, human::schedule)
+            }
+            ScheduleCommand::List(p) => {
+                out.print(&service.list_schedules(page(&p)).await?, human::schedules)
+            }
+            ScheduleCommand::Cancel { id } => {
+                service.delete_schedule(&id.parse()?).await?;
+                out.print(&serde_json::json!({ "cancelled": id }), |_| {
+                    format!("cancelled schedule {id}\n")
+                })
+            }
+        },
+        Command::Trigger(args) => {
+            let job = service
+                .trigger_external_manipulation(ExternalTrigger {
+                    external_system: args.system,
+                    trigger_conditions: TriggerConditions {
+                        build_status: args.build_status,
+                        timestamp: args.at,
+                    },
+                    actions: parse_actions(&args.actions)?,
+                    timeline_id: Some(timeline(&args.timeline)?),
+                })
+                .await?;
+            out.print(&job, human::schedule)
+        }
+        Command::Log {
+            timeline: tl,
+            range,
+            page: p,
+        } => {
+            let log = service
+                .automation_log(LogQuery {
+                    timeline_id: tl.as_deref().map(timeline).transpose()?,
+                    date_range: range,
+                    page: page(&p),
+                })
+                .await?;
+            out.print(&log, human::log)
+        }
     }
+}
+
+/// `--action KIND:EVENT` flags as actions, sharing `--new-time` and `--new-details`.
+fn parse_actions(args: &ActionArgs) -> Result<Vec<Action>, ServiceError> {
+    args.actions
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            let (kind, event) = raw.split_once(':').ok_or_else(|| {
+                ServiceError::invalid(
+                    format!("action {}", i + 1),
+                    format!("'{raw}' is not KIND:EVENT, e.g. manipulate:event-6789efgh"),
+                )
+            })?;
+            Ok(Action {
+                action_type: kind.trim().to_owned(),
+                event_id: event.trim().parse()?,
+                new_time: args.new_time,
+                new_details: args.new_details.clone(),
+            })
+        })
+        .collect()
 }
 
 /// `--event "desc@TIME"` and `--item ID` flags as proposed changes.

@@ -156,6 +156,139 @@ pub enum Command {
     Check(CheckArgs),
     /// Scan a timeline for anomalies
     Monitor(MonitorArgs),
+    /// Check a timeline as it stands for paradoxes, optionally only after an event
+    Stability {
+        /// Timeline id
+        #[arg(default_value = "primary")]
+        timeline: String,
+        /// Only report paradoxes at or after this event's time
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// Say whether a significant event (an id or a description) still holds in a timeline
+    Holds {
+        /// The event id or its description
+        event: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+    },
+    /// Store, list and delete automation scripts
+    #[command(subcommand)]
+    Scripts(ScriptCommand),
+    /// Schedule, list and cancel manipulations
+    #[command(subcommand)]
+    Schedules(ScheduleCommand),
+    /// Record an outside system's trigger; its actions run at --at (now if past)
+    Trigger(TriggerArgs),
+    /// Show the automation log
+    Log {
+        /// Only this timeline
+        #[arg(long)]
+        timeline: Option<String>,
+        /// Only entries in this ISO 8601 interval
+        #[arg(long, value_parser = parse_range)]
+        range: Option<TimeRange>,
+        /// Paging
+        #[command(flatten)]
+        page: PageArgs,
+    },
+}
+
+/// Actions of scripts and triggers.
+#[derive(Debug, Args, Clone)]
+pub struct ActionArgs {
+    /// An action as KIND:EVENT, KIND being manipulate or revert (repeat for several), e.g. manipulate:event-6789efgh
+    #[arg(long = "action", required = true, value_name = "KIND:EVENT")]
+    pub actions: Vec<String>,
+    /// New time for manipulate actions (RFC 3339)
+    #[arg(long, value_parser = parse_time)]
+    pub new_time: Option<Instant>,
+    /// New description for manipulate actions
+    #[arg(long)]
+    pub new_details: Option<String>,
+}
+
+/// `scripts …`.
+#[derive(Debug, Subcommand)]
+pub enum ScriptCommand {
+    /// Store a script: when its trigger event is manipulated or reverted (or its check date
+    /// passes while the trigger has the awaited status), its actions run once
+    Create {
+        /// A name for people
+        name: String,
+        /// The event whose changes fire it
+        #[arg(long)]
+        trigger: String,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+        /// Also fire when this time passes… (RFC 3339)
+        #[arg(long, value_parser = parse_time)]
+        check_date: Option<Instant>,
+        /// …while the trigger event has this status (on_schedule, manipulated, superseded, reverted)
+        #[arg(long)]
+        status_check: Option<String>,
+        /// What it does
+        #[command(flatten)]
+        actions: ActionArgs,
+    },
+    /// List your scripts
+    List(PageArgs),
+    /// Delete one of your scripts
+    Delete {
+        /// Script id
+        id: String,
+    },
+}
+
+/// `schedules …`.
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Schedule a manipulation of an event at a wall-clock time
+    Create {
+        /// The event (its lineage's current head is changed)
+        event: String,
+        /// When to run (RFC 3339)
+        #[arg(long, value_parser = parse_time)]
+        at: Instant,
+        /// New time of the event
+        #[arg(long, value_parser = parse_time)]
+        new_time: Option<Instant>,
+        /// New description of the event
+        #[arg(long)]
+        new_details: Option<String>,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+    },
+    /// List your scheduled and triggered jobs
+    List(PageArgs),
+    /// Cancel a job that has not run yet
+    Cancel {
+        /// Schedule id
+        id: String,
+    },
+}
+
+/// `trigger`.
+#[derive(Debug, Args)]
+pub struct TriggerArgs {
+    /// The outside system calling, e.g. "CI pipeline"
+    #[arg(long)]
+    pub system: String,
+    /// Its build status, recorded
+    #[arg(long)]
+    pub build_status: Option<String>,
+    /// When to run the actions (RFC 3339; now if past or absent)
+    #[arg(long, value_parser = parse_time)]
+    pub at: Option<Instant>,
+    /// Timeline id
+    #[arg(long, default_value = "primary")]
+    pub timeline: String,
+    /// What to do
+    #[command(flatten)]
+    pub actions: ActionArgs,
 }
 
 /// `serve`.
@@ -357,8 +490,15 @@ pub enum AnchorCommand {
 /// `travel`.
 #[derive(Debug, Args)]
 pub struct TravelArgs {
-    /// A timeline id, or one of your anchor ids to return
-    pub destination: String,
+    /// A timeline id, or one of your anchor ids to return (or use --to-time)
+    #[arg(required_unless_present = "to_time")]
+    pub destination: Option<String>,
+    /// Travel to this time in the primary timeline instead, carrying what you carry
+    #[arg(long, value_parser = parse_time, conflicts_with = "destination")]
+    pub to_time: Option<Instant>,
+    /// With --to-time: the place you arrive at
+    #[arg(long, requires = "to_time")]
+    pub location: Option<String>,
     /// An item to carry (repeat for several); items not listed stay behind
     #[arg(long = "item")]
     pub items: Vec<String>,

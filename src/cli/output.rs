@@ -46,8 +46,8 @@ pub mod human {
 
     use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
     use crate::service::{
-        EventRecord, ManipulationResult, MonitorReport, Page, ParadoxReport, RevertResult,
-        TimelineInfo, TravellerStatus,
+        EventRecord, LogEntry, ManipulationResult, MonitorReport, Page, ParadoxReport,
+        RevertResult, Schedule, Script, TimelineCheck, TimelineInfo, TravellerStatus,
     };
 
     /// Formats rows as left-aligned columns under a header.
@@ -350,6 +350,100 @@ pub mod human {
             let _ = writeln!(s, "  {}: {}", p.kind.as_str(), p.description);
         }
         s
+    }
+
+    /// Whether a significant event holds.
+    pub fn holds(c: &TimelineCheck) -> String {
+        let mut s = format!(
+            "{}: '{}' in {}\n",
+            c.status, c.significant_event, c.timeline_id
+        );
+        if let Some(e) = &c.event {
+            s.push_str(&event(e));
+        }
+        s
+    }
+
+    /// One script.
+    pub fn script(s: &Script) -> String {
+        format!(
+            "{}  {} ({})\n  fires when {} changes in {}; {} action(s)\n",
+            s.script_id,
+            s.script_name,
+            s.status,
+            s.trigger_event_id,
+            s.timeline_id,
+            s.actions.len()
+        )
+    }
+
+    /// A page of scripts.
+    pub fn scripts(page: &Page<Script>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|s| {
+                vec![
+                    s.script_id.to_string(),
+                    s.status.clone(),
+                    s.trigger_event_id.to_string(),
+                    s.script_name.clone(),
+                ]
+            })
+            .collect();
+        more(page, table(&["SCRIPT", "STATUS", "TRIGGER", "NAME"], rows))
+    }
+
+    /// One scheduled or triggered job.
+    pub fn schedule(j: &Schedule) -> String {
+        format!(
+            "{}  {} for {} in {}{}\n",
+            j.schedule_id,
+            j.status,
+            format_instant(&j.scheduled_time),
+            j.timeline_id,
+            j.external_system
+                .as_ref()
+                .map(|s| format!(" (from {s})"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// A page of jobs.
+    pub fn schedules(page: &Page<Schedule>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|j| {
+                vec![
+                    j.schedule_id.to_string(),
+                    j.status.clone(),
+                    format_instant(&j.scheduled_time),
+                    j.timeline_id.to_string(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(&["SCHEDULE", "STATUS", "RUNS AT", "TIMELINE"], rows),
+        )
+    }
+
+    /// The automation log.
+    pub fn log(page: &Page<LogEntry>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|e| {
+                vec![
+                    format_instant(&e.timestamp),
+                    e.outcome.clone(),
+                    e.event_id.to_string(),
+                    e.action_taken.clone(),
+                ]
+            })
+            .collect();
+        more(page, table(&["TIME", "OUTCOME", "EVENT", "ACTION"], rows))
     }
 
     /// A monitor scan.

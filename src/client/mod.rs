@@ -1,1 +1,943 @@
 //! `RemoteClient`: [`crate::service::TimelineService`] over HTTP (reqwest).
+//!
+//! Speaks the wire contract of the server (`HTTP.md`): every call asks for `view=full`, so the
+//! body is the serde JSON of the trait's return type and a problem carries the server's
+//! [`ServiceError`] itself, which is decoded back into the identical value. A caller cannot
+//! tell this face from the embedded engine except by its latency.
+
+mod problem;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LINK, LOCATION, RETRY_AFTER,
+};
+use reqwest::{Method, StatusCode, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::ServiceError;
+use crate::model::{AnchorId, ItemId, ScheduleId, ScriptId, TimelineId};
+use crate::service::*;
+
+/// Default time allowed to open a connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time allowed for a whole request, answer included.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a safe request is tried again after a connection error or a 503.
+const RETRIES: u32 = 2;
+/// Wait before the first retry; doubled for the next.
+const DEFAULT_BACKOFF: Duration = Duration::from_millis(150);
+
+/// The service on a chronoscope server, acting as the traveller its token names.
+#[derive(Clone)]
+pub struct RemoteClient {
+    http: reqwest::Client,
+    /// The server root, path without a trailing slash.
+    base: Url,
+    /// The server root as shown to people.
+    shown: String,
+    auth: HeaderValue,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    backoff: Duration,
+}
+
+impl std::fmt::Debug for RemoteClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a credential: never printed.
+        f.debug_struct("RemoteClient")
+            .field("base_url", &self.shown)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Settings of a [`RemoteClient`] before it is built.
+#[derive(Clone)]
+pub struct RemoteClientBuilder {
+    base_url: String,
+    token: String,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    backoff: Duration,
+}
+
+impl std::fmt::Debug for RemoteClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteClientBuilder")
+            .field("base_url", &self.base_url)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteClientBuilder {
+    /// Time allowed to open a connection (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Time allowed for a whole request, answer included (default 30 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Wait before retrying a safe request (default 150 ms, doubled for the second retry).
+    pub fn retry_backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Checks the URL and the token and builds the client. Nothing is sent yet.
+    pub fn build(self) -> Result<RemoteClient, ServiceError> {
+        let base = parse_base(&self.base_url)?;
+        let token = self.token.trim();
+        if token.is_empty() {
+            return Err(ServiceError::invalid(
+                "token",
+                "a bearer token is needed; `chronoscope token --subject NAME` prints one",
+            ));
+        }
+        let mut auth = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            ServiceError::invalid(
+                "token",
+                "a token is printable ASCII without line breaks; was it pasted whole?",
+            )
+        })?;
+        auth.set_sensitive(true);
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .timeout(self.request_timeout)
+            .user_agent(concat!("chronoscope/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ServiceError::Internal(format!("cannot set up the HTTP client: {e}")))?;
+        let shown = base.as_str().trim_end_matches('/').to_owned();
+        Ok(RemoteClient {
+            http,
+            base,
+            shown,
+            auth,
+            connect_timeout: self.connect_timeout,
+            request_timeout: self.request_timeout,
+            backoff: self.backoff,
+        })
+    }
+}
+
+/// The server root: http(s) with a host, no query or fragment, trailing slash optional.
+fn parse_base(raw: &str) -> Result<Url, ServiceError> {
+    let raw = raw.trim();
+    let bad = |why: String| ServiceError::invalid("base_url", why);
+    if !raw.contains("://") {
+        return Err(bad(format!(
+            "'{raw}' has no scheme; give the server root with http://, like http://{}",
+            if raw.is_empty() {
+                "127.0.0.1:8080"
+            } else {
+                raw
+            }
+        )));
+    }
+    let mut url = Url::parse(raw).map_err(|e| {
+        bad(format!(
+            "'{raw}' is not a URL ({e}); give the server root, like http://127.0.0.1:8080"
+        ))
+    })?;
+    match url.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(bad(format!(
+                "'{raw}': this build speaks plain http only (no TLS support compiled in); \
+                 use http://, or reach the server through a local TLS-terminating proxy"
+            )));
+        }
+        other => {
+            return Err(bad(format!(
+                "'{raw}' uses the scheme '{other}'; give an http:// server root, like http://127.0.0.1:8080"
+            )));
+        }
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad(format!("'{raw}' names no host")));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad(format!(
+            "'{raw}' has a query or fragment; give the server root only"
+        )));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(format!(
+            "'{raw}' carries credentials; pass the bearer token separately"
+        )));
+    }
+    // The root may sit under a path (a reverse proxy); routes are appended to it.
+    let path = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// When a request may be sent again after a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Retry {
+    /// Idempotent reads: after connection errors and 503.
+    Safe,
+    /// Writes: never (the first attempt may have been applied).
+    Never,
+    /// Deletes: only when the connection was refused, so nothing was sent.
+    Unsent,
+}
+
+/// One call: method, path segments under the root, query, JSON body.
+struct Call<'a> {
+    method: Method,
+    segments: &'a [&'a str],
+    query: Vec<(&'static str, String)>,
+    body: Option<Vec<u8>>,
+}
+
+impl<'a> Call<'a> {
+    fn get(segments: &'a [&'a str]) -> Self {
+        Self {
+            method: Method::GET,
+            segments,
+            query: Vec::new(),
+            body: None,
+        }
+    }
+
+    fn delete(segments: &'a [&'a str]) -> Self {
+        Self {
+            method: Method::DELETE,
+            segments,
+            query: Vec::new(),
+            body: None,
+        }
+    }
+
+    fn post(segments: &'a [&'a str], body: &impl Serialize) -> Result<Self, ServiceError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| ServiceError::Internal(format!("cannot encode the request: {e}")))?;
+        Ok(Self {
+            method: Method::POST,
+            segments,
+            query: Vec::new(),
+            body: Some(body),
+        })
+    }
+
+    fn param(mut self, name: &'static str, value: Option<impl ToString>) -> Self {
+        if let Some(v) = value {
+            self.query.push((name, v.to_string()));
+        }
+        self
+    }
+
+    fn page(self, page: &PageRequest) -> Self {
+        self.param("limit", page.limit)
+            .param("cursor", page.cursor.as_ref())
+    }
+
+    fn retry(&self) -> Retry {
+        match self.method {
+            Method::GET => Retry::Safe,
+            Method::DELETE => Retry::Unsent,
+            _ => Retry::Never,
+        }
+    }
+
+    /// `GET /v1/timelines`, for messages.
+    fn route(&self) -> String {
+        format!("{} /{}", self.method, self.segments.join("/"))
+    }
+}
+
+/// A successful answer: its headers and body.
+struct Answer {
+    headers: HeaderMap,
+    body: Vec<u8>,
+    route: String,
+}
+
+impl Answer {
+    fn json<T: DeserializeOwned>(&self) -> Result<T, ServiceError> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            ServiceError::Internal(format!(
+                "{} answered with a body this client cannot read ({e}); is the server the same version?",
+                self.route
+            ))
+        })
+    }
+
+    /// A bare-array list page, its next cursor in the `Link` header.
+    fn list<T: DeserializeOwned>(&self) -> Result<Page<T>, ServiceError> {
+        Ok(Page {
+            items: self.json()?,
+            next_cursor: self.link_cursor(),
+        })
+    }
+
+    fn link_cursor(&self) -> Option<String> {
+        problem::next_cursor(
+            self.headers
+                .get_all(LINK)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        )
+    }
+}
+
+/// `{"events": [...], "next_cursor": ...}` (search-events, full view).
+#[derive(serde::Deserialize)]
+struct EventsBody {
+    events: Vec<EventRecord>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// `{"status": "ok", "log_entries": [...], "next_cursor": ...}` (automation-log, full view).
+#[derive(serde::Deserialize)]
+struct LogBody {
+    log_entries: Vec<LogEntry>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+impl RemoteClient {
+    /// A client of the server at `base_url` (its root, like `http://127.0.0.1:8080`; `/v1` is
+    /// added here) acting with `token`, with the default timeouts.
+    pub fn new(base_url: &str, token: impl Into<String>) -> Result<Self, ServiceError> {
+        Self::builder(base_url, token).build()
+    }
+
+    /// Settings for a client of `base_url` with `token`, to adjust before building.
+    pub fn builder(base_url: &str, token: impl Into<String>) -> RemoteClientBuilder {
+        RemoteClientBuilder {
+            base_url: base_url.to_owned(),
+            token: token.into(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            backoff: DEFAULT_BACKOFF,
+        }
+    }
+
+    /// The server root, as shown in the dashboard's header.
+    pub fn base_url(&self) -> &str {
+        &self.shown
+    }
+
+    fn url(&self, call: &Call<'_>) -> Result<Url, ServiceError> {
+        let mut url = self.base.clone();
+        {
+            let mut path = url.path_segments_mut().map_err(|()| {
+                ServiceError::Internal(format!("{} cannot take a path", self.shown))
+            })?;
+            path.pop_if_empty();
+            path.extend(call.segments);
+        }
+        {
+            let mut query = url.query_pairs_mut();
+            for (name, value) in &call.query {
+                query.append_pair(name, value);
+            }
+            query.append_pair("view", "full");
+        }
+        Ok(url)
+    }
+
+    /// Sends `call`, retrying where that is safe, and returns a 2xx answer or the decoded error.
+    async fn send(&self, call: Call<'_>) -> Result<Answer, ServiceError> {
+        let url = self.url(&call)?;
+        let route = call.route();
+        let retry = call.retry();
+        let mut attempt = 0;
+        let response = loop {
+            let mut request = self
+                .http
+                .request(call.method.clone(), url.clone())
+                .header(AUTHORIZATION, self.auth.clone())
+                .header(ACCEPT, "application/json, application/problem+json");
+            if let Some(body) = &call.body {
+                request = request
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            let again = attempt < RETRIES;
+            match request.send().await {
+                Ok(r)
+                    if r.status() == StatusCode::SERVICE_UNAVAILABLE
+                        && retry == Retry::Safe
+                        && again => {}
+                Ok(r) => break r,
+                Err(e) if again && retryable(&e, retry) => {}
+                Err(e) => return Err(self.unreachable(&e)),
+            }
+            tokio::time::sleep(self.backoff * 2u32.pow(attempt)).await;
+            attempt += 1;
+        };
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body: Vec<u8> = response
+            .bytes()
+            .await
+            .map_err(|e| self.unreachable(&e))?
+            .into();
+        if status.is_success() {
+            return Ok(Answer {
+                headers,
+                body,
+                route,
+            });
+        }
+        let header = |name| {
+            headers
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+        };
+        Err(problem::decode(problem::Failure {
+            status: status.as_u16(),
+            location: header(LOCATION),
+            retry_after: header(RETRY_AFTER),
+            body: &body,
+            route: &route,
+        }))
+    }
+
+    /// The error for a server that could not be reached or did not answer.
+    fn unreachable(&self, e: &reqwest::Error) -> ServiceError {
+        let why = if e.is_timeout() {
+            if e.is_connect() {
+                format!(
+                    "no connection within {} s",
+                    self.connect_timeout.as_secs_f32()
+                )
+            } else {
+                format!("no answer within {} s", self.request_timeout.as_secs_f32())
+            }
+        } else if let Some(kind) = io_kind(e) {
+            match kind {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+                std::io::ErrorKind::ConnectionReset => "connection reset".to_owned(),
+                std::io::ErrorKind::ConnectionAborted => "connection aborted".to_owned(),
+                _ => root_cause(e),
+            }
+        } else if e.is_connect() && is_dns(e) {
+            format!("cannot resolve the host name ({})", root_cause(e))
+        } else {
+            root_cause(e)
+        };
+        ServiceError::Unavailable(format!("cannot reach {}: {why}", self.shown))
+    }
+
+    async fn list<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        page: &PageRequest,
+    ) -> ServiceResult<Page<T>> {
+        self.send(Call::get(segments).page(page)).await?.list()
+    }
+}
+
+/// Whether a failed attempt may be repeated under `retry`.
+fn retryable(e: &reqwest::Error, retry: Retry) -> bool {
+    match retry {
+        Retry::Never => false,
+        // A connect error (refused, reset, DNS, connect timeout) means nothing reached the server.
+        Retry::Safe => e.is_connect(),
+        Retry::Unsent => {
+            e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
+        }
+    }
+}
+
+fn io_kind(e: &reqwest::Error) -> Option<std::io::ErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = err.source();
+    }
+    None
+}
+
+fn is_dns(e: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        let text = err.to_string().to_ascii_lowercase();
+        if text.contains("dns") || text.contains("resolve") || text.contains("lookup") {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// The innermost error's message: the one that says what actually happened.
+fn root_cause(e: &reqwest::Error) -> String {
+    let mut last: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
+}
+
+/// The path segment of a path-addressed id. `.` and `..` cannot travel in a URL path (they
+/// would be folded away), and no such thing exists, so they are not found without asking.
+fn segment<'a>(what: &str, id: &'a str) -> Result<&'a str, ServiceError> {
+    if id == "." || id == ".." {
+        Err(ServiceError::not_found(what, id))
+    } else {
+        Ok(id)
+    }
+}
+
+#[async_trait]
+impl TimelineService for RemoteClient {
+    async fn whoami(&self) -> ServiceResult<TravellerStatus> {
+        self.send(Call::get(&["v1", "me"])).await?.json()
+    }
+
+    async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>> {
+        self.list(&["v1", "timelines"], &page).await
+    }
+
+    async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo> {
+        self.send(Call::post(&["v1", "timelines"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
+        let id = segment("timeline", id.as_str())?;
+        self.send(Call::get(&["v1", "timeline", id])).await?.json()
+    }
+
+    async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()> {
+        let id = segment("timeline", id.as_str())?;
+        self.send(Call::delete(&["v1", "timeline", id])).await?;
+        Ok(())
+    }
+
+    async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "travels"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["api", "v1", "travel"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
+        self.list(&["v1", "travels"], &page).await
+    }
+
+    async fn register_item(&self, req: NewItem) -> ServiceResult<Item> {
+        self.send(Call::post(&["v1", "items"], &req)?).await?.json()
+    }
+
+    async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
+        let id = segment("item", id.as_str())?;
+        self.send(Call::get(&["v1", "items", id])).await?.json()
+    }
+
+    async fn list_items(&self, page: PageRequest) -> ServiceResult<Page<Item>> {
+        self.list(&["v1", "items"], &page).await
+    }
+
+    async fn set_anchor(&self, req: NewAnchor) -> ServiceResult<Anchor> {
+        self.send(Call::post(&["v1", "anchors"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn get_anchor(&self, id: &AnchorId) -> ServiceResult<Anchor> {
+        let id = segment("anchor", id.as_str())?;
+        self.send(Call::get(&["v1", "anchors", id])).await?.json()
+    }
+
+    async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
+        self.list(&["v1", "anchors"], &page).await
+    }
+
+    async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
+        let call = Call::get(&["v1", "search-events"])
+            .param("timeline_id", req.timeline_id.as_ref())
+            .param("location", req.location.as_ref())
+            .param("time_range", req.time_range.as_ref())
+            .page(&req.page);
+        let answer = self.send(call).await?;
+        let body: EventsBody = answer.json()?;
+        Ok(Page {
+            items: body.events,
+            next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
+        })
+    }
+
+    async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord> {
+        let id = segment("timeline", timeline.as_str())?;
+        self.send(Call::post(&["v1", "timeline", id, "events"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn manipulate_event(&self, req: ManipulateRequest) -> ServiceResult<ManipulationResult> {
+        self.send(Call::post(&["v1", "manipulate-event"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn revert_event(&self, req: RevertRequest) -> ServiceResult<RevertResult> {
+        self.send(Call::post(&["v1", "revert-event"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn check_paradox(&self, req: ParadoxCheckRequest) -> ServiceResult<ParadoxReport> {
+        self.send(Call::post(&["v1", "paradox-checks"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport> {
+        let call = Call::get(&["v1", "check-paradox"])
+            .param("timeline_id", Some(&req.timeline_id))
+            .param("after_event_id", req.after_event_id.as_ref());
+        self.send(call).await?.json()
+    }
+
+    async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
+        let call = Call::get(&["v1", "monitor-timeline"])
+            .param("timeline_id", Some(&req.timeline_id))
+            .param("time_range", req.time_range.as_ref());
+        self.send(call).await?.json()
+    }
+
+    async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
+        let call = Call::get(&["api", "v1", "check-timeline"])
+            .param("timeline_id", Some(&req.timeline_id))
+            .param("significant_event", Some(&req.significant_event));
+        self.send(call).await?.json()
+    }
+
+    async fn create_script(&self, req: NewScript) -> ServiceResult<Script> {
+        self.send(Call::post(&["v1", "create-script"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn list_scripts(&self, page: PageRequest) -> ServiceResult<Page<Script>> {
+        self.list(&["v1", "scripts"], &page).await
+    }
+
+    async fn delete_script(&self, id: &ScriptId) -> ServiceResult<()> {
+        let id = segment("script", id.as_str())?;
+        self.send(Call::delete(&["v1", "scripts", id])).await?;
+        Ok(())
+    }
+
+    async fn schedule_manipulation(&self, req: NewSchedule) -> ServiceResult<Schedule> {
+        self.send(Call::post(&["v1", "schedule-manipulation"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule> {
+        self.send(Call::post(&["v1", "trigger-external-manipulation"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn list_schedules(&self, page: PageRequest) -> ServiceResult<Page<Schedule>> {
+        self.list(&["v1", "schedules"], &page).await
+    }
+
+    async fn delete_schedule(&self, id: &ScheduleId) -> ServiceResult<()> {
+        let id = segment("schedule", id.as_str())?;
+        self.send(Call::delete(&["v1", "schedules", id])).await?;
+        Ok(())
+    }
+
+    async fn automation_log(&self, req: LogQuery) -> ServiceResult<Page<LogEntry>> {
+        let call = Call::get(&["v1", "automation-log"])
+            .param("timeline_id", req.timeline_id.as_ref())
+            .param("date_range", req.date_range.as_ref())
+            .page(&req.page);
+        let answer = self.send(call).await?;
+        let body: LogBody = answer.json()?;
+        Ok(Page {
+            items: body.log_entries,
+            next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_url_is_a_plain_http_server_root() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+            " http://localhost:8080 ",
+        ] {
+            let c = RemoteClient::new(ok, "t").unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert!(!c.base_url().ends_with('/'), "{}", c.base_url());
+        }
+        let c = RemoteClient::new("http://h:1/", "t").unwrap();
+        let url = c.url(&Call::get(&["v1", "timelines"])).unwrap();
+        assert_eq!(url.as_str(), "http://h:1/v1/timelines?view=full");
+        // Behind a proxy under a path, routes go under it.
+        let c = RemoteClient::new("http://h:1/chrono/", "t").unwrap();
+        let url = c
+            .url(&Call::get(&["v1", "items"]).page(&PageRequest {
+                limit: Some(2),
+                cursor: Some("a|b c".into()),
+            }))
+            .unwrap();
+        assert_eq!(
+            url.as_str(),
+            "http://h:1/chrono/v1/items?limit=2&cursor=a%7Cb+c&view=full"
+        );
+
+        for (bad, says) in [
+            (
+                "127.0.0.1:8080",
+                "no scheme; give the server root with http://, like http://127.0.0.1:8080",
+            ),
+            ("localhost:8080", "no scheme"),
+            ("ftp://h:1", "scheme 'ftp'"),
+            ("https://h:1", "no TLS"),
+            ("http://bad host:1", "not a URL"),
+            ("http://h:1/?x=1", "query"),
+            ("http://u:p@h:1", "credentials"),
+        ] {
+            match RemoteClient::new(bad, "t") {
+                Err(ServiceError::InvalidInput { field, message }) => {
+                    assert_eq!(field, "base_url");
+                    assert!(message.contains(says), "{bad}: {message}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_token_must_fit_in_a_header_and_is_never_printed() {
+        assert!(matches!(
+            RemoteClient::new("http://h:1", " "),
+            Err(ServiceError::InvalidInput { field, .. }) if field == "token"
+        ));
+        assert!(matches!(
+            RemoteClient::new("http://h:1", "abc\ndef"),
+            Err(ServiceError::InvalidInput { field, .. }) if field == "token"
+        ));
+        let c = RemoteClient::new("http://h:1", "s3cret-token").unwrap();
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn dot_segments_are_not_found_without_a_request() {
+        assert_eq!(
+            segment("timeline", ".."),
+            Err(ServiceError::not_found("timeline", ".."))
+        );
+        assert_eq!(segment("timeline", "tml_a"), Ok("tml_a"));
+    }
+
+    #[test]
+    fn only_reads_retry_after_a_503_and_only_unsent_deletes_retry() {
+        assert_eq!(Call::get(&["v1"]).retry(), Retry::Safe);
+        assert_eq!(Call::delete(&["v1"]).retry(), Retry::Unsent);
+        assert_eq!(
+            Call::post(&["v1"], &serde_json::json!({})).unwrap().retry(),
+            Retry::Never
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_unavailable_naming_its_url() {
+        // Bind then drop a listener: the port is now (very likely) closed.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let base = format!("http://127.0.0.1:{port}");
+        let c = RemoteClient::builder(&base, "t")
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        match c.list_timelines(PageRequest::default()).await {
+            Err(ServiceError::Unavailable(m)) => {
+                assert_eq!(m, format!("cannot reach {base}: connection refused"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match c.register_item(NewItem::default()).await {
+            Err(ServiceError::Unavailable(m)) => assert!(m.starts_with("cannot reach")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A stand-in server whose answers a test scripts, counting the requests it gets.
+    mod stand_in {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use axum::Router;
+        use axum::http::{HeaderMap, StatusCode, header};
+        use axum::response::IntoResponse;
+        use axum::routing::get;
+
+        /// Serves `router` on a loopback port; returns its root URL.
+        pub async fn serve(router: Router) -> String {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, router).await });
+            format!("http://{addr}")
+        }
+
+        /// Every route answers 503 until it has been called `fail` times, then 200 `[]`.
+        pub fn flaky(fail: usize) -> (Router, Arc<AtomicUsize>) {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let answer = {
+                let calls = calls.clone();
+                move || {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        if n < fail {
+                            let mut h = HeaderMap::new();
+                            h.insert(
+                                header::CONTENT_TYPE,
+                                "application/problem+json".parse().unwrap(),
+                            );
+                            (StatusCode::SERVICE_UNAVAILABLE, h, r#"{"type":"/problems/unavailable","title":"Service unavailable","status":503,"detail":"storage is restarting"}"#).into_response()
+                        } else {
+                            let mut h = HeaderMap::new();
+                            h.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+                            (StatusCode::OK, h, "[]").into_response()
+                        }
+                    }
+                }
+            };
+            let router = Router::new()
+                .route("/v1/timelines", get(answer.clone()))
+                .route("/v1/items", axum::routing::post(answer.clone()))
+                .route("/v1/timeline/{id}", axum::routing::delete(answer));
+            (router, calls)
+        }
+    }
+
+    fn quick(base: &str) -> RemoteClient {
+        RemoteClient::builder(base, "t")
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn reads_retry_twice_after_a_503_and_then_succeed() {
+        use std::sync::atomic::Ordering;
+        let (router, calls) = stand_in::flaky(2);
+        let c = quick(&stand_in::serve(router).await);
+        let page = c.list_timelines(PageRequest::default()).await.unwrap();
+        assert!(page.items.is_empty());
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn reads_give_up_after_two_retries_with_the_servers_detail() {
+        use std::sync::atomic::Ordering;
+        let (router, calls) = stand_in::flaky(10);
+        let c = quick(&stand_in::serve(router).await);
+        assert_eq!(
+            c.list_timelines(PageRequest::default()).await,
+            Err(ServiceError::Unavailable("storage is restarting".into()))
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn writes_and_deletes_are_never_repeated_after_an_answer() {
+        use std::sync::atomic::Ordering;
+        let (router, calls) = stand_in::flaky(10);
+        let c = quick(&stand_in::serve(router).await);
+        let err = c.register_item(NewItem::default()).await.unwrap_err();
+        assert!(matches!(err, ServiceError::Unavailable(_)), "{err:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "a POST is sent once");
+        let err = c
+            .delete_timeline(&"tml_a".parse().unwrap())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ServiceError::Unavailable(_)), "{err:?}");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "a DELETE that was answered is sent once"
+        );
+    }
+
+    #[tokio::test]
+    async fn lists_follow_the_link_header_and_bad_bodies_name_the_route() {
+        use axum::http::{HeaderMap, header};
+        use axum::routing::get;
+        let router = axum::Router::new()
+            .route(
+                "/v1/items",
+                get(|| async {
+                    let mut h = HeaderMap::new();
+                    h.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+                    h.insert(
+                        header::LINK,
+                        r#"</v1/items?limit=1&cursor=itm_b&view=full>; rel="next""#
+                            .parse()
+                            .unwrap(),
+                    );
+                    (h, "[]")
+                }),
+            )
+            .route("/v1/me", get(|| async { "{\"not\": \"a traveller\"}" }));
+        let c = quick(&stand_in::serve(router).await);
+        let page = c.list_items(PageRequest::first(1)).await.unwrap();
+        assert_eq!(page.next_cursor.as_deref(), Some("itm_b"));
+        match c.whoami().await {
+            Err(ServiceError::Internal(m)) => assert!(m.contains("GET /v1/me"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_unavailable_after_the_request_timeout() {
+        // Accepts connections and reads nothing back: the request can only time out.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let c = RemoteClient::builder(&base, "t")
+            .request_timeout(Duration::from_millis(200))
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        assert_eq!(
+            c.register_item(NewItem::default()).await,
+            Err(ServiceError::Unavailable(format!(
+                "cannot reach {base}: no answer within 0.2 s"
+            )))
+        );
+        silent.abort();
+    }
+}

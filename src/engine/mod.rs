@@ -1,13 +1,13 @@
 //! The embedded engine: every domain rule of DESIGN §3 over an event-sourced state.
 //!
 //! Reads work on an immutable snapshot of the [`World`] (cheap to clone: its maps are shared).
-//! Writes are serialized: catch up with the log, validate against the latest state, append the
-//! resulting [`Op`]s to the store (durable from then on), fold them in and publish the new
-//! snapshot. Another process writing the same store (a CLI next to the dashboard, a second
-//! server replica) is seen on the next call, and a write that raced one is retried on the new
-//! state.
+//! Writes are decided one at a time against the latest state and appended in groups (see
+//! `commit`): an answer is given once its ops are durable, and only then are they published.
+//! Another process writing the same store (a CLI next to the dashboard, a second server replica)
+//! is seen on the next call, and a write that raced one is decided again on the new state.
 
 mod clock;
+mod commit;
 mod jobs;
 mod rules;
 mod seed;
@@ -28,8 +28,6 @@ use crate::store::{Store, StoreError};
 
 /// How many log records are read per round trip when catching up.
 const CATCH_UP_BATCH: u32 = 10_000;
-/// How often a write is retried after losing a race with another writer.
-const WRITE_ATTEMPTS: usize = 8;
 
 /// Settings of an engine.
 #[derive(Clone, Debug)]
@@ -52,7 +50,8 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     state: RwLock<Arc<World>>,
-    writer: tokio::sync::Mutex<()>,
+    pending: tokio::sync::Mutex<commit::Pending>,
+    flusher: tokio::sync::Mutex<()>,
     ids: Mutex<ulid::Generator>,
     first_seen: Mutex<HashMap<AnomalyId, Instant>>,
 }
@@ -91,7 +90,8 @@ impl Engine {
             clock,
             config,
             state: RwLock::new(Arc::new(World::default())),
-            writer: tokio::sync::Mutex::new(()),
+            pending: tokio::sync::Mutex::default(),
+            flusher: tokio::sync::Mutex::new(()),
             ids: Mutex::new(ulid::Generator::new()),
             first_seen: Mutex::new(HashMap::new()),
         });
@@ -182,44 +182,12 @@ impl Engine {
         }
     }
 
-    /// Runs a write: `decide` looks at the latest world and the time, and returns the ops to
-    /// log with the caller's answer. Nothing is published unless the store took the ops.
-    pub(crate) async fn write<T>(
-        &self,
-        decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
-    ) -> Result<T, ServiceError> {
-        let _writer = self.writer.lock().await;
-        for _ in 0..WRITE_ATTEMPTS {
-            self.catch_up().await?;
-            let world = self.snapshot_now();
-            let (ops, answer) = decide(&world, self.clock.now())?;
-            if ops.is_empty() {
-                return Ok(answer);
-            }
-            let bodies = ops
-                .iter()
-                .map(serde_json::to_string)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| ServiceError::Internal(format!("cannot encode a change: {e}")))?;
-            match self.store.append(world.seq + 1, &bodies).await {
-                Ok(()) => {}
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            let mut next = (*world).clone();
-            for (i, op) in ops.into_iter().enumerate() {
-                next.apply(world.seq + 1 + i as u64, op)
-                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
-            }
-            let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
-            if guard.seq < next.seq {
-                *guard = Arc::new(next);
-            }
-            return Ok(answer);
+    /// Makes `world` the snapshot readers see, unless a newer one is there already.
+    fn publish(&self, world: Arc<World>) {
+        let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
+        if guard.seq < world.seq {
+            *guard = world;
         }
-        Err(ServiceError::Unavailable(
-            "the store is busy with other writers; try again".into(),
-        ))
     }
 
     /// When an anomaly was first seen by this engine (`now` if never before).

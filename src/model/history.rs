@@ -1,39 +1,132 @@
 //! A timeline's events with the indexes every rule needs, in persistent (structurally shared)
 //! maps: cloning a `History` is O(1), which is what makes branching copy-on-write.
+//!
+//! Every event id ever named here, as an event or as a cause, gets a dense slot. The causal
+//! graph is kept over slots in a persistent vector, so a full rescan walks a vector instead of
+//! hashing a million ids. Next to the graph, the standing violations (effects that happen
+//! before a cause, causal loops) are kept up to date as
+//! events are inserted, superseded and reverted, so the incremental paradox check never
+//! rescans the timeline.
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet as StdHashSet};
+use std::ops::Bound;
 use std::sync::Arc;
 
-use imbl::{HashMap, OrdSet};
+use imbl::{HashMap, OrdMap, OrdSet, Vector};
 
 use super::{Event, EventId, EventStatus, Instant, TimeRange};
 
-/// Key of the time-ordered indexes: events sort by time, then id.
+/// Key of the time-ordered indexes as the interface sees it: an instant and an event id.
 pub type TimeKey = (Instant, EventId);
+
+/// Dense index of an event id within one history (and every clone of it).
+pub(crate) type Slot = u32;
+
+/// Internal key of the time-ordered indexes: events sort by time, then by the order in which
+/// their ids were first named here (deterministic: it follows the op log).
+type SlotKey = (Instant, Slot);
+
+/// One id's place in the graph. Ids only named as causes have no event (a placeholder), so a
+/// forward reference is wired up the moment the event it names arrives.
+#[derive(Clone, Debug)]
+struct Node {
+    id: EventId,
+    event: Option<Arc<Event>>,
+    /// Copied from the event so scans stay in the vector.
+    time: Instant,
+    current: bool,
+    /// Slots of the event's causes, each once.
+    causes: Arc<[Slot]>,
+    /// Current events that name this id among their causes.
+    effects: OrdSet<Slot>,
+}
+
+impl Node {
+    fn placeholder(id: EventId) -> Self {
+        Self {
+            id,
+            event: None,
+            time: Instant::MIN_UTC,
+            current: false,
+            causes: Arc::from([]),
+            effects: OrdSet::new(),
+        }
+    }
+}
+
+/// A read-only view of one slot, for the paradox checker and the monitor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotView<'a> {
+    /// The id this slot stands for.
+    pub id: &'a EventId,
+    /// The event, `None` when the id is only named as a cause.
+    pub event: Option<&'a Arc<Event>>,
+    /// The event's time (meaningless without an event).
+    pub time: Instant,
+    /// Whether the event is part of the timeline as it stands.
+    pub current: bool,
+    /// Slots of its causes.
+    pub causes: &'a [Slot],
+    /// Slots of the current events it causes.
+    pub effects: &'a OrdSet<Slot>,
+}
 
 /// The events of one timeline: current ones indexed by time, location and effect,
 /// superseded and reverted ones kept for lineage.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    events: HashMap<EventId, Arc<Event>>,
-    by_time: OrdSet<TimeKey>,
-    by_location: HashMap<String, OrdSet<TimeKey>>,
-    /// cause id -> current events that name it among their causes.
-    effects: HashMap<EventId, OrdSet<EventId>>,
+    slots: HashMap<EventId, Slot>,
+    nodes: Vector<Node>,
+    by_time: OrdSet<SlotKey>,
+    by_location: HashMap<String, OrdSet<SlotKey>>,
+    /// (effect, cause) between current events where the effect happens before the cause.
+    violations: OrdSet<(Slot, Slot)>,
+    /// (effect, cause) between current events where the effect does not happen after the
+    /// cause (violations, equal times, self-causes). Every causal loop contains one.
+    back_edges: OrdSet<(Slot, Slot)>,
+    /// Strongly connected groups of current events that cause each other, by smallest slot.
+    loops: OrdMap<Slot, Arc<[Slot]>>,
+    /// Member slot -> key of its loop in `loops`.
+    loop_of: HashMap<Slot, Slot>,
 }
 
 fn location_key(location: &str) -> String {
     location.trim().to_lowercase()
 }
 
+fn dedup_slots(slots: impl Iterator<Item = Slot>) -> Vec<Slot> {
+    let mut out: Vec<Slot> = Vec::new();
+    for s in slots {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn same_set(a: &[EventId], b: &[EventId]) -> bool {
+    let mut a: Vec<&EventId> = a.iter().collect();
+    let mut b: Vec<&EventId> = b.iter().collect();
+    a.sort();
+    a.dedup();
+    b.sort();
+    b.dedup();
+    a == b
+}
+
 impl History {
     /// Any event ever recorded here, current or not.
     pub fn get(&self, id: &EventId) -> Option<&Arc<Event>> {
-        self.events.get(id)
+        self.slot(id).and_then(|s| self.node(s).event.as_ref())
     }
 
     /// An event that is part of the timeline as it now stands.
     pub fn current(&self, id: &EventId) -> Option<&Arc<Event>> {
-        self.events.get(id).filter(|e| e.status.is_current())
+        self.slot(id)
+            .map(|s| self.node(s))
+            .filter(|n| n.current)
+            .and_then(|n| n.event.as_ref())
     }
 
     /// How many events the timeline now has (history excluded).
@@ -50,71 +143,81 @@ impl History {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Event>> + '_ {
         self.by_time
             .iter()
-            .filter_map(|(_, id)| self.events.get(id))
+            .filter_map(|(_, s)| self.node(*s).event.as_ref())
     }
 
     /// Every event recorded here, current or not, in no particular order.
     pub fn iter_all(&self) -> impl Iterator<Item = &Arc<Event>> + '_ {
-        self.events.values()
+        self.nodes.iter().filter_map(|n| n.event.as_ref())
     }
 
     /// Current events that name `cause` among their causes.
     pub fn effects_of(&self, cause: &EventId) -> impl Iterator<Item = &EventId> + '_ {
-        self.effects.get(cause).into_iter().flat_map(|s| s.iter())
+        self.slot(cause)
+            .into_iter()
+            .flat_map(move |s| self.node(s).effects.iter().map(move |e| &self.node(*e).id))
     }
 
     /// Follows a lineage forward from any of its events to the event that now stands for it.
     /// Returns `None` when the lineage was never here.
     pub fn head_of(&self, id: &EventId) -> Option<&Arc<Event>> {
-        let mut event = self.events.get(id)?;
+        let mut event = self.get(id)?;
         // A lineage is a chain; the bound only guards against a corrupted store.
-        for _ in 0..=self.events.len() {
+        for _ in 0..=self.nodes.len() {
             match &event.superseded_by {
-                Some(next) => event = self.events.get(next)?,
+                Some(next) => event = self.get(next)?,
                 None => return Some(event),
             }
         }
         None
     }
 
-    /// Adds a new event. Current events join the indexes.
+    /// Adds a new event (or replaces the record with the same id). Current events join the
+    /// indexes.
     pub fn insert(&mut self, event: Event) {
-        let event = Arc::new(event);
-        if let Some(old) = self.events.get(&event.id).cloned() {
-            self.unindex(&old);
-        }
-        self.index(&event);
-        self.events.insert(event.id.clone(), event);
+        self.put(event, true);
     }
 
     /// Replaces `old` by `new` (a manipulation): `old` becomes superseded, `new` is the head
     /// of the lineage, and every event caused by `old` is now caused by `new`.
     pub fn supersede(&mut self, old: &EventId, mut new: Event) {
-        let Some(previous) = self.events.get(old).cloned() else {
+        let Some(old_slot) = self.slot(old) else {
+            return;
+        };
+        let Some(previous) = self.node(old_slot).event.clone() else {
             return;
         };
         new.supersedes = Some(old.clone());
         new.lineage = previous.lineage.clone();
         new.status = EventStatus::Manipulated;
         let new_id = new.id.clone();
-        self.rewire_effects(old, &new_id);
+        // The new head takes the old one's place in the graph; with the same causes no loop
+        // can appear or vanish, which keeps a manipulation cheap on a long causal chain.
+        let same_shape = previous.status.is_current()
+            && same_set(&previous.causes, &new.causes)
+            && self
+                .slot(&new_id)
+                .is_none_or(|s| self.node(s).effects.is_empty());
+        self.rewire_effects(old_slot, &new_id);
         let mut retired = (*previous).clone();
         retired.status = EventStatus::Superseded;
-        retired.superseded_by = Some(new_id);
-        self.insert(retired);
-        self.insert(new);
+        retired.superseded_by = Some(new_id.clone());
+        self.put(retired, false);
+        self.put(new, false);
+        let new_slot = self.intern(&new_id);
+        self.relink_loops(old_slot, new_slot, same_shape);
     }
 
     /// Undoes the manipulation that made `head`: `head` is marked reverted and the event it
     /// replaced stands again, with its effects. Returns the restored event's id.
+    ///
+    /// Causes of the restored event that were manipulated meanwhile are followed to their
+    /// current heads (as `head`'s were), so it is caused by what is current.
     pub fn revert(&mut self, head: &EventId) -> Option<EventId> {
-        let current = self.events.get(head).cloned()?;
+        let head_slot = self.slot(head)?;
+        let current = self.node(head_slot).event.clone()?;
         let restored_id = current.supersedes.clone()?;
-        let restored = self.events.get(&restored_id).cloned()?;
-        self.rewire_effects(head, &restored_id);
-        let mut undone = (*current).clone();
-        undone.status = EventStatus::Reverted;
-        self.insert(undone);
+        let restored = self.get(&restored_id).cloned()?;
         let mut back = (*restored).clone();
         back.superseded_by = None;
         back.status = if back.supersedes.is_some() {
@@ -122,72 +225,44 @@ impl History {
         } else {
             EventStatus::OnSchedule
         };
-        self.insert(back);
-        Some(restored_id)
-    }
-
-    /// Events caused by `from` are now caused by `to`.
-    fn rewire_effects(&mut self, from: &EventId, to: &EventId) {
-        let effected: Vec<EventId> = self.effects_of(from).cloned().collect();
-        for effect_id in effected {
-            if let Some(effect) = self.events.get(&effect_id).cloned() {
-                let mut changed = (*effect).clone();
-                for cause in &mut changed.causes {
-                    if cause == from {
-                        *cause = to.clone();
+        // A cause manipulated while `head` stood was rewired in `head`: follow it there.
+        back.causes = back
+            .causes
+            .iter()
+            .map(|c| {
+                if current.causes.contains(c) {
+                    return c.clone();
+                }
+                match self.head_of(c) {
+                    Some(h) if h.status.is_current() && current.causes.contains(&h.id) => {
+                        h.id.clone()
                     }
+                    _ => c.clone(),
                 }
-                self.insert(changed);
-            }
-        }
-    }
-
-    fn index(&mut self, event: &Event) {
-        if !event.status.is_current() {
-            return;
-        }
-        let key = (event.time, event.id.clone());
-        self.by_time.insert(key.clone());
-        self.by_location
-            .entry(location_key(&event.location))
-            .or_default()
-            .insert(key);
-        for cause in &event.causes {
-            self.effects
-                .entry(cause.clone())
-                .or_default()
-                .insert(event.id.clone());
-        }
-    }
-
-    fn unindex(&mut self, event: &Event) {
-        if !event.status.is_current() {
-            return;
-        }
-        let key = (event.time, event.id.clone());
-        self.by_time.remove(&key);
-        let loc = location_key(&event.location);
-        if let Some(set) = self.by_location.get_mut(&loc) {
-            set.remove(&key);
-            if set.is_empty() {
-                self.by_location.remove(&loc);
-            }
-        }
-        for cause in &event.causes {
-            if let Some(set) = self.effects.get_mut(cause) {
-                set.remove(&event.id);
-                if set.is_empty() {
-                    self.effects.remove(cause);
-                }
-            }
-        }
+            })
+            .collect();
+        // Events still naming the restored id (stale references) gain it back as a cause.
+        let same_shape = current.status.is_current()
+            && same_set(&current.causes, &back.causes)
+            && self
+                .slot(&restored_id)
+                .is_none_or(|s| self.node(s).effects.is_empty());
+        self.rewire_effects(head_slot, &restored_id);
+        let mut undone = (*current).clone();
+        undone.status = EventStatus::Reverted;
+        self.put(undone, false);
+        self.put(back, false);
+        let restored_slot = self.intern(&restored_id);
+        self.relink_loops(head_slot, restored_slot, same_shape);
+        Some(restored_id)
     }
 
     /// Current events whose location contains `location` (case-insensitive, whole or part)
     /// and whose time lies in `range`, in time order, strictly after `after`, at most `limit`.
     ///
     /// Cost grows with the number of distinct locations and the results returned, not with
-    /// the number of events: each matching location's time index is read from the range start.
+    /// the number of events: each matching location's time index is read lazily from the
+    /// range start and the matches are merged.
     pub fn search(
         &self,
         location: Option<&str>,
@@ -195,39 +270,481 @@ impl History {
         after: Option<&TimeKey>,
         limit: usize,
     ) -> Vec<Arc<Event>> {
-        let in_range = |k: &TimeKey| range.is_none_or(|r| k.0 <= r.end);
-        let from = |set: &OrdSet<TimeKey>| -> Vec<TimeKey> {
-            let lower = match (after, range) {
-                (Some(a), _) => std::ops::Bound::Excluded(a.clone()),
-                (None, Some(r)) => std::ops::Bound::Included((r.start, EventId::min_value())),
-                (None, None) => std::ops::Bound::Unbounded,
-            };
-            set.range((lower, std::ops::Bound::Unbounded))
-                .filter(|k| range.is_none_or(|r| k.0 >= r.start))
-                .take_while(|k| in_range(k))
-                .take(limit)
-                .cloned()
-                .collect()
+        if limit == 0 {
+            return Vec::new();
+        }
+        let range_start = range.map(|r| Bound::Included((r.start, 0)));
+        let after = after.map(|(t, id)| {
+            // An id never seen here (a forged cursor) resumes after everything at that time.
+            Bound::Excluded((*t, self.slot(id).unwrap_or(Slot::MAX)))
+        });
+        let lower = match (after, range_start) {
+            (Some(Bound::Excluded(a)), Some(Bound::Included(r))) if a < r => Bound::Included(r),
+            (Some(a), _) => a,
+            (None, Some(r)) => r,
+            (None, None) => Bound::Unbounded,
         };
-        let mut keys: Vec<TimeKey> = match location.map(location_key) {
-            None => from(&self.by_time),
+        let upper = match range {
+            Some(r) => Bound::Included((r.end, Slot::MAX)),
+            None => Bound::Unbounded,
+        };
+        let keys: Vec<SlotKey> = match location.map(location_key) {
+            None => self
+                .by_time
+                .range((lower, upper))
+                .take(limit)
+                .copied()
+                .collect(),
             Some(needle) => {
-                let mut keys = Vec::new();
-                for (loc, set) in &self.by_location {
-                    if loc.contains(&needle) {
-                        keys.extend(from(set));
+                let mut streams: Vec<_> = self
+                    .by_location
+                    .iter()
+                    .filter(|(loc, _)| loc.contains(&needle))
+                    .map(|(_, set)| set.range((lower, upper)))
+                    .collect();
+                // A k-way merge takes only what is returned from each location.
+                let mut heap = BinaryHeap::new();
+                for (i, stream) in streams.iter_mut().enumerate() {
+                    if let Some(k) = stream.next() {
+                        heap.push(Reverse((*k, i)));
                     }
                 }
-                keys.sort();
-                keys.truncate(limit);
+                let mut keys = Vec::with_capacity(limit.min(1024));
+                while keys.len() < limit {
+                    let Some(Reverse((k, i))) = heap.pop() else {
+                        break;
+                    };
+                    keys.push(k);
+                    if let Some(next) = streams[i].next() {
+                        heap.push(Reverse((*next, i)));
+                    }
+                }
                 keys
             }
         };
-        keys.truncate(limit);
         keys.into_iter()
-            .filter_map(|(_, id)| self.events.get(&id).cloned())
+            .filter_map(|(_, s)| self.node(s).event.clone())
             .collect()
     }
+
+    // ----- what the paradox checker and the monitor read -----
+
+    /// The slot of an id named here, as an event or as a cause.
+    pub(crate) fn slot(&self, id: &EventId) -> Option<Slot> {
+        self.slots.get(id).copied()
+    }
+
+    /// One slot.
+    pub(crate) fn view(&self, slot: Slot) -> SlotView<'_> {
+        let n = self.node(slot);
+        SlotView {
+            id: &n.id,
+            event: n.event.as_ref(),
+            time: n.time,
+            current: n.current,
+            causes: &n.causes,
+            effects: &n.effects,
+        }
+    }
+
+    /// Every slot in slot order (a sequential walk of the vector).
+    pub(crate) fn views(&self) -> impl Iterator<Item = (Slot, SlotView<'_>)> + '_ {
+        self.nodes.iter().enumerate().map(|(i, n)| {
+            (
+                i as Slot,
+                SlotView {
+                    id: &n.id,
+                    event: n.event.as_ref(),
+                    time: n.time,
+                    current: n.current,
+                    causes: &n.causes,
+                    effects: &n.effects,
+                },
+            )
+        })
+    }
+
+    /// Standing (effect, cause) pairs where the effect happens before its cause.
+    pub(crate) fn standing_violations(&self) -> impl Iterator<Item = (Slot, Slot)> + '_ {
+        self.violations.iter().copied()
+    }
+
+    /// Standing causal loops, each a group of slots that cause each other.
+    pub(crate) fn standing_loops(&self) -> impl Iterator<Item = &[Slot]> + '_ {
+        self.loops.values().map(|m| &**m)
+    }
+
+    /// Groups of slots that reach each other, among those reachable from `roots` along
+    /// `next` (Tarjan's algorithm).
+    pub(crate) fn components<F>(roots: impl Iterator<Item = Slot>, next: F) -> Vec<Vec<Slot>>
+    where
+        F: FnMut(Slot) -> Vec<Slot>,
+    {
+        strongly_connected(roots, next)
+    }
+
+    // ----- maintenance -----
+
+    fn node(&self, slot: Slot) -> &Node {
+        &self.nodes[slot as usize]
+    }
+
+    fn node_mut(&mut self, slot: Slot) -> &mut Node {
+        &mut self.nodes[slot as usize]
+    }
+
+    fn intern(&mut self, id: &EventId) -> Slot {
+        if let Some(s) = self.slots.get(id) {
+            return *s;
+        }
+        let slot = self.nodes.len() as Slot;
+        self.nodes.push_back(Node::placeholder(id.clone()));
+        self.slots.insert(id.clone(), slot);
+        slot
+    }
+
+    /// Records `event`, keeping every index right; `loops` says whether to keep the loop
+    /// index right too (supersede and revert fix loops once at the end instead).
+    fn put(&mut self, event: Event, loops: bool) {
+        let slot = self.intern(&event.id);
+        let was_current = self.node(slot).current;
+        let old_causes = self.node(slot).event.as_ref().map(|e| e.causes.clone());
+        if was_current {
+            self.unindex(slot);
+        }
+        let causes: Vec<Slot> = event.causes.iter().map(|c| self.intern(c)).collect();
+        let causes = dedup_slots(causes.into_iter());
+        let current = event.status.is_current();
+        let same_shape =
+            was_current && current && old_causes.is_some_and(|old| same_set(&old, &event.causes));
+        {
+            let n = self.node_mut(slot);
+            n.time = event.time;
+            n.current = current;
+            n.causes = Arc::from(causes);
+            n.event = Some(Arc::new(event));
+        }
+        if current {
+            self.index(slot);
+        }
+        if loops && !same_shape {
+            if was_current {
+                self.forget_loop(slot);
+            }
+            if current {
+                self.find_loop(slot);
+            }
+        }
+    }
+
+    /// Events caused by `from` are now caused by `to`.
+    fn rewire_effects(&mut self, from: Slot, to: &EventId) {
+        let from_id = self.node(from).id.clone();
+        let effected: Vec<Slot> = self.node(from).effects.iter().copied().collect();
+        for effect in effected {
+            if let Some(event) = self.node(effect).event.clone() {
+                let mut changed = (*event).clone();
+                for cause in &mut changed.causes {
+                    if *cause == from_id {
+                        *cause = to.clone();
+                    }
+                }
+                self.put(changed, false);
+            }
+        }
+    }
+
+    fn index(&mut self, slot: Slot) {
+        let (time, causes, location) = {
+            let n = self.node(slot);
+            let loc = n.event.as_ref().map(|e| location_key(&e.location));
+            (n.time, Arc::clone(&n.causes), loc)
+        };
+        let key = (time, slot);
+        self.by_time.insert(key);
+        if let Some(loc) = location {
+            self.by_location.entry(loc).or_default().insert(key);
+        }
+        for &cause in causes.iter() {
+            self.node_mut(cause).effects.insert(slot);
+            if cause == slot {
+                self.back_edges.insert((slot, slot));
+                continue;
+            }
+            let c = self.node(cause);
+            if c.current && time <= c.time {
+                if time < c.time {
+                    self.violations.insert((slot, cause));
+                }
+                self.back_edges.insert((slot, cause));
+            }
+        }
+        let effects = self.node(slot).effects.clone();
+        for &effect in effects.iter() {
+            if effect == slot {
+                continue;
+            }
+            let effect_time = self.node(effect).time;
+            if effect_time <= time {
+                if effect_time < time {
+                    self.violations.insert((effect, slot));
+                }
+                self.back_edges.insert((effect, slot));
+            }
+        }
+    }
+
+    fn unindex(&mut self, slot: Slot) {
+        let (time, causes, effects, location) = {
+            let n = self.node(slot);
+            let loc = n.event.as_ref().map(|e| location_key(&e.location));
+            (n.time, Arc::clone(&n.causes), n.effects.clone(), loc)
+        };
+        let key = (time, slot);
+        self.by_time.remove(&key);
+        if let Some(loc) = location
+            && let Some(set) = self.by_location.get_mut(&loc)
+        {
+            set.remove(&key);
+            if set.is_empty() {
+                self.by_location.remove(&loc);
+            }
+        }
+        for &cause in causes.iter() {
+            self.node_mut(cause).effects.remove(&slot);
+            let edge = (slot, cause);
+            self.violations.remove(&edge);
+            self.back_edges.remove(&edge);
+        }
+        for &effect in effects.iter() {
+            if effect == slot {
+                continue;
+            }
+            let edge = (effect, slot);
+            self.violations.remove(&edge);
+            self.back_edges.remove(&edge);
+        }
+        self.node_mut(slot).current = false;
+    }
+
+    /// After `from` was replaced by `to` in the graph: the loop index follows.
+    fn relink_loops(&mut self, from: Slot, to: Slot, same_shape: bool) {
+        if same_shape {
+            if let Some(key) = self.loop_of.remove(&from)
+                && let Some(members) = self.loops.remove(&key)
+            {
+                let mut renamed: Vec<Slot> = members
+                    .iter()
+                    .map(|&m| if m == from { to } else { m })
+                    .collect();
+                renamed.sort_unstable();
+                for m in &renamed {
+                    self.loop_of.remove(m);
+                }
+                self.record_loop(renamed);
+            }
+        } else {
+            self.forget_loop(from);
+            if self.node(to).current {
+                self.find_loop(to);
+            }
+        }
+    }
+
+    /// `slot` left the graph (or its causes changed): its loop, if any, is recomputed
+    /// without it. Removing a member can only split a loop, so only its members are read.
+    fn forget_loop(&mut self, slot: Slot) {
+        let Some(key) = self.loop_of.get(&slot).copied() else {
+            return;
+        };
+        let Some(members) = self.loops.remove(&key) else {
+            return;
+        };
+        for m in members.iter() {
+            self.loop_of.remove(m);
+        }
+        let rest: Vec<Slot> = members.iter().copied().filter(|&m| m != slot).collect();
+        for group in self.loops_within(&rest) {
+            self.record_loop(group);
+        }
+    }
+
+    /// `slot` joined the graph: records the loop through it, merging loops it connects.
+    fn find_loop(&mut self, slot: Slot) {
+        // Every loop contains an edge whose effect does not happen after its cause.
+        if self.back_edges.is_empty() {
+            return;
+        }
+        let n = self.node(slot);
+        let self_cause = n.causes.contains(&slot);
+        let has_cause = n.causes.iter().any(|&c| c != slot && self.node(c).current);
+        let has_effect = n.effects.iter().any(|&e| e != slot);
+        let group = if has_cause && has_effect {
+            self.component_of(slot)
+        } else {
+            vec![slot]
+        };
+        if group.len() == 1 && !self_cause {
+            return;
+        }
+        for m in &group {
+            if let Some(key) = self.loop_of.get(m).copied()
+                && let Some(old) = self.loops.remove(&key)
+            {
+                for x in old.iter() {
+                    self.loop_of.remove(x);
+                }
+            }
+        }
+        self.record_loop(group);
+    }
+
+    fn record_loop(&mut self, mut members: Vec<Slot>) {
+        members.sort_unstable();
+        let Some(&key) = members.first() else {
+            return;
+        };
+        for &m in &members {
+            self.loop_of.insert(m, key);
+        }
+        self.loops.insert(key, Arc::from(members));
+    }
+
+    fn current_causes(&self, slot: Slot) -> impl Iterator<Item = Slot> + '_ {
+        self.node(slot)
+            .causes
+            .iter()
+            .copied()
+            .filter(|&c| self.node(c).current)
+    }
+
+    /// The strongly connected component of `slot`: what it reaches and is reached by.
+    /// Both searches run in lockstep and the first to finish bounds the other, so the cost
+    /// is twice the smaller side, not the whole forward or backward cone.
+    fn component_of(&self, slot: Slot) -> Vec<Slot> {
+        let mut fwd: StdHashSet<Slot> = StdHashSet::from([slot]);
+        let mut bwd: StdHashSet<Slot> = StdHashSet::from([slot]);
+        let mut fwd_stack = vec![slot];
+        let mut bwd_stack = vec![slot];
+        let forward_done = loop {
+            let Some(v) = fwd_stack.pop() else {
+                break true;
+            };
+            for &e in self.node(v).effects.iter() {
+                if fwd.insert(e) {
+                    fwd_stack.push(e);
+                }
+            }
+            let Some(v) = bwd_stack.pop() else {
+                break false;
+            };
+            for c in self.current_causes(v) {
+                if bwd.insert(c) {
+                    bwd_stack.push(c);
+                }
+            }
+        };
+        // Search back the other way, only inside the finished side.
+        let within = if forward_done { &fwd } else { &bwd };
+        let mut seen: StdHashSet<Slot> = StdHashSet::from([slot]);
+        let mut stack = vec![slot];
+        while let Some(v) = stack.pop() {
+            let next: Vec<Slot> = if forward_done {
+                self.current_causes(v).collect()
+            } else {
+                self.node(v).effects.iter().copied().collect()
+            };
+            for w in next {
+                if within.contains(&w) && seen.insert(w) {
+                    stack.push(w);
+                }
+            }
+        }
+        let mut group: Vec<Slot> = seen.into_iter().collect();
+        group.sort_unstable();
+        group
+    }
+
+    /// Loops (components of more than one event, or an event that causes itself) among
+    /// `members`, reading only the edges between them.
+    fn loops_within(&self, members: &[Slot]) -> Vec<Vec<Slot>> {
+        let set: StdHashSet<Slot> = members.iter().copied().collect();
+        strongly_connected(members.iter().copied(), |v| {
+            self.current_causes(v)
+                .filter(|c| set.contains(c))
+                .collect::<Vec<_>>()
+        })
+        .into_iter()
+        .filter(|g| g.len() > 1 || g.first().is_some_and(|&v| self.node(v).causes.contains(&v)))
+        .collect()
+    }
+}
+
+/// Tarjan's strongly connected components, iterative (a long causal chain must not overflow
+/// the stack), over the nodes reachable from `roots` through `next`.
+fn strongly_connected<F>(roots: impl Iterator<Item = Slot>, mut next: F) -> Vec<Vec<Slot>>
+where
+    F: FnMut(Slot) -> Vec<Slot>,
+{
+    use std::collections::HashMap as StdHashMap;
+    let mut index: StdHashMap<Slot, (usize, usize)> = StdHashMap::new();
+    let mut on_stack: StdHashSet<Slot> = StdHashSet::new();
+    let mut stack: Vec<Slot> = Vec::new();
+    let mut out = Vec::new();
+    let mut counter = 0usize;
+    for root in roots {
+        if index.contains_key(&root) {
+            continue;
+        }
+        // Frames: a node and the successors still to visit.
+        let mut frames: Vec<(Slot, std::vec::IntoIter<Slot>)> = Vec::new();
+        index.insert(root, (counter, counter));
+        counter += 1;
+        stack.push(root);
+        on_stack.insert(root);
+        frames.push((root, next(root).into_iter()));
+        while let Some((v, successors)) = frames.last_mut() {
+            let v = *v;
+            if let Some(w) = successors.next() {
+                match index.get(&w).copied() {
+                    None => {
+                        index.insert(w, (counter, counter));
+                        counter += 1;
+                        stack.push(w);
+                        on_stack.insert(w);
+                        frames.push((w, next(w).into_iter()));
+                    }
+                    Some((w_index, _)) if on_stack.contains(&w) => {
+                        if let Some(entry) = index.get_mut(&v) {
+                            entry.1 = entry.1.min(w_index);
+                        }
+                    }
+                    Some(_) => {}
+                }
+                continue;
+            }
+            frames.pop();
+            let (v_index, v_low) = index.get(&v).copied().unwrap_or((0, 0));
+            if let Some((parent, _)) = frames.last()
+                && let Some(entry) = index.get_mut(parent)
+            {
+                entry.1 = entry.1.min(v_low);
+            }
+            if v_low == v_index {
+                let mut group = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack.remove(&w);
+                    group.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                group.sort_unstable();
+                out.push(group);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -306,6 +823,51 @@ mod tests {
             assert_eq!(h.current(&e.id).map(|x| &**x), Some(&**e));
         }
         assert_eq!(h.len(), before.len());
+    }
+
+    #[test]
+    fn search_pages_resume_after_the_cursor_across_locations() {
+        let mut h = History::default();
+        let places = ["Paris North", "Paris South", "Lyon"];
+        for i in 0..9 {
+            let time = format!("2025-01-0{}T00:00:00Z", i + 1);
+            h.insert(ev(&format!("e{i}"), &time, places[i % 3], &[]));
+        }
+        let names = |found: Vec<Arc<Event>>| -> Vec<String> {
+            found.iter().map(|e| e.id.to_string()).collect()
+        };
+        let first = h.search(Some("paris"), None, None, 3);
+        let last = first.last().map(|e| (e.time, e.id.clone())).unwrap();
+        assert_eq!(names(first), ["e0", "e1", "e3"]);
+        assert_eq!(
+            names(h.search(Some("paris"), None, Some(&last), 10)),
+            ["e4", "e6", "e7"]
+        );
+        let r = TimeRange::parse("r", "2025-01-02T00:00:00Z/2025-01-05T00:00:00Z").unwrap();
+        assert_eq!(
+            names(h.search(Some("PARIS"), Some(&r), None, 10)),
+            ["e1", "e3", "e4"]
+        );
+        assert_eq!(
+            names(h.search(Some("paris"), Some(&r), Some(&last), 10)),
+            ["e4"]
+        );
+        assert!(h.search(Some("berlin"), None, None, 10).is_empty());
+    }
+
+    #[test]
+    fn a_cause_named_before_it_exists_is_wired_when_it_arrives() {
+        let mut h = History::default();
+        h.insert(ev("b", "2025-02-01T00:00:00Z", "Paris", &["a"]));
+        assert_eq!(h.effects_of(&id("a")).count(), 1);
+        assert!(h.get(&id("a")).is_none());
+        assert_eq!(h.len(), 1);
+        h.insert(ev("a", "2025-01-01T00:00:00Z", "Paris", &[]));
+        assert_eq!(
+            h.effects_of(&id("a")).cloned().collect::<Vec<_>>(),
+            [id("b")]
+        );
+        assert_eq!(h.len(), 2);
     }
 
     #[test]

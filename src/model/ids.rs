@@ -85,7 +85,24 @@ macro_rules! id_type {
                 &self.0
             }
         }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                string_schema(concat!("A ", $what, " id"))
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
     };
+}
+
+/// The OpenAPI schema of an id: a string of the accepted characters.
+fn string_schema(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .description(Some(description))
+        .pattern(Some("^[A-Za-z0-9_.-]{1,128}$"))
+        .into()
 }
 
 id_type!(
@@ -130,14 +147,6 @@ impl TimelineId {
     /// Whether this is the main timeline.
     pub fn is_primary(&self) -> bool {
         self.0 == "primary"
-    }
-}
-
-impl EventId {
-    /// The smallest possible id, a lower bound in time-ordered ranges. It never parses,
-    /// so it sorts before every real id without colliding with one.
-    pub(crate) fn min_value() -> Self {
-        Self(String::new())
     }
 }
 
@@ -195,6 +204,17 @@ impl From<Traveller> for String {
         t.0
     }
 }
+
+impl utoipa::PartialSchema for Traveller {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("A traveller: the sub claim of their token"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Traveller {}
 
 impl fmt::Display for Traveller {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

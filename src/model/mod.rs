@@ -17,7 +17,7 @@ pub use ids::{
 pub use time::{Instant, TimeRange, Window, format_instant, parse_instant};
 
 /// Whether a timeline can still be travelled to and changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TimelineStatus {
     /// Within its window.
@@ -27,7 +27,7 @@ pub enum TimelineStatus {
 }
 
 /// A timeline's own attributes; its events live in a [`History`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Timeline {
     /// Its id (`primary` or `tml_...`).
     pub id: TimelineId,
@@ -38,8 +38,10 @@ pub struct Timeline {
     /// How a parallel timeline differs from its base.
     pub variation: Option<String>,
     /// Where a journey into it arrives; `None` arrives at the present.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub destination_time: Option<Instant>,
     /// When it was created.
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Instant,
     /// How long it stays open after creation.
     pub window: Window,
@@ -71,7 +73,7 @@ impl Timeline {
 }
 
 /// Where an event stands in its lineage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventStatus {
     /// Never changed.
@@ -102,13 +104,14 @@ impl EventStatus {
 }
 
 /// Something that happened in a timeline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Event {
     /// Its id.
     pub id: EventId,
     /// What happened.
     pub description: String,
     /// When it happened.
+    #[schema(value_type = String, format = DateTime)]
     pub time: Instant,
     /// Where it happened.
     pub location: String,
@@ -129,13 +132,15 @@ pub struct Event {
 }
 
 /// Where a traveller is: a timeline and a time that flows with the wall clock.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Position {
     /// The timeline they are in.
     pub timeline: TimelineId,
     /// The time they arrived at.
+    #[schema(value_type = String, format = DateTime)]
     pub arrival_time: Instant,
     /// The wall-clock instant they arrived.
+    #[schema(value_type = String, format = DateTime)]
     pub arrived_at: Instant,
 }
 
@@ -156,7 +161,7 @@ impl Position {
 }
 
 /// Where an item is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Whereabouts {
     /// Carried by its traveller.
@@ -166,12 +171,13 @@ pub enum Whereabouts {
         /// The timeline it was left in.
         timeline: TimelineId,
         /// The time it was left at.
+        #[schema(value_type = String, format = DateTime)]
         time: Instant,
     },
 }
 
 /// An item a traveller registered.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Item {
     /// Its id.
     pub id: ItemId,
@@ -182,17 +188,20 @@ pub struct Item {
     /// The timeline it was registered (found) in.
     pub origin_timeline: TimelineId,
     /// The time it was registered at, in that timeline.
+    #[schema(value_type = String, format = DateTime)]
     pub origin_time: Instant,
     /// When it first left its origin timeline, in that timeline's time.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub taken_at: Option<Instant>,
     /// Where it is now.
     pub whereabouts: Whereabouts,
     /// Wall-clock instant of registration.
+    #[schema(value_type = String, format = DateTime)]
     pub registered_at: Instant,
 }
 
 /// Whether an anchor can still be returned to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AnchorStatus {
     /// A valid destination.
@@ -202,7 +211,7 @@ pub enum AnchorStatus {
 }
 
 /// A return ticket: a traveller's point to come back to.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Anchor {
     /// Its id.
     pub id: AnchorId,
@@ -211,17 +220,19 @@ pub struct Anchor {
     /// The timeline it was set in.
     pub timeline: TimelineId,
     /// The time it returns to.
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: Instant,
     /// What it is for.
     pub description: Option<String>,
     /// Active until returned to.
     pub status: AnchorStatus,
     /// Wall-clock instant it was set.
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Instant,
 }
 
 /// An item that did not travel, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LeftItem {
     /// The item.
     pub item_id: ItemId,
@@ -230,7 +241,7 @@ pub struct LeftItem {
 }
 
 /// A journey, recorded when it happens and kept forever.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Journey {
     /// Its id.
     pub id: JourneyId,
@@ -241,12 +252,15 @@ pub struct Journey {
     /// Timeline left.
     pub from_timeline: TimelineId,
     /// Time left, in that timeline.
+    #[schema(value_type = String, format = DateTime)]
     pub from_time: Instant,
     /// Timeline reached.
     pub to_timeline: TimelineId,
     /// Time of arrival, in that timeline.
+    #[schema(value_type = String, format = DateTime)]
     pub arrival_time: Instant,
     /// Wall-clock instant of departure.
+    #[schema(value_type = String, format = DateTime)]
     pub departed_at: Instant,
     /// Items that came along.
     pub items_transported: Vec<ItemId>,

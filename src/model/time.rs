@@ -93,6 +93,22 @@ impl<'de> Deserialize<'de> for TimeRange {
     }
 }
 
+impl utoipa::PartialSchema for TimeRange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "An ISO 8601 interval: start/end, start/duration or duration/end",
+            ))
+            .examples([serde_json::json!(
+                "2025-07-01T00:00:00Z/2025-07-31T23:59:59Z"
+            )])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for TimeRange {}
+
 impl fmt::Display for TimeRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -245,6 +261,20 @@ impl fmt::Display for Window {
         f.write_str(&parts.join(" "))
     }
 }
+
+impl utoipa::PartialSchema for Window {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "How long the timeline stays open, in words, or 'unbounded'",
+            ))
+            .examples([serde_json::json!("12 minutes")])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Window {}
 
 impl TryFrom<String> for Window {
     type Error = ServiceError;

@@ -4,9 +4,16 @@
 //! Every anomaly's id is derived from its cause ([`crate::model::AnomalyId::derived`]), so the
 //! same cause gives the same id on every call and on every replica.
 
-use crate::model::{EventId, Instant, TimeRange, Timeline};
-use crate::paradox::Subject;
-use crate::service::Anomaly;
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Reverse;
+
+use crate::model::{
+    AnomalyId, EventId, Instant, TimeRange, Timeline, TimelineStatus, format_instant,
+};
+use crate::paradox::{self, Subject};
+use crate::service::{Anomaly, AnomalyKind, Severity};
 
 /// An automated action that failed, as the automation log recorded it.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +44,167 @@ pub struct Scan<'a> {
 }
 
 /// Scans a timeline. `detected_at` is `now`; the engine replaces it with the first sighting.
-pub fn scan(_scan: &Scan<'_>) -> Vec<Anomaly> {
-    Vec::new()
+///
+/// Paradoxes come from a full rescan of the timeline as it stands (critical); with a `range`,
+/// only those involving an event in it are kept (item paradoxes involve no event and are
+/// always kept). Then the operational checks, each a warning.
+pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
+    let subject = &scan.subject;
+    let h = subject.history;
+    let in_range = |id: &EventId| {
+        scan.range
+            .is_none_or(|r| h.current(id).is_some_and(|e| r.contains(&e.time)))
+    };
+    let (paradoxes, found) = paradox::standing(subject);
+    let mut out = Vec::new();
+    for p in paradoxes {
+        if !p.events.is_empty() && !p.events.iter().any(in_range) {
+            continue;
+        }
+        let subjects: Vec<String> = p
+            .events
+            .iter()
+            .map(ToString::to_string)
+            .chain(p.items.iter().map(ToString::to_string))
+            .collect();
+        out.push(anomaly(
+            AnomalyKind::Paradox(p.kind),
+            Severity::Critical,
+            &format!("paradox:{}", p.kind.as_str()),
+            p.description,
+            subjects,
+            scan.now,
+        ));
+    }
+    out.extend(window_closing(scan));
+    // One anomaly per orphaned event, naming every cause it misses.
+    let mut orphans = found.orphans;
+    orphans.sort_unstable();
+    for group in orphans.chunk_by(|a, b| a.0 == b.0) {
+        let event = h.view(group[0].0);
+        if !in_range(event.id) {
+            continue;
+        }
+        let missing: Vec<&EventId> = group.iter().map(|&(_, c)| h.view(c).id).collect();
+        let description = format!(
+            "'{}' ({}) at {} names {} as {}, but {} not an event of this timeline.",
+            event.event.map_or("", |e| e.description.as_str()),
+            event.id,
+            format_instant(&event.time),
+            list(&missing),
+            if missing.len() == 1 {
+                "a cause"
+            } else {
+                "causes"
+            },
+            if missing.len() == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
+        );
+        let subjects: Vec<String> = std::iter::once(event.id)
+            .chain(missing.iter().copied())
+            .map(ToString::to_string)
+            .collect();
+        out.push(anomaly(
+            AnomalyKind::OrphanedEvent,
+            Severity::Warning,
+            "orphaned_event",
+            description,
+            subjects,
+            scan.now,
+        ));
+    }
+    for failure in scan.failures {
+        out.push(anomaly(
+            AnomalyKind::AutomationFailed,
+            Severity::Warning,
+            &format!("automation_failed:{}", format_instant(&failure.at)),
+            format!(
+                "{} failed on event {} at {}: {}",
+                failure.source,
+                failure.event_id,
+                format_instant(&failure.at),
+                failure.message
+            ),
+            vec![failure.source.clone(), failure.event_id.to_string()],
+            scan.now,
+        ));
+    }
+    // Critical first, then by kind and subjects: the same timeline lists the same way.
+    out.sort_by(|a, b| {
+        (Reverse(a.severity), a.kind, &a.subjects, &a.description).cmp(&(
+            Reverse(b.severity),
+            b.kind,
+            &b.subjects,
+            &b.description,
+        ))
+    });
+    out.dedup_by(|a, b| a.anomaly_id == b.anomaly_id);
+    out
+}
+
+/// The window closes within 10 % of its length (never for an unbounded or closed timeline).
+fn window_closing(scan: &Scan<'_>) -> Option<Anomaly> {
+    let tl = scan.timeline;
+    let length = tl.window.duration()?;
+    let remaining = tl.remaining_at(scan.now)?;
+    if tl.status_at(scan.now) != TimelineStatus::Open || remaining * 10 >= length {
+        return None;
+    }
+    let closes = tl.closes_at()?;
+    Some(anomaly(
+        AnomalyKind::WindowClosing,
+        Severity::Warning,
+        "window_closing",
+        format!(
+            "Timeline {} closes at {} ({} of its {} window left); after that it can no longer \
+             be travelled to or changed.",
+            tl.id,
+            format_instant(&closes),
+            words(remaining),
+            tl.window,
+        ),
+        vec![tl.id.to_string()],
+        scan.now,
+    ))
+}
+
+/// An anomaly whose id is derived from `cause` and its subjects, so the same cause gives the
+/// same id on every call and every replica.
+fn anomaly(
+    kind: AnomalyKind,
+    severity: Severity,
+    cause: &str,
+    description: String,
+    subjects: Vec<String>,
+    now: Instant,
+) -> Anomaly {
+    Anomaly {
+        anomaly_id: AnomalyId::derived(&format!("{cause}|{}", subjects.join("|"))),
+        description,
+        kind,
+        severity,
+        subjects,
+        detected_at: now,
+    }
+}
+
+fn list(ids: &[&EventId]) -> String {
+    let names: Vec<String> = ids.iter().map(|i| format!("'{i}'")).collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A remaining time in words, rounded down to whole seconds.
+fn words(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match crate::model::Window::Seconds(secs) {
+        w if secs > 0 => w.to_string(),
+        _ => "less than a second".into(),
+    }
 }

@@ -6,12 +6,37 @@
 //! never rescanning the timeline. [`full_check`] rescans everything and is the reference the
 //! property tests compare [`check`] against; the monitor uses it too.
 
+mod items;
+mod scan;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::{BTreeSet, HashMap as StdHashMap};
+
 use serde::{Deserialize, Serialize};
 
-use crate::model::{EventId, History, Instant, Item, ItemId, Position, TimelineId, Traveller};
+use crate::model::{
+    Event, EventId, EventStatus, History, Instant, Item, ItemId, Position, TimelineId, Traveller,
+    format_instant,
+};
+
+pub(crate) use scan::Found;
+use scan::rescan;
 
 /// The six ways a timeline can become unstable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ParadoxKind {
     /// An event happens before one of its causes.
@@ -43,7 +68,9 @@ impl ParadoxKind {
 }
 
 /// One finding of the checker.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 pub struct Paradox {
     /// Which kind.
     pub kind: ParadoxKind,
@@ -103,11 +130,314 @@ pub struct Subject<'a> {
 }
 
 /// Checks `changes` incrementally: the verdict equals [`full_check`] on the same input.
+///
+/// Reads the standing violations the [`History`] keeps and, for each moved or added event,
+/// only its causes and effects: the cost does not grow with the timeline.
 pub fn check(subject: &Subject<'_>, changes: &[Change]) -> Vec<Paradox> {
-    full_check(subject, changes)
+    let h = subject.history;
+    let plan = Plan::new(subject, changes);
+    let mut edges: BTreeSet<(u32, u32)> = h
+        .standing_violations()
+        .filter(|(e, c)| !plan.touches(*e) && !plan.touches(*c))
+        .collect();
+    for m in plan.moved.keys().chain(plan.added.keys()).copied() {
+        let view = h.view(m);
+        let at = plan.time(h, m);
+        for &c in view.causes {
+            if c != m && plan.is_current(h, c) && at < plan.time(h, c) {
+                edges.insert((m, c));
+            }
+        }
+        for &f in view.effects.iter() {
+            if f != m && plan.time(h, f) < at {
+                edges.insert((f, m));
+            }
+        }
+    }
+    let mut out = plan.fixed.clone();
+    for (effect, cause) in edges {
+        out.push(order_paradox(
+            subject,
+            &plan.info(subject, h, effect),
+            &plan.info(subject, h, cause),
+        ));
+    }
+    // Moves and additions of uncaused events never change the causal graph's edges.
+    for members in h.standing_loops() {
+        let infos: Vec<Info<'_>> = members.iter().map(|&s| plan.info(subject, h, s)).collect();
+        out.push(loop_paradox(infos));
+    }
+    out.extend(items::item_paradoxes(subject, changes));
+    finish(out)
 }
 
 /// Applies `changes` to a copy of the timeline and rescans all of it.
-pub fn full_check(_subject: &Subject<'_>, _changes: &[Change]) -> Vec<Paradox> {
-    Vec::new()
+pub fn full_check(subject: &Subject<'_>, changes: &[Change]) -> Vec<Paradox> {
+    let original = subject.history;
+    let mut h = original.clone();
+    let mut fixed = Vec::new();
+    for change in changes {
+        match change {
+            Change::Move { event, time } => {
+                if let Some(e) = original.current(event) {
+                    if e.fixed_point {
+                        fixed.push(fixed_point_paradox(e, *time));
+                    }
+                    let mut moved = (**e).clone();
+                    moved.time = *time;
+                    h.insert(moved);
+                }
+            }
+            Change::Add {
+                event,
+                description,
+                time,
+            } => {
+                if original.get(event).is_none() && h.get(event).is_none() {
+                    h.insert(added_event(subject, event, description, *time));
+                }
+            }
+            Change::BringItem { .. } => {}
+        }
+    }
+    let found = rescan(&h);
+    let mut out = fixed;
+    out.extend(graph_paradoxes(subject, &h, &found));
+    out.extend(items::item_paradoxes(subject, changes));
+    finish(out)
+}
+
+/// The causal-order, grandfather and loop paradoxes of a rescan of `h`, unsorted.
+pub(crate) fn graph_paradoxes(subject: &Subject<'_>, h: &History, found: &Found) -> Vec<Paradox> {
+    let mut out = Vec::with_capacity(found.violations.len() + found.loops.len());
+    for &(effect, cause) in &found.violations {
+        out.push(order_paradox(
+            subject,
+            &Info::of(h, effect),
+            &Info::of(h, cause),
+        ));
+    }
+    for members in &found.loops {
+        out.push(loop_paradox(
+            members.iter().map(|&s| Info::of(h, s)).collect(),
+        ));
+    }
+    out
+}
+
+/// The paradoxes of the timeline as it stands, by a full rescan, with what the rescan found
+/// (the monitor also reports its orphaned causes).
+pub(crate) fn standing(subject: &Subject<'_>) -> (Vec<Paradox>, Found) {
+    let found = rescan(subject.history);
+    let mut out = graph_paradoxes(subject, subject.history, &found);
+    out.extend(items::item_paradoxes(subject, &[]));
+    (finish(out), found)
+}
+
+/// The event a [`Change::Add`] would put in the timeline.
+fn added_event(subject: &Subject<'_>, id: &EventId, description: &str, time: Instant) -> Event {
+    Event {
+        id: id.clone(),
+        description: description.to_owned(),
+        time,
+        location: String::new(),
+        causes: Vec::new(),
+        fixed_point: false,
+        status: EventStatus::OnSchedule,
+        supersedes: None,
+        superseded_by: None,
+        lineage: id.clone(),
+        author: Some(subject.traveller.clone()),
+    }
+}
+
+/// The changes, resolved against the timeline as it stands.
+struct Plan<'c> {
+    /// Slot -> its time after the moves (the last move of an event wins).
+    moved: StdHashMap<u32, Instant>,
+    /// Slots of ids that are named as causes but not recorded, which an addition creates.
+    added: StdHashMap<u32, (&'c EventId, &'c str, Instant)>,
+    fixed: Vec<Paradox>,
+}
+
+impl<'c> Plan<'c> {
+    fn new(subject: &Subject<'_>, changes: &'c [Change]) -> Self {
+        let h = subject.history;
+        let mut plan = Plan {
+            moved: StdHashMap::new(),
+            added: StdHashMap::new(),
+            fixed: Vec::new(),
+        };
+        for change in changes {
+            match change {
+                Change::Move { event, time } => {
+                    if let Some(slot) = h.slot(event)
+                        && let Some(e) = h.current(event)
+                    {
+                        if e.fixed_point {
+                            plan.fixed.push(fixed_point_paradox(e, *time));
+                        }
+                        plan.moved.insert(slot, *time);
+                    }
+                }
+                Change::Add {
+                    event,
+                    description,
+                    time,
+                } => {
+                    // A brand-new id has no edges; one already named as a cause gains its
+                    // effects. Recorded ids are never added again.
+                    if h.get(event).is_none()
+                        && let Some(slot) = h.slot(event)
+                    {
+                        plan.added
+                            .entry(slot)
+                            .or_insert((event, description.as_str(), *time));
+                    }
+                }
+                Change::BringItem { .. } => {}
+            }
+        }
+        plan
+    }
+
+    fn touches(&self, slot: u32) -> bool {
+        self.moved.contains_key(&slot) || self.added.contains_key(&slot)
+    }
+
+    fn time(&self, h: &History, slot: u32) -> Instant {
+        if let Some(t) = self.moved.get(&slot) {
+            return *t;
+        }
+        if let Some((_, _, t)) = self.added.get(&slot) {
+            return *t;
+        }
+        h.view(slot).time
+    }
+
+    fn is_current(&self, h: &History, slot: u32) -> bool {
+        h.view(slot).current || self.added.contains_key(&slot)
+    }
+
+    fn info<'a>(&'a self, subject: &'a Subject<'_>, h: &'a History, slot: u32) -> Info<'a> {
+        if let Some((id, description, time)) = self.added.get(&slot) {
+            return Info {
+                id,
+                description,
+                time: *time,
+                author: Some(subject.traveller),
+            };
+        }
+        Info {
+            time: self.time(h, slot),
+            ..Info::of(h, slot)
+        }
+    }
+}
+
+/// What a description says about an event.
+struct Info<'a> {
+    id: &'a EventId,
+    description: &'a str,
+    time: Instant,
+    author: Option<&'a Traveller>,
+}
+
+impl<'a> Info<'a> {
+    fn of(h: &'a History, slot: u32) -> Self {
+        let view = h.view(slot);
+        Info {
+            id: view.id,
+            description: view.event.map_or("", |e| e.description.as_str()),
+            time: view.time,
+            author: view.event.and_then(|e| e.author.as_ref()),
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("'{}' ({})", self.description, self.id)
+    }
+}
+
+fn order_paradox(subject: &Subject<'_>, effect: &Info<'_>, cause: &Info<'_>) -> Paradox {
+    let broken = format!(
+        "{} at {} happens before its cause {} at {}",
+        effect.name(),
+        format_instant(&effect.time),
+        cause.name(),
+        format_instant(&cause.time),
+    );
+    let (kind, description) = if effect.author == Some(subject.traveller) {
+        (
+            ParadoxKind::Grandfather,
+            format!(
+                "{broken}; it is {}'s own doing, so this would erase the cause of their own act.",
+                subject.traveller
+            ),
+        )
+    } else {
+        (ParadoxKind::CausalOrder, format!("{broken}."))
+    };
+    Paradox {
+        kind,
+        description,
+        events: vec![effect.id.clone(), cause.id.clone()],
+        items: Vec::new(),
+    }
+}
+
+/// How many events a loop's description names before summing up the rest.
+const LOOP_NAMED: usize = 5;
+
+fn loop_paradox(mut members: Vec<Info<'_>>) -> Paradox {
+    members.sort_by(|a, b| a.id.cmp(b.id));
+    let description = if members.len() == 1 {
+        format!("{} is among its own causes.", members[0].name())
+    } else {
+        let mut names: Vec<String> = members.iter().take(LOOP_NAMED).map(Info::name).collect();
+        if members.len() > LOOP_NAMED {
+            names.push(format!("{} more events", members.len() - LOOP_NAMED));
+        }
+        let last = names.pop().unwrap_or_default();
+        format!(
+            "{} and {last} cause each other in a loop.",
+            names.join(", ")
+        )
+    };
+    Paradox {
+        kind: ParadoxKind::CausalLoop,
+        description,
+        events: members.iter().map(|i| i.id.clone()).collect(),
+        items: Vec::new(),
+    }
+}
+
+fn fixed_point_paradox(event: &Event, to: Instant) -> Paradox {
+    Paradox {
+        kind: ParadoxKind::FixedPoint,
+        description: format!(
+            "'{}' ({}) is a fixed point: it cannot be moved from {} to {}.",
+            event.description,
+            event.id,
+            format_instant(&event.time),
+            format_instant(&to),
+        ),
+        events: vec![event.id.clone()],
+        items: Vec::new(),
+    }
+}
+
+/// Sorts by kind, events, items, then description, and drops duplicates, so both checkers
+/// answer the same list in the same order.
+fn finish(mut out: Vec<Paradox>) -> Vec<Paradox> {
+    out.sort_by(|a, b| {
+        (a.kind, &a.events, &a.items, &a.description).cmp(&(
+            b.kind,
+            &b.events,
+            &b.items,
+            &b.description,
+        ))
+    });
+    out.dedup();
+    out
 }

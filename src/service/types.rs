@@ -15,7 +15,7 @@ use crate::paradox::Paradox;
 pub use crate::model::{Anchor, Item, Journey, LeftItem};
 
 /// Asking for one page of a list.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PageRequest {
     /// Most items to return (1 to [`PageRequest::MAX_LIMIT`], default [`PageRequest::DEFAULT_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,7 +41,7 @@ impl PageRequest {
 }
 
 /// One page of a list.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Page<T> {
     /// The items of this page.
     pub items: Vec<T>,
@@ -50,20 +50,21 @@ pub struct Page<T> {
 }
 
 /// Who the caller is and where they are.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TravellerStatus {
     /// The traveller's name.
     pub traveller: Traveller,
     /// Timeline they are in.
     pub timeline_id: TimelineId,
     /// Their time there, now.
+    #[schema(value_type = String, format = DateTime)]
     pub time: Instant,
     /// The raw position (arrival and wall-clock arrival).
     pub position: Position,
 }
 
 /// A timeline as responses show it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TimelineInfo {
     /// Its id.
     pub id: TimelineId,
@@ -71,8 +72,10 @@ pub struct TimelineInfo {
     pub name: String,
     /// Where journeys into it arrive.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub destination_time: Option<Instant>,
     /// When it was created.
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Instant,
     /// `open` or `closed`, now.
     pub status: TimelineStatus,
@@ -89,6 +92,7 @@ pub struct TimelineInfo {
     pub parent: Option<TimelineId>,
     /// When the window closes; absent when unbounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub closes_at: Option<Instant>,
     /// How many events it now has.
     #[serde(default)]
@@ -97,13 +101,14 @@ pub struct TimelineInfo {
 
 /// Creating a timeline: the documented `Timeline` body and the guide operations'
 /// `create-timeline` / `create-parallel-timeline` bodies, in one shape.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewTimeline {
     /// Its name; defaults to the description.
     #[serde(default)]
     pub name: Option<String>,
     /// Where journeys into it arrive; `None` arrives at the present.
     #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub destination_time: Option<Instant>,
     /// What it is for.
     #[serde(default)]
@@ -117,7 +122,7 @@ pub struct NewTimeline {
 }
 
 /// A journey request.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TravelRequest {
     /// A timeline id or one of the caller's active anchor ids.
     pub destination: String,
@@ -127,9 +132,10 @@ pub struct TravelRequest {
 }
 
 /// `/api/v1/travel`: to a time in the primary timeline, at a place.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TimeTravelRequest {
     /// The time to arrive at in `primary`.
+    #[schema(value_type = String, format = DateTime)]
     pub destination_time: Instant,
     /// Where (recorded with the journey).
     #[serde(default)]
@@ -137,16 +143,17 @@ pub struct TimeTravelRequest {
 }
 
 /// Registering an item.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewItem {
     /// What it is.
     pub description: String,
 }
 
 /// Setting an anchor.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewAnchor {
     /// The time to return to.
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: Instant,
     /// What it is for.
     #[serde(default)]
@@ -154,18 +161,19 @@ pub struct NewAnchor {
 }
 
 /// One step of a new outcome.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OutcomeChange {
     /// The action taken (free text, recorded).
     #[serde(default)]
     pub action: Option<String>,
     /// The event's new time.
     #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub time: Option<Instant>,
 }
 
 /// The new outcome of a manipulated event.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewOutcome {
     /// The new description.
     #[serde(default)]
@@ -176,7 +184,7 @@ pub struct NewOutcome {
 }
 
 /// Manipulating an event (`POST /events` and the guide `manipulate-event`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ManipulateRequest {
     /// The timeline (guide operation: defaults to `primary`).
     #[serde(default)]
@@ -191,7 +199,7 @@ pub struct ManipulateRequest {
 }
 
 /// What a manipulation did.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ManipulationResult {
     /// `applied`.
     pub status: String,
@@ -200,6 +208,7 @@ pub struct ManipulationResult {
     /// Its description.
     pub description: String,
     /// Its time.
+    #[schema(value_type = String, format = DateTime)]
     pub time: Instant,
     /// The event it superseded.
     pub original_event_id: EventId,
@@ -208,13 +217,14 @@ pub struct ManipulationResult {
 }
 
 /// One proposed change: exactly one of `event` or `item_id`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ProposedChange {
     /// An event id to move, or the description of a new event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
     /// The (new) time of that event; defaults to the timeline's destination time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub time: Option<Instant>,
     /// An item to bring into the timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,7 +232,7 @@ pub struct ProposedChange {
 }
 
 /// `POST /paradox-checks`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ParadoxCheckRequest {
     /// The timeline to check.
     pub timeline_id: TimelineId,
@@ -232,7 +242,7 @@ pub struct ParadoxCheckRequest {
 }
 
 /// The guide `check-paradox`: the timeline as it stands, optionally only after an event.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StabilityQuery {
     /// The timeline.
     pub timeline_id: TimelineId,
@@ -242,7 +252,7 @@ pub struct StabilityQuery {
 }
 
 /// The checker's verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ParadoxReport {
     /// True when no paradox was found.
     pub is_stable: bool,
@@ -253,7 +263,7 @@ pub struct ParadoxReport {
 }
 
 /// `GET /monitor-timeline` and `/api/v1/monitor-paradox`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MonitorQuery {
     /// The timeline.
     pub timeline_id: TimelineId,
@@ -263,7 +273,19 @@ pub struct MonitorQuery {
 }
 
 /// How serious an anomaly is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Worth knowing.
@@ -275,7 +297,19 @@ pub enum Severity {
 }
 
 /// What an anomaly is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AnomalyKind {
     /// A paradox of the given kind.
@@ -289,7 +323,7 @@ pub enum AnomalyKind {
 }
 
 /// One anomaly.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Anomaly {
     /// Stable: the same cause gives the same id across calls.
     pub anomaly_id: AnomalyId,
@@ -302,11 +336,12 @@ pub struct Anomaly {
     /// Ids of the events, items, scripts or timeline involved.
     pub subjects: Vec<String>,
     /// When it was first seen.
+    #[schema(value_type = String, format = DateTime)]
     pub detected_at: Instant,
 }
 
 /// The monitor's answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MonitorReport {
     /// `stable` or `anomalies_detected`.
     pub status: String,
@@ -315,11 +350,12 @@ pub struct MonitorReport {
     /// The timeline scanned.
     pub timeline_id: TimelineId,
     /// When the scan ran.
+    #[schema(value_type = String, format = DateTime)]
     pub checked_at: Instant,
 }
 
 /// `/api/v1/check-timeline`: does a significant event still hold?
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SignificantEventQuery {
     /// The timeline.
     pub timeline_id: TimelineId,
@@ -328,7 +364,7 @@ pub struct SignificantEventQuery {
 }
 
 /// Whether a significant event holds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TimelineCheck {
     /// `holds`, `altered` (its lineage was manipulated) or `missing`.
     pub status: String,
@@ -343,13 +379,14 @@ pub struct TimelineCheck {
 }
 
 /// An event as responses show it. The first four fields are the guide's event record.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct EventRecord {
     /// Its id.
     pub event_id: EventId,
     /// What happened.
     pub description: String,
     /// When.
+    #[schema(value_type = String, format = DateTime)]
     pub time: Instant,
     /// Where.
     pub location: String,
@@ -375,7 +412,7 @@ pub struct EventRecord {
 }
 
 /// Searching events (`search-events`, `scan-events`, the events extension).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SearchQuery {
     /// The timeline (default `primary`).
     #[serde(default)]
@@ -392,11 +429,12 @@ pub struct SearchQuery {
 }
 
 /// Adding an event to a timeline (extension).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewEvent {
     /// What happened.
     pub description: String,
     /// When.
+    #[schema(value_type = String, format = DateTime)]
     pub time: Instant,
     /// Where.
     pub location: String,
@@ -409,7 +447,7 @@ pub struct NewEvent {
 }
 
 /// The guide `revert-event`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RevertRequest {
     /// The manipulated event, or any event of its lineage (its latest change is undone).
     pub event_id: EventId,
@@ -419,7 +457,7 @@ pub struct RevertRequest {
 }
 
 /// What a revert did.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RevertResult {
     /// `reverted`.
     pub status: String,
@@ -432,7 +470,7 @@ pub struct RevertResult {
 }
 
 /// An automated action (scripts and external triggers).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Action {
     /// `manipulate` or `revert`.
     pub action_type: String,
@@ -440,6 +478,7 @@ pub struct Action {
     pub event_id: EventId,
     /// New time of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub new_time: Option<Instant>,
     /// New description of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -447,10 +486,11 @@ pub struct Action {
 }
 
 /// When a script fires, besides its trigger event being manipulated or reverted.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ScriptConditions {
     /// Fire when this passes…
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub check_date: Option<Instant>,
     /// …and the trigger event's status equals this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -458,7 +498,7 @@ pub struct ScriptConditions {
 }
 
 /// The guide `create-script`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewScript {
     /// A name for people.
     pub script_name: String,
@@ -475,7 +515,7 @@ pub struct NewScript {
 }
 
 /// A stored script.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Script {
     /// Its id.
     pub script_id: ScriptId,
@@ -492,14 +532,16 @@ pub struct Script {
     /// The timeline.
     pub timeline_id: TimelineId,
     /// When it was stored.
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Instant,
 }
 
 /// What a scheduled manipulation changes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ManipulationDetails {
     /// New time of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub new_time: Option<Instant>,
     /// New description of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -507,11 +549,12 @@ pub struct ManipulationDetails {
 }
 
 /// The guide `schedule-manipulation`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewSchedule {
     /// The lineage to change.
     pub event_id: EventId,
     /// When to run (wall clock).
+    #[schema(value_type = String, format = DateTime)]
     pub scheduled_time: Instant,
     /// What to change.
     #[serde(default)]
@@ -522,18 +565,19 @@ pub struct NewSchedule {
 }
 
 /// What an external system reports.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TriggerConditions {
     /// The outside build's status, recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_status: Option<String>,
     /// When to run the actions (now if past).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub timestamp: Option<Instant>,
 }
 
 /// The guide `trigger-external-manipulation`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExternalTrigger {
     /// Who is calling.
     pub external_system: String,
@@ -548,13 +592,14 @@ pub struct ExternalTrigger {
 }
 
 /// A scheduled or externally triggered job.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Schedule {
     /// Its id.
     pub schedule_id: ScheduleId,
     /// `scheduled`, `triggered`, `done`, `failed` or `cancelled`.
     pub status: String,
     /// When it runs (wall clock).
+    #[schema(value_type = String, format = DateTime)]
     pub scheduled_time: Instant,
     /// The timeline.
     pub timeline_id: TimelineId,
@@ -566,7 +611,7 @@ pub struct Schedule {
 }
 
 /// The guide `automation-log`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LogQuery {
     /// Only this timeline.
     #[serde(default)]
@@ -580,9 +625,10 @@ pub struct LogQuery {
 }
 
 /// One automated action, done or failed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LogEntry {
     /// When it ran.
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: Instant,
     /// The event id the action was given.
     pub event_id: EventId,

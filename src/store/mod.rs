@@ -10,10 +10,107 @@
 //! [`StoreError::Conflict`], catches up, re-validates and tries again.
 
 mod memory;
+mod postgres;
+mod sqlite;
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// The forms [`open`] accepts, for error messages and `--help`.
+pub const ACCEPTED_FORMS: &str = "sqlite://PATH, sqlite:PATH or a plain file path (SQLite); \
+postgres://USER[:PASSWORD]@HOST[:PORT]/DB or postgresql://... (PostgreSQL); \
+memory: (a throwaway log, lost on exit)";
+
+/// Opens the store `url` names, creating and migrating it as needed:
+///
+/// - `sqlite:///abs/path.db`, `sqlite://rel/path.db`, `sqlite:path.db`, or a plain path such as
+///   `/var/lib/chronoscope/chronoscope.db` or `./x.db`: a SQLite file (parent directories are
+///   created);
+/// - `postgres://user:password@host:5432/db` or `postgresql://...`: PostgreSQL;
+/// - `memory:` (or `sqlite::memory:`): an in-memory log, lost on exit.
+pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(match Location::parse(url)? {
+        Location::Sqlite(path) => Arc::new(SqliteStore::open(&path).await?),
+        Location::Postgres => Arc::new(PostgresStore::connect(url).await?),
+        Location::Memory => Arc::new(MemoryStore::new()),
+    })
+}
+
+/// Which backend a URL names (the PostgreSQL URL itself is passed on untouched).
+#[derive(Debug, PartialEq, Eq)]
+enum Location {
+    Sqlite(PathBuf),
+    Postgres,
+    Memory,
+}
+
+impl Location {
+    fn parse(url: &str) -> Result<Self, StoreError> {
+        let url = url.trim();
+        if url.is_empty() {
+            return Err(StoreError::Unavailable(format!(
+                "no database given; use {ACCEPTED_FORMS}"
+            )));
+        }
+        let Some((scheme, rest)) = url.split_once(':').filter(|(scheme, _)| is_scheme(scheme))
+        else {
+            return Ok(Self::Sqlite(PathBuf::from(url)));
+        };
+        match scheme.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" => Ok(Self::Postgres),
+            "memory" if rest.is_empty() => Ok(Self::Memory),
+            "sqlite" if rest == ":memory:" => Ok(Self::Memory),
+            "sqlite" => {
+                let path = rest.strip_prefix("//").unwrap_or(rest);
+                if path.contains('?') {
+                    return Err(StoreError::Unavailable(
+                        "SQLite URL options (`?...`) are not supported; give only the file path"
+                            .into(),
+                    ));
+                }
+                Ok(Self::Sqlite(PathBuf::from(path)))
+            }
+            // Only the scheme is repeated: the rest may hold a password.
+            _ => Err(StoreError::Unavailable(format!(
+                "unsupported database `{scheme}:...`; use {ACCEPTED_FORMS}"
+            ))),
+        }
+    }
+}
+
+/// Whether `s` looks like a URL scheme; one letter is a Windows drive (`C:\x.db`), not a scheme.
+fn is_scheme(s: &str) -> bool {
+    s.len() > 1
+        && s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// Turns rows read after `after` into records, refusing a log with a hole in it: the engine
+/// folds records in order and must never skip one.
+fn contiguous(after: u64, rows: Vec<(i64, String)>, what: &str) -> Result<Vec<Record>, StoreError> {
+    (after + 1..)
+        .zip(rows)
+        .map(|(expected, (seq, body))| {
+            if u64::try_from(seq).ok() == Some(expected) {
+                Ok(Record {
+                    seq: expected,
+                    body,
+                })
+            } else {
+                Err(StoreError::Corrupt(format!(
+                    "{what}: the log jumps to record {seq} where {expected} should be"
+                )))
+            }
+        })
+        .collect()
+}
 
 /// One stored record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,4 +151,66 @@ pub trait Store: Send + Sync {
 
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(p: &str) -> Location {
+        Location::Sqlite(PathBuf::from(p))
+    }
+
+    #[test]
+    fn urls_choose_the_backend() {
+        let cases = [
+            ("sqlite:///var/lib/c.db", sqlite("/var/lib/c.db")),
+            ("sqlite://data/c.db", sqlite("data/c.db")),
+            ("sqlite:c.db", sqlite("c.db")),
+            ("SQLite:c.db", sqlite("c.db")),
+            ("/tmp/x/c.db", sqlite("/tmp/x/c.db")),
+            ("./c.db", sqlite("./c.db")),
+            ("c.db", sqlite("c.db")),
+            ("C:\\data\\c.db", sqlite("C:\\data\\c.db")),
+            ("postgres://u:pw@h:5432/db", Location::Postgres),
+            ("postgresql://u@h/db", Location::Postgres),
+            ("memory:", Location::Memory),
+            ("sqlite::memory:", Location::Memory),
+        ];
+        for (url, want) in cases {
+            assert_eq!(Location::parse(url).ok(), Some(want), "{url}");
+        }
+    }
+
+    #[test]
+    fn unknown_schemes_list_the_accepted_forms_without_echoing_secrets() {
+        for url in [
+            "mysql://root:hunter2@db/x",
+            "http://x",
+            "",
+            "  ",
+            "sqlite://x.db?mode=rwc",
+        ] {
+            let Err(StoreError::Unavailable(message)) = Location::parse(url) else {
+                panic!("{url:?} was accepted");
+            };
+            assert!(!message.contains("hunter2"), "{message}");
+            if !url.starts_with("sqlite") {
+                assert!(message.contains("sqlite://PATH"), "{message}");
+                assert!(message.contains("postgres://"), "{message}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_hole_in_the_log_is_corruption() {
+        let rows = vec![(3, "a".to_owned()), (5, "b".to_owned())];
+        assert!(matches!(
+            contiguous(2, rows, "x"),
+            Err(StoreError::Corrupt(_))
+        ));
+        let rows = vec![(3, "a".to_owned()), (4, "b".to_owned())];
+        let records = contiguous(2, rows, "x").ok().unwrap_or_default();
+        assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
+    }
 }

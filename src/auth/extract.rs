@@ -1,0 +1,93 @@
+//! The axum extractor that turns `Authorization: Bearer <JWT>` into a traveller and scopes.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use super::{Claims, Scopes, Secret, verify};
+use crate::model::Traveller;
+
+/// A caller whose token verified: who they are and what they may do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Authenticated {
+    /// The traveller named by `sub`.
+    pub traveller: Traveller,
+    /// The scopes granted.
+    pub scopes: Scopes,
+    /// The verified claims.
+    pub claims: Claims,
+}
+
+/// Why a request is not authenticated (answered 401).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthRejection {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// A token that is malformed, expired, tampered with or not HS256.
+    Invalid(String),
+}
+
+impl AuthRejection {
+    /// The problem detail for a person.
+    pub fn detail(&self) -> String {
+        match self {
+            AuthRejection::Missing => {
+                "send a token in the header Authorization: Bearer <token> (chronoscope token makes one)"
+                    .into()
+            }
+            AuthRejection::Invalid(why) => format!("the bearer token was refused: {why}"),
+        }
+    }
+}
+
+impl Authenticated {
+    /// Verifies the request's bearer token against `secret`.
+    pub fn from_parts(parts: &Parts, secret: &Secret) -> Result<Self, AuthRejection> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or(AuthRejection::Missing)?;
+        let header = header
+            .to_str()
+            .map_err(|_| AuthRejection::Invalid("the Authorization header is not text".into()))?;
+        let (scheme, token) = header.trim().split_once(' ').ok_or_else(|| {
+            AuthRejection::Invalid("expected Authorization: Bearer <token>".into())
+        })?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(AuthRejection::Invalid(format!(
+                "the {scheme} scheme is not accepted; use Bearer"
+            )));
+        }
+        let claims =
+            verify(secret, token.trim()).map_err(|e| AuthRejection::Invalid(e.to_string()))?;
+        let traveller = claims
+            .sub
+            .parse()
+            .map_err(|e: crate::error::ServiceError| AuthRejection::Invalid(e.to_string()))?;
+        Ok(Self {
+            traveller,
+            scopes: Scopes::parse(&claims.scope),
+            claims,
+        })
+    }
+}
+
+impl<S> FromRequestParts<S> for Authenticated
+where
+    S: Send + Sync,
+    Arc<Secret>: FromRef<S>,
+{
+    type Rejection = AuthRejection;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        if let Some(done) = parts.extensions.get::<Authenticated>() {
+            return Ok(done.clone());
+        }
+        let secret = Arc::<Secret>::from_ref(state);
+        let auth = Self::from_parts(parts, &secret)?;
+        parts.extensions.insert(auth.clone());
+        Ok(auth)
+    }
+}

@@ -1,0 +1,143 @@
+//! Group commit: concurrent writes share one append (one transaction, one fsync).
+//!
+//! Writers decide one at a time against the *pending* world — the durable state plus every op
+//! decided but not yet appended — so each decision sees the ones before it. Their ops collect in
+//! the open batch; one writer at a time (the flusher) appends the open batch and publishes the
+//! world it leads to. A writer answers only once its batch is durable. When an append fails,
+//! every decision made on top of it is void: those writers decide again on the durable state.
+
+use std::sync::{Arc, OnceLock};
+
+use super::{Engine, Op, World};
+use crate::error::ServiceError;
+use crate::model::Instant;
+use crate::store::StoreError;
+
+/// How many times a write is decided again after losing a race with another process.
+const WRITE_ATTEMPTS: usize = 8;
+
+/// How a batch ended, shared by every writer in it.
+#[derive(Clone, Debug)]
+enum Outcome {
+    /// Appended and published.
+    Durable,
+    /// Decided on a state that is void (another process wrote first, or an earlier batch
+    /// failed): decide again.
+    Retry,
+    /// The store refused; nothing of the batch was written.
+    Failed(ServiceError),
+}
+
+/// Ops decided together, waiting to be appended.
+#[derive(Debug)]
+struct Batch {
+    first_seq: u64,
+    bodies: Vec<String>,
+    /// The world once the batch is applied.
+    world: Arc<World>,
+    outcome: Arc<OnceLock<Outcome>>,
+}
+
+/// What writers decide against, guarded by the engine's `pending` lock.
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    /// The durable world plus every op decided since; `None` when nothing is pending, so the
+    /// next writer starts from the store's latest state.
+    world: Option<Arc<World>>,
+    /// The batch collecting ops.
+    open: Option<Batch>,
+}
+
+impl Engine {
+    /// Runs a write: `decide` looks at the latest world and the time, and returns the ops to
+    /// log with the caller's answer. The answer is returned once the ops are durable; nothing
+    /// is published unless the store took them.
+    pub(crate) async fn write<T>(
+        &self,
+        decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
+    ) -> Result<T, ServiceError> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let (outcome, answer) = {
+                let mut pending = self.pending.lock().await;
+                let base = match &pending.world {
+                    Some(world) => Arc::clone(world),
+                    None => {
+                        self.catch_up().await?;
+                        self.snapshot_now()
+                    }
+                };
+                let (ops, answer) = decide(&base, self.clock.now())?;
+                if ops.is_empty() {
+                    return Ok(answer);
+                }
+                let bodies = ops
+                    .iter()
+                    .map(serde_json::to_string)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| ServiceError::Internal(format!("cannot encode a change: {e}")))?;
+                let mut next = (*base).clone();
+                for op in ops {
+                    let seq = next.seq + 1;
+                    next.apply(seq, op)
+                        .map_err(|e| ServiceError::Internal(e.to_string()))?;
+                }
+                let next = Arc::new(next);
+                pending.world = Some(Arc::clone(&next));
+                let batch = pending.open.get_or_insert_with(|| Batch {
+                    first_seq: base.seq + 1,
+                    bodies: Vec::new(),
+                    world: Arc::clone(&next),
+                    outcome: Arc::default(),
+                });
+                batch.bodies.extend(bodies);
+                batch.world = next;
+                (Arc::clone(&batch.outcome), answer)
+            };
+            match self.flush(&outcome).await {
+                Outcome::Durable => return Ok(answer),
+                Outcome::Retry => continue,
+                Outcome::Failed(e) => return Err(e),
+            }
+        }
+        Err(ServiceError::Unavailable(
+            "the store is busy with other writers; try again".into(),
+        ))
+    }
+
+    /// Waits until the batch owning `outcome` ended, appending it if nobody else is.
+    async fn flush(&self, outcome: &OnceLock<Outcome>) -> Outcome {
+        let _flusher = self.flusher.lock().await;
+        if let Some(done) = outcome.get() {
+            return done.clone();
+        }
+        // Batches are flushed in order under the flusher lock, so ours is the open one.
+        let Some(batch) = self.pending.lock().await.open.take() else {
+            return Outcome::Failed(ServiceError::Internal(
+                "a pending write was lost before it was appended".into(),
+            ));
+        };
+        let result = self.store.append(batch.first_seq, &batch.bodies).await;
+        let mut pending = self.pending.lock().await;
+        let end = match result {
+            Ok(()) => {
+                self.publish(Arc::clone(&batch.world));
+                if pending.open.is_none() {
+                    pending.world = None;
+                }
+                Outcome::Durable
+            }
+            Err(e) => {
+                if let Some(built_on_it) = pending.open.take() {
+                    let _ = built_on_it.outcome.set(Outcome::Retry);
+                }
+                pending.world = None;
+                match e {
+                    StoreError::Conflict(_) => Outcome::Retry,
+                    other => Outcome::Failed(other.into()),
+                }
+            }
+        };
+        let _ = batch.outcome.set(end.clone());
+        end
+    }
+}

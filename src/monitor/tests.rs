@@ -1,0 +1,159 @@
+//! The monitor's anomalies: paradoxes, a closing window, orphaned events, failed automation.
+
+use chrono::Duration;
+
+use super::*;
+use crate::model::{Timeline, Window};
+use crate::paradox::ParadoxKind;
+use crate::paradox::tests::{Fixture, at, ev, id};
+
+fn timeline(window: Window) -> Timeline {
+    Timeline {
+        id: "tml_x".parse().unwrap(),
+        name: "x".into(),
+        description: None,
+        variation: None,
+        destination_time: None,
+        created_at: at(0),
+        window,
+        parent: None,
+        created_by: None,
+    }
+}
+
+fn run(
+    fx: &Fixture,
+    tl: &Timeline,
+    now: Instant,
+    range: Option<&TimeRange>,
+    failures: &[AutomationFailure],
+) -> Vec<Anomaly> {
+    scan(&Scan {
+        timeline: tl,
+        subject: fx.subject(),
+        now,
+        range,
+        failures,
+    })
+}
+
+fn kinds(found: &[Anomaly]) -> Vec<AnomalyKind> {
+    found.iter().map(|a| a.kind).collect()
+}
+
+/// b happens before its cause a; d names a cause that does not exist.
+fn troubled() -> Fixture {
+    Fixture::new(vec![
+        ev("a", 20, &[]),
+        ev("b", 10, &["a"]),
+        ev("c", 30, &[]),
+        ev("d", 40, &["c", "ghost"]),
+    ])
+}
+
+#[test]
+fn a_calm_timeline_has_no_anomaly() {
+    let fx = Fixture::new(vec![ev("a", 0, &[]), ev("b", 10, &["a"])]);
+    let tl = timeline(Window::Unbounded);
+    assert!(run(&fx, &tl, at(1_000_000), None, &[]).is_empty());
+}
+
+#[test]
+fn paradoxes_are_critical_and_operational_trouble_is_a_warning() {
+    let fx = troubled();
+    let tl = timeline(Window::Unbounded);
+    let found = run(&fx, &tl, at(5), None, &[]);
+    assert_eq!(
+        kinds(&found),
+        [
+            AnomalyKind::Paradox(ParadoxKind::CausalOrder),
+            AnomalyKind::OrphanedEvent
+        ]
+    );
+    assert_eq!(found[0].severity, Severity::Critical);
+    assert_eq!(found[0].subjects, ["b", "a"]);
+    assert_eq!(found[1].severity, Severity::Warning);
+    assert_eq!(found[1].subjects, ["d", "ghost"]);
+    assert!(found[1].description.contains("'ghost'"));
+    assert_eq!(found[1].detected_at, at(5));
+}
+
+#[test]
+fn a_window_closing_within_a_tenth_of_its_length_is_reported() {
+    let fx = Fixture::new(Vec::new());
+    let tl = timeline(Window::Seconds(3600));
+    assert!(run(&fx, &tl, at(50), None, &[]).is_empty());
+    assert!(run(&fx, &tl, at(54), None, &[]).is_empty());
+    let found = run(&fx, &tl, at(55), None, &[]);
+    assert_eq!(kinds(&found), [AnomalyKind::WindowClosing]);
+    assert_eq!(found[0].subjects, ["tml_x"]);
+    assert!(found[0].description.contains("5 minutes"));
+    // Closed timelines and unbounded ones have no window to warn about.
+    assert!(run(&fx, &tl, at(60), None, &[]).is_empty());
+    assert!(run(&fx, &timeline(Window::Unbounded), at(55), None, &[]).is_empty());
+}
+
+#[test]
+fn failed_automation_is_reported() {
+    let fx = Fixture::new(Vec::new());
+    let tl = timeline(Window::Unbounded);
+    let failure = AutomationFailure {
+        source: "scr_backup".into(),
+        event_id: id("a"),
+        message: "the event is a fixed point".into(),
+        at: at(3),
+    };
+    let found = run(&fx, &tl, at(5), None, std::slice::from_ref(&failure));
+    assert_eq!(kinds(&found), [AnomalyKind::AutomationFailed]);
+    assert!(found[0].description.contains("fixed point"));
+    assert_eq!(found[0].subjects, ["scr_backup", "a"]);
+}
+
+#[test]
+fn the_same_cause_keeps_the_same_id_across_calls() {
+    let fx = troubled();
+    let tl = timeline(Window::Seconds(3600));
+    let first = run(&fx, &tl, at(55), None, &[]);
+    let later = run(&fx, &tl, at(57), None, &[]);
+    let ids = |v: &[Anomaly]| v.iter().map(|a| a.anomaly_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&first), ids(&later));
+    assert_eq!(first.len(), 3);
+    let mut unique = ids(&first);
+    unique.dedup();
+    assert_eq!(unique.len(), 3);
+    // A different cause (the other edge broken) gets another id.
+    let other = Fixture::new(vec![
+        ev("a", 20, &[]),
+        ev("b", 30, &["a"]),
+        ev("e", 5, &["b"]),
+    ]);
+    let found = run(&other, &timeline(Window::Unbounded), at(55), None, &[]);
+    assert!(!ids(&first).contains(&found[0].anomaly_id));
+}
+
+#[test]
+fn a_range_limits_the_scan_to_its_events() {
+    let fx = troubled();
+    let tl = timeline(Window::Unbounded);
+    let early = TimeRange {
+        start: at(0),
+        end: at(15),
+    };
+    assert_eq!(
+        kinds(&run(&fx, &tl, at(5), Some(&early), &[])),
+        [AnomalyKind::Paradox(ParadoxKind::CausalOrder)]
+    );
+    let late = TimeRange {
+        start: at(35),
+        end: at(45),
+    };
+    assert_eq!(
+        kinds(&run(&fx, &tl, at(5), Some(&late), &[])),
+        [AnomalyKind::OrphanedEvent]
+    );
+    let empty = TimeRange {
+        start: at(100),
+        end: at(100) + Duration::minutes(1),
+    };
+    assert!(run(&fx, &tl, at(5), Some(&empty), &[]).is_empty());
+}

@@ -1,0 +1,185 @@
+//! Extension endpoints: the caller, events of a timeline, and listings of the caller's own
+//! journeys, items, anchors, scripts and schedules. Default answer: the full type.
+
+use axum::extract::Path;
+use axum::http::{StatusCode, Uri};
+use axum::response::IntoResponse;
+
+use super::{ApiResult, json, with_next};
+use crate::error::ServiceError;
+use crate::model::{AnchorId, ItemId, ScheduleId, ScriptId, TimelineId};
+use crate::server::extract::{Caller, JsonBody, QueryParams, path_id};
+use crate::server::problem::Problem;
+use crate::server::views::*;
+use crate::service::{
+    Anchor, EventRecord, Item, Journey, NewEvent, PageRequest, Schedule, Script, SearchQuery,
+    TravellerStatus,
+};
+
+/// Who you are and where you are now.
+#[utoipa::path(get, path = "/v1/me", tag = "Extensions", operation_id = "whoami",
+    responses((status = 200, description = "The caller and their position", body = TravellerStatus))
+)]
+pub async fn whoami(caller: Caller) -> ApiResult {
+    Ok(json(StatusCode::OK, &caller.service.whoami().await?))
+}
+
+/// A timeline's current events, in time order, optionally by location and time range.
+#[utoipa::path(get, path = "/v1/timeline/{timeline_id}/events", tag = "Extensions",
+    operation_id = "listTimelineEvents",
+    params(("timeline_id" = String, Path, description = "The timeline"), TimelineEventsParams),
+    responses((status = 200, description = "A page of events; the next one is in the Link header",
+        body = Vec<EventRecord>,
+        headers(("Link" = String, description = "`<...cursor=...>; rel=\"next\"` when there is a next page"))))
+)]
+pub async fn search_timeline_events(
+    caller: Caller,
+    uri: Uri,
+    Path(timeline_id): Path<String>,
+    QueryParams(q): QueryParams<TimelineEventsParams>,
+) -> ApiResult {
+    let id: TimelineId = path_id("timeline", &timeline_id)?;
+    let query = SearchQuery {
+        timeline_id: Some(id.clone()),
+        location: q.location,
+        time_range: q.time_range,
+        page: PageRequest {
+            limit: q.limit,
+            cursor: q.cursor,
+        },
+    };
+    let page = caller.service.search_events(query).await.map_err(|e| {
+        // Addressed by path, an unknown timeline is a missing resource, not a bad reference.
+        match e {
+            ServiceError::UnknownReference { what, id: unknown }
+                if what == "timeline" && unknown == id.as_str() =>
+            {
+                Problem::from_error(ServiceError::not_found("timeline", unknown))
+            }
+            e => Problem::from_error(e),
+        }
+    })?;
+    let resp = json(StatusCode::OK, &page.items);
+    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+}
+
+/// Add an event to a timeline.
+#[utoipa::path(post, path = "/v1/timeline/{timeline_id}/events", tag = "Extensions",
+    operation_id = "addEvent",
+    params(("timeline_id" = String, Path, description = "The timeline")),
+    request_body = NewEvent,
+    responses((status = 201, description = "The event was added", body = EventRecord))
+)]
+pub async fn add_event(
+    caller: Caller,
+    Path(timeline_id): Path<String>,
+    JsonBody(req): JsonBody<NewEvent>,
+) -> ApiResult {
+    let id: TimelineId = path_id("timeline", &timeline_id)?;
+    let e = caller.service.add_event(&id, req).await?;
+    Ok(json(StatusCode::CREATED, &e))
+}
+
+macro_rules! list_route {
+    ($name:ident, $path:literal, $op:literal, $method:ident, $ty:ty, $doc:literal) => {
+        #[doc = $doc]
+        #[utoipa::path(get, path = $path, tag = "Extensions", operation_id = $op,
+            params(PageParams),
+            responses((status = 200, description = "A page; the next one is in the Link header",
+                body = Vec<$ty>,
+                headers(("Link" = String, description = "`<...cursor=...>; rel=\"next\"` when there is a next page"))))
+        )]
+        pub async fn $name(
+            caller: Caller,
+            uri: Uri,
+            QueryParams(page): QueryParams<PageParams>,
+        ) -> ApiResult {
+            let page = caller.service.$method(page.into()).await?;
+            let resp = json(StatusCode::OK, &page.items);
+            Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+        }
+    };
+}
+
+list_route!(
+    list_journeys,
+    "/v1/travels",
+    "listJourneys",
+    list_journeys,
+    Journey,
+    "Your journeys, oldest first."
+);
+list_route!(
+    list_items,
+    "/v1/items",
+    "listItems",
+    list_items,
+    Item,
+    "Your items."
+);
+list_route!(
+    list_anchors,
+    "/v1/anchors",
+    "listAnchors",
+    list_anchors,
+    Anchor,
+    "Your anchors, active and spent."
+);
+list_route!(
+    list_scripts,
+    "/v1/scripts",
+    "listScripts",
+    list_scripts,
+    Script,
+    "Your scripts."
+);
+list_route!(
+    list_schedules,
+    "/v1/schedules",
+    "listSchedules",
+    list_schedules,
+    Schedule,
+    "Your scheduled and triggered jobs."
+);
+
+/// One of your items.
+#[utoipa::path(get, path = "/v1/items/{item_id}", tag = "Extensions", operation_id = "getItem",
+    params(("item_id" = String, Path, description = "The item")),
+    responses((status = 200, description = "The item", body = Item))
+)]
+pub async fn get_item(caller: Caller, Path(item_id): Path<String>) -> ApiResult {
+    let id: ItemId = path_id("item", &item_id)?;
+    Ok(json(StatusCode::OK, &caller.service.get_item(&id).await?))
+}
+
+/// One of your anchors.
+#[utoipa::path(get, path = "/v1/anchors/{anchor_id}", tag = "Extensions", operation_id = "getAnchor",
+    params(("anchor_id" = String, Path, description = "The anchor")),
+    responses((status = 200, description = "The anchor", body = Anchor))
+)]
+pub async fn get_anchor(caller: Caller, Path(anchor_id): Path<String>) -> ApiResult {
+    let id: AnchorId = path_id("anchor", &anchor_id)?;
+    Ok(json(StatusCode::OK, &caller.service.get_anchor(&id).await?))
+}
+
+/// Delete one of your scripts.
+#[utoipa::path(delete, path = "/v1/scripts/{script_id}", tag = "Extensions", operation_id = "deleteScript",
+    params(("script_id" = String, Path, description = "The script")),
+    responses((status = 204, description = "Script deleted"))
+)]
+pub async fn delete_script(caller: Caller, Path(script_id): Path<String>) -> ApiResult {
+    let id: ScriptId = path_id("script", &script_id)?;
+    caller.service.delete_script(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Cancel one of your jobs that has not run yet.
+#[utoipa::path(delete, path = "/v1/schedules/{schedule_id}", tag = "Extensions", operation_id = "deleteSchedule",
+    params(("schedule_id" = String, Path, description = "The scheduled or triggered job")),
+    responses((status = 204, description = "Job cancelled"))
+)]
+pub async fn delete_schedule(caller: Caller, Path(schedule_id): Path<String>) -> ApiResult {
+    let id: ScheduleId = path_id("schedule", &schedule_id)?;
+    caller.service.delete_schedule(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

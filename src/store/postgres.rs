@@ -1,0 +1,238 @@
+//! The shared store: the log in PostgreSQL, so several processes (server replicas) share one
+//! state.
+//!
+//! Appenders serialize on a one-row head table (`SELECT ... FOR UPDATE`): the loser of a race
+//! waits for the winner's commit, then sees the new last sequence number and gets
+//! [`StoreError::Conflict`]. Because commits happen in sequence order, a reader that saw record
+//! N can never later find an older record appear below it, so catching up is gap-free. The
+//! primary key on `seq` backs this up: a duplicate is impossible even if the head were bypassed.
+
+use std::borrow::Cow;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{Row, SqlSafeStr};
+
+use super::{Record, Store, StoreError};
+
+/// How long connecting (or waiting for a pooled connection) may take before the store is
+/// reported unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections per process: appends are serialized anyway; reads of several requests overlap.
+const POOL_SIZE: u32 = 8;
+
+/// The migrations, embedded (see the SQLite store for why not `sqlx::migrate!`).
+fn migrator() -> Migrator {
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("op log"),
+        MigrationType::Simple,
+        include_str!("../../migrations/postgres/0001_op_log.sql").into_sql_str(),
+        false,
+    )])
+}
+
+/// The log in a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    shown: String,
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user:password@host:port/db`) and brings the schema up to
+    /// date. Fails within a few seconds when the server cannot be reached.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| {
+            // The parser's message never repeats the URL, so no password leaks through it.
+            StoreError::Unavailable(format!("invalid PostgreSQL URL: {e}"))
+        })?;
+        Self::connect_with(options).await
+    }
+
+    /// Connects with ready-made options.
+    pub async fn connect_with(options: PgConnectOptions) -> Result<Self, StoreError> {
+        let shown = describe_options(&options);
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .connect_with(options);
+        let pool = tokio::time::timeout(CONNECT_TIMEOUT * 2, pool)
+            .await
+            .map_err(|_| {
+                StoreError::Unavailable(format!("timed out connecting to PostgreSQL at {shown}"))
+            })?
+            .map_err(|e| map_err(&shown, "connect to", e))?;
+        // Several replicas starting together is fine: sqlx holds an advisory lock while migrating.
+        migrator().run(&pool).await.map_err(|e| {
+            use sqlx::migrate::MigrateError as M;
+            match e {
+                M::Execute(e) | M::ExecuteMigration(e, _) => map_err(&shown, "prepare", e),
+                M::VersionMissing(v) | M::VersionNotPresent(v) => StoreError::Corrupt(format!(
+                    "{shown} was written by a newer chronoscope (schema version {v}); upgrade to use it"
+                )),
+                other => StoreError::Corrupt(format!("{shown}: {other}")),
+            }
+        })?;
+        Ok(Self { pool, shown })
+    }
+
+    /// Closes the pool, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    fn err(&self, action: &str, e: sqlx::Error) -> StoreError {
+        map_err(&self.shown, action, e)
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+        let Ok(first) = i64::try_from(first_seq) else {
+            return Err(StoreError::Conflict(first_seq));
+        };
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| self.err("write to", e))?;
+        let last: Option<i64> =
+            sqlx::query_scalar("SELECT last_seq FROM op_log_head WHERE id FOR UPDATE")
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| self.err("write to", e))?;
+        let Some(last) = last else {
+            return Err(StoreError::Corrupt(format!(
+                "{}: the op_log_head row is missing",
+                self.shown
+            )));
+        };
+        if last + 1 != first {
+            // Dropping the transaction rolls it back; nothing was written.
+            return Err(StoreError::Conflict(first_seq));
+        }
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        let count = i64::try_from(bodies.len()).unwrap_or(i64::MAX);
+        sqlx::query(
+            "INSERT INTO op_log (seq, body) \
+             SELECT $1 + t.ord - 1, t.body FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord)",
+        )
+        .bind(first)
+        .bind(bodies)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                StoreError::Conflict(first_seq)
+            }
+            _ => self.err("write to", e),
+        })?;
+        sqlx::query("UPDATE op_log_head SET last_seq = $1 WHERE id")
+            .bind(first + count - 1)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err("write to", e))?;
+        tx.commit().await.map_err(|e| self.err("commit to", e))
+    }
+
+    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
+        let Ok(after_db) = i64::try_from(after) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query("SELECT seq, body FROM op_log WHERE seq > $1 ORDER BY seq LIMIT $2")
+            .bind(after_db)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err("read from", e))?;
+        let rows = rows
+            .iter()
+            .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<String, _>(1)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| self.err("read from", e))?;
+        super::contiguous(after, rows, &self.shown)
+    }
+
+    async fn last_seq(&self) -> Result<u64, StoreError> {
+        let last: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM op_log_head WHERE id")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err("read from", e))?;
+        let last = last.ok_or_else(|| {
+            StoreError::Corrupt(format!("{}: the op_log_head row is missing", self.shown))
+        })?;
+        u64::try_from(last).map_err(|_| {
+            StoreError::Corrupt(format!("{}: negative sequence number {last}", self.shown))
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.shown.clone()
+    }
+}
+
+/// `postgres://user@host:port/db`, never the password.
+pub(super) fn describe_options(options: &PgConnectOptions) -> String {
+    let host = match options.get_socket() {
+        Some(socket) => socket.display().to_string(),
+        None => format!("{}:{}", options.get_host(), options.get_port()),
+    };
+    format!(
+        "postgres://{}@{}/{}",
+        options.get_username(),
+        host,
+        options.get_database().unwrap_or(options.get_username())
+    )
+}
+
+/// Maps a driver error to what the engine can act on, naming the server (without secrets).
+fn map_err(shown: &str, action: &str, e: sqlx::Error) -> StoreError {
+    match e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            let message = db.message();
+            match code.as_str() {
+                // data_corrupted, index_corrupted
+                "XX001" | "XX002" => StoreError::Corrupt(format!("{shown}: {message}")),
+                // undefined_table, undefined_column: someone else's schema
+                "42P01" | "42703" => StoreError::Corrupt(format!(
+                    "{shown} does not hold a chronoscope log: {message}"
+                )),
+                _ => StoreError::Unavailable(format!(
+                    "cannot {action} PostgreSQL at {shown}: {message}"
+                )),
+            }
+        }
+        sqlx::Error::Io(e) => StoreError::Unavailable(format!(
+            "cannot reach PostgreSQL at {shown}: {}",
+            super::sqlite::io_reason(&e)
+        )),
+        sqlx::Error::Tls(e) => {
+            StoreError::Unavailable(format!("TLS with PostgreSQL at {shown} failed: {e}"))
+        }
+        sqlx::Error::PoolTimedOut => StoreError::Unavailable(format!(
+            "cannot reach PostgreSQL at {shown}: no connection within {}s",
+            CONNECT_TIMEOUT.as_secs()
+        )),
+        sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(format!("cannot {action} {shown}: the store was closed"))
+        }
+        e @ (sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::ColumnNotFound(_)
+        | sqlx::Error::TypeNotFound { .. }) => {
+            StoreError::Corrupt(format!("{shown} holds data this version cannot read: {e}"))
+        }
+        e => StoreError::Unavailable(format!("cannot {action} PostgreSQL at {shown}: {e}")),
+    }
+}

@@ -1,0 +1,322 @@
+//! The embedded default: the log in one SQLite file.
+//!
+//! SQLite allows one writer at a time even in WAL mode, so all writes of a handle go through a
+//! single connection, and `append` takes the write lock up front (`BEGIN IMMEDIATE`) before it
+//! reads the last sequence number: a deferred transaction would read, then fail to upgrade to a
+//! write lock with `SQLITE_BUSY` (which the busy timeout cannot wait out) when another process
+//! wrote in between. Reads use a small separate pool, which WAL lets run beside the writer.
+
+use std::borrow::Cow;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Row, SqlSafeStr};
+
+use super::{Record, Store, StoreError};
+
+/// How long a statement waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Concurrent readers per handle; WAL readers never block the writer.
+const READERS: u32 = 4;
+/// How often opening retries migrations that raced another process doing the same.
+const MIGRATE_ATTEMPTS: usize = 3;
+
+/// The migrations, embedded in the binary so an installed program needs no files beside it.
+///
+/// Built by hand rather than with `sqlx::migrate!`, which needs sqlx's `macros` feature (a second
+/// build of sqlx and of the bundled SQLite for the host); the version, checksum and table are
+/// the ones `migrate!` would produce for `migrations/sqlite`.
+fn migrator() -> Migrator {
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("op log"),
+        MigrationType::Simple,
+        include_str!("../../migrations/sqlite/0001_op_log.sql").into_sql_str(),
+        false,
+    )])
+}
+
+/// The log in a SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: SqlitePool,
+    readers: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens the log at `path`, creating the file and its parent directories when missing and
+    /// bringing the schema up to date.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        prepare_file(path)?;
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL, not NORMAL: in WAL mode NORMAL already keeps committed transactions through
+            // a process kill, but may lose the last ones on power loss or an OS crash. An
+            // acknowledged write is a promise, so every commit syncs the WAL (one fsync each).
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(true);
+
+        // One connection, never recycled: the pool is this handle's write queue.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .acquire_timeout(BUSY_TIMEOUT * 3)
+            .connect_with(options.clone())
+            .await
+            .map_err(|e| map_err(path, "open", e))?;
+        migrate(path, &writer).await?;
+
+        let readers = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .acquire_timeout(BUSY_TIMEOUT * 3)
+            // Guards against a read path ever writing around the single writer.
+            .connect_with(options.pragma("query_only", "ON"))
+            .await
+            .map_err(|e| map_err(path, "open", e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            writer,
+            readers,
+        })
+    }
+
+    /// The file the log lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes both pools, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        self.readers.close().await;
+        self.writer.close().await;
+    }
+
+    fn err(&self, action: &str, e: sqlx::Error) -> StoreError {
+        map_err(&self.path, action, e)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+        let Some(first) = seq_to_db(first_seq) else {
+            return Err(StoreError::Conflict(first_seq));
+        };
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| self.err("write", e))?;
+        let last: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM op_log")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err("read", e))?;
+        if last + 1 != first {
+            // Dropping the transaction rolls it back; nothing was written.
+            return Err(StoreError::Conflict(first_seq));
+        }
+        for (seq, body) in (first..).zip(bodies) {
+            sqlx::query("INSERT INTO op_log (seq, body) VALUES (?1, ?2)")
+                .bind(seq)
+                .bind(body)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(db) if db.is_unique_violation() => {
+                        StoreError::Conflict(first_seq)
+                    }
+                    _ => self.err("write", e),
+                })?;
+        }
+        tx.commit().await.map_err(|e| self.err("commit to", e))
+    }
+
+    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
+        let Some(after_db) = seq_to_db(after) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query("SELECT seq, body FROM op_log WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+            .bind(after_db)
+            .bind(i64::from(limit))
+            .fetch_all(&self.readers)
+            .await
+            .map_err(|e| self.err("read", e))?;
+        let rows = rows
+            .iter()
+            .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<String, _>(1)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| self.err("read", e))?;
+        super::contiguous(after, rows, &self.describe())
+    }
+
+    async fn last_seq(&self) -> Result<u64, StoreError> {
+        let last: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM op_log")
+            .fetch_one(&self.readers)
+            .await
+            .map_err(|e| self.err("read", e))?;
+        u64::try_from(last).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{}: negative sequence number {last}",
+                self.describe()
+            ))
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("sqlite://{}", self.path.display())
+    }
+}
+
+/// A sequence number as SQLite stores it; `None` when it cannot be one.
+fn seq_to_db(seq: u64) -> Option<i64> {
+    i64::try_from(seq).ok()
+}
+
+/// Creates the parent directories and checks the file can be opened for writing, so that a
+/// mistake reads "cannot open /x.db: permission denied" rather than SQLite's "unable to open
+/// database file".
+fn prepare_file(path: &Path) -> Result<(), StoreError> {
+    if path.as_os_str().is_empty() {
+        return Err(StoreError::Unavailable(
+            "no SQLite file given: name a path such as sqlite://chronoscope.db".into(),
+        ));
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            StoreError::Unavailable(format!(
+                "cannot create directory {}: {}",
+                parent.display(),
+                io_reason(&e)
+            ))
+        })?;
+    }
+    if path.is_dir() {
+        return Err(StoreError::Unavailable(format!(
+            "cannot open {}: it is a directory",
+            path.display()
+        )));
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map(drop)
+        .map_err(|e| {
+            StoreError::Unavailable(format!("cannot open {}: {}", path.display(), io_reason(&e)))
+        })
+}
+
+/// Runs the migrations; a second process migrating the same new file at the same moment makes
+/// the loser's bookkeeping insert fail, and a retry then finds the migration applied.
+async fn migrate(path: &Path, pool: &SqlitePool) -> Result<(), StoreError> {
+    let migrator = migrator();
+    let mut attempt = 1;
+    loop {
+        match migrator.run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                let e = map_migrate_err(path, e);
+                if attempt >= MIGRATE_ATTEMPTS || matches!(e, StoreError::Corrupt(_)) {
+                    return Err(e);
+                }
+            }
+        }
+        attempt += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn map_migrate_err(path: &Path, e: sqlx::migrate::MigrateError) -> StoreError {
+    use sqlx::migrate::MigrateError as M;
+    match e {
+        M::Execute(e) | M::ExecuteMigration(e, _) => map_err(path, "prepare", e),
+        M::VersionMissing(v) | M::VersionNotPresent(v) => StoreError::Corrupt(format!(
+            "{} was written by a newer chronoscope (schema version {v}); upgrade to open it",
+            path.display()
+        )),
+        M::VersionMismatch(v) => StoreError::Corrupt(format!(
+            "{}: schema version {v} differs from the one this chronoscope knows",
+            path.display()
+        )),
+        other => StoreError::Corrupt(format!("{}: {other}", path.display())),
+    }
+}
+
+/// A readable reason for an I/O failure ("permission denied" rather than "os error 13").
+pub(super) fn io_reason(e: &io::Error) -> String {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::PermissionDenied
+        | K::NotFound
+        | K::ReadOnlyFilesystem
+        | K::StorageFull
+        | K::NotADirectory
+        | K::IsADirectory
+        | K::ConnectionRefused
+        | K::ConnectionReset
+        | K::TimedOut
+        | K::HostUnreachable
+        | K::NetworkUnreachable
+        | K::AddrNotAvailable => e.kind().to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Maps a driver error to what the engine can act on, naming the file.
+fn map_err(file: &Path, action: &str, e: sqlx::Error) -> StoreError {
+    let path = file.display();
+    match e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
+            let message = db.message();
+            // The primary result code is the low byte of the extended one.
+            match code & 0xff {
+                11 | 26 => StoreError::Corrupt(format!(
+                    "{path} is damaged or not a chronoscope database: {message}"
+                )),
+                5 | 6 => StoreError::Unavailable(format!(
+                    "{path} stayed locked by another writer for over {}s: {message}",
+                    BUSY_TIMEOUT.as_secs()
+                )),
+                8 => StoreError::Unavailable(format!("cannot write {path}: it is read-only")),
+                13 => StoreError::Unavailable(format!("cannot write {path}: the disk is full")),
+                14 => StoreError::Unavailable(format!("cannot open {path}: {message}")),
+                _ => StoreError::Unavailable(format!("cannot {action} {path}: {message}")),
+            }
+        }
+        sqlx::Error::Io(e) => {
+            StoreError::Unavailable(format!("cannot {action} {path}: {}", io_reason(&e)))
+        }
+        sqlx::Error::PoolTimedOut => StoreError::Unavailable(format!(
+            "cannot {action} {path}: timed out waiting for a connection"
+        )),
+        sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(format!("cannot {action} {path}: the store was closed"))
+        }
+        e @ (sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::ColumnNotFound(_)
+        | sqlx::Error::TypeNotFound { .. }) => {
+            StoreError::Corrupt(format!("{path} holds data this version cannot read: {e}"))
+        }
+        sqlx::Error::Migrate(e) => map_migrate_err(file, *e),
+        e => StoreError::Unavailable(format!("cannot {action} {path}: {e}")),
+    }
+}

@@ -1,0 +1,276 @@
+//! The scriptable subcommands, parsed from real argument lists and run against an engine:
+//! what a person reads, and what a script parses with `--json`.
+
+use std::sync::Arc;
+
+use chronoscope::cli::{Cli, execute};
+use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::error::ServiceError;
+use chronoscope::model::parse_instant;
+use chronoscope::service::TimelineService;
+use chronoscope::store::MemoryStore;
+use clap::Parser;
+
+async fn engine() -> Arc<Engine> {
+    let clock = Arc::new(ManualClock::new(
+        parse_instant("t", "2026-11-22T10:00:00Z").unwrap(),
+    ));
+    Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock,
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap()
+}
+
+async fn run(service: &dyn TimelineService, args: &[&str]) -> Result<String, ServiceError> {
+    let cli = Cli::try_parse_from(std::iter::once("chronoscope").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?} should parse: {e}"));
+    let mut out = Vec::new();
+    execute(
+        cli.command.expect("a subcommand"),
+        service,
+        cli.global.json,
+        &mut out,
+    )
+    .await?;
+    Ok(String::from_utf8(out).expect("utf-8 output"))
+}
+
+async fn json(service: &dyn TimelineService, args: &[&str]) -> serde_json::Value {
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(args);
+    let text = run(service, &with_json).await.unwrap();
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{args:?} printed invalid JSON: {e}\n{text}"))
+}
+
+#[tokio::test]
+async fn a_mission_from_the_command_line() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let created = json(
+        &ada,
+        &[
+            "timelines",
+            "create",
+            "Tesla",
+            "--destination-time",
+            "1889-03-10T23:50:00Z",
+        ],
+    )
+    .await;
+    let tl = created["id"].as_str().unwrap().to_owned();
+    let anchor = json(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2026-11-22T10:00:00Z",
+            "--description",
+            "home",
+        ],
+    )
+    .await;
+    let anchor = anchor["id"].as_str().unwrap().to_owned();
+
+    let text = run(&ada, &["travel", &tl]).await.unwrap();
+    assert!(text.contains("1889-03-10T23:50:00Z"), "{text}");
+    let item = json(&ada, &["items", "register", "Tesla's blueprint"]).await;
+    let item = item["id"].as_str().unwrap().to_owned();
+    let check = run(
+        &ada,
+        &[
+            "check",
+            &tl,
+            "--event",
+            "Retrieve the blueprint@1889-03-10T23:50:00Z",
+            "--item",
+            &item,
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(check, format!("{tl} is stable\n"));
+    let back = run(&ada, &["travel", &anchor, "--item", &item])
+        .await
+        .unwrap();
+    assert!(back.contains(&format!("carried {item}")), "{back}");
+    assert!(back.contains("now spent"), "{back}");
+
+    let list = run(&ada, &["anchors", "list"]).await.unwrap();
+    assert!(list.lines().next().unwrap().starts_with("ANCHOR"), "{list}");
+    assert!(list.contains("spent"), "{list}");
+    let journeys = json(&ada, &["journeys"]).await;
+    assert_eq!(journeys["items"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn events_are_added_searched_manipulated_and_reverted() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let launch = json(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Launch",
+            "--time",
+            "2025-03-01T12:00:00Z",
+            "--location",
+            "Cape Canaveral",
+        ],
+    )
+    .await;
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    run(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Deploy",
+            "--time",
+            "2025-03-02T12:00:00Z",
+            "--location",
+            "Orbit",
+            "--cause",
+            &launch,
+        ],
+    )
+    .await
+    .unwrap();
+    let found = run(&ada, &["events", "search", "--location", "cape"])
+        .await
+        .unwrap();
+    assert!(
+        found.contains("Launch") && !found.contains("Deploy"),
+        "{found}"
+    );
+    let range = run(
+        &ada,
+        &["events", "search", "--range", "2025-03-02T00:00:00Z/P1D"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        range.contains("Deploy") && !range.contains("Launch"),
+        "{range}"
+    );
+
+    let changed = run(
+        &ada,
+        &[
+            "events",
+            "manipulate",
+            &launch,
+            "--description",
+            "Launch scrubbed",
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(changed.starts_with("applied:"), "{changed}");
+    let holds = run(&ada, &["holds", &launch]).await.unwrap();
+    assert!(holds.starts_with("altered:"), "{holds}");
+    let reverted = run(&ada, &["events", "revert", &launch]).await.unwrap();
+    assert!(
+        reverted.starts_with(&format!("reverted: {launch} stands again")),
+        "{reverted}"
+    );
+    assert!(
+        run(&ada, &["holds", "launch"])
+            .await
+            .unwrap()
+            .starts_with("holds:")
+    );
+}
+
+#[tokio::test]
+async fn automation_from_the_command_line() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let e = json(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Launch",
+            "--time",
+            "2025-03-01T12:00:00Z",
+            "--location",
+            "Cape",
+        ],
+    )
+    .await;
+    let e = e["event_id"].as_str().unwrap().to_owned();
+    let job = json(
+        &ada,
+        &[
+            "schedules",
+            "create",
+            &e,
+            "--at",
+            "2026-11-22T10:00:00Z",
+            "--new-details",
+            "Launch moved",
+        ],
+    )
+    .await;
+    assert_eq!(job["status"], "scheduled");
+    let trigger = json(
+        &ada,
+        &[
+            "trigger",
+            "--system",
+            "CI",
+            "--action",
+            &format!("manipulate:{e}"),
+            "--new-details",
+            "by CI",
+        ],
+    )
+    .await;
+    assert_eq!(trigger["status"], "triggered");
+    assert_eq!(engine.run_due().await.unwrap(), 2);
+    let log = run(&ada, &["log"]).await.unwrap();
+    assert_eq!(
+        log.lines().filter(|l| l.contains(" done ")).count(),
+        2,
+        "{log}"
+    );
+    let err = run(&ada, &["trigger", "--system", "CI", "--action", "explode"])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("KIND:EVENT"), "{err}");
+}
+
+#[tokio::test]
+async fn mistakes_get_a_message_a_person_understands() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let err = run(&ada, &["travel", "tml_nowhere"]).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no timeline or anchor 'tml_nowhere' is known to you"
+    );
+    let err = run(&ada, &["timelines", "delete", "primary"])
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "the primary timeline cannot be deleted");
+    // Flag values are checked by the parser before anything runs.
+    let parse = Cli::try_parse_from(["chronoscope", "events", "search", "--range", "last week"]);
+    let message = parse.unwrap_err().to_string();
+    assert!(message.contains("ISO 8601 interval"), "{message}");
+    let parse = Cli::try_parse_from(["chronoscope", "anchors", "set", "noon"]);
+    assert!(parse.unwrap_err().to_string().contains("RFC 3339"));
+    assert_eq!(
+        run(&ada, &["timelines", "list", "--limit", "1"])
+            .await
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
+}

@@ -1,0 +1,55 @@
+//! The contract suite (DESIGN §2): the same scenarios run against the embedded `Engine` and
+//! against `RemoteClient -> server -> Engine`; both faces must give the same answers, errors
+//! included.
+//!
+//! Each scenario in `contract/scenarios.rs` becomes a module with two tests: `embedded` runs it
+//! on the engine; `remote` runs it through a real server on a loopback port, then runs it on a
+//! fresh engine too and asserts that every recorded answer is the same on both faces.
+
+#[path = "contract/face.rs"]
+mod face;
+#[path = "contract/remote.rs"]
+mod remote;
+#[path = "contract/scenarios.rs"]
+mod scenarios;
+
+use face::Face;
+
+macro_rules! contract {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn embedded() {
+                let face = Face::embedded().await;
+                scenarios::$scenario(&face).await;
+            }
+
+            #[tokio::test]
+            async fn remote() {
+                let remote = Face::remote().await;
+                scenarios::$scenario(&remote).await;
+                let embedded = Face::embedded().await;
+                scenarios::$scenario(&embedded).await;
+                face::assert_same_answers(&embedded, &remote);
+            }
+        }
+    )*};
+}
+
+contract! {
+    timelines_list_create_get,
+    timeline_delete_refusals,
+    events_add_and_search,
+    manipulate_revert_and_check_timeline,
+    closed_timeline_refuses_changes,
+    items_register_get_list,
+    anchors_set_get_list,
+    travel_timeline_anchor_and_time,
+    mission_runs_twice,
+    travellers_are_isolated,
+    paradox_check_validation,
+    monitor_clean_timeline,
+    automation_answers,
+}

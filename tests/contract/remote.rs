@@ -1,0 +1,201 @@
+//! The remote face's server: the real router ([`chronoscope::server::run`]) in front of an
+//! engine, on a loopback port the OS picks, with tokens signed by [`chronoscope::auth`].
+//! Also the few checks only the remote face has: scopes, foreign tokens, a server that is gone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chronoscope::auth::{Scopes, Secret, issue_token};
+use chronoscope::client::RemoteClient;
+use chronoscope::engine::Engine;
+use chronoscope::error::ServiceError;
+use chronoscope::server::{RateLimit, ServerConfig, run};
+use chronoscope::service::{NewTimeline, PageRequest, TimelineService};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The secret of every test server (tests only).
+const SECRET: &str = "contract-suite-secret-not-for-production";
+
+/// A running test server; shut down when dropped.
+pub struct Server {
+    /// Its root URL, like `http://127.0.0.1:41234`.
+    pub base_url: String,
+    secret: Secret,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Server {
+    /// Starts the server in front of `engine`, with the default settings a user gets.
+    pub async fn start(engine: Arc<Engine>) -> Self {
+        Self::start_with(engine, |config| config).await
+    }
+
+    /// Starts the server in front of `engine` with settings adjusted by `adjust`.
+    pub async fn start_with(
+        engine: Arc<Engine>,
+        adjust: impl FnOnce(ServerConfig) -> ServerConfig,
+    ) -> Self {
+        let secret = Secret::from_bytes(SECRET).expect("a long enough test secret");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let addr = listener.local_addr().expect("the bound address");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = adjust(ServerConfig::new(secret.clone()));
+        let task = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            run(listener, config, engine, shutdown).await
+        });
+        Self {
+            base_url: format!("http://{addr}"),
+            secret,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// A token for `traveller` with `scopes`, valid for an hour.
+    pub fn token_with(&self, traveller: &str, scopes: &str) -> String {
+        issue_token(
+            &self.secret,
+            traveller,
+            &Scopes::parse(scopes),
+            Duration::from_secs(3600),
+        )
+        .expect("a token for the test traveller")
+    }
+
+    /// A token for `traveller` with the read and write scopes.
+    pub fn token_for(&self, traveller: &str) -> String {
+        self.token_with(traveller, "read write")
+    }
+
+    /// Stops the server and waits until its port is closed.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let served = task.await.expect("the server task ends cleanly");
+            served.expect("the server shut down without an I/O error");
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn engine() -> Arc<Engine> {
+    use chronoscope::engine::{EngineConfig, Seed, SystemClock};
+    use chronoscope::store::MemoryStore;
+    Engine::open(
+        Arc::new(MemoryStore::new()),
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .expect("a memory engine opens")
+}
+
+#[tokio::test]
+async fn a_read_only_token_reads_but_is_forbidden_to_write() {
+    let server = Server::start(engine().await).await;
+    let reader =
+        RemoteClient::new(&server.base_url, server.token_with("ada", "read")).expect("a client");
+    let list = reader
+        .list_timelines(PageRequest::default())
+        .await
+        .expect("read is allowed");
+    assert_eq!(list.items.len(), 1);
+    let err = reader
+        .create_timeline(NewTimeline {
+            name: Some("nope".into()),
+            ..Default::default()
+        })
+        .await
+        .expect_err("write needs the write scope");
+    assert!(matches!(err, ServiceError::Forbidden(_)), "{err:?}");
+    let admin =
+        RemoteClient::new(&server.base_url, server.token_with("ada", "admin")).expect("a client");
+    admin
+        .create_timeline(NewTimeline {
+            name: Some("admin may".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("admin implies write");
+}
+
+#[tokio::test]
+async fn a_token_signed_with_another_secret_is_unauthorized() {
+    let server = Server::start(engine().await).await;
+    let other = Secret::from_bytes("some-other-secret-of-sufficient-length").expect("secret");
+    let forged = issue_token(
+        &other,
+        "ada",
+        &Scopes::parse("read write admin"),
+        Duration::from_secs(60),
+    )
+    .expect("token");
+    let client = RemoteClient::new(&server.base_url, forged).expect("a client");
+    let err = client.whoami().await.expect_err("a foreign token");
+    assert!(matches!(err, ServiceError::Unauthorized(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_stopped_server_is_unavailable_naming_its_url() {
+    let server = Server::start(engine().await).await;
+    let base = server.base_url.clone();
+    let client = RemoteClient::builder(&base, server.token_for("ada"))
+        .retry_backoff(Duration::from_millis(1))
+        .build()
+        .expect("a client");
+    client
+        .whoami()
+        .await
+        .expect("the server answers while it runs");
+    server.stop().await;
+    assert_eq!(
+        client.whoami().await,
+        Err(ServiceError::Unavailable(format!(
+            "cannot reach {base}: connection refused"
+        )))
+    );
+}
+
+#[tokio::test]
+async fn past_the_rate_limit_the_client_is_told_how_long_to_wait() {
+    let server = Server::start_with(engine().await, |config| ServerConfig {
+        // One request, then one more per hour: the second request is refused.
+        rate_limit: RateLimit {
+            per_second: 1.0 / 3600.0,
+            burst: 1,
+        },
+        ..config
+    })
+    .await;
+    let client = RemoteClient::new(&server.base_url, server.token_for("ada")).expect("a client");
+    client.whoami().await.expect("the first request passes");
+    match client.whoami().await {
+        Err(ServiceError::RateLimited { retry_after_secs }) => {
+            assert!(
+                (1..=3600).contains(&retry_after_secs),
+                "wait {retry_after_secs} s"
+            );
+        }
+        other => panic!("expected RateLimited, got {other:?}"),
+    }
+    // The limit is per traveller: bob is not slowed down by ada.
+    let bob = RemoteClient::new(&server.base_url, server.token_for("bob")).expect("a client");
+    bob.whoami().await.expect("another traveller passes");
+}

@@ -1,0 +1,1736 @@
+//! The scenarios, written once against a [`Face`]. Each asserts what a user would notice;
+//! the remote run additionally checks that every recorded answer equals the embedded one.
+
+use chrono::Duration;
+use chronoscope::error::ServiceError;
+use chronoscope::model::{
+    AnchorStatus, EventId, EventStatus, ItemId, TimeRange, TimelineId, TimelineStatus, Whereabouts,
+};
+use chronoscope::service::*;
+
+use super::face::{Face, START, t};
+
+fn primary() -> TimelineId {
+    TimelineId::primary()
+}
+
+fn named(name: &str) -> NewTimeline {
+    NewTimeline {
+        name: Some(name.into()),
+        ..Default::default()
+    }
+}
+
+fn event(description: &str, time: &str, location: &str, causes: &[&EventId]) -> NewEvent {
+    NewEvent {
+        description: description.into(),
+        time: t(time),
+        location: location.into(),
+        causes: causes.iter().map(|c| (*c).clone()).collect(),
+        fixed_point: false,
+    }
+}
+
+fn search(timeline: &TimelineId) -> SearchQuery {
+    SearchQuery {
+        timeline_id: Some(timeline.clone()),
+        ..Default::default()
+    }
+}
+
+fn manipulate(timeline: &TimelineId, event: &EventId, description: &str) -> ManipulateRequest {
+    ManipulateRequest {
+        timeline_id: Some(timeline.clone()),
+        event_id: event.clone(),
+        new_outcome: NewOutcome {
+            description: Some(description.into()),
+            changes: Vec::new(),
+        },
+        safety_check: false,
+    }
+}
+
+fn to(destination: &str, items: &[&ItemId]) -> TravelRequest {
+    TravelRequest {
+        destination: destination.into(),
+        items_transported: items.iter().map(|i| (*i).clone()).collect(),
+    }
+}
+
+fn item(description: &str) -> NewItem {
+    NewItem {
+        description: description.into(),
+    }
+}
+
+fn anchor(at: &str, description: &str) -> NewAnchor {
+    NewAnchor {
+        timestamp: t(at),
+        description: Some(description.into()),
+    }
+}
+
+#[track_caller]
+fn assert_invalid(err: &ServiceError, expected_field: &str) {
+    assert!(
+        matches!(err, ServiceError::InvalidInput { field, .. } if field == expected_field),
+        "expected InvalidInput on '{expected_field}', got {err:?}"
+    );
+}
+
+#[track_caller]
+fn assert_unknown(err: &ServiceError, expected_what: &str, expected_id: &str) {
+    assert_eq!(
+        err,
+        &ServiceError::unknown(expected_what, expected_id),
+        "expected UnknownReference"
+    );
+}
+
+/// Lists: `primary` first, then by creation; create by name, by description alone, as a
+/// parallel branch; get; pagination; and every refusal of create and get.
+pub async fn timelines_list_create_get(face: &Face) {
+    let ada = face.traveller("ada");
+    let list = face
+        .ok("list at start", ada.list_timelines(PageRequest::default()))
+        .await;
+    assert_eq!(list.items.len(), 1, "a fresh service has only primary");
+    let p = &list.items[0];
+    assert_eq!(p.id, primary());
+    assert_eq!(p.window.to_string(), "unbounded");
+    assert_eq!(p.status, TimelineStatus::Open);
+    assert_eq!(list.next_cursor, None);
+
+    let tesla = face
+        .ok(
+            "create by name",
+            ada.create_timeline(NewTimeline {
+                destination_time: Some(t("1889-03-10T23:50:00Z")),
+                ..named("Tesla")
+            }),
+        )
+        .await;
+    assert_eq!(tesla.name, "Tesla");
+    assert_eq!(tesla.destination_time, Some(t("1889-03-10T23:50:00Z")));
+    assert_eq!(tesla.status, TimelineStatus::Open);
+    assert_eq!(tesla.window.to_string(), "1 hour");
+    assert_eq!(tesla.created_at, t(START));
+    assert_eq!(tesla.closes_at, Some(t(START) + Duration::hours(1)));
+    assert_eq!(tesla.parent, Some(primary()));
+
+    let described = face
+        .ok(
+            "create by description",
+            ada.create_timeline(NewTimeline {
+                description: Some("Edison wins the current war".into()),
+                ..Default::default()
+            }),
+        )
+        .await;
+    assert_eq!(described.name, "Edison wins the current war");
+    assert_eq!(
+        described.description.as_deref(),
+        Some("Edison wins the current war")
+    );
+
+    let parallel = face
+        .ok(
+            "create parallel",
+            ada.create_timeline(NewTimeline {
+                description: Some("Tesla, but in Paris".into()),
+                base_timeline_id: Some(tesla.id.clone()),
+                variation: Some("the lab moved to Paris".into()),
+                ..Default::default()
+            }),
+        )
+        .await;
+    assert_eq!(parallel.parent, Some(tesla.id.clone()));
+    assert_eq!(
+        parallel.variation.as_deref(),
+        Some("the lab moved to Paris")
+    );
+
+    let got = face.ok("get", ada.get_timeline(&tesla.id)).await;
+    assert_eq!(got, tesla, "get answers what create answered");
+
+    // Everyone sees every timeline, in creation order after primary, two per page.
+    let bob = face.traveller("bob");
+    let mut seen = Vec::new();
+    let mut page = PageRequest::first(2);
+    for n in 0.. {
+        assert!(n < 5, "pagination does not end");
+        let got = face
+            .ok(&format!("list page {n}"), bob.list_timelines(page.clone()))
+            .await;
+        assert!(got.items.len() <= 2);
+        seen.extend(got.items.into_iter().map(|t| t.name));
+        match got.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "Primary",
+            "Tesla",
+            "Edison wins the current war",
+            "Tesla, but in Paris"
+        ]
+    );
+
+    let err = face
+        .err("create empty name", ada.create_timeline(named("  ")))
+        .await;
+    assert_invalid(&err, "name");
+    let err = face
+        .err(
+            "create without name or description",
+            ada.create_timeline(NewTimeline::default()),
+        )
+        .await;
+    assert_invalid(&err, "name");
+    let err = face
+        .err(
+            "create on unknown base",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some("tml_nope".parse().expect("id")),
+                ..named("orphan")
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "get unknown",
+            ada.get_timeline(&"tml_nope".parse().expect("id")),
+        )
+        .await;
+    assert_eq!(err, ServiceError::not_found("timeline", "tml_nope"));
+    for odd in [".", "..", "tml_a.b"] {
+        let err = face
+            .err(
+                &format!("get timeline '{odd}'"),
+                ada.get_timeline(&odd.parse().expect("a valid id")),
+            )
+            .await;
+        assert_eq!(err, ServiceError::not_found("timeline", odd));
+    }
+    let err = face
+        .err(
+            "list with limit 0",
+            ada.list_timelines(PageRequest::first(0)),
+        )
+        .await;
+    assert_invalid(&err, "limit");
+    let err = face
+        .err(
+            "list with limit 1001",
+            ada.list_timelines(PageRequest::first(PageRequest::MAX_LIMIT + 1)),
+        )
+        .await;
+    assert_invalid(&err, "limit");
+    let all = face
+        .ok(
+            "list with the largest limit",
+            ada.list_timelines(PageRequest::first(PageRequest::MAX_LIMIT)),
+        )
+        .await;
+    assert_eq!(all.items.len(), 4);
+    let past = face
+        .ok(
+            "list past the last cursor",
+            ada.list_timelines(PageRequest {
+                limit: None,
+                cursor: Some("zzzz".into()),
+            }),
+        )
+        .await;
+    assert!(past.items.is_empty(), "past the end is an empty page");
+    assert_eq!(past.next_cursor, None);
+}
+
+/// Deleting: primary, a timeline with branches, one with a traveller in it and an unknown
+/// one are refused; a leaf goes, and its journeys stay in history.
+pub async fn timeline_delete_refusals(face: &Face) {
+    let ada = face.traveller("ada");
+    let err = face
+        .err("delete primary", ada.delete_timeline(&primary()))
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    assert!(err.to_string().contains("primary"), "{err}");
+
+    let base = face
+        .ok("create base", ada.create_timeline(named("base")))
+        .await;
+    let branch = face
+        .ok(
+            "create branch",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some(base.id.clone()),
+                ..named("branch")
+            }),
+        )
+        .await;
+    let err = face
+        .err("delete with branches", ada.delete_timeline(&base.id))
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    assert!(err.to_string().contains(branch.id.as_str()), "{err}");
+
+    face.ok(
+        "travel into branch",
+        ada.travel(to(branch.id.as_str(), &[])),
+    )
+    .await;
+    let err = face
+        .err("delete while inside", ada.delete_timeline(&branch.id))
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    assert!(err.to_string().contains("you are in"), "{err}");
+    let bob = face.traveller("bob");
+    let err = face
+        .err("bob deletes where ada is", bob.delete_timeline(&branch.id))
+        .await;
+    assert!(err.to_string().contains("1 traveller(s) are"), "{err}");
+
+    face.ok("travel back to primary", ada.travel(to("primary", &[])))
+        .await;
+    face.ok("delete branch", ada.delete_timeline(&branch.id))
+        .await;
+    let err = face.err("get deleted", ada.get_timeline(&branch.id)).await;
+    assert_eq!(err, ServiceError::not_found("timeline", branch.id.as_str()));
+    let err = face
+        .err("delete twice", ada.delete_timeline(&branch.id))
+        .await;
+    assert_eq!(err, ServiceError::not_found("timeline", branch.id.as_str()));
+    face.ok("delete base now", ada.delete_timeline(&base.id))
+        .await;
+    let list = face
+        .ok(
+            "list after deletes",
+            ada.list_timelines(PageRequest::default()),
+        )
+        .await;
+    assert_eq!(list.items.len(), 1);
+    let journeys = face
+        .ok("journeys stay", ada.list_journeys(PageRequest::default()))
+        .await;
+    assert_eq!(journeys.items.len(), 2);
+    assert_eq!(journeys.items[0].to_timeline, branch.id);
+}
+
+/// Adding events (with causes) and searching them by location (substring, any case), time
+/// range and page; the refusals of both.
+pub async fn events_add_and_search(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face
+        .ok("create", ada.create_timeline(named("Belle Époque")))
+        .await;
+    let expo = face
+        .ok(
+            "add expo",
+            ada.add_event(
+                &tl.id,
+                event(
+                    "Exposition opens",
+                    "1889-05-06T10:00:00Z",
+                    "Paris, France",
+                    &[],
+                ),
+            ),
+        )
+        .await;
+    assert_eq!(expo.status, EventStatus::OnSchedule);
+    assert_eq!(expo.lineage, expo.event_id);
+    assert_eq!(expo.author.as_ref().map(|a| a.as_str()), Some("ada"));
+    let tower = face
+        .ok(
+            "add tower",
+            ada.add_event(
+                &tl.id,
+                NewEvent {
+                    fixed_point: true,
+                    ..event(
+                        "Eiffel tower inaugurated",
+                        "1889-03-31T12:00:00Z",
+                        "Champ de Mars, PARIS",
+                        &[],
+                    )
+                },
+            ),
+        )
+        .await;
+    assert!(tower.fixed_point);
+    let visit = face
+        .ok(
+            "add visit with causes",
+            ada.add_event(
+                &tl.id,
+                event(
+                    "Edison visits the tower",
+                    "1889-09-10T15:00:00Z",
+                    "Paris",
+                    &[&tower.event_id, &expo.event_id, &tower.event_id],
+                ),
+            ),
+        )
+        .await;
+    assert_eq!(
+        visit.causes,
+        [tower.event_id.clone(), expo.event_id.clone()],
+        "causes are kept once each, in order"
+    );
+    face.ok(
+        "add elsewhere",
+        ada.add_event(
+            &tl.id,
+            event("Tesla lecture", "1889-05-20T19:00:00Z", "New York", &[]),
+        ),
+    )
+    .await;
+
+    // Query strings carry any text: '&', '+', '?', '|' and non-ASCII arrive intact.
+    let odd = face
+        .ok(
+            "add odd text",
+            ada.add_event(
+                &tl.id,
+                event(
+                    "1+1=2? Yes & no | maybe",
+                    "1889-07-14T00:00:00.123456789+02:00",
+                    "Rua 25 de Março & Cia., SÃO PAULO",
+                    &[],
+                ),
+            ),
+        )
+        .await;
+    assert_eq!(odd.time, t("1889-07-13T22:00:00.123456789Z"));
+    let found = face
+        .ok(
+            "search odd location",
+            ada.search_events(SearchQuery {
+                location: Some("março & cia., são".into()),
+                time_range: Some(
+                    TimeRange::parse(
+                        "time_range",
+                        "1889-07-13T22:00:00.123456789Z/1889-07-13T22:00:00.123456789Z",
+                    )
+                    .expect("range"),
+                ),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert_eq!(found.items.len(), 1, "{:?}", found.items);
+    let holds = face
+        .ok(
+            "check odd description",
+            ada.check_timeline(SignificantEventQuery {
+                timeline_id: tl.id.clone(),
+                significant_event: "1+1=2? YES & NO | maybe".into(),
+            }),
+        )
+        .await;
+    assert_eq!(holds.status, "holds");
+    let found = face
+        .ok(
+            "search paris any case",
+            ada.search_events(SearchQuery {
+                location: Some("pArIs".into()),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    let names: Vec<&str> = found.items.iter().map(|e| e.description.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Eiffel tower inaugurated",
+            "Exposition opens",
+            "Edison visits the tower"
+        ],
+        "location matches as a substring in any case, results in time order"
+    );
+    let found = face
+        .ok(
+            "search time range",
+            ada.search_events(SearchQuery {
+                time_range: Some(
+                    TimeRange::parse("time_range", "1889-05-01T00:00:00Z/P1M").expect("range"),
+                ),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    let names: Vec<&str> = found.items.iter().map(|e| e.description.as_str()).collect();
+    assert_eq!(names, ["Exposition opens", "Tesla lecture"]);
+    let found = face
+        .ok(
+            "search location and range",
+            ada.search_events(SearchQuery {
+                location: Some("paris".into()),
+                time_range: Some(
+                    TimeRange::parse("time_range", "1889-05-01T00:00:00Z/1889-12-31T00:00:00Z")
+                        .expect("range"),
+                ),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert_eq!(found.items.len(), 2);
+
+    // Pages of one: every event once, in time order.
+    let mut seen = Vec::new();
+    let mut query = SearchQuery {
+        page: PageRequest::first(1),
+        ..search(&tl.id)
+    };
+    for n in 0.. {
+        assert!(n < 10, "pagination does not end");
+        let page = face
+            .ok(
+                &format!("search page {n}"),
+                ada.search_events(query.clone()),
+            )
+            .await;
+        seen.extend(page.items.into_iter().map(|e| e.time));
+        match page.next_cursor {
+            Some(c) => query.page.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 5);
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+
+    let found = face
+        .ok(
+            "search primary by default",
+            ada.search_events(SearchQuery::default()),
+        )
+        .await;
+    assert!(found.items.is_empty(), "the branch's events stay in it");
+    let found = face
+        .ok(
+            "bob searches the shared timeline",
+            face.traveller("bob").search_events(SearchQuery {
+                location: Some("new york".into()),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert_eq!(found.items.len(), 1);
+
+    let err = face
+        .err(
+            "search unknown timeline",
+            ada.search_events(search(&"tml_nope".parse().expect("id"))),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "search with limit 0",
+            ada.search_events(SearchQuery {
+                page: PageRequest::first(0),
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert_invalid(&err, "limit");
+    let err = face
+        .err(
+            "search with a foreign cursor",
+            ada.search_events(SearchQuery {
+                page: PageRequest {
+                    limit: None,
+                    cursor: Some("not-a-cursor".into()),
+                },
+                ..search(&tl.id)
+            }),
+        )
+        .await;
+    assert_invalid(&err, "cursor");
+    let err = face
+        .err(
+            "add with empty description",
+            ada.add_event(&tl.id, event(" ", "1889-01-01T00:00:00Z", "Paris", &[])),
+        )
+        .await;
+    assert_invalid(&err, "description");
+    let err = face
+        .err(
+            "add with unknown cause",
+            ada.add_event(
+                &tl.id,
+                event(
+                    "x",
+                    "1889-01-01T00:00:00Z",
+                    "Paris",
+                    &[&"evt_nope".parse().expect("id")],
+                ),
+            ),
+        )
+        .await;
+    assert_unknown(&err, "event", "evt_nope");
+    let err = face
+        .err(
+            "add to unknown timeline",
+            ada.add_event(
+                &"tml_nope".parse().expect("id"),
+                event("x", "1889-01-01T00:00:00Z", "Paris", &[]),
+            ),
+        )
+        .await;
+    assert_eq!(err, ServiceError::not_found("timeline", "tml_nope"));
+}
+
+/// Manipulating makes a new head of the lineage; the superseded event and fixed points are
+/// locked; unknown events are unknown; reverting restores the original; check-timeline
+/// follows along (holds, altered, missing).
+pub async fn manipulate_revert_and_check_timeline(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face.ok("create", ada.create_timeline(named("Tesla"))).await;
+    let demo = face
+        .ok(
+            "add demo",
+            ada.add_event(
+                &tl.id,
+                event("AC demonstration", "1888-05-16T20:00:00Z", "New York", &[]),
+            ),
+        )
+        .await;
+    let patent = face
+        .ok(
+            "add patent",
+            ada.add_event(
+                &tl.id,
+                NewEvent {
+                    fixed_point: true,
+                    ..event(
+                        "AC patent granted",
+                        "1888-05-01T12:00:00Z",
+                        "Washington",
+                        &[],
+                    )
+                },
+            ),
+        )
+        .await;
+    let check = |what: &str| SignificantEventQuery {
+        timeline_id: tl.id.clone(),
+        significant_event: what.into(),
+    };
+    let holds = face
+        .ok(
+            "check holds by id",
+            ada.check_timeline(check(demo.event_id.as_str())),
+        )
+        .await;
+    assert_eq!(holds.status, "holds");
+    assert!(holds.holds);
+    let holds = face
+        .ok(
+            "check holds by description",
+            ada.check_timeline(check("ac DEMONSTRATION")),
+        )
+        .await;
+    assert_eq!(holds.status, "holds");
+
+    let changed = face
+        .ok(
+            "manipulate demo",
+            ada.manipulate_event(ManipulateRequest {
+                new_outcome: NewOutcome {
+                    description: Some("AC demonstration fails".into()),
+                    changes: vec![OutcomeChange {
+                        action: Some("cut the power".into()),
+                        time: Some(t("1888-05-16T21:00:00Z")),
+                    }],
+                },
+                ..manipulate(&tl.id, &demo.event_id, "")
+            }),
+        )
+        .await;
+    assert_eq!(changed.status, "applied");
+    assert_ne!(changed.new_event_id, demo.event_id);
+    assert_eq!(changed.original_event_id, demo.event_id);
+    assert_eq!(changed.description, "AC demonstration fails");
+    assert_eq!(changed.time, t("1888-05-16T21:00:00Z"));
+    assert_eq!(changed.timeline_id, tl.id);
+
+    let now = face
+        .ok(
+            "search after manipulation",
+            ada.search_events(search(&tl.id)),
+        )
+        .await;
+    let head = now
+        .items
+        .iter()
+        .find(|e| e.event_id == changed.new_event_id)
+        .expect("the new head is searchable");
+    assert_eq!(head.status, EventStatus::Manipulated);
+    assert_eq!(head.lineage, demo.event_id);
+    assert_eq!(head.supersedes.as_ref(), Some(&demo.event_id));
+    assert!(
+        now.items.iter().all(|e| e.event_id != demo.event_id),
+        "the superseded event is no longer current"
+    );
+    let altered = face
+        .ok(
+            "check altered",
+            ada.check_timeline(check(demo.event_id.as_str())),
+        )
+        .await;
+    assert_eq!(altered.status, "altered");
+    assert!(!altered.holds);
+    assert_eq!(
+        altered.event.as_ref().map(|e| &e.event_id),
+        Some(&changed.new_event_id)
+    );
+    let missing = face
+        .ok(
+            "check missing",
+            ada.check_timeline(check("Edison electrocutes an elephant")),
+        )
+        .await;
+    assert_eq!(missing.status, "missing");
+    assert_eq!(missing.event, None);
+
+    let err = face
+        .err(
+            "manipulate superseded",
+            ada.manipulate_event(manipulate(&tl.id, &demo.event_id, "again")),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::EventLocked { event, reason }
+            if event == demo.event_id.as_str() && reason.contains(changed.new_event_id.as_str())),
+        "{err:?}"
+    );
+    let err = face
+        .err(
+            "manipulate fixed point",
+            ada.manipulate_event(manipulate(&tl.id, &patent.event_id, "denied")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::EventLocked {
+            event: patent.event_id.to_string(),
+            reason: "it is a fixed point".into()
+        }
+    );
+    let err = face
+        .err(
+            "manipulate unknown event",
+            ada.manipulate_event(manipulate(&tl.id, &"evt_nope".parse().expect("id"), "x")),
+        )
+        .await;
+    assert_unknown(&err, "event", "evt_nope");
+    let err = face
+        .err(
+            "manipulate in unknown timeline",
+            ada.manipulate_event(manipulate(
+                &"tml_nope".parse().expect("id"),
+                &demo.event_id,
+                "x",
+            )),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "manipulate with empty description",
+            ada.manipulate_event(manipulate(&tl.id, &changed.new_event_id, " ")),
+        )
+        .await;
+    assert_invalid(&err, "new_outcome.description");
+
+    let reverted = face
+        .ok(
+            "revert",
+            ada.revert_event(RevertRequest {
+                event_id: demo.event_id.clone(),
+                timeline_id: Some(tl.id.clone()),
+            }),
+        )
+        .await;
+    assert_eq!(reverted.status, "reverted");
+    assert_eq!(reverted.original_event_id, demo.event_id);
+    assert_eq!(reverted.reverted_event_id, changed.new_event_id);
+    let after = face
+        .ok("search after revert", ada.search_events(search(&tl.id)))
+        .await;
+    let restored = after
+        .items
+        .iter()
+        .find(|e| e.event_id == demo.event_id)
+        .expect("the original stands again");
+    assert_eq!(restored.description, "AC demonstration");
+    assert_eq!(restored.time, t("1888-05-16T20:00:00Z"));
+    assert!(
+        after
+            .items
+            .iter()
+            .all(|e| e.event_id != changed.new_event_id)
+    );
+    let holds = face
+        .ok(
+            "check holds again",
+            ada.check_timeline(check(demo.event_id.as_str())),
+        )
+        .await;
+    assert_eq!(holds.status, "holds");
+
+    let err = face
+        .err(
+            "revert twice",
+            ada.revert_event(RevertRequest {
+                event_id: demo.event_id.clone(),
+                timeline_id: Some(tl.id.clone()),
+            }),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+    let err = face
+        .err(
+            "revert never manipulated",
+            ada.revert_event(RevertRequest {
+                event_id: patent.event_id.clone(),
+                timeline_id: Some(tl.id.clone()),
+            }),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+    let in_primary = face
+        .ok(
+            "add to primary",
+            ada.add_event(
+                &primary(),
+                event("Edison's lamp", "1879-10-22T12:00:00Z", "Menlo Park", &[]),
+            ),
+        )
+        .await;
+    let default_timeline = face
+        .ok(
+            "manipulate in primary by default",
+            ada.manipulate_event(ManipulateRequest {
+                timeline_id: None,
+                ..manipulate(&primary(), &in_primary.event_id, "Edison's lamp flickers")
+            }),
+        )
+        .await;
+    assert_eq!(default_timeline.timeline_id, primary());
+    assert_eq!(default_timeline.description, "Edison's lamp flickers");
+    let err = face
+        .err(
+            "revert in primary by default",
+            ada.revert_event(RevertRequest {
+                event_id: demo.event_id.clone(),
+                timeline_id: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "event", demo.event_id.as_str());
+    let err = face
+        .err(
+            "check timeline with empty event",
+            ada.check_timeline(check(" ")),
+        )
+        .await;
+    assert_invalid(&err, "significant_event");
+    let err = face
+        .err(
+            "check unknown timeline",
+            ada.check_timeline(SignificantEventQuery {
+                timeline_id: "tml_nope".parse().expect("id"),
+                significant_event: "x".into(),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+}
+
+/// After its one-hour window a timeline is closed: readable and searchable, but no travel,
+/// no new events, no manipulation, no revert.
+pub async fn closed_timeline_refuses_changes(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face.ok("create", ada.create_timeline(named("short"))).await;
+    let e = face
+        .ok(
+            "add event",
+            ada.add_event(&tl.id, event("launch", "2025-01-01T00:00:00Z", "Cape", &[])),
+        )
+        .await;
+    face.advance(Duration::minutes(59));
+    let open = face.ok("get at 59 min", ada.get_timeline(&tl.id)).await;
+    assert_eq!(open.status, TimelineStatus::Open);
+    face.advance(Duration::minutes(2));
+    let closed = face.ok("get at 61 min", ada.get_timeline(&tl.id)).await;
+    assert_eq!(closed.status, TimelineStatus::Closed);
+
+    let closed_err = ServiceError::TimelineClosed {
+        timeline: tl.id.to_string(),
+        closed_at: "2026-11-22T11:00:00Z".into(),
+    };
+    let err = face
+        .err(
+            "manipulate in closed",
+            ada.manipulate_event(manipulate(&tl.id, &e.event_id, "scrubbed")),
+        )
+        .await;
+    assert_eq!(err, closed_err);
+    let err = face
+        .err(
+            "add to closed",
+            ada.add_event(&tl.id, event("x", "2025-01-02T00:00:00Z", "Cape", &[])),
+        )
+        .await;
+    assert_eq!(err, closed_err);
+    let err = face
+        .err("travel to closed", ada.travel(to(tl.id.as_str(), &[])))
+        .await;
+    assert_eq!(err, closed_err);
+    let err = face
+        .err(
+            "revert in closed",
+            ada.revert_event(RevertRequest {
+                event_id: e.event_id.clone(),
+                timeline_id: Some(tl.id.clone()),
+            }),
+        )
+        .await;
+    assert_eq!(err, closed_err);
+    let found = face
+        .ok("search closed", ada.search_events(search(&tl.id)))
+        .await;
+    assert_eq!(found.items.len(), 1);
+    let list = face
+        .ok(
+            "list shows closed",
+            ada.list_timelines(PageRequest::default()),
+        )
+        .await;
+    assert_eq!(list.items[1].status, TimelineStatus::Closed);
+    assert_eq!(
+        list.items[0].status,
+        TimelineStatus::Open,
+        "primary never closes"
+    );
+}
+
+/// Items: origin is where the traveller is; the same description again (any case) in the same
+/// timeline is 409 with the existing item's location; get, list (paged), refusals.
+pub async fn items_register_get_list(face: &Face) {
+    let ada = face.traveller("ada");
+    let watch = face
+        .ok("register", ada.register_item(item("Pocket watch")))
+        .await;
+    assert_eq!(watch.description, "Pocket watch");
+    assert_eq!(watch.origin_timeline, primary());
+    assert_eq!(watch.origin_time, t(START));
+    assert_eq!(watch.whereabouts, Whereabouts::Carried);
+    let err = face
+        .err("register twice", ada.register_item(item("Pocket watch")))
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/items/{}", watch.id)
+        }
+    );
+    let err = face
+        .err(
+            "register twice other case",
+            ada.register_item(item(" pocket WATCH ")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/items/{}", watch.id)
+        }
+    );
+    let err = face
+        .err("register empty", ada.register_item(item("  ")))
+        .await;
+    assert_invalid(&err, "description");
+    let lamp = face
+        .ok("register another", ada.register_item(item("Lamp")))
+        .await;
+
+    let got = face.ok("get", ada.get_item(&watch.id)).await;
+    assert_eq!(got, watch);
+    let err = face
+        .err(
+            "get unknown",
+            ada.get_item(&"itm_nope".parse().expect("id")),
+        )
+        .await;
+    assert_eq!(err, ServiceError::not_found("item", "itm_nope"));
+    let first = face
+        .ok("list page 0", ada.list_items(PageRequest::first(1)))
+        .await;
+    assert_eq!(first.items.len(), 1);
+    let cursor = first.next_cursor.clone().expect("a second page");
+    let second = face
+        .ok(
+            "list page 1",
+            ada.list_items(PageRequest {
+                limit: Some(1),
+                cursor: Some(cursor),
+            }),
+        )
+        .await;
+    assert_eq!(second.next_cursor, None);
+    let ids: Vec<_> = first
+        .items
+        .iter()
+        .chain(&second.items)
+        .map(|i| &i.id)
+        .collect();
+    assert_eq!(ids, [&watch.id, &lamp.id]);
+}
+
+/// Anchors: set, the same timestamp again is 409 with the existing anchor's location, another
+/// timestamp is a new anchor; get, list.
+pub async fn anchors_set_get_list(face: &Face) {
+    let ada = face.traveller("ada");
+    let home = face
+        .ok(
+            "set",
+            ada.set_anchor(anchor("2026-11-22T10:00:00Z", "home")),
+        )
+        .await;
+    assert_eq!(home.status, AnchorStatus::Active);
+    assert_eq!(home.timeline, primary());
+    assert_eq!(home.timestamp, t("2026-11-22T10:00:00Z"));
+    assert_eq!(home.description.as_deref(), Some("home"));
+    let err = face
+        .err(
+            "set same timestamp",
+            ada.set_anchor(anchor("2026-11-22T11:00:00+01:00", "home again")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", home.id)
+        }
+    );
+    let lunch = face
+        .ok(
+            "set another",
+            ada.set_anchor(anchor("2026-11-22T12:00:00Z", "lunch")),
+        )
+        .await;
+    assert_ne!(lunch.id, home.id);
+    let precise = face
+        .ok(
+            "set to the nanosecond",
+            ada.set_anchor(anchor("2026-11-22T12:00:00.000000001Z", "just after lunch")),
+        )
+        .await;
+    assert_eq!(precise.timestamp, t("2026-11-22T12:00:00.000000001Z"));
+    let err = face
+        .err(
+            "set to the same nanosecond",
+            ada.set_anchor(anchor("2026-11-22T12:00:00.000000001Z", "again")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", precise.id)
+        }
+    );
+    let err = face
+        .err(
+            "set with empty description",
+            ada.set_anchor(anchor("2026-11-22T13:00:00Z", " ")),
+        )
+        .await;
+    assert_invalid(&err, "description");
+    let got = face.ok("get", ada.get_anchor(&home.id)).await;
+    assert_eq!(got, home);
+    let err = face
+        .err(
+            "get unknown",
+            ada.get_anchor(&"anc_nope".parse().expect("id")),
+        )
+        .await;
+    assert_eq!(err, ServiceError::not_found("anchor", "anc_nope"));
+    let list = face
+        .ok("list", ada.list_anchors(PageRequest::default()))
+        .await;
+    assert_eq!(list.items, [home, lunch, precise]);
+}
+
+/// Travel: to a timeline (arrival at its destination time, listed items transported, the
+/// rest left behind with a reason), to an anchor (arrival at its timestamp, anchor spent,
+/// a second return refused), to a time in primary; unknown destinations; whoami follows.
+pub async fn travel_timeline_anchor_and_time(face: &Face) {
+    let ada = face.traveller("ada");
+    let me = face.ok("whoami at start", ada.whoami()).await;
+    assert_eq!(me.traveller.as_str(), "ada");
+    assert_eq!(me.timeline_id, primary());
+    assert_eq!(me.time, t(START));
+
+    let home = face
+        .ok("set anchor", ada.set_anchor(anchor(START, "home")))
+        .await;
+    let tl = face
+        .ok(
+            "create",
+            ada.create_timeline(NewTimeline {
+                destination_time: Some(t("1889-03-10T23:50:00Z")),
+                ..named("Tesla")
+            }),
+        )
+        .await;
+    let watch = face
+        .ok("register watch", ada.register_item(item("Pocket watch")))
+        .await;
+    let lamp = face
+        .ok("register lamp", ada.register_item(item("Lamp")))
+        .await;
+
+    let there = face
+        .ok(
+            "travel to timeline",
+            ada.travel(to(tl.id.as_str(), &[&watch.id])),
+        )
+        .await;
+    assert_eq!(there.to_timeline, tl.id);
+    assert_eq!(there.from_timeline, primary());
+    assert_eq!(there.arrival_time, t("1889-03-10T23:50:00Z"));
+    assert_eq!(there.items_transported, std::slice::from_ref(&watch.id));
+    assert_eq!(there.items_left.len(), 1);
+    assert_eq!(there.items_left[0].item_id, lamp.id);
+    assert!(
+        there.items_left[0].reason.contains("not listed"),
+        "{}",
+        there.items_left[0].reason
+    );
+    face.advance(Duration::minutes(5));
+    let me = face.ok("whoami there", ada.whoami()).await;
+    assert_eq!(me.timeline_id, tl.id);
+    assert_eq!(
+        me.time,
+        t("1889-03-10T23:55:00Z"),
+        "time flows with the clock"
+    );
+
+    let lamp_now = face.ok("lamp stayed", ada.get_item(&lamp.id)).await;
+    assert_eq!(
+        lamp_now.whereabouts,
+        Whereabouts::Left {
+            timeline: primary(),
+            time: t(START)
+        }
+    );
+
+    let back = face
+        .ok(
+            "return to anchor",
+            ada.travel(to(home.id.as_str(), &[&watch.id, &lamp.id])),
+        )
+        .await;
+    assert_eq!(back.to_timeline, primary());
+    assert_eq!(
+        back.arrival_time,
+        t(START),
+        "arrival = the anchor's timestamp"
+    );
+    assert_eq!(back.anchor.as_ref(), Some(&home.id));
+    assert_eq!(back.items_transported, std::slice::from_ref(&watch.id));
+    assert_eq!(back.items_left.len(), 1, "the lamp is not with ada");
+    assert!(back.items_left[0].reason.contains("not with you"));
+    let spent = face.ok("anchor spent", ada.get_anchor(&home.id)).await;
+    assert_eq!(spent.status, AnchorStatus::Spent);
+    let err = face
+        .err(
+            "return to spent anchor",
+            ada.travel(to(home.id.as_str(), &[])),
+        )
+        .await;
+    assert_invalid(&err, "destination");
+    assert!(err.to_string().contains("spent"), "{err}");
+
+    let err = face
+        .err("travel to unknown", ada.travel(to("tml_nope", &[])))
+        .await;
+    assert_unknown(&err, "timeline or anchor", "tml_nope");
+    let err = face.err("travel nowhere", ada.travel(to("  ", &[]))).await;
+    assert_invalid(&err, "destination");
+    let err = face
+        .err(
+            "travel with unknown item",
+            ada.travel(to("primary", &[&"itm_nope".parse().expect("id")])),
+        )
+        .await;
+    assert_unknown(&err, "item", "itm_nope");
+
+    let trip = face
+        .ok(
+            "travel to time",
+            ada.travel_to_time(TimeTravelRequest {
+                destination_time: t("1969-07-20T20:17:00Z"),
+                location: Some("Tranquility Base".into()),
+            }),
+        )
+        .await;
+    assert_eq!(trip.to_timeline, primary());
+    assert_eq!(trip.arrival_time, t("1969-07-20T20:17:00Z"));
+    assert_eq!(trip.location.as_deref(), Some("Tranquility Base"));
+    assert_eq!(
+        trip.items_transported,
+        std::slice::from_ref(&watch.id),
+        "carried items come along"
+    );
+    let err = face
+        .err(
+            "travel to time with empty location",
+            ada.travel_to_time(TimeTravelRequest {
+                destination_time: t("1969-07-20T20:17:00Z"),
+                location: Some(" ".into()),
+            }),
+        )
+        .await;
+    assert_invalid(&err, "location");
+
+    let journeys = face
+        .ok("journeys", ada.list_journeys(PageRequest::default()))
+        .await;
+    let arrivals: Vec<_> = journeys.items.iter().map(|j| j.arrival_time).collect();
+    assert_eq!(
+        arrivals,
+        [
+            t("1889-03-10T23:50:00Z"),
+            t(START),
+            t("1969-07-20T20:17:00Z")
+        ]
+    );
+}
+
+/// The worked mission of DESIGN §3, run twice in a row by the same traveller: both succeed.
+pub async fn mission_runs_twice(face: &Face) {
+    let ada = face.traveller("ada");
+    for run in 0..2 {
+        let step = |s: &str| format!("run {run}: {s}");
+        let now = face.now();
+        let home = face
+            .ok(
+                &step("anchor at now"),
+                ada.set_anchor(NewAnchor {
+                    timestamp: now,
+                    description: Some("home".into()),
+                }),
+            )
+            .await;
+        let tl = face
+            .ok(
+                &step("create timeline"),
+                ada.create_timeline(NewTimeline {
+                    destination_time: Some(t("1889-03-10T23:50:00Z")),
+                    description: Some("Tesla's lab".into()),
+                    ..Default::default()
+                }),
+            )
+            .await;
+        let there = face
+            .ok(&step("travel"), ada.travel(to(tl.id.as_str(), &[])))
+            .await;
+        assert_eq!(there.arrival_time, t("1889-03-10T23:50:00Z"));
+        let blueprint = face
+            .ok(
+                &step("register blueprint"),
+                ada.register_item(item("Tesla's blueprint")),
+            )
+            .await;
+        assert_eq!(blueprint.origin_timeline, tl.id);
+        assert_eq!(blueprint.origin_time, t("1889-03-10T23:50:00Z"));
+        let report = face
+            .ok(
+                &step("paradox check"),
+                ada.check_paradox(ParadoxCheckRequest {
+                    timeline_id: tl.id.clone(),
+                    proposed_changes: vec![
+                        ProposedChange {
+                            event: Some("Retrieve the blueprint".into()),
+                            time: Some(t("1889-03-10T23:50:00Z")),
+                            item_id: None,
+                        },
+                        ProposedChange {
+                            item_id: Some(blueprint.id.clone()),
+                            ..Default::default()
+                        },
+                    ],
+                }),
+            )
+            .await;
+        assert!(report.is_stable, "{report:?}");
+        assert_eq!(report.timeline_id, tl.id);
+        let back = face
+            .ok(
+                &step("return"),
+                ada.travel(to(home.id.as_str(), &[&blueprint.id])),
+            )
+            .await;
+        assert_eq!(back.arrival_time, now);
+        assert_eq!(back.items_transported, std::slice::from_ref(&blueprint.id));
+        let spent = face
+            .ok(&step("anchor spent"), ada.get_anchor(&home.id))
+            .await;
+        assert_eq!(spent.status, AnchorStatus::Spent);
+        face.advance(Duration::minutes(1));
+    }
+    let journeys = face
+        .ok("journeys", ada.list_journeys(PageRequest::default()))
+        .await;
+    assert_eq!(journeys.items.len(), 4);
+}
+
+/// Another traveller sees none of ada's items, anchors or journeys (unknown = not found),
+/// but shares her timelines.
+pub async fn travellers_are_isolated(face: &Face) {
+    let ada = face.traveller("ada");
+    let bob = face.traveller("bob");
+    let tl = face
+        .ok("ada creates", ada.create_timeline(named("shared")))
+        .await;
+    let watch = face
+        .ok("ada registers", ada.register_item(item("Pocket watch")))
+        .await;
+    let home = face
+        .ok("ada anchors", ada.set_anchor(anchor(START, "home")))
+        .await;
+    face.ok("ada travels", ada.travel(to(tl.id.as_str(), &[&watch.id])))
+        .await;
+
+    let items = face
+        .ok("bob's items", bob.list_items(PageRequest::default()))
+        .await;
+    assert!(items.items.is_empty());
+    let anchors = face
+        .ok("bob's anchors", bob.list_anchors(PageRequest::default()))
+        .await;
+    assert!(anchors.items.is_empty());
+    let journeys = face
+        .ok("bob's journeys", bob.list_journeys(PageRequest::default()))
+        .await;
+    assert!(journeys.items.is_empty());
+    let err = face
+        .err("bob gets ada's item", bob.get_item(&watch.id))
+        .await;
+    assert_eq!(err, ServiceError::not_found("item", watch.id.as_str()));
+    let err = face
+        .err("bob gets ada's anchor", bob.get_anchor(&home.id))
+        .await;
+    assert_eq!(err, ServiceError::not_found("anchor", home.id.as_str()));
+    let err = face
+        .err(
+            "bob returns to ada's anchor",
+            bob.travel(to(home.id.as_str(), &[])),
+        )
+        .await;
+    assert_unknown(&err, "timeline or anchor", home.id.as_str());
+    let err = face
+        .err(
+            "bob carries ada's item",
+            bob.travel(to(tl.id.as_str(), &[&watch.id])),
+        )
+        .await;
+    assert_unknown(&err, "item", watch.id.as_str());
+    let err = face
+        .err(
+            "bob checks ada's item",
+            bob.check_paradox(ParadoxCheckRequest {
+                timeline_id: tl.id.clone(),
+                proposed_changes: vec![ProposedChange {
+                    item_id: Some(watch.id.clone()),
+                    ..Default::default()
+                }],
+            }),
+        )
+        .await;
+    assert_unknown(&err, "item", watch.id.as_str());
+    // bob may register the same description: it is his own item.
+    let his = face
+        .ok(
+            "bob registers the same",
+            bob.register_item(item("Pocket watch")),
+        )
+        .await;
+    assert_ne!(his.id, watch.id);
+    let me = face.ok("bob is still home", bob.whoami()).await;
+    assert_eq!(me.timeline_id, primary());
+    assert_eq!(me.traveller.as_str(), "bob");
+    let shared = face
+        .ok("bob sees the timeline", bob.get_timeline(&tl.id))
+        .await;
+    assert_eq!(shared.name, "shared");
+    // A name is any printable text; another name is another traveller.
+    let lovelace = face.traveller("Ada Lovelace ✨");
+    let me = face.ok("a name with spaces", lovelace.whoami()).await;
+    assert_eq!(me.traveller.as_str(), "Ada Lovelace ✨");
+    let items = face
+        .ok("her items", lovelace.list_items(PageRequest::default()))
+        .await;
+    assert!(items.items.is_empty());
+}
+
+/// Paradox checks validate their input; a stable proposal and the stability of a timeline as
+/// it stands. The verdicts of the checker (work in progress) are only compared across faces.
+pub async fn paradox_check_validation(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face
+        .ok("create", ada.create_timeline(named("check me")))
+        .await;
+    let cause = face
+        .ok(
+            "add cause",
+            ada.add_event(
+                &tl.id,
+                event("cause", "1900-01-01T00:00:00Z", "Vienna", &[]),
+            ),
+        )
+        .await;
+    let effect = face
+        .ok(
+            "add effect",
+            ada.add_event(
+                &tl.id,
+                event(
+                    "effect",
+                    "1900-01-02T00:00:00Z",
+                    "Vienna",
+                    &[&cause.event_id],
+                ),
+            ),
+        )
+        .await;
+    let watch = face
+        .ok("register", ada.register_item(item("Pocket watch")))
+        .await;
+    let check = |changes: Vec<ProposedChange>| ParadoxCheckRequest {
+        timeline_id: tl.id.clone(),
+        proposed_changes: changes,
+    };
+
+    let err = face
+        .err(
+            "event and item together",
+            ada.check_paradox(check(vec![ProposedChange {
+                event: Some("x".into()),
+                item_id: Some(watch.id.clone()),
+                time: None,
+            }])),
+        )
+        .await;
+    assert_invalid(&err, "proposed_changes[0]");
+    let err = face
+        .err(
+            "neither event nor item",
+            ada.check_paradox(check(vec![
+                ProposedChange {
+                    event: Some("fine".into()),
+                    ..Default::default()
+                },
+                ProposedChange::default(),
+            ])),
+        )
+        .await;
+    assert_invalid(&err, "proposed_changes[1]");
+    let err = face
+        .err(
+            "unknown item",
+            ada.check_paradox(check(vec![ProposedChange {
+                item_id: Some("itm_nope".parse().expect("id")),
+                ..Default::default()
+            }])),
+        )
+        .await;
+    assert_unknown(&err, "item", "itm_nope");
+    let err = face
+        .err(
+            "unknown timeline",
+            ada.check_paradox(ParadoxCheckRequest {
+                timeline_id: "tml_nope".parse().expect("id"),
+                proposed_changes: Vec::new(),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+
+    let report = face
+        .ok(
+            "a new uncaused event",
+            ada.check_paradox(check(vec![ProposedChange {
+                event: Some("Retrieve the blueprint".into()),
+                time: Some(t("1900-06-01T00:00:00Z")),
+                item_id: None,
+            }])),
+        )
+        .await;
+    assert!(report.is_stable, "{report:?}");
+    assert!(report.paradoxes.is_empty());
+    let stable = face
+        .ok(
+            "stability as it stands",
+            ada.check_stability(StabilityQuery {
+                timeline_id: tl.id.clone(),
+                after_event_id: None,
+            }),
+        )
+        .await;
+    assert!(stable.is_stable, "a clean timeline is stable: {stable:?}");
+    assert_eq!(stable.timeline_id, tl.id);
+    face.ok(
+        "stability after an event",
+        ada.check_stability(StabilityQuery {
+            timeline_id: tl.id.clone(),
+            after_event_id: Some(cause.event_id.clone()),
+        }),
+    )
+    .await;
+    let err = face
+        .err(
+            "stability after unknown event",
+            ada.check_stability(StabilityQuery {
+                timeline_id: tl.id.clone(),
+                after_event_id: Some("evt_nope".parse().expect("id")),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "event", "evt_nope");
+    let err = face
+        .err(
+            "stability of unknown timeline",
+            ada.check_stability(StabilityQuery {
+                timeline_id: "tml_nope".parse().expect("id"),
+                after_event_id: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+
+    // Counter-examples of DESIGN §3: whatever the checker answers, both faces answer it.
+    let before_cause = face
+        .ok(
+            "move effect before its cause",
+            ada.check_paradox(check(vec![ProposedChange {
+                event: Some(effect.event_id.to_string()),
+                time: Some(t("1899-12-31T00:00:00Z")),
+                item_id: None,
+            }])),
+        )
+        .await;
+    assert_eq!(before_cause.timeline_id, tl.id);
+    assert_eq!(before_cause.is_stable, before_cause.paradoxes.is_empty());
+    let guarded = face
+        .any(
+            "manipulate with safety check",
+            ada.manipulate_event(ManipulateRequest {
+                safety_check: true,
+                new_outcome: NewOutcome {
+                    description: None,
+                    changes: vec![OutcomeChange {
+                        action: None,
+                        time: Some(t("1899-12-31T00:00:00Z")),
+                    }],
+                },
+                ..manipulate(&tl.id, &effect.event_id, "")
+            }),
+        )
+        .await;
+    match guarded {
+        Ok(done) => assert_eq!(done.time, t("1899-12-31T00:00:00Z")),
+        Err(ServiceError::ParadoxDetected {
+            timeline,
+            paradoxes,
+        }) => {
+            assert_eq!(timeline, tl.id.to_string());
+            assert!(!paradoxes.is_empty(), "a refusal names its paradoxes");
+        }
+        Err(other) => panic!("unexpected refusal: {other:?}"),
+    }
+}
+
+/// The monitor on a clean, fresh timeline says `stable` with no anomalies; an unknown
+/// timeline is unknown.
+pub async fn monitor_clean_timeline(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face.ok("create", ada.create_timeline(named("calm"))).await;
+    face.ok(
+        "add event",
+        ada.add_event(&tl.id, event("tea", "1900-01-01T16:00:00Z", "London", &[])),
+    )
+    .await;
+    let report = face
+        .ok(
+            "monitor",
+            ada.monitor_timeline(MonitorQuery {
+                timeline_id: tl.id.clone(),
+                time_range: None,
+            }),
+        )
+        .await;
+    assert_eq!(report.status, "stable");
+    assert!(report.anomalies.is_empty(), "{:?}", report.anomalies);
+    assert_eq!(report.timeline_id, tl.id);
+    assert_eq!(report.checked_at, face.now());
+    let ranged = face
+        .ok(
+            "monitor a range",
+            ada.monitor_timeline(MonitorQuery {
+                timeline_id: tl.id.clone(),
+                time_range: Some(
+                    TimeRange::parse("time_range", "1900-01-01T00:00:00Z/P1D").expect("range"),
+                ),
+            }),
+        )
+        .await;
+    assert_eq!(ranged.status, "stable");
+    let primary_report = face
+        .ok(
+            "monitor primary",
+            ada.monitor_timeline(MonitorQuery {
+                timeline_id: primary(),
+                time_range: None,
+            }),
+        )
+        .await;
+    assert_eq!(primary_report.status, "stable");
+    let err = face
+        .err(
+            "monitor unknown",
+            ada.monitor_timeline(MonitorQuery {
+                timeline_id: "tml_nope".parse().expect("id"),
+                time_range: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+}
+
+/// Automation (work in progress in the engine): every method answers, and a script or job
+/// that is stored can be listed and deleted. Both faces must answer the same.
+pub async fn automation_answers(face: &Face) {
+    let ada = face.traveller("ada");
+    let e = face
+        .ok(
+            "add event",
+            ada.add_event(
+                &primary(),
+                event("launch", "2027-01-01T00:00:00Z", "Cape", &[]),
+            ),
+        )
+        .await;
+    let action = Action {
+        action_type: "manipulate".into(),
+        event_id: e.event_id.clone(),
+        new_time: Some(t("2027-01-02T00:00:00Z")),
+        new_details: Some("delayed launch".into()),
+    };
+    let script = face
+        .any(
+            "create script",
+            ada.create_script(NewScript {
+                script_name: "delay".into(),
+                trigger_event_id: e.event_id.clone(),
+                conditions: ScriptConditions::default(),
+                actions: vec![action.clone()],
+                timeline_id: None,
+            }),
+        )
+        .await;
+    let scripts = face
+        .any("list scripts", ada.list_scripts(PageRequest::default()))
+        .await;
+    if let Ok(script) = &script {
+        assert_eq!(script.script_name, "delay");
+        assert_eq!(script.trigger_event_id, e.event_id);
+        let listed = scripts.as_ref().expect("scripts list once one is stored");
+        assert!(listed.items.iter().any(|s| s.script_id == script.script_id));
+        face.ok("delete script", ada.delete_script(&script.script_id))
+            .await;
+    }
+    let err = face
+        .err(
+            "delete unknown script",
+            ada.delete_script(&"scr_nope".parse().expect("id")),
+        )
+        .await;
+    if script.is_ok() {
+        assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    }
+
+    let scheduled = face
+        .any(
+            "schedule",
+            ada.schedule_manipulation(NewSchedule {
+                event_id: e.event_id.clone(),
+                scheduled_time: t("2026-11-23T00:00:00Z"),
+                manipulation_details: ManipulationDetails {
+                    new_time: None,
+                    new_details: Some("scheduled".into()),
+                },
+                timeline_id: None,
+            }),
+        )
+        .await;
+    let triggered = face
+        .any(
+            "trigger external",
+            ada.trigger_external_manipulation(ExternalTrigger {
+                external_system: "ci".into(),
+                trigger_conditions: TriggerConditions {
+                    build_status: Some("success".into()),
+                    timestamp: Some(t("2026-11-23T00:00:00Z")),
+                },
+                actions: vec![action],
+                timeline_id: None,
+            }),
+        )
+        .await;
+    let schedules = face
+        .any("list schedules", ada.list_schedules(PageRequest::default()))
+        .await;
+    if let (Ok(s), Ok(x)) = (&scheduled, &triggered) {
+        assert_eq!(s.scheduled_time, t("2026-11-23T00:00:00Z"));
+        assert_eq!(x.external_system.as_deref(), Some("ci"));
+        let listed = schedules
+            .as_ref()
+            .expect("schedules list once one is stored");
+        assert!(listed.items.iter().any(|j| j.schedule_id == s.schedule_id));
+        face.any("delete schedule", ada.delete_schedule(&s.schedule_id))
+            .await
+            .expect("a pending job can be cancelled");
+    }
+    face.any(
+        "delete unknown schedule",
+        ada.delete_schedule(&"sch_nope".parse().expect("id")),
+    )
+    .await
+    .expect_err("no such schedule");
+    face.any(
+        "automation log",
+        ada.automation_log(LogQuery {
+            timeline_id: Some(primary()),
+            date_range: Some(
+                TimeRange::parse("date_range", "2026-11-01T00:00:00Z/P1M").expect("range"),
+            ),
+            page: PageRequest::first(10),
+        }),
+    )
+    .await
+    .map(|log| assert!(log.items.is_empty(), "nothing has run yet: {:?}", log.items))
+    .unwrap_or_else(|e| assert!(matches!(e, ServiceError::Unavailable(_)), "{e:?}"));
+    if let Err(e) = &script {
+        // Today's engine: automation is not available, and says so the same way everywhere.
+        assert!(matches!(e, ServiceError::Unavailable(_)), "{e:?}");
+    }
+}

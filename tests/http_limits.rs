@@ -1,0 +1,323 @@
+//! Limits and rejections over HTTP: body size (413), rate limit (429 + Retry-After), request
+//! timeout (503), unknown paths (404), wrong methods (405), bad bodies (problem+json, never
+//! plain text, never 500), and graceful shutdown on a real listener.
+
+mod http_support;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use chronoscope::server::RateLimit;
+use http_support::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_413_problems() {
+    let mut c = config();
+    c.body_limit = 1024;
+    let app = App::with(c).await;
+    let big = json!({"description": "x".repeat(2000)});
+    let r = app.post("/v1/items", &token("ada"), big.clone()).await;
+    r.assert_problem(413, "payload-too-large");
+    // Also on a GET guide operation taking a body.
+    let r = app
+        .call(
+            Method::GET,
+            "/v1/search-events",
+            Some(&token("ada")),
+            Some(big),
+        )
+        .await;
+    r.assert_problem(413, "payload-too-large");
+    // Under the limit is fine.
+    let r = app
+        .post("/v1/items", &token("ada"), json!({"description": "small"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_traveller_over_the_rate_limit_gets_429_with_retry_after_and_others_do_not() {
+    let mut c = config();
+    c.rate_limit = RateLimit {
+        per_second: 0.01,
+        burst: 3,
+    };
+    let app = App::with(c).await;
+    let ada = token("ada");
+    for _ in 0..3 {
+        assert_eq!(app.get("/v1/me", &ada).await.status, StatusCode::OK);
+    }
+    let r = app.get("/v1/me", &ada).await;
+    r.assert_problem(429, "rate-limited");
+    let retry: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=100).contains(&retry), "{retry}");
+    // Another traveller has their own bucket; open endpoints are not limited.
+    assert_eq!(
+        app.get("/v1/me", &token("bob")).await.status,
+        StatusCode::OK
+    );
+    let h = app.call(Method::GET, "/healthz", None, None).await;
+    assert_eq!(h.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_request_slower_than_the_timeout_is_a_503_problem() {
+    let mut c = config();
+    c.request_timeout = Duration::from_millis(100);
+    let app = Wrapped::new(engine().await)
+        .slow(Duration::from_secs(5))
+        .app(c);
+    let r = app.get("/v1/me", &token("ada")).await;
+    let p = r.assert_problem(503, "unavailable");
+    assert!(p["detail"].as_str().unwrap().contains("longer than"), "{p}");
+    // Readiness says so too.
+    app.call(Method::GET, "/readyz", None, None)
+        .await
+        .assert_problem(503, "unavailable");
+}
+
+#[tokio::test]
+async fn unknown_paths_are_404_and_wrong_methods_405_problems() {
+    let app = App::new().await;
+    let t = token("ada");
+    app.get("/v1/nothing-here", &t)
+        .await
+        .assert_problem(404, "not-found");
+    app.call(Method::GET, "/nothing", None, None)
+        .await
+        .assert_problem(404, "not-found");
+    let r = app.call(Method::PUT, "/v1/timelines", Some(&t), None).await;
+    r.assert_problem(405, "method-not-allowed");
+    let r = app.call(Method::PATCH, "/healthz", None, None).await;
+    r.assert_problem(405, "method-not-allowed");
+}
+
+fn raw(method: Method, uri: &str, content_type: Option<&str>, body: &'static str) -> Request<Body> {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("authorization", format!("Bearer {}", token("ada")));
+    if let Some(ct) = content_type {
+        req = req.header("content-type", ct);
+    }
+    req.body(Body::from(body)).unwrap()
+}
+
+#[tokio::test]
+async fn bad_bodies_are_problems_never_plain_text_or_500() {
+    let app = App::new().await;
+    let json_ct = Some("application/json");
+    let cases: Vec<(Request<Body>, u16, &str)> = vec![
+        (
+            raw(Method::POST, "/v1/travels", json_ct, "{\"destination\": "),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, "[1, 2]"),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", None, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/travels",
+                None,
+                "{\"destination\": \"primary\"}",
+            ),
+            415,
+            "unsupported-media-type",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/travels",
+                Some("text/plain"),
+                "{\"destination\": \"primary\"}",
+            ),
+            415,
+            "unsupported-media-type",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/travels",
+                json_ct,
+                "{\"destination\": [\"primary\"]}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/travels", json_ct, "{}"),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/paradox-checks",
+                json_ct,
+                "{\"timeline_id\": \"primary\", \"proposed_changes\": 7}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/v1/paradox-checks",
+                json_ct,
+                "{\"timeline_id\": \"has space\"}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        // The documented operations without a 400 answer 422 for the same mistakes.
+        (
+            raw(Method::POST, "/v1/timelines", json_ct, "{\"name\": "),
+            422,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/items", json_ct, ""),
+            422,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/anchors", json_ct, "{\"timestamp\": 5}"),
+            422,
+            "invalid-request",
+        ),
+        (
+            raw(Method::POST, "/v1/anchors", Some("text/xml"), "<anchor/>"),
+            415,
+            "unsupported-media-type",
+        ),
+        // GET guide operations: a body must be JSON too; a bad query is a 400.
+        (
+            raw(
+                Method::GET,
+                "/v1/search-events",
+                Some("text/plain"),
+                "location=x",
+            ),
+            415,
+            "unsupported-media-type",
+        ),
+        (
+            raw(
+                Method::GET,
+                "/v1/search-events",
+                json_ct,
+                "{\"limit\": \"ten\"}",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::GET, "/v1/search-events?limit=ten", None, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(
+                Method::GET,
+                "/v1/search-events?time_range=yesterday",
+                None,
+                "",
+            ),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::GET, "/v1/monitor-timeline", None, ""),
+            400,
+            "invalid-request",
+        ),
+        (
+            raw(Method::GET, "/v1/me?view=everything", None, ""),
+            400,
+            "invalid-request",
+        ),
+    ];
+    for (req, status, slug) in cases {
+        let what = format!("{} {}", req.method(), req.uri());
+        let r = app.send(req).await;
+        assert_eq!(r.status.as_u16(), status, "{what}: {}", r.text);
+        r.assert_problem(status, slug);
+    }
+}
+
+#[tokio::test]
+async fn problems_carry_the_service_error_with_view_full() {
+    let app = App::new().await;
+    let r = app
+        .send(raw(
+            Method::POST,
+            "/v1/items?view=full",
+            Some("application/json"),
+            "{}",
+        ))
+        .await;
+    assert_eq!(r.status.as_u16(), 422);
+    let body = r.json();
+    assert_eq!(body["error"]["kind"], "invalid_input");
+    let err: chronoscope::error::ServiceError =
+        serde_json::from_value(body["error"].clone()).unwrap();
+    assert_eq!(err.to_string(), body["detail"].as_str().unwrap());
+}
+
+#[tokio::test]
+async fn shutdown_lets_in_flight_requests_finish() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sessions = Wrapped::new(engine().await).slow(Duration::from_millis(300));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(chronoscope::server::run(
+        listener,
+        config(),
+        sessions,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/me");
+    let call = tokio::spawn(client.get(&url).bearer_auth(token("ada")).send());
+    // Give the request time to reach the handler, then ask the server to stop.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.send(()).unwrap();
+    let resp = call
+        .await
+        .unwrap()
+        .expect("the in-flight request is answered");
+    assert_eq!(resp.status().as_u16(), 200);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["traveller"], "ada");
+    server.await.unwrap().unwrap();
+    // And it no longer accepts connections.
+    assert!(
+        client
+            .get(format!("http://{addr}/healthz"))
+            .send()
+            .await
+            .is_err()
+    );
+}

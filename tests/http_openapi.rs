@@ -1,0 +1,273 @@
+//! The OpenAPI document the server serves: OpenAPI 3.1, every route of the contract, every
+//! `$ref` resolvable, bearer security, the error responses each route really gives, and a
+//! snapshot so any change to the public description shows up in review.
+
+mod http_support;
+
+use axum::http::{Method, StatusCode};
+use http_support::*;
+use serde_json::Value;
+
+/// HTTP.md's routes (method, OpenAPI path).
+const CONTRACT: &[(&str, &str)] = &[
+    ("get", "/v1/timelines"),
+    ("post", "/v1/timelines"),
+    ("get", "/v1/timeline/{timeline_id}"),
+    ("delete", "/v1/timeline/{timeline_id}"),
+    ("post", "/v1/travels"),
+    ("get", "/v1/travels"),
+    ("post", "/v1/items"),
+    ("get", "/v1/items"),
+    ("get", "/v1/items/{item_id}"),
+    ("post", "/v1/events"),
+    ("post", "/v1/anchors"),
+    ("get", "/v1/anchors"),
+    ("get", "/v1/anchors/{anchor_id}"),
+    ("post", "/v1/paradox-checks"),
+    ("get", "/v1/monitor-timeline"),
+    ("get", "/v1/me"),
+    ("get", "/v1/timeline/{timeline_id}/events"),
+    ("post", "/v1/timeline/{timeline_id}/events"),
+    ("get", "/v1/scripts"),
+    ("delete", "/v1/scripts/{script_id}"),
+    ("get", "/v1/schedules"),
+    ("delete", "/v1/schedules/{schedule_id}"),
+    ("get", "/v1/search-events"),
+    ("post", "/v1/manipulate-event"),
+    ("post", "/v1/create-timeline"),
+    ("post", "/v1/create-parallel-timeline"),
+    ("get", "/v1/check-paradox"),
+    ("post", "/v1/revert-event"),
+    ("post", "/v1/set-anchor"),
+    ("post", "/v1/create-script"),
+    ("post", "/v1/schedule-manipulation"),
+    ("post", "/v1/trigger-external-manipulation"),
+    ("get", "/v1/automation-log"),
+    ("post", "/api/v1/travel"),
+    ("post", "/api/v1/scan-events"),
+    ("get", "/api/v1/monitor-paradox"),
+    ("get", "/api/v1/check-timeline"),
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/v1/openapi.json"),
+    ("get", "/problems/{slug}"),
+];
+
+fn doc() -> Value {
+    serde_json::to_value(chronoscope::server::openapi()).unwrap()
+}
+
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if k == "$ref" {
+                    out.push(v.as_str().unwrap().to_owned());
+                }
+                refs(v, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_document_is_openapi_3_1_with_every_contract_route() {
+    let doc = doc();
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1."),
+        "{}",
+        doc["openapi"]
+    );
+    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());
+    let paths = doc["paths"].as_object().unwrap();
+    for (method, path) in CONTRACT {
+        assert!(
+            paths.get(*path).and_then(|p| p.get(*method)).is_some(),
+            "missing {method} {path}"
+        );
+    }
+    let operations: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(
+        operations,
+        CONTRACT.len(),
+        "the document has routes the contract does not list"
+    );
+    let mut ids: Vec<&str> = paths
+        .values()
+        .flat_map(|p| p.as_object().unwrap().values())
+        .map(|op| op["operationId"].as_str().unwrap())
+        .collect();
+    let n = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "operationIds are unique");
+    // Documented operations keep the interface's operationIds.
+    for (path, method, id) in [
+        ("/v1/timelines", "get", "listTimelines"),
+        ("/v1/travels", "post", "timeTravel"),
+        ("/v1/monitor-timeline", "get", "monitorTimeline"),
+    ] {
+        assert_eq!(paths[path][method]["operationId"], id);
+    }
+}
+
+#[test]
+fn every_reference_resolves_and_the_projections_are_described() {
+    let doc = doc();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let mut found = Vec::new();
+    refs(&doc, &mut found);
+    assert!(!found.is_empty());
+    for r in found {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("odd ref {r}"));
+        assert!(schemas.contains_key(name), "dangling {r}");
+    }
+    for name in [
+        "Problem",
+        "TimelineDoc",
+        "TimelineInfo",
+        "ItemDoc",
+        "AnchorDoc",
+        "TimeTravelDoc",
+        "EventManipulationDoc",
+        "ParadoxCheckDoc",
+        "MonitoringDoc",
+        "EventsDoc",
+        "ManipulatedDoc",
+        "CreatedTimelineDoc",
+        "StabilityDoc",
+        "RevertedDoc",
+        "AnchorSetDoc",
+        "ScriptDoc",
+        "ScheduledDoc",
+        "TriggeredDoc",
+        "AutomationLogDoc",
+        "Journey",
+        "EventRecord",
+        "Paradox",
+    ] {
+        assert!(schemas.contains_key(name), "schema {name} missing");
+    }
+    let problem: Vec<&String> = schemas["Problem"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    for k in ["type", "title", "status", "detail", "instance"] {
+        assert!(problem.iter().any(|p| *p == k), "{k}");
+    }
+}
+
+#[test]
+fn security_and_error_responses_are_those_the_server_gives() {
+    let doc = doc();
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        "bearer"
+    );
+    assert_eq!(doc["security"][0]["bearerAuth"], serde_json::json!([]));
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            let open = op.get("security").is_some();
+            let params = op["parameters"].as_array().unwrap();
+            assert!(
+                params.iter().any(|p| p["name"] == "view"),
+                "{method} {path}: view"
+            );
+            if open {
+                assert!(!responses.contains_key("401"), "{method} {path} is open");
+                continue;
+            }
+            for status in ["401", "403", "429", "503"] {
+                let r = &responses[status];
+                assert_eq!(
+                    r["content"]["application/problem+json"]["schema"]["$ref"],
+                    "#/components/schemas/Problem",
+                    "{method} {path} {status}"
+                );
+            }
+            assert!(
+                responses["401"]["headers"]
+                    .get("WWW-Authenticate")
+                    .is_some()
+            );
+            assert!(responses["429"]["headers"].get("Retry-After").is_some());
+            let unprocessable = matches!(
+                (method.as_str(), path.as_str()),
+                ("post", "/v1/timelines" | "/v1/items" | "/v1/anchors")
+                    | ("get" | "delete", "/v1/timeline/{timeline_id}")
+            );
+            assert_eq!(
+                responses.contains_key("422"),
+                unprocessable,
+                "{method} {path}"
+            );
+            assert_eq!(
+                responses.contains_key("400"),
+                !unprocessable,
+                "{method} {path}"
+            );
+            let has_body = op.get("requestBody").is_some();
+            assert_eq!(responses.contains_key("413"), has_body, "{method} {path}");
+            assert_eq!(responses.contains_key("415"), has_body, "{method} {path}");
+            assert_eq!(
+                responses.contains_key("404"),
+                path.contains('{'),
+                "{method} {path}"
+            );
+        }
+    }
+    let items = &doc["paths"]["/v1/items"]["post"]["responses"]["409"];
+    assert!(
+        items.get("content").is_none(),
+        "the documented 409 has no body"
+    );
+    assert!(items["headers"].get("Location").is_some());
+}
+
+#[tokio::test]
+async fn every_documented_path_is_routed() {
+    let app = App::new().await;
+    let t = token_with_scope("ada", "admin");
+    let doc = doc();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let filled = path.replace("{slug}", "not-found");
+        let filled: String = filled
+            .split('/')
+            .map(|seg| if seg.starts_with('{') { "x_1" } else { seg })
+            .collect::<Vec<_>>()
+            .join("/");
+        for method in item.as_object().unwrap().keys() {
+            let r = app
+                .call(
+                    method.to_uppercase().parse::<Method>().unwrap(),
+                    &filled,
+                    Some(&t),
+                    None,
+                )
+                .await;
+            let unrouted = r.status == StatusCode::NOT_FOUND && r.text.contains("no path");
+            assert!(!unrouted, "{method} {path} is not routed: {}", r.text);
+            assert_ne!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_served_document_is_the_generated_one() {
+    let app = App::new().await;
+    let r = app.call(Method::GET, "/v1/openapi.json", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.content_type(), "application/json");
+    assert_eq!(r.json(), doc());
+}
+
+#[test]
+fn the_document_matches_its_snapshot() {
+    insta::assert_snapshot!("openapi", serde_json::to_string_pretty(&doc()).unwrap());
+}

@@ -1,0 +1,630 @@
+//! The routes of HTTP.md over an in-memory engine: statuses, exact documented shapes,
+//! view=full, Location headers, pagination, and travellers kept apart.
+
+mod http_support;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_support::*;
+use serde_json::{Value, json};
+
+async fn add_event(
+    app: &App,
+    t: &str,
+    timeline: &str,
+    description: &str,
+    time: &str,
+    location: &str,
+) -> Value {
+    let r = app
+        .post(
+            &format!("/v1/timeline/{timeline}/events"),
+            t,
+            json!({"description": description, "time": time, "location": location}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    r.json()
+}
+
+#[tokio::test]
+async fn documented_timeline_operations_answer_exactly_the_documented_properties() {
+    let app = App::new().await;
+    let t = token("ada");
+    let r = app
+        .post(
+            "/v1/timelines",
+            &t,
+            json!({"name": "Tesla", "destination_time": "1889-03-10T23:50:00+01:00", "id": "ignored", "status": "closed"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let body = r.json();
+    assert_eq!(
+        keys(&body),
+        [
+            "created_at",
+            "destination_time",
+            "id",
+            "name",
+            "status",
+            "window"
+        ]
+    );
+    assert_eq!(body["status"], "open");
+    assert_eq!(body["destination_time"], "1889-03-10T22:50:00Z");
+    let id = body["id"].as_str().unwrap().to_owned();
+    assert_ne!(id, "ignored");
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/v1/timeline/{id}").as_str())
+    );
+
+    let one = app.get(&format!("/v1/timeline/{id}"), &t).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.json(), body);
+    let full = app
+        .get(&format!("/v1/timeline/{id}?view=full"), &t)
+        .await
+        .json();
+    assert_eq!(full["parent"], "primary");
+    assert!(full.get("event_count").is_some());
+
+    let list = app.get("/v1/timelines", &t).await;
+    assert_eq!(list.status, StatusCode::OK);
+    let items = list.json();
+    let items = items.as_array().unwrap();
+    assert_eq!(items[0]["id"], "primary");
+    for item in items {
+        for k in keys(item) {
+            assert!(
+                [
+                    "created_at",
+                    "destination_time",
+                    "id",
+                    "name",
+                    "status",
+                    "window"
+                ]
+                .contains(&k.as_str()),
+                "undocumented {k}"
+            );
+        }
+    }
+    let del = app.delete(&format!("/v1/timeline/{id}"), &t).await;
+    assert_eq!(del.status, StatusCode::NO_CONTENT);
+    assert!(del.text.is_empty());
+    app.get(&format!("/v1/timeline/{id}"), &t)
+        .await
+        .assert_problem(404, "not-found");
+    // primary cannot be deleted: a conflict problem.
+    app.delete("/v1/timeline/primary", &t)
+        .await
+        .assert_problem(409, "conflict");
+}
+
+#[tokio::test]
+async fn validation_errors_are_422_where_no_400_is_documented() {
+    let app = App::new().await;
+    let t = token("ada");
+    let r = app
+        .post(
+            "/v1/timelines",
+            &t,
+            json!({"destination_time": "1889-03-10T23:50:00Z"}),
+        )
+        .await;
+    let p = r.assert_problem(422, "invalid-request");
+    assert!(p["detail"].as_str().unwrap().contains("name"), "{p}");
+    let r = app
+        .post(
+            "/v1/timelines",
+            &t,
+            json!({"name": "x", "base_timeline_id": "tml_nope"}),
+        )
+        .await;
+    r.assert_problem(422, "unknown-reference");
+    // Wrong field type on a 422 route.
+    app.post("/v1/items", &t, json!({"description": 42}))
+        .await
+        .assert_problem(422, "invalid-request");
+    app.post("/v1/anchors", &t, json!({"timestamp": "yesterday"}))
+        .await
+        .assert_problem(422, "invalid-request");
+    // The same mistakes on a route with a documented 400 are 400.
+    app.post("/v1/travels", &t, json!({"destination": 42}))
+        .await
+        .assert_problem(400, "invalid-request");
+}
+
+#[tokio::test]
+async fn a_mission_items_anchors_travel_and_bodiless_conflicts() {
+    let app = App::new().await;
+    let t = token("ada");
+    let anchor = app
+        .post(
+            "/v1/anchors",
+            &t,
+            json!({"timestamp": "2024-09-16T05:04:00Z", "description": "Home"}),
+        )
+        .await;
+    assert_eq!(anchor.status, StatusCode::CREATED, "{}", anchor.text);
+    let a = anchor.json();
+    assert_eq!(keys(&a), ["description", "id", "timestamp"]);
+    let anchor_id = a["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        anchor.header("location"),
+        Some(format!("/v1/anchors/{anchor_id}").as_str())
+    );
+
+    // Same timestamp again: 409, no body, Location of the existing anchor.
+    for path in ["/v1/anchors", "/v1/set-anchor"] {
+        let again = app
+            .post(path, &t, json!({"timestamp": "2024-09-16T05:04:00Z"}))
+            .await;
+        assert_eq!(again.status, StatusCode::CONFLICT, "{path}");
+        assert!(again.text.is_empty(), "{path}: {}", again.text);
+        assert_eq!(
+            again.header("location"),
+            Some(format!("/v1/anchors/{anchor_id}").as_str())
+        );
+    }
+
+    let tl = app
+        .post(
+            "/v1/timelines",
+            &t,
+            json!({"name": "Tesla", "destination_time": "1889-03-10T23:50:00Z"}),
+        )
+        .await
+        .json();
+    let tl_id = tl["id"].as_str().unwrap();
+    let j = app
+        .post("/v1/travels", &t, json!({"destination": tl_id}))
+        .await;
+    assert_eq!(j.status, StatusCode::OK, "{}", j.text);
+    assert_eq!(
+        j.json(),
+        json!({"destination": tl_id, "arrival_time": "1889-03-10T23:50:00Z", "items_transported": []})
+    );
+
+    let item = app
+        .post("/v1/items", &t, json!({"description": "Tesla's blueprint"}))
+        .await;
+    assert_eq!(item.status, StatusCode::OK, "{}", item.text);
+    let item = item.json();
+    assert_eq!(keys(&item), ["description", "id"]);
+    let item_id = item["id"].as_str().unwrap().to_owned();
+    let again = app
+        .post("/v1/items", &t, json!({"description": "Tesla's blueprint"}))
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.text.is_empty());
+    assert_eq!(
+        again.header("location"),
+        Some(format!("/v1/items/{item_id}").as_str())
+    );
+
+    let check = app
+        .post(
+            "/v1/paradox-checks",
+            &t,
+            json!({"timeline_id": tl_id, "proposed_changes": [
+                {"event": "Retrieve the blueprint", "time": "1889-03-10T23:50:00Z"},
+                {"item_id": item_id}]}),
+        )
+        .await;
+    assert_eq!(check.status, StatusCode::OK, "{}", check.text);
+    assert_eq!(keys(&check.json()), ["is_stable"]);
+
+    let back = app
+        .post(
+            "/v1/travels?view=full",
+            &t,
+            json!({"destination": anchor_id, "items_transported": [item_id]}),
+        )
+        .await;
+    assert_eq!(back.status, StatusCode::OK, "{}", back.text);
+    let back = back.json();
+    assert_eq!(back["arrival_time"], "2024-09-16T05:04:00Z");
+    assert_eq!(back["items_transported"], json!([item_id]));
+    assert_eq!(back["anchor"], anchor_id.as_str());
+
+    // The anchor is spent: travelling to it again is a 400 problem.
+    app.post("/v1/travels", &t, json!({"destination": anchor_id}))
+        .await
+        .assert_problem(400, "invalid-request");
+
+    let journeys = app.get("/v1/travels", &t).await.json();
+    assert_eq!(journeys.as_array().unwrap().len(), 2);
+    let got = app.get(&format!("/v1/items/{item_id}"), &t).await.json();
+    assert_eq!(got["id"], item_id.as_str());
+    let got = app
+        .get(&format!("/v1/anchors/{anchor_id}"), &t)
+        .await
+        .json();
+    assert_eq!(got["status"], "spent");
+}
+
+#[tokio::test]
+async fn unknown_destination_is_a_400_unknown_reference() {
+    let app = App::new().await;
+    let r = app
+        .post(
+            "/v1/travels",
+            &token("ada"),
+            json!({"destination": "tml_nowhere"}),
+        )
+        .await;
+    let p = r.assert_problem(400, "unknown-reference");
+    assert!(p["detail"].as_str().unwrap().contains("tml_nowhere"));
+    // With view=full the problem carries the ServiceError itself.
+    let r = app
+        .post(
+            "/v1/travels?view=full",
+            &token("ada"),
+            json!({"destination": "tml_nowhere"}),
+        )
+        .await;
+    let p = r.json();
+    assert_eq!(
+        p["error"],
+        json!({"kind": "unknown_reference", "what": "timeline or anchor", "id": "tml_nowhere"})
+    );
+}
+
+#[tokio::test]
+async fn events_search_manipulate_revert_and_fixed_points() {
+    let app = App::new().await;
+    let t = token("ada");
+    let e1 = add_event(
+        &app,
+        &t,
+        "primary",
+        "Edison demo",
+        "1889-03-10T20:00:00Z",
+        "New York",
+    )
+    .await;
+    let e1_id = e1["event_id"].as_str().unwrap().to_owned();
+    let fixed = app
+        .post(
+            "/v1/timeline/primary/events",
+            &t,
+            json!({"description": "Moon landing", "time": "1969-07-20T20:17:00Z", "location": "Moon", "fixed_point": true}),
+        )
+        .await
+        .json();
+    let fixed_id = fixed["event_id"].as_str().unwrap().to_owned();
+
+    // Fixed point: 400 event-locked on the documented route.
+    let r = app
+        .post(
+            "/v1/events",
+            &t,
+            json!({"timeline_id": "primary", "event_id": fixed_id, "new_outcome": {"description": "Nope"}}),
+        )
+        .await;
+    r.assert_problem(400, "event-locked");
+    // timeline_id is required on the documented route only.
+    app.post(
+        "/v1/events",
+        &t,
+        json!({"event_id": e1_id, "new_outcome": {}}),
+    )
+    .await
+    .assert_problem(400, "invalid-request");
+
+    let m = app
+        .post(
+            "/v1/events",
+            &t,
+            json!({"timeline_id": "primary", "event_id": e1_id, "new_outcome": {"description": "Tesla demo", "changes": [{"action": "swap", "time": "1889-03-10T21:00:00Z"}]}}),
+        )
+        .await;
+    assert_eq!(m.status, StatusCode::OK, "{}", m.text);
+    let m = m.json();
+    assert_eq!(keys(&m), ["new_event_id", "status"]);
+    assert_eq!(m["status"], "applied");
+
+    // Guide manipulate-event on the new head (timeline defaults to primary).
+    let head = m["new_event_id"].as_str().unwrap();
+    let g = app
+        .post(
+            "/v1/manipulate-event",
+            &t,
+            json!({"event_id": head, "new_outcome": {"description": "Tesla wins"}}),
+        )
+        .await;
+    assert_eq!(g.status, StatusCode::OK, "{}", g.text);
+    assert_eq!(
+        keys(&g.json()),
+        ["description", "new_event_id", "status", "time"]
+    );
+
+    let rv = app
+        .post("/v1/revert-event", &t, json!({"event_id": e1_id}))
+        .await;
+    assert_eq!(rv.status, StatusCode::OK, "{}", rv.text);
+    assert_eq!(keys(&rv.json()), ["original_event_id", "status"]);
+    assert_eq!(rv.json()["status"], "reverted");
+
+    // search-events: by query and by JSON body on a GET, same answer.
+    let q = app.get("/v1/search-events?location=new%20york", &t).await;
+    assert_eq!(q.status, StatusCode::OK, "{}", q.text);
+    let q = q.json();
+    assert_eq!(keys(&q), ["events"]);
+    for e in q["events"].as_array().unwrap() {
+        assert_eq!(keys(e), ["description", "event_id", "location", "time"]);
+    }
+    let b = app
+        .call(
+            Method::GET,
+            "/v1/search-events",
+            Some(&t),
+            Some(json!({"location": "YORK"})),
+        )
+        .await;
+    assert_eq!(b.status, StatusCode::OK, "{}", b.text);
+    assert_eq!(b.json(), q);
+    let scan = app
+        .post(
+            "/api/v1/scan-events",
+            &t,
+            json!({"location": "york", "time_range": "1889-01-01T00:00:00Z/1890-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(scan.status, StatusCode::OK, "{}", scan.text);
+    assert_eq!(scan.json(), q);
+
+    let cp = app.get("/v1/check-paradox?timeline_id=primary", &t).await;
+    assert_eq!(cp.status, StatusCode::OK, "{}", cp.text);
+    assert_eq!(cp.json()["status"], "checked");
+    let cp = app
+        .call(
+            Method::GET,
+            "/v1/check-paradox",
+            Some(&t),
+            Some(json!({"timeline_id": "primary"})),
+        )
+        .await;
+    assert_eq!(cp.status, StatusCode::OK, "{}", cp.text);
+    // Missing required query field: a 400 problem.
+    app.get("/v1/check-paradox", &t)
+        .await
+        .assert_problem(400, "invalid-request");
+
+    let ct = app
+        .get(
+            "/api/v1/check-timeline?timeline_id=primary&significant_event=Moon%20landing",
+            &t,
+        )
+        .await;
+    assert_eq!(ct.status, StatusCode::OK, "{}", ct.text);
+    assert_eq!(ct.json()["status"], "holds");
+
+    let mon = app
+        .get("/v1/monitor-timeline?timeline_id=primary", &t)
+        .await;
+    assert_eq!(mon.status, StatusCode::OK, "{}", mon.text);
+    assert_eq!(keys(&mon.json()), ["anomalies", "status"]);
+    app.get("/v1/monitor-timeline?timeline_id=tml_nope", &t)
+        .await
+        .assert_problem(400, "unknown-reference");
+    let mp = app
+        .get(
+            "/api/v1/monitor-paradox?timeline_id=primary&time_range=1889-01-01T00:00:00Z/P1Y",
+            &t,
+        )
+        .await;
+    assert_eq!(mp.status, StatusCode::OK, "{}", mp.text);
+    assert!(mp.json().get("checked_at").is_some());
+}
+
+#[tokio::test]
+async fn guide_timeline_creation_and_travel_to_time() {
+    let app = App::new().await;
+    let t = token("ada");
+    let c = app
+        .post(
+            "/v1/create-timeline",
+            &t,
+            json!({"base_timeline_id": "primary", "description": "Alt 1889"}),
+        )
+        .await;
+    assert_eq!(c.status, StatusCode::CREATED, "{}", c.text);
+    let c = c.json();
+    assert_eq!(keys(&c), ["description", "status", "timeline_id"]);
+    assert_eq!(c["status"], "created");
+    let p = app
+        .post(
+            "/v1/create-parallel-timeline?view=full",
+            &t,
+            json!({"base_timeline_id": c["timeline_id"], "description": "Alt 2", "variation": "Tesla wins"}),
+        )
+        .await;
+    assert_eq!(p.status, StatusCode::CREATED, "{}", p.text);
+    assert_eq!(p.json()["variation"], "Tesla wins");
+    assert_eq!(p.json()["parent"], c["timeline_id"]);
+
+    let j = app
+        .post(
+            "/api/v1/travel",
+            &t,
+            json!({"destination_time": "1969-07-20T20:17:00Z", "location": "Houston"}),
+        )
+        .await;
+    assert_eq!(j.status, StatusCode::OK, "{}", j.text);
+    assert_eq!(j.json()["location"], "Houston");
+    let me = app.get("/v1/me", &t).await.json();
+    assert_eq!(me["traveller"], "ada");
+}
+
+#[tokio::test]
+async fn lists_are_paginated_with_a_link_header_walking_every_page() {
+    let app = App::new().await;
+    let t = token("ada");
+    for i in 0..7 {
+        let r = app
+            .post("/v1/timelines", &t, json!({"name": format!("t{i}")}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED);
+    }
+    let mut uri = "/v1/timelines?limit=3&view=full".to_owned();
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let r = app.get(&uri, &t).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        pages += 1;
+        for item in r.json().as_array().unwrap() {
+            assert!(
+                item.get("event_count").is_some(),
+                "view=full kept on next pages"
+            );
+            seen.push(item["id"].as_str().unwrap().to_owned());
+        }
+        match r.header("link") {
+            Some(link) => {
+                let start = link.find('<').unwrap() + 1;
+                let end = link.find('>').unwrap();
+                assert!(link.ends_with("rel=\"next\""));
+                uri = link[start..end].to_owned();
+            }
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len(), 8);
+    let mut dedup = seen.clone();
+    dedup.dedup();
+    assert_eq!(dedup, seen);
+    assert_eq!(seen[0], "primary");
+
+    // Events of a timeline, paginated the same way.
+    for i in 0..5 {
+        add_event(
+            &app,
+            &t,
+            "primary",
+            &format!("e{i}"),
+            &format!("2000-01-0{}T00:00:00Z", i + 1),
+            "Paris",
+        )
+        .await;
+    }
+    let first = app
+        .get("/v1/timeline/primary/events?limit=2&location=paris", &t)
+        .await;
+    assert_eq!(first.json().as_array().unwrap().len(), 2);
+    let link = first.header("link").expect("next page");
+    assert!(link.contains("location=paris"), "{link}");
+    app.get("/v1/timeline/tml_nope/events", &t)
+        .await
+        .assert_problem(404, "not-found");
+    app.get("/v1/timelines?limit=0", &t)
+        .await
+        .assert_problem(400, "invalid-request");
+    app.get("/v1/timelines?limit=lots", &t)
+        .await
+        .assert_problem(400, "invalid-request");
+}
+
+#[tokio::test]
+async fn travellers_never_see_each_others_items_anchors_or_journeys() {
+    let app = App::new().await;
+    let (a, b) = (token("ada"), token("bob"));
+    let item = app
+        .post("/v1/items", &a, json!({"description": "lamp"}))
+        .await
+        .json();
+    let anchor = app
+        .post(
+            "/v1/anchors",
+            &a,
+            json!({"timestamp": "2020-01-01T00:00:00Z"}),
+        )
+        .await
+        .json();
+    app.post("/v1/travels", &a, json!({"destination": "primary"}))
+        .await;
+
+    assert_eq!(app.get("/v1/items", &b).await.json(), json!([]));
+    assert_eq!(app.get("/v1/anchors", &b).await.json(), json!([]));
+    assert_eq!(app.get("/v1/travels", &b).await.json(), json!([]));
+    app.get(&format!("/v1/items/{}", item["id"].as_str().unwrap()), &b)
+        .await
+        .assert_problem(404, "not-found");
+    app.get(
+        &format!("/v1/anchors/{}", anchor["id"].as_str().unwrap()),
+        &b,
+    )
+    .await
+    .assert_problem(404, "not-found");
+    app.post("/v1/travels", &b, json!({"destination": anchor["id"]}))
+        .await
+        .assert_problem(400, "unknown-reference");
+    app.post(
+        "/v1/travels",
+        &b,
+        json!({"destination": "primary", "items_transported": [item["id"]]}),
+    )
+    .await
+    .assert_problem(400, "unknown-reference");
+    // Bob registering the same description is his own item, not a conflict.
+    assert_eq!(
+        app.post("/v1/items", &b, json!({"description": "lamp"}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.get("/v1/items", &a)
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn open_endpoints_answer_without_a_token() {
+    let app = App::new().await;
+    let h = app.call(Method::GET, "/healthz", None, None).await;
+    assert_eq!(h.status, StatusCode::OK);
+    assert_eq!(h.json(), json!({"status": "ok"}));
+    let r = app.call(Method::GET, "/readyz", None, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let p = app
+        .call(Method::GET, "/problems/event-locked", None, None)
+        .await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(p.content_type().starts_with("text/plain"));
+    assert!(p.text.contains("fixed point"));
+    app.call(Method::GET, "/problems/no-such-thing", None, None)
+        .await
+        .assert_problem(404, "not-found");
+    let o = app.call(Method::GET, "/v1/openapi.json", None, None).await;
+    assert_eq!(o.status, StatusCode::OK);
+    assert_eq!(o.json()["openapi"], "3.1.0");
+}
+
+#[tokio::test]
+async fn request_ids_are_echoed_generated_and_named_in_problems() {
+    let app = App::new().await;
+    let req = Request::builder()
+        .uri("/v1/nowhere")
+        .header("x-request-id", "abc-123")
+        .body(Body::empty())
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.header("x-request-id"), Some("abc-123"));
+    let p = r.assert_problem(404, "not-found");
+    assert_eq!(p["instance"], "/requests/abc-123");
+
+    let r = app.call(Method::GET, "/healthz", None, None).await;
+    let id = r.header("x-request-id").expect("generated id");
+    assert_eq!(id.len(), 26, "a ULID: {id}");
+}

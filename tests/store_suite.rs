@@ -1,0 +1,455 @@
+//! One store suite, written once against `Arc<dyn Store>` and run against every backend:
+//! `memory`, `sqlite` (a temporary file) and `postgres` (a fresh database per test; skipped with a
+//! notice when no server is reachable, see `support`).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chronoscope::store::{self, MemoryStore, Record, Store, StoreError};
+use tempfile::TempDir;
+
+/// One backend under test; dropping it removes its data.
+struct Backend {
+    kind: Kind,
+}
+
+enum Kind {
+    Memory(Arc<dyn Store>),
+    Sqlite { _dir: TempDir, url: String },
+    Postgres(support::PgDatabase),
+}
+
+impl Backend {
+    async fn memory() -> Self {
+        Self {
+            kind: Kind::Memory(Arc::new(MemoryStore::new())),
+        }
+    }
+
+    async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("data/log.db").display());
+        Self {
+            kind: Kind::Sqlite { _dir: dir, url },
+        }
+    }
+
+    async fn postgres() -> Option<Self> {
+        Some(Self {
+            kind: Kind::Postgres(support::fresh_postgres().await?),
+        })
+    }
+
+    /// A new handle on this backend's data, opened through `store::open` like the program does
+    /// (the same handle for memory, which cannot be shared otherwise).
+    async fn handle(&self) -> Arc<dyn Store> {
+        match &self.kind {
+            Kind::Memory(store) => Arc::clone(store),
+            Kind::Sqlite { url, .. } => store::open(url).await.unwrap(),
+            Kind::Postgres(db) => store::open(&db.url).await.unwrap(),
+        }
+    }
+}
+
+fn bodies(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+async fn all(store: &dyn Store) -> Vec<Record> {
+    store.read_since(0, u32::MAX).await.unwrap()
+}
+
+fn pairs(records: &[Record]) -> Vec<(u64, &str)> {
+    records.iter().map(|r| (r.seq, r.body.as_str())).collect()
+}
+
+// ---- behaviours every store has ----
+
+async fn empty_log_has_last_seq_zero(backend: Backend) {
+    let store = backend.handle().await;
+    assert_eq!(store.last_seq().await.unwrap(), 0);
+    assert!(all(&*store).await.is_empty());
+}
+
+async fn appends_get_consecutive_seqs(backend: Backend) {
+    let store = backend.handle().await;
+    store.append(1, &bodies(&["a"])).await.unwrap();
+    store.append(2, &bodies(&["b", "c"])).await.unwrap();
+    store.append(4, &bodies(&["d"])).await.unwrap();
+    assert_eq!(store.last_seq().await.unwrap(), 4);
+    let other = backend.handle().await;
+    assert_eq!(
+        pairs(&all(&*other).await),
+        [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    );
+}
+
+async fn a_batch_is_all_or_nothing(backend: Backend) {
+    let store = backend.handle().await;
+    store.append(1, &bodies(&["a", "b", "c"])).await.unwrap();
+    // Overlaps the tail: record 3 exists, 4 and 5 do not; none of the three may land.
+    let overlapping = store.append(3, &bodies(&["x", "y", "z"])).await;
+    assert!(
+        matches!(overlapping, Err(StoreError::Conflict(3))),
+        "{overlapping:?}"
+    );
+    assert_eq!(store.last_seq().await.unwrap(), 3);
+    assert_eq!(pairs(&all(&*store).await), [(1, "a"), (2, "b"), (3, "c")]);
+
+    store.append(4, &bodies(&["x", "y", "z"])).await.unwrap();
+    // An empty batch at the right place writes nothing and is not an error.
+    store.append(7, &[]).await.unwrap();
+    assert_eq!(store.last_seq().await.unwrap(), 6);
+    assert_eq!(
+        pairs(&all(&*store).await),
+        [(1, "a"), (2, "b"), (3, "c"), (4, "x"), (5, "y"), (6, "z")]
+    );
+}
+
+async fn a_stale_first_seq_conflicts_and_writes_nothing(backend: Backend) {
+    let store = backend.handle().await;
+    store.append(1, &bodies(&["first"])).await.unwrap();
+    for first_seq in [1, 0, 3, 1000] {
+        let result = store.append(first_seq, &bodies(&["late"])).await;
+        assert!(
+            matches!(result, Err(StoreError::Conflict(n)) if n == first_seq),
+            "append at {first_seq}: {result:?}"
+        );
+    }
+    assert!(matches!(
+        store.append(1, &[]).await,
+        Err(StoreError::Conflict(1))
+    ));
+    assert_eq!(store.last_seq().await.unwrap(), 1);
+    assert_eq!(pairs(&all(&*store).await), [(1, "first")]);
+}
+
+async fn read_since_pages_in_order(backend: Backend) {
+    let store = backend.handle().await;
+    for batch in 0..5u64 {
+        let batch: Vec<String> = (1..=5).map(|i| format!("r{}", batch * 5 + i)).collect();
+        let first = store.last_seq().await.unwrap() + 1;
+        store.append(first, &batch).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut after = 0;
+    let mut pages = Vec::new();
+    loop {
+        let page = store.read_since(after, 10).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        pages.push(page.len());
+        after = page.last().unwrap().seq;
+        seen.extend(page);
+    }
+    assert_eq!(pages, [10, 10, 5]);
+    let expected: Vec<(u64, String)> = (1..=25).map(|i| (i, format!("r{i}"))).collect();
+    let got: Vec<(u64, String)> = seen.into_iter().map(|r| (r.seq, r.body)).collect();
+    assert_eq!(got, expected);
+
+    let middle = store.read_since(7, 3).await.unwrap();
+    assert_eq!(pairs(&middle), [(8, "r8"), (9, "r9"), (10, "r10")]);
+    assert!(store.read_since(7, 0).await.unwrap().is_empty());
+    assert!(store.read_since(25, 10).await.unwrap().is_empty());
+    assert!(store.read_since(1_000, 10).await.unwrap().is_empty());
+    assert!(store.read_since(u64::MAX, 10).await.unwrap().is_empty());
+}
+
+async fn racing_handles_never_leave_gaps_or_duplicates(backend: Backend) {
+    const TASKS: usize = 8;
+    const APPENDS_PER_TASK: usize = 12;
+    let handles = [backend.handle().await, backend.handle().await];
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let store = Arc::clone(&handles[task % 2]);
+        tasks.push(tokio::spawn(async move {
+            for n in 0..APPENDS_PER_TASK {
+                // Batches of 1 to 3 so that a lost race can be a partial overlap.
+                let batch: Vec<String> = (0..=(n % 3))
+                    .map(|part| format!("task{task}-append{n}-part{part}"))
+                    .collect();
+                loop {
+                    let next = store.last_seq().await.unwrap() + 1;
+                    match store.append(next, &batch).await {
+                        Ok(()) => break,
+                        Err(StoreError::Conflict(_)) => {} // lost the race: catch up, retry
+                        Err(e) => panic!("task {task}: {e}"),
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+
+    let expected_bodies = TASKS * (0..APPENDS_PER_TASK).map(|n| n % 3 + 1).sum::<usize>();
+    let records = all(&*handles[0]).await;
+    let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=expected_bodies as u64).collect::<Vec<_>>());
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for record in &records {
+        *counts.entry(record.body.as_str()).or_default() += 1;
+    }
+    assert_eq!(counts.len(), expected_bodies, "some body is missing");
+    assert!(
+        counts.values().all(|&c| c == 1),
+        "some body was written twice"
+    );
+    // A batch is contiguous even when it raced: its parts sit next to each other in order.
+    for pair in records.windows(2) {
+        if let (Some((a, pa)), Some((b, pb))) = (
+            pair[0].body.rsplit_once("-part"),
+            pair[1].body.rsplit_once("-part"),
+        ) && a == b
+        {
+            assert_eq!(pb.parse::<u32>().unwrap(), pa.parse::<u32>().unwrap() + 1);
+        }
+    }
+    assert_eq!(handles[1].last_seq().await.unwrap(), expected_bodies as u64);
+}
+
+async fn large_bodies_round_trip(backend: Backend) {
+    let store = backend.handle().await;
+    let mebibyte = |fill: char| {
+        let payload: String = std::iter::repeat_n(fill, 1 << 20).collect();
+        format!(r#"{{"op":"big","payload":"{payload}"}}"#)
+    };
+    let single = mebibyte('a');
+    store
+        .append(1, std::slice::from_ref(&single))
+        .await
+        .unwrap();
+    let batch = vec![mebibyte('b'), mebibyte('c'), mebibyte('d')];
+    store.append(2, &batch).await.unwrap();
+
+    let records = all(&*backend.handle().await).await;
+    assert_eq!(records.len(), 4);
+    assert_eq!(records[0].body, single);
+    for (record, body) in records[1..].iter().zip(&batch) {
+        assert!(record.body.len() > 1 << 20);
+        assert_eq!(&record.body, body);
+    }
+}
+
+async fn unicode_round_trips(backend: Backend) {
+    let store = backend.handle().await;
+    let texts = bodies(&[
+        r#"{"description":"時間旅行の懐中時計"}"#,
+        r#"{"description":"🕰️ 🦕 👩🏽‍🔬 family: 👨‍👩‍👧‍👦"}"#,
+        r#"{"description":"Ångström, naïve café, Œuvre, ß"}"#,
+        r#"{"description":"مرحبا بالعالم — עברית"}"#,
+        "{\"description\":\"e\u{301} combining, \u{200b}zero-width, \u{feff}bom\"}",
+        "{\"quotes\":\"\\\"'`\",\"backslash\":\"\\\\\",\"lines\":\"a\\nb\\tc\"}\n\t raw newline and tab",
+        "",
+    ]);
+    store.append(1, &texts).await.unwrap();
+    let records = all(&*backend.handle().await).await;
+    let got: Vec<&str> = records.iter().map(|r| r.body.as_str()).collect();
+    assert_eq!(got, texts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+// ---- behaviours of durable stores ----
+
+async fn data_survives_reopening(backend: Backend) {
+    let store = backend.handle().await;
+    store
+        .append(1, &bodies(&["kept", "also kept"]))
+        .await
+        .unwrap();
+    drop(store);
+
+    let reopened = backend.handle().await;
+    assert_eq!(reopened.last_seq().await.unwrap(), 2);
+    assert_eq!(
+        pairs(&all(&*reopened).await),
+        [(1, "kept"), (2, "also kept")]
+    );
+    reopened
+        .append(3, &bodies(&["after reopening"]))
+        .await
+        .unwrap();
+    drop(reopened);
+
+    let again = backend.handle().await;
+    assert_eq!(again.last_seq().await.unwrap(), 3);
+}
+
+/// Instantiates every behaviour for every backend, as `memory::name`, `sqlite::name`,
+/// `postgres::name`.
+macro_rules! suite {
+    (every store: [$($all:ident),* $(,)?], durable stores: [$($durable:ident),* $(,)?] $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $all() {
+                    super::$all(super::Backend::memory().await).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $all() {
+                    super::$all(super::Backend::sqlite().await).await;
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $durable() {
+                    super::$durable(super::Backend::sqlite().await).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $all() {
+                    if let Some(backend) = super::Backend::postgres().await {
+                        super::$all(backend).await;
+                    }
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $durable() {
+                    if let Some(backend) = super::Backend::postgres().await {
+                        super::$durable(backend).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    every store: [
+        empty_log_has_last_seq_zero,
+        appends_get_consecutive_seqs,
+        a_batch_is_all_or_nothing,
+        a_stale_first_seq_conflicts_and_writes_nothing,
+        read_since_pages_in_order,
+        racing_handles_never_leave_gaps_or_duplicates,
+        large_bodies_round_trip,
+        unicode_round_trips,
+    ],
+    durable stores: [data_survives_reopening],
+);
+
+// ---- opening: what a user sees when the location is wrong ----
+
+fn unavailable(result: Result<Arc<dyn Store>, StoreError>) -> String {
+    match result {
+        Err(StoreError::Unavailable(message)) => message,
+        Err(e) => panic!("expected Unavailable, got {e:?}"),
+        Ok(store) => panic!("opened {}", store.describe()),
+    }
+}
+
+#[tokio::test]
+async fn sqlite_open_creates_the_file_and_its_directories_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a/b/c/chronoscope.db");
+    for url in [
+        format!("sqlite://{}", path.display()),
+        format!("sqlite:{}", path.display()),
+        path.display().to_string(),
+    ] {
+        let store = store::open(&url).await.unwrap();
+        assert_eq!(store.describe(), format!("sqlite://{}", path.display()));
+        let next = store.last_seq().await.unwrap() + 1;
+        store.append(next, &bodies(&["x"])).await.unwrap();
+    }
+    assert!(path.is_file());
+
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM op_log")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(count, 3, "all three URL forms opened the same file");
+}
+
+#[tokio::test]
+async fn sqlite_open_names_the_path_when_it_cannot_be_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "a file where a directory should be").unwrap();
+    let message = unavailable(store::open(&format!("sqlite://{}/x.db", blocker.display())).await);
+    assert!(
+        message.contains(&blocker.display().to_string()),
+        "{message}"
+    );
+    assert!(message.contains("cannot create directory"), "{message}");
+
+    let message = unavailable(store::open(&dir.path().display().to_string()).await);
+    assert!(message.contains("is a directory"), "{message}");
+}
+
+#[tokio::test]
+async fn sqlite_refuses_a_file_that_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "these are my notes, not a database\n".repeat(200)).unwrap();
+    match store::open(&path.display().to_string()).await {
+        Err(StoreError::Corrupt(message)) => {
+            assert!(message.contains(&path.display().to_string()), "{message}")
+        }
+        Err(e) => panic!("expected Corrupt, got {e:?}"),
+        Ok(_) => panic!("opened a text file as a database"),
+    }
+    // Nothing was written over the user's file.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("these are my notes"));
+}
+
+#[tokio::test]
+async fn unknown_schemes_are_refused_with_the_accepted_forms() {
+    let message = unavailable(store::open("mysql://root:hunter2@db.example/x").await);
+    assert!(message.contains("sqlite://PATH"), "{message}");
+    assert!(message.contains("postgres://"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+}
+
+#[tokio::test]
+async fn an_unreachable_postgres_is_a_clear_error_without_the_password() {
+    // Port 1 on loopback: nothing listens, so the connection is refused at once.
+    let message = unavailable(store::open("postgres://chrono:hunter2@127.0.0.1:1/db").await);
+    assert!(message.contains("cannot reach PostgreSQL"), "{message}");
+    assert!(message.contains("127.0.0.1:1"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+}
+
+#[tokio::test]
+async fn postgres_describe_leaves_out_the_password() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    // Use the URL's own password, or add one: the test server trusts local connections, so an
+    // added password is accepted and ignored.
+    let (scheme, rest) = db.url.split_once("://").unwrap();
+    let (user, host) = rest.split_once('@').unwrap();
+    let (url, password) = match user.split_once(':') {
+        Some((_, password)) => (db.url.clone(), password.to_owned()),
+        None => (
+            format!("{scheme}://{user}:hunter2@{host}"),
+            "hunter2".to_owned(),
+        ),
+    };
+    let store = store::open(&url).await.unwrap();
+    let shown = store.describe();
+    assert!(!shown.contains(&password), "{shown}");
+    assert!(shown.contains(&db.name), "{shown}");
+}
