@@ -748,3 +748,20 @@ async fn any_terminal_size_renders_and_no_color_means_no_colour() {
     // The wide layout shows more of each row than the narrow one.
     assert!(h.render(240, 70).contains("Paris, Champ de Mars"));
 }
+
+#[tokio::test]
+async fn help_scrolls_to_its_last_line_and_no_further() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("?");
+    assert!(!h.render(100, 30).contains("ctrl-c quits from anywhere"));
+    for _ in 0..200 {
+        h.press("j");
+    }
+    let screen = h.render(100, 30);
+    assert!(screen.contains("ctrl-c quits from anywhere"), "{screen}");
+    assert!(
+        screen.contains("automation log"),
+        "the last page is full: {screen}"
+    );
+}
