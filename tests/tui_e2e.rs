@@ -215,4 +215,15 @@ fn a_whole_mission_in_a_real_terminal() {
         .expect("the dashboard used the alternate screen");
     let left = raw.rfind("\x1b[?1049l").expect("and left it");
     assert!(left > entered);
+    // NO_COLOR=1: no foreground or background colour was ever set (resets are fine).
+    for code in 30..=37 {
+        assert!(
+            !raw.contains(&format!("\x1b[{code}m")),
+            "colour {code} under NO_COLOR"
+        );
+    }
+    assert!(
+        !raw.contains("\x1b[38;") && !raw.contains("\x1b[48;"),
+        "colour under NO_COLOR"
+    );
 }
