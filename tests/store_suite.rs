@@ -453,3 +453,20 @@ async fn postgres_describe_leaves_out_the_password() {
     assert!(!shown.contains(&password), "{shown}");
     assert!(shown.contains(&db.name), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_processes_creating_one_sqlite_file_at_once_all_succeed() {
+    // Separate handles have separate connections, which SQLite treats like separate processes.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("new.db").display());
+    let opening = (0..8).map(|_| store::open(&url));
+    let stores: Vec<Arc<dyn Store>> = futures::future::join_all(opening)
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (i, store) in stores.iter().enumerate() {
+        store.append(i as u64 + 1, &bodies(&["x"])).await.unwrap();
+    }
+    assert_eq!(stores[0].last_seq().await.unwrap(), 8);
+}

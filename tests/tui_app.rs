@@ -690,3 +690,78 @@ async fn countdowns_follow_the_clock_and_closed_timelines_say_so() {
     assert!(screen.contains("closed"), "{screen}");
     let _ = EventId::from_ulid(ulid::Ulid::nil());
 }
+
+#[tokio::test]
+async fn a_click_focuses_a_pane_and_selects_the_row_under_the_mouse() {
+    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let w = world().await;
+    for name in ["Alpha", "Beta"] {
+        w.service
+            .create_timeline(NewTimeline {
+                name: Some(name.into()),
+                ..NewTimeline::default()
+            })
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    h.press("tab");
+    let screen = h.render(100, 30); // lays the panes out
+    let row = screen
+        .lines()
+        .position(|l| l.contains("Beta"))
+        .expect("Beta is listed") as u16;
+    h.send(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 10,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    assert_eq!(
+        h.app.timelines.selected().map(|t| t.name.as_str()),
+        Some("Beta")
+    );
+}
+
+#[tokio::test]
+async fn any_terminal_size_renders_and_no_color_means_no_colour() {
+    use ratatui::style::Color;
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("enter");
+    h.settle().await;
+    for (width, height) in [(20, 8), (60, 20), (100, 30), (240, 70)] {
+        let screen = h.render(width, height);
+        assert_eq!(screen.lines().count(), height as usize);
+    }
+    let buffer = h.render_buffer(100, 30);
+    assert!(
+        buffer
+            .content()
+            .iter()
+            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+        "the harness renders as under NO_COLOR"
+    );
+    // The wide layout shows more of each row than the narrow one.
+    assert!(h.render(240, 70).contains("Paris, Champ de Mars"));
+}
+
+#[tokio::test]
+async fn help_scrolls_to_its_last_line_and_no_further() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("?");
+    assert!(!h.render(100, 30).contains("ctrl-c quits from anywhere"));
+    for _ in 0..200 {
+        h.press("j");
+    }
+    let screen = h.render(100, 30);
+    assert!(screen.contains("ctrl-c quits from anywhere"), "{screen}");
+    assert!(
+        screen.contains("automation log"),
+        "the last page is full: {screen}"
+    );
+}

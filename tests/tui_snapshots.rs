@@ -457,3 +457,27 @@ async fn wizard_without_anchors_or_items() {
     h.settle().await;
     insta::assert_snapshot!(screen(&mut h));
 }
+
+/// The capture shown in the README: a wider terminal with results and an anomaly.
+#[tokio::test]
+async fn readme_capture_120x35() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("enter");
+    h.settle().await;
+    h.press("j");
+    h.app.monitor.apply(MonitorReport {
+        status: "anomalies_detected".into(),
+        anomalies: vec![anomaly(
+            "closing",
+            AnomalyKind::WindowClosing,
+            Severity::Warning,
+            "Tesla 1889 closes in 4 minutes",
+        )],
+        timeline_id: TimelineId::primary(),
+        checked_at: t("2026-11-22T10:56:00Z"),
+    });
+    insta::assert_snapshot!(redact(&h.render(120, 35)));
+}

@@ -419,6 +419,12 @@ impl RemoteClient {
             } else {
                 format!("no answer within {} s", self.request_timeout.as_secs_f32())
             }
+        } else if e.is_connect() && (e.is_dns() || is_dns(e)) {
+            format!(
+                "cannot resolve the host name '{}' ({})",
+                self.base.host_str().unwrap_or_default(),
+                root_cause(e)
+            )
         } else if let Some(kind) = io_kind(e) {
             match kind {
                 std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
@@ -426,8 +432,6 @@ impl RemoteClient {
                 std::io::ErrorKind::ConnectionAborted => "connection aborted".to_owned(),
                 _ => root_cause(e),
             }
-        } else if e.is_connect() && is_dns(e) {
-            format!("cannot resolve the host name ({})", root_cause(e))
         } else {
             root_cause(e)
         };
@@ -939,5 +943,28 @@ mod tests {
             )))
         );
         silent.abort();
+    }
+
+    #[tokio::test]
+    async fn an_unknown_host_is_unavailable_naming_the_url() {
+        // `.invalid` never resolves (RFC 6761); whether the resolver says so or times out,
+        // the caller learns which server could not be reached.
+        let base = "http://chronoscope.invalid:8080";
+        let c = RemoteClient::builder(base, "t")
+            .connect_timeout(Duration::from_secs(2))
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        match c.whoami().await {
+            Err(ServiceError::Unavailable(m)) => {
+                assert!(m.starts_with(&format!("cannot reach {base}: ")), "{m}");
+                assert!(
+                    m.contains("cannot resolve the host name 'chronoscope.invalid'")
+                        || m.contains("no connection within"),
+                    "{m}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

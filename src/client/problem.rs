@@ -319,6 +319,9 @@ mod tests {
             ServiceError::AlreadyExists {
                 location: "/v1/anchors/anc_x".into(),
             },
+            ServiceError::Conflict("the primary timeline cannot be deleted".into()),
+            ServiceError::Unavailable("automation is paused".into()),
+            ServiceError::Forbidden("this operation needs the write scope".into()),
         ];
         for err in errors {
             let body = serde_json::json!({
@@ -356,8 +359,8 @@ mod tests {
             ServiceError::Conflict(
                 "timeline 'tml_a' has branches (tml_b); delete them first".into(),
             ),
-            // serde cannot write the newtype variants with an internal tag, so a server
-            // sends no `error` member for them; their detail is the whole message.
+            // A server of another version may send no `error` member (or null); the
+            // message-only variants' detail is their whole message.
             ServiceError::Forbidden("this operation needs the write scope".into()),
             ServiceError::Unauthorized("the token has expired".into()),
             ServiceError::Unavailable("automation is not available in this build yet".into()),

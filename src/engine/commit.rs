@@ -14,7 +14,10 @@ use crate::model::Instant;
 use crate::store::StoreError;
 
 /// How many times a write is decided again after losing a race with another process.
-const WRITE_ATTEMPTS: usize = 8;
+const WRITE_ATTEMPTS: u32 = 12;
+/// Longest pause before deciding again; pauses grow from 1 ms and are jittered so that two
+/// replicas that keep colliding fall out of step.
+const MAX_BACKOFF_MS: u64 = 64;
 
 /// How a batch ended, shared by every writer in it.
 #[derive(Clone, Debug)]
@@ -56,7 +59,12 @@ impl Engine {
         &self,
         decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
     ) -> Result<T, ServiceError> {
-        for _ in 0..WRITE_ATTEMPTS {
+        for attempt in 0..WRITE_ATTEMPTS {
+            if attempt > 0 {
+                let ceiling = (1u64 << attempt.min(6)).min(MAX_BACKOFF_MS);
+                let pause = rand::random_range(0..=ceiling);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
             let (outcome, answer) = {
                 let mut pending = self.pending.lock().await;
                 let base = match &pending.world {

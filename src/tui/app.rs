@@ -1477,14 +1477,8 @@ impl App {
 
     fn draw_modal(&mut self, frame: &mut Frame<'_>, area: Rect) {
         let p = self.palette;
-        let names = self
-            .timelines
-            .all
-            .iter()
-            .map(|t| (t.id.clone(), t.name.clone()))
-            .collect::<HashMap<_, _>>();
-        let name_of =
-            move |id: &TimelineId| names.get(id).cloned().unwrap_or_else(|| id.to_string());
+        let timelines = &self.timelines;
+        let name_of = |id: &TimelineId| timelines.name_of(id);
         match &mut self.modal {
             None | Some(Modal::Command(_)) => {}
             Some(Modal::Help(scroll)) => help::render(frame, area, &self.keymap, &p, *scroll),

@@ -61,8 +61,8 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, keymap: &KeyMap, palette: &Pale
         area.height.saturating_sub(2),
     );
     let inner = modal(frame, rect, "Help — j/k scroll, esc close", palette);
-    frame.render_widget(
-        Paragraph::new(lines(keymap, palette)).scroll((scroll, 0)),
-        inner,
-    );
+    let lines = lines(keymap, palette);
+    // Scrolling stops when the last line is in view.
+    let max = (lines.len() as u16).saturating_sub(inner.height);
+    frame.render_widget(Paragraph::new(lines).scroll((scroll.min(max), 0)), inner);
 }

@@ -92,16 +92,20 @@ type Term = Terminal<CrosstermBackend<Stdout>>;
 fn enter(mouse: bool) -> io::Result<Term> {
     enable_raw_mode()?;
     let mut stdout = io::stdout();
-    if let Err(e) = execute!(stdout, EnterAlternateScreen) {
+    // Clear with a plain escape: ratatui's `clear` asks the terminal where the cursor is,
+    // which a terminal that never answers (some multiplexers, test harnesses) turns into an error.
+    if let Err(e) = execute!(
+        stdout,
+        EnterAlternateScreen,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+    ) {
         let _ = disable_raw_mode();
         return Err(e);
     }
     if mouse {
         execute!(stdout, EnableMouseCapture)?;
     }
-    let mut terminal = Terminal::new(CrosstermBackend::new(stdout))?;
-    terminal.clear()?;
-    Ok(terminal)
+    Terminal::new(CrosstermBackend::new(stdout))
 }
 
 /// Puts the terminal back as it was; safe to call more than once.

@@ -95,3 +95,22 @@ impl Palette {
 pub fn no_color_requested() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_keeps_modifiers_only_and_themes_differ() {
+        let plain = Palette::new(Theme::Light, true);
+        for style in [plain.text, plain.selected, plain.error, plain.ok, plain.key] {
+            assert_eq!(style.fg, None);
+            assert_eq!(style.bg, None);
+        }
+        assert!(plain.selected.add_modifier.contains(Modifier::REVERSED));
+        assert_ne!(
+            Palette::new(Theme::Dark, false),
+            Palette::new(Theme::Light, false)
+        );
+    }
+}

@@ -131,7 +131,7 @@ impl MonitorPane {
             extra.push(if active == 0 {
                 "stable".into()
             } else {
-                format!("{active} anomalies")
+                format!("{active} anomal{}", if active == 1 { "y" } else { "ies" })
             });
         }
         if let Some(l) = ctx.loading() {

@@ -1,0 +1,167 @@
+//! Dashboard budgets (DESIGN §7): one frame with 10,000 timelines and 1,000 search results
+//! (≤ 2 ms), and start to first frame on the embedded engine, SQLite with the demo world
+//! (≤ 150 ms).
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::model::{
+    EventId, EventStatus, Instant, TimelineId, TimelineStatus, Window, parse_instant,
+};
+use chronoscope::service::{EventRecord, TimelineInfo, TimelineService};
+use chronoscope::store::MemoryStore;
+use chronoscope::tui::app::{App, AppConfig};
+use chronoscope::tui::keymap::KeyMap;
+use chronoscope::tui::theme::{Palette, Theme};
+use criterion::{Criterion, criterion_group, criterion_main};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn t(s: &str) -> Instant {
+    parse_instant("t", s).expect("fixed time")
+}
+
+fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
+    (0..n)
+        .map(|i| TimelineInfo {
+            id: if i == 0 {
+                TimelineId::primary()
+            } else {
+                TimelineId::from_ulid(ulid::Ulid::from(i as u128))
+            },
+            name: format!("Timeline {i}"),
+            destination_time: Some(now - Duration::days(365 * (i as i64 % 300))),
+            created_at: now,
+            status: TimelineStatus::Open,
+            window: Window::Seconds(3600),
+            description: None,
+            variation: None,
+            parent: (i > 0).then(TimelineId::primary),
+            closes_at: Some(now + Duration::hours(1)),
+            event_count: 0,
+        })
+        .collect()
+}
+
+fn results(n: usize, now: Instant) -> Vec<EventRecord> {
+    (0..n)
+        .map(|i| {
+            let id = EventId::from_ulid(ulid::Ulid::from(i as u128 + 1));
+            EventRecord {
+                event_id: id.clone(),
+                description: format!("Event number {i} of a long history"),
+                time: now - Duration::hours(i as i64),
+                location: "Paris".into(),
+                causes: vec![],
+                fixed_point: i % 7 == 0,
+                status: EventStatus::OnSchedule,
+                lineage: id,
+                supersedes: None,
+                superseded_by: None,
+                author: None,
+            }
+        })
+        .collect()
+}
+
+async fn open_engine(seed: Seed, clock: Arc<dyn Clock>) -> Arc<dyn TimelineService> {
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock,
+        EngineConfig::default(),
+        seed,
+    )
+    .await
+    .expect("engine opens");
+    Arc::new(engine.session("ada".parse().expect("traveller")))
+}
+
+fn app(service: Arc<dyn TimelineService>, clock: Arc<dyn Clock>) -> App {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::mem::forget(rx); // answers are not awaited in the frame benchmark
+    App::new(
+        service,
+        AppConfig {
+            source: "embedded: bench".into(),
+            palette: Palette::new(Theme::Dark, false),
+            keymap: KeyMap::default(),
+            clock,
+        },
+        tx,
+    )
+}
+
+fn frame(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let now = t("2026-11-22T10:00:00Z");
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+    let service = rt.block_on(open_engine(Seed::None, clock.clone()));
+    let mut app = app(service, clock);
+    app.timelines.set(timelines(10_000, now));
+    app.timelines.cursor.selected = 5_000;
+    app.search.set_results(results(1_000, now));
+    app.search.cursor.selected = 500;
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("backend");
+    c.bench_function("tui/frame_10k_timelines_1k_results_200x60", |b| {
+        b.iter(|| {
+            terminal.draw(|f| app.draw(f)).expect("draw");
+        })
+    });
+}
+
+/// The embedded default: the SQLite file in the data directory, seeded with the demo world.
+async fn open_sqlite(path: &std::path::Path, clock: Arc<dyn Clock>) -> Arc<dyn TimelineService> {
+    let url = format!("sqlite://{}", path.display());
+    let store = chronoscope::store::open(&url).await.expect("sqlite store");
+    let engine = Engine::open(store, clock, EngineConfig::default(), Seed::Demo)
+        .await
+        .expect("engine opens");
+    Arc::new(engine.session("ada".parse().expect("traveller")))
+}
+
+fn start(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let now = t("2026-11-22T10:00:00Z");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let existing = dir.path().join("existing.db");
+    // The usual start: the data file exists (first run already seeded it).
+    rt.block_on(open_sqlite(&existing, Arc::new(ManualClock::new(now))));
+    c.bench_function("tui/start_to_first_frame_sqlite_existing", |b| {
+        b.to_async(&rt).iter(|| async {
+            let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+            let service = open_sqlite(&existing, clock.clone()).await;
+            let mut app = app(service, clock);
+            app.start();
+            let mut terminal = Terminal::new(TestBackend::new(120, 35)).expect("backend");
+            terminal.draw(|f| app.draw(f)).expect("draw");
+        })
+    });
+    let mut run = 0u64;
+    c.bench_function("tui/start_to_first_frame_sqlite_first_run", |b| {
+        b.to_async(&rt).iter(|| {
+            run += 1;
+            let fresh = dir.path().join(format!("fresh-{run}.db"));
+            async move {
+                let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+                let service = open_sqlite(&fresh, clock.clone()).await;
+                let mut app = app(service, clock);
+                app.start();
+                let mut terminal = Terminal::new(TestBackend::new(120, 35)).expect("backend");
+                terminal.draw(|f| app.draw(f)).expect("draw");
+            }
+        })
+    });
+    c.bench_function("tui/start_to_first_full_frame_sqlite_existing", |b| {
+        b.to_async(&rt).iter(|| async {
+            let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+            let service = open_sqlite(&existing, clock.clone()).await;
+            let mut h = chronoscope::tui::testing::Harness::new(service, clock);
+            h.settle().await; // header, timelines and monitor answered
+            h.render_buffer(120, 35);
+        })
+    });
+}
+
+criterion_group!(benches, frame, start);
+criterion_main!(benches);
