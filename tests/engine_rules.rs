@@ -1133,3 +1133,27 @@ async fn concurrent_writers_on_two_engines_lose_nothing() {
         assert_eq!(ids, expected);
     }
 }
+
+#[tokio::test]
+async fn a_write_never_refuses_on_what_another_process_changed_meanwhile() {
+    let w = World::new().await;
+    let other = Engine::open(w.store.clone(), w.clock.clone(), EngineConfig::default(), Seed::None)
+        .await
+        .unwrap();
+    // The other engine creates a timeline this one has not read yet…
+    let tl = other
+        .session("ada".parse().unwrap())
+        .create_timeline(named("made elsewhere"))
+        .await
+        .unwrap();
+    // …and travelling there through this engine works rather than "unknown timeline".
+    let journey = w
+        .ada()
+        .travel(TravelRequest {
+            destination: tl.id.to_string(),
+            items_transported: vec![],
+        })
+        .await
+        .unwrap();
+    assert_eq!(journey.to_timeline, tl.id);
+}

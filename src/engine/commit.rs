@@ -67,14 +67,32 @@ impl Engine {
             }
             let (outcome, answer) = {
                 let mut pending = self.pending.lock().await;
-                let base = match &pending.world {
+                // Optimistic: the first attempt decides on what this process knows. If another
+                // process appended meanwhile, the append names a taken sequence and conflicts,
+                // and the next attempt catches up first.
+                let mut base = match &pending.world {
                     Some(world) => Arc::clone(world),
                     None => {
-                        self.catch_up().await?;
+                        if attempt > 0 {
+                            self.catch_up().await?;
+                        }
                         self.snapshot_now()
                     }
                 };
-                let (ops, answer) = decide(&base, self.clock.now())?;
+                let (ops, answer) = match decide(&base, self.clock.now()) {
+                    // A refusal never reaches the store, so it must not rest on an old state:
+                    // catch up and decide once more if anything new arrived.
+                    Err(refusal) if attempt == 0 && pending.world.is_none() => {
+                        self.catch_up().await?;
+                        let latest = self.snapshot_now();
+                        if latest.seq == base.seq {
+                            return Err(refusal);
+                        }
+                        base = latest;
+                        decide(&base, self.clock.now())?
+                    }
+                    decided => decided?,
+                };
                 if ops.is_empty() {
                     return Ok(answer);
                 }

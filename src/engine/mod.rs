@@ -54,6 +54,8 @@ pub struct Engine {
     flusher: tokio::sync::Mutex<()>,
     ids: Mutex<ulid::Generator>,
     first_seen: Mutex<HashMap<AnomalyId, Instant>>,
+    /// When the last catch-up that found nothing new began (a monotonic clock, not the domain's).
+    caught_up_at: Mutex<Option<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -94,6 +96,7 @@ impl Engine {
             flusher: tokio::sync::Mutex::new(()),
             ids: Mutex::new(ulid::Generator::new()),
             first_seen: Mutex::new(HashMap::new()),
+            caught_up_at: Mutex::new(None),
         });
         engine.catch_up().await?;
         if engine.snapshot_now().seq == 0 {
@@ -153,17 +156,29 @@ impl Engine {
         Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Folds in whatever other writers appended, then returns the current snapshot.
+    /// The current snapshot, folding in what other processes appended first unless the store
+    /// allows reads to be slightly stale and the last catch-up is recent enough.
     pub async fn snapshot(&self) -> Result<Arc<World>, ServiceError> {
-        self.catch_up().await?;
+        let staleness = self.store.read_staleness();
+        let recent = !staleness.is_zero()
+            && self
+                .caught_up_at
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some_and(|at| at.elapsed() < staleness);
+        if !recent {
+            self.catch_up().await?;
+        }
         Ok(self.snapshot_now())
     }
 
     async fn catch_up(&self) -> Result<(), ServiceError> {
+        let started = std::time::Instant::now();
         loop {
             let seen = self.snapshot_now().seq;
             let records = self.store.read_since(seen, CATCH_UP_BATCH).await?;
             if records.is_empty() {
+                *self.caught_up_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
                 return Ok(());
             }
             let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());

@@ -151,6 +151,13 @@ pub trait Store: Send + Sync {
 
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
+
+    /// How stale a read may be with respect to *other processes'* writes. A process always sees
+    /// its own writes at once, and writes never act on stale state (an append names the
+    /// sequence it takes), so this only bounds how soon one process sees another's changes.
+    fn read_staleness(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }
 
 #[cfg(test)]
