@@ -1137,9 +1137,14 @@ async fn concurrent_writers_on_two_engines_lose_nothing() {
 #[tokio::test]
 async fn a_write_never_refuses_on_what_another_process_changed_meanwhile() {
     let w = World::new().await;
-    let other = Engine::open(w.store.clone(), w.clock.clone(), EngineConfig::default(), Seed::None)
-        .await
-        .unwrap();
+    let other = Engine::open(
+        w.store.clone(),
+        w.clock.clone(),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
     // The other engine creates a timeline this one has not read yet…
     let tl = other
         .session("ada".parse().unwrap())
@@ -1156,4 +1161,92 @@ async fn a_write_never_refuses_on_what_another_process_changed_meanwhile() {
         .await
         .unwrap();
     assert_eq!(journey.to_timeline, tl.id);
+}
+
+/// A store whose appends take a while, so callers can go away in the middle of one.
+struct SlowStore(MemoryStore);
+
+#[async_trait::async_trait]
+impl Store for SlowStore {
+    async fn append(
+        &self,
+        first_seq: u64,
+        bodies: &[String],
+    ) -> Result<(), chronoscope::store::StoreError> {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        self.0.append(first_seq, bodies).await
+    }
+    async fn read_since(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<chronoscope::store::Record>, chronoscope::store::StoreError> {
+        self.0.read_since(after, limit).await
+    }
+    async fn last_seq(&self) -> Result<u64, chronoscope::store::StoreError> {
+        self.0.last_seq().await
+    }
+    fn describe(&self) -> String {
+        "slow memory".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn callers_going_away_mid_append_cost_the_others_nothing() {
+    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let store = Arc::new(SlowStore(MemoryStore::new()));
+    let engine = Engine::open(
+        store.clone(),
+        clock.clone(),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..240 {
+        let engine = engine.clone();
+        tasks.push(tokio::spawn(async move {
+            let ada = engine.session("ada".parse().unwrap());
+            let write = ada.register_item(NewItem {
+                description: format!("item {i}"),
+            });
+            if i % 2 == 0 {
+                // Half the callers give up after a moment, like a client disconnecting.
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(2), write).await;
+                None
+            } else {
+                Some(write.await)
+            }
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        if let Some(answer) = task.await.unwrap() {
+            acknowledged.push(answer.expect("a caller that waits is always answered").id);
+        }
+    }
+    assert_eq!(acknowledged.len(), 120);
+    // A fresh engine replaying the log agrees with the live one, and holds every answer given.
+    let fresh = Engine::open(store, clock, EngineConfig::default(), Seed::None)
+        .await
+        .unwrap();
+    let listed = |e: Arc<Engine>| async move {
+        let mut ids: Vec<_> = e
+            .session("ada".parse().unwrap())
+            .list_items(PageRequest::first(1000))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let (live, replayed) = (listed(engine).await, listed(fresh).await);
+    assert_eq!(live, replayed);
+    for id in &acknowledged {
+        assert!(replayed.contains(id), "acknowledged {id} is missing");
+    }
 }

@@ -131,16 +131,38 @@ impl Engine {
     }
 
     /// Waits until the batch owning `outcome` ended, appending it if nobody else is.
+    ///
+    /// The append runs in a task of its own: if the caller goes away mid-append (a client
+    /// disconnects, a request times out), the batch still ends and every writer in it learns how.
     async fn flush(&self, outcome: &OnceLock<Outcome>) -> Outcome {
-        let _flusher = self.flusher.lock().await;
+        let flusher = Arc::clone(&self.flusher).lock_owned().await;
         if let Some(done) = outcome.get() {
             return done.clone();
         }
-        // Batches are flushed in order under the flusher lock, so ours is the open one.
-        let Some(batch) = self.pending.lock().await.open.take() else {
-            return Outcome::Failed(ServiceError::Internal(
-                "a pending write was lost before it was appended".into(),
+        let Some(engine) = self.me.upgrade() else {
+            return Outcome::Failed(ServiceError::Unavailable(
+                "the engine is shutting down".into(),
             ));
+        };
+        let task = tokio::spawn(async move {
+            let _flusher = flusher;
+            engine.append_open_batch().await
+        });
+        match task.await {
+            Ok(()) => outcome.get().cloned().unwrap_or_else(|| {
+                Outcome::Failed(ServiceError::Internal(
+                    "a pending write was lost before it was appended".into(),
+                ))
+            }),
+            Err(e) => Outcome::Failed(ServiceError::Internal(format!("the append failed: {e}"))),
+        }
+    }
+
+    /// Appends the open batch (the caller holds the flusher lock) and settles its outcome.
+    async fn append_open_batch(&self) {
+        // Batches are flushed in order under the flusher lock, so the open one is the oldest.
+        let Some(batch) = self.pending.lock().await.open.take() else {
+            return;
         };
         let result = self.store.append(batch.first_seq, &batch.bodies).await;
         let mut pending = self.pending.lock().await;
@@ -163,7 +185,6 @@ impl Engine {
                 }
             }
         };
-        let _ = batch.outcome.set(end.clone());
-        end
+        let _ = batch.outcome.set(end);
     }
 }

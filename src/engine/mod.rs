@@ -51,7 +51,9 @@ pub struct Engine {
     config: EngineConfig,
     state: RwLock<Arc<World>>,
     pending: tokio::sync::Mutex<commit::Pending>,
-    flusher: tokio::sync::Mutex<()>,
+    flusher: Arc<tokio::sync::Mutex<()>>,
+    /// This engine, for work that must outlive the call that started it (a flush).
+    me: std::sync::Weak<Engine>,
     ids: Mutex<ulid::Generator>,
     first_seen: Mutex<HashMap<AnomalyId, Instant>>,
     /// When the last catch-up that found nothing new began (a monotonic clock, not the domain's).
@@ -87,13 +89,14 @@ impl Engine {
         config: EngineConfig,
         seed: Seed,
     ) -> Result<Arc<Self>, ServiceError> {
-        let engine = Arc::new(Self {
+        let engine = Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             store,
             clock,
             config,
             state: RwLock::new(Arc::new(World::default())),
             pending: tokio::sync::Mutex::default(),
-            flusher: tokio::sync::Mutex::new(()),
+            flusher: Arc::new(tokio::sync::Mutex::new(())),
             ids: Mutex::new(ulid::Generator::new()),
             first_seen: Mutex::new(HashMap::new()),
             caught_up_at: Mutex::new(None),
