@@ -12,6 +12,7 @@ mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -61,9 +62,9 @@ struct Replica {
 
 impl Replica {
     /// Starts a replica on a free loopback port and waits until it says where it listens.
-    fn start(name: &'static str, database: &str) -> Replica {
+    fn start(exe: &Path, name: &'static str, database: &str) -> Replica {
         let data_dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        let mut child = Command::new(exe)
             .arg("--data-dir")
             .arg(data_dir.path())
             .args(["--database", database, "--seed", "none", "--log", "warn"])
@@ -108,9 +109,10 @@ impl Replica {
         match rx.recv_timeout(STARTUP_LIMIT) {
             Ok(addr) => replica.base = format!("http://{addr}"),
             Err(e) => {
+                let status = replica.child.as_mut().map(Child::try_wait);
                 replica.kill();
                 panic!(
-                    "replica {name} did not start ({e}); its stderr:\n{}",
+                    "replica {name} did not start ({e}; exit status {status:?}); its stderr:\n{}",
                     replica.stderr()
                 );
             }
@@ -205,26 +207,63 @@ impl Api {
     }
 }
 
-/// A token for [`SUBJECT`] from the real `token` command, signed with [`SECRET`].
-async fn token() -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["token", "--subject", SUBJECT, "--jwt-secret", SECRET])
+/// Runs `exe` with `args` to completion (bounded) and returns its stdout.
+async fn run(exe: &Path, args: &[&str]) -> String {
+    let out = tokio::process::Command::new(exe)
+        .args(args)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
     let out = tokio::time::timeout(STARTUP_LIMIT, out)
         .await
-        .expect("`chronoscope token` hung")
+        .unwrap_or_else(|_| panic!("`chronoscope {}` hung", args.join(" ")))
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "`chronoscope {}`: {}",
+        args.join(" "),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The server binary under test, pinned in `dir`: Cargo puts every build of this package at the
+/// same path, so a rebuild (from another checkout sharing the target directory, say) could swap
+/// the file between replicas. A hard link (or copy) keeps the one checked here to be this
+/// package's build.
+async fn pinned_binary(dir: &Path) -> PathBuf {
+    let built = Path::new(env!("CARGO_BIN_EXE_chronoscope"));
+    let pinned = dir.join("chronoscope");
+    if std::fs::hard_link(built, &pinned).is_err() {
+        std::fs::copy(built, &pinned).unwrap();
+    }
+    let version = run(&pinned, &["--version"]).await;
+    assert_eq!(
+        version,
+        format!("chronoscope {}", env!("CARGO_PKG_VERSION")),
+        "{} is not this package's build; rebuild and rerun",
+        built.display()
+    );
+    pinned
+}
+
+/// A token for [`SUBJECT`] from the real `token` command, signed with [`SECRET`].
+async fn token(exe: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    run(
+        exe,
+        &[
+            "--data-dir",
+            dir,
+            "token",
+            "--subject",
+            SUBJECT,
+            "--jwt-secret",
+            SECRET,
+        ],
+    )
+    .await
 }
 
 /// Waits until `/healthz` answers 200.
@@ -299,6 +338,9 @@ struct Seen {
     cut_by_kill: usize,
     /// Burst writes sent.
     bursts: usize,
+    /// Writes refused with 503 because the other replica kept winning the race for the log's
+    /// next record (see `record`): the description of each.
+    busy: Vec<String>,
     /// Anything else that went wrong.
     failures: Vec<String>,
     /// The last full item list A answered before it was killed.
@@ -329,6 +371,14 @@ fn record(
                 "{id} acknowledged twice"
             );
             Some(id)
+        }
+        // The engine retries a write that lost the race for the next record a few times, then
+        // answers 503 (nothing written). Under a steady stream of writes through another
+        // replica this happens; it is reported, and checked below to have written nothing.
+        Ok(answer) if answer.status == 503 && answer.body["error"]["kind"] == "unavailable" => {
+            let (_, body) = write.request();
+            seen.busy.push(str_field(&body, "description").to_owned());
+            None
         }
         Ok(answer) => {
             seen.failures.push(format!(
@@ -444,11 +494,13 @@ async fn replicas_share_one_state_and_run_each_job_once_when_one_is_killed() {
 }
 
 async fn scenario(database: &str) {
-    let api = Api::new(token().await);
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let api = Api::new(token(&exe).await);
     // A first, so exactly one process seeds the empty store.
-    let mut a = Replica::start("A", database);
+    let mut a = Replica::start(&exe, "A", database);
     wait_healthy(&api, &a).await;
-    let b = Replica::start("B", database);
+    let b = Replica::start(&exe, "B", database);
     wait_healthy(&api, &b).await;
 
     // The events the jobs rewrite, half through each replica.
@@ -566,7 +618,7 @@ async fn scenario(database: &str) {
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     eprintln!(
         "workload: {} items ({} of {} burst writes) and {} events acknowledged ({} by A), \
-         {} writes cut by the kill, {} cross-replica reads after writes",
+         {} writes cut by the kill, {} refused as busy, {} cross-replica reads after writes",
         seen.items.len(),
         seen.items
             .values()
@@ -580,6 +632,7 @@ async fn scenario(database: &str) {
             .filter(|(_, r)| *r == "A")
             .count(),
         seen.cut_by_kill,
+        seen.busy.len(),
         seen.read_after_write,
     );
     assert!(
@@ -589,7 +642,7 @@ async fn scenario(database: &str) {
         b.stderr()
     );
     assert_eq!(
-        seen.items.len() + seen.events.len() + seen.cut_by_kill,
+        seen.items.len() + seen.events.len() + seen.cut_by_kill + seen.busy.len(),
         ITEMS + EVENTS + seen.bursts,
         "every write is acknowledged or cut by the kill"
     );
@@ -722,6 +775,15 @@ async fn scenario(database: &str) {
         "an item was registered twice"
     );
     assert!(items.len() <= ITEMS + seen.bursts);
+    let events_described: HashSet<&str> =
+        events.iter().map(|e| str_field(e, "description")).collect();
+    for refused in &seen.busy {
+        assert!(
+            !descriptions.contains(refused.as_str())
+                && !events_described.contains(refused.as_str()),
+            "a write answered 503 was written anyway: {refused}"
+        );
+    }
     assert!(
         descriptions
             .iter()
@@ -743,7 +805,7 @@ async fn scenario(database: &str) {
     }
 
     // A replica started now replays the same state: identical answers to B's.
-    let c = Replica::start("C", database);
+    let c = Replica::start(&exe, "C", database);
     wait_healthy(&api, &c).await;
     for path in [
         "/v1/items?view=full&limit=1000",
