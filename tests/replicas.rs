@@ -340,7 +340,7 @@ struct Seen {
     bursts: usize,
     /// Writes refused with 503 because the other replica kept winning the race for the log's
     /// next record (see `record`): the description of each.
-    busy: Vec<String>,
+    busy: Vec<(String, &'static str)>,
     /// Anything else that went wrong.
     failures: Vec<String>,
     /// The last full item list A answered before it was killed.
@@ -377,7 +377,8 @@ fn record(
         // replica this happens; it is reported, and checked below to have written nothing.
         Ok(answer) if answer.status == 503 && answer.body["error"]["kind"] == "unavailable" => {
             let (_, body) = write.request();
-            seen.busy.push(str_field(&body, "description").to_owned());
+            seen.busy
+                .push((str_field(&body, "description").to_owned(), name));
             None
         }
         Ok(answer) => {
@@ -426,7 +427,7 @@ async fn client(
     seen: Arc<Mutex<Seen>>,
 ) {
     for (j, write) in writes.into_iter().enumerate() {
-        let use_a = (k + j) % 2 == 0 && !a_killed.load(Ordering::SeqCst);
+        let use_a = (k + j).is_multiple_of(2) && !a_killed.load(Ordering::SeqCst);
         let (name, base, other) = if use_a { ("A", &a, &b) } else { ("B", &b, &a) };
         let (path, body) = write.request();
         let result = api.post(base, path, &body).await;
@@ -618,7 +619,7 @@ async fn scenario(database: &str) {
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     eprintln!(
         "workload: {} items ({} of {} burst writes) and {} events acknowledged ({} by A), \
-         {} writes cut by the kill, {} refused as busy, {} cross-replica reads after writes",
+         {} writes cut by the kill, {} refused as busy ({} by B), {} cross-replica reads after writes",
         seen.items.len(),
         seen.items
             .values()
@@ -633,6 +634,7 @@ async fn scenario(database: &str) {
             .count(),
         seen.cut_by_kill,
         seen.busy.len(),
+        seen.busy.iter().filter(|(_, r)| *r == "B").count(),
         seen.read_after_write,
     );
     assert!(
@@ -777,7 +779,7 @@ async fn scenario(database: &str) {
     assert!(items.len() <= ITEMS + seen.bursts);
     let events_described: HashSet<&str> =
         events.iter().map(|e| str_field(e, "description")).collect();
-    for refused in &seen.busy {
+    for (refused, _) in &seen.busy {
         assert!(
             !descriptions.contains(refused.as_str())
                 && !events_described.contains(refused.as_str()),
