@@ -35,6 +35,8 @@ const FIRST_DUE_AFTER: Duration = Duration::from_millis(2500);
 /// Items and events written by the workload.
 const ITEMS: usize = 200;
 const EVENTS: usize = 100;
+/// Items registered through both replicas at the same moment.
+const CONTESTED: usize = 10;
 /// Concurrent workload clients.
 const CLIENTS: usize = 12;
 /// Pause between one client's requests, so the workload spans the kill.
@@ -155,6 +157,7 @@ struct Answer {
     status: u16,
     body: Value,
     more: bool,
+    location: Option<String>,
 }
 
 impl Api {
@@ -171,6 +174,11 @@ impl Api {
         let resp = req.bearer_auth(&self.token).send().await?;
         let status = resp.status().as_u16();
         let more = resp.headers().contains_key(reqwest::header::LINK);
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let bytes = resp.bytes().await?;
         let body = if bytes.is_empty() {
             Value::Null
@@ -179,7 +187,12 @@ impl Api {
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
         };
         let more = more || body.get("next_cursor").is_some_and(|c| !c.is_null());
-        Ok(Answer { status, body, more })
+        Ok(Answer {
+            status,
+            body,
+            more,
+            location,
+        })
     }
 
     async fn get(&self, base: &str, path: &str) -> Result<Answer, reqwest::Error> {
@@ -524,6 +537,28 @@ async fn scenario(database: &str) {
         targets.push(str_field(&answer.body, "event_id").to_owned());
     }
 
+    // The same item registered through both replicas at once: one registers it, the other
+    // answers 409 naming it (a write is decided on the latest state, across replicas).
+    let mut contested = HashMap::new();
+    for d in 0..CONTESTED {
+        let body = json!({ "description": format!("contested item {d}") });
+        let (on_a, on_b) = tokio::join!(
+            api.post(&a.base, "/v1/items?view=full", &body),
+            api.post(&b.base, "/v1/items?view=full", &body),
+        );
+        let mut answers = [on_a.unwrap(), on_b.unwrap()];
+        answers.sort_by_key(|a| a.status);
+        let [won, lost] = answers;
+        assert_eq!(won.status, 200, "{won:?}");
+        let id = str_field(&won.body, "id").to_owned();
+        let busy = lost.status == 503 && lost.body["error"]["kind"] == "unavailable";
+        if !busy {
+            assert_eq!(lost.status, 409, "{lost:?}");
+            assert_eq!(lost.location, Some(format!("/v1/items/{id}")));
+        }
+        contested.insert(id, won.body);
+    }
+
     // Jobs falling due one every JOB_SPACING, scheduled half through each replica.
     let first_due = Utc::now() + FIRST_DUE_AFTER;
     let mut jobs: HashMap<String, Job> = HashMap::new();
@@ -776,7 +811,14 @@ async fn scenario(database: &str) {
         items.len(),
         "an item was registered twice"
     );
-    assert!(items.len() <= ITEMS + seen.bursts);
+    assert!(items.len() <= ITEMS + seen.bursts + CONTESTED);
+    for (id, won) in &contested {
+        assert_eq!(
+            items.get(id.as_str()).copied(),
+            Some(won),
+            "contested item {id}"
+        );
+    }
     let events_described: HashSet<&str> =
         events.iter().map(|e| str_field(e, "description")).collect();
     for (refused, _) in &seen.busy {
@@ -789,12 +831,15 @@ async fn scenario(database: &str) {
     assert!(
         descriptions
             .iter()
-            .all(|d| d.starts_with("workload item ") || d.starts_with("burst item ")),
+            .all(|d| ["workload item ", "burst item ", "contested item "]
+                .iter()
+                .any(|p| d.starts_with(p))),
         "an item nobody wrote is listed"
     );
     eprintln!(
         "{} writes cut by the kill landed anyway",
-        items.len() - seen.items.len() + (events.len() - JOBS - seen.events.len())
+        items.len() - seen.items.len() - contested.len()
+            + (events.len() - JOBS - seen.events.len())
     );
 
     // A's last answer agrees with B's: every item A listed is there, unchanged.
