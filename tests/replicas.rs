@@ -27,9 +27,13 @@ const SECRET: &str = "replicas-test-secret-0123456789-abcdef";
 /// The traveller the workload acts as.
 const SUBJECT: &str = "replica-tester";
 /// Scheduled manipulations, each on its own event.
-const JOBS: usize = 20;
+const JOBS: usize = 30;
 /// Spacing of the jobs' due times.
-const JOB_SPACING: Duration = Duration::from_millis(100);
+/// The jobs fall due in two waves, each all at one instant, so that both schedulers find the
+/// same jobs due and race for them; A is killed at a random moment within one scheduler period
+/// (500 ms) after the second wave falls due, so sometimes in the middle of running it.
+const WAVE_GAP: Duration = Duration::from_millis(1000);
+const KILL_WITHIN_MS: u64 = 600;
 /// From scheduling to the first job falling due: room to schedule them all first.
 const FIRST_DUE_AFTER: Duration = Duration::from_millis(2500);
 /// Items and events written by the workload.
@@ -559,11 +563,15 @@ async fn scenario(database: &str) {
         contested.insert(id, won.body);
     }
 
-    // Jobs falling due one every JOB_SPACING, scheduled half through each replica.
+    // Jobs falling due in two waves, scheduled half through each replica.
     let first_due = Utc::now() + FIRST_DUE_AFTER;
     let mut jobs: HashMap<String, Job> = HashMap::new();
     for (i, target) in targets.iter().enumerate() {
-        let due = first_due + JOB_SPACING * u32::try_from(i).unwrap();
+        let due = if i < JOBS / 2 {
+            first_due
+        } else {
+            first_due + WAVE_GAP
+        };
         let base = if i % 2 == 0 { &a.base } else { &b.base };
         let new_details = format!("rewritten by job {i}");
         let answer = api
@@ -622,8 +630,9 @@ async fn scenario(database: &str) {
         })
         .collect();
 
-    // Kill A once about half of the jobs are due, with writes in flight.
-    let kill_at = first_due + JOB_SPACING * u32::try_from(JOBS / 2).unwrap();
+    // Kill A just after the second wave fell due, with writes in flight.
+    let kill_after = Duration::from_millis(rand::random_range(0..KILL_WITHIN_MS));
+    let kill_at = first_due + WAVE_GAP + kill_after;
     if let Ok(wait) = (kill_at - BURST_LEAD - Utc::now()).to_std() {
         tokio::time::sleep(wait).await;
     }
@@ -743,7 +752,10 @@ async fn scenario(database: &str) {
         made.insert(&job.target, str_field(entry, "new_event_id"));
     }
     assert_eq!(entries.len(), JOBS, "stray log entries: {log}");
-    eprintln!("jobs: {before_kill} of {JOBS} ran before A was killed, the rest after");
+    eprintln!(
+        "jobs: {before_kill} of {JOBS} ran before A was killed ({kill_after:?} after the second \
+         wave fell due), the rest after"
+    );
 
     // The rewritten lineages: each current head directly supersedes the original (one
     // manipulation), and is the event the log names.
