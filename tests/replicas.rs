@@ -738,6 +738,7 @@ async fn scenario(database: &str) {
     }
     let mut made: HashMap<&str, &str> = HashMap::new(); // target -> event the job made
     let mut before_kill = 0;
+    let mut latest = chrono::TimeDelta::zero();
     for (id, job) in &jobs {
         let ran = runs.get(id.as_str()).map_or(&[][..], Vec::as_slice);
         assert_eq!(ran.len(), 1, "job {id} ran {} times: {ran:?}", ran.len());
@@ -749,12 +750,14 @@ async fn scenario(database: &str) {
         if at < killed_at {
             before_kill += 1;
         }
+        latest = latest.max(at - job.due);
         made.insert(&job.target, str_field(entry, "new_event_id"));
     }
     assert_eq!(entries.len(), JOBS, "stray log entries: {log}");
     eprintln!(
         "jobs: {before_kill} of {JOBS} ran before A was killed ({kill_after:?} after the second \
-         wave fell due), the rest after"
+         wave fell due), the rest after; the latest ran {} ms after its due time",
+        latest.num_milliseconds()
     );
 
     // The rewritten lineages: each current head directly supersedes the original (one
