@@ -1,0 +1,883 @@
+//! Several `chronoscope serve` replicas sharing one PostgreSQL database.
+//!
+//! Two real server processes (A and B) take a mixed workload at the same time while scheduled
+//! manipulations fall due; A is SIGKILLed in the middle of it. Then, through B and through a
+//! third replica C started afterwards: every job ran exactly once, no acknowledged write is
+//! lost, and the replicas give identical answers.
+//!
+//! The rate limiter is in-memory per process, so a limit applies per replica, not per cluster;
+//! this test runs with `--rate-limit 0`.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+/// Shared by every replica, so one token works on all of them.
+const SECRET: &str = "replicas-test-secret-0123456789-abcdef";
+/// The traveller the workload acts as.
+const SUBJECT: &str = "replica-tester";
+/// Scheduled manipulations, each on its own event.
+const JOBS: usize = 30;
+/// Spacing of the jobs' due times.
+/// The jobs fall due in two waves, each all at one instant, so that both schedulers find the
+/// same jobs due and race for them; A is killed at a random moment within one scheduler period
+/// (500 ms) after the second wave falls due, so sometimes in the middle of running it.
+const WAVE_GAP: Duration = Duration::from_millis(1000);
+const KILL_WITHIN_MS: u64 = 600;
+/// From scheduling to the first job falling due: room to schedule them all first.
+const FIRST_DUE_AFTER: Duration = Duration::from_millis(2500);
+/// Items and events written by the workload.
+const ITEMS: usize = 200;
+const EVENTS: usize = 100;
+/// Items registered through both replicas at the same moment.
+const CONTESTED: usize = 10;
+/// Concurrent workload clients.
+const CLIENTS: usize = 12;
+/// Pause between one client's requests, so the workload spans the kill.
+const PACE: Duration = Duration::from_millis(150);
+/// Unpaced writers hitting A from shortly before the kill, and how many writes each may send.
+const BURSTS: usize = 4;
+const BURST_LEAD: Duration = Duration::from_millis(300);
+const BURST_MAX: usize = 2000;
+/// Bounds for anything that waits on a process or the network; none is a speed expectation.
+const STARTUP_LIMIT: Duration = Duration::from_secs(20);
+const REQUEST_LIMIT: Duration = Duration::from_secs(10);
+const SCENARIO_LIMIT: Duration = Duration::from_secs(120);
+/// How long after the last job's due time every job must have run: several scheduler periods
+/// (500 ms) plus slack for a loaded machine.
+const JOBS_SETTLE_LIMIT: Duration = Duration::from_secs(15);
+
+/// One `chronoscope serve` process, killed (SIGKILL) and reaped when dropped.
+struct Replica {
+    name: &'static str,
+    base: String,
+    child: Option<Child>,
+    stderr: Arc<Mutex<String>>,
+    _data_dir: tempfile::TempDir,
+}
+
+impl Replica {
+    /// Starts a replica on a free loopback port and waits until it says where it listens.
+    fn start(exe: &Path, name: &'static str, database: &str) -> Replica {
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(exe)
+            .arg("--data-dir")
+            .arg(data_dir.path())
+            .args(["--database", database, "--seed", "none", "--log", "warn"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
+            .args(["--jwt-secret", SECRET])
+            .env_remove("CHRONOSCOPE_REMOTE")
+            .env_remove("CHRONOSCOPE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        // Drains stderr for the whole life of the process (a full pipe would stall it) and
+        // keeps it for failure messages.
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split_once("serving on http://").map(|(_, r)| r) {
+                    let addr = rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let _ = tx.send(addr);
+                }
+                let mut all = sink.lock().unwrap_or_else(|e| e.into_inner());
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        let mut replica = Replica {
+            name,
+            base: String::new(),
+            child: Some(child),
+            stderr,
+            _data_dir: data_dir,
+        };
+        match rx.recv_timeout(STARTUP_LIMIT) {
+            Ok(addr) => replica.base = format!("http://{addr}"),
+            Err(e) => {
+                let status = replica.child.as_mut().map(Child::try_wait);
+                replica.kill();
+                panic!(
+                    "replica {name} did not start ({e}; exit status {status:?}); its stderr:\n{}",
+                    replica.stderr()
+                );
+            }
+        }
+        replica
+    }
+
+    /// SIGKILL, then reap. Idempotent.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An HTTP client acting as [`SUBJECT`].
+#[derive(Clone)]
+struct Api {
+    http: reqwest::Client,
+    token: String,
+}
+
+/// A response: status, JSON body (`Null` when empty), and whether a next page was announced.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    body: Value,
+    more: bool,
+    location: Option<String>,
+}
+
+impl Api {
+    fn new(token: String) -> Api {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(REQUEST_LIMIT)
+            .build()
+            .unwrap();
+        Api { http, token }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<Answer, reqwest::Error> {
+        let resp = req.bearer_auth(&self.token).send().await?;
+        let status = resp.status().as_u16();
+        let more = resp.headers().contains_key(reqwest::header::LINK);
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = resp.bytes().await?;
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        let more = more || body.get("next_cursor").is_some_and(|c| !c.is_null());
+        Ok(Answer {
+            status,
+            body,
+            more,
+            location,
+        })
+    }
+
+    async fn get(&self, base: &str, path: &str) -> Result<Answer, reqwest::Error> {
+        self.send(self.http.get(format!("{base}{path}"))).await
+    }
+
+    async fn post(&self, base: &str, path: &str, body: &Value) -> Result<Answer, reqwest::Error> {
+        self.send(self.http.post(format!("{base}{path}")).json(body))
+            .await
+    }
+
+    /// A GET that must answer 200 with everything on one page.
+    async fn read_all(&self, replica: &str, base: &str, path: &str) -> Value {
+        let answer = self
+            .get(base, path)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path} on {replica}: {e}"));
+        assert_eq!(
+            answer.status, 200,
+            "GET {path} on {replica}: {:?}",
+            answer.body
+        );
+        assert!(!answer.more, "GET {path} on {replica} needs a second page");
+        answer.body
+    }
+}
+
+/// Runs `exe` with `args` to completion (bounded) and returns its stdout.
+async fn run(exe: &Path, args: &[&str]) -> String {
+    let out = tokio::process::Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(STARTUP_LIMIT, out)
+        .await
+        .unwrap_or_else(|_| panic!("`chronoscope {}` hung", args.join(" ")))
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "`chronoscope {}`: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The server binary under test, pinned in `dir`: Cargo puts every build of this package at the
+/// same path, so a rebuild (from another checkout sharing the target directory, say) could swap
+/// the file between replicas. A hard link (or copy) keeps the one checked here to be this
+/// package's build.
+async fn pinned_binary(dir: &Path) -> PathBuf {
+    let built = Path::new(env!("CARGO_BIN_EXE_chronoscope"));
+    let pinned = dir.join("chronoscope");
+    if std::fs::hard_link(built, &pinned).is_err() {
+        std::fs::copy(built, &pinned).unwrap();
+    }
+    let version = run(&pinned, &["--version"]).await;
+    assert_eq!(
+        version,
+        format!("chronoscope {}", env!("CARGO_PKG_VERSION")),
+        "{} is not this package's build; rebuild and rerun",
+        built.display()
+    );
+    pinned
+}
+
+/// A token for [`SUBJECT`] from the real `token` command, signed with [`SECRET`].
+async fn token(exe: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    run(
+        exe,
+        &[
+            "--data-dir",
+            dir,
+            "token",
+            "--subject",
+            SUBJECT,
+            "--jwt-secret",
+            SECRET,
+        ],
+    )
+    .await
+}
+
+/// Waits until `/healthz` answers 200.
+async fn wait_healthy(api: &Api, replica: &Replica) {
+    let deadline = tokio::time::Instant::now() + STARTUP_LIMIT;
+    loop {
+        if let Ok(answer) = api.get(&replica.base, "/healthz").await
+            && answer.status == 200
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replica {} never became healthy; its stderr:\n{}",
+            replica.name,
+            replica.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn str_field<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no string `{field}` in {v}"))
+}
+
+/// One write of the workload.
+#[derive(Clone, Copy, Debug)]
+enum Write {
+    Item(usize),
+    Event(usize),
+    /// An item written to A as fast as it answers, around the kill.
+    Burst(usize, usize),
+}
+
+impl Write {
+    fn request(self) -> (&'static str, Value) {
+        match self {
+            Write::Item(n) => (
+                "/v1/items?view=full",
+                json!({ "description": format!("workload item {n}") }),
+            ),
+            Write::Burst(k, n) => (
+                "/v1/items?view=full",
+                json!({ "description": format!("burst item {k}-{n}") }),
+            ),
+            Write::Event(n) => (
+                "/v1/timeline/primary/events?view=full",
+                json!({
+                    "description": format!("workload event {n}"),
+                    "time": format!("1900-01-01T{:02}:{:02}:00Z", n / 60, n % 60),
+                    "location": "Hill Valley",
+                }),
+            ),
+        }
+    }
+}
+
+/// What the workload saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Acknowledged items: id -> (the body the replica answered, which replica).
+    items: BTreeMap<String, (Value, &'static str)>,
+    /// Acknowledged events, likewise.
+    events: BTreeMap<String, (Value, &'static str)>,
+    /// Writes sent to A that got no answer because A was killed meanwhile.
+    cut_by_kill: usize,
+    /// Burst writes sent.
+    bursts: usize,
+    /// Writes refused with 503 because the other replica kept winning the race for the log's
+    /// next record (see `record`): the description of each.
+    busy: Vec<(String, &'static str)>,
+    /// Anything else that went wrong.
+    failures: Vec<String>,
+    /// The last full item list A answered before it was killed.
+    a_items: Option<Value>,
+    /// Cross-replica reads of a just-acknowledged item.
+    read_after_write: usize,
+}
+
+/// Notes the answer to `write` sent via `name`; `cut` when it went to A and A is killed now.
+/// Returns the id of what an acknowledgement created.
+fn record(
+    seen: &Mutex<Seen>,
+    write: Write,
+    name: &'static str,
+    cut: bool,
+    result: Result<Answer, reqwest::Error>,
+) -> Option<String> {
+    let mut seen = seen.lock().unwrap();
+    match result {
+        Ok(answer) if (200..300).contains(&answer.status) => {
+            let (id_field, map) = match write {
+                Write::Item(_) | Write::Burst(..) => ("id", &mut seen.items),
+                Write::Event(_) => ("event_id", &mut seen.events),
+            };
+            let id = str_field(&answer.body, id_field).to_owned();
+            assert!(
+                map.insert(id.clone(), (answer.body, name)).is_none(),
+                "{id} acknowledged twice"
+            );
+            Some(id)
+        }
+        // The engine retries a write that lost the race for the next record a few times, then
+        // answers 503 (nothing written). Under a steady stream of writes through another
+        // replica this happens; it is reported, and checked below to have written nothing.
+        Ok(answer) if answer.status == 503 && answer.body["error"]["kind"] == "unavailable" => {
+            let (_, body) = write.request();
+            seen.busy
+                .push((str_field(&body, "description").to_owned(), name));
+            None
+        }
+        Ok(answer) => {
+            seen.failures.push(format!(
+                "{write:?} via {name}: {} {}",
+                answer.status, answer.body
+            ));
+            None
+        }
+        Err(_) if cut => {
+            seen.cut_by_kill += 1;
+            None
+        }
+        Err(e) => {
+            seen.failures
+                .push(format!("{write:?} via {name}: no answer: {e}"));
+            None
+        }
+    }
+}
+
+/// Writes items to A without pause until A is killed, so that writes are in flight then.
+async fn burst(api: Api, k: usize, a: String, a_killed: Arc<AtomicBool>, seen: Arc<Mutex<Seen>>) {
+    // Bounded even if the kill never comes.
+    for n in 0..BURST_MAX {
+        if a_killed.load(Ordering::SeqCst) {
+            return;
+        }
+        let write = Write::Burst(k, n);
+        let (path, body) = write.request();
+        seen.lock().unwrap().bursts += 1;
+        let result = api.post(&a, path, &body).await;
+        record(&seen, write, "A", a_killed.load(Ordering::SeqCst), result);
+    }
+}
+
+/// Runs one workload client: its share of the writes, alternating replicas (B only once A is
+/// killed), with a read now and then.
+async fn client(
+    api: Api,
+    k: usize,
+    writes: Vec<Write>,
+    a: String,
+    b: String,
+    a_killed: Arc<AtomicBool>,
+    seen: Arc<Mutex<Seen>>,
+) {
+    for (j, write) in writes.into_iter().enumerate() {
+        let use_a = (k + j).is_multiple_of(2) && !a_killed.load(Ordering::SeqCst);
+        let (name, base, other) = if use_a { ("A", &a, &b) } else { ("B", &b, &a) };
+        let (path, body) = write.request();
+        let result = api.post(base, path, &body).await;
+        let ack = record(
+            &seen,
+            write,
+            name,
+            use_a && a_killed.load(Ordering::SeqCst),
+            result,
+        );
+        // Read-your-writes across replicas: an item A acknowledged is there on B at once.
+        if let (Some(id), Write::Item(_), true) = (&ack, write, use_a && j % 3 == 0) {
+            let answer = api.get(other, &format!("/v1/items/{id}?view=full")).await;
+            let mut seen = seen.lock().unwrap();
+            match answer {
+                Ok(answer) if answer.status == 200 => seen.read_after_write += 1,
+                Ok(answer) => seen.failures.push(format!(
+                    "item {id} acknowledged by A, then GET on B: {} {}",
+                    answer.status, answer.body
+                )),
+                Err(e) => seen
+                    .failures
+                    .push(format!("item {id} acknowledged by A, then GET on B: {e}")),
+            }
+        }
+        if j % 4 == 3 {
+            let answer = api.get(base, "/v1/items?view=full&limit=1000").await;
+            let mut seen = seen.lock().unwrap();
+            match answer {
+                Ok(answer) if answer.status == 200 => {
+                    if use_a {
+                        seen.a_items = Some(answer.body);
+                    }
+                }
+                Ok(answer) => seen.failures.push(format!(
+                    "listing items via {name}: {} {}",
+                    answer.status, answer.body
+                )),
+                Err(_) if use_a && a_killed.load(Ordering::SeqCst) => {}
+                Err(e) => seen
+                    .failures
+                    .push(format!("listing items via {name}: no answer: {e}")),
+            }
+        }
+        tokio::time::sleep(PACE).await;
+    }
+}
+
+/// A scheduled job as the test set it up.
+#[derive(Debug)]
+struct Job {
+    target: String,
+    due: DateTime<Utc>,
+    new_details: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_one_state_and_run_each_job_once_when_one_is_killed() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    tokio::time::timeout(SCENARIO_LIMIT, scenario(&db.url))
+        .await
+        .expect("the replicas scenario did not finish in time");
+}
+
+async fn scenario(database: &str) {
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let api = Api::new(token(&exe).await);
+    // A first, so exactly one process seeds the empty store.
+    let mut a = Replica::start(&exe, "A", database);
+    wait_healthy(&api, &a).await;
+    let b = Replica::start(&exe, "B", database);
+    wait_healthy(&api, &b).await;
+
+    // The events the jobs rewrite, half through each replica.
+    let mut targets = Vec::new();
+    for i in 0..JOBS {
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        let answer = api
+            .post(
+                base,
+                "/v1/timeline/primary/events?view=full",
+                &json!({
+                    "description": format!("target {i}"),
+                    "time": format!("1800-01-01T00:{i:02}:00Z"),
+                    "location": "Courthouse",
+                }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 201, "{}", answer.body);
+        targets.push(str_field(&answer.body, "event_id").to_owned());
+    }
+
+    // The same item registered through both replicas at once: one registers it, the other
+    // answers 409 naming it (a write is decided on the latest state, across replicas).
+    let mut contested = HashMap::new();
+    for d in 0..CONTESTED {
+        let body = json!({ "description": format!("contested item {d}") });
+        let (on_a, on_b) = tokio::join!(
+            api.post(&a.base, "/v1/items?view=full", &body),
+            api.post(&b.base, "/v1/items?view=full", &body),
+        );
+        let mut answers = [on_a.unwrap(), on_b.unwrap()];
+        answers.sort_by_key(|a| a.status);
+        let [won, lost] = answers;
+        assert_eq!(won.status, 200, "{won:?}");
+        let id = str_field(&won.body, "id").to_owned();
+        let busy = lost.status == 503 && lost.body["error"]["kind"] == "unavailable";
+        if !busy {
+            assert_eq!(lost.status, 409, "{lost:?}");
+            assert_eq!(lost.location, Some(format!("/v1/items/{id}")));
+        }
+        contested.insert(id, won.body);
+    }
+
+    // Jobs falling due in two waves, scheduled half through each replica.
+    let first_due = Utc::now() + FIRST_DUE_AFTER;
+    let mut jobs: HashMap<String, Job> = HashMap::new();
+    for (i, target) in targets.iter().enumerate() {
+        let due = if i < JOBS / 2 {
+            first_due
+        } else {
+            first_due + WAVE_GAP
+        };
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        let new_details = format!("rewritten by job {i}");
+        let answer = api
+            .post(
+                base,
+                "/v1/schedule-manipulation?view=full",
+                &json!({
+                    "event_id": target,
+                    "scheduled_time": rfc3339(due),
+                    "manipulation_details": { "new_details": new_details },
+                }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 201, "{}", answer.body);
+        let id = str_field(&answer.body, "schedule_id").to_owned();
+        jobs.insert(
+            id,
+            Job {
+                target: target.clone(),
+                due,
+                new_details,
+            },
+        );
+    }
+    assert!(
+        Utc::now() < first_due,
+        "scheduling took too long for the test's timing"
+    );
+
+    // The workload: items and events interleaved, dealt round-robin to the clients.
+    let mut writes: Vec<Vec<Write>> = vec![Vec::new(); CLIENTS];
+    let all = (0..ITEMS.max(EVENTS)).flat_map(|n| {
+        let item = (n < ITEMS).then_some(Write::Item(n));
+        let event = (n < EVENTS).then_some(Write::Event(n));
+        item.into_iter().chain(event)
+    });
+    for (n, write) in all.enumerate() {
+        writes[n % CLIENTS].push(write);
+    }
+    let a_killed = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let clients: Vec<_> = writes
+        .into_iter()
+        .enumerate()
+        .map(|(k, w)| {
+            tokio::spawn(client(
+                api.clone(),
+                k,
+                w,
+                a.base.clone(),
+                b.base.clone(),
+                Arc::clone(&a_killed),
+                Arc::clone(&seen),
+            ))
+        })
+        .collect();
+
+    // Kill A just after the second wave fell due, with writes in flight.
+    let kill_after = Duration::from_millis(rand::random_range(0..KILL_WITHIN_MS));
+    let kill_at = first_due + WAVE_GAP + kill_after;
+    if let Ok(wait) = (kill_at - BURST_LEAD - Utc::now()).to_std() {
+        tokio::time::sleep(wait).await;
+    }
+    let bursts: Vec<_> = (0..BURSTS)
+        .map(|k| {
+            tokio::spawn(burst(
+                api.clone(),
+                k,
+                a.base.clone(),
+                Arc::clone(&a_killed),
+                Arc::clone(&seen),
+            ))
+        })
+        .collect();
+    if let Ok(wait) = (kill_at - Utc::now()).to_std() {
+        tokio::time::sleep(wait).await;
+    }
+    a_killed.store(true, Ordering::SeqCst);
+    a.kill();
+    let killed_at = Utc::now();
+
+    for c in clients.into_iter().chain(bursts) {
+        tokio::time::timeout(SCENARIO_LIMIT, c)
+            .await
+            .expect("a workload client hung")
+            .expect("a workload client panicked");
+    }
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    eprintln!(
+        "workload: {} items ({} of {} burst writes) and {} events acknowledged ({} by A), \
+         {} writes cut by the kill, {} refused as busy ({} by B), {} cross-replica reads after writes",
+        seen.items.len(),
+        seen.items
+            .values()
+            .filter(|(i, _)| str_field(i, "description").starts_with("burst"))
+            .count(),
+        seen.bursts,
+        seen.events.len(),
+        seen.items
+            .values()
+            .chain(seen.events.values())
+            .filter(|(_, r)| *r == "A")
+            .count(),
+        seen.cut_by_kill,
+        seen.busy.len(),
+        seen.busy.iter().filter(|(_, r)| *r == "B").count(),
+        seen.read_after_write,
+    );
+    assert!(
+        seen.failures.is_empty(),
+        "requests failed other than by the kill:\n{}\nB's stderr:\n{}",
+        seen.failures.join("\n"),
+        b.stderr()
+    );
+    assert_eq!(
+        seen.items.len() + seen.events.len() + seen.cut_by_kill + seen.busy.len(),
+        ITEMS + EVENTS + seen.bursts,
+        "every write is acknowledged or cut by the kill"
+    );
+    assert!(seen.read_after_write > 0 && seen.a_items.is_some());
+
+    // Every job has run by a few scheduler periods after the last falls due.
+    let last_due = jobs.values().map(|j| j.due).max().unwrap();
+    let settle_by = tokio::time::Instant::now()
+        + (last_due - Utc::now()).to_std().unwrap_or_default()
+        + JOBS_SETTLE_LIMIT;
+    let schedules = loop {
+        let body = api
+            .read_all("B", &b.base, "/v1/schedules?view=full&limit=1000")
+            .await;
+        let pending = body
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| str_field(s, "status") == "scheduled")
+            .count();
+        if pending == 0 {
+            break body;
+        }
+        assert!(
+            tokio::time::Instant::now() < settle_by,
+            "{pending} jobs never ran; B's stderr:\n{}",
+            b.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let schedules = schedules.as_array().unwrap();
+    assert_eq!(schedules.len(), JOBS);
+    for s in schedules {
+        let id = str_field(s, "schedule_id");
+        assert!(jobs.contains_key(id), "unknown schedule {s}");
+        assert_eq!(str_field(s, "status"), "done", "{s}");
+    }
+
+    // Exactly one log entry per job, done, no earlier than its due time.
+    let log = api
+        .read_all("B", &b.base, "/v1/automation-log?view=full&limit=1000")
+        .await;
+    let entries = log["log_entries"].as_array().unwrap();
+    let mut runs: HashMap<&str, Vec<&Value>> = HashMap::new();
+    for e in entries {
+        runs.entry(str_field(e, "source")).or_default().push(e);
+    }
+    let mut made: HashMap<&str, &str> = HashMap::new(); // target -> event the job made
+    let mut before_kill = 0;
+    let mut latest = chrono::TimeDelta::zero();
+    for (id, job) in &jobs {
+        let ran = runs.get(id.as_str()).map_or(&[][..], Vec::as_slice);
+        assert_eq!(ran.len(), 1, "job {id} ran {} times: {ran:?}", ran.len());
+        let entry = ran[0];
+        assert_eq!(str_field(entry, "outcome"), "done", "{entry}");
+        assert_eq!(str_field(entry, "event_id"), job.target);
+        let at: DateTime<Utc> = str_field(entry, "timestamp").parse().unwrap();
+        assert!(at >= job.due, "job {id} due {} ran early at {at}", job.due);
+        if at < killed_at {
+            before_kill += 1;
+        }
+        latest = latest.max(at - job.due);
+        made.insert(&job.target, str_field(entry, "new_event_id"));
+    }
+    assert_eq!(entries.len(), JOBS, "stray log entries: {log}");
+    eprintln!(
+        "jobs: {before_kill} of {JOBS} ran before A was killed ({kill_after:?} after the second \
+         wave fell due), the rest after; the latest ran {} ms after its due time",
+        latest.num_milliseconds()
+    );
+
+    // The rewritten lineages: each current head directly supersedes the original (one
+    // manipulation), and is the event the log names.
+    let events = api
+        .read_all("B", &b.base, "/v1/search-events?view=full&limit=1000")
+        .await;
+    let events = events["events"].as_array().unwrap();
+    let by_id: HashMap<&str, &Value> = events
+        .iter()
+        .map(|e| (str_field(e, "event_id"), e))
+        .collect();
+    assert_eq!(by_id.len(), events.len(), "an event is listed twice");
+    for job in jobs.values() {
+        let heads: Vec<&&Value> = by_id
+            .values()
+            .filter(|e| str_field(e, "lineage") == job.target)
+            .collect();
+        assert_eq!(heads.len(), 1, "lineage {}: {heads:?}", job.target);
+        let head = heads[0];
+        assert_eq!(str_field(head, "event_id"), made[job.target.as_str()]);
+        assert_eq!(str_field(head, "supersedes"), job.target, "{head}");
+        assert_eq!(str_field(head, "description"), job.new_details);
+    }
+    // Writes cut by the kill may or may not have landed; nothing else is there.
+    assert!(events.len() <= JOBS + EVENTS);
+    for e in events {
+        let d = str_field(e, "description");
+        assert!(
+            d.starts_with("workload event ") || d.starts_with("rewritten by job "),
+            "an event nobody wrote is listed: {e}"
+        );
+    }
+
+    // No acknowledged write is lost, and each reads back exactly as it was acknowledged.
+    for (id, (acked, via)) in &seen.events {
+        assert_eq!(
+            by_id.get(id.as_str()).copied(),
+            Some(acked),
+            "event acknowledged by {via} is lost or changed"
+        );
+    }
+    let items_b = api
+        .read_all("B", &b.base, "/v1/items?view=full&limit=1000")
+        .await;
+    let items: HashMap<&str, &Value> = items_b
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (str_field(i, "id"), i))
+        .collect();
+    for (id, (acked, via)) in &seen.items {
+        assert_eq!(
+            items.get(id.as_str()).copied(),
+            Some(acked),
+            "item acknowledged by {via} is lost or changed"
+        );
+    }
+    // Writes cut by the kill may or may not have landed; nothing else is there, and nothing twice.
+    let descriptions: HashSet<&str> = items
+        .values()
+        .map(|i| str_field(i, "description"))
+        .collect();
+    assert_eq!(
+        descriptions.len(),
+        items.len(),
+        "an item was registered twice"
+    );
+    assert!(items.len() <= ITEMS + seen.bursts + CONTESTED);
+    for (id, won) in &contested {
+        assert_eq!(
+            items.get(id.as_str()).copied(),
+            Some(won),
+            "contested item {id}"
+        );
+    }
+    let events_described: HashSet<&str> =
+        events.iter().map(|e| str_field(e, "description")).collect();
+    for (refused, _) in &seen.busy {
+        assert!(
+            !descriptions.contains(refused.as_str())
+                && !events_described.contains(refused.as_str()),
+            "a write answered 503 was written anyway: {refused}"
+        );
+    }
+    assert!(
+        descriptions
+            .iter()
+            .all(|d| ["workload item ", "burst item ", "contested item "]
+                .iter()
+                .any(|p| d.starts_with(p))),
+        "an item nobody wrote is listed"
+    );
+    eprintln!(
+        "{} writes cut by the kill landed anyway",
+        items.len() - seen.items.len() - contested.len()
+            + (events.len() - JOBS - seen.events.len())
+    );
+
+    // A's last answer agrees with B's: every item A listed is there, unchanged.
+    for item in seen.a_items.as_ref().unwrap().as_array().unwrap() {
+        assert_eq!(
+            items.get(str_field(item, "id")).copied(),
+            Some(item),
+            "A listed an item B does not have"
+        );
+    }
+
+    // A replica started now replays the same state: identical answers to B's.
+    let c = Replica::start(&exe, "C", database);
+    wait_healthy(&api, &c).await;
+    for path in [
+        "/v1/items?view=full&limit=1000",
+        "/v1/search-events?view=full&limit=1000",
+        "/v1/automation-log?view=full&limit=1000",
+        "/v1/schedules?view=full&limit=1000",
+        "/v1/timelines?view=full",
+    ] {
+        let on_b = api.read_all("B", &b.base, path).await;
+        let on_c = api.read_all("C", &c.base, path).await;
+        assert_eq!(on_b, on_c, "B and C disagree on {path}");
+    }
+}
