@@ -379,6 +379,29 @@ async fn a_failed_action_is_logged_and_marks_the_job_failed() {
         "landing",
         "nothing changed"
     );
+    // The failure is also an anomaly of the timeline, naming the job that failed.
+    let report = f
+        .ada()
+        .monitor_timeline(MonitorQuery {
+            timeline_id: TimelineId::primary(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    let failed: Vec<_> = report
+        .anomalies
+        .iter()
+        .filter(|a| a.kind == AnomalyKind::AutomationFailed)
+        .collect();
+    assert_eq!(failed.len(), 1, "{report:?}");
+    assert!(
+        failed[0]
+            .subjects
+            .contains(&schedules[0].schedule_id.to_string()),
+        "{:?}",
+        failed[0]
+    );
+    assert_eq!(report.status, "anomalies_detected");
 }
 
 #[tokio::test]
