@@ -1,4 +1,5 @@
-//! The dashboard driven by keys against the embedded engine, without a terminal.
+//! The dashboard driven by keys, without a terminal: against the embedded engine, and for the
+//! main flows also against a real server on loopback through `RemoteClient`.
 
 use std::sync::Arc;
 
@@ -23,17 +24,16 @@ struct World {
     clock: Arc<ManualClock>,
 }
 
-async fn world() -> World {
-    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
     let engine = Engine::open(
         Arc::new(MemoryStore::new()),
-        clock.clone(),
+        clock,
         EngineConfig::default(),
         Seed::None,
     )
     .await
     .unwrap();
-    let service: Arc<dyn TimelineService> = Arc::new(engine.session("ada".parse().unwrap()));
+    let ada = engine.session("ada".parse().unwrap());
     for (description, time, location) in [
         ("Storming of the Bastille", "1789-07-14T15:00:00Z", "Paris"),
         (
@@ -43,21 +43,57 @@ async fn world() -> World {
         ),
         ("Great Exhibition opens", "1851-05-01T11:00:00Z", "London"),
     ] {
-        service
-            .add_event(
-                &TimelineId::primary(),
-                NewEvent {
-                    description: description.into(),
-                    time: t(time),
-                    location: location.into(),
-                    causes: vec![],
-                    fixed_point: false,
-                },
-            )
-            .await
-            .unwrap();
+        ada.add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: description.into(),
+                time: t(time),
+                location: location.into(),
+                causes: vec![],
+                fixed_point: false,
+            },
+        )
+        .await
+        .unwrap();
     }
+    engine
+}
+
+/// The dashboard on the embedded engine.
+async fn world() -> World {
+    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let engine = engine(clock.clone()).await;
+    let service: Arc<dyn TimelineService> = Arc::new(engine.session("ada".parse().unwrap()));
     World { service, clock }
+}
+
+/// The dashboard on a real server on a loopback port, through `RemoteClient`.
+async fn remote_world() -> World {
+    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let engine = engine(clock.clone()).await;
+    let secret =
+        chronoscope::auth::Secret::from_bytes(b"dashboard-remote-test-secret".to_vec()).unwrap();
+    let token = chronoscope::auth::issue_token(
+        &secret,
+        "ada",
+        &chronoscope::auth::Scopes::parse("read write"),
+        std::time::Duration::from_secs(3600),
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let config = chronoscope::server::ServerConfig::new(secret);
+    tokio::spawn(chronoscope::server::run(
+        listener,
+        config,
+        engine,
+        std::future::pending(),
+    ));
+    let client = chronoscope::client::RemoteClient::new(&url, token).unwrap();
+    World {
+        service: Arc::new(client),
+        clock,
+    }
 }
 
 async fn harness(w: &World) -> Harness {
@@ -77,9 +113,7 @@ async fn timeline_named(service: &Arc<dyn TimelineService>, name: &str) -> Optio
         .map(|t| t.id)
 }
 
-#[tokio::test]
-async fn typing_a_location_shows_the_events_there() {
-    let w = world().await;
+async fn typing_a_location_shows_the_events_there(w: World) {
     let mut h = harness(&w).await;
     h.press("tab /");
     h.type_text("paris");
@@ -259,9 +293,7 @@ async fn the_primary_timeline_cannot_be_deleted_from_the_dashboard() {
     assert!(h.app.flash.as_ref().is_some_and(|f| f.error));
 }
 
-#[tokio::test]
-async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor() {
-    let w = world().await;
+async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor(w: World) {
     let mut h = harness(&w).await;
     // An anchor where we are, then a timeline to go to.
     h.press("a enter");
@@ -349,9 +381,7 @@ async fn esc_walks_the_wizard_back_a_step_at_a_time() {
     assert_eq!(step(&h), None);
 }
 
-#[tokio::test]
-async fn manipulate_with_the_safety_check_then_revert() {
-    let w = world().await;
+async fn manipulate_with_the_safety_check_then_revert(w: World) {
     let mut h = harness(&w).await;
     h.press("tab /");
     h.type_text("london");
@@ -383,9 +413,7 @@ async fn manipulate_with_the_safety_check_then_revert() {
     assert!(h.app.flash.as_ref().unwrap().text.starts_with("Reverted"));
 }
 
-#[tokio::test]
-async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen() {
-    let w = world().await;
+async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen(w: World) {
     let mut h = harness(&w).await;
     h.press("tab /");
     h.type_text("london");
@@ -765,3 +793,30 @@ async fn help_scrolls_to_its_last_line_and_no_further() {
         "the last page is full: {screen}"
     );
 }
+
+/// The same key-driven flows against the embedded engine and against a real server.
+macro_rules! on_both_faces {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            use super::*;
+            $(#[tokio::test]
+            async fn $name() {
+                super::$name(world().await).await
+            })*
+        }
+        mod remote {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(remote_world().await).await
+            })*
+        }
+    };
+}
+
+on_both_faces!(
+    typing_a_location_shows_the_events_there,
+    the_wizard_travels_with_an_item_and_returns_to_the_anchor,
+    manipulate_with_the_safety_check_then_revert,
+    refusals_show_the_problem_title_and_detail_without_leaving_the_screen,
+);
