@@ -18,6 +18,13 @@ struct Screen {
     raw: Vec<u8>,
 }
 
+/// The binary under test. CHRONOSCOPE_E2E_BIN runs another build of it (a shared target
+/// directory can hold another checkout's binary under the default path).
+fn binary() -> std::ffi::OsString {
+    std::env::var_os("CHRONOSCOPE_E2E_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_chronoscope").into())
+}
+
 struct Session {
     screen: Arc<Mutex<Screen>>,
     writer: Box<dyn Write + Send>,
@@ -34,11 +41,7 @@ impl Session {
                 pixel_height: 0,
             })
             .expect("a pseudo-terminal");
-        // CHRONOSCOPE_E2E_BIN runs another build of the binary (a shared target directory
-        // can hold another checkout's binary under the default path).
-        let bin = std::env::var_os("CHRONOSCOPE_E2E_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_chronoscope").into());
-        let mut cmd = CommandBuilder::new(bin);
+        let mut cmd = CommandBuilder::new(binary());
         cmd.args(["--data-dir"]);
         cmd.arg(data_dir);
         cmd.args(["--seed", "none", "--tick", "500ms", "--as", "ada"]);
@@ -184,6 +187,68 @@ fn a_whole_mission_in_a_real_terminal() {
     s.send(ENTER);
     s.wait_for("Returned.");
     s.send(ESC);
+
+    // Another process (the CLI on the same data directory) moves a cause after its effect in
+    // the selected timeline; the dashboard's monitor shows the new anomaly on its next tick.
+    let cli = |args: &[&str]| -> serde_json::Value {
+        let out = std::process::Command::new(binary())
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--as", "ada", "--json"])
+            .args(args)
+            .output()
+            .expect("the CLI runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("the CLI prints JSON")
+    };
+    let timelines = cli(&["timelines", "list"]);
+    let tesla = timelines["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|t| t["name"] == "Tesla 1889"))
+        .and_then(|t| t["id"].as_str())
+        .expect("the timeline made in the dashboard")
+        .to_owned();
+    let cause = cli(&[
+        "events",
+        "add",
+        "Invention",
+        "--time",
+        "1880-01-01T00:00:00Z",
+        "--location",
+        "Lab",
+        "--timeline",
+        &tesla,
+    ]);
+    let cause = cause["event_id"].as_str().expect("an event id").to_owned();
+    cli(&[
+        "events",
+        "add",
+        "Demonstration",
+        "--time",
+        "1890-01-01T00:00:00Z",
+        "--location",
+        "Fair",
+        "--timeline",
+        &tesla,
+        "--cause",
+        &cause,
+    ]);
+    s.wait_for("Monitor Tesla 1889 · stable");
+    cli(&[
+        "events",
+        "manipulate",
+        &cause,
+        "--timeline",
+        &tesla,
+        "--time",
+        "1895-01-01T00:00:00Z",
+    ]);
+    s.wait_for("NEW");
+    s.wait_for("crit");
 
     s.send("q");
     let start = Instant::now();
