@@ -4,7 +4,9 @@
 //!
 //! Each scenario in `contract/scenarios.rs` becomes a module with two tests: `embedded` runs it
 //! on the engine; `remote` runs it through a real server on a loopback port, then runs it on a
-//! fresh engine too and asserts that every recorded answer is the same on both faces.
+//! fresh engine too and asserts that every recorded answer is the same on both faces; `postgres`
+//! runs it on an engine over a fresh PostgreSQL database and compares it with the in-memory one
+//! (skipped without a server unless CHRONOSCOPE_REQUIRE_POSTGRES=1).
 
 #[path = "contract/face.rs"]
 mod face;
@@ -12,6 +14,10 @@ mod face;
 mod remote;
 #[path = "contract/scenarios.rs"]
 mod scenarios;
+// Shared with the store suite; the contract suite needs only its fresh databases.
+#[allow(dead_code)]
+#[path = "support/mod.rs"]
+mod support;
 
 use face::Face;
 
@@ -33,6 +39,22 @@ macro_rules! contract {
                 let embedded = Face::embedded().await;
                 scenarios::$scenario(&embedded).await;
                 face::assert_same_answers(&embedded, &remote);
+            }
+
+            /// The engine on PostgreSQL answers exactly like the engine on memory.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(database) = support::fresh_postgres().await else {
+                    return;
+                };
+                let store = chronoscope::store::open(&database.url)
+                    .await
+                    .expect("the PostgreSQL store opens");
+                let on_postgres = Face::embedded_on(store).await;
+                scenarios::$scenario(&on_postgres).await;
+                let in_memory = Face::embedded().await;
+                scenarios::$scenario(&in_memory).await;
+                face::assert_same_answers(&in_memory, &on_postgres);
             }
         }
     )*};

@@ -21,7 +21,7 @@ use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{Instant, parse_instant};
 use chronoscope::service::{ServiceResult, TimelineService};
-use chronoscope::store::MemoryStore;
+use chronoscope::store::{MemoryStore, Store};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -55,15 +55,14 @@ pub struct Face {
 }
 
 async fn fresh_engine() -> (Arc<Engine>, Arc<ManualClock>) {
+    engine_on(Arc::new(MemoryStore::new())).await
+}
+
+async fn engine_on(store: Arc<dyn Store>) -> (Arc<Engine>, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("a memory engine opens");
+    let engine = Engine::open(store, clock.clone(), EngineConfig::default(), Seed::None)
+        .await
+        .expect("an engine opens on a fresh store");
     (engine, clock)
 }
 
@@ -71,6 +70,18 @@ impl Face {
     /// The engine, in-process.
     pub async fn embedded() -> Self {
         let (engine, clock) = fresh_engine().await;
+        Self {
+            kind: Kind::Embedded,
+            clock,
+            engine,
+            server: None,
+            transcript: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The engine, in-process, on another store (PostgreSQL).
+    pub async fn embedded_on(store: Arc<dyn Store>) -> Self {
+        let (engine, clock) = engine_on(store).await;
         Self {
             kind: Kind::Embedded,
             clock,
