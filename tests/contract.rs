@@ -15,7 +15,6 @@ mod remote;
 #[path = "contract/scenarios.rs"]
 mod scenarios;
 // Shared with the store suite; the contract suite needs only its fresh databases.
-#[allow(dead_code)]
 #[path = "support/mod.rs"]
 mod support;
 
