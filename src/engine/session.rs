@@ -28,16 +28,6 @@ impl EngineSession {
         Self { engine, traveller }
     }
 
-    /// The traveller this session acts as.
-    pub fn traveller(&self) -> &Traveller {
-        &self.traveller
-    }
-
-    /// The engine behind it.
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
-    }
-
     async fn write<T>(
         &self,
         decide: impl Fn(&super::World, &Ctx<'_>) -> Result<(Vec<super::Op>, T), ServiceError>,
@@ -94,14 +84,14 @@ fn paginate<T>(mut keyed: Vec<(String, T)>, page: &PageRequest) -> Result<Page<T
         None => 0,
     };
     let more = keyed.len() > start + limit;
-    let mut items: Vec<(String, T)> = keyed.into_iter().skip(start).take(limit).collect();
+    let page: Vec<(String, T)> = keyed.into_iter().skip(start).take(limit).collect();
     let next_cursor = if more {
-        items.last().map(|(k, _)| k.clone())
+        page.last().map(|(k, _)| k.clone())
     } else {
         None
     };
     Ok(Page {
-        items: items.drain(..).map(|(_, t)| t).collect(),
+        items: page.into_iter().map(|(_, t)| t).collect(),
         next_cursor,
     })
 }
@@ -369,24 +359,20 @@ impl TimelineService for EngineSession {
     }
 
     async fn check_paradox(&self, req: ParadoxCheckRequest) -> ServiceResult<ParadoxReport> {
-        let world = self.engine.snapshot().await?;
-        let mint = || self.engine.mint();
-        let ctx = Ctx {
-            traveller: &self.traveller,
-            now: self.engine.now(),
-            mint: &mint,
-        };
-        let state = rules::referenced(&world, &req.timeline_id)?;
-        let position = world.position_of(&self.traveller, ctx.now);
-        let items = rules::items_of(&world, &self.traveller);
-        let changes = rules::proposed_changes(&ctx, &world, state, &position, &req)?;
-        let subject = rules::subject(&ctx, state, &position, &items);
-        let paradoxes = paradox::check(&subject, &changes);
-        Ok(ParadoxReport {
-            is_stable: paradoxes.is_empty(),
-            timeline_id: req.timeline_id,
-            paradoxes,
+        self.read(|world, ctx| {
+            let state = rules::referenced(world, &req.timeline_id)?;
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let items = rules::items_of(world, ctx.traveller);
+            let changes = rules::proposed_changes(ctx, world, state, &position, &req)?;
+            let subject = rules::subject(ctx, state, &position, &items);
+            let paradoxes = paradox::check(&subject, &changes);
+            Ok(ParadoxReport {
+                is_stable: paradoxes.is_empty(),
+                timeline_id: req.timeline_id.clone(),
+                paradoxes,
+            })
         })
+        .await
     }
 
     async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport> {
@@ -425,40 +411,34 @@ impl TimelineService for EngineSession {
     }
 
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
-        let world = self.engine.snapshot().await?;
-        let now = self.engine.now();
-        let mint = || self.engine.mint();
-        let ctx = Ctx {
-            traveller: &self.traveller,
-            now,
-            mint: &mint,
-        };
-        let state = rules::referenced(&world, &req.timeline_id)?;
-        let position = world.position_of(&self.traveller, now);
-        let items = rules::items_of(&world, &self.traveller);
-        let subject = rules::subject(&ctx, state, &position, &items);
-        let failures = super::jobs::failures(&world, &self.traveller, &req.timeline_id);
-        let mut anomalies = monitor::scan(&Scan {
-            timeline: &state.meta,
-            subject,
-            now,
-            range: req.time_range.as_ref(),
-            failures: &failures,
-        });
-        for a in &mut anomalies {
-            a.detected_at = self.engine.first_seen(&a.anomaly_id, now);
-        }
-        Ok(MonitorReport {
-            status: if anomalies.is_empty() {
+        self.read(|world, ctx| {
+            let state = rules::referenced(world, &req.timeline_id)?;
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let items = rules::items_of(world, ctx.traveller);
+            let failures = super::jobs::failures(world, ctx.traveller, &req.timeline_id);
+            let mut anomalies = monitor::scan(&Scan {
+                timeline: &state.meta,
+                subject: rules::subject(ctx, state, &position, &items),
+                now: ctx.now,
+                range: req.time_range.as_ref(),
+                failures: &failures,
+            });
+            for a in &mut anomalies {
+                a.detected_at = self.engine.first_seen(&a.anomaly_id, ctx.now);
+            }
+            let status = if anomalies.is_empty() {
                 "stable"
             } else {
                 "anomalies_detected"
-            }
-            .into(),
-            anomalies,
-            timeline_id: req.timeline_id,
-            checked_at: now,
+            };
+            Ok(MonitorReport {
+                status: status.into(),
+                anomalies,
+                timeline_id: req.timeline_id.clone(),
+                checked_at: ctx.now,
+            })
         })
+        .await
     }
 
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
