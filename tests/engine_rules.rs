@@ -1168,13 +1168,11 @@ struct SlowStore(MemoryStore);
 
 #[async_trait::async_trait]
 impl Store for SlowStore {
-    async fn append(
+    async fn lock(
         &self,
-        first_seq: u64,
-        bodies: &[String],
-    ) -> Result<(), chronoscope::store::StoreError> {
+    ) -> Result<Box<dyn chronoscope::store::LogLock>, chronoscope::store::StoreError> {
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;
-        self.0.append(first_seq, bodies).await
+        self.0.lock().await
     }
     async fn read_since(
         &self,
@@ -1249,4 +1247,100 @@ async fn callers_going_away_mid_append_cost_the_others_nothing() {
     for id in &acknowledged {
         assert!(replayed.contains(id), "acknowledged {id} is missing");
     }
+}
+
+/// A store shared with a rival process that always appends a moment before this engine takes
+/// the write lock, as a busy second replica would: every optimistic append of this engine loses
+/// its race.
+struct RivalStore {
+    shared: Arc<MemoryStore>,
+    rival: Arc<Engine>,
+    written: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl Store for RivalStore {
+    async fn lock(
+        &self,
+    ) -> Result<Box<dyn chronoscope::store::LogLock>, chronoscope::store::StoreError> {
+        let n = self
+            .written
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.rival
+            .session("rival".parse().unwrap())
+            .register_item(NewItem {
+                description: format!("written by the rival, {n}"),
+            })
+            .await
+            .unwrap();
+        self.shared.lock().await
+    }
+    async fn read_since(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<chronoscope::store::Record>, chronoscope::store::StoreError> {
+        self.shared.read_since(after, limit).await
+    }
+    async fn last_seq(&self) -> Result<u64, chronoscope::store::StoreError> {
+        self.shared.last_seq().await
+    }
+    fn describe(&self) -> String {
+        "memory with a rival".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_that_always_lose_the_race_still_succeed() {
+    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let shared = Arc::new(MemoryStore::new());
+    let open = |store: Arc<dyn Store>| {
+        let clock = clock.clone();
+        async move {
+            Engine::open(store, clock, EngineConfig::default(), Seed::None)
+                .await
+                .unwrap()
+        }
+    };
+    let rival = open(shared.clone()).await;
+    let engine = open(Arc::new(RivalStore {
+        shared: shared.clone(),
+        rival: rival.clone(),
+        written: Default::default(),
+    }))
+    .await;
+
+    let mut tasks = Vec::new();
+    for i in 0..60 {
+        let ada = engine.session("ada".parse().unwrap());
+        tasks.push(tokio::spawn(async move {
+            ada.register_item(NewItem {
+                description: format!("item {i}"),
+            })
+            .await
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        acknowledged.push(task.await.unwrap().expect("every write succeeds").id);
+    }
+
+    // Everything acknowledged is in the log, and so is everything the rival wrote: each lost
+    // race cost a second decision, never an error.
+    let fresh = open(shared).await;
+    let items = |who: &str| {
+        let session = fresh.session(who.parse().unwrap());
+        async move {
+            session
+                .list_items(PageRequest::first(1000))
+                .await
+                .unwrap()
+                .items
+        }
+    };
+    let mut mine: Vec<_> = items("ada").await.into_iter().map(|i| i.id).collect();
+    mine.sort();
+    acknowledged.sort();
+    assert_eq!(mine, acknowledged);
+    assert!(!items("rival").await.is_empty());
 }

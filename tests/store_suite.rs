@@ -252,6 +252,56 @@ async fn unicode_round_trips(backend: Backend) {
     assert_eq!(got, texts.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
+/// While one handle holds the write lock, another handle's lock waits; when the holder
+/// commits, the waiter gets the lock with the new last sequence number, and its append follows.
+async fn the_write_lock_excludes_other_writers_until_released(backend: Backend) {
+    let store = backend.handle().await;
+    let other = backend.handle().await;
+    store.append(1, &bodies(&["a"])).await.unwrap();
+
+    let held = store.lock().await.unwrap();
+    assert_eq!(held.last_seq(), 1);
+    let waiter = tokio::spawn(async move {
+        let lock = other.lock().await.unwrap();
+        let seen = lock.last_seq();
+        lock.commit(&bodies(&["from the waiter"])).await.unwrap();
+        seen
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiter.is_finished(),
+        "a second writer got in beside the lock"
+    );
+    // The holder can still read while it holds the lock (it catches up this way).
+    assert_eq!(pairs(&store.read_since(0, 10).await.unwrap()), [(1, "a")]);
+    held.commit(&bodies(&["b", "c"])).await.unwrap();
+
+    let seen_by_waiter = tokio::time::timeout(std::time::Duration::from_secs(15), waiter)
+        .await
+        .expect("the waiter never got the lock")
+        .unwrap();
+    assert_eq!(seen_by_waiter, 3, "the waiter saw the holder's records");
+    assert_eq!(
+        pairs(&all(&*store).await),
+        [(1, "a"), (2, "b"), (3, "c"), (4, "from the waiter")]
+    );
+}
+
+/// Releasing (or dropping) the lock writes nothing and lets the next writer in.
+async fn a_released_lock_writes_nothing(backend: Backend) {
+    let store = backend.handle().await;
+    store.append(1, &bodies(&["a"])).await.unwrap();
+    store.lock().await.unwrap().release().await;
+    drop(store.lock().await.unwrap());
+    let lock = tokio::time::timeout(std::time::Duration::from_secs(15), store.lock())
+        .await
+        .expect("a dropped lock was never released")
+        .unwrap();
+    assert_eq!(lock.last_seq(), 1);
+    lock.commit(&bodies(&["b"])).await.unwrap();
+    assert_eq!(pairs(&all(&*store).await), [(1, "a"), (2, "b")]);
+}
+
 // ---- behaviours of durable stores ----
 
 async fn data_survives_reopening(backend: Backend) {
@@ -335,6 +385,8 @@ suite!(
         racing_handles_never_leave_gaps_or_duplicates,
         large_bodies_round_trip,
         unicode_round_trips,
+        the_write_lock_excludes_other_writers_until_released,
+        a_released_lock_writes_nothing,
     ],
     durable stores: [data_survives_reopening],
 );

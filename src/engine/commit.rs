@@ -5,19 +5,33 @@
 //! the open batch; one writer at a time (the flusher) appends the open batch and publishes the
 //! world it leads to. A writer answers only once its batch is durable. When an append fails,
 //! every decision made on top of it is void: those writers decide again on the durable state.
+//!
+//! Another process may have appended since the batch was decided (a second server replica).
+//! The flusher learns this with the store's write lock in hand: it catches up and *keeps* the
+//! lock while the batch's writers decide again on the new state, so their next append cannot
+//! lose again. Under any amount of contention a write therefore takes at most two rounds; the
+//! lock is released after [`HOLD_FOR`] if nobody comes back for it.
 
+use std::fmt;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use super::{Engine, Op, World};
 use crate::error::ServiceError;
 use crate::model::Instant;
-use crate::store::StoreError;
+use crate::store::{LogLock, StoreError};
 
-/// How many times a write is decided again after losing a race with another process.
+/// How many times a write is decided again. Two suffice when the write lock kept after a lost
+/// race is used in time; the rest cover a kept lock that expired (see [`HOLD_FOR`]).
 const WRITE_ATTEMPTS: u32 = 12;
-/// Longest pause before deciding again; pauses grow from 1 ms and are jittered so that two
-/// replicas that keep colliding fall out of step.
+/// Longest pause before deciding again when no kept lock is waiting; pauses grow from 1 ms and
+/// are jittered so that writers who keep colliding fall out of step.
 const MAX_BACKOFF_MS: u64 = 64;
+/// How long the store's write lock is kept for the writers of a batch that lost a race. Their
+/// second decision takes microseconds; the limit matters only when none of them has anything
+/// left to write (they went away, or the new state refuses them), and bounds how long other
+/// processes wait then.
+const HOLD_FOR: Duration = Duration::from_millis(100);
 
 /// How a batch ended, shared by every writer in it.
 #[derive(Clone, Debug)]
@@ -49,6 +63,26 @@ pub(super) struct Pending {
     world: Option<Arc<World>>,
     /// The batch collecting ops.
     open: Option<Batch>,
+    /// The store's write lock, kept after a lost race for the next append (see the module's
+    /// documentation).
+    held: Option<Held>,
+    /// How many locks were kept so far: tells a kept lock's expiry which one it is about.
+    holds: u64,
+}
+
+/// A kept write lock.
+struct Held {
+    lock: Box<dyn LogLock>,
+    generation: u64,
+}
+
+impl fmt::Debug for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Held")
+            .field("last_seq", &self.lock.last_seq())
+            .field("generation", &self.generation)
+            .finish()
+    }
 }
 
 impl Engine {
@@ -60,7 +94,8 @@ impl Engine {
         decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
     ) -> Result<T, ServiceError> {
         for attempt in 0..WRITE_ATTEMPTS {
-            if attempt > 0 {
+            // A kept lock means the state is caught up and the next append is ours: no pause.
+            if attempt > 0 && self.pending.lock().await.held.is_none() {
                 let ceiling = (1u64 << attempt.min(6)).min(MAX_BACKOFF_MS);
                 let pause = rand::random_range(0..=ceiling);
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
@@ -73,7 +108,7 @@ impl Engine {
                 let mut base = match &pending.world {
                     Some(world) => Arc::clone(world),
                     None => {
-                        if attempt > 0 {
+                        if attempt > 0 && pending.held.is_none() {
                             self.catch_up().await?;
                         }
                         self.snapshot_now()
@@ -161,30 +196,81 @@ impl Engine {
     /// Appends the open batch (the caller holds the flusher lock) and settles its outcome.
     async fn append_open_batch(&self) {
         // Batches are flushed in order under the flusher lock, so the open one is the oldest.
-        let Some(batch) = self.pending.lock().await.open.take() else {
-            return;
+        let (batch, kept) = {
+            let mut pending = self.pending.lock().await;
+            let Some(batch) = pending.open.take() else {
+                return;
+            };
+            (batch, pending.held.take())
         };
-        let result = self.store.append(batch.first_seq, &batch.bodies).await;
+        let lock = match kept {
+            Some(kept) => Ok(kept.lock),
+            None => self.store.lock().await,
+        };
+        let mut keep = None;
+        let end = match lock {
+            Ok(lock) if lock.last_seq().checked_add(1) == Some(batch.first_seq) => {
+                match lock.commit(&batch.bodies).await {
+                    Ok(()) => Outcome::Durable,
+                    Err(StoreError::Conflict(_)) => Outcome::Retry,
+                    Err(e) => Outcome::Failed(e.into()),
+                }
+            }
+            // Another process appended first: catch up with the lock in hand and keep it for
+            // this batch's writers, who decide again on the new state.
+            Ok(lock) => match self.catch_up().await {
+                Ok(()) => {
+                    keep = Some(lock);
+                    Outcome::Retry
+                }
+                Err(e) => {
+                    lock.release().await;
+                    Outcome::Failed(e)
+                }
+            },
+            Err(e) => Outcome::Failed(e.into()),
+        };
         let mut pending = self.pending.lock().await;
-        let end = match result {
-            Ok(()) => {
-                self.publish(Arc::clone(&batch.world));
-                if pending.open.is_none() {
-                    pending.world = None;
-                }
-                Outcome::Durable
-            }
-            Err(e) => {
-                if let Some(built_on_it) = pending.open.take() {
-                    let _ = built_on_it.outcome.set(Outcome::Retry);
-                }
+        if matches!(end, Outcome::Durable) {
+            self.publish(Arc::clone(&batch.world));
+            if pending.open.is_none() {
                 pending.world = None;
-                match e {
-                    StoreError::Conflict(_) => Outcome::Retry,
-                    other => Outcome::Failed(other.into()),
-                }
             }
-        };
+        } else {
+            if let Some(built_on_it) = pending.open.take() {
+                let _ = built_on_it.outcome.set(Outcome::Retry);
+            }
+            pending.world = None;
+        }
+        if let Some(lock) = keep {
+            self.keep(&mut pending, lock);
+        }
+        drop(pending);
         let _ = batch.outcome.set(end);
+    }
+
+    /// Keeps the store's write lock for the next append, releasing it after [`HOLD_FOR`] unless
+    /// that append took it first.
+    fn keep(&self, pending: &mut Pending, lock: Box<dyn LogLock>) {
+        pending.holds += 1;
+        let generation = pending.holds;
+        pending.held = Some(Held { lock, generation });
+        let engine = self.me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(HOLD_FOR).await;
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            let expired = {
+                let mut pending = engine.pending.lock().await;
+                match &pending.held {
+                    Some(held) if held.generation == generation => pending.held.take(),
+                    _ => None,
+                }
+            };
+            if let Some(held) = expired {
+                held.lock.release().await;
+            }
+        });
     }
 }

@@ -1,14 +1,18 @@
 //! A store that keeps the log in memory: for tests and benchmarks, never for data.
 
-use async_trait::async_trait;
-use tokio::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{Record, Store, StoreError};
+use async_trait::async_trait;
+use tokio::sync::OwnedMutexGuard;
+
+use super::{LogLock, Record, Store, StoreError};
 
 /// The log in a `Vec`; lost when dropped.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    records: Mutex<Vec<String>>,
+    records: Arc<Mutex<Vec<String>>>,
+    /// The write lock, apart from the records so that a holder can still read.
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl MemoryStore {
@@ -18,20 +22,23 @@ impl MemoryStore {
     }
 }
 
+fn len(records: &Mutex<Vec<String>>) -> u64 {
+    records.lock().unwrap_or_else(PoisonError::into_inner).len() as u64
+}
+
 #[async_trait]
 impl Store for MemoryStore {
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        let mut records = self.records.lock().await;
-        let last = records.len() as u64;
-        if first_seq != last + 1 {
-            return Err(StoreError::Conflict(first_seq));
-        }
-        records.extend(bodies.iter().cloned());
-        Ok(())
+    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
+        let held = Arc::clone(&self.writer).lock_owned().await;
+        Ok(Box::new(MemoryLock {
+            last_seq: len(&self.records),
+            records: Arc::clone(&self.records),
+            _held: held,
+        }))
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
-        let records = self.records.lock().await;
+        let records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
             .min(records.len());
@@ -47,10 +54,33 @@ impl Store for MemoryStore {
     }
 
     async fn last_seq(&self) -> Result<u64, StoreError> {
-        Ok(self.records.lock().await.len() as u64)
+        Ok(len(&self.records))
     }
 
     fn describe(&self) -> String {
         "memory".into()
     }
+}
+
+struct MemoryLock {
+    last_seq: u64,
+    records: Arc<Mutex<Vec<String>>>,
+    _held: OwnedMutexGuard<()>,
+}
+
+#[async_trait]
+impl LogLock for MemoryLock {
+    fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    async fn commit(self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
+        self.records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(bodies.iter().cloned());
+        Ok(())
+    }
+
+    async fn release(self: Box<Self>) {}
 }

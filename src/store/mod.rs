@@ -138,10 +138,23 @@ pub enum StoreError {
 /// The log every backend keeps.
 #[async_trait]
 pub trait Store: Send + Sync {
+    /// Takes the log's write lock, waiting while another writer (in this process or any other)
+    /// holds it. Until the returned [`LogLock`] commits or is released, nobody else can append,
+    /// so what a holder decides after catching up (with [`Store::read_since`], which stays
+    /// usable) cannot be overtaken.
+    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError>;
+
     /// Appends `bodies` as records `first_seq`, `first_seq + 1`, … in one transaction, durable
     /// when this returns. `first_seq` must be the last sequence number plus one, otherwise
     /// nothing is written and [`StoreError::Conflict`] is returned.
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError>;
+    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+        let lock = self.lock().await?;
+        if lock.last_seq().checked_add(1) != Some(first_seq) {
+            lock.release().await;
+            return Err(StoreError::Conflict(first_seq));
+        }
+        lock.commit(bodies).await
+    }
 
     /// Records after `after`, in order, at most `limit`.
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError>;
@@ -158,6 +171,21 @@ pub trait Store: Send + Sync {
     fn read_staleness(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
+}
+
+/// The log's write lock, held from [`Store::lock`] until [`LogLock::commit`] or
+/// [`LogLock::release`]. Dropping it releases it too, as soon as the backend can.
+#[async_trait]
+pub trait LogLock: Send {
+    /// The last sequence number when the lock was taken; it cannot move while the lock is held.
+    fn last_seq(&self) -> u64;
+
+    /// Appends `bodies` as records `last_seq() + 1`, … in one transaction, durable when this
+    /// returns, and releases the lock. On error nothing was written.
+    async fn commit(self: Box<Self>, bodies: &[String]) -> Result<(), StoreError>;
+
+    /// Releases the lock without writing.
+    async fn release(self: Box<Self>);
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The shared store: the log in PostgreSQL, so several processes (server replicas) share one
 //! state.
 //!
-//! Appenders serialize on a one-row head table (`SELECT ... FOR UPDATE`): the loser of a race
-//! waits for the winner's commit, then sees the new last sequence number and gets
-//! [`StoreError::Conflict`]. Because commits happen in sequence order, a reader that saw record
+//! Appenders serialize on a one-row head table (`SELECT ... FOR UPDATE`, which is
+//! [`Store::lock`]): the loser of a race waits for the winner's commit, then sees the new last
+//! sequence number. Because commits happen in sequence order, a reader that saw record
 //! N can never later find an older record appear below it, so catching up is gap-free. The
 //! primary key on `seq` backs this up: a duplicate is impossible even if the head were bypassed.
 
@@ -14,9 +14,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Row, SqlSafeStr};
+use sqlx::{Postgres, Row, SqlSafeStr, Transaction};
 
-use super::{Record, Store, StoreError};
+use super::{LogLock, Record, Store, StoreError};
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
 /// reported unreachable.
@@ -92,10 +92,7 @@ impl PostgresStore {
 
 #[async_trait]
 impl Store for PostgresStore {
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        let Ok(first) = i64::try_from(first_seq) else {
-            return Err(StoreError::Conflict(first_seq));
-        };
+    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
         let mut tx = self
             .pool
             .begin()
@@ -112,34 +109,14 @@ impl Store for PostgresStore {
                 self.shown
             )));
         };
-        if last + 1 != first {
-            // Dropping the transaction rolls it back; nothing was written.
-            return Err(StoreError::Conflict(first_seq));
-        }
-        if bodies.is_empty() {
-            return Ok(());
-        }
-        let count = i64::try_from(bodies.len()).unwrap_or(i64::MAX);
-        sqlx::query(
-            "INSERT INTO op_log (seq, body) \
-             SELECT $1 + t.ord - 1, t.body FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord)",
-        )
-        .bind(first)
-        .bind(bodies)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::Conflict(first_seq)
-            }
-            _ => self.err("write to", e),
+        let last_seq = u64::try_from(last).map_err(|_| {
+            StoreError::Corrupt(format!("{}: negative sequence number {last}", self.shown))
         })?;
-        sqlx::query("UPDATE op_log_head SET last_seq = $1 WHERE id")
-            .bind(first + count - 1)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err("write to", e))?;
-        tx.commit().await.map_err(|e| self.err("commit to", e))
+        Ok(Box::new(PostgresLock {
+            tx,
+            last_seq,
+            shown: self.shown.clone(),
+        }))
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
@@ -178,6 +155,64 @@ impl Store for PostgresStore {
 
     fn describe(&self) -> String {
         self.shown.clone()
+    }
+}
+
+/// The write lock: a transaction holding the head row `FOR UPDATE`.
+struct PostgresLock {
+    tx: Transaction<'static, Postgres>,
+    last_seq: u64,
+    shown: String,
+}
+
+#[async_trait]
+impl LogLock for PostgresLock {
+    fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    async fn commit(mut self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
+        let first = self
+            .last_seq
+            .checked_add(1)
+            .and_then(|s| i64::try_from(s).ok());
+        let Some(first) = first else {
+            return Err(StoreError::Corrupt(format!(
+                "{}: the log is full at record {}",
+                self.shown, self.last_seq
+            )));
+        };
+        if !bodies.is_empty() {
+            let count = i64::try_from(bodies.len()).unwrap_or(i64::MAX);
+            sqlx::query(
+                "INSERT INTO op_log (seq, body) \
+                 SELECT $1 + t.ord - 1, t.body FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord)",
+            )
+            .bind(first)
+            .bind(bodies)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.is_unique_violation() => {
+                    StoreError::Conflict(self.last_seq + 1)
+                }
+                _ => map_err(&self.shown, "write to", e),
+            })?;
+            sqlx::query("UPDATE op_log_head SET last_seq = $1 WHERE id")
+                .bind(first + count - 1)
+                .execute(&mut *self.tx)
+                .await
+                .map_err(|e| map_err(&self.shown, "write to", e))?;
+        }
+        self.tx
+            .commit()
+            .await
+            .map_err(|e| map_err(&self.shown, "commit to", e))
+    }
+
+    async fn release(self: Box<Self>) {
+        // Nothing was written; a failed rollback is finished when the connection is reused.
+        let _ = self.tx.rollback().await;
     }
 }
 

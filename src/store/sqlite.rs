@@ -1,7 +1,7 @@
 //! The embedded default: the log in one SQLite file.
 //!
 //! SQLite allows one writer at a time even in WAL mode, so all writes of a handle go through a
-//! single connection, and `append` takes the write lock up front (`BEGIN IMMEDIATE`) before it
+//! single connection, and [`Store::lock`] takes the write lock up front (`BEGIN IMMEDIATE`) before it
 //! reads the last sequence number: a deferred transaction would read, then fail to upgrade to a
 //! write lock with `SQLITE_BUSY` (which the busy timeout cannot wait out) when another process
 //! wrote in between. Reads use a small separate pool, which WAL lets run beside the writer.
@@ -16,9 +16,9 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, SqlSafeStr};
+use sqlx::{Row, SqlSafeStr, Sqlite, Transaction};
 
-use super::{Record, Store, StoreError};
+use super::{LogLock, Record, Store, StoreError};
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -135,10 +135,7 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        let Some(first) = seq_to_db(first_seq) else {
-            return Err(StoreError::Conflict(first_seq));
-        };
+    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
         let mut tx = self
             .writer
             .begin_with("BEGIN IMMEDIATE")
@@ -148,24 +145,17 @@ impl Store for SqliteStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(|e| self.err("read", e))?;
-        if last + 1 != first {
-            // Dropping the transaction rolls it back; nothing was written.
-            return Err(StoreError::Conflict(first_seq));
-        }
-        for (seq, body) in (first..).zip(bodies) {
-            sqlx::query("INSERT INTO op_log (seq, body) VALUES (?1, ?2)")
-                .bind(seq)
-                .bind(body)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| match &e {
-                    sqlx::Error::Database(db) if db.is_unique_violation() => {
-                        StoreError::Conflict(first_seq)
-                    }
-                    _ => self.err("write", e),
-                })?;
-        }
-        tx.commit().await.map_err(|e| self.err("commit to", e))
+        let last_seq = u64::try_from(last).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{}: negative sequence number {last}",
+                self.describe()
+            ))
+        })?;
+        Ok(Box::new(SqliteLock {
+            tx,
+            last_seq,
+            path: self.path.clone(),
+        }))
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
@@ -210,6 +200,60 @@ impl Store for SqliteStore {
 
     fn describe(&self) -> String {
         format!("sqlite://{}", self.path.display())
+    }
+}
+
+/// The write lock: a `BEGIN IMMEDIATE` transaction on the writer connection.
+struct SqliteLock {
+    tx: Transaction<'static, Sqlite>,
+    last_seq: u64,
+    path: PathBuf,
+}
+
+#[async_trait]
+impl LogLock for SqliteLock {
+    fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    async fn commit(mut self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
+        let Some(first) = self.last_seq.checked_add(1).and_then(seq_to_db) else {
+            return Err(StoreError::Corrupt(format!(
+                "{}: the log is full at record {}",
+                self.path.display(),
+                self.last_seq
+            )));
+        };
+        if !bodies.is_empty() {
+            // One statement for the whole batch: every statement is a round trip to the
+            // connection's worker thread, which cost more than the fsync with one per record.
+            let array = serde_json::to_string(bodies).map_err(|e| {
+                StoreError::Unavailable(format!(
+                    "cannot encode records for {}: {e}",
+                    self.path.display()
+                ))
+            })?;
+            sqlx::query("INSERT INTO op_log (seq, body) SELECT ?1 + key, value FROM json_each(?2)")
+                .bind(first)
+                .bind(array)
+                .execute(&mut *self.tx)
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(db) if db.is_unique_violation() => {
+                        StoreError::Conflict(self.last_seq + 1)
+                    }
+                    _ => map_err(&self.path, "write", e),
+                })?;
+        }
+        self.tx
+            .commit()
+            .await
+            .map_err(|e| map_err(&self.path, "commit to", e))
+    }
+
+    async fn release(self: Box<Self>) {
+        // Nothing was written; a failed rollback is finished when the connection is reused.
+        let _ = self.tx.rollback().await;
     }
 }
 
