@@ -2,9 +2,12 @@
 //!
 //! Writers decide one at a time against the *pending* world — the durable state plus every op
 //! decided but not yet appended — so each decision sees the ones before it. Their ops collect in
-//! the open batch; one writer at a time (the flusher) appends the open batch and publishes the
-//! world it leads to. A writer answers only once its batch is durable. When an append fails,
-//! every decision made on top of it is void: those writers decide again on the durable state.
+//! the open batch. One task at a time (the flusher) appends the open batch, publishes the world
+//! it leads to and tells the batch's writers; then it takes the batch that collected meanwhile,
+//! until none is left. A writer answers only once its batch is durable. The flusher is a task
+//! of its own, so a writer that goes away (a client disconnects, a request times out) never
+//! leaves the others' batch unfinished. When an append fails, every decision made on top of it
+//! is void: those writers decide again on the durable state.
 //!
 //! Another process may have appended since the batch was decided (a second server replica).
 //! The flusher learns this with the store's write lock in hand: it catches up and *keeps* the
@@ -13,8 +16,11 @@
 //! lock is released after [`HOLD_FOR`] if nobody comes back for it.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::watch;
 
 use super::{Engine, Op, World};
 use crate::error::ServiceError;
@@ -52,7 +58,15 @@ struct Batch {
     bodies: Vec<String>,
     /// The world once the batch is applied.
     world: Arc<World>,
-    outcome: Arc<OnceLock<Outcome>>,
+    /// How the batch ended, for its writers to wait on; dropped unset only if the flusher
+    /// panicked.
+    outcome: watch::Sender<Option<Outcome>>,
+}
+
+impl Batch {
+    fn end(&self, outcome: Outcome) {
+        self.outcome.send_replace(Some(outcome));
+    }
 }
 
 /// What writers decide against, guarded by the engine's `pending` lock.
@@ -68,6 +82,8 @@ pub(super) struct Pending {
     held: Option<Held>,
     /// How many locks were kept so far: tells a kept lock's expiry which one it is about.
     holds: u64,
+    /// Whether a flusher task is running; it stops when it finds no open batch.
+    flushing: bool,
 }
 
 /// A kept write lock.
@@ -148,13 +164,15 @@ impl Engine {
                     first_seq: base.seq + 1,
                     bodies: Vec::new(),
                     world: Arc::clone(&next),
-                    outcome: Arc::default(),
+                    outcome: watch::Sender::new(None),
                 });
                 batch.bodies.extend(bodies);
                 batch.world = next;
-                (Arc::clone(&batch.outcome), answer)
+                let outcome = batch.outcome.subscribe();
+                self.start_flusher(&mut pending);
+                (outcome, answer)
             };
-            match self.flush(&outcome).await {
+            match ended(outcome).await {
                 Outcome::Durable => return Ok(answer),
                 Outcome::Retry => continue,
                 Outcome::Failed(e) => return Err(e),
@@ -165,44 +183,51 @@ impl Engine {
         ))
     }
 
-    /// Waits until the batch owning `outcome` ended, appending it if nobody else is.
-    ///
-    /// The append runs in a task of its own: if the caller goes away mid-append (a client
-    /// disconnects, a request times out), the batch still ends and every writer in it learns how.
-    async fn flush(&self, outcome: &OnceLock<Outcome>) -> Outcome {
-        let flusher = Arc::clone(&self.flusher).lock_owned().await;
-        if let Some(done) = outcome.get() {
-            return done.clone();
+    /// Starts the flusher unless it is running (the caller holds the `pending` lock).
+    fn start_flusher(&self, pending: &mut Pending) {
+        if pending.flushing {
+            return;
         }
+        // `self` is always reached through an `Arc`, so this only fails while the engine is
+        // being dropped, when nobody is left to wait.
         let Some(engine) = self.me.upgrade() else {
-            return Outcome::Failed(ServiceError::Unavailable(
-                "the engine is shutting down".into(),
-            ));
+            return;
         };
-        let task = tokio::spawn(async move {
-            let _flusher = flusher;
-            engine.append_open_batch().await
+        pending.flushing = true;
+        tokio::spawn(async move {
+            let drained = std::panic::AssertUnwindSafe(engine.drain()).catch_unwind();
+            if drained.await.is_err() {
+                // The batch being appended was dropped with the panic, which its writers see
+                // as a failure. What was decided on top of it is void; the next writer starts a
+                // new flusher.
+                let mut pending = engine.pending.lock().await;
+                if let Some(built_on_it) = pending.open.take() {
+                    built_on_it.end(Outcome::Retry);
+                }
+                pending.world = None;
+                pending.flushing = false;
+            }
         });
-        match task.await {
-            Ok(()) => outcome.get().cloned().unwrap_or_else(|| {
-                Outcome::Failed(ServiceError::Internal(
-                    "a pending write was lost before it was appended".into(),
-                ))
-            }),
-            Err(e) => Outcome::Failed(ServiceError::Internal(format!("the append failed: {e}"))),
+    }
+
+    /// The flusher: appends open batches, oldest first, until there is none.
+    async fn drain(&self) {
+        loop {
+            let (batch, kept) = {
+                let mut pending = self.pending.lock().await;
+                let Some(batch) = pending.open.take() else {
+                    pending.flushing = false;
+                    return;
+                };
+                (batch, pending.held.take())
+            };
+            self.append(batch, kept).await;
         }
     }
 
-    /// Appends the open batch (the caller holds the flusher lock) and settles its outcome.
-    async fn append_open_batch(&self) {
-        // Batches are flushed in order under the flusher lock, so the open one is the oldest.
-        let (batch, kept) = {
-            let mut pending = self.pending.lock().await;
-            let Some(batch) = pending.open.take() else {
-                return;
-            };
-            (batch, pending.held.take())
-        };
+    /// Appends `batch`, with the write lock `kept` from a lost race if there is one, and tells
+    /// its writers how it ended.
+    async fn append(&self, batch: Batch, kept: Option<Held>) {
         let lock = match kept {
             Some(kept) => Ok(kept.lock),
             None => self.store.lock().await,
@@ -238,7 +263,7 @@ impl Engine {
             }
         } else {
             if let Some(built_on_it) = pending.open.take() {
-                let _ = built_on_it.outcome.set(Outcome::Retry);
+                built_on_it.end(Outcome::Retry);
             }
             pending.world = None;
         }
@@ -246,7 +271,7 @@ impl Engine {
             self.keep(&mut pending, lock);
         }
         drop(pending);
-        let _ = batch.outcome.set(end);
+        batch.end(end);
     }
 
     /// Keeps the store's write lock for the next append, releasing it after [`HOLD_FOR`] unless
@@ -272,5 +297,15 @@ impl Engine {
                 held.lock.release().await;
             }
         });
+    }
+}
+
+/// How the batch behind `outcome` ended.
+async fn ended(mut outcome: watch::Receiver<Option<Outcome>>) -> Outcome {
+    match outcome.wait_for(Option::is_some).await {
+        Ok(ended) => ended.clone().unwrap_or(Outcome::Retry),
+        Err(_) => Outcome::Failed(ServiceError::Internal(
+            "the append stopped unexpectedly; this change may or may not have been written".into(),
+        )),
     }
 }

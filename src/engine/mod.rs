@@ -51,7 +51,6 @@ pub struct Engine {
     config: EngineConfig,
     state: RwLock<Arc<World>>,
     pending: tokio::sync::Mutex<commit::Pending>,
-    flusher: Arc<tokio::sync::Mutex<()>>,
     /// This engine, for work that must outlive the call that started it (a flush).
     me: std::sync::Weak<Engine>,
     ids: Mutex<ulid::Generator>,
@@ -96,7 +95,6 @@ impl Engine {
             config,
             state: RwLock::new(Arc::new(World::default())),
             pending: tokio::sync::Mutex::default(),
-            flusher: Arc::new(tokio::sync::Mutex::new(())),
             ids: Mutex::new(ulid::Generator::new()),
             first_seen: Mutex::new(HashMap::new()),
             caught_up_at: Mutex::new(None),
