@@ -6,7 +6,7 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use super::{Claims, Scopes, Secret, verify};
+use super::{Claims, Scopes, Verifier};
 use crate::model::Traveller;
 
 /// A caller whose token verified: who they are and what they may do.
@@ -43,8 +43,8 @@ impl AuthRejection {
 }
 
 impl Authenticated {
-    /// Verifies the request's bearer token against `secret`.
-    pub fn from_parts(parts: &Parts, secret: &Secret) -> Result<Self, AuthRejection> {
+    /// Verifies the request's bearer token with `verifier`.
+    pub fn from_parts(parts: &Parts, verifier: &Verifier) -> Result<Self, AuthRejection> {
         let header = parts
             .headers
             .get(AUTHORIZATION)
@@ -60,8 +60,9 @@ impl Authenticated {
                 "the {scheme} scheme is not accepted; use Bearer"
             )));
         }
-        let claims =
-            verify(secret, token.trim()).map_err(|e| AuthRejection::Invalid(e.to_string()))?;
+        let claims = verifier
+            .verify(token.trim())
+            .map_err(|e| AuthRejection::Invalid(e.to_string()))?;
         let traveller = claims
             .sub
             .parse()
@@ -77,7 +78,7 @@ impl Authenticated {
 impl<S> FromRequestParts<S> for Authenticated
 where
     S: Send + Sync,
-    Arc<Secret>: FromRef<S>,
+    Arc<Verifier>: FromRef<S>,
 {
     type Rejection = AuthRejection;
 
@@ -85,8 +86,8 @@ where
         if let Some(done) = parts.extensions.get::<Authenticated>() {
             return Ok(done.clone());
         }
-        let secret = Arc::<Secret>::from_ref(state);
-        let auth = Self::from_parts(parts, &secret)?;
+        let verifier = Arc::<Verifier>::from_ref(state);
+        let auth = Self::from_parts(parts, &verifier)?;
         parts.extensions.insert(auth.clone());
         Ok(auth)
     }

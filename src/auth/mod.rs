@@ -7,8 +7,10 @@
 
 mod extract;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -333,6 +335,65 @@ pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
     Ok(claims)
 }
 
+/// How many verified tokens a [`Verifier`] remembers (a few hundred bytes each).
+const REMEMBERED_TOKENS: usize = 4096;
+
+/// Verifies tokens against one secret, remembering the ones that passed until they expire: a
+/// client sends the same token with every request, and checking its signature again costs more
+/// than the rest of a small request's authentication. Only tokens that verified are
+/// remembered, so a flood of forged ones cannot fill the memory.
+#[derive(Debug)]
+pub struct Verifier {
+    secret: Secret,
+    verified: Mutex<HashMap<String, Claims>>,
+}
+
+impl Verifier {
+    /// A verifier for tokens signed with `secret`.
+    pub fn new(secret: Secret) -> Self {
+        Self {
+            secret,
+            verified: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// What [`verify`] answers for `token`, without checking a remembered token's signature
+    /// again.
+    pub fn verify(&self, token: &str) -> Result<Claims, AuthError> {
+        self.verify_at(token, now_secs())
+    }
+
+    fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
+        let unexpired = |claims: &Claims| claims.exp.saturating_add(LEEWAY_SECS) >= now;
+        {
+            let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
+            match verified.get(token) {
+                Some(claims) if unexpired(claims) => return Ok(claims.clone()),
+                Some(_) => {
+                    verified.remove(token);
+                    return Err(AuthError::InvalidToken(
+                        jsonwebtoken::errors::Error::from(
+                            jsonwebtoken::errors::ErrorKind::ExpiredSignature,
+                        )
+                        .to_string(),
+                    ));
+                }
+                None => {}
+            }
+        }
+        let claims = verify(&self.secret, token)?;
+        let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
+        if verified.len() >= REMEMBERED_TOKENS {
+            verified.retain(|_, claims| unexpired(claims));
+            if verified.len() >= REMEMBERED_TOKENS {
+                verified.clear();
+            }
+        }
+        verified.insert(token.to_owned(), claims.clone());
+        Ok(claims)
+    }
+}
+
 /// A fresh token for `subject` with `scopes`, valid for `ttl` (the `chronoscope token` command).
 pub fn issue_token(
     secret: &Secret,
@@ -358,6 +419,35 @@ pub fn issue_token(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verifier_answers_like_verify_and_forgets_tokens_once_expired() {
+        let scopes: Scopes = [Scope::Read].into_iter().collect();
+        let token = issue_token(&secret(), "ada", &scopes, Duration::from_secs(60)).unwrap();
+        let verifier = Verifier::new(secret());
+        let now = now_secs();
+        assert_eq!(
+            verifier.verify_at(&token, now).unwrap(),
+            verify(&secret(), &token).unwrap()
+        );
+        // Remembered: the same answer again, until the expiry (with leeway) has passed.
+        let claims = verifier.verify_at(&token, now).unwrap();
+        assert_eq!(claims.sub, "ada");
+        assert!(verifier.verify_at(&token, claims.exp + LEEWAY_SECS).is_ok());
+        let expired = verifier.verify_at(&token, claims.exp + LEEWAY_SECS + 1);
+        assert!(
+            matches!(&expired, Err(AuthError::InvalidToken(why)) if why.contains("Expired")),
+            "{expired:?}"
+        );
+
+        // A token signed with another secret is refused every time, and never remembered.
+        let other = Secret::from_bytes("another secret, long enough").unwrap();
+        let forged = issue_token(&other, "ada", &scopes, Duration::from_secs(60)).unwrap();
+        for _ in 0..2 {
+            assert!(verifier.verify(&forged).is_err());
+        }
+        assert!(!verifier.verified.lock().unwrap().contains_key(&forged));
+    }
 
     fn secret() -> Secret {
         Secret::from_bytes("0123456789abcdef0123456789abcdef").unwrap()

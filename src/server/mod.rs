@@ -45,7 +45,7 @@ pub use openapi::openapi;
 pub use problem::{PROBLEM_JSON, Problem, RequestCtx};
 pub use views::View;
 
-use crate::auth::Secret;
+use crate::auth::{Secret, Verifier};
 use crate::engine::Engine;
 use crate::model::Traveller;
 use crate::service::TimelineService;
@@ -96,15 +96,15 @@ impl ServerConfig {
 #[derive(Clone)]
 pub struct AppState {
     sessions: Arc<dyn Sessions>,
-    secret: Arc<Secret>,
+    verifier: Arc<Verifier>,
     limiter: Arc<RateLimiter>,
     openapi: Arc<String>,
     config: Arc<ServerConfig>,
 }
 
-impl FromRef<AppState> for Arc<Secret> {
+impl FromRef<AppState> for Arc<Verifier> {
     fn from_ref(state: &AppState) -> Self {
-        Arc::clone(&state.secret)
+        Arc::clone(&state.verifier)
     }
 }
 
@@ -158,7 +158,7 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
     let doc = openapi::finish(doc);
     let state = AppState {
         sessions: Arc::new(sessions),
-        secret: Arc::new(config.secret.clone()),
+        verifier: Arc::new(Verifier::new(config.secret.clone())),
         limiter: Arc::new(RateLimiter::new(config.rate_limit)),
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
