@@ -1310,8 +1310,9 @@ async fn writes_that_always_lose_the_race_still_succeed() {
     }))
     .await;
 
+    // Writers keep arriving while earlier ones are deciding again, as under steady load.
     let mut tasks = Vec::new();
-    for i in 0..60 {
+    for i in 0..400 {
         let ada = engine.session("ada".parse().unwrap());
         tasks.push(tokio::spawn(async move {
             ada.register_item(NewItem {
@@ -1319,6 +1320,9 @@ async fn writes_that_always_lose_the_race_still_succeed() {
             })
             .await
         }));
+        if i % 20 == 19 {
+            tokio::time::sleep(std::time::Duration::from_micros(300)).await;
+        }
     }
     let mut acknowledged = Vec::new();
     for task in tasks {

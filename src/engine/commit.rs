@@ -11,16 +11,18 @@
 //!
 //! Another process may have appended since the batch was decided (a second server replica).
 //! The flusher learns this with the store's write lock in hand: it catches up and *keeps* the
-//! lock while the batch's writers decide again on the new state, so their next append cannot
-//! lose again. Under any amount of contention a write therefore takes at most two rounds; the
-//! lock is released after [`HOLD_FOR`] if nobody comes back for it.
+//! lock while the batch's writers decide again on the new state. Each of them holds a share of
+//! a [`Rejoin`] until it has decided again; when the last lets go, every one of them is in the
+//! open batch, and that batch is appended with the kept lock, so it cannot lose again. Under
+//! any amount of contention a write therefore takes at most two rounds. The lock is released
+//! after [`HOLD_FOR`] if nobody comes back for it.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use super::{Engine, Op, World};
 use crate::error::ServiceError;
@@ -45,10 +47,24 @@ enum Outcome {
     /// Appended and published.
     Durable,
     /// Decided on a state that is void (another process wrote first, or an earlier batch
-    /// failed): decide again.
-    Retry,
+    /// failed): decide again. With a [`Rejoin`] when the store's write lock is kept for the
+    /// second decision: the state is caught up, so decide at once.
+    Retry(Option<Arc<Rejoin>>),
     /// The store refused; nothing of the batch was written.
     Failed(ServiceError),
+}
+
+/// Shared by the writers of batches voided by a lost race until each has decided again (or
+/// gone away); dropping the last share tells the flusher that the lock it kept can be used.
+#[derive(Debug)]
+pub(super) struct Rejoin(Option<oneshot::Sender<()>>);
+
+impl Drop for Rejoin {
+    fn drop(&mut self) {
+        if let Some(rejoined) = self.0.take() {
+            let _ = rejoined.send(());
+        }
+    }
 }
 
 /// Ops decided together, waiting to be appended.
@@ -90,6 +106,10 @@ pub(super) struct Pending {
 struct Held {
     lock: Box<dyn LogLock>,
     generation: u64,
+    /// Resolves when every writer it was kept for has decided again.
+    rejoined: oneshot::Receiver<()>,
+    /// When it is released whether or not they have.
+    until: tokio::time::Instant,
 }
 
 impl fmt::Debug for Held {
@@ -109,9 +129,11 @@ impl Engine {
         &self,
         decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
     ) -> Result<T, ServiceError> {
+        // Set while the store's write lock is kept for this writer's next decision.
+        let mut rejoin: Option<Arc<Rejoin>> = None;
         for attempt in 0..WRITE_ATTEMPTS {
-            // A kept lock means the state is caught up and the next append is ours: no pause.
-            if attempt > 0 && self.pending.lock().await.held.is_none() {
+            // With the lock kept the state is caught up and the next append is ours: no pause.
+            if attempt > 0 && rejoin.is_none() {
                 let ceiling = (1u64 << attempt.min(6)).min(MAX_BACKOFF_MS);
                 let pause = rand::random_range(0..=ceiling);
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
@@ -124,7 +146,7 @@ impl Engine {
                 let mut base = match &pending.world {
                     Some(world) => Arc::clone(world),
                     None => {
-                        if attempt > 0 && pending.held.is_none() {
+                        if attempt > 0 && rejoin.is_none() {
                             self.catch_up().await?;
                         }
                         self.snapshot_now()
@@ -170,11 +192,13 @@ impl Engine {
                 batch.world = next;
                 let outcome = batch.outcome.subscribe();
                 self.start_flusher(&mut pending);
+                // In the batch: the kept lock need not wait for this writer any longer.
+                drop(rejoin.take());
                 (outcome, answer)
             };
             match ended(outcome).await {
                 Outcome::Durable => return Ok(answer),
-                Outcome::Retry => continue,
+                Outcome::Retry(kept) => rejoin = kept,
                 Outcome::Failed(e) => return Err(e),
             }
         }
@@ -202,7 +226,7 @@ impl Engine {
                 // new flusher.
                 let mut pending = engine.pending.lock().await;
                 if let Some(built_on_it) = pending.open.take() {
-                    built_on_it.end(Outcome::Retry);
+                    built_on_it.end(Outcome::Retry(None));
                 }
                 pending.world = None;
                 pending.flushing = false;
@@ -213,13 +237,24 @@ impl Engine {
     /// The flusher: appends open batches, oldest first, until there is none.
     async fn drain(&self) {
         loop {
-            let (batch, kept) = {
+            let mut kept = self.pending.lock().await.held.take();
+            if let Some(held) = &mut kept {
+                // Let every writer the lock was kept for into the open batch first.
+                let _ = tokio::time::timeout_at(held.until, &mut held.rejoined).await;
+            }
+            let batch = {
                 let mut pending = self.pending.lock().await;
-                let Some(batch) = pending.open.take() else {
-                    pending.flushing = false;
-                    return;
-                };
-                (batch, pending.held.take())
+                match pending.open.take() {
+                    Some(batch) => batch,
+                    None => {
+                        pending.flushing = false;
+                        drop(pending);
+                        if let Some(held) = kept {
+                            held.lock.release().await;
+                        }
+                        return;
+                    }
+                }
             };
             self.append(batch, kept).await;
         }
@@ -237,7 +272,7 @@ impl Engine {
             Ok(lock) if lock.last_seq().checked_add(1) == Some(batch.first_seq) => {
                 match lock.commit(&batch.bodies).await {
                     Ok(()) => Outcome::Durable,
-                    Err(StoreError::Conflict(_)) => Outcome::Retry,
+                    Err(StoreError::Conflict(_)) => Outcome::Retry(None),
                     Err(e) => Outcome::Failed(e.into()),
                 }
             }
@@ -245,8 +280,9 @@ impl Engine {
             // this batch's writers, who decide again on the new state.
             Ok(lock) => match self.catch_up().await {
                 Ok(()) => {
-                    keep = Some(lock);
-                    Outcome::Retry
+                    let (rejoined, waiting) = oneshot::channel();
+                    keep = Some((lock, waiting));
+                    Outcome::Retry(Some(Arc::new(Rejoin(Some(rejoined)))))
                 }
                 Err(e) => {
                     lock.release().await;
@@ -263,23 +299,33 @@ impl Engine {
             }
         } else {
             if let Some(built_on_it) = pending.open.take() {
-                built_on_it.end(Outcome::Retry);
+                // Its writers decide again too; with the lock kept, they rejoin with the others.
+                let rejoin = match &end {
+                    Outcome::Retry(rejoin) => rejoin.clone(),
+                    _ => None,
+                };
+                built_on_it.end(Outcome::Retry(rejoin));
             }
             pending.world = None;
         }
-        if let Some(lock) = keep {
-            self.keep(&mut pending, lock);
+        if let Some((lock, rejoined)) = keep {
+            self.keep(&mut pending, lock, rejoined);
         }
         drop(pending);
         batch.end(end);
     }
 
     /// Keeps the store's write lock for the next append, releasing it after [`HOLD_FOR`] unless
-    /// that append took it first.
-    fn keep(&self, pending: &mut Pending, lock: Box<dyn LogLock>) {
+    /// a flusher took it first.
+    fn keep(&self, pending: &mut Pending, lock: Box<dyn LogLock>, rejoined: oneshot::Receiver<()>) {
         pending.holds += 1;
         let generation = pending.holds;
-        pending.held = Some(Held { lock, generation });
+        pending.held = Some(Held {
+            lock,
+            generation,
+            rejoined,
+            until: tokio::time::Instant::now() + HOLD_FOR,
+        });
         let engine = self.me.clone();
         tokio::spawn(async move {
             tokio::time::sleep(HOLD_FOR).await;
@@ -303,7 +349,7 @@ impl Engine {
 /// How the batch behind `outcome` ended.
 async fn ended(mut outcome: watch::Receiver<Option<Outcome>>) -> Outcome {
     match outcome.wait_for(Option::is_some).await {
-        Ok(ended) => ended.clone().unwrap_or(Outcome::Retry),
+        Ok(ended) => ended.clone().unwrap_or(Outcome::Retry(None)),
         Err(_) => Outcome::Failed(ServiceError::Internal(
             "the append stopped unexpectedly; this change may or may not have been written".into(),
         )),
