@@ -240,34 +240,35 @@ fn random_hex(n: usize) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[cfg(unix)]
+/// Creates `path` holding `text`, readable by the owner only, unless it exists already. The
+/// file appears whole or not at all: `text` goes to a temporary file first, which is then
+/// hard-linked into place (a link, unlike a rename, never replaces what another process made
+/// meanwhile). So a second process starting at the same moment never reads a half-written
+/// secret.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(mut f) => f.write_all(text.as_bytes()),
+    let temporary = path.with_file_name(format!(
+        ".{}.{}.{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id(),
+        random_hex(4)
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(&temporary).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| match std::fs::hard_link(&temporary, path) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-#[cfg(not(unix))]
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-    {
-        Ok(mut f) => f.write_all(text.as_bytes()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
+        other => other,
+    });
+    let _ = std::fs::remove_file(&temporary);
+    linked
 }
 
 #[cfg(unix)]
@@ -419,6 +420,35 @@ pub fn issue_token(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_creating_the_secret_file_at_once_all_read_the_same_whole_secret() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("data").join(SECRET_FILE);
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let loaders: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Secret::from_file(&path).map(|s| s.bytes().to_vec())
+                    })
+                })
+                .collect();
+            let secrets: Vec<_> = loaders
+                .into_iter()
+                .map(|l| l.join().unwrap().expect("every loader gets the secret"))
+                .collect();
+            assert!(secrets.iter().all(|s| s == &secrets[0]));
+            // Only the secret is left behind, no temporary files.
+            let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, [SECRET_FILE]);
+        }
+    }
 
     #[test]
     fn the_verifier_answers_like_verify_and_forgets_tokens_once_expired() {
