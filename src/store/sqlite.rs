@@ -74,9 +74,8 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             // FULL: a commit is fsynced before it returns, so an acknowledged write survives an
             // OS crash or power loss too, not only a killed process (NORMAL in WAL mode can roll
-            // back the last commits then). One fsync costs ~2.5 ms here (~390 single-record
-            // appends/s against ~5,200 with NORMAL); the engine's group commit shares it among
-            // every write waiting at that moment.
+            // back the last commits then). The fsync is most of a write's cost (README,
+            // "Figures"); the engine's group commit shares one among every write waiting then.
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             // Checkpoint every ~40 MB of log rather than every 4 MB: a checkpoint fsyncs the
