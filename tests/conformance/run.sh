@@ -8,7 +8,8 @@
 # that generated description, and `redocly lint` checks it. Any failure fails the run.
 #
 # Needs: node + npm (registry traffic only, for `npm ci`), cargo, curl.
-# Env: CHRONOSCOPE_SHARED_DIR (default: shared/ beside the repository, the CI layout),
+# Env: CHRONOSCOPE_SHARED_DIR (default: shared/ beside the repository when it is there, else the
+#      copy of warp.openapi.yaml kept in tests/conformance/reference/),
 #      CONFORMANCE_KEEP=1 keeps the temp dir (server log, respect JSON reports) for a post-mortem.
 set -euo pipefail
 
@@ -17,8 +18,15 @@ repo="$(cd "$here/../.." && pwd)"
 shared="${CHRONOSCOPE_SHARED_DIR:-$repo/../shared}"
 warp="$shared/reference/warp.openapi.yaml"
 if [ ! -f "$warp" ]; then
-  echo "conformance: $warp not found (set CHRONOSCOPE_SHARED_DIR to the shared/ directory)" >&2
-  exit 1
+  if [ -n "${CHRONOSCOPE_SHARED_DIR:-}" ]; then
+    echo "conformance: $warp not found (CHRONOSCOPE_SHARED_DIR names the shared/ directory)" >&2
+    exit 1
+  fi
+  # A clone on its own: use the copy kept in the repository.
+  warp="$here/reference/warp.openapi.yaml"
+  echo "conformance: no shared/ beside the repository; using $warp"
+elif ! cmp -s "$warp" "$here/reference/warp.openapi.yaml"; then
+  echo "conformance: note: $warp differs from the copy in tests/conformance/reference/; using $warp"
 fi
 warp="$(cd "$(dirname "$warp")" && pwd)/$(basename "$warp")"
 
@@ -106,8 +114,8 @@ summary() { grep -aE '(Workflows|Steps|Checks): [0-9]' "$1" | sed -E 's/^[^A-Z]*
 respect_run() {
   local label="$1" source="$2" server="$3" arazzo="$work/$1.arazzo.yaml" event inputs
   step "respect ($label): source $source, server $server"
-  # The workflow file names the CI layout's path; point this copy at the file for this run.
-  sed "s#url: ../../../shared/reference/warp.openapi.yaml#url: $source#" \
+  # The workflow file names the copy kept beside it; point this copy at the file for this run.
+  sed "s#url: reference/warp.openapi.yaml#url: $source#" \
     "$here/warp.arazzo.yaml" >"$arazzo"
   grep -q "url: $source" "$arazzo"
   event="$(add_event false)"
