@@ -119,6 +119,52 @@ impl Store for PostgresStore {
         }))
     }
 
+    /// One statement, run in autocommit: it moves the head row on only if it still names the
+    /// record before `first_seq` (a concurrent appender's row lock makes it wait, then see the
+    /// new value and match nothing), and inserts the records only if it did. One round trip
+    /// where locking the head, inserting, moving the head and committing in turn are five.
+    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+        let conflict = || StoreError::Conflict(first_seq);
+        let Some(first) = i64::try_from(first_seq).ok().filter(|&first| first >= 1) else {
+            return Err(conflict());
+        };
+        if bodies.is_empty() {
+            let last = self.last_seq().await?;
+            return if last.checked_add(1) == Some(first_seq) {
+                Ok(())
+            } else {
+                Err(conflict())
+            };
+        }
+        let inserted = sqlx::query(
+            "WITH head AS ( \
+                 UPDATE op_log_head SET last_seq = $1 + cardinality($2::text[]) - 1 \
+                 WHERE id AND last_seq = $1 - 1 RETURNING last_seq) \
+             INSERT INTO op_log (seq, body) \
+             SELECT $1 + t.ord - 1, t.body \
+             FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord) \
+             WHERE EXISTS (SELECT 1 FROM head)",
+        )
+        .bind(first)
+        .bind(bodies)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => conflict(),
+            _ => self.err("write to", e),
+        })?
+        .rows_affected();
+        match usize::try_from(inserted) {
+            Ok(n) if n == bodies.len() => Ok(()),
+            Ok(0) => Err(conflict()),
+            _ => Err(StoreError::Corrupt(format!(
+                "{}: appending {} records wrote {inserted}",
+                self.shown,
+                bodies.len()
+            ))),
+        }
+    }
+
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
         let Ok(after_db) = i64::try_from(after) else {
             return Ok(Vec::new());
