@@ -522,3 +522,97 @@ async fn several_processes_creating_one_sqlite_file_at_once_all_succeed() {
     }
     assert_eq!(stores[0].last_seq().await.unwrap(), 8);
 }
+
+// ---- SQLite's queued appends (the only backend that queues them) ----
+
+async fn sqlite_handles() -> (TempDir, Arc<dyn Store>, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("log.db").display());
+    let store = store::open(&url).await.unwrap();
+    let other = store::open(&url).await.unwrap();
+    (dir, store, other)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_queued_appends_are_written_in_the_order_started() {
+    let (_dir, store, _) = sqlite_handles().await;
+    let queue = |first, texts: &[&str], chained| {
+        store
+            .append_queued(first, &bodies(texts), chained)
+            .expect("SQLite queues appends")
+    };
+    let a = queue(1, &["a"], false);
+    let b = queue(2, &["b", "c"], true);
+    let d = queue(4, &["d"], true);
+    // Awaited last to first: each was in the store's hands when it was started.
+    d.await.unwrap();
+    b.await.unwrap();
+    a.await.unwrap();
+    assert_eq!(
+        pairs(&all(&*store).await),
+        [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    );
+}
+
+/// Another process takes the next sequence numbers while two appends of this handle wait in
+/// its queue. The first is refused, and so must the second be, although the log now ends
+/// exactly where it expects: it was decided on top of the first, which is not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_queued_append_built_on_a_refused_one_is_refused() {
+    let (_dir, store, other) = sqlite_handles().await;
+    store.append(1, &bodies(&["base"])).await.unwrap();
+    let theirs = other.lock().await.unwrap();
+    let first = store
+        .append_queued(2, &bodies(&["mine 2", "mine 3"]), false)
+        .unwrap();
+    let second = store
+        .append_queued(4, &bodies(&["built on mine"]), true)
+        .unwrap();
+    // A later append that is not chained to them is tried on its own merits.
+    let unchained = store
+        .append_queued(4, &bodies(&["decided after catching up"]), false)
+        .unwrap();
+    theirs
+        .commit(&bodies(&["theirs 2", "theirs 3"]))
+        .await
+        .unwrap();
+
+    assert!(matches!(first.await, Err(StoreError::Conflict(2))));
+    assert!(matches!(second.await, Err(StoreError::Conflict(4))));
+    unchained.await.unwrap();
+    assert_eq!(
+        pairs(&all(&*store).await),
+        [
+            (1, "base"),
+            (2, "theirs 2"),
+            (3, "theirs 3"),
+            (4, "decided after catching up")
+        ]
+    );
+}
+
+/// A caller that stops waiting for the write lock (a timeout, a client gone) never leaves it
+/// taken, whether it gave up before or after the lock was granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_an_abandoned_lock_request_lets_the_lock_go() {
+    let (_dir, store, other) = sqlite_handles().await;
+    for wait in 0..60 {
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_micros(wait * 25), store.lock()).await;
+    }
+    let appended = |store: Arc<dyn Store>, text: &'static str| async move {
+        let next = store.last_seq().await.unwrap() + 1;
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            store.append(next, &bodies(&[text])),
+        )
+        .await
+        .expect("the write lock was never let go")
+    };
+    appended(Arc::clone(&store), "same handle").await.unwrap();
+    appended(other, "another process").await.unwrap();
+    assert_eq!(
+        pairs(&all(&*store).await),
+        [(1, "same handle"), (2, "another process")]
+    );
+}

@@ -9,6 +9,11 @@
 //! leaves the others' batch unfinished. When an append fails, every decision made on top of it
 //! is void: those writers decide again on the durable state.
 //!
+//! A store that queues appends (SQLite's writer thread) is handed the batch that collects while
+//! the one before it is being written, chained to it, so the store goes from one append straight
+//! to the next instead of waiting for this process to hear of the first and send the second.
+//! The store refuses a chained append when the one before it failed; its writers decide again.
+//!
 //! Another process may have appended since the batch was decided (a second server replica).
 //! The flusher learns this with the store's write lock in hand: it catches up and *keeps* the
 //! lock while the batch's writers decide again on the new state. Each of them holds a share of
@@ -17,6 +22,7 @@
 //! any amount of contention a write therefore takes at most two rounds. The lock is released
 //! after [`HOLD_FOR`] if nobody comes back for it.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +33,7 @@ use tokio::sync::{oneshot, watch};
 use super::{Engine, Op, World};
 use crate::error::ServiceError;
 use crate::model::Instant;
-use crate::store::{LogLock, StoreError};
+use crate::store::{Appending, LogLock, StoreError};
 
 /// How many times a write is decided again. Two suffice when the write lock kept after a lost
 /// race is used in time; the rest cover a kept lock that expired (see [`HOLD_FOR`]).
@@ -40,6 +46,10 @@ const MAX_BACKOFF_MS: u64 = 64;
 /// left to write (they went away, or the new state refuses them), and bounds how long other
 /// processes wait then.
 const HOLD_FOR: Duration = Duration::from_millis(100);
+/// How many batches the flusher keeps handed to a store that queues appends
+/// ([`crate::store::Store::append_queued`]): the one being written and the next, so the store
+/// goes from one to the next without waiting for this process in between.
+const QUEUED: usize = 2;
 
 /// How a batch ended, shared by every writer in it.
 #[derive(Clone, Debug)]
@@ -192,6 +202,7 @@ impl Engine {
                 batch.world = next;
                 let outcome = batch.outcome.subscribe();
                 self.start_flusher(&mut pending);
+                self.opened.notify_one();
                 // In the batch: the kept lock need not wait for this writer any longer.
                 drop(rejoin.take());
                 (outcome, answer)
@@ -236,37 +247,134 @@ impl Engine {
 
     /// The flusher: appends open batches, oldest first, until there is none.
     async fn drain(&self) {
+        // Batches handed to a store that queues appends, not yet answered, oldest first.
+        let mut queued: VecDeque<(Batch, Appending)> = VecDeque::new();
         loop {
-            let mut kept = self.pending.lock().await.held.take();
-            if let Some(held) = &mut kept {
-                // Let every writer the lock was kept for into the open batch first.
-                let _ = tokio::time::timeout_at(held.until, &mut held.rejoined).await;
-            }
-            let batch = {
+            if queued.is_empty() {
+                let mut kept = self.pending.lock().await.held.take();
+                if let Some(held) = &mut kept {
+                    // Let every writer the lock was kept for into the open batch first.
+                    let _ = tokio::time::timeout_at(held.until, &mut held.rejoined).await;
+                }
                 let mut pending = self.pending.lock().await;
-                match pending.open.take() {
-                    Some(batch) => batch,
-                    None => {
-                        pending.flushing = false;
-                        drop(pending);
-                        if let Some(held) = kept {
-                            held.lock.release().await;
-                        }
-                        return;
+                let Some(batch) = pending.open.take() else {
+                    pending.flushing = false;
+                    drop(pending);
+                    if let Some(held) = kept {
+                        held.lock.release().await;
                     }
+                    return;
+                };
+                match kept {
+                    Some(kept) => {
+                        drop(pending);
+                        self.append_locked(batch, Ok(kept.lock), Vec::new()).await;
+                    }
+                    None => match self
+                        .store
+                        .append_queued(batch.first_seq, &batch.bodies, false)
+                    {
+                        Some(appending) => queued.push_back((batch, appending)),
+                        None => {
+                            drop(pending);
+                            self.append(batch).await;
+                        }
+                    },
+                }
+                continue;
+            }
+            // While the oldest is being written, hand the store the batch that collects
+            // meanwhile, so that it is written next without waiting for this task.
+            let room = queued.len() < QUEUED;
+            let answered = {
+                let (_, oldest) = &mut queued[0];
+                tokio::select! {
+                    biased;
+                    answer = oldest => Some(answer),
+                    () = self.opened.notified(), if room => None,
                 }
             };
-            self.append(batch, kept).await;
+            let Some(answer) = answered else {
+                let mut pending = self.pending.lock().await;
+                if pending.held.is_none()
+                    && let Some(batch) = pending.open.take()
+                {
+                    match self
+                        .store
+                        .append_queued(batch.first_seq, &batch.bodies, true)
+                    {
+                        Some(appending) => queued.push_back((batch, appending)),
+                        None => pending.open = Some(batch),
+                    }
+                }
+                continue;
+            };
+            let Some((batch, _)) = queued.pop_front() else {
+                continue;
+            };
+            match answer {
+                Ok(()) => {
+                    let more = !queued.is_empty();
+                    self.finish(batch, Outcome::Durable, None, more, Vec::new())
+                        .await;
+                }
+                Err(e) => {
+                    // Everything queued after it was decided on top of it, and the store refuses
+                    // it (chained); wait for those answers before anything else.
+                    let mut refused = Vec::new();
+                    while let Some((later, appending)) = queued.pop_front() {
+                        match appending.await {
+                            Err(_) => refused.push(later),
+                            // Not what a store may do: the writes are there, so say so.
+                            Ok(()) => {
+                                tracing::error!(
+                                    first_seq = later.first_seq,
+                                    "the store appended a batch queued after one it refused"
+                                );
+                                self.finish(later, Outcome::Durable, None, false, Vec::new())
+                                    .await;
+                            }
+                        }
+                    }
+                    self.lost(batch, e, refused).await;
+                }
+            }
         }
     }
 
-    /// Appends `batch`, with the write lock `kept` from a lost race if there is one, and tells
-    /// its writers how it ended.
-    async fn append(&self, batch: Batch, kept: Option<Held>) {
-        let lock = match kept {
-            Some(kept) => Ok(kept.lock),
-            None => self.store.lock().await,
-        };
+    /// Appends `batch` in one step, or, when another process wrote first, under the lock.
+    async fn append(&self, batch: Batch) {
+        match self.store.append(batch.first_seq, &batch.bodies).await {
+            Ok(()) => {
+                self.finish(batch, Outcome::Durable, None, false, Vec::new())
+                    .await;
+            }
+            Err(e) => self.lost(batch, e, Vec::new()).await,
+        }
+    }
+
+    /// After the one-step append of `batch` failed with `e`: `refused` were queued after it.
+    async fn lost(&self, batch: Batch, e: StoreError, refused: Vec<Batch>) {
+        match e {
+            // Usually another process wrote first; the lock tells, and is then kept (below).
+            StoreError::Conflict(_) => {
+                let lock = self.store.lock().await;
+                self.append_locked(batch, lock, refused).await;
+            }
+            e => {
+                self.finish(batch, Outcome::Failed(e.into()), None, false, refused)
+                    .await;
+            }
+        }
+    }
+
+    /// Appends `batch` under the store's write lock, kept from a lost race or just taken.
+    async fn append_locked(
+        &self,
+        batch: Batch,
+        lock: Result<Box<dyn LogLock>, StoreError>,
+        refused: Vec<Batch>,
+    ) {
         let mut keep = None;
         let end = match lock {
             Ok(lock) if lock.last_seq().checked_add(1) == Some(batch.first_seq) => {
@@ -291,20 +399,37 @@ impl Engine {
             },
             Err(e) => Outcome::Failed(e.into()),
         };
+        self.finish(batch, end, keep, false, refused).await;
+    }
+
+    /// Tells `batch`'s writers how it ended. When it is durable, publishes the world it leads
+    /// to; `more` says another batch is still queued in the store. Otherwise, or when batches
+    /// queued after it were `refused`, every decision made on top of it is void: their writers
+    /// decide again (with the write lock if one is kept, which waits for them).
+    async fn finish(
+        &self,
+        batch: Batch,
+        end: Outcome,
+        keep: Option<(Box<dyn LogLock>, oneshot::Receiver<()>)>,
+        more: bool,
+        refused: Vec<Batch>,
+    ) {
         let mut pending = self.pending.lock().await;
-        if matches!(end, Outcome::Durable) {
+        let durable = matches!(end, Outcome::Durable);
+        if durable {
             self.publish(Arc::clone(&batch.world));
-            if pending.open.is_none() {
+        }
+        if durable && refused.is_empty() {
+            if pending.open.is_none() && !more {
                 pending.world = None;
             }
         } else {
-            if let Some(built_on_it) = pending.open.take() {
-                // Its writers decide again too; with the lock kept, they rejoin with the others.
-                let rejoin = match &end {
-                    Outcome::Retry(rejoin) => rejoin.clone(),
-                    _ => None,
-                };
-                built_on_it.end(Outcome::Retry(rejoin));
+            let rejoin = match &end {
+                Outcome::Retry(rejoin) => rejoin.clone(),
+                _ => None,
+            };
+            for built_on_it in refused.iter().chain(pending.open.take().as_ref()) {
+                built_on_it.end(Outcome::Retry(rejoin.clone()));
             }
             pending.world = None;
         }

@@ -51,6 +51,8 @@ pub struct Engine {
     config: EngineConfig,
     state: RwLock<Arc<World>>,
     pending: tokio::sync::Mutex<commit::Pending>,
+    /// Told when a write joins the open batch, for a flusher waiting to queue it.
+    opened: tokio::sync::Notify,
     /// This engine, for work that must outlive the call that started it (a flush).
     me: std::sync::Weak<Engine>,
     ids: Mutex<ulid::Generator>,
@@ -95,6 +97,7 @@ impl Engine {
             config,
             state: RwLock::new(Arc::new(World::default())),
             pending: tokio::sync::Mutex::default(),
+            opened: tokio::sync::Notify::new(),
             ids: Mutex::new(ulid::Generator::new()),
             first_seen: Mutex::new(HashMap::new()),
             caught_up_at: Mutex::new(None),

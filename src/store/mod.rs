@@ -12,6 +12,7 @@
 mod memory;
 mod postgres;
 mod sqlite;
+mod sqlite_writer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -135,6 +136,10 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// An append started with [`Store::append_queued`], answered when it has been tried.
+pub type Appending =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
+
 /// The log every backend keeps.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -154,6 +159,18 @@ pub trait Store: Send + Sync {
             return Err(StoreError::Conflict(first_seq));
         }
         lock.commit(bodies).await
+    }
+
+    /// Starts an append that the backend queues: the request is in the backend's hands when
+    /// this returns, and queued appends are tried one at a time in the order they were started,
+    /// so a process can start the next before the last has been answered and the backend's
+    /// writer goes from one straight to the next. With `chained`, the append is tried only if
+    /// the one this handle started just before it succeeded, and is otherwise refused with
+    /// [`StoreError::Conflict`] without touching the log: it was decided on top of that one.
+    /// Otherwise as [`Store::append`]. `None` when the backend does not queue appends.
+    fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
+        let _ = (first_seq, bodies, chained);
+        None
     }
 
     /// Records after `after`, in order, at most `limit`.

@@ -1,10 +1,11 @@
 //! The embedded default: the log in one SQLite file.
 //!
 //! SQLite allows one writer at a time even in WAL mode, so all writes of a handle go through a
-//! single connection, and [`Store::lock`] takes the write lock up front (`BEGIN IMMEDIATE`) before it
-//! reads the last sequence number: a deferred transaction would read, then fail to upgrade to a
-//! write lock with `SQLITE_BUSY` (which the busy timeout cannot wait out) when another process
-//! wrote in between. Reads use a small separate pool, which WAL lets run beside the writer.
+//! single connection, owned by a thread of its own ([`Writer`]). Every write takes the write
+//! lock up front (`BEGIN IMMEDIATE`) before it reads the last sequence number: a deferred
+//! transaction would read, then fail to upgrade to a write lock with `SQLITE_BUSY` (which the
+//! busy timeout cannot wait out) when another process wrote in between. Reads use a small
+//! separate pool, which WAL lets run beside the writer.
 
 use std::borrow::Cow;
 use std::io;
@@ -16,9 +17,10 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, SqlSafeStr, Sqlite, Transaction};
+use sqlx::{Row, SqlSafeStr};
 
-use super::{LogLock, Record, Store, StoreError};
+use super::sqlite_writer::Writer;
+use super::{Appending, LogLock, Record, Store, StoreError};
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,7 +48,7 @@ fn migrator() -> Migrator {
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     path: PathBuf,
-    writer: SqlitePool,
+    writer: Writer,
     readers: SqlitePool,
 }
 
@@ -72,38 +74,37 @@ impl SqliteStore {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            // FULL: a commit is fsynced before it returns, so an acknowledged write survives an
-            // OS crash or power loss too, not only a killed process (NORMAL in WAL mode can roll
-            // back the last commits then). The fsync is most of a write's cost (README,
-            // "Figures"); the engine's group commit shares one among every write waiting then.
+            // Durable migrations, as the writer's appends (see `sqlite_writer::open`).
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
-            // Checkpoint every ~40 MB of log rather than every 4 MB: a checkpoint fsyncs the
-            // database file inside whichever commit triggers it, and doing that ten times less
-            // often removes most of the write latency spikes.
-            .pragma("wal_autocheckpoint", "10000")
             .foreign_keys(true);
 
-        // One connection, never recycled: the pool is this handle's write queue.
-        let writer = SqlitePoolOptions::new()
+        // Creating the file, switching it to WAL and migrating it happen on a connection of
+        // their own, closed before the writer opens.
+        let setup = SqlitePoolOptions::new()
             .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
             .acquire_timeout(BUSY_TIMEOUT * 3)
             .connect_with(options.clone())
             .await
             .map_err(|e| Opening::from_sqlx(path, e))?;
-        migrator().run(&writer).await.map_err(|e| {
+        let migrated = migrator().run(&setup).await.map_err(|e| {
             use sqlx::migrate::MigrateError as M;
             match e {
                 M::Execute(e) | M::ExecuteMigration(e, _) => Opening::from_sqlx(path, e),
                 e => Opening::Failed(map_migrate_err(path, e)),
             }
-        })?;
+        });
+        setup.close().await;
+        migrated?;
+        let writer = Writer::start(path, BUSY_TIMEOUT)
+            .await
+            .map_err(Opening::Failed)?;
 
+        // Not pinged before each use (sqlx's default): a connection to a local file cannot
+        // have been cut off, and the ping is a round trip to its worker thread.
         let readers = SqlitePoolOptions::new()
             .max_connections(READERS)
+            .test_before_acquire(false)
             .acquire_timeout(BUSY_TIMEOUT * 3)
             // Guards against a read path ever writing around the single writer.
             .connect_with(options.pragma("query_only", "ON"))
@@ -121,7 +122,8 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Closes both pools, waiting for connections in use to be returned.
+    /// Closes the readers, waiting for connections in use to be returned, and the writer once
+    /// it has served the writes already asked of it.
     pub async fn close(&self) {
         self.readers.close().await;
         self.writer.close().await;
@@ -135,26 +137,17 @@ impl SqliteStore {
 #[async_trait]
 impl Store for SqliteStore {
     async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| self.err("write", e))?;
-        let last: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM op_log")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| self.err("read", e))?;
-        let last_seq = u64::try_from(last).map_err(|_| {
-            StoreError::Corrupt(format!(
-                "{}: negative sequence number {last}",
-                self.describe()
-            ))
-        })?;
-        Ok(Box::new(SqliteLock {
-            tx,
-            last_seq,
-            path: self.path.clone(),
-        }))
+        self.writer.lock().await
+    }
+
+    /// One request to the writer thread, which locks, checks the last sequence number, inserts
+    /// and commits without a round trip in between (see [`Writer`]).
+    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+        self.writer.append(first_seq, bodies).await
+    }
+
+    fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
+        Some(self.writer.append_queued(first_seq, bodies, chained))
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
@@ -199,60 +192,6 @@ impl Store for SqliteStore {
 
     fn describe(&self) -> String {
         format!("sqlite://{}", self.path.display())
-    }
-}
-
-/// The write lock: a `BEGIN IMMEDIATE` transaction on the writer connection.
-struct SqliteLock {
-    tx: Transaction<'static, Sqlite>,
-    last_seq: u64,
-    path: PathBuf,
-}
-
-#[async_trait]
-impl LogLock for SqliteLock {
-    fn last_seq(&self) -> u64 {
-        self.last_seq
-    }
-
-    async fn commit(mut self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
-        let Some(first) = self.last_seq.checked_add(1).and_then(seq_to_db) else {
-            return Err(StoreError::Corrupt(format!(
-                "{}: the log is full at record {}",
-                self.path.display(),
-                self.last_seq
-            )));
-        };
-        if !bodies.is_empty() {
-            // One statement for the whole batch: every statement is a round trip to the
-            // connection's worker thread, which cost more than the fsync with one per record.
-            let array = serde_json::to_string(bodies).map_err(|e| {
-                StoreError::Unavailable(format!(
-                    "cannot encode records for {}: {e}",
-                    self.path.display()
-                ))
-            })?;
-            sqlx::query("INSERT INTO op_log (seq, body) SELECT ?1 + key, value FROM json_each(?2)")
-                .bind(first)
-                .bind(array)
-                .execute(&mut *self.tx)
-                .await
-                .map_err(|e| match &e {
-                    sqlx::Error::Database(db) if db.is_unique_violation() => {
-                        StoreError::Conflict(self.last_seq + 1)
-                    }
-                    _ => map_err(&self.path, "write", e),
-                })?;
-        }
-        self.tx
-            .commit()
-            .await
-            .map_err(|e| map_err(&self.path, "commit to", e))
-    }
-
-    async fn release(self: Box<Self>) {
-        // Nothing was written; a failed rollback is finished when the connection is reused.
-        let _ = self.tx.rollback().await;
     }
 }
 
@@ -369,20 +308,7 @@ fn map_err(file: &Path, action: &str, e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::Database(db) => {
             let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
-            let message = db.message();
-            // The primary result code is the low byte of the extended one.
-            match code & 0xff {
-                11 | 26 => StoreError::Corrupt(format!(
-                    "{path} is damaged or not a chronoscope database: {message}"
-                )),
-                5 | 6 => StoreError::Unavailable(format!(
-                    "{path} is locked by another writer: {message}"
-                )),
-                8 => StoreError::Unavailable(format!("cannot write {path}: it is read-only")),
-                13 => StoreError::Unavailable(format!("cannot write {path}: the disk is full")),
-                14 => StoreError::Unavailable(format!("cannot open {path}: {message}")),
-                _ => StoreError::Unavailable(format!("cannot {action} {path}: {message}")),
-            }
+            map_code(file, action, code, db.message())
         }
         sqlx::Error::Io(e) => {
             StoreError::Unavailable(format!("cannot {action} {path}: {}", io_reason(&e)))
@@ -401,5 +327,21 @@ fn map_err(file: &Path, action: &str, e: sqlx::Error) -> StoreError {
         }
         sqlx::Error::Migrate(e) => map_migrate_err(file, *e),
         e => StoreError::Unavailable(format!("cannot {action} {path}: {e}")),
+    }
+}
+
+/// Maps an SQLite result code (extended or primary) and its message, naming the file.
+pub(super) fn map_code(file: &Path, action: &str, code: i32, message: &str) -> StoreError {
+    let path = file.display();
+    // The primary result code is the low byte of the extended one.
+    match code & 0xff {
+        11 | 26 => StoreError::Corrupt(format!(
+            "{path} is damaged or not a chronoscope database: {message}"
+        )),
+        5 | 6 => StoreError::Unavailable(format!("{path} is locked by another writer: {message}")),
+        8 => StoreError::Unavailable(format!("cannot write {path}: it is read-only")),
+        13 => StoreError::Unavailable(format!("cannot write {path}: the disk is full")),
+        14 => StoreError::Unavailable(format!("cannot open {path}: {message}")),
+        _ => StoreError::Unavailable(format!("cannot {action} {path}: {message}")),
     }
 }
