@@ -47,7 +47,8 @@ enum Job {
     Release {
         id: u64,
     },
-    /// Stop once the requests before this one are served.
+    /// Stop once the requests sent before this one are served; a holder's lock, and requests
+    /// still waiting behind it, are given up (their callers hear the store was closed).
     Close {
         reply: oneshot::Sender<()>,
     },
@@ -146,7 +147,8 @@ impl Writer {
         }
     }
 
-    /// Serves the requests already sent, then closes the connection.
+    /// Serves the requests already sent (a lock still held is let go, and whatever waits behind
+    /// it is refused), then closes the connection.
     pub(super) async fn close(&self) {
         let (reply, closed) = oneshot::channel();
         if self.send(Job::Close { reply }).is_ok() {
