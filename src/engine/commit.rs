@@ -325,14 +325,18 @@ impl Engine {
                     while let Some((later, appending)) = queued.pop_front() {
                         match appending.await {
                             Err(_) => refused.push(later),
-                            // Not what a store may do: the writes are there, so say so.
+                            // Not what a store may do. The writes are there, so they are
+                            // durable; what is published comes from the store, not from the
+                            // world this batch was decided on.
                             Ok(()) => {
                                 tracing::error!(
                                     first_seq = later.first_seq,
                                     "the store appended a batch queued after one it refused"
                                 );
-                                self.finish(later, Outcome::Durable, None, false, Vec::new())
-                                    .await;
+                                if let Err(e) = self.catch_up().await {
+                                    tracing::error!(%e, "catching up after it failed");
+                                }
+                                later.end(Outcome::Durable);
                             }
                         }
                     }

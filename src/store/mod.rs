@@ -168,6 +168,10 @@ pub trait Store: Send + Sync {
     /// the one this handle started just before it succeeded, and is otherwise refused with
     /// [`StoreError::Conflict`] without touching the log: it was decided on top of that one.
     /// Otherwise as [`Store::append`]. `None` when the backend does not queue appends.
+    ///
+    /// "Just before" counts every request on the handle, so chaining is sound only while one
+    /// task starts the handle's queued appends: the engine's flusher, and every process opens
+    /// its own store for its one engine. Two engines sharing one handle must not chain.
     fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
         let _ = (first_seq, bodies, chained);
         None

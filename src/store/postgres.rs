@@ -150,7 +150,9 @@ impl Store for PostgresStore {
         .execute(&self.pool)
         .await
         .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_unique_violation() => conflict(),
+            sqlx::Error::Database(db) if db.is_unique_violation() || lost_race(db.as_ref()) => {
+                conflict()
+            }
             _ => self.err("write to", e),
         })?
         .rows_affected();
@@ -239,7 +241,7 @@ impl LogLock for PostgresLock {
             .execute(&mut *self.tx)
             .await
             .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.is_unique_violation() => {
+                sqlx::Error::Database(db) if db.is_unique_violation() || lost_race(db.as_ref()) => {
                     StoreError::Conflict(self.last_seq + 1)
                 }
                 _ => map_err(&self.shown, "write to", e),
@@ -316,4 +318,11 @@ fn map_err(shown: &str, action: &str, e: sqlx::Error) -> StoreError {
         }
         e => StoreError::Unavailable(format!("cannot {action} PostgreSQL at {shown}: {e}")),
     }
+}
+
+/// A serialization failure or deadlock (SQLSTATE 40001, 40P01): under a stricter default
+/// isolation level than READ COMMITTED, how losing the race for the head row is reported.
+/// Nothing was written, so it is a conflict to decide again, not a failure.
+fn lost_race(db: &dyn sqlx::error::DatabaseError) -> bool {
+    matches!(db.code().as_deref(), Some("40001" | "40P01"))
 }

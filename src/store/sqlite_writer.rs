@@ -394,8 +394,10 @@ impl Log<'_> {
                     ))
                 })?;
             insert.execute((seq, body)).map_err(|e| match &e {
+                // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE: the number is taken.
                 rusqlite::Error::SqliteFailure(failure, _)
-                    if failure.code == ErrorCode::ConstraintViolation =>
+                    if failure.code == ErrorCode::ConstraintViolation
+                        && matches!(failure.extended_code, 1555 | 2067) =>
                 {
                     StoreError::Conflict(last_seq + 1)
                 }
