@@ -294,11 +294,10 @@ impl Engine {
                     () = self.opened.notified(), if room => None,
                 }
             };
+            // (No write lock is kept now: one is kept only after the queue has been emptied.)
             let Some(answer) = answered else {
                 let mut pending = self.pending.lock().await;
-                if pending.held.is_none()
-                    && let Some(batch) = pending.open.take()
-                {
+                if let Some(batch) = pending.open.take() {
                     match self
                         .store
                         .append_queued(batch.first_seq, &batch.bodies, true)
