@@ -288,6 +288,8 @@ fn monitor_scan(c: &mut Criterion, big: &Setup) {
                 timeline: &big.timeline,
                 subject,
                 now,
+                touched: &Default::default(),
+                arrived_at: None,
                 range: None,
                 failures: &[],
             }))
@@ -339,6 +341,7 @@ fn branching(c: &mut Criterion, sizes: &[(&str, &Setup)]) {
             TimelineState {
                 meta: Arc::new(setup.timeline.clone()),
                 history: setup.history.clone(),
+                touched: Default::default(),
             },
         );
         let op = Op::CreateTimeline {

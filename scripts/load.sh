@@ -42,6 +42,8 @@ if [ "$replicas" -gt 1 ] && [[ "$database" != postgres://* && "$database" != pos
   echo "load.sh: --replicas > 1 needs --database postgres://... (SQLite has one writer)" >&2
   exit 2
 fi
+pg=""
+if [[ "$database" == postgres://* || "$database" == postgresql://* ]]; then pg=1; fi
 if [ "$threads" -lt "$replicas" ]; then threads="$replicas"; fi
 if [ "$connections" -lt "$threads" ]; then connections="$threads"; fi
 
@@ -123,14 +125,43 @@ LUA
   } >"$file"
 }
 
+# CPU time (µs, user + system) used so far by the processes $@ (pids; gone ones count 0).
+cpu_us() {
+  local hz total=0 pid
+  hz="$(getconf CLK_TCK)"
+  for pid in "$@"; do
+    [ -r "/proc/$pid/stat" ] || continue
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo $((total * 1000000 / hz))
+}
+postgres_pids() { pgrep -x postgres 2>/dev/null || pgrep -f '^postgres' 2>/dev/null || true; }
+# Transactions committed in the load's PostgreSQL database so far (every query outside an explicit
+# transaction is one), or empty when it cannot be asked.
+pg_xacts() {
+  [ -n "$pg" ] || return 0
+  psql "$database" -Atqc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()" 2>/dev/null || true
+}
+
 # Runs wrk ($1 label, $2 url, $3 script) after a 2 s warm-up; prints requests/s on stdout.
+# With the server's pids in $serve_pids, also writes to $work/$1.cost: server and database CPU
+# µs per request and, on PostgreSQL, database transactions per request (warm-up excluded).
 # Non-2xx answers and socket errors are noted in $work/$1.errors: the figure is then not a
 # clean measurement, which the summary says and the exit status reflects.
 measure() {
   local label="$1" url="$2" script="$3" out="$work/$1.wrk"
   wrk -t "$threads" -c "$connections" -d 2s -s "$script" "$url" >/dev/null
+  local server0 db0 x0 server1 db1 x1 requests
+  server0="$(cpu_us ${serve_pids:-})"; db0="$(cpu_us $(postgres_pids))"; x0="$(pg_xacts)"
   wrk -t "$threads" -c "$connections" -d "${duration}s" --latency -s "$script" "$url" >"$out"
+  server1="$(cpu_us ${serve_pids:-})"; db1="$(cpu_us $(postgres_pids))"; x1="$(pg_xacts)"
   sed 's/^/    /' "$out" >&2
+  requests="$(awk '/requests in/ {print $1}' "$out")"
+  if [ -n "${serve_pids:-}" ] && [ "${requests:-0}" -gt 0 ]; then
+    awk -v s=$((server1 - server0)) -v d=$((db1 - db0)) -v n="$requests" -v x0="$x0" -v x1="$x1" \
+      'BEGIN { printf "server %.1f µs", s / n; if (x0 != "") printf ", database %.1f µs, %.3f db transactions", d / n, (x1 - x0) / n; printf " per request" }' \
+      >"$work/$label.cost"
+  fi
   { grep -E 'Non-2xx or 3xx responses' "$out" || true
     grep -E 'Socket errors:.*(connect|read|write|timeout) [1-9]' "$out" || true
   } | sed 's/^ *//' | paste -sd';' - >"$work/$label.errors"
@@ -148,6 +179,7 @@ wrk_script "$work/bare.lua" GET "" "" "$port"
 bare="$(measure bare "http://127.0.0.1:$port/" "$work/bare.lua")"
 stop_all
 
+serve_pids=""
 echo "==> chronoscope serve ($replicas replica(s))"
 data="$work/data"
 mkdir -p "$data"
@@ -160,6 +192,7 @@ for i in $(seq 1 "$replicas"); do
   "$target/chronoscope" --data-dir "$data" "${db_args[@]}" serve --listen "127.0.0.1:$port" \
     --rate-limit 0 >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
+  serve_pids="$serve_pids $!"
   wait_ready "http://127.0.0.1:$port/healthz" "${pids[-1]}" "$work/serve-$i.log"
   ports="$ports $port"
 done
@@ -188,6 +221,9 @@ echo "load: ${duration}s each, $threads wrk threads, $connections connections, l
 printf '  %-34s %12s req/s%s\n' "bare hyper GET /" "$bare" "$(errors_of bare)"
 printf '  %-34s %12s req/s   %6s %% of bare (budget >= 40 %%: %s)%s\n' "GET /v1/timelines (auth)" "$get" "$get_ratio" "$get_ok" "$(errors_of get)"
 printf '  %-34s %12s req/s   %6s %% of bare (budget >= 20 %%: %s)%s\n' "POST /v1/travels (auth, persisted)" "$travels" "$travels_ratio" "$travels_ok" "$(errors_of travels)"
+for label in get travels; do
+  [ -s "$work/$label.cost" ] && printf '  %-34s %s\n' "  cost of $label" "$(cat "$work/$label.cost")"
+done
 
 # Errors make every figure doubtful: always a failure. Budgets fail only with --check.
 if [ -n "$(cat "$work"/*.errors)" ]; then

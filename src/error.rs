@@ -64,6 +64,8 @@ problem_types! {
         "Request bodies must be JSON, sent with Content-Type: application/json.";
     UNPROCESSABLE = "unprocessable", 422, "Unprocessable request",
         "The request is well-formed JSON but its content cannot be used.";
+    IDEMPOTENCY_KEY_REUSED = "idempotency-key-reused", 422, "Idempotency key reused",
+        "The Idempotency-Key was sent before with a different request (another method, path, query or body). A key names one request: repeat that request exactly to get its first answer, or send a new key for a new request.";
     RATE_LIMITED = "rate-limited", 429, "Too many requests",
         "This traveller sent more requests than the server allows; wait for the number of seconds in Retry-After.";
     INTERNAL = "internal", 500, "Internal error",
@@ -152,6 +154,14 @@ pub enum ServiceError {
     #[error("{0}")]
     #[serde(with = "message")]
     Forbidden(String),
+    /// An `Idempotency-Key` sent again with a different request.
+    #[error(
+        "the Idempotency-Key '{key}' was used for a different request; repeat that request exactly, or send a new key"
+    )]
+    IdempotencyKeyReused {
+        /// The key.
+        key: String,
+    },
     /// Too many requests.
     #[error("too many requests; retry in {retry_after_secs} s")]
     RateLimited {
@@ -234,6 +244,7 @@ impl ServiceError {
             Self::AlreadyExists { .. } | Self::Conflict(_) => &CONFLICT,
             Self::Unauthorized(_) => &UNAUTHORIZED,
             Self::Forbidden(_) => &FORBIDDEN,
+            Self::IdempotencyKeyReused { .. } => &IDEMPOTENCY_KEY_REUSED,
             Self::RateLimited { .. } => &RATE_LIMITED,
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,

@@ -2,7 +2,8 @@
 //!
 //! Layers (DESIGN §2): [`model`] types, [`paradox`] and [`monitor`] (pure domain rules),
 //! [`engine`] (the embedded [`service::TimelineService`]), [`automation`], [`store`] (SQLite,
-//! PostgreSQL), [`server`] (HTTP), [`client`] (HTTP client), [`auth`], [`tui`], [`cli`].
+//! PostgreSQL), [`server`] (HTTP), [`client`] (HTTP client), [`auth`], [`tui`], [`cli`];
+//! [`tls`] and [`metrics`] for deployments.
 
 pub mod auth;
 pub mod automation;
@@ -10,10 +11,12 @@ pub mod cli;
 pub mod client;
 pub mod engine;
 pub mod error;
+pub mod metrics;
 pub mod model;
 pub mod monitor;
 pub mod paradox;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod tls;
 pub mod tui;

@@ -14,6 +14,7 @@ use chronoscope::model::Traveller;
 use chronoscope::service::TimelineService;
 
 fn main() -> ExitCode {
+    install_reporters();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -25,9 +26,32 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("Error: {e:?}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// color-eyre reports errors and panics: a panic gets the whole report (message, location, how
+/// to see the backtrace); an error, which says what to do about it, only its chain of causes.
+/// No colour under `NO_COLOR` or when stderr is not a terminal. The dashboard chains its
+/// terminal restore in front of the panic report (`chronoscope::tui`).
+fn install_reporters() {
+    use color_eyre::config::{HookBuilder, Theme};
+    use std::io::IsTerminal;
+    let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stderr().is_terminal();
+    let theme = || if colour { Theme::dark() } else { Theme::new() };
+    if let Ok((panic_hook, _)) = HookBuilder::default().theme(theme()).try_into_hooks() {
+        panic_hook.install();
+    }
+    if let Ok((_, eyre_hook)) = HookBuilder::default()
+        .theme(theme())
+        .display_env_section(false)
+        .display_location_section(false)
+        .try_into_hooks()
+    {
+        let _ = eyre_hook.install();
     }
 }
 
@@ -45,6 +69,29 @@ async fn run(cli: Cli) -> Result<()> {
             serve(&global, args).await
         }
         Some(Command::Token(args)) => token(&global, args),
+        Some(Command::Completions { shell }) => {
+            // Rendered first: the generator panics when it cannot write (a closed pipe).
+            let mut script = Vec::new();
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "chronoscope", &mut script);
+            print_bytes(&script).wrap_err("cannot write the completion script")
+        }
+        Some(Command::Man { out_dir: Some(dir) }) => {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| {
+                    clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &dir)
+                })
+                .wrap_err_with(|| format!("cannot write the manual pages to {}", dir.display()))?;
+            eprintln!("manual pages written to {}", dir.display());
+            Ok(())
+        }
+        Some(Command::Man { out_dir: None }) => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut page)
+                .wrap_err("cannot render the manual page")?;
+            print_bytes(&page).wrap_err("cannot write the manual page")
+        }
         Some(command) => {
             init_logging(&global.log);
             let (service, _) = connect(&global, Seed::Demo).await?;
@@ -56,9 +103,26 @@ async fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// Writes `bytes` to stdout; a reader that stopped early (`| head`) is not an error.
+fn print_bytes(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    }
+}
+
 fn init_logging(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+    let mut filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // A refused certificate is explained in the error itself; the verifier's own log line
+    // would say it twice, less clearly. Still shown when asked for by name.
+    if !filter.to_string().contains("rustls")
+        && let Ok(quiet) = "rustls_platform_verifier=off".parse()
+    {
+        filter = filter.add_directive(quiet);
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -130,8 +194,13 @@ async fn connect(
             .token
             .clone()
             .ok_or_else(|| eyre!("--remote needs --token (see `chronoscope token --help`)"))?;
-        let client = chronoscope::client::RemoteClient::new(url, token).map_err(explain)?;
-        return Ok((Arc::new(client), format!("server {url}")));
+        let mut client = chronoscope::client::RemoteClient::builder(url, token);
+        if let Some(ca) = &global.ca_cert {
+            client = client.ca_cert(ca);
+        }
+        let client = client.build().map_err(explain)?;
+        let label = format!("server {}", client.base_url());
+        return Ok((Arc::new(client), label));
     }
     let engine = open_engine(global, default_seed).await?;
     // Due scripts and jobs run while this process lives; each run is atomic, so a one-shot
@@ -182,16 +251,54 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
 
 async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     let secret = secret(global, args.jwt_secret.as_deref())?;
+    // Certificates and the metrics listener are checked before the store is opened, so a typo
+    // in a path costs nothing.
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(chronoscope::tls::server_config(cert, key)?),
+        _ => None,
+    };
+    let metrics = match &args.metrics_listen {
+        Some(addr) => {
+            // Installed before the router is built, so that the router records.
+            let handle = chronoscope::metrics::install().map_err(|e| eyre!("{e}"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .wrap_err_with(|| format!("cannot listen for metrics on {addr}"))?;
+            Some((listener, handle))
+        }
+        None => None,
+    };
     let engine = open_engine(global, Seed::None).await?;
     engine.spawn_scheduler(SCHEDULER_PERIOD);
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .wrap_err_with(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!(
-        "chronoscope serving on http://{address} (store: {})",
+        "chronoscope serving on {scheme}://{address} (store: {})",
         engine.describe_store()
     );
+    if tls.is_none() && !address.ip().is_loopback() {
+        tracing::warn!(
+            "serving plain HTTP on {address}, which is not a loopback address: bearer tokens \
+             cross the network unencrypted. Pass --tls-cert and --tls-key, or put a \
+             TLS-terminating proxy in front"
+        );
+    }
+    let metrics = match metrics {
+        Some((listener, handle)) => {
+            let at = listener.local_addr()?;
+            eprintln!("metrics on http://{at}/metrics");
+            // Runs until the service has stopped (below).
+            Some(tokio::spawn(chronoscope::metrics::serve(
+                listener,
+                handle,
+                std::future::pending(),
+            )))
+        }
+        None => None,
+    };
     let config = chronoscope::server::ServerConfig {
         secret,
         rate_limit: chronoscope::server::RateLimit {
@@ -201,12 +308,14 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,
     };
-    chronoscope::server::run(
-        listener,
-        config,
-        engine,
-        chronoscope::server::shutdown_signal(),
-    )
-    .await
-    .wrap_err("the server stopped with an error")
+    let shutdown = chronoscope::server::shutdown_signal();
+    let served = match tls {
+        Some(tls) => chronoscope::server::run_tls(listener, tls, config, engine, shutdown).await,
+        None => chronoscope::server::run(listener, config, engine, shutdown).await,
+    };
+    if let Some(metrics) = metrics {
+        // Scrapes are cheap and repeatable: no need to let one finish.
+        metrics.abort();
+    }
+    served.wrap_err("the server stopped with an error")
 }

@@ -72,6 +72,7 @@ fn op_for(world: &World, timeline: &TimelineId, change: &Change, fresh: &mut u32
             Some(Op::AddEvents {
                 timeline: timeline.clone(),
                 events: vec![event(new_id, *minutes, causes)],
+                at: None,
             })
         }
         Change::Manipulate { pick, minutes } => {
@@ -82,6 +83,7 @@ fn op_for(world: &World, timeline: &TimelineId, change: &Change, fresh: &mut u32
                 timeline: timeline.clone(),
                 old: old.id.clone(),
                 new,
+                at: None,
             })
         }
         Change::Revert { pick } => {
@@ -90,6 +92,7 @@ fn op_for(world: &World, timeline: &TimelineId, change: &Change, fresh: &mut u32
             Some(Op::Revert {
                 timeline: timeline.clone(),
                 head: head.id.clone(),
+                at: None,
             })
         }
     }

@@ -6,10 +6,13 @@
 //! on the engine; `remote` runs it through a real server on a loopback port, then runs it on a
 //! fresh engine too and asserts that every recorded answer is the same on both faces; `postgres`
 //! runs it on an engine over a fresh PostgreSQL database and compares it with the in-memory one
-//! (skipped without a server unless CHRONOSCOPE_REQUIRE_POSTGRES=1).
+//! (skipped without a server unless CHRONOSCOPE_REQUIRE_POSTGRES=1). `over_tls` runs every
+//! scenario once more with the server speaking https behind a private CA made for the test.
 
 #[path = "contract/face.rs"]
 mod face;
+#[path = "pki/mod.rs"]
+mod pki;
 #[path = "contract/remote.rs"]
 mod remote;
 #[path = "contract/scenarios.rs"]
@@ -56,7 +59,21 @@ macro_rules! contract {
                 face::assert_same_answers(&in_memory, &on_postgres);
             }
         }
-    )*};
+    )*
+
+        /// Every scenario through `RemoteClient -> https server -> Engine` answers exactly like
+        /// the engine in-process.
+        #[tokio::test]
+        async fn over_tls() {
+            $(
+                let remote = Face::remote_tls().await;
+                scenarios::$scenario(&remote).await;
+                let embedded = Face::embedded().await;
+                scenarios::$scenario(&embedded).await;
+                face::assert_same_answers(&embedded, &remote);
+            )*
+        }
+    };
 }
 
 contract! {

@@ -298,6 +298,8 @@ async fn shutdown_lets_in_flight_requests_finish() {
             let _ = stopped.await;
         },
     ));
+    // reqwest is built without a crypto provider of its own: chronoscope's is installed.
+    chronoscope::tls::install_default_provider();
     let client = reqwest::Client::new();
     let url = format!("http://{addr}/v1/me");
     let call = tokio::spawn(client.get(&url).bearer_auth(token("ada")).send());

@@ -202,10 +202,19 @@ fn security_and_error_responses_are_those_the_server_gives() {
                 ("post", "/v1/timelines" | "/v1/items" | "/v1/anchors")
                     | ("get" | "delete", "/v1/timeline/{timeline_id}")
             );
+            // Every POST can also refuse an Idempotency-Key reused for another request.
+            let post = method == "post";
             assert_eq!(
                 responses.contains_key("422"),
-                unprocessable,
+                unprocessable || post,
                 "{method} {path}"
+            );
+            assert_eq!(
+                params
+                    .iter()
+                    .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"),
+                post,
+                "{method} {path}: Idempotency-Key"
             );
             assert_eq!(
                 responses.contains_key("400"),

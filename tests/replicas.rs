@@ -166,6 +166,8 @@ struct Answer {
 
 impl Api {
     fn new(token: String) -> Api {
+        // reqwest is built without a crypto provider of its own: chronoscope's is installed.
+        chronoscope::tls::install_default_provider();
         let http = reqwest::Client::builder()
             .no_proxy()
             .timeout(REQUEST_LIMIT)

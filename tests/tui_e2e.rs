@@ -1,6 +1,11 @@
 //! End to end: the real binary in a pseudo-terminal (120x35, NO_COLOR=1, a temporary data
 //! directory). Add an event, find it by location, create a timeline, travel there with the
-//! wizard, return to the anchor, quit with `q`, and check the terminal was given back.
+//! wizard, return to the anchor, quit with `q`, and check the terminal was given back. Also:
+//! the dashboard driving a server over https with a private CA, and a panic inside the
+//! dashboard leaving the terminal restored with color-eyre's report on the normal screen.
+
+#[path = "pki/mod.rs"]
+mod pki;
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -29,10 +34,26 @@ struct Session {
     screen: Arc<Mutex<Screen>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// Kept open as long as the session: dropping it hangs up the child.
+    master: Box<dyn portable_pty::MasterPty + Send>,
+    /// The terminal's settings before the dashboard started.
+    termios_before: Option<Termios>,
 }
+
+/// The terminal settings a dashboard changes (raw mode) and must put back.
+type Termios = (u64, u64, u64, u64);
 
 impl Session {
     fn start(data_dir: &std::path::Path) -> Session {
+        Session::spawn(
+            data_dir,
+            &["--seed", "none", "--tick", "500ms", "--as", "ada"],
+            &[],
+        )
+    }
+
+    /// The binary with `--data-dir data_dir` and `args`, with `env` set.
+    fn spawn(data_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Session {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -44,10 +65,16 @@ impl Session {
         let mut cmd = CommandBuilder::new(binary());
         cmd.args(["--data-dir"]);
         cmd.arg(data_dir);
-        cmd.args(["--seed", "none", "--tick", "500ms", "--as", "ada"]);
+        cmd.args(args);
         cmd.env("NO_COLOR", "1");
         cmd.env("TERM", "xterm-256color");
+        // A short report: the backtrace would scroll the start of it off the screen.
+        cmd.env("RUST_BACKTRACE", "0");
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         cmd.cwd(data_dir);
+        let termios_before = termios(pty.master.as_ref());
         let child = pty.slave.spawn_command(cmd).expect("the binary starts");
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().expect("pty reader");
@@ -72,13 +99,34 @@ impl Session {
                 s.raw.extend_from_slice(&buf[..n]);
             }
         });
-        // Keep the master alive as long as the session: dropping it hangs up the child.
-        std::mem::forget(pty.master);
         Session {
             screen,
             writer,
             child,
+            master: pty.master,
+            termios_before,
         }
+    }
+
+    /// Waits for the child to exit.
+    fn exit_status(&mut self) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("child status") {
+                break status;
+            }
+            if start.elapsed() > PATIENCE {
+                let _ = self.child.kill();
+                panic!(
+                    "the dashboard did not exit; the screen shows:\n{}",
+                    self.contents()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // Let the reader drain what the process wrote last.
+        std::thread::sleep(Duration::from_millis(200));
+        status
     }
 
     fn contents(&self) -> String {
@@ -114,6 +162,18 @@ impl Session {
             self.send(k);
         }
     }
+}
+
+/// The pty's input, output, control and local flags (raw mode clears some of each).
+fn termios(master: &dyn portable_pty::MasterPty) -> Option<Termios> {
+    master.get_termios().map(|t| {
+        (
+            u64::from(t.input_flags.bits()),
+            u64::from(t.output_flags.bits()),
+            u64::from(t.control_flags.bits()),
+            u64::from(t.local_flags.bits()),
+        )
+    })
 }
 
 const ENTER: &str = "\r";
@@ -251,20 +311,8 @@ fn a_whole_mission_in_a_real_terminal() {
     s.wait_for("crit");
 
     s.send("q");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = s.child.try_wait().expect("child status") {
-            break status;
-        }
-        if start.elapsed() > PATIENCE {
-            let _ = s.child.kill();
-            panic!("q did not quit; the screen shows:\n{}", s.contents());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = s.exit_status();
     assert!(status.success(), "exit status {status:?}");
-    // Let the reader drain what the process wrote last.
-    std::thread::sleep(Duration::from_millis(200));
     let screen = s.screen.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         !screen.parser.screen().alternate_screen(),
@@ -290,5 +338,135 @@ fn a_whole_mission_in_a_real_terminal() {
     assert!(
         !raw.contains("\x1b[38;") && !raw.contains("\x1b[48;"),
         "colour under NO_COLOR"
+    );
+}
+
+#[test]
+fn the_dashboard_drives_a_server_over_https_with_a_private_ca() {
+    use chronoscope::auth::{Scopes, Secret, issue_token};
+    use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
+    use chronoscope::service::{PageRequest, TimelineService};
+
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
+    let pki = pki::Pki::new();
+    let secret = Secret::from_bytes("tui end-to-end secret, tests only").expect("a secret");
+    let (engine, port) = runtime.block_on(async {
+        let engine = Engine::open(
+            Arc::new(chronoscope::store::MemoryStore::new()),
+            Arc::new(SystemClock),
+            EngineConfig::default(),
+            Seed::None,
+        )
+        .await
+        .expect("an engine");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let port = listener.local_addr().expect("an address").port();
+        tokio::spawn(chronoscope::server::run_tls(
+            listener,
+            pki.server_config(),
+            chronoscope::server::ServerConfig::new(secret.clone()),
+            Arc::clone(&engine),
+            std::future::pending(),
+        ));
+        (engine, port)
+    });
+    let token = issue_token(
+        &secret,
+        "ada",
+        &Scopes::parse("read write"),
+        Duration::from_secs(3600),
+    )
+    .expect("a token");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let remote = format!("https://localhost:{port}/v1");
+    let ca = pki.ca();
+    let mut s = Session::spawn(
+        dir.path(),
+        &[
+            "--remote",
+            &remote,
+            "--token",
+            &token,
+            "--ca-cert",
+            ca.to_str().expect("a UTF-8 path"),
+            "--tick",
+            "500ms",
+        ],
+        &[],
+    );
+    s.wait_for("connected");
+    s.wait_for(&format!("server https://localhost:{port}"));
+    s.send("n");
+    s.wait_for("New timeline");
+    s.send("Made over TLS");
+    s.send(ENTER);
+    s.wait_for("Created timeline Made over TLS");
+    s.send("q");
+    let status = s.exit_status();
+    assert!(status.success(), "exit status {status:?}");
+    let on_server = runtime
+        .block_on(
+            engine
+                .session("ada".parse().expect("a name"))
+                .list_timelines(PageRequest::default()),
+        )
+        .expect("the server's engine answers");
+    assert!(
+        on_server.items.iter().any(|t| t.name == "Made over TLS"),
+        "{on_server:?}"
+    );
+}
+
+#[test]
+fn a_panic_in_the_dashboard_restores_the_terminal_then_prints_the_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut s = Session::spawn(
+        dir.path(),
+        &["--seed", "none", "--as", "ada"],
+        &[(chronoscope::tui::TEST_PANIC_ENV, "1")],
+    );
+    s.wait_for("connected");
+    let before = s.termios_before.expect("the pty's settings");
+    assert_ne!(
+        termios(s.master.as_ref()),
+        Some(before),
+        "the dashboard runs in raw mode"
+    );
+    s.send("x");
+    let status = s.exit_status();
+    assert!(!status.success(), "a panic is a failure: {status:?}");
+    assert_eq!(
+        termios(s.master.as_ref()),
+        Some(before),
+        "raw mode is off again"
+    );
+    let screen = s.screen.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        !screen.parser.screen().alternate_screen(),
+        "the alternate screen was left"
+    );
+    assert!(!screen.parser.screen().hide_cursor(), "the cursor is shown");
+    let shown = screen.parser.screen().contents();
+    assert!(
+        shown.contains("The application panicked (crashed)."),
+        "color-eyre's report is on the normal screen:\n{shown}"
+    );
+    assert!(
+        shown.contains("CHRONOSCOPE_TEST_PANIC=1: panicking on the first key"),
+        "{shown}"
+    );
+    // Restored first, then reported: the report follows the last leave of the alternate screen.
+    let raw = String::from_utf8_lossy(&screen.raw);
+    let left = raw
+        .rfind("\x1b[?1049l")
+        .expect("the alternate screen was left");
+    let report = raw
+        .find("The application panicked")
+        .expect("the report was printed");
+    assert!(
+        left < report,
+        "the report was printed before the terminal was restored"
     );
 }

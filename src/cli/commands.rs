@@ -22,7 +22,8 @@ fn timeline(id: &str) -> Result<TimelineId, ServiceError> {
     id.parse()
 }
 
-/// Runs one subcommand (not `serve`, `token` or the dashboard) and prints its result.
+/// Runs one subcommand (not `serve`, `token`, `completions`, `man` or the dashboard) and prints
+/// its result.
 pub async fn execute(
     command: Command,
     service: &dyn TimelineService,
@@ -31,8 +32,11 @@ pub async fn execute(
 ) -> Result<(), ServiceError> {
     let mut out = Output::new(out, json);
     match command {
-        Command::Serve(_) | Command::Token(_) => Err(ServiceError::Internal(
-            "serve and token are not service commands".into(),
+        Command::Serve(_)
+        | Command::Token(_)
+        | Command::Completions { .. }
+        | Command::Man { .. } => Err(ServiceError::Internal(
+            "serve, token, completions and man are not service commands".into(),
         )),
         Command::Whoami => out.print(&service.whoami().await?, human::whoami),
         Command::Timelines(cmd) => match cmd {

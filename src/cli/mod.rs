@@ -50,9 +50,13 @@ pub struct Global {
     #[arg(long, global = true, env = "CHRONOSCOPE_SEED", value_enum)]
     pub seed: Option<Seed>,
 
-    /// Talk to a chronoscope server at this URL instead of the embedded engine
+    /// Talk to a chronoscope server at this URL instead of the embedded engine, e.g. https://host:8443 (a trailing /v1 is fine)
     #[arg(long, global = true, env = "CHRONOSCOPE_REMOTE", value_name = "URL")]
     pub remote: Option<String>,
+
+    /// Also trust this CA certificate (PEM) for an https --remote, for a server whose certificate a private CA signed
+    #[arg(long, global = true, env = "CHRONOSCOPE_CA_CERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 
     /// Bearer token for --remote (see `chronoscope token`)
     #[arg(
@@ -130,7 +134,7 @@ pub struct DashboardArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the HTTP service
+    /// Run the HTTP service (https with --tls-cert and --tls-key)
     Serve(ServeArgs),
     /// Print a bearer token for the server that uses this data directory
     Token(TokenArgs),
@@ -181,6 +185,18 @@ pub enum Command {
     Schedules(ScheduleCommand),
     /// Record an outside system's trigger; its actions run at --at (now if past)
     Trigger(TriggerArgs),
+    /// Print a shell completion script, e.g. `chronoscope completions bash > ~/.local/share/bash-completion/completions/chronoscope`
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `chronoscope man > chronoscope.1`, or write one page per command to a directory
+    Man {
+        /// Write chronoscope.1 and a page for every subcommand (chronoscope-serve.1, …) here instead
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Show the automation log
     Log {
         /// Only this timeline
@@ -322,6 +338,25 @@ pub struct ServeArgs {
     /// Longest a request may take before it is answered 503, e.g. 30s
     #[arg(long, env = "CHRONOSCOPE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// Serve https with this certificate chain (PEM); needs --tls-key
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
+    #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 /// `token`.
@@ -587,6 +622,7 @@ mod tests {
             "CHRONOSCOPE_DATABASE",
             "CHRONOSCOPE_SEED",
             "CHRONOSCOPE_TICK",
+            "CHRONOSCOPE_CA_CERT",
         ] {
             assert!(help.contains(var), "{var} missing from --help");
         }

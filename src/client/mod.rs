@@ -1,12 +1,18 @@
-//! `RemoteClient`: [`crate::service::TimelineService`] over HTTP (reqwest).
+//! `RemoteClient`: [`crate::service::TimelineService`] over HTTP or HTTPS (reqwest, rustls).
 //!
 //! Speaks the wire contract of the server (`HTTP.md`): every call asks for `view=full`, so the
 //! body is the serde JSON of the trait's return type and a problem carries the server's
 //! [`ServiceError`] itself, which is decoded back into the identical value. A caller cannot
 //! tell this face from the embedded engine except by its latency.
+//!
+//! Over `https://` the server's certificate is checked against the operating system's roots
+//! (or `SSL_CERT_FILE` / `SSL_CERT_DIR` when set) plus the private CA given with
+//! [`RemoteClientBuilder::ca_cert`]; a refused certificate is reported in words (see
+//! [`crate::tls::explain_failure`]) and never retried.
 
 mod problem;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -27,6 +33,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a safe request is tried again after a connection error or a 503.
 const RETRIES: u32 = 2;
+/// The request header naming a POST for safe retries.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Wait before the first retry; doubled for the next.
 const DEFAULT_BACKOFF: Duration = Duration::from_millis(150);
 
@@ -63,6 +71,7 @@ pub struct RemoteClientBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     backoff: Duration,
+    ca_cert: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for RemoteClientBuilder {
@@ -71,11 +80,19 @@ impl std::fmt::Debug for RemoteClientBuilder {
             .field("base_url", &self.base_url)
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("ca_cert", &self.ca_cert)
             .finish_non_exhaustive()
     }
 }
 
 impl RemoteClientBuilder {
+    /// Also trust the CA certificates (PEM) in this file, for a server whose certificate a
+    /// private CA signed. Only used for `https://` servers.
+    pub fn ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_cert = Some(path.into());
+        self
+    }
+
     /// Time allowed to open a connection (default 5 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -111,12 +128,31 @@ impl RemoteClientBuilder {
             )
         })?;
         auth.set_sensitive(true);
-        let http = reqwest::Client::builder()
+        crate::tls::install_default_provider();
+        let mut http = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
             .timeout(self.request_timeout)
-            .user_agent(concat!("chronoscope/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ServiceError::Internal(format!("cannot set up the HTTP client: {e}")))?;
+            .user_agent(concat!("chronoscope/", env!("CARGO_PKG_VERSION")));
+        if base.scheme() == "https" {
+            if let Some(path) = &self.ca_cert {
+                let bad = |why: String| ServiceError::invalid("ca_cert", why);
+                let pem = crate::tls::read_ca_bundle(path).map_err(|e| bad(e.to_string()))?;
+                let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                    bad(format!(
+                        "the CA certificate {} cannot be used: {}",
+                        path.display(),
+                        root_cause(&e)
+                    ))
+                })?;
+                http = http.tls_certs_merge(certs);
+            }
+        } else {
+            // Plain http: no certificate is ever checked, so no roots are loaded.
+            http = http.tls_certs_only(Vec::new());
+        }
+        let http = http.build().map_err(|e| {
+            ServiceError::Internal(format!("cannot set up the HTTP client: {}", root_cause(&e)))
+        })?;
         let shown = base.as_str().trim_end_matches('/').to_owned();
         Ok(RemoteClient {
             http,
@@ -130,13 +166,14 @@ impl RemoteClientBuilder {
     }
 }
 
-/// The server root: http(s) with a host, no query or fragment, trailing slash optional.
+/// The server root: http(s) with a host, no query or fragment; a trailing slash or `/v1` (the
+/// API's root, as the seed writes its server) is optional.
 fn parse_base(raw: &str) -> Result<Url, ServiceError> {
     let raw = raw.trim();
     let bad = |why: String| ServiceError::invalid("base_url", why);
     if !raw.contains("://") {
         return Err(bad(format!(
-            "'{raw}' has no scheme; give the server root with http://, like http://{}",
+            "'{raw}' has no scheme; give the server root with http:// or https://, like http://{}",
             if raw.is_empty() {
                 "127.0.0.1:8080"
             } else {
@@ -146,22 +183,14 @@ fn parse_base(raw: &str) -> Result<Url, ServiceError> {
     }
     let mut url = Url::parse(raw).map_err(|e| {
         bad(format!(
-            "'{raw}' is not a URL ({e}); give the server root, like http://127.0.0.1:8080"
+            "'{raw}' is not a URL ({e}); give the server root, like https://chronoscope.example:8443"
         ))
     })?;
-    match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(bad(format!(
-                "'{raw}': this build speaks plain http only (no TLS support compiled in); \
-                 use http://, or reach the server through a local TLS-terminating proxy"
-            )));
-        }
-        other => {
-            return Err(bad(format!(
-                "'{raw}' uses the scheme '{other}'; give an http:// server root, like http://127.0.0.1:8080"
-            )));
-        }
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad(format!(
+            "'{raw}' uses the scheme '{}'; give an http:// or https:// server root, like https://chronoscope.example:8443",
+            url.scheme()
+        )));
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(bad(format!("'{raw}' names no host")));
@@ -176,8 +205,10 @@ fn parse_base(raw: &str) -> Result<Url, ServiceError> {
             "'{raw}' carries credentials; pass the bearer token separately"
         )));
     }
-    // The root may sit under a path (a reverse proxy); routes are appended to it.
-    let path = url.path().trim_end_matches('/').to_owned();
+    // The root may sit under a path (a reverse proxy); routes are appended to it. `/v1` names
+    // the API under the root, which every route adds itself.
+    let path = url.path().trim_end_matches('/');
+    let path = path.strip_suffix("/v1").unwrap_or(path).to_owned();
     url.set_path(&path);
     Ok(url)
 }
@@ -187,18 +218,23 @@ fn parse_base(raw: &str) -> Result<Url, ServiceError> {
 enum Retry {
     /// Idempotent reads: after connection errors and 503.
     Safe,
-    /// Writes: never (the first attempt may have been applied).
+    /// Writes sent with an `Idempotency-Key`: also when the connection failed after the
+    /// request went out, since the server answers a repeat with the first answer.
+    Keyed,
+    /// Writes without a key: never (the first attempt may have been applied).
     Never,
     /// Deletes: only when the connection was refused, so nothing was sent.
     Unsent,
 }
 
-/// One call: method, path segments under the root, query, JSON body.
+/// One call: method, path segments under the root, query, JSON body, and for a POST the
+/// `Idempotency-Key` every attempt of it carries.
 struct Call<'a> {
     method: Method,
     segments: &'a [&'a str],
     query: Vec<(&'static str, String)>,
     body: Option<Vec<u8>>,
+    key: Option<HeaderValue>,
 }
 
 impl<'a> Call<'a> {
@@ -208,6 +244,7 @@ impl<'a> Call<'a> {
             segments,
             query: Vec::new(),
             body: None,
+            key: None,
         }
     }
 
@@ -217,17 +254,21 @@ impl<'a> Call<'a> {
             segments,
             query: Vec::new(),
             body: None,
+            key: None,
         }
     }
 
     fn post(segments: &'a [&'a str], body: &impl Serialize) -> Result<Self, ServiceError> {
         let body = serde_json::to_vec(body)
             .map_err(|e| ServiceError::Internal(format!("cannot encode the request: {e}")))?;
+        // A ULID is unique without coordination and is a valid key (visible ASCII).
+        let key = HeaderValue::from_str(&ulid::Ulid::new().to_string()).ok();
         Ok(Self {
             method: Method::POST,
             segments,
             query: Vec::new(),
             body: Some(body),
+            key,
         })
     }
 
@@ -247,6 +288,7 @@ impl<'a> Call<'a> {
         match self.method {
             Method::GET => Retry::Safe,
             Method::DELETE => Retry::Unsent,
+            _ if self.key.is_some() => Retry::Keyed,
             _ => Retry::Never,
         }
     }
@@ -309,8 +351,9 @@ struct LogBody {
 }
 
 impl RemoteClient {
-    /// A client of the server at `base_url` (its root, like `http://127.0.0.1:8080`; `/v1` is
-    /// added here) acting with `token`, with the default timeouts.
+    /// A client of the server at `base_url` (its root, like `https://host:8443`; `/v1` is added
+    /// here, and taken off `base_url` when given) acting with `token`, with the default
+    /// timeouts.
     pub fn new(base_url: &str, token: impl Into<String>) -> Result<Self, ServiceError> {
         Self::builder(base_url, token).build()
     }
@@ -323,6 +366,7 @@ impl RemoteClient {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             backoff: DEFAULT_BACKOFF,
+            ca_cert: None,
         }
     }
 
@@ -367,11 +411,14 @@ impl RemoteClient {
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.clone());
             }
+            if let Some(key) = &call.key {
+                request = request.header(IDEMPOTENCY_KEY, key.clone());
+            }
             let again = attempt < RETRIES;
             match request.send().await {
                 Ok(r)
                     if r.status() == StatusCode::SERVICE_UNAVAILABLE
-                        && retry == Retry::Safe
+                        && matches!(retry, Retry::Safe | Retry::Keyed)
                         && again => {}
                 Ok(r) => break r,
                 Err(e) if again && retryable(&e, retry) => {}
@@ -410,7 +457,9 @@ impl RemoteClient {
 
     /// The error for a server that could not be reached or did not answer.
     fn unreachable(&self, e: &reqwest::Error) -> ServiceError {
-        let why = if e.is_timeout() {
+        let why = if let Some(why) = crate::tls::explain_failure(e) {
+            why
+        } else if e.is_timeout() {
             if e.is_connect() {
                 format!(
                     "no connection within {} s",
@@ -432,6 +481,8 @@ impl RemoteClient {
                 std::io::ErrorKind::ConnectionAborted => "connection aborted".to_owned(),
                 _ => root_cause(e),
             }
+        } else if self.base.scheme() == "http" && root_cause(e).contains("invalid HTTP version") {
+            "the server did not answer in plain HTTP; does it serve https:// there?".to_owned()
         } else {
             root_cause(e)
         };
@@ -449,10 +500,17 @@ impl RemoteClient {
 
 /// Whether a failed attempt may be repeated under `retry`.
 fn retryable(e: &reqwest::Error, retry: Retry) -> bool {
+    // A refused certificate is refused again.
+    if crate::tls::explain_failure(e).is_some() {
+        return false;
+    }
     match retry {
         Retry::Never => false,
         // A connect error (refused, reset, DNS, connect timeout) means nothing reached the server.
         Retry::Safe => e.is_connect(),
+        // The request may have been applied, but a repeat gets its first answer. A timeout
+        // is not repeated: the server may still be working on it, and the caller has waited.
+        Retry::Keyed => e.is_connect() || (!e.is_timeout() && (e.is_request() || e.is_body())),
         Retry::Unsent => {
             e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
         }
@@ -689,14 +747,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_base_url_is_a_plain_http_server_root() {
+    fn the_base_url_is_an_http_or_https_server_root() {
         for ok in [
             "http://127.0.0.1:8080",
             "http://127.0.0.1:8080/",
             " http://localhost:8080 ",
+            "http://127.0.0.1:8080/v1",
+            "http://127.0.0.1:8080/v1/",
         ] {
             let c = RemoteClient::new(ok, "t").unwrap_or_else(|e| panic!("{ok}: {e}"));
-            assert!(!c.base_url().ends_with('/'), "{}", c.base_url());
+            assert_eq!(
+                c.base_url(),
+                ok.trim().replace("/v1", "").trim_end_matches('/')
+            );
+        }
+        for (given, root) in [
+            ("https://h:8443", "https://h:8443"),
+            ("https://h:8443/v1", "https://h:8443"),
+            ("https://h:8443/v1/", "https://h:8443"),
+            ("https://h/chrono/v1", "https://h/chrono"),
+            ("https://h/v10", "https://h/v10"),
+        ] {
+            let c = RemoteClient::new(given, "t").unwrap_or_else(|e| panic!("{given}: {e}"));
+            assert_eq!(c.base_url(), root, "{given}");
+            let url = c.url(&Call::get(&["v1", "me"])).unwrap();
+            assert_eq!(url.as_str(), format!("{root}/v1/me?view=full"));
         }
         let c = RemoteClient::new("http://h:1/", "t").unwrap();
         let url = c.url(&Call::get(&["v1", "timelines"])).unwrap();
@@ -717,11 +792,10 @@ mod tests {
         for (bad, says) in [
             (
                 "127.0.0.1:8080",
-                "no scheme; give the server root with http://, like http://127.0.0.1:8080",
+                "no scheme; give the server root with http:// or https://, like http://127.0.0.1:8080",
             ),
             ("localhost:8080", "no scheme"),
             ("ftp://h:1", "scheme 'ftp'"),
-            ("https://h:1", "no TLS"),
             ("http://bad host:1", "not a URL"),
             ("http://h:1/?x=1", "query"),
             ("http://u:p@h:1", "credentials"),
@@ -760,13 +834,19 @@ mod tests {
     }
 
     #[test]
-    fn only_reads_retry_after_a_503_and_only_unsent_deletes_retry() {
+    fn posts_carry_their_own_key_and_only_unsent_deletes_retry() {
         assert_eq!(Call::get(&["v1"]).retry(), Retry::Safe);
         assert_eq!(Call::delete(&["v1"]).retry(), Retry::Unsent);
-        assert_eq!(
-            Call::post(&["v1"], &serde_json::json!({})).unwrap().retry(),
-            Retry::Never
+        let body = serde_json::json!({});
+        let (a, b) = (
+            Call::post(&["v1"], &body).unwrap(),
+            Call::post(&["v1"], &body).unwrap(),
         );
+        assert_eq!(a.retry(), Retry::Keyed);
+        assert!(a.key.is_some());
+        assert_ne!(a.key, b.key, "every call has a key of its own");
+        let unkeyed = Call { key: None, ..a };
+        assert_eq!(unkeyed.retry(), Retry::Never);
     }
 
     #[tokio::test]
@@ -872,13 +952,36 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn writes_and_deletes_are_never_repeated_after_an_answer() {
+    async fn keyed_posts_retry_with_one_key_and_answered_deletes_are_sent_once() {
         use std::sync::atomic::Ordering;
-        let (router, calls) = stand_in::flaky(10);
+        use std::sync::{Arc, Mutex};
+        let keys = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&keys);
+        let router = axum::Router::new().route(
+            "/v1/items",
+            axum::routing::post(move |headers: axum::http::HeaderMap| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    let key = headers
+                        .get(IDEMPOTENCY_KEY)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("none")
+                        .to_owned();
+                    seen.lock().unwrap().push(key);
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE
+                }
+            }),
+        );
         let c = quick(&stand_in::serve(router).await);
         let err = c.register_item(NewItem::default()).await.unwrap_err();
         assert!(matches!(err, ServiceError::Unavailable(_)), "{err:?}");
-        assert_eq!(calls.load(Ordering::SeqCst), 1, "a POST is sent once");
+        let keys = keys.lock().unwrap().clone();
+        assert_eq!(keys.len(), 1 + RETRIES as usize, "tried again: {keys:?}");
+        assert!(keys[0].parse::<ulid::Ulid>().is_ok(), "{keys:?}");
+        assert!(keys.iter().all(|k| *k == keys[0]), "one key: {keys:?}");
+
+        let (router, calls) = stand_in::flaky(10);
+        let c = quick(&stand_in::serve(router).await);
         let err = c
             .delete_timeline(&"tml_a".parse().unwrap())
             .await
@@ -886,7 +989,7 @@ mod tests {
         assert!(matches!(err, ServiceError::Unavailable(_)), "{err:?}");
         assert_eq!(
             calls.load(Ordering::SeqCst),
-            2,
+            1,
             "a DELETE that was answered is sent once"
         );
     }

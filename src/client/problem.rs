@@ -124,6 +124,11 @@ fn fallback(f: Failure<'_>, problem: ProblemBody) -> ServiceError {
             id: detail.clone(),
         }),
         "conflict" => ServiceError::Conflict(detail),
+        "idempotency-key-reused" => ServiceError::IdempotencyKeyReused {
+            key: between(&detail, "Idempotency-Key '", "' was used")
+                .unwrap_or_default()
+                .to_owned(),
+        },
         "unauthorized" => ServiceError::Unauthorized(detail),
         "forbidden" => ServiceError::Forbidden(detail),
         "rate-limited" => ServiceError::RateLimited {
@@ -322,6 +327,7 @@ mod tests {
             ServiceError::Conflict("the primary timeline cannot be deleted".into()),
             ServiceError::Unavailable("automation is paused".into()),
             ServiceError::Forbidden("this operation needs the write scope".into()),
+            ServiceError::IdempotencyKeyReused { key: "k-1".into() },
         ];
         for err in errors {
             let body = serde_json::json!({
@@ -365,6 +371,9 @@ mod tests {
             ServiceError::Unauthorized("the token has expired".into()),
             ServiceError::Unavailable("automation is not available in this build yet".into()),
             ServiceError::Internal("log record 3 is unreadable".into()),
+            ServiceError::IdempotencyKeyReused {
+                key: "it's-mine".into(),
+            },
         ];
         for err in cases {
             let body = serde_json::json!({

@@ -87,11 +87,19 @@ struct Batch {
     /// How the batch ended, for its writers to wait on; dropped unset only if the flusher
     /// panicked.
     outcome: watch::Sender<Option<Outcome>>,
+    /// When it was last handed to the store, for [`crate::metrics`].
+    handed: Option<std::time::Instant>,
 }
 
 impl Batch {
     fn end(&self, outcome: Outcome) {
         self.outcome.send_replace(Some(outcome));
+    }
+
+    /// Notes that the store is given the batch now.
+    fn hand(mut self) -> Self {
+        self.handed = Some(std::time::Instant::now());
+        self
     }
 }
 
@@ -197,6 +205,7 @@ impl Engine {
                     bodies: Vec::new(),
                     world: Arc::clone(&next),
                     outcome: watch::Sender::new(None),
+                    handed: None,
                 });
                 batch.bodies.extend(bodies);
                 batch.world = next;
@@ -274,7 +283,7 @@ impl Engine {
                         .store
                         .append_queued(batch.first_seq, &batch.bodies, false)
                     {
-                        Some(appending) => queued.push_back((batch, appending)),
+                        Some(appending) => queued.push_back((batch.hand(), appending)),
                         None => {
                             drop(pending);
                             self.append(batch).await;
@@ -302,7 +311,7 @@ impl Engine {
                         .store
                         .append_queued(batch.first_seq, &batch.bodies, true)
                     {
-                        Some(appending) => queued.push_back((batch, appending)),
+                        Some(appending) => queued.push_back((batch.hand(), appending)),
                         None => pending.open = Some(batch),
                     }
                 }
@@ -347,6 +356,7 @@ impl Engine {
 
     /// Appends `batch` in one step, or, when another process wrote first, under the lock.
     async fn append(&self, batch: Batch) {
+        let batch = batch.hand();
         match self.store.append(batch.first_seq, &batch.bodies).await {
             Ok(()) => {
                 self.finish(batch, Outcome::Durable, None, false, Vec::new())
@@ -374,13 +384,14 @@ impl Engine {
     /// Appends `batch` under the store's write lock, kept from a lost race or just taken.
     async fn append_locked(
         &self,
-        batch: Batch,
+        mut batch: Batch,
         lock: Result<Box<dyn LogLock>, StoreError>,
         refused: Vec<Batch>,
     ) {
         let mut keep = None;
         let end = match lock {
             Ok(lock) if lock.last_seq().checked_add(1) == Some(batch.first_seq) => {
+                batch = batch.hand();
                 match lock.commit(&batch.bodies).await {
                     Ok(()) => Outcome::Durable,
                     Err(StoreError::Conflict(_)) => Outcome::Retry(None),
@@ -421,6 +432,13 @@ impl Engine {
         let durable = matches!(end, Outcome::Durable);
         if durable {
             self.publish(Arc::clone(&batch.world));
+            metrics::histogram!(crate::metrics::COMMIT_BATCH_OPS).record(batch.bodies.len() as f64);
+            if let Some(handed) = batch.handed {
+                metrics::histogram!(crate::metrics::COMMIT_APPEND_SECONDS)
+                    .record(handed.elapsed().as_secs_f64());
+            }
+        } else if matches!(end, Outcome::Failed(_)) {
+            metrics::counter!(crate::metrics::COMMIT_FAILURES).increment(1);
         }
         if durable && refused.is_empty() {
             if pending.open.is_none() && !more {

@@ -197,12 +197,27 @@ impl Engine {
             let mint = || self.mint();
             let did = self
                 .write(|world, now| match plan(world, &item, now, &mint) {
-                    Some(ops) => Ok((ops, true)),
-                    None => Ok((Vec::new(), false)),
+                    Some(ops) => {
+                        let succeeded = ops.iter().any(|op| {
+                            matches!(
+                                op,
+                                Op::Ran {
+                                    succeeded: true,
+                                    ..
+                                }
+                            )
+                        });
+                        Ok((ops, Some(succeeded)))
+                    }
+                    None => Ok((Vec::new(), None)),
                 })
                 .await?;
-            if did {
+            if let Some(succeeded) = did {
                 ran += 1;
+                metrics::counter!(crate::metrics::JOBS_RUN).increment(1);
+                if !succeeded {
+                    metrics::counter!(crate::metrics::JOBS_FAILED).increment(1);
+                }
             }
         }
         Ok(ran)

@@ -6,24 +6,26 @@
 //! Another process writing the same store (a CLI next to the dashboard, a second server replica)
 //! is seen on the next call, and a write that raced one is decided again on the new state.
 
+mod barrier;
 mod clock;
 mod commit;
+pub mod idempotency;
 mod jobs;
 mod rules;
 mod seed;
 mod session;
 mod world;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+pub use barrier::ReadStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use seed::{Seed, WorldFile};
 pub use session::EngineSession;
 pub use world::{Op, TimelineState, World};
 
 use crate::error::ServiceError;
-use crate::model::{AnomalyId, Instant, Traveller, Window};
+use crate::model::{Instant, Traveller, Window};
 use crate::store::{Store, StoreError};
 
 /// How many log records are read per round trip when catching up.
@@ -56,9 +58,12 @@ pub struct Engine {
     /// This engine, for work that must outlive the call that started it (a flush).
     me: std::sync::Weak<Engine>,
     ids: Mutex<ulid::Generator>,
-    first_seen: Mutex<HashMap<AnomalyId, Instant>>,
     /// When the last catch-up that found nothing new began (a monotonic clock, not the domain's).
     caught_up_at: Mutex<Option<std::time::Instant>>,
+    /// Batches the store queries of linearizable reads (see `barrier`).
+    barrier: barrier::ReadBarrier,
+    /// Record fetches made by catching up.
+    fetches: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -99,10 +104,12 @@ impl Engine {
             pending: tokio::sync::Mutex::default(),
             opened: tokio::sync::Notify::new(),
             ids: Mutex::new(ulid::Generator::new()),
-            first_seen: Mutex::new(HashMap::new()),
             caught_up_at: Mutex::new(None),
+            barrier: barrier::ReadBarrier::default(),
+            fetches: std::sync::atomic::AtomicU64::new(0),
         });
         engine.catch_up().await?;
+        engine.follow_pushed_heads();
         if engine.snapshot_now().seq == 0 {
             engine.write_seed(seed).await?;
         }
@@ -111,7 +118,18 @@ impl Engine {
 
     /// A handle acting as `traveller`.
     pub fn session(self: &Arc<Self>, traveller: Traveller) -> EngineSession {
-        EngineSession::new(Arc::clone(self), traveller)
+        EngineSession::new(Arc::clone(self), traveller, None)
+    }
+
+    /// A handle acting as `traveller` for one keyed request: a write it makes is remembered
+    /// under the key, and a repeat of the same request is answered as the first was (see
+    /// [`idempotency`]).
+    pub fn keyed_session(
+        self: &Arc<Self>,
+        traveller: Traveller,
+        request: idempotency::Idempotency,
+    ) -> EngineSession {
+        EngineSession::new(Arc::clone(self), traveller, Some(request))
     }
 
     /// Where the data lives.
@@ -160,31 +178,58 @@ impl Engine {
         Arc::clone(&self.state.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The current snapshot, folding in what other processes appended first unless the store
-    /// allows reads to be slightly stale and the last catch-up is recent enough.
+    /// The current snapshot, holding every write any process acknowledged before this call
+    /// (behind the batched read barrier), unless the store allows reads to be slightly stale
+    /// and the last catch-up is recent enough.
     pub async fn snapshot(&self) -> Result<Arc<World>, ServiceError> {
         let staleness = self.store.read_staleness();
-        let recent = !staleness.is_zero()
-            && self
-                .caught_up_at
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some_and(|at| at.elapsed() < staleness);
+        metrics::counter!(crate::metrics::READS).increment(1);
+        if staleness.is_zero() {
+            self.read_barrier().await?;
+            return Ok(self.snapshot_now());
+        }
+        let recent = self
+            .caught_up_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < staleness);
         if !recent {
+            metrics::counter!(crate::metrics::READ_BARRIERS).increment(1);
             self.catch_up().await?;
         }
         Ok(self.snapshot_now())
     }
 
+    /// Folds in every record other processes appended.
     async fn catch_up(&self) -> Result<(), ServiceError> {
+        self.catch_up_to(None).await
+    }
+
+    /// Folds in records other processes appended, up to `head` when it is known (which saves
+    /// the query that would find nothing after it), else until the store has no more.
+    async fn catch_up_to(&self, head: Option<u64>) -> Result<(), ServiceError> {
         let started = std::time::Instant::now();
+        let mut folded = 0;
         loop {
             let seen = self.snapshot_now().seq;
-            let records = self.store.read_since(seen, CATCH_UP_BATCH).await?;
+            let records = if head.is_some_and(|head| seen >= head) {
+                Vec::new()
+            } else {
+                self.fetches
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                metrics::counter!(crate::metrics::STORE_QUERIES).increment(1);
+                self.store.read_since(seen, CATCH_UP_BATCH).await?
+            };
             if records.is_empty() {
                 *self.caught_up_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
+                if head.is_none() {
+                    // Without a known head, how far behind it was is what was folded in.
+                    metrics::gauge!(crate::metrics::REPLICA_LAG).set(folded as f64);
+                }
+                metrics::gauge!(crate::metrics::LOG_POSITION).set(seen as f64);
                 return Ok(());
             }
+            folded += records.len();
             let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
             let mut next = (**guard).clone();
             for record in records {
@@ -201,17 +246,34 @@ impl Engine {
         }
     }
 
+    /// Catches up in the background whenever the store says another process appended, so the
+    /// read barrier usually finds nothing to fetch. Stops when the engine is dropped.
+    fn follow_pushed_heads(&self) {
+        let Some(mut heads) = self.store.pushed_heads() else {
+            return;
+        };
+        let engine = self.me.clone();
+        tokio::spawn(async move {
+            while heads.changed().await.is_ok() {
+                let head = *heads.borrow_and_update();
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                if head > engine.snapshot_now().seq
+                    && let Err(e) = engine.catch_up_to(Some(head)).await
+                {
+                    tracing::warn!(%e, "catching up after a notification");
+                }
+            }
+        });
+    }
+
     /// Makes `world` the snapshot readers see, unless a newer one is there already.
     fn publish(&self, world: Arc<World>) {
         let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
         if guard.seq < world.seq {
+            metrics::gauge!(crate::metrics::LOG_POSITION).set(world.seq as f64);
             *guard = world;
         }
-    }
-
-    /// When an anomaly was first seen by this engine (`now` if never before).
-    pub(crate) fn first_seen(&self, id: &AnomalyId, now: Instant) -> Instant {
-        let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
-        *seen.entry(id.clone()).or_insert(now)
     }
 }

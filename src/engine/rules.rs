@@ -232,6 +232,7 @@ pub fn add_event(
         Op::AddEvents {
             timeline: timeline.clone(),
             events: vec![event.clone()],
+            at: Some(ctx.now),
         },
         event,
     ))
@@ -620,6 +621,7 @@ pub fn manipulate(
             timeline: timeline.clone(),
             old: old.id.clone(),
             new: new.clone(),
+            at: Some(ctx.now),
         },
         new,
     ))
@@ -654,6 +656,7 @@ pub fn revert(
         Op::Revert {
             timeline: timeline.clone(),
             head: head.id.clone(),
+            at: Some(ctx.now),
         },
         original,
         head.id.clone(),

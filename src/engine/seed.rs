@@ -153,6 +153,7 @@ impl WorldFile {
                 ops.push(Op::AddEvents {
                     timeline: tl.id.clone(),
                     events: tl.events.into_iter().map(WorldEvent::into_event).collect(),
+                    at: None,
                 });
             }
             for m in tl.manipulations {
@@ -174,6 +175,7 @@ impl WorldFile {
                         lineage: m.event_id,
                         author: None,
                     },
+                    at: None,
                 });
             }
         }

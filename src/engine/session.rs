@@ -4,7 +4,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
 use super::Engine;
+use super::idempotency::{self, Idempotency};
 use super::rules::{self, Ctx};
 use crate::automation;
 use crate::error::ServiceError;
@@ -21,14 +25,25 @@ use crate::service::*;
 pub struct EngineSession {
     engine: Arc<Engine>,
     traveller: Traveller,
+    /// The key of the request this session serves, if it came with one.
+    idempotency: Option<Idempotency>,
 }
 
 impl EngineSession {
-    pub(crate) fn new(engine: Arc<Engine>, traveller: Traveller) -> Self {
-        Self { engine, traveller }
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        traveller: Traveller,
+        idempotency: Option<Idempotency>,
+    ) -> Self {
+        Self {
+            engine,
+            traveller,
+            idempotency,
+        }
     }
 
-    async fn write<T>(
+    /// A write; with a key, remembered for its retries (answers are JSON in the log).
+    async fn write<T: Serialize + DeserializeOwned>(
         &self,
         decide: impl Fn(&super::World, &Ctx<'_>) -> Result<(Vec<super::Op>, T), ServiceError>,
     ) -> ServiceResult<T> {
@@ -40,7 +55,17 @@ impl EngineSession {
                     now,
                     mint: &mint,
                 };
-                decide(world, &ctx)
+                match &self.idempotency {
+                    None => decide(world, &ctx),
+                    Some(request) => {
+                        // Decisions run under the engine's writer lock, so what is published
+                        // now is what is durable.
+                        let durable = self.engine.snapshot_now().seq;
+                        idempotency::decide(world, &self.traveller, request, now, durable, || {
+                            decide(world, &ctx)
+                        })
+                    }
+                }
             })
             .await
     }
@@ -58,6 +83,17 @@ impl EngineSession {
         };
         look(&world, &ctx)
     }
+}
+
+/// The last monitor scan, for [`crate::metrics`]: how many anomalies of each severity.
+fn record_scan(anomalies: &[Anomaly]) {
+    let count = |severity| anomalies.iter().filter(|a| a.severity == severity).count() as f64;
+    metrics::counter!(crate::metrics::MONITOR_SCANS).increment(1);
+    metrics::gauge!(crate::metrics::ANOMALIES, "severity" => "critical")
+        .set(count(Severity::Critical));
+    metrics::gauge!(crate::metrics::ANOMALIES, "severity" => "warning")
+        .set(count(Severity::Warning));
+    metrics::gauge!(crate::metrics::ANOMALIES, "severity" => "info").set(count(Severity::Info));
 }
 
 /// The page size asked for, validated.
@@ -147,13 +183,22 @@ impl TimelineService for EngineSession {
 
     async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo> {
         let window = self.engine.config().default_window;
-        let timeline = self
-            .write(|world, ctx| {
-                let (op, t) = rules::create_timeline(world, ctx, &req, window)?;
-                Ok((vec![op], t.id))
-            })
-            .await?;
-        self.get_timeline(&timeline).await
+        self.write(|world, ctx| {
+            let (op, t) = rules::create_timeline(world, ctx, &req, window)?;
+            // Answered as it is once created (a branch starts with its base's events), which
+            // is also what a keyed retry is answered.
+            let mut created = world.clone();
+            created
+                .apply(world.seq + 1, op.clone())
+                .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            let info = created
+                .timelines
+                .get(&t.id)
+                .map(|state| rules::timeline_info(state, ctx.now))
+                .ok_or_else(|| ServiceError::Internal("a created timeline is missing".into()))?;
+            Ok((vec![op], info))
+        })
+        .await
     }
 
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
@@ -416,16 +461,16 @@ impl TimelineService for EngineSession {
             let position = world.position_of(ctx.traveller, ctx.now);
             let items = rules::items_of(world, ctx.traveller);
             let failures = super::jobs::failures(world, ctx.traveller, &req.timeline_id);
-            let mut anomalies = monitor::scan(&Scan {
+            let anomalies = monitor::scan(&Scan {
                 timeline: &state.meta,
                 subject: rules::subject(ctx, state, &position, &items),
                 now: ctx.now,
+                touched: &state.touched,
+                arrived_at: (position.timeline == req.timeline_id).then_some(position.arrived_at),
                 range: req.time_range.as_ref(),
                 failures: &failures,
             });
-            for a in &mut anomalies {
-                a.detected_at = self.engine.first_seen(&a.anomaly_id, ctx.now);
-            }
+            record_scan(&anomalies);
             let status = if anomalies.is_empty() {
                 "stable"
             } else {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use imbl::{HashMap, OrdMap, Vector};
 use serde::{Deserialize, Serialize};
 
+use super::idempotency::{IdempotencyKey, Keys, Remembered};
 use crate::automation::{Due, Job, JobStatus, LogRecord, ScriptRecord, ScriptStatus};
 use crate::model::{
     Anchor, AnchorId, AnchorStatus, Event, EventId, History, Instant, Item, ItemId, Journey,
@@ -36,6 +37,9 @@ pub enum Op {
         timeline: TimelineId,
         /// What; causes may point forward within the batch.
         events: Vec<Event>,
+        /// When they were added (`None` for history as shipped, and in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<Instant>,
     },
     /// An event replaced by a new head of its lineage.
     Manipulate {
@@ -45,6 +49,9 @@ pub enum Op {
         old: EventId,
         /// The new head.
         new: Event,
+        /// When (`None` for history as shipped, and in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<Instant>,
     },
     /// A manipulation undone.
     Revert {
@@ -52,6 +59,9 @@ pub enum Op {
         timeline: TimelineId,
         /// The head that is undone.
         head: EventId,
+        /// When (`None` in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<Instant>,
     },
     /// An item registered.
     RegisterItem {
@@ -88,6 +98,19 @@ pub enum Op {
         /// Which.
         id: ScheduleId,
     },
+    /// A keyed write's answer, logged in the same batch as its changes (see `idempotency`).
+    Remember {
+        /// Whose key.
+        traveller: Traveller,
+        /// The client's key.
+        key: IdempotencyKey,
+        /// The request's fingerprint.
+        fingerprint: String,
+        /// The answer given.
+        answer: serde_json::Value,
+        /// When.
+        at: Instant,
+    },
     /// A script or job ran; logged in the same batch as the changes it made.
     Ran {
         /// What ran.
@@ -106,6 +129,9 @@ pub struct TimelineState {
     pub meta: Arc<Timeline>,
     /// Its events.
     pub history: History,
+    /// When travellers and automation last added, manipulated or restored each event, from the
+    /// log (history as shipped is not here): when an anomaly involving it appeared.
+    pub touched: HashMap<EventId, Instant>,
 }
 
 /// Everything the engine knows, at log position `seq`. Cloning is cheap (shared maps).
@@ -129,6 +155,8 @@ pub struct World {
     pub jobs: OrdMap<ScheduleId, Arc<Job>>,
     /// Every automated action, oldest first.
     pub log: Vector<Arc<LogRecord>>,
+    /// Keyed writes remembered for their retries.
+    pub keys: Keys,
 }
 
 /// The log holds something this version cannot fold.
@@ -163,36 +191,50 @@ impl World {
         }
         match op {
             Op::CreateTimeline { timeline } => {
-                let history = match &timeline.parent {
-                    Some(parent) => self
-                        .timelines
-                        .get(parent)
-                        .ok_or_else(|| fail(format!("unknown parent timeline {parent}")))?
-                        .history
-                        .clone(),
-                    None => History::default(),
+                let (history, touched) = match &timeline.parent {
+                    Some(parent) => {
+                        let parent = self
+                            .timelines
+                            .get(parent)
+                            .ok_or_else(|| fail(format!("unknown parent timeline {parent}")))?;
+                        (parent.history.clone(), parent.touched.clone())
+                    }
+                    None => (History::default(), HashMap::new()),
                 };
                 self.timelines.insert(
                     timeline.id.clone(),
                     TimelineState {
                         meta: Arc::new(timeline),
                         history,
+                        touched,
                     },
                 );
             }
             Op::DeleteTimeline { id } => {
                 self.timelines.remove(&id);
             }
-            Op::AddEvents { timeline, events } => {
+            Op::AddEvents {
+                timeline,
+                events,
+                at,
+            } => {
                 let state = self
                     .timelines
                     .get_mut(&timeline)
                     .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
                 for event in events {
+                    if let Some(at) = at {
+                        state.touched.insert(event.id.clone(), at);
+                    }
                     state.history.insert(event);
                 }
             }
-            Op::Manipulate { timeline, old, new } => {
+            Op::Manipulate {
+                timeline,
+                old,
+                new,
+                at,
+            } => {
                 let state = self
                     .timelines
                     .get_mut(&timeline)
@@ -200,10 +242,13 @@ impl World {
                 let Some(lineage) = state.history.current(&old).map(|e| e.lineage.clone()) else {
                     return Err(fail(format!("event {old} is not current in {timeline}")));
                 };
+                if let Some(at) = at {
+                    state.touched.insert(new.id.clone(), at);
+                }
                 state.history.supersede(&old, new);
                 self.trigger_scripts(&timeline, &lineage);
             }
-            Op::Revert { timeline, head } => {
+            Op::Revert { timeline, head, at } => {
                 let state = self
                     .timelines
                     .get_mut(&timeline)
@@ -212,6 +257,9 @@ impl World {
                     .history
                     .revert(&head)
                     .ok_or_else(|| fail(format!("event {head} cannot be reverted")))?;
+                if let Some(at) = at {
+                    state.touched.insert(restored.clone(), at);
+                }
                 let lineage = state.history.get(&restored).map(|e| e.lineage.clone());
                 if let Some(lineage) = lineage {
                     self.trigger_scripts(&timeline, &lineage);
@@ -239,6 +287,22 @@ impl World {
                 succeeded,
                 entries,
             } => self.apply_ran(due, succeeded, entries),
+            Op::Remember {
+                traveller,
+                key,
+                fingerprint,
+                answer,
+                at,
+            } => self.keys.remember(
+                traveller,
+                key,
+                Remembered {
+                    fingerprint,
+                    answer,
+                    at,
+                    seq,
+                },
+            ),
         }
         self.seq = seq;
         Ok(())

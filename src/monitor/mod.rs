@@ -35,15 +35,26 @@ pub struct Scan<'a> {
     pub timeline: &'a Timeline,
     /// Its events, the traveller and their items.
     pub subject: Subject<'a>,
-    /// The wall clock now (for the window check and `detected_at`).
+    /// The wall clock now (for the window check).
     pub now: Instant,
+    /// When each event was last added, manipulated or restored by a traveller or automation
+    /// (events missing here are history as shipped, there since the timeline was made).
+    pub touched: &'a imbl::HashMap<EventId, Instant>,
+    /// When the traveller arrived in this timeline, if they are in it (item paradoxes appear
+    /// with the journey that brought the items).
+    pub arrived_at: Option<Instant>,
     /// Only look at events in this range.
     pub range: Option<&'a TimeRange>,
     /// Failed automation in this timeline.
     pub failures: &'a [AutomationFailure],
 }
 
-/// Scans a timeline. `detected_at` is `now`; the engine replaces it with the first sighting.
+/// Scans a timeline.
+///
+/// Each anomaly's `detected_at` comes from the log, so every replica and every restart gives the
+/// same: when the latest change to an event it involves was made (or the timeline was made,
+/// for history as shipped), when the items' journey arrived, when the window entered its last
+/// tenth, when the automation failed.
 ///
 /// Paradoxes come from a full rescan of the timeline as it stands (critical); with a `range`,
 /// only those involving an event in it are kept (item paradoxes involve no event and are
@@ -67,13 +78,17 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
             .map(ToString::to_string)
             .chain(p.items.iter().map(ToString::to_string))
             .collect();
+        let mut at = appeared(scan, p.events.iter());
+        if !p.items.is_empty() {
+            at = at.max(scan.arrived_at.unwrap_or(at));
+        }
         out.push(anomaly(
             AnomalyKind::Paradox(p.kind),
             Severity::Critical,
             &format!("paradox:{}", p.kind.as_str()),
             p.description,
             subjects,
-            scan.now,
+            at,
         ));
     }
     out.extend(window_closing(scan));
@@ -113,7 +128,10 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
             "orphaned_event",
             description,
             subjects,
-            scan.now,
+            appeared(
+                scan,
+                std::iter::once(event.id).chain(missing.iter().copied()),
+            ),
         ));
     }
     for failure in scan.failures {
@@ -129,7 +147,7 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
                 failure.message
             ),
             vec![failure.source.clone(), failure.event_id.to_string()],
-            scan.now,
+            failure.at,
         ));
     }
     // Critical first, then by kind and subjects: the same timeline lists the same way.
@@ -167,8 +185,17 @@ fn window_closing(scan: &Scan<'_>) -> Option<Anomaly> {
             tl.window,
         ),
         vec![tl.id.to_string()],
-        scan.now,
+        // When the last tenth began.
+        closes - length / 10,
     ))
+}
+
+/// When an anomaly involving `events` appeared: the latest change to one of them, and never
+/// before the timeline itself was made.
+fn appeared<'e>(scan: &Scan<'_>, events: impl Iterator<Item = &'e EventId>) -> Instant {
+    events
+        .filter_map(|id| scan.touched.get(id).copied())
+        .fold(scan.timeline.created_at, Instant::max)
 }
 
 /// An anomaly whose id is derived from `cause` and its subjects, so the same cause gives the
@@ -179,7 +206,7 @@ fn anomaly(
     cause: &str,
     description: String,
     subjects: Vec<String>,
-    now: Instant,
+    detected_at: Instant,
 ) -> Anomaly {
     Anomaly {
         anomaly_id: AnomalyId::derived(&format!("{cause}|{}", subjects.join("|"))),
@@ -187,7 +214,7 @@ fn anomaly(
         kind,
         severity,
         subjects,
-        detected_at: now,
+        detected_at,
     }
 }
 

@@ -28,10 +28,23 @@ fn run(
     range: Option<&TimeRange>,
     failures: &[AutomationFailure],
 ) -> Vec<Anomaly> {
+    run_touched(fx, tl, now, range, failures, &imbl::HashMap::new())
+}
+
+fn run_touched(
+    fx: &Fixture,
+    tl: &Timeline,
+    now: Instant,
+    range: Option<&TimeRange>,
+    failures: &[AutomationFailure],
+    touched: &imbl::HashMap<EventId, Instant>,
+) -> Vec<Anomaly> {
     scan(&Scan {
         timeline: tl,
         subject: fx.subject(),
         now,
+        touched,
+        arrived_at: None,
         range,
         failures,
     })
@@ -75,7 +88,26 @@ fn paradoxes_are_critical_and_operational_trouble_is_a_warning() {
     assert_eq!(found[1].severity, Severity::Warning);
     assert_eq!(found[1].subjects, ["d", "ghost"]);
     assert!(found[1].description.contains("'ghost'"));
-    assert_eq!(found[1].detected_at, at(5));
+    // History as shipped: there since the timeline was made, whenever it is looked at.
+    assert_eq!(found[0].detected_at, at(0));
+    assert_eq!(found[1].detected_at, at(0));
+}
+
+#[test]
+fn an_anomaly_is_dated_by_the_latest_change_to_what_it_involves_not_by_the_look() {
+    let fx = troubled();
+    let tl = timeline(Window::Unbounded);
+    let touched: imbl::HashMap<EventId, Instant> =
+        [(id("a"), at(3)), (id("b"), at(7)), (id("c"), at(9))]
+            .into_iter()
+            .collect();
+    for now in [at(10), at(500)] {
+        let found = run_touched(&fx, &tl, now, None, &[], &touched);
+        // b (touched at 7) before its cause a (touched at 3): it appeared at 7.
+        assert_eq!(found[0].detected_at, at(7));
+        // d names ghost; d itself is history as shipped, and c is not involved.
+        assert_eq!(found[1].detected_at, at(0));
+    }
 }
 
 #[test]
@@ -88,6 +120,7 @@ fn a_window_closing_within_a_tenth_of_its_length_is_reported() {
     assert_eq!(kinds(&found), [AnomalyKind::WindowClosing]);
     assert_eq!(found[0].subjects, ["tml_x"]);
     assert!(found[0].description.contains("5 minutes"));
+    assert_eq!(found[0].detected_at, at(54), "when its last tenth began");
     // Closed timelines and unbounded ones have no window to warn about.
     assert!(run(&fx, &tl, at(60), None, &[]).is_empty());
     assert!(run(&fx, &timeline(Window::Unbounded), at(55), None, &[]).is_empty());

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use super::AppState;
 use super::problem::Problem;
 use crate::auth::{Authenticated, Scope};
+use crate::engine::idempotency::Idempotency;
 use crate::error::{self, ServiceError};
 use crate::model::Traveller;
 use crate::service::TimelineService;
@@ -50,8 +51,9 @@ impl FromRequestParts<AppState> for Caller {
                 retry_after_secs,
             }));
         }
+        let keyed = parts.extensions.get::<Idempotency>().cloned();
         Ok(Caller {
-            service: state.sessions.session(auth.traveller.clone()),
+            service: state.sessions.session(auth.traveller.clone(), keyed),
             traveller: auth.traveller,
         })
     }

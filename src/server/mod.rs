@@ -16,8 +16,12 @@
 //! server::run(listener, server::ServerConfig::new(secret), engine, server::shutdown_signal()).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! [`run_tls`] serves the same over https (see [`crate::tls::server_config`]). Every request is
+//! counted and timed by route for [`crate::metrics`].
 
 mod extract;
+mod idempotency;
 mod limits;
 mod openapi;
 mod problem;
@@ -47,18 +51,31 @@ pub use views::View;
 
 use crate::auth::{Secret, Verifier};
 use crate::engine::Engine;
+use crate::engine::idempotency::Idempotency;
 use crate::model::Traveller;
 use crate::service::TimelineService;
 
 /// Hands out the service bound to one traveller; the only thing the server needs.
 pub trait Sessions: Send + Sync + 'static {
-    /// The service acting as `traveller`.
-    fn session(&self, traveller: Traveller) -> Arc<dyn TimelineService>;
+    /// The service acting as `traveller`; with `idempotency`, for one keyed request whose
+    /// write must be done once and whose repeats get the first answer.
+    fn session(
+        &self,
+        traveller: Traveller,
+        idempotency: Option<Idempotency>,
+    ) -> Arc<dyn TimelineService>;
 }
 
 impl Sessions for Arc<Engine> {
-    fn session(&self, traveller: Traveller) -> Arc<dyn TimelineService> {
-        Arc::new(Engine::session(self, traveller))
+    fn session(
+        &self,
+        traveller: Traveller,
+        idempotency: Option<Idempotency>,
+    ) -> Arc<dyn TimelineService> {
+        Arc::new(match idempotency {
+            Some(request) => Engine::keyed_session(self, traveller, request),
+            None => Engine::session(self, traveller),
+        })
     }
 }
 
@@ -164,6 +181,10 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
         config: Arc::new(config.clone()),
     };
     let layers = ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(
+            Arc::new(crate::metrics::HttpMetrics::default()),
+            crate::metrics::track,
+        ))
         .layer(SetRequestIdLayer::new(REQUEST_ID, UlidRequestId))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(
@@ -177,6 +198,10 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
             }),
         )
         .layer(middleware::from_fn(request_context))
+        .layer(middleware::from_fn_with_state(
+            config.body_limit,
+            idempotency::keyed,
+        ))
         .layer(middleware::from_fn_with_state(
             config.request_timeout,
             limits::timeout,
@@ -201,6 +226,33 @@ pub async fn run(
     }
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Serves over https with `tls` (HTTP/2 or HTTP/1.1, as the client's ALPN asks) until
+/// `shutdown` resolves, then lets in-flight requests finish.
+pub async fn run_tls(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    config: ServerConfig,
+    sessions: impl Sessions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let router = build_router(config, sessions);
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "chronoscope serving over https");
+    }
+    let handle = axum_server::Handle::new();
+    let stop = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        // No deadline, like the plain server: in-flight requests end by their own timeout.
+        stop.graceful_shutdown(None);
+    });
+    let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
+    axum_server::from_tcp_rustls(listener.into_std()?, tls)?
+        .handle(handle)
+        .serve(router.into_make_service())
         .await
 }
 

@@ -122,6 +122,29 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
             ))
             .build(),
     );
+    if method == "post" && !open {
+        params.push(
+            ParameterBuilder::new()
+                .name("Idempotency-Key")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "Makes the POST safe to retry: a repeat with the same key and the same \
+                     request gets the first answer again (status, body, Location) without the \
+                     change being made twice, on any replica, for 24 hours. Keys are per \
+                     traveller; reusing one for a different request is 422. Requests that \
+                     change nothing (checks, scans) are answered afresh.",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .min_length(Some(1))
+                        .max_length(Some(crate::engine::idempotency::MAX_KEY_LEN))
+                        .pattern(Some("^[!-~]+$")),
+                ))
+                .build(),
+        );
+    }
     let responses = &mut op.responses.responses;
     let mut add = |status: &str, response: utoipa::openapi::Response| {
         responses
@@ -186,6 +209,15 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         "503",
         problem_response("The service timed out or its storage is unavailable"),
     );
+    if method == "post" {
+        add(
+            "422",
+            problem_response(
+                "The Idempotency-Key was sent before with a different request \
+                 (idempotency-key-reused)",
+            ),
+        );
+    }
     if op.request_body.is_some() {
         add("413", problem_response("The request body is too large"));
         add(

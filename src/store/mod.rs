@@ -186,6 +186,14 @@ pub trait Store: Send + Sync {
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
 
+    /// The heads other processes' appends reach, pushed as they commit (PostgreSQL's
+    /// LISTEN/NOTIFY), for catching up in the background. Best effort: a push may come late or
+    /// be lost (a reconnect), so readers still ask [`Store::last_seq`]. `None` when the backend
+    /// does not push.
+    fn pushed_heads(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
+
     /// How stale a read may be with respect to *other processes'* writes. A process always sees
     /// its own writes at once, and writes never act on stale state (an append names the
     /// sequence it takes), so this only bounds how soon one process sees another's changes.

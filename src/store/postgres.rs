@@ -9,12 +9,15 @@
 
 use std::borrow::Cow;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, SqlSafeStr, Transaction};
+use tokio::sync::watch;
 
 use super::{LogLock, Record, Store, StoreError};
 
@@ -26,20 +29,39 @@ const POOL_SIZE: u32 = 8;
 
 /// The migrations, embedded (see the SQLite store for why not `sqlx::migrate!`).
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("op log"),
-        MigrationType::Simple,
-        include_str!("../../migrations/postgres/0001_op_log.sql").into_sql_str(),
-        false,
-    )])
+    Migrator::with_migrations(vec![
+        Migration::new(
+            1,
+            Cow::Borrowed("op log"),
+            MigrationType::Simple,
+            include_str!("../../migrations/postgres/0001_op_log.sql").into_sql_str(),
+            false,
+        ),
+        Migration::new(
+            2,
+            Cow::Borrowed("notify head"),
+            MigrationType::Simple,
+            include_str!("../../migrations/postgres/0002_notify_head.sql").into_sql_str(),
+            false,
+        ),
+    ])
 }
+
+/// The channel the head row's trigger notifies on (migration 2).
+const HEAD_CHANNEL: &str = "chronoscope_log";
+/// Pause before listening again after the listening connection failed.
+const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 
 /// The log in a PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
     shown: String,
+    /// Heads pushed by the listener task, which runs while any receiver is left.
+    heads: watch::Receiver<u64>,
+    /// The highest record this handle has tried to append: a notice up to it is (most likely)
+    /// about this process's own write, which it publishes itself, so it is not pushed.
+    appending: Arc<AtomicU64>,
 }
 
 impl PostgresStore {
@@ -77,7 +99,20 @@ impl PostgresStore {
                 other => StoreError::Corrupt(format!("{shown}: {other}")),
             }
         })?;
-        Ok(Self { pool, shown })
+        let (pushed, heads) = watch::channel(0);
+        let appending = Arc::new(AtomicU64::new(0));
+        tokio::spawn(listen_for_heads(
+            pool.clone(),
+            shown.clone(),
+            pushed,
+            Arc::clone(&appending),
+        ));
+        Ok(Self {
+            pool,
+            shown,
+            heads,
+            appending,
+        })
     }
 
     /// Closes the pool, waiting for connections in use to be returned.
@@ -116,6 +151,7 @@ impl Store for PostgresStore {
             tx,
             last_seq,
             shown: self.shown.clone(),
+            appending: Arc::clone(&self.appending),
         }))
     }
 
@@ -136,6 +172,8 @@ impl Store for PostgresStore {
                 Err(conflict())
             };
         }
+        let last = first_seq.saturating_add(bodies.len() as u64 - 1);
+        self.appending.fetch_max(last, Ordering::AcqRel);
         let inserted = sqlx::query(
             "WITH head AS ( \
                  UPDATE op_log_head SET last_seq = $1 + cardinality($2::text[]) - 1 \
@@ -204,6 +242,67 @@ impl Store for PostgresStore {
     fn describe(&self) -> String {
         self.shown.clone()
     }
+
+    fn pushed_heads(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.heads.clone())
+    }
+}
+
+/// Listens for the heads other processes' appends reach and pushes them to `pushed`, until
+/// nobody is left to tell. On a lost connection it listens again (what was sent meanwhile is
+/// lost, which readers tolerate: they confirm the head themselves).
+async fn listen_for_heads(
+    pool: PgPool,
+    shown: String,
+    pushed: watch::Sender<u64>,
+    own: Arc<AtomicU64>,
+) {
+    let listen = async {
+        loop {
+            let mut listener = match PgListener::connect_with(&pool).await {
+                Ok(listener) => listener,
+                Err(e) if pool.is_closed() => return e,
+                Err(e) => {
+                    tracing::debug!(%e, store = %shown, "cannot listen for new records yet");
+                    tokio::time::sleep(RELISTEN_AFTER).await;
+                    continue;
+                }
+            };
+            if let Err(e) = listener.listen(HEAD_CHANNEL).await {
+                tracing::debug!(%e, store = %shown, "cannot listen for new records yet");
+                tokio::time::sleep(RELISTEN_AFTER).await;
+                continue;
+            }
+            loop {
+                match listener.recv().await {
+                    Ok(notice) => {
+                        // A notice of our own append would only make the engine fetch what it
+                        // is about to publish. One that outraced ours is skipped too: losing
+                        // the race makes the engine catch up anyway.
+                        if let Ok(head) = notice.payload().parse::<u64>()
+                            && head > own.load(Ordering::Acquire)
+                        {
+                            pushed.send_if_modified(|seen| {
+                                let newer = head > *seen;
+                                *seen = (*seen).max(head);
+                                newer
+                            });
+                        }
+                    }
+                    Err(e) if pool.is_closed() => return e,
+                    Err(e) => {
+                        tracing::debug!(%e, store = %shown, "listening for new records");
+                        tokio::time::sleep(RELISTEN_AFTER).await;
+                        break;
+                    }
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = pushed.closed() => {}
+        _ = listen => {}
+    }
 }
 
 /// The write lock: a transaction holding the head row `FOR UPDATE`.
@@ -211,6 +310,8 @@ struct PostgresLock {
     tx: Transaction<'static, Postgres>,
     last_seq: u64,
     shown: String,
+    /// The store's record of what it appends (see [`PostgresStore`]).
+    appending: Arc<AtomicU64>,
 }
 
 #[async_trait]
@@ -232,6 +333,8 @@ impl LogLock for PostgresLock {
         };
         if !bodies.is_empty() {
             let count = i64::try_from(bodies.len()).unwrap_or(i64::MAX);
+            self.appending
+                .fetch_max(self.last_seq + bodies.len() as u64, Ordering::AcqRel);
             sqlx::query(
                 "INSERT INTO op_log (seq, body) \
                  SELECT $1 + t.ord - 1, t.body FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord)",

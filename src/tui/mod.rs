@@ -56,6 +56,11 @@ pub struct TuiOptions {
 /// Spinner frame rate while work is pending.
 const ANIMATE_EVERY: Duration = Duration::from_millis(120);
 
+/// **Test only.** With this variable set to `1` the dashboard panics on the first key it is
+/// given, so that a test can check the terminal is restored before the panic report is printed
+/// (tests/tui_e2e.rs). Read once at start; nobody else has a reason to set it.
+pub const TEST_PANIC_ENV: &str = "CHRONOSCOPE_TEST_PANIC";
+
 /// Runs the dashboard until the user quits. The terminal is restored on every exit path.
 pub async fn run(
     service: std::sync::Arc<dyn crate::service::TimelineService>,
@@ -78,9 +83,10 @@ pub async fn run(
         },
         tx,
     );
+    let test_panic = std::env::var_os(TEST_PANIC_ENV).is_some_and(|v| v == "1");
     install_panic_hook(options.mouse);
     let mut terminal = enter(options.mouse).wrap_err("cannot set up the terminal")?;
-    let result = event_loop(&mut terminal, &mut app, rx, &options).await;
+    let result = event_loop(&mut terminal, &mut app, rx, &options, test_panic).await;
     let restored = leave(options.mouse);
     let _ = terminal.show_cursor();
     result?;
@@ -119,7 +125,8 @@ fn leave(mouse: bool) -> io::Result<()> {
     screen
 }
 
-/// Restores the terminal before the panic message is printed, so it is readable.
+/// Restores the terminal, then hands the panic to the hook installed before (color-eyre's
+/// report, installed by `main`), so the report is printed on the normal screen and readable.
 fn install_panic_hook(mouse: bool) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -133,6 +140,7 @@ async fn event_loop(
     app: &mut App,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     options: &TuiOptions,
+    test_panic: bool,
 ) -> color_eyre::Result<()> {
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(options.tick.max(Duration::from_millis(50)));
@@ -150,7 +158,12 @@ async fn event_loop(
             biased;
             Some(msg) = rx.recv() => msg,
             event = events.next() => match event {
-                Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => Msg::Key(key),
+                Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
+                    if test_panic {
+                        panic!("{TEST_PANIC_ENV}=1: panicking on the first key, as asked (test only)");
+                    }
+                    Msg::Key(key)
+                }
                 Some(Ok(Event::Mouse(mouse))) if options.mouse => Msg::Mouse(mouse),
                 Some(Ok(Event::Resize(w, h))) => Msg::Resize(w, h),
                 Some(Ok(_)) => continue,

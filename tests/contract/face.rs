@@ -3,7 +3,7 @@
 //!
 //! A [`Face`] hands out one [`TimelineService`] per traveller name: the embedded face an
 //! [`EngineSession`](chronoscope::engine::EngineSession), the remote face a
-//! [`RemoteClient`] with a token for that traveller, talking to the real server on a
+//! [`RemoteClient`](chronoscope::client::RemoteClient) with a token for that traveller, talking to the real server on a
 //! loopback port in front of the same kind of engine. Every call a scenario makes goes
 //! through [`Face::ok`], [`Face::err`] or [`Face::any`], which record the answer; the remote
 //! test then runs the scenario on a fresh embedded face too and asserts both transcripts are
@@ -16,7 +16,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use chrono::Duration;
-use chronoscope::client::RemoteClient;
+
 use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{Instant, parse_instant};
@@ -95,6 +95,17 @@ impl Face {
     pub async fn remote() -> Self {
         let (engine, clock) = fresh_engine().await;
         let server = Server::start(engine.clone()).await;
+        Self::behind(server, engine, clock)
+    }
+
+    /// The same kind of engine behind the real server over https, with a private CA.
+    pub async fn remote_tls() -> Self {
+        let (engine, clock) = fresh_engine().await;
+        let server = Server::start_tls(engine.clone()).await;
+        Self::behind(server, engine, clock)
+    }
+
+    fn behind(server: Server, engine: Arc<Engine>, clock: Arc<ManualClock>) -> Self {
         Self {
             kind: Kind::Remote,
             clock,
@@ -108,10 +119,7 @@ impl Face {
     pub fn traveller(&self, name: &str) -> Arc<dyn TimelineService> {
         match &self.server {
             None => Arc::new(self.engine.session(name.parse().expect("traveller name"))),
-            Some(server) => Arc::new(
-                RemoteClient::new(&server.base_url, server.token_for(name))
-                    .expect("a client of the test server"),
-            ),
+            Some(server) => Arc::new(server.client_for(name)),
         }
     }
 

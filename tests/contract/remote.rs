@@ -1,4 +1,5 @@
-//! The remote face's server: the real router ([`chronoscope::server::run`]) in front of an
+//! The remote face's server: the real router ([`chronoscope::server::run`], or
+//! [`chronoscope::server::run_tls`] with certificates made for the test) in front of an
 //! engine, on a loopback port the OS picks, with tokens signed by [`chronoscope::auth`].
 //! Also the few checks only the remote face has: scopes, foreign tokens, a server that is gone.
 
@@ -9,10 +10,12 @@ use chronoscope::auth::{Scopes, Secret, issue_token};
 use chronoscope::client::RemoteClient;
 use chronoscope::engine::Engine;
 use chronoscope::error::ServiceError;
-use chronoscope::server::{RateLimit, ServerConfig, run};
+use chronoscope::server::{RateLimit, ServerConfig, run, run_tls};
 use chronoscope::service::{NewTimeline, PageRequest, TimelineService};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+use crate::pki::Pki;
 
 /// The secret of every test server (tests only).
 const SECRET: &str = "contract-suite-secret-not-for-production";
@@ -21,6 +24,8 @@ const SECRET: &str = "contract-suite-secret-not-for-production";
 pub struct Server {
     /// Its root URL, like `http://127.0.0.1:41234`.
     pub base_url: String,
+    /// Over https: the certificates, the CA among them.
+    pki: Option<Pki>,
     secret: Secret,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -37,6 +42,20 @@ impl Server {
         engine: Arc<Engine>,
         adjust: impl FnOnce(ServerConfig) -> ServerConfig,
     ) -> Self {
+        Self::start_on(engine, adjust, None).await
+    }
+
+    /// Starts the server in front of `engine` over https, with a certificate for `localhost`
+    /// that a CA made for the test signed.
+    pub async fn start_tls(engine: Arc<Engine>) -> Self {
+        Self::start_on(engine, |config| config, Some(Pki::new())).await
+    }
+
+    async fn start_on(
+        engine: Arc<Engine>,
+        adjust: impl FnOnce(ServerConfig) -> ServerConfig,
+        pki: Option<Pki>,
+    ) -> Self {
         let secret = Secret::from_bytes(SECRET).expect("a long enough test secret");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -44,14 +63,23 @@ impl Server {
         let addr = listener.local_addr().expect("the bound address");
         let (stop, stopped) = oneshot::channel::<()>();
         let config = adjust(ServerConfig::new(secret.clone()));
+        let tls = pki.as_ref().map(Pki::server_config);
         let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            run(listener, config, engine, shutdown).await
+            match tls {
+                Some(tls) => run_tls(listener, tls, config, engine, shutdown).await,
+                None => run(listener, config, engine, shutdown).await,
+            }
         });
+        let base_url = match &pki {
+            Some(_) => format!("https://localhost:{}", addr.port()),
+            None => format!("http://{addr}"),
+        };
         Self {
-            base_url: format!("http://{addr}"),
+            base_url,
+            pki,
             secret,
             stop: Some(stop),
             task: Some(task),
@@ -72,6 +100,15 @@ impl Server {
     /// A token for `traveller` with the read and write scopes.
     pub fn token_for(&self, traveller: &str) -> String {
         self.token_with(traveller, "read write")
+    }
+
+    /// A client acting as `traveller` (read and write), trusting the test CA over https.
+    pub fn client_for(&self, traveller: &str) -> RemoteClient {
+        let mut client = RemoteClient::builder(&self.base_url, self.token_for(traveller));
+        if let Some(pki) = &self.pki {
+            client = client.ca_cert(pki.ca());
+        }
+        client.build().expect("a client of the test server")
     }
 
     /// Stops the server and waits until its port is closed.
@@ -198,4 +235,121 @@ async fn past_the_rate_limit_the_client_is_told_how_long_to_wait() {
     // The limit is per traveller: bob is not slowed down by ada.
     let bob = RemoteClient::new(&server.base_url, server.token_for("bob")).expect("a client");
     bob.whoami().await.expect("another traveller passes");
+}
+
+#[tokio::test]
+async fn over_https_with_the_private_ca_the_client_works_and_v1_may_end_the_url() {
+    let server = Server::start_tls(engine().await).await;
+    assert!(server.base_url.starts_with("https://localhost:"));
+    let ada = server.client_for("ada");
+    let made = ada
+        .create_timeline(NewTimeline {
+            name: Some("over tls".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("a write over https");
+    let ca = server.pki.as_ref().expect("a TLS server").ca();
+    for root in [
+        format!("{}/v1", server.base_url),
+        format!("{}/v1/", server.base_url),
+    ] {
+        let client = RemoteClient::builder(&root, server.token_for("ada"))
+            .ca_cert(&ca)
+            .build()
+            .expect("a client");
+        assert_eq!(client.base_url(), server.base_url);
+        let got = client
+            .get_timeline(&made.id)
+            .await
+            .expect("a read over https");
+        assert_eq!(got.name, "over tls");
+    }
+}
+
+#[tokio::test]
+async fn the_https_server_speaks_http2_and_http11_as_the_client_asks() {
+    let server = Server::start_tls(engine().await).await;
+    let pki = server.pki.as_ref().expect("a TLS server");
+    chronoscope::tls::install_default_provider();
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(pki.ca()).expect("the CA file"))
+        .expect("a PEM certificate");
+    let url = format!("{}/healthz", server.base_url);
+    for (http1_only, expected) in [
+        (false, reqwest::Version::HTTP_2),
+        (true, reqwest::Version::HTTP_11),
+    ] {
+        let mut client = reqwest::Client::builder().tls_certs_only([ca.clone()]);
+        if http1_only {
+            client = client.http1_only();
+        }
+        let answer = client
+            .build()
+            .expect("a client")
+            .get(&url)
+            .send()
+            .await
+            .expect("an answer over https");
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.version(), expected);
+    }
+}
+
+#[tokio::test]
+async fn a_certificate_from_another_ca_is_refused_in_words_and_not_retried() {
+    let server = Server::start_tls(engine().await).await;
+    let pki = server.pki.as_ref().expect("a TLS server");
+    for ca in [Some(pki.other_ca()), None] {
+        let mut client = RemoteClient::builder(&server.base_url, server.token_for("ada"))
+            // Long enough that two retries would show in the time taken.
+            .retry_backoff(Duration::from_secs(5));
+        if let Some(ca) = &ca {
+            client = client.ca_cert(ca);
+        }
+        let client = client.build().expect("a client");
+        let started = std::time::Instant::now();
+        let err = client.whoami().await.expect_err("an untrusted certificate");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a refused certificate was tried again"
+        );
+        assert_eq!(
+            err,
+            ServiceError::Unavailable(format!(
+                "cannot reach {}: the server's certificate is not trusted (unknown issuer); \
+                 if a private CA signed it, pass that CA with --ca-cert FILE (or \
+                 CHRONOSCOPE_CA_CERT)",
+                server.base_url
+            )),
+            "with CA {ca:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn plain_http_to_an_https_server_and_back_is_explained() {
+    let server = Server::start_tls(engine().await).await;
+    let plain = server.base_url.replacen("https://", "http://", 1);
+    let client = RemoteClient::builder(&plain, server.token_for("ada"))
+        .retry_backoff(Duration::from_millis(1))
+        .build()
+        .expect("a client");
+    let err = client.whoami().await.expect_err("https spoken to in http");
+    assert!(
+        err.to_string().contains("does it serve https:// there?"),
+        "{err}"
+    );
+
+    let plain_server = Server::start(engine().await).await;
+    let tls = plain_server.base_url.replacen("http://", "https://", 1);
+    let client = RemoteClient::builder(&tls, plain_server.token_for("ada"))
+        .retry_backoff(Duration::from_millis(1))
+        .build()
+        .expect("a client");
+    let err = client.whoami().await.expect_err("http spoken to in https");
+    assert!(
+        err.to_string()
+            .contains("does it serve plain http:// there?"),
+        "{err}"
+    );
 }

@@ -15,6 +15,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use chronoscope::auth::{Claims, Scope, Scopes, Secret, issue_token, sign};
+use chronoscope::engine::idempotency::Idempotency;
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::server::{RateLimit, ServerConfig, build_router};
 use chronoscope::store::MemoryStore;
@@ -114,17 +115,7 @@ impl App {
     }
 
     pub async fn send(&self, req: Request<Body>) -> Resp {
-        let resp = self.router.clone().oneshot(req).await.expect("infallible");
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-            .await
-            .expect("body");
-        Resp {
-            status,
-            headers,
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        }
+        send_to(&self.router, req).await
     }
 
     /// A call as `token` (None: no Authorization header), with an optional JSON body.
@@ -159,6 +150,21 @@ impl App {
 
     pub async fn delete(&self, uri: &str, token: &str) -> Resp {
         self.call(Method::DELETE, uri, Some(token), None).await
+    }
+}
+
+/// Sends `req` through `router` and reads the whole answer.
+pub async fn send_to(router: &Router, req: Request<Body>) -> Resp {
+    let resp = router.clone().oneshot(req).await.expect("infallible");
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    Resp {
+        status,
+        headers,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
     }
 }
 
@@ -234,9 +240,16 @@ impl Wrapped {
 }
 
 impl Sessions for Wrapped {
-    fn session(&self, traveller: Traveller) -> Arc<dyn TimelineService> {
+    fn session(
+        &self,
+        traveller: Traveller,
+        idempotency: Option<Idempotency>,
+    ) -> Arc<dyn TimelineService> {
         Arc::new(WrappedService {
-            inner: self.engine.session(traveller),
+            inner: match idempotency {
+                Some(request) => self.engine.keyed_session(traveller, request),
+                None => self.engine.session(traveller),
+            },
             pause: self.pause,
             failures: Arc::clone(&self.failures),
         })

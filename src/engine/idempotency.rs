@@ -1,0 +1,258 @@
+//! Safe retries: a write sent with an `Idempotency-Key` is done once, and a repeat of it is
+//! answered with the first answer.
+//!
+//! The key and the answer are logged in the same batch as the write's changes
+//! ([`Op::Remember`]), so a repeat that reaches another replica, or this one after a restart,
+//! finds them; and two copies of one request racing on two replicas cannot both be written,
+//! because the loser decides again on a state that already remembers the winner's key.
+//! Keys belong to their traveller and are kept for [`KEEP_FOR`].
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{Op, World};
+use crate::error::ServiceError;
+use crate::model::{Instant, Traveller};
+
+/// How long a key is remembered after its write.
+pub const KEEP_FOR: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// Longest key accepted, in characters.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// A client's name for one logical request: 1 to 255 visible ASCII characters, taken as sent
+/// (the IETF draft's quoted form `"abc"` is a key too, quotes included).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// The key as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for IdempotencyKey {
+    type Err = ServiceError;
+
+    fn from_str(raw: &str) -> Result<Self, ServiceError> {
+        let bad = |why: &str| ServiceError::invalid("Idempotency-Key", why);
+        let key = raw.trim();
+        if key.is_empty() {
+            return Err(bad(
+                "the key is empty; send 1 to 255 visible ASCII characters",
+            ));
+        }
+        if key.chars().count() > MAX_KEY_LEN {
+            return Err(bad("the key is longer than 255 characters"));
+        }
+        if !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(bad(
+                "the key has a character that is not visible ASCII (spaces included); a UUID or ULID fits",
+            ));
+        }
+        Ok(Self(key.to_owned()))
+    }
+}
+
+impl TryFrom<String> for IdempotencyKey {
+    type Error = ServiceError;
+
+    fn try_from(s: String) -> Result<Self, ServiceError> {
+        s.parse()
+    }
+}
+
+impl From<IdempotencyKey> for String {
+    fn from(k: IdempotencyKey) -> Self {
+        k.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a keyed request brings: its key, and a fingerprint of the request itself (method,
+/// target and body) that tells a repeat from another request reusing the key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Idempotency {
+    /// The client's key.
+    pub key: IdempotencyKey,
+    /// Equal for equal requests, different otherwise (a digest, say).
+    pub fingerprint: String,
+}
+
+/// A keyed write as the log remembers it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remembered {
+    /// The request's fingerprint.
+    pub fingerprint: String,
+    /// The answer given, as JSON.
+    pub answer: serde_json::Value,
+    /// When it was written.
+    pub at: Instant,
+    /// The log record that remembers it.
+    pub seq: u64,
+}
+
+/// The keys a world remembers, oldest first for expiry.
+#[derive(Clone, Debug, Default)]
+pub struct Keys {
+    by_key: imbl::HashMap<(Traveller, IdempotencyKey), Arc<Remembered>>,
+    by_age: imbl::OrdMap<(Instant, u64), (Traveller, IdempotencyKey)>,
+}
+
+impl Keys {
+    /// The write `traveller` made with `key`, if it is still remembered at `now`.
+    pub fn get(
+        &self,
+        traveller: &Traveller,
+        key: &IdempotencyKey,
+        now: Instant,
+    ) -> Option<&Arc<Remembered>> {
+        self.by_key
+            .get(&(traveller.clone(), key.clone()))
+            .filter(|r| now < r.at + KEEP_FOR)
+    }
+
+    /// How many keys are remembered.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// Whether no key is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// Folds in a remembered write, first forgetting the keys that expired before it. A key
+    /// remembered already keeps its first answer.
+    pub(super) fn remember(
+        &mut self,
+        traveller: Traveller,
+        key: IdempotencyKey,
+        remembered: Remembered,
+    ) {
+        while let Some(((at, seq), _)) = self.by_age.get_min().map(|(k, v)| (*k, v.clone())) {
+            if at + KEEP_FOR > remembered.at {
+                break;
+            }
+            if let Some(entry) = self.by_age.remove(&(at, seq)) {
+                self.by_key.remove(&entry);
+            }
+        }
+        let entry = (traveller, key);
+        if self.by_key.contains_key(&entry) {
+            return;
+        }
+        self.by_age
+            .insert((remembered.at, remembered.seq), entry.clone());
+        self.by_key.insert(entry, Arc::new(remembered));
+    }
+}
+
+/// Decides a keyed write: a repeat of a remembered request is answered from the log, anything
+/// else is decided by `decide` and, when it writes, remembered with the same batch.
+///
+/// `durable_seq` is the last log position known to be durable. A repeat that arrives while
+/// the first write is still being appended joins the log behind it (its answer rests on that
+/// append), so it is not acknowledged before the first is.
+pub(super) fn decide<T: Serialize + DeserializeOwned>(
+    world: &World,
+    traveller: &Traveller,
+    request: &Idempotency,
+    now: Instant,
+    durable_seq: u64,
+    decide: impl FnOnce() -> Result<(Vec<Op>, T), ServiceError>,
+) -> Result<(Vec<Op>, T), ServiceError> {
+    let remember = |answer: serde_json::Value, at: Instant| Op::Remember {
+        traveller: traveller.clone(),
+        key: request.key.clone(),
+        fingerprint: request.fingerprint.clone(),
+        answer,
+        at,
+    };
+    if let Some(first) = world.keys.get(traveller, &request.key, now) {
+        if first.fingerprint != request.fingerprint {
+            return Err(ServiceError::IdempotencyKeyReused {
+                key: request.key.to_string(),
+            });
+        }
+        let answer = serde_json::from_value(first.answer.clone()).map_err(|e| {
+            ServiceError::Internal(format!(
+                "the answer remembered for key '{}' is unreadable: {e}",
+                request.key
+            ))
+        })?;
+        let ops = if first.seq > durable_seq {
+            vec![remember(first.answer.clone(), first.at)]
+        } else {
+            Vec::new()
+        };
+        return Ok((ops, answer));
+    }
+    let (mut ops, answer) = decide()?;
+    if !ops.is_empty() {
+        let json = serde_json::to_value(&answer)
+            .map_err(|e| ServiceError::Internal(format!("cannot remember an answer: {e}")))?;
+        ops.push(remember(json, now));
+    }
+    Ok((ops, answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> IdempotencyKey {
+        s.parse().unwrap()
+    }
+
+    fn at(hours: i64) -> Instant {
+        chrono::DateTime::UNIX_EPOCH + chrono::TimeDelta::hours(hours)
+    }
+
+    fn remembered(hours: i64, seq: u64) -> Remembered {
+        Remembered {
+            fingerprint: "f".into(),
+            answer: serde_json::json!(seq),
+            at: at(hours),
+            seq,
+        }
+    }
+
+    #[test]
+    fn keys_are_visible_ascii_up_to_255() {
+        assert_eq!(key("\"abc\"").as_str(), "\"abc\"");
+        assert_eq!(key("01j9-x_y").as_str(), "01j9-x_y");
+        assert!("".parse::<IdempotencyKey>().is_err());
+        assert!("a b".parse::<IdempotencyKey>().is_err());
+        assert!("é".parse::<IdempotencyKey>().is_err());
+        assert!("k".repeat(255).parse::<IdempotencyKey>().is_ok());
+        assert!("k".repeat(256).parse::<IdempotencyKey>().is_err());
+    }
+
+    #[test]
+    fn a_key_is_kept_a_day_and_keeps_its_first_answer() {
+        let ada: Traveller = "ada".parse().unwrap();
+        let mut keys = Keys::default();
+        keys.remember(ada.clone(), key("k1"), remembered(0, 1));
+        keys.remember(ada.clone(), key("k1"), remembered(1, 2));
+        assert_eq!(keys.get(&ada, &key("k1"), at(23)).unwrap().seq, 1);
+        assert!(keys.get(&ada, &key("k1"), at(24)).is_none(), "expired");
+        let bob: Traveller = "bob".parse().unwrap();
+        assert!(keys.get(&bob, &key("k1"), at(1)).is_none(), "per traveller");
+        // A write a day later forgets what expired.
+        keys.remember(ada.clone(), key("k2"), remembered(25, 3));
+        assert_eq!(keys.len(), 1);
+        assert!(keys.get(&ada, &key("k2"), at(25)).is_some());
+    }
+}

@@ -1,0 +1,67 @@
+//! `Idempotency-Key` on POST (the IETF httpapi draft): reads the key and fingerprints the
+//! request, for [`super::extract::Caller`] to hand the engine a keyed session. The engine does
+//! the rest (`crate::engine::idempotency`): a repeat is answered from the log.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::openapi::UNPROCESSABLE_ROUTES;
+use super::problem::Problem;
+use crate::engine::idempotency::{Idempotency, IdempotencyKey};
+use crate::error;
+
+/// The request header.
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+
+/// For a POST with an `Idempotency-Key`: checks the key, fingerprints the request and leaves
+/// both in the request's extensions. Anything else passes untouched.
+pub(super) async fn keyed(State(body_limit): State<usize>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let Some(raw) = req.headers().get(&IDEMPOTENCY_KEY) else {
+        return next.run(req).await;
+    };
+    // Documented operations without a documented 400 answer validation errors 422.
+    let unprocessable = UNPROCESSABLE_ROUTES
+        .iter()
+        .any(|(method, path)| *method == "post" && *path == req.uri().path());
+    // Bytes that are not text become U+FFFD, which the key refuses by name.
+    let key = match String::from_utf8_lossy(raw.as_bytes()).parse::<IdempotencyKey>() {
+        Ok(key) => key,
+        Err(e) => {
+            return Problem::from_error(e)
+                .unprocessable_if(unprocessable)
+                .into_response();
+        }
+    };
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = to_bytes(body, body_limit).await else {
+        return Problem::of_kind(
+            &error::PAYLOAD_TOO_LARGE,
+            "body",
+            "the request body is larger than this server accepts",
+        )
+        .into_response();
+    };
+    let target = parts.uri.path_and_query().map_or("", |pq| pq.as_str());
+    let mut digest = Sha256::new();
+    digest.update(parts.method.as_str());
+    digest.update(b" ");
+    digest.update(target);
+    digest.update(b"\n");
+    digest.update(&bytes);
+    let fingerprint = digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut req = Request::from_parts(parts, Body::from(bytes));
+    req.extensions_mut()
+        .insert(Idempotency { key, fingerprint });
+    next.run(req).await
+}

@@ -1,0 +1,271 @@
+//! What replicas agree on: a write acknowledged by one replica is seen by the next read on any
+//! other, while reads share their store queries; and anomalies carry the same `detected_at`
+//! on every replica and after every restart.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed, SystemClock};
+use chronoscope::model::{Instant, TimelineId, Traveller};
+use chronoscope::service::{
+    ManipulateRequest, MonitorQuery, NewEvent, NewItem, NewOutcome, OutcomeChange, PageRequest,
+    TimelineService,
+};
+use chronoscope::store::{self, MemoryStore};
+
+async fn replica(url: &str) -> Arc<Engine> {
+    Engine::open(
+        store::open(url).await.unwrap(),
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap()
+}
+
+fn traveller(name: &str) -> Traveller {
+    name.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_acknowledged_by_one_replica_is_seen_by_the_next_read_on_the_other() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let (a, b) = (replica(&db.url).await, replica(&db.url).await);
+    // Other travellers read and write on both replicas the whole time.
+    let stop = Arc::new(AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|n| {
+            let engine = Arc::clone(if n % 2 == 0 { &a } else { &b });
+            let stop = Arc::clone(&stop);
+            tokio::spawn(async move {
+                let me = engine.session(traveller(&format!("load{n}")));
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    if i.is_multiple_of(4) {
+                        me.register_item(NewItem {
+                            description: format!("load {i}"),
+                        })
+                        .await
+                        .unwrap();
+                    } else {
+                        me.list_timelines(PageRequest::default()).await.unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let before = b.read_stats();
+    for i in 0..300 {
+        // Each way round: A acknowledges, B reads at once; then B acknowledges, A reads.
+        let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let item = writer
+            .session(traveller("ada"))
+            .register_item(NewItem {
+                description: format!("probe {i}"),
+            })
+            .await
+            .unwrap();
+        let seen = reader.session(traveller("ada")).get_item(&item.id).await;
+        assert_eq!(seen.as_ref(), Ok(&item), "write {i} was not seen");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        task.await.unwrap();
+    }
+    let after = b.read_stats();
+    assert!(
+        after.head_queries - before.head_queries <= after.reads - before.reads,
+        "never more than a query per read: {before:?} -> {after:?}"
+    );
+}
+
+#[tokio::test]
+async fn reads_arriving_together_share_one_store_query() {
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    let before = engine.read_stats();
+    let reads = (0..200).map(|n| {
+        let me = engine.session(traveller(&format!("t{n}")));
+        tokio::spawn(async move { me.whoami().await })
+    });
+    for read in futures::future::join_all(reads).await {
+        read.unwrap().unwrap();
+    }
+    let after = engine.read_stats();
+    assert_eq!(after.reads - before.reads, 200);
+    // The first read's round may have been sent before the others arrived; they share the next.
+    assert!(
+        after.head_queries - before.head_queries <= 2,
+        "200 reads that arrived together asked {} times",
+        after.head_queries - before.head_queries
+    );
+}
+
+fn instant(s: &str) -> Instant {
+    s.parse().unwrap()
+}
+
+async fn engine_at(url: &str, clock: &Arc<ManualClock>) -> Arc<Engine> {
+    Engine::open(
+        store::open(url).await.unwrap(),
+        Arc::clone(clock) as Arc<_>,
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap()
+}
+
+/// Makes a causal-order paradox in `primary` at the clock's time: the cause is moved after its
+/// effect.
+async fn make_a_paradox(engine: &Arc<Engine>) {
+    let ada = engine.session(traveller("ada"));
+    let event = |description: &str, time: &str, causes| NewEvent {
+        description: description.into(),
+        time: instant(time),
+        location: "Geneva".into(),
+        causes,
+        fixed_point: false,
+    };
+    let cause = ada
+        .add_event(
+            &TimelineId::primary(),
+            event("cause", "1900-01-01T00:00:00Z", vec![]),
+        )
+        .await
+        .unwrap();
+    ada.add_event(
+        &TimelineId::primary(),
+        event(
+            "effect",
+            "1900-01-02T00:00:00Z",
+            vec![cause.event_id.clone()],
+        ),
+    )
+    .await
+    .unwrap();
+    ada.manipulate_event(ManipulateRequest {
+        timeline_id: None,
+        event_id: cause.event_id,
+        new_outcome: NewOutcome {
+            description: None,
+            changes: vec![OutcomeChange {
+                action: None,
+                time: Some(instant("1900-01-03T00:00:00Z")),
+            }],
+        },
+        safety_check: false,
+    })
+    .await
+    .unwrap();
+}
+
+async fn anomalies(engine: &Arc<Engine>) -> Vec<(String, Instant)> {
+    let report = engine
+        .session(traveller("bob"))
+        .monitor_timeline(MonitorQuery {
+            timeline_id: TimelineId::primary(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    report
+        .anomalies
+        .into_iter()
+        .map(|a| (a.anomaly_id.to_string(), a.detected_at))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_anomaly_is_detected_at_the_same_time_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("c.db").display());
+    let clock = Arc::new(ManualClock::new(instant("2030-01-01T00:00:00Z")));
+    let first = {
+        let engine = engine_at(&url, &clock).await;
+        make_a_paradox(&engine).await;
+        clock.advance(chrono::TimeDelta::hours(1));
+        anomalies(&engine).await
+    };
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(
+        first[0].1,
+        instant("2030-01-01T00:00:00Z"),
+        "when it was made"
+    );
+    clock.advance(chrono::TimeDelta::days(2));
+    let engine = engine_at(&url, &clock).await;
+    assert_eq!(anomalies(&engine).await, first, "the same after a restart");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_postgres_replicas_date_an_anomaly_alike() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let (clock_a, clock_b) = (
+        Arc::new(ManualClock::new(instant("2030-01-01T00:00:00Z"))),
+        Arc::new(ManualClock::new(instant("2030-01-05T00:00:00Z"))),
+    );
+    let a = engine_at(&db.url, &clock_a).await;
+    let b = engine_at(&db.url, &clock_b).await;
+    make_a_paradox(&a).await;
+    // B first looks days later by its own clock; A looks again later still.
+    let seen_by_b = anomalies(&b).await;
+    clock_a.advance(chrono::TimeDelta::days(9));
+    assert_eq!(anomalies(&a).await, seen_by_b);
+    assert_eq!(seen_by_b[0].1, instant("2030-01-01T00:00:00Z"));
+}
+
+#[tokio::test]
+async fn appends_are_pushed_to_the_other_replicas_but_not_back_to_their_writer() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let (a, b) = (
+        store::open(&db.url).await.unwrap(),
+        store::open(&db.url).await.unwrap(),
+    );
+    let (mut to_a, mut to_b) = (a.pushed_heads().unwrap(), b.pushed_heads().unwrap());
+    // Listening starts in the background; appends repeat until B hears one.
+    let mut last = 0;
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            last += 1;
+            a.append(last, &[format!("{{\"n\": {last}}}")])
+                .await
+                .unwrap();
+            if tokio::time::timeout(std::time::Duration::from_millis(200), to_b.changed())
+                .await
+                .is_ok()
+            {
+                return *to_b.borrow_and_update();
+            }
+        }
+    })
+    .await
+    .expect("B heard of A's appends");
+    assert!(heard >= 1 && heard <= last, "{heard} of {last}");
+    assert!(
+        !to_a.has_changed().unwrap(),
+        "A is not told of its own appends"
+    );
+    b.append(last + 1, &["{}".to_owned()]).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), to_a.changed())
+        .await
+        .expect("A hears of B's append")
+        .unwrap();
+    assert_eq!(*to_a.borrow(), last + 1);
+}
