@@ -200,12 +200,16 @@ impl Wizard {
             .collect()
     }
 
-    /// The changes the paradox check is asked about: bringing each carried item in.
+    /// The changes the paradox check is asked about: bringing each carried item in, at the
+    /// time the journey arrives (an anchor's timestamp; a timeline's destination time), so the
+    /// check looks where the traveller will be.
     pub fn proposed_changes(&self) -> Vec<ProposedChange> {
+        let time = self.destination().and_then(Destination::arrival);
         self.carried()
             .into_iter()
             .map(|id| ProposedChange {
                 item_id: Some(id),
+                time,
                 ..ProposedChange::default()
             })
             .collect()
@@ -502,5 +506,51 @@ fn kind_title(kind: ParadoxKind) -> &'static str {
         ParadoxKind::DuplicateItem => "duplicate item",
         ParadoxKind::ItemWithoutOrigin => "item without origin",
         ParadoxKind::Grandfather => "grandfather",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AnchorId, Traveller, Whereabouts};
+
+    fn at(s: &str) -> Instant {
+        s.parse().expect("a test time")
+    }
+
+    #[test]
+    fn a_return_to_an_anchor_is_checked_at_the_anchors_time() {
+        let alice: Traveller = "alice".parse().expect("a traveller");
+        let anchor = Anchor {
+            id: "anc_1900".parse::<AnchorId>().expect("an anchor id"),
+            owner: alice.clone(),
+            timeline: "primary".parse().expect("a timeline id"),
+            timestamp: at("1900-01-01T00:00:00Z"),
+            description: Some("Paris, 1900".into()),
+            status: AnchorStatus::Active,
+            created_at: at("2026-01-01T00:00:00Z"),
+        };
+        let item = Item {
+            id: "itm_watch".parse().expect("an item id"),
+            description: "a watch".into(),
+            owner: alice,
+            origin_timeline: "primary".parse().expect("a timeline id"),
+            origin_time: at("2026-01-01T00:00:00Z"),
+            taken_at: None,
+            whereabouts: Whereabouts::Carried,
+            registered_at: at("2026-01-01T00:00:00Z"),
+        };
+        let mut wizard = Wizard::new(true);
+        wizard.set_data(
+            &[],
+            vec![anchor],
+            vec![item],
+            at("2026-06-01T00:00:00Z"),
+            None,
+        );
+
+        let changes = wizard.proposed_changes();
+        assert_eq!(changes.len(), 1, "the carried watch is checked");
+        assert_eq!(changes[0].time, Some(at("1900-01-01T00:00:00Z")));
     }
 }
