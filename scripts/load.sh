@@ -143,18 +143,49 @@ pg_xacts() {
   psql "$database" -Atqc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()" 2>/dev/null || true
 }
 
+# The sum over every replica's /metrics (ports in $metrics_ports) of the samples of metric $1
+# (any labels), or 0 when no replica has one.
+metric_sum() {
+  local name="$1" port total=0 v
+  for port in ${metrics_ports:-}; do
+    v="$(curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null \
+      | awk -v n="$name" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f", s + 0 }')"
+    total=$((total + ${v:-0}))
+  done
+  echo "$total"
+}
+# What the replicas' metrics say so far: appends, records appended, races lost, reads, store
+# queries made for reads (space-separated).
+engine_counts() {
+  echo "$(metric_sum chronoscope_commit_batch_ops_count) $(metric_sum chronoscope_commit_batch_ops_sum)" \
+    "$(metric_sum chronoscope_commit_races_lost_total) $(metric_sum chronoscope_reads_total)" \
+    "$(metric_sum chronoscope_store_read_queries_total)"
+}
+
 # Runs wrk ($1 label, $2 url, $3 script) after a 2 s warm-up; prints requests/s on stdout.
 # With the server's pids in $serve_pids, also writes to $work/$1.cost: server and database CPU
-# µs per request and, on PostgreSQL, database transactions per request (warm-up excluded).
+# µs per request and, on PostgreSQL, database transactions per request (warm-up excluded); with
+# replicas' metrics ports in $metrics_ports, to $work/$1.engine: appends and the races they lost,
+# and store queries per read.
 # Non-2xx answers and socket errors are noted in $work/$1.errors: the figure is then not a
 # clean measurement, which the summary says and the exit status reflects.
 measure() {
   local label="$1" url="$2" script="$3" out="$work/$1.wrk"
   wrk -t "$threads" -c "$connections" -d 2s -s "$script" "$url" >/dev/null
-  local server0 db0 x0 server1 db1 x1 requests
+  local server0 db0 x0 server1 db1 x1 requests e0="" e1=""
+  [ -n "${metrics_ports:-}" ] && e0="$(engine_counts)"
   server0="$(cpu_us ${serve_pids:-})"; db0="$(cpu_us $(postgres_pids))"; x0="$(pg_xacts)"
   wrk -t "$threads" -c "$connections" -d "${duration}s" --latency -s "$script" "$url" >"$out"
   server1="$(cpu_us ${serve_pids:-})"; db1="$(cpu_us $(postgres_pids))"; x1="$(pg_xacts)"
+  [ -n "${metrics_ports:-}" ] && e1="$(engine_counts)"
+  if [ -n "$e0" ] && [ -n "$e1" ]; then
+    echo "$e0 $e1" | awk '{
+      appends = $6 - $1; records = $7 - $2; lost = $8 - $3; reads = $9 - $4; queries = $10 - $5
+      if (appends > 0) printf "%d appends, %.1f records each, %d (%.1f %%) lost a race", appends, records / appends, lost, 100 * lost / appends
+      if (appends > 0 && reads > 0) printf "; "
+      if (reads > 0) printf "%d reads, %.3f store queries per read", reads, queries / reads
+    }' >"$work/$label.engine"
+  fi
   sed 's/^/    /' "$out" >&2
   requests="$(awk '/requests in/ {print $1}' "$out")"
   if [ -n "${serve_pids:-}" ] && [ "${requests:-0}" -gt 0 ]; then
@@ -180,6 +211,7 @@ bare="$(measure bare "http://127.0.0.1:$port/" "$work/bare.lua")"
 stop_all
 
 serve_pids=""
+metrics_ports=""
 echo "==> chronoscope serve ($replicas replica(s))"
 data="$work/data"
 mkdir -p "$data"
@@ -188,13 +220,15 @@ db_args=()
 ports=""
 for i in $(seq 1 "$replicas"); do
   port="$(free_port)"
+  metrics_port="$(free_port)"
   # One data directory for all: replicas must share the token secret kept there.
   "$target/chronoscope" --data-dir "$data" "${db_args[@]}" serve --listen "127.0.0.1:$port" \
-    --rate-limit 0 >"$work/serve-$i.log" 2>&1 &
+    --metrics-listen "127.0.0.1:$metrics_port" --rate-limit 0 >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
   serve_pids="$serve_pids $!"
   wait_ready "http://127.0.0.1:$port/healthz" "${pids[-1]}" "$work/serve-$i.log"
   ports="$ports $port"
+  metrics_ports="$metrics_ports $metrics_port"
 done
 first_port="${ports# }"
 first_port="${first_port%% *}"
@@ -223,6 +257,7 @@ printf '  %-34s %12s req/s   %6s %% of bare (budget >= 40 %%: %s)%s\n' "GET /v1/
 printf '  %-34s %12s req/s   %6s %% of bare (budget >= 20 %%: %s)%s\n' "POST /v1/travels (auth, persisted)" "$travels" "$travels_ratio" "$travels_ok" "$(errors_of travels)"
 for label in get travels; do
   [ -s "$work/$label.cost" ] && printf '  %-34s %s\n' "  cost of $label" "$(cat "$work/$label.cost")"
+  [ -s "$work/$label.engine" ] && printf '  %-34s %s\n' "  engine during $label" "$(cat "$work/$label.engine")"
 done
 
 # Errors make every figure doubtful: always a failure. Budgets fail only with --check.

@@ -15,6 +15,7 @@
 //! | `chronoscope_commit_batch_ops` | histogram | | log records per group-commit append |
 //! | `chronoscope_commit_append_seconds` | histogram | | time from handing a batch to the store until it is durable (write + fsync) |
 //! | `chronoscope_commit_failures_total` | counter | | appends the store refused |
+//! | `chronoscope_commit_races_lost_total` | counter | | appends that found another replica had written first (their writes are decided again under the log's lock) |
 //! | `chronoscope_jobs_run_total` | counter | | scheduled jobs and scripts run by this process |
 //! | `chronoscope_jobs_failed_total` | counter | | of those, runs with a failed action |
 //! | `chronoscope_monitor_scans_total` | counter | | anomaly monitor scans |
@@ -49,6 +50,8 @@ pub const COMMIT_BATCH_OPS: &str = "chronoscope_commit_batch_ops";
 pub const COMMIT_APPEND_SECONDS: &str = "chronoscope_commit_append_seconds";
 /// Appends the store refused.
 pub const COMMIT_FAILURES: &str = "chronoscope_commit_failures_total";
+/// Appends that lost the race for the next log position to another process.
+pub const COMMIT_RACES_LOST: &str = "chronoscope_commit_races_lost_total";
 /// Jobs and scripts run.
 pub const JOBS_RUN: &str = "chronoscope_jobs_run_total";
 /// Jobs and scripts whose run had a failed action.
@@ -127,6 +130,10 @@ fn describe() {
         "Time from handing a batch to the store until it is durable (write and fsync)"
     );
     describe_counter!(COMMIT_FAILURES, "Group-commit appends the store refused");
+    describe_counter!(
+        COMMIT_RACES_LOST,
+        "Appends that found another process had written first"
+    );
     describe_counter!(JOBS_RUN, "Scheduled jobs and scripts run by this process");
     describe_counter!(JOBS_FAILED, "Job and script runs with a failed action");
     describe_counter!(MONITOR_SCANS, "Anomaly monitor scans");

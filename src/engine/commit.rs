@@ -371,6 +371,7 @@ impl Engine {
         match e {
             // Usually another process wrote first; the lock tells, and is then kept (below).
             StoreError::Conflict(_) => {
+                metrics::counter!(crate::metrics::COMMIT_RACES_LOST).increment(1);
                 let lock = self.store.lock().await;
                 self.append_locked(batch, lock, refused).await;
             }
