@@ -232,6 +232,23 @@ impl ServiceError {
         }
     }
 
+    /// The error as a person reads it (the CLI, the dashboard): the problem's title, then the
+    /// detail, unless the detail already says what the title would (an event that cannot be
+    /// manipulated says so itself).
+    pub fn explain(&self) -> String {
+        let detail = self.to_string();
+        match self {
+            Self::EventLocked { .. } => {
+                let mut chars = detail.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_uppercase().chain(chars).collect())
+                    .unwrap_or_default()
+            }
+            _ => format!("{}: {detail}", self.problem_type().title),
+        }
+    }
+
     /// The problem type this error is answered with.
     pub fn problem_type(&self) -> &'static ProblemType {
         match self {
@@ -255,6 +272,24 @@ impl ServiceError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explanations_say_each_thing_once() {
+        let locked = ServiceError::EventLocked {
+            event: "tea".into(),
+            reason: "it is a fixed point".into(),
+        };
+        assert_eq!(
+            locked.explain(),
+            "Event 'tea' cannot be manipulated: it is a fixed point"
+        );
+        let invalid = ServiceError::invalid("limit", "at most 500");
+        assert!(
+            invalid.explain().starts_with("Invalid request: "),
+            "{}",
+            invalid.explain()
+        );
+    }
 
     #[test]
     fn slugs_are_unique_and_resolvable() {

@@ -55,9 +55,9 @@ fn install_reporters() {
     }
 }
 
-/// A service error as a person reads it: the problem's title, then the detail.
+/// A service error as a person reads it (see [`ServiceError::explain`]).
 fn explain(e: ServiceError) -> color_eyre::Report {
-    eyre!("{}: {e}", e.problem_type().title)
+    eyre!("{}", e.explain())
 }
 
 async fn run(cli: Cli) -> Result<()> {

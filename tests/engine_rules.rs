@@ -530,6 +530,27 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
         matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "new_outcome.description"),
         "{err:?}"
     );
+    // A manipulation that changes nothing (no outcome, or the same description and time) is
+    // refused, saying what the event already is.
+    for new_outcome in [
+        NewOutcome::default(),
+        NewOutcome {
+            description: Some("tea".into()),
+            changes: vec![],
+        },
+    ] {
+        let err = w
+            .refused(w.ada().manipulate_event(ManipulateRequest {
+                new_outcome,
+                ..req(&plain.event_id)
+            }))
+            .await;
+        assert!(
+            matches!(err, ServiceError::InvalidInput { ref field, ref message }
+                if field == "new_outcome" && message.contains("changes nothing") && message.contains("'tea'")),
+            "{err:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -582,6 +582,17 @@ pub fn manipulate(
         .rev()
         .find_map(|c| c.time)
         .unwrap_or(old.time);
+    if description == old.description && time == old.time {
+        return Err(ServiceError::invalid(
+            "new_outcome",
+            format!(
+                "this changes nothing: '{}' already happens at {}; give a new description or \
+                 a change with another time",
+                old.description,
+                crate::model::format_instant(&old.time)
+            ),
+        ));
+    }
     let new_id = EventId::from_ulid((ctx.mint)());
     if req.safety_check {
         let position = world.position_of(ctx.traveller, ctx.now);

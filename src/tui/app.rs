@@ -472,8 +472,7 @@ impl App {
         if background && matches!(e, ServiceError::Unavailable(_)) {
             return;
         }
-        let problem = e.problem_type();
-        self.flash_error(format!("{}: {e}", problem.title));
+        self.flash_error(e.explain());
     }
 
     fn on_reply(&mut self, reply: Reply) {
