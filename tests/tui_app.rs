@@ -147,6 +147,20 @@ async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
     let flash = h.app.flash.clone().expect("a flash explains the bad range");
     assert!(flash.error);
     assert!(flash.text.contains("time range"), "{}", flash.text);
+
+    // Fixed and searched again: the results, and the old error gone with its cause.
+    h.press("/ tab");
+    h.press(&["backspace"; 7].join(" "));
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Eiffel Tower opens"), "{screen}");
+    assert!(
+        h.app.flash.as_ref().is_none_or(|f| !f.error),
+        "a stale error stays: {:?}",
+        h.app.flash
+    );
+    assert!(!screen.contains("time range"), "{screen}");
 }
 
 #[tokio::test]

@@ -97,6 +97,16 @@ pub enum Slot {
     Mutation,
 }
 
+impl Slot {
+    /// Refreshed on its own (on the tick, after a change), not asked for by a key press.
+    pub fn is_background(self) -> bool {
+        matches!(
+            self,
+            Slot::Whoami | Slot::Timelines | Slot::Monitor | Slot::Log
+        )
+    }
+}
+
 /// What a background call answered with.
 #[derive(Clone, Debug)]
 pub enum Reply {

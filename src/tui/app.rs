@@ -450,7 +450,13 @@ impl App {
             }
         }
         match result {
-            Ok(reply) => self.on_reply(reply),
+            Ok(reply) => {
+                // What the user asked for worked: an error left by an earlier attempt is stale.
+                if !slot.is_background() && self.flash.as_ref().is_some_and(|f| f.error) {
+                    self.flash = None;
+                }
+                self.on_reply(reply)
+            }
             Err(e) => self.on_error(slot, e),
         }
     }
@@ -464,12 +470,8 @@ impl App {
                 w.step = Step::Items;
             }
         }
-        let background = matches!(
-            slot,
-            Slot::Whoami | Slot::Timelines | Slot::Monitor | Slot::Log
-        );
         // The header already says the service is gone; don't repeat it every tick.
-        if background && matches!(e, ServiceError::Unavailable(_)) {
+        if slot.is_background() && matches!(e, ServiceError::Unavailable(_)) {
             return;
         }
         self.flash_error(e.explain());
