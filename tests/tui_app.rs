@@ -299,6 +299,54 @@ async fn d_deletes_only_after_yes() {
 }
 
 #[tokio::test]
+async fn deleting_the_searched_timeline_empties_the_search() {
+    let w = world().await;
+    let doomed = w
+        .service
+        .create_timeline(NewTimeline {
+            name: Some("Doomed".into()),
+            base_timeline_id: Some("primary".parse().unwrap()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("j tab /");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("in Doomed"), "{screen}");
+    assert!(screen.contains("Great Exhibition opens"), "{screen}");
+
+    // Deleted elsewhere (another process, the CLI); the next refresh notices.
+    w.service.delete_timeline(&doomed.id).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(!screen.contains("Doomed"), "{screen}");
+    assert!(!screen.contains("Great Exhibition opens"), "{screen}");
+}
+
+#[tokio::test]
+async fn the_cursor_stays_on_a_manipulated_event() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab / enter");
+    h.settle().await;
+    h.press("j j");
+    let chosen = h.app.search.selected().unwrap().clone();
+    assert_eq!(h.app.search.cursor.selected, 2);
+    h.press("m ctrl-u");
+    h.type_text("Moved on");
+    h.press("enter");
+    h.settle().await;
+    let now = h.app.search.selected().expect("a selected event");
+    assert_eq!(now.description, "Moved on", "{:?}", h.app.flash);
+    assert_eq!(now.lineage, chosen.lineage);
+}
+
+#[tokio::test]
 async fn the_primary_timeline_cannot_be_deleted_from_the_dashboard() {
     let w = world().await;
     let mut h = harness(&w).await;

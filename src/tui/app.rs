@@ -486,6 +486,12 @@ impl App {
             Reply::Timelines(list) => {
                 let first = !self.timelines.loaded;
                 self.timelines.set(list);
+                // A deleted timeline's results would offer events that are gone.
+                if let Some(gone) = &self.search.timeline
+                    && self.timelines.get(gone).is_none()
+                {
+                    self.search.forget();
+                }
                 if let Some(id) = self.select_after_refresh.take() {
                     self.timelines.select(&id);
                 } else if first
@@ -543,9 +549,8 @@ impl App {
             }
             Reply::Manipulated(r) => {
                 self.flash_info(format!(
-                    "Manipulated: {} is now {} at {}.",
-                    r.original_event_id,
-                    r.new_event_id,
+                    "Manipulated: '{}' now happens at {}.",
+                    r.description,
                     fmt_time(&r.time)
                 ));
                 self.after_event_change();

@@ -68,6 +68,15 @@ pub struct Query {
 }
 
 impl SearchPane {
+    /// Forgets the results of a timeline that no longer exists.
+    pub fn forget(&mut self) {
+        self.timeline = None;
+        self.results.clear();
+        self.cursor = Cursor::default();
+        self.detail = false;
+        self.searched = false;
+    }
+
     /// Parses the inputs; the error is for a flash message.
     pub fn query(&self) -> Result<Query, String> {
         let location = widgets::input_text(&self.location);
@@ -85,11 +94,21 @@ impl SearchPane {
 
     /// Takes new results, keeping the selected event selected when it is still there.
     pub fn set_results(&mut self, results: Vec<EventRecord>) {
-        let keep = self.selected().map(|e| e.event_id.clone());
+        let keep = self
+            .selected()
+            .map(|e| (e.event_id.clone(), e.lineage.clone()));
         self.results = results;
         self.searched = true;
+        // The selected event, or, after a manipulation or revert replaced it, its lineage's
+        // event that stands now.
         self.cursor.selected = keep
-            .and_then(|id| self.results.iter().position(|e| e.event_id == id))
+            .and_then(|(id, lineage)| {
+                let results = &self.results;
+                results
+                    .iter()
+                    .position(|e| e.event_id == id)
+                    .or_else(|| results.iter().position(|e| e.lineage == lineage))
+            })
             .unwrap_or(0);
         self.cursor.clamp(self.results.len());
         if self.results.is_empty() {
