@@ -882,3 +882,38 @@ on_both_faces!(
     manipulate_with_the_safety_check_then_revert,
     refusals_show_the_problem_title_and_detail_without_leaving_the_screen,
 );
+
+#[tokio::test]
+async fn help_names_every_command_whole_at_80_columns_and_g_jumps_to_the_end() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("?");
+    let top = h.render(80, 24);
+    let mut seen = top.clone();
+    for _ in 0..80 {
+        h.press("j");
+        seen.push_str(&h.render(80, 24));
+    }
+    for binding in h.app.keymap.bindings() {
+        let name = format!(":{}", binding.action.name());
+        // Whole: what follows the name is not more of a name (a space, the modal's border).
+        let shown = seen.match_indices(&name).any(|(at, _)| {
+            seen[at + name.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
+        });
+        assert!(shown, "{name} is cut or missing at 80 columns:\n{seen}");
+    }
+    h.press("g");
+    assert_eq!(h.render(80, 24), top, "g goes back to the top");
+    h.press("G");
+    let end = h.render(80, 24);
+    assert!(end.contains("ctrl-c quits from anywhere"), "{end}");
+    h.press("k");
+    assert_ne!(
+        h.render(80, 24),
+        end,
+        "one line up from the end moves at once"
+    );
+}

@@ -673,6 +673,9 @@ impl App {
                 KeyCode::Up | KeyCode::Char('k') => Some(Modal::Help(scroll.saturating_sub(1))),
                 KeyCode::PageDown => Some(Modal::Help(scroll.saturating_add(10))),
                 KeyCode::PageUp => Some(Modal::Help(scroll.saturating_sub(10))),
+                KeyCode::Home | KeyCode::Char('g') => Some(Modal::Help(0)),
+                // Drawing brings it back to where the last line is in view.
+                KeyCode::End | KeyCode::Char('G') => Some(Modal::Help(u16::MAX)),
                 _ => Some(Modal::Help(scroll)),
             },
             Modal::Report(report) => match key.code {
@@ -1487,7 +1490,7 @@ impl App {
         let name_of = |id: &TimelineId| timelines.name_of(id);
         match &mut self.modal {
             None | Some(Modal::Command(_)) => {}
-            Some(Modal::Help(scroll)) => help::render(frame, area, &self.keymap, &p, *scroll),
+            Some(Modal::Help(scroll)) => help::render(frame, area, &self.keymap, &p, scroll),
             Some(Modal::Form(form)) => form.render(frame, area, &p),
             Some(Modal::Wizard(w)) => w.render(frame, area, &p, &name_of),
             Some(Modal::Report(report)) => {

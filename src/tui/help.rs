@@ -7,10 +7,26 @@ use ratatui::widgets::Paragraph;
 
 use super::keymap::{Context, KeyMap};
 use super::theme::Palette;
-use super::widgets::{centered, modal};
+use super::widgets::{centered, ellipsize, modal};
 
-/// The help text: one line per binding, a heading per context.
-pub fn lines<'a>(keymap: &KeyMap, palette: &Palette) -> Vec<Line<'a>> {
+/// Width of the keys column.
+const KEYS_WIDTH: usize = 16;
+/// The description column never gets narrower than this; past it, descriptions are shortened.
+const MIN_DESCRIPTION: usize = 20;
+
+/// The help text for a modal `width` columns wide: one line per binding, a heading per
+/// context. The `:command` names are what a user types, so they are always shown whole; the
+/// descriptions give way when the terminal is narrow.
+pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>> {
+    let longest_name = keymap
+        .bindings()
+        .iter()
+        .map(|b| b.action.name().len() + 1)
+        .max()
+        .unwrap_or(0);
+    let description_width = usize::from(width)
+        .saturating_sub(KEYS_WIDTH + longest_name + 1)
+        .clamp(MIN_DESCRIPTION, 48);
     let mut out = Vec::new();
     for context in [
         Context::Global,
@@ -38,31 +54,48 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette) -> Vec<Line<'a>> {
                 .map(|k| k.to_string())
                 .collect::<Vec<_>>()
                 .join(" ");
+            let description = ellipsize(b.description, description_width);
             out.push(Line::from(vec![
                 Span::styled(format!("  {keys:<14}"), palette.key),
-                Span::styled(format!("{:<48}", b.description), palette.text),
+                Span::styled(format!("{description:<description_width$} "), palette.text),
                 Span::styled(format!(":{}", b.action.name()), palette.dim),
             ]));
         }
     }
     out.push(Line::default());
-    out.push(Line::from(Span::styled(
-        "In forms: tab next field, enter submit, esc cancel. ctrl-c quits from anywhere.",
-        palette.dim,
-    )));
+    for note in [
+        "In forms: tab next field, enter submit, esc cancel.",
+        "ctrl-c quits from anywhere.",
+    ] {
+        out.push(Line::from(Span::styled(note, palette.dim)));
+    }
     out
 }
 
-/// Draws the help modal, scrolled by `scroll` lines.
-pub fn render(frame: &mut Frame<'_>, area: Rect, keymap: &KeyMap, palette: &Palette, scroll: u16) {
+/// Draws the help modal, scrolled by `scroll` lines; the scroll is kept where the last line
+/// is in view (`G` asks for the end as `u16::MAX`), so scrolling back up starts from there.
+pub fn render(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    keymap: &KeyMap,
+    palette: &Palette,
+    scroll: &mut u16,
+) {
     let rect = centered(
         area,
         area.width.saturating_sub(4).min(90),
         area.height.saturating_sub(2),
     );
-    let inner = modal(frame, rect, "Help — j/k scroll, esc close", palette);
-    let lines = lines(keymap, palette);
-    // Scrolling stops when the last line is in view.
-    let max = (lines.len() as u16).saturating_sub(inner.height);
-    frame.render_widget(Paragraph::new(lines).scroll((scroll.min(max), 0)), inner);
+    let inner = modal(
+        frame,
+        rect,
+        "Help — j/k scroll, g/G top/end, esc close",
+        palette,
+    );
+    let lines = lines(keymap, palette, inner.width);
+    let max = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .saturating_sub(inner.height);
+    *scroll = (*scroll).min(max);
+    frame.render_widget(Paragraph::new(lines).scroll((*scroll, 0)), inner);
 }
