@@ -243,12 +243,47 @@ async fn a_form_with_a_bad_time_stays_open_and_says_why() {
     h.type_text("yesterday");
     h.press("enter");
     h.settle().await;
-    assert!(
-        matches!(h.app.modal, Some(Modal::Form(_))),
-        "the form stays open"
-    );
-    assert!(h.app.flash.as_ref().is_some_and(|f| f.error));
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("the form stays open");
+    };
+    let why = form.refusal.clone().expect("the form says why");
+    assert!(why.contains("yesterday"), "{why}");
+    assert!(h.render(100, 30).contains("is not an RFC 3339"));
     assert!(timeline_named(&w.service, "Broken").await.is_none());
+}
+
+#[tokio::test]
+async fn a_form_the_server_refuses_keeps_what_was_typed_and_shows_the_reason() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("e");
+    h.type_text("Tea with the Queen");
+    h.press("enter"); // no location: only the engine knows it is required
+    h.settle().await;
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("the form stays open after a refusal");
+    };
+    assert!(!form.pending);
+    assert_eq!(form.value(0), "Tea with the Queen", "the input is kept");
+    let why = form.refusal.clone().expect("the reason is shown");
+    assert!(why.contains("location"), "{why}");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Tea with the Queen"), "{screen}");
+
+    // Fixed in place and sent again: made, and the form closes.
+    h.press("tab tab");
+    h.type_text("Windsor");
+    h.press("enter");
+    h.settle().await;
+    assert!(h.app.modal.is_none(), "{:?}", h.app.flash);
+    assert!(
+        h.app
+            .flash
+            .as_ref()
+            .is_some_and(|f| f.text.starts_with("Added event")),
+        "{:?}",
+        h.app.flash
+    );
 }
 
 #[tokio::test]

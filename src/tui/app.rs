@@ -449,15 +449,32 @@ impl App {
                 }
             }
         }
+        let pending_form = slot == Slot::Mutation
+            && matches!(&self.modal, Some(Modal::Form(form)) if form.pending);
         match result {
             Ok(reply) => {
                 // What the user asked for worked: an error left by an earlier attempt is stale.
                 if !slot.is_background() && self.flash.as_ref().is_some_and(|f| f.error) {
                     self.flash = None;
                 }
+                if pending_form {
+                    self.modal = None;
+                }
                 self.on_reply(reply)
             }
-            Err(e) => self.on_error(slot, e),
+            // Refused: the form stays as it was typed, with the reason under it.
+            Err(e) if pending_form && !matches!(e, ServiceError::Unavailable(_)) => {
+                if let Some(Modal::Form(form)) = &mut self.modal {
+                    form.pending = false;
+                    form.refusal = Some(e.explain());
+                }
+            }
+            Err(e) => {
+                if pending_form && let Some(Modal::Form(form)) = &mut self.modal {
+                    form.pending = false;
+                }
+                self.on_error(slot, e)
+            }
         }
     }
 
@@ -712,10 +729,16 @@ impl App {
                     form.cycle(false);
                     Some(Modal::Form(form))
                 }
+                // Sent once; kept open (input and all) until the answer says it is done.
+                KeyCode::Enter if form.pending => Some(Modal::Form(form)),
                 KeyCode::Enter => match self.submit(&form) {
-                    Ok(()) => None,
+                    Ok(()) => {
+                        form.pending = true;
+                        form.refusal = None;
+                        Some(Modal::Form(form))
+                    }
                     Err(message) => {
-                        self.flash_error(message);
+                        form.refusal = Some(message);
                         Some(Modal::Form(form))
                     }
                 },

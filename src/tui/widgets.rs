@@ -202,6 +202,10 @@ pub struct Form<K> {
     pub focus: usize,
     /// A line of help under the fields.
     pub note: String,
+    /// Sent and waiting for the answer: the form stays open until the change is made.
+    pub pending: bool,
+    /// Why the last submission was refused, shown under the fields until the next one.
+    pub refusal: Option<String>,
 }
 
 impl<K> Form<K> {
@@ -219,6 +223,8 @@ impl<K> Form<K> {
                 .collect(),
             focus: 0,
             note: "enter submit · tab next field · esc cancel".into(),
+            pending: false,
+            refusal: None,
         }
     }
 
@@ -242,12 +248,25 @@ impl<K> Form<K> {
 
     /// Draws the form as a modal over `area`.
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, palette: &Palette) {
-        let height = self.fields.len() as u16 * 3 + 4;
+        // A refusal gets up to three lines under the fields.
+        let refusal_lines: u16 = if self.refusal.is_some() { 3 } else { 0 };
+        let height = self.fields.len() as u16 * 3 + 4 + refusal_lines;
         let rect = centered(area, area.width.saturating_sub(10).min(80), height);
         let inner = modal(frame, rect, &self.title, palette);
         let mut constraints: Vec<Constraint> =
             self.fields.iter().map(|_| Constraint::Length(3)).collect();
-        constraints.push(Constraint::Length(1));
+        if let Some(refusal) = &self.refusal {
+            constraints.push(Constraint::Length(refusal_lines));
+            constraints.push(Constraint::Length(1));
+            let rows = Layout::vertical(constraints.clone()).split(inner);
+            frame.render_widget(
+                Paragraph::new(Span::styled(refusal.clone(), palette.error))
+                    .wrap(ratatui::widgets::Wrap { trim: true }),
+                rows[self.fields.len()],
+            );
+        } else {
+            constraints.push(Constraint::Length(1));
+        }
         let rows = Layout::vertical(constraints).split(inner);
         let focus = self.focus;
         for (i, field) in self.fields.iter_mut().enumerate() {
@@ -261,10 +280,12 @@ impl<K> Form<K> {
             );
         }
         if let Some(last) = rows.last() {
-            frame.render_widget(
-                Paragraph::new(Span::styled(self.note.clone(), palette.dim)),
-                *last,
-            );
+            let note = if self.pending {
+                "sending… (esc closes; the answer still shows below)".to_owned()
+            } else {
+                self.note.clone()
+            };
+            frame.render_widget(Paragraph::new(Span::styled(note, palette.dim)), *last);
         }
     }
 }
