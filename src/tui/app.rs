@@ -1121,7 +1121,10 @@ impl App {
                 let Some(t) = self.timelines.selected().cloned() else {
                     return self.flash_error("Select a timeline to add the event to first.");
                 };
-                let time = t.destination_time.unwrap_or_else(|| self.now());
+                // The present, to the second: a default a person can read and edit.
+                let time = t
+                    .destination_time
+                    .unwrap_or_else(|| chrono::SubsecRound::trunc_subsecs(self.now(), 0));
                 self.modal = Some(Modal::Form(Box::new(Form::new(
                     format!("Add an event to {}", t.name),
                     FormKind::AddEvent(t.id.clone()),
@@ -1182,7 +1185,9 @@ impl App {
                     &[
                         (
                             "Timestamp (RFC 3339)",
-                            crate::model::format_instant(&at),
+                            crate::model::format_instant(&chrono::SubsecRound::trunc_subsecs(
+                                at, 0,
+                            )),
                             "",
                         ),
                         ("Description", String::new(), "e.g. home"),
