@@ -415,6 +415,12 @@ async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor(w: World) {
     assert!(h.render(100, 30).contains("Ready to leave"));
     h.press("enter");
     h.settle().await;
+    assert!(
+        h.render(100, 30).contains("Ready to leave"),
+        "enter does not travel: only y does"
+    );
+    h.press("y");
+    h.settle().await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Arrived."), "{screen}");
     assert!(
@@ -446,7 +452,7 @@ async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor(w: World) {
     );
     h.press("enter");
     h.settle().await;
-    h.press("enter enter");
+    h.press("enter y");
     h.settle().await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Returned."), "{screen}");
@@ -461,21 +467,40 @@ async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor(w: World) {
 }
 
 #[tokio::test]
-async fn esc_walks_the_wizard_back_a_step_at_a_time() {
+async fn backspace_walks_the_wizard_back_and_esc_closes_it_from_any_step() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("t");
-    h.settle().await;
-    h.press("enter");
     let step = |h: &Harness| match &h.app.modal {
         Some(Modal::Wizard(w)) => Some(w.step),
         _ => None,
     };
+    h.press("t");
+    h.settle().await;
+    h.press("enter enter");
+    h.settle().await;
+    h.press("enter");
+    assert_eq!(step(&h), Some(Step::Confirm));
+    h.press("backspace");
+    assert_eq!(step(&h), Some(Step::Check));
+    h.press("backspace");
     assert_eq!(step(&h), Some(Step::Items));
-    h.press("esc");
+    h.press("backspace");
     assert_eq!(step(&h), Some(Step::Destination));
+
+    let before = w.service.whoami().await.unwrap().timeline_id;
+    h.press("enter enter");
+    h.settle().await;
+    h.press("enter");
+    assert_eq!(step(&h), Some(Step::Confirm));
     h.press("esc");
-    assert_eq!(step(&h), None);
+    assert_eq!(step(&h), None, "one esc closes the wizard");
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(
+        w.service.whoami().await.unwrap().timeline_id,
+        before,
+        "nobody travelled"
+    );
 }
 
 async fn manipulate_with_the_safety_check_then_revert(w: World) {

@@ -230,7 +230,7 @@ fn a_whole_mission_in_a_real_terminal() {
     s.wait_for("Tesla 1889 stays stable");
     s.send(ENTER);
     s.wait_for("Ready to leave");
-    s.send(ENTER);
+    s.send("y");
     s.wait_for("Arrived.");
     s.wait_for("ada @ Tesla 1889");
     s.send(ESC);
@@ -244,7 +244,7 @@ fn a_whole_mission_in_a_real_terminal() {
     s.wait_for("stays stable");
     s.send(ENTER);
     s.wait_for("Ready to leave");
-    s.send(ENTER);
+    s.send("y");
     s.wait_for("Returned.");
     s.send(ESC);
 

@@ -441,7 +441,7 @@ async fn wizard_steps() {
     insta::assert_snapshot!("wizard_3_check", screen(&mut h));
     h.press("enter");
     insta::assert_snapshot!("wizard_4_confirm", screen(&mut h));
-    h.press("enter");
+    h.press("y");
     h.settle().await;
     insta::assert_snapshot!("wizard_5_journey", screen(&mut h));
     h.press("esc b");

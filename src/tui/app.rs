@@ -762,17 +762,17 @@ impl App {
         if w.loading {
             return code != KeyCode::Esc; // esc abandons a pending step
         }
+        // Esc closes the wizard from any step (as every modal); backspace goes back a step; a
+        // journey starts only on `y` at the confirm step, so no stray enter travels.
         match (w.step, code) {
+            (_, KeyCode::Esc) | (Step::Done, KeyCode::Enter) => return false,
             (_, KeyCode::Up | KeyCode::Char('k')) => w.step_cursor(-1),
             (_, KeyCode::Down | KeyCode::Char('j')) => w.step_cursor(1),
             (Step::Items, KeyCode::Char(' ') | KeyCode::Char('x')) => w.toggle(),
-            (Step::Destination, KeyCode::Esc) | (Step::Done, KeyCode::Esc | KeyCode::Enter) => {
-                return false;
-            }
             (Step::Destination, KeyCode::Enter) if w.destination().is_some() => {
                 w.step = Step::Items;
             }
-            (Step::Items, KeyCode::Esc) => w.step = Step::Destination,
+            (Step::Items, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Destination,
             (Step::Items, KeyCode::Enter) => {
                 let Some(dest) = w.destination() else {
                     return true;
@@ -789,10 +789,10 @@ impl App {
                     svc.check_paradox(req).await.map(Reply::WizardCheck)
                 });
             }
-            (Step::Check, KeyCode::Esc) => w.step = Step::Items,
+            (Step::Check, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Items,
             (Step::Check, KeyCode::Enter) => w.step = Step::Confirm,
-            (Step::Confirm, KeyCode::Esc) => w.step = Step::Check,
-            (Step::Confirm, KeyCode::Enter) => {
+            (Step::Confirm, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Check,
+            (Step::Confirm, KeyCode::Char('y') | KeyCode::Char('Y')) => {
                 let Some(dest) = w.destination() else {
                     return true;
                 };

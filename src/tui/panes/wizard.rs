@@ -273,10 +273,10 @@ impl Wizard {
         }
         frame.render_widget(Paragraph::new(Line::from(bar)), steps);
         let keys_text = match self.step {
-            Step::Destination => "↑↓ choose · enter next · esc cancel",
-            Step::Items => "↑↓ move · space carry / leave · enter check · esc back",
-            Step::Check => "enter continue · esc back",
-            Step::Confirm => "enter travel now · esc back",
+            Step::Destination => "↑↓ choose · enter next · esc close",
+            Step::Items => "↑↓ move · space carry / leave · enter check · ⌫ back · esc close",
+            Step::Check => "enter continue · ⌫ back · esc close",
+            Step::Confirm => "y travel now · ⌫ back · esc close",
             Step::Done => "enter / esc close",
         };
         frame.render_widget(Paragraph::new(Span::styled(keys_text, p.dim)), keys);
