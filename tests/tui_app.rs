@@ -382,6 +382,34 @@ async fn the_cursor_stays_on_a_manipulated_event() {
 }
 
 #[tokio::test]
+async fn the_search_follows_the_selected_timeline() {
+    let w = world().await;
+    w.service
+        .create_timeline(NewTimeline {
+            name: Some("Copy".into()),
+            base_timeline_id: Some("primary".parse().unwrap()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    assert!(h.render(100, 30).contains("in Primary"));
+    h.press("shift-tab j");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("in Copy"), "{screen}");
+    assert!(screen.contains("Great Exhibition opens"), "{screen}");
+    assert_eq!(
+        h.app.search.timeline.as_ref().map(|t| t.to_string()),
+        h.app.timelines.selected().map(|t| t.id.to_string())
+    );
+}
+
+#[tokio::test]
 async fn the_primary_timeline_cannot_be_deleted_from_the_dashboard() {
     let w = world().await;
     let mut h = harness(&w).await;

@@ -603,8 +603,17 @@ impl App {
     fn selection_changed(&mut self) {
         let selected = self.timelines.selected().map(|t| t.id.clone());
         if self.monitor.timeline != selected {
-            self.monitor.watch(selected);
+            self.monitor.watch(selected.clone());
             self.request_monitor();
+        }
+        // A search follows the selected timeline too, with the same inputs (unless they were
+        // edited into something that does not parse; that waits for the user's enter).
+        if self.search.timeline.is_some()
+            && selected.is_some()
+            && self.search.timeline != selected
+            && self.search.query().is_ok()
+        {
+            self.request_search();
         }
     }
 
