@@ -410,6 +410,42 @@ async fn the_search_follows_the_selected_timeline() {
 }
 
 #[tokio::test]
+async fn tab_cycles_the_panes_on_screen_and_l_toggles_the_log_and_monitor() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    h.press("tab");
+    assert_eq!(h.app.focus, PaneId::Search);
+    h.press("tab");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    h.press("tab");
+    assert_eq!(
+        h.app.focus,
+        PaneId::Timelines,
+        "the hidden log is not a stop"
+    );
+    h.press("L");
+    h.settle().await;
+    assert_eq!(h.app.focus, PaneId::Log);
+    assert!(h.render(100, 30).contains("Automation log"));
+    h.press("shift-tab shift-tab shift-tab");
+    assert_eq!(
+        h.app.focus,
+        PaneId::Log,
+        "the log is in the cycle while shown"
+    );
+    h.press("L");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    assert!(h.render(100, 30).contains("Monitor"));
+    h.press("l");
+    assert_eq!(
+        h.app.focus,
+        PaneId::Timelines,
+        "l moves right, wrapping around"
+    );
+}
+
+#[tokio::test]
 async fn the_primary_timeline_cannot_be_deleted_from_the_dashboard() {
     let w = world().await;
     let mut h = harness(&w).await;
@@ -650,32 +686,6 @@ async fn the_command_line_runs_searches_and_actions_by_name() {
     h.type_text("q");
     h.press("enter");
     assert!(h.app.should_quit());
-}
-
-#[tokio::test]
-async fn tab_cycles_the_panes_and_the_log_replaces_the_monitor() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    assert_eq!(h.app.focus, PaneId::Timelines);
-    h.press("tab");
-    assert_eq!(h.app.focus, PaneId::Search);
-    h.press("tab");
-    assert_eq!(h.app.focus, PaneId::Monitor);
-    h.press("tab");
-    h.settle().await;
-    assert_eq!(h.app.focus, PaneId::Log);
-    assert!(
-        h.render(100, 30)
-            .contains("No automated action has run yet.")
-    );
-    h.press("shift-tab");
-    assert_eq!(h.app.focus, PaneId::Monitor);
-    h.press("l l");
-    assert_eq!(
-        h.app.focus,
-        PaneId::Timelines,
-        "l moves right, wrapping around"
-    );
 }
 
 #[tokio::test]

@@ -1009,8 +1009,8 @@ impl App {
         match action {
             A::Quit => self.quit = true,
             A::Help => self.modal = Some(Modal::Help(0)),
-            A::NextPane | A::Right => self.dispatch_focus(self.focus.cycle(true)),
-            A::PrevPane | A::Left => self.dispatch_focus(self.focus.cycle(false)),
+            A::NextPane | A::Right => self.dispatch_focus(self.focus.cycle(true, self.lower)),
+            A::PrevPane | A::Left => self.dispatch_focus(self.focus.cycle(false, self.lower)),
             A::Up => self.move_cursor(-1),
             A::Down => self.move_cursor(1),
             A::PageUp => self.move_cursor(-10),
@@ -1267,6 +1267,8 @@ impl App {
                     self.request_monitor();
                 }
             }
+            // L shows the log in the monitor's place, and L again brings the monitor back.
+            A::ShowLog if self.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
             A::ShowLog => self.dispatch_focus(PaneId::Log),
         }
     }

@@ -234,7 +234,7 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("i",             A::RegisterItem,     "register an item where you are",                C::Global,    ""),
         ("c",             A::CheckParadox,     "check a draft change for paradoxes",            C::Global,    "check"),
         ("f",             A::Freeze,           "freeze / unfreeze the monitor",                 C::Monitor,   "freeze"),
-        ("L",             A::ShowLog,          "automation log",                                C::Global,    ""),
+        ("L",             A::ShowLog,          "automation log / back to the monitor",          C::Global,    ""),
     ]
 };
 

@@ -24,19 +24,13 @@ pub enum PaneId {
 }
 
 impl PaneId {
-    /// Tab order.
-    pub const ORDER: [PaneId; 4] = [
-        PaneId::Timelines,
-        PaneId::Search,
-        PaneId::Monitor,
-        PaneId::Log,
-    ];
-
-    /// The next (or previous) pane in Tab order.
-    pub fn cycle(self, forward: bool) -> PaneId {
-        let i = Self::ORDER.iter().position(|p| *p == self).unwrap_or(0);
-        let n = Self::ORDER.len();
-        Self::ORDER[if forward {
+    /// The next (or previous) pane in Tab order among those on screen: the timelines, the
+    /// search and `lower` (the monitor or the automation log, which share a place).
+    pub fn cycle(self, forward: bool, lower: PaneId) -> PaneId {
+        let order = [PaneId::Timelines, PaneId::Search, lower];
+        let i = order.iter().position(|p| *p == self).unwrap_or(0);
+        let n = order.len();
+        order[if forward {
             (i + 1) % n
         } else {
             (i + n - 1) % n
