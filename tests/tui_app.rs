@@ -627,12 +627,58 @@ async fn c_checks_a_draft_change_and_shows_the_verdict() {
     h.type_text("1889-03-10T23:50:00Z");
     h.press("enter");
     h.settle().await;
-    assert!(matches!(h.app.modal, Some(Modal::Report(_))));
+    assert!(matches!(h.app.modal, Some(Modal::Report(..))));
     let screen = h.render(100, 30);
     assert!(screen.contains("Paradox check"), "{screen}");
     assert!(screen.contains("Primary stays stable"), "{screen}");
     h.press("esc");
     assert!(h.app.modal.is_none());
+}
+
+#[tokio::test]
+async fn a_check_shows_every_paradox_it_counts_and_scrolls_on_a_small_screen() {
+    use chronoscope::paradox::{Paradox, ParadoxKind};
+    use chronoscope::service::ParadoxReport;
+    let w = world().await;
+    let mut h = harness(&w).await;
+    let long = |n: usize| {
+        format!(
+            "Paradox number {n}: {}",
+            "an effect that now happens before the cause it depends on ".repeat(3)
+        )
+    };
+    h.send(Msg::Done {
+        slot: Slot::Mutation,
+        generation: 0,
+        result: Ok(Reply::Checked(ParadoxReport {
+            is_stable: false,
+            timeline_id: TimelineId::primary(),
+            paradoxes: (1..=3)
+                .map(|n| Paradox {
+                    kind: ParadoxKind::CausalOrder,
+                    description: long(n),
+                    events: Vec::new(),
+                    items: Vec::new(),
+                })
+                .collect(),
+        })),
+    });
+    let screen = h.render(100, 30);
+    assert!(screen.contains("3 paradoxes"), "{screen}");
+    for n in 1..=3 {
+        assert!(screen.contains(&format!("Paradox number {n}")), "{screen}");
+    }
+
+    // 80x12 cannot hold them all: the end is reachable by scrolling.
+    let small = h.render(80, 12);
+    assert!(small.contains("j/k scroll"), "{small}");
+    assert!(!small.contains("Paradox number 3"), "{small}");
+    let mut seen = small;
+    for _ in 0..20 {
+        h.press("j");
+        seen.push_str(&h.render(80, 12));
+    }
+    assert!(seen.contains("Paradox number 3"), "{seen}");
 }
 
 #[tokio::test]

@@ -127,7 +127,7 @@ pub enum Modal {
     /// The travel wizard.
     Wizard(Box<Wizard>),
     /// A paradox check's findings.
-    Report(ParadoxReport),
+    Report(ParadoxReport, u16),
     /// The `:` command line.
     Command(Box<TextArea<'static>>),
 }
@@ -587,7 +587,7 @@ impl App {
             Reply::ItemRegistered(i) => {
                 self.flash_info(format!("Registered {} ({}).", i.description, i.id))
             }
-            Reply::Checked(report) => self.modal = Some(Modal::Report(report)),
+            Reply::Checked(report) => self.modal = Some(Modal::Report(report, 0)),
         }
     }
 
@@ -704,9 +704,15 @@ impl App {
                 KeyCode::End | KeyCode::Char('G') => Some(Modal::Help(u16::MAX)),
                 _ => Some(Modal::Help(scroll)),
             },
-            Modal::Report(report) => match key.code {
+            Modal::Report(report, scroll) => match key.code {
                 KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
-                _ => Some(Modal::Report(report)),
+                KeyCode::Down | KeyCode::Char('j') => {
+                    Some(Modal::Report(report, scroll.saturating_add(1)))
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    Some(Modal::Report(report, scroll.saturating_sub(1)))
+                }
+                _ => Some(Modal::Report(report, scroll)),
             },
             Modal::Confirm(confirm) => match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
@@ -1532,20 +1538,34 @@ impl App {
             Some(Modal::Help(scroll)) => help::render(frame, area, &self.keymap, &p, scroll),
             Some(Modal::Form(form)) => form.render(frame, area, &p),
             Some(Modal::Wizard(w)) => w.render(frame, area, &p, &name_of),
-            Some(Modal::Report(report)) => {
-                let mut lines = wizard::report_lines(report, &p, &name_of);
-                lines.push(Line::default());
-                lines.push(Line::from(Span::styled("enter / esc close", p.dim)));
+            Some(Modal::Report(report, scroll)) => {
+                let lines = wizard::report_lines(report, &p, &name_of);
+                let width = area.width.saturating_sub(10).min(90);
+                let text = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
+                // As tall as the wrapped text and the hint need, scrolling when the screen is not.
+                let needed =
+                    u16::try_from(text.line_count(width.saturating_sub(2))).unwrap_or(u16::MAX);
                 let rect = centered(
                     area,
-                    area.width.saturating_sub(10).min(90),
-                    lines.len() as u16 + 2,
+                    width,
+                    needed.saturating_add(4).min(area.height.saturating_sub(2)),
                 );
                 let inner = modal(frame, rect, "Paradox check", &p);
-                frame.render_widget(
-                    Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }),
-                    inner,
-                );
+                let [body, _, hint] = Layout::vertical([
+                    Constraint::Min(1),
+                    Constraint::Length(1),
+                    Constraint::Length(1),
+                ])
+                .areas(inner);
+                *scroll = (*scroll).min(needed.saturating_sub(body.height));
+                let more = needed > body.height;
+                frame.render_widget(text.scroll((*scroll, 0)), body);
+                let hint_text = if more {
+                    "j/k scroll · enter / esc close"
+                } else {
+                    "enter / esc close"
+                };
+                frame.render_widget(Paragraph::new(Span::styled(hint_text, p.dim)), hint);
             }
             Some(Modal::Confirm(confirm)) => {
                 let (title, question) = match confirm {

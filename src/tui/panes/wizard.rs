@@ -491,7 +491,7 @@ pub fn report_lines<'a>(
     }];
     for paradox in &report.paradoxes {
         lines.push(Line::from(vec![
-            Span::styled(format!("  {:<20}", kind_title(paradox.kind)), p.warn),
+            Span::styled(format!("• {}: ", kind_title(paradox.kind)), p.warn),
             Span::styled(paradox.description.clone(), Style::default()),
         ]));
     }
