@@ -197,13 +197,22 @@ mod message {
     }
 }
 
+/// What the paradoxes are, in the checker's words (which name the events), the first few of
+/// them: a refusal a person can act on without asking for `view=full`.
 fn summarize(paradoxes: &[Paradox]) -> String {
-    let mut kinds: Vec<&str> = paradoxes.iter().map(|p| p.kind.as_str()).collect();
-    kinds.dedup();
-    if kinds.is_empty() {
+    const SHOWN: usize = 3;
+    let mut said: Vec<&str> = paradoxes
+        .iter()
+        .take(SHOWN)
+        .map(|p| p.description.as_str())
+        .collect();
+    let more = paradoxes.len().saturating_sub(SHOWN);
+    let more = (more > 0).then(|| format!("and {more} more"));
+    said.extend(more.as_deref());
+    if said.is_empty() {
         "no paradox listed".into()
     } else {
-        kinds.join(", ")
+        said.join("; ")
     }
 }
 

@@ -94,8 +94,16 @@ async fn paradox_detected_lists_the_paradoxes_only_with_view_full() {
         .post("/v1/manipulate-event", &t, body.clone())
         .await
         .assert_problem(400, "paradox-detected");
+    // In words, naming the events, not the kind's internal name.
     assert!(
-        p["detail"].as_str().unwrap().contains("causal_order"),
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("'Edison demo' would happen before its cause 'Invention'"),
+        "{p}"
+    );
+    assert!(
+        !p["detail"].as_str().unwrap().contains("causal_order"),
         "{p}"
     );
     let full = app.post("/v1/manipulate-event?view=full", &t, body).await;
