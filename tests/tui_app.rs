@@ -164,6 +164,58 @@ async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
 }
 
 #[tokio::test]
+async fn the_detail_names_a_cause_the_search_range_left_out() {
+    let w = world().await;
+    let bastille = w
+        .service
+        .search_events(SearchQuery {
+            location: Some("Paris".into()),
+            time_range: Some(
+                chronoscope::model::TimeRange::parse(
+                    "range",
+                    "1789-01-01T00:00:00Z/1790-01-01T00:00:00Z",
+                )
+                .unwrap(),
+            ),
+            ..SearchQuery::default()
+        })
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    w.service
+        .add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: "Napoleon crowned".into(),
+                time: t("1804-12-02T10:00:00Z"),
+                location: "Paris, Notre-Dame".into(),
+                causes: vec![bastille.event_id],
+                fixed_point: false,
+            },
+        )
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("tab");
+    h.type_text("1800-01-01T00:00:00Z/1900-01-01T00:00:00Z");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(!screen.contains("Bastille"), "outside the range: {screen}");
+    h.press("enter"); // Napoleon crowned, the first result
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Napoleon crowned"), "{screen}");
+    assert!(
+        screen.contains("causes  Storming of the Bastille, 1789-07-14"),
+        "the cause is named: {screen}"
+    );
+}
+
+#[tokio::test]
 async fn enter_opens_an_event_with_its_causes_and_esc_goes_back() {
     let w = world().await;
     let bastille = w
@@ -199,7 +251,8 @@ async fn enter_opens_an_event_with_its_causes_and_esc_goes_back() {
     let screen = h.render(100, 30);
     assert!(screen.contains("Napoleon crowned"), "{screen}");
     assert!(
-        screen.contains(&format!("{bastille}: Storming of the Bastille")),
+        screen.contains("causes  Storming of the Bastille, 1789-07-14 15:00:00")
+            && screen.contains(&format!("({bastille})")),
         "the cause is named: {screen}"
     );
     assert!(screen.contains("fixed point"), "{screen}");

@@ -95,6 +95,8 @@ pub enum Slot {
     WizardCheck,
     /// A change the user asked for; never stale, always reported.
     Mutation,
+    /// The causes an event's detail names.
+    Causes,
 }
 
 impl Slot {
@@ -116,6 +118,8 @@ pub enum Reply {
     Timelines(Vec<TimelineInfo>),
     /// Search results.
     Search(Vec<EventRecord>),
+    /// Causes of the event in the detail view that the results do not hold.
+    Causes(Vec<EventRecord>),
     /// A monitor scan.
     Monitor(MonitorReport),
     /// Automation log entries.

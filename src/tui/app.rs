@@ -37,7 +37,8 @@ use crate::model::{EventId, Instant, TimelineId, parse_instant};
 use crate::service::{
     EventRecord, LogQuery, ManipulateRequest, MonitorQuery, NewAnchor, NewEvent, NewItem,
     NewOutcome, NewTimeline, OutcomeChange, PageRequest, ParadoxCheckRequest, ParadoxReport,
-    ProposedChange, RevertRequest, SearchQuery, TimelineService, TravelRequest, TravellerStatus,
+    ProposedChange, RevertRequest, SearchQuery, SignificantEventQuery, TimelineService,
+    TravelRequest, TravellerStatus,
 };
 
 /// Longest a background call may take before it counts as the service being unavailable.
@@ -375,6 +376,37 @@ impl App {
         });
     }
 
+    /// Looks up the causes of the event in the detail view that the results do not hold (the
+    /// search's range or location left them out), so the detail names them.
+    fn request_causes(&mut self) {
+        let (Some(event), Some(timeline)) = (self.search.selected(), self.search.timeline.clone())
+        else {
+            return;
+        };
+        let unnamed = self.search.unnamed_causes(event);
+        if unnamed.is_empty() {
+            return;
+        }
+        let svc = Arc::clone(&self.service);
+        self.spawn(Slot::Causes, async move {
+            let mut found = Vec::new();
+            for id in unnamed {
+                let query = SignificantEventQuery {
+                    timeline_id: timeline.clone(),
+                    significant_event: id.to_string(),
+                };
+                // The lineage's event that stands now; a cause that cannot be found stays an id.
+                if let Ok(check) = svc.check_timeline(query).await
+                    && let Some(mut record) = check.event
+                {
+                    record.event_id = id;
+                    found.push(record);
+                }
+            }
+            Ok(Reply::Causes(found))
+        });
+    }
+
     fn mutate<F>(&mut self, call: F)
     where
         F: Future<Output = Result<Reply, ServiceError>> + Send + 'static,
@@ -519,6 +551,7 @@ impl App {
                 self.selection_changed();
             }
             Reply::Search(results) => self.search.set_results(results),
+            Reply::Causes(causes) => self.search.name_causes(causes),
             Reply::Monitor(report) => {
                 if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
                     self.monitor.apply(report);
@@ -1032,6 +1065,7 @@ impl App {
                 PaneId::Search => {
                     if self.search.selected().is_some() {
                         self.search.detail = true;
+                        self.request_causes();
                     }
                 }
                 PaneId::Monitor => {

@@ -1,14 +1,16 @@
 //! The event search pane: location and time-range inputs, a results table, and the detail of
 //! one event with its causes and lineage.
 
+use std::collections::HashMap;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui_textarea::TextArea;
 
 use super::Ctx;
-use crate::model::{EventStatus, TimeRange, TimelineId};
+use crate::model::{EventId, EventStatus, TimeRange, TimelineId};
 use crate::service::EventRecord;
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, fmt_time, pane_block, title};
@@ -41,6 +43,8 @@ pub struct SearchPane {
     pub detail: bool,
     /// Whether a search has been answered.
     pub searched: bool,
+    /// Causes looked up for the detail view because the results did not hold them.
+    pub causes: HashMap<EventId, EventRecord>,
 }
 
 impl Default for SearchPane {
@@ -54,6 +58,7 @@ impl Default for SearchPane {
             cursor: Cursor::default(),
             detail: false,
             searched: false,
+            causes: HashMap::new(),
         }
     }
 }
@@ -68,9 +73,31 @@ pub struct Query {
 }
 
 impl SearchPane {
+    /// Causes of `event` that neither the results nor earlier look-ups name.
+    pub fn unnamed_causes(&self, event: &EventRecord) -> Vec<EventId> {
+        event
+            .causes
+            .iter()
+            .filter(|c| !self.causes.contains_key(*c) && self.result(c).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps causes looked up for the detail view.
+    pub fn name_causes(&mut self, causes: Vec<EventRecord>) {
+        for cause in causes {
+            self.causes.insert(cause.event_id.clone(), cause);
+        }
+    }
+
+    fn result(&self, id: &EventId) -> Option<&EventRecord> {
+        self.results.iter().find(|r| &r.event_id == id)
+    }
+
     /// Forgets the results of a timeline that no longer exists.
     pub fn forget(&mut self) {
         self.timeline = None;
+        self.causes.clear();
         self.results.clear();
         self.cursor = Cursor::default();
         self.detail = false;
@@ -178,8 +205,9 @@ impl SearchPane {
             && let Some(event) = self.selected()
         {
             {
-                let lines = detail_lines(event, &self.results, p);
-                frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+                let named = |id: &EventId| self.result(id).or_else(|| self.causes.get(id));
+                let lines = detail_lines(event, &named, body.width, p);
+                frame.render_widget(Paragraph::new(lines), body);
                 return;
             }
         }
@@ -235,32 +263,73 @@ fn status_cell(e: &EventRecord, p: &Palette) -> (String, ratatui::style::Style) 
     }
 }
 
-/// The detail of one event: what, when, where, its causes (named when they are in the
-/// results) and its lineage.
-fn detail_lines<'a>(e: &EventRecord, results: &[EventRecord], p: &Palette) -> Vec<Line<'a>> {
-    let field = |name: &str, value: String| {
-        Line::from(vec![
-            Span::styled(format!("{name:>13}  "), p.dim),
-            Span::styled(value, p.text),
-        ])
+/// Width of the detail view's label column, its two spaces included.
+const LABEL_WIDTH: usize = 15;
+
+/// Splits `text` into lines of at most `width` characters, at spaces where it can.
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_owned();
+        loop {
+            let used = line.chars().count();
+            let len = word.chars().count();
+            if used > 0 && used + 1 + len <= width {
+                line.push(' ');
+                line.push_str(&word);
+                break;
+            }
+            if used == 0 && len <= width {
+                line = word;
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than the line: cut it.
+            let head: String = word.chars().take(width).collect();
+            word = word.chars().skip(width).collect();
+            lines.push(head);
+        }
+    }
+    lines.push(line);
+    lines
+}
+
+/// The detail of one event: what, when, where, its causes (named when the results hold them or
+/// they were looked up) and its lineage; a long value wraps under itself, not under the labels.
+fn detail_lines<'a, 'r>(
+    e: &EventRecord,
+    named: &dyn Fn(&EventId) -> Option<&'r EventRecord>,
+    width: u16,
+    p: &Palette,
+) -> Vec<Line<'a>> {
+    let value_width = usize::from(width).saturating_sub(LABEL_WIDTH).max(10);
+    let mut lines = vec![Line::from(Span::styled(e.description.clone(), p.title))];
+    let mut field = |name: &str, value: String| {
+        for (i, part) in wrap_words(&value, value_width).into_iter().enumerate() {
+            let label = if i == 0 { name } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{label:>13}  "), p.dim),
+                Span::styled(part, p.text),
+            ]));
+        }
     };
-    let mut lines = vec![
-        Line::from(Span::styled(e.description.clone(), p.title)),
-        field("id", e.event_id.to_string()),
-        field("time", fmt_time(&e.time)),
-        field("location", e.location.clone()),
-        field("status", status_cell(e, p).0),
-    ];
+    field("id", e.event_id.to_string());
+    field("time", fmt_time(&e.time));
+    field("location", e.location.clone());
+    field("status", status_cell(e, p).0);
     if e.causes.is_empty() {
-        lines.push(field("causes", "none (an uncaused event)".into()));
+        field("causes", "none (an uncaused event)".into());
     }
     for (i, cause) in e.causes.iter().enumerate() {
-        let named = results
-            .iter()
-            .find(|r| &r.event_id == cause)
-            .map(|r| format!("{cause}: {} ({})", r.description, fmt_time(&r.time)))
+        let text = named(cause)
+            .map(|r| format!("{}, {} ({cause})", r.description, fmt_time(&r.time)))
             .unwrap_or_else(|| cause.to_string());
-        lines.push(field(if i == 0 { "causes" } else { "" }, named));
+        field(if i == 0 { "causes" } else { "" }, text);
     }
     let mut lineage = format!("started as {}", e.lineage);
     if let Some(prev) = &e.supersedes {
@@ -269,9 +338,27 @@ fn detail_lines<'a>(e: &EventRecord, results: &[EventRecord], p: &Palette) -> Ve
     if let Some(next) = &e.superseded_by {
         lineage.push_str(&format!("; replaced by {next}"));
     }
-    lines.push(field("lineage", lineage));
+    field("lineage", lineage);
     if let Some(author) = &e.author {
-        lines.push(field("changed by", author.to_string()));
+        field("changed by", author.to_string());
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_words;
+
+    #[test]
+    fn words_wrap_at_spaces_and_long_words_are_cut() {
+        assert_eq!(
+            wrap_words("the storming of the Bastille", 12),
+            ["the storming", "of the", "Bastille"]
+        );
+        assert_eq!(wrap_words("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap_words("", 4), [""]);
+        for line in wrap_words("a fairly long sentence, wrapped into short lines", 7) {
+            assert!(line.chars().count() <= 7, "{line:?}");
+        }
+    }
 }
