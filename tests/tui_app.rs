@@ -1114,3 +1114,33 @@ async fn help_names_every_command_whole_at_80_columns_and_g_jumps_to_the_end() {
         "one line up from the end moves at once"
     );
 }
+
+#[tokio::test]
+async fn the_wizard_keeps_the_selected_destination_in_view_at_60_by_15() {
+    let w = world().await;
+    for n in 1..=8 {
+        w.service
+            .create_timeline(NewTimeline {
+                name: Some(format!("A timeline with a rather long name, number {n}")),
+                destination_time: Some(t("1889-03-10T23:50:00Z")),
+                ..NewTimeline::default()
+            })
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    h.press("t");
+    h.settle().await;
+    for _ in 0..8 {
+        h.press("j");
+        let screen = h.render(60, 15);
+        assert!(
+            screen.contains('▶'),
+            "the selected destination is off-screen:\n{screen}"
+        );
+    }
+    match &h.app.modal {
+        Some(Modal::Wizard(wizard)) => assert_eq!(wizard.dest_cursor.selected, 8),
+        _ => panic!("the wizard is open"),
+    }
+}

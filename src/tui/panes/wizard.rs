@@ -283,14 +283,17 @@ impl Wizard {
         let lines = if self.loading {
             vec![Line::from(Span::styled("Working…", p.dim))]
         } else {
-            self.body_lines(body.height as usize, p, name_of)
+            self.body_lines(body.height as usize, body.width as usize, p, name_of)
         };
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
     }
 
+    /// The step's lines; list rows are cut to `width` so each takes one row and the selected
+    /// one stays in view however narrow the terminal.
     fn body_lines<'a>(
         &mut self,
         height: usize,
+        width: usize,
         p: &Palette,
         name_of: &dyn Fn(&TimelineId) -> String,
     ) -> Vec<Line<'a>> {
@@ -311,12 +314,13 @@ impl Wizard {
                     .window(self.destinations.len(), height.saturating_sub(1));
                 for i in range {
                     let selected = i == self.dest_cursor.selected;
+                    let row = format!(
+                        "{} {}",
+                        if selected { "▶" } else { " " },
+                        self.destinations[i].label()
+                    );
                     lines.push(Line::from(Span::styled(
-                        format!(
-                            "{} {}",
-                            if selected { "▶" } else { " " },
-                            self.destinations[i].label()
-                        ),
+                        ellipsize(&row, width),
                         pick(selected),
                     )));
                 }
@@ -344,12 +348,11 @@ impl Wizard {
                             format!("left in {} at {}", name_of(timeline), fmt_time(time))
                         }
                     };
+                    let what = format!("{mark} {}", ellipsize(&item.description, 40));
+                    let room = width.saturating_sub(what.chars().count());
                     lines.push(Line::from(vec![
-                        Span::styled(
-                            format!("{mark} {}", ellipsize(&item.description, 40)),
-                            pick(selected),
-                        ),
-                        Span::styled(format!("  ({place})"), p.dim),
+                        Span::styled(what, pick(selected)),
+                        Span::styled(ellipsize(&format!("  ({place})"), room), p.dim),
                     ]));
                 }
                 lines
