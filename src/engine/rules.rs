@@ -5,7 +5,7 @@ use crate::error::ServiceError;
 use crate::model::{
     Anchor, AnchorId, AnchorStatus, Event, EventId, EventStatus, Instant, Item, ItemId, Journey,
     JourneyId, LeftItem, Position, Timeline, TimelineId, TimelineStatus, Traveller, Whereabouts,
-    format_instant,
+    format_instant, in_range, opt_in_range,
 };
 use crate::paradox::{self, Change, Paradox, Subject};
 use crate::service::{
@@ -144,7 +144,7 @@ pub fn create_timeline(
         name,
         description,
         variation: optional_text("variation", req.variation.as_ref())?,
-        destination_time: req.destination_time,
+        destination_time: opt_in_range("destination_time", req.destination_time)?,
         created_at: ctx.now,
         window,
         parent: Some(base),
@@ -219,7 +219,7 @@ pub fn add_event(
         lineage: id.clone(),
         id,
         description: text("description", &req.description)?,
-        time: req.time,
+        time: in_range("time", req.time)?,
         location: text("location", &req.location)?,
         causes,
         fixed_point: req.fixed_point,
@@ -274,6 +274,7 @@ pub fn set_anchor(
     req: &NewAnchor,
 ) -> Result<(Op, Anchor), ServiceError> {
     let description = optional_text("description", req.description.as_ref())?;
+    in_range("timestamp", req.timestamp)?;
     if let Some(existing) = world.anchors.values().find(|a| {
         &a.owner == ctx.traveller
             && a.status == AnchorStatus::Active
@@ -361,6 +362,7 @@ pub fn travel(
     req: &TravelRequest,
     to_time: Option<Instant>,
 ) -> Result<(Op, Journey), ServiceError> {
+    let to_time = opt_in_range("destination_time", to_time)?;
     let dest = destination(world, ctx, &req.destination)?;
     let (state, arrival_time, anchor) = match dest {
         Destination::Timeline(state) => (
@@ -494,6 +496,7 @@ pub fn proposed_changes(
         .enumerate()
         .map(|(i, change)| {
             let field = format!("proposed_changes[{i}]");
+            opt_in_range(&format!("{field}.time"), change.time)?;
             match (&change.event, &change.item_id) {
                 (Some(_), Some(_)) => Err(ServiceError::invalid(
                     field,
@@ -575,6 +578,9 @@ pub fn manipulate(
         Some(d) => text("new_outcome.description", d)?,
         None => old.description.clone(),
     };
+    for (i, c) in req.new_outcome.changes.iter().enumerate() {
+        opt_in_range(&format!("new_outcome.changes[{i}].time"), c.time)?;
+    }
     let time = req
         .new_outcome
         .changes
@@ -682,6 +688,7 @@ pub fn new_script(
     let state = referenced(world, &timeline)?;
     let name = text("script_name", &req.script_name)?;
     known_event(state, &req.trigger_event_id)?;
+    opt_in_range("conditions.check_date", req.conditions.check_date)?;
     if let Some(status) = &req.conditions.status_check {
         const STATUSES: [EventStatus; 4] = [
             EventStatus::OnSchedule,
@@ -726,6 +733,7 @@ pub fn new_job(
     external: Option<(String, Option<String>)>,
 ) -> Result<crate::automation::Job, ServiceError> {
     let state = referenced(world, timeline)?;
+    in_range("scheduled_time", due)?;
     crate::automation::validate_actions(&actions)?;
     for action in &actions {
         known_event(state, &action.event_id)?;

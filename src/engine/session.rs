@@ -584,6 +584,10 @@ impl TimelineService for EngineSession {
     async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule> {
         let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
         let system = rules::text("external_system", &req.external_system)?;
+        crate::model::opt_in_range(
+            "trigger_conditions.timestamp",
+            req.trigger_conditions.timestamp,
+        )?;
         self.write(|world, ctx| {
             let at = req
                 .trigger_conditions
