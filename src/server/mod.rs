@@ -168,6 +168,20 @@ async fn request_context(req: Request, next: Next) -> Response {
     .await
 }
 
+/// The answer to a handler that panicked: a problem+json 500 naming the request (the panic
+/// runs inside [`request_context`], so the request id is known), never a dropped connection.
+fn panic_answer(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    Problem::from_error(crate::error::ServiceError::Internal(format!(
+        "a handler panicked: {message}"
+    )))
+    .into_response()
+}
+
 /// The whole service: every route, the open endpoints and the layers (request id, tracing,
 /// timeout, body limit).
 pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
@@ -180,6 +194,16 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
     };
+    let router = api
+        .fallback(routes::ops::not_found)
+        .method_not_allowed_fallback(routes::ops::method_not_allowed)
+        .with_state(state);
+    with_layers(router, &config)
+}
+
+/// Wraps `router` in the layers every route shares (metrics, request id, tracing, request
+/// context, panic catching, idempotency, timeout, body limit).
+fn with_layers(router: Router, config: &ServerConfig) -> Router {
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(
             Arc::new(crate::metrics::HttpMetrics::default()),
@@ -198,6 +222,7 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
             }),
         )
         .layer(middleware::from_fn(request_context))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn_with_state(
             config.body_limit,
             idempotency::keyed,
@@ -207,10 +232,7 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
             limits::timeout,
         ))
         .layer(DefaultBodyLimit::max(config.body_limit));
-    api.fallback(routes::ops::not_found)
-        .method_not_allowed_fallback(routes::ops::method_not_allowed)
-        .with_state(state)
-        .layer(layers)
+    router.layer(layers)
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish.
@@ -306,4 +328,45 @@ pub(crate) fn next_page_uri(uri: &Uri, cursor: &str) -> String {
         .collect();
     pairs.push(format!("cursor={}", encode_component(cursor)));
     format!("{}?{}", uri.path(), pairs.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_problem_500_naming_the_request() {
+        async fn boom() -> &'static str {
+            panic!("the flux capacitor overflowed")
+        }
+        let secret = Secret::from_bytes("a test secret that is long enough for HS256")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let router = with_layers(
+            Router::new().route("/boom", get(boom)),
+            &ServerConfig::new(secret),
+        );
+        let req = Request::get("/boom")
+            .header("x-request-id", "req-42")
+            .body(Body::empty())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let resp = router.oneshot(req).await.unwrap_or_else(|e| match e {});
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(resp.headers()["content-type"], PROBLEM_JSON);
+        assert_eq!(resp.headers()["x-request-id"], "req-42");
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let body: serde_json::Value =
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(body["type"], "/problems/internal");
+        assert_eq!(body["status"], 500);
+        assert_eq!(body["instance"], "/requests/req-42");
+        // What panicked is for the logs, not for the caller.
+        assert!(!body.to_string().contains("flux"), "{body}");
+    }
 }
