@@ -275,11 +275,10 @@ pub fn set_anchor(
 ) -> Result<(Op, Anchor), ServiceError> {
     let description = optional_text("description", req.description.as_ref())?;
     in_range("timestamp", req.timestamp)?;
-    if let Some(existing) = world.anchors.values().find(|a| {
-        &a.owner == ctx.traveller
-            && a.status == AnchorStatus::Active
-            && a.timestamp == req.timestamp
-    }) {
+    if let Some(existing) = world
+        .anchors_of(ctx.traveller)
+        .find(|a| a.status == AnchorStatus::Active && a.timestamp == req.timestamp)
+    {
         return Err(ServiceError::AlreadyExists {
             location: format!("/v1/anchors/{}", existing.id),
         });

@@ -83,6 +83,29 @@ impl EngineSession {
         };
         look(&world, &ctx)
     }
+
+    /// A read whose work grows with a timeline's size (a monitor scan, a full paradox check,
+    /// a linear search): run on tokio's blocking pool so it never stalls the runtime's
+    /// workers and the requests queued on them.
+    async fn read_blocking<T: Send + 'static>(
+        &self,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
+    ) -> ServiceResult<T> {
+        let world = self.engine.snapshot().await?;
+        let engine = Arc::clone(&self.engine);
+        let traveller = self.traveller.clone();
+        tokio::task::spawn_blocking(move || {
+            let mint = || engine.mint();
+            let ctx = Ctx {
+                traveller: &traveller,
+                now: engine.now(),
+                mint: &mint,
+            };
+            look(&world, &ctx)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("a read task failed: {e}")))?
+    }
 }
 
 /// The last monitor scan, for [`crate::metrics`]: how many anomalies of each severity.
@@ -251,9 +274,7 @@ impl TimelineService for EngineSession {
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
         self.read(|world, ctx| {
             let keyed = world
-                .journeys
-                .values()
-                .filter(|j| &j.traveller == ctx.traveller)
+                .journeys_of(ctx.traveller)
                 .map(|j| (j.id.to_string(), (**j).clone()))
                 .collect();
             paginate(keyed, &page)
@@ -315,9 +336,7 @@ impl TimelineService for EngineSession {
     async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
         self.read(|world, ctx| {
             let keyed = world
-                .anchors
-                .values()
-                .filter(|a| &a.owner == ctx.traveller)
+                .anchors_of(ctx.traveller)
                 .map(|a| (a.id.to_string(), (**a).clone()))
                 .collect();
             paginate(keyed, &page)
@@ -421,7 +440,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport> {
-        self.read(|world, ctx| {
+        self.read_blocking(move |world, ctx| {
             let state = rules::referenced(world, &req.timeline_id)?;
             let after = match &req.after_event_id {
                 Some(id) => Some(
@@ -456,7 +475,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
-        self.read(|world, ctx| {
+        self.read_blocking(move |world, ctx| {
             let state = rules::referenced(world, &req.timeline_id)?;
             let position = world.position_of(ctx.traveller, ctx.now);
             let items = rules::items_of(world, ctx.traveller);
@@ -487,7 +506,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
-        self.read(|world, _| {
+        self.read_blocking(move |world, _| {
             let state = rules::referenced(world, &req.timeline_id)?;
             let asked = rules::text("significant_event", &req.significant_event)?;
             let by_id = asked
