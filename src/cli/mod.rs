@@ -318,14 +318,18 @@ pub struct ServeArgs {
         value_name = "ADDR"
     )]
     pub listen: String,
-    /// HS256 secret for tokens [default: the `jwt-secret` file in the data directory, created if missing]
+    /// HS256 secret for tokens, at least 32 bytes; prefer the environment variable or --jwt-secret-file, since a flag shows in `ps` [default: the `jwt-secret` file in the data directory, created if missing]
     #[arg(
         long,
         env = "CHRONOSCOPE_JWT_SECRET",
         value_name = "SECRET",
-        hide_env_values = true
+        hide_env_values = true,
+        conflicts_with = "jwt_secret_file"
     )]
     pub jwt_secret: Option<String>,
+    /// Read the HS256 secret (at least 32 bytes, surrounding whitespace ignored) from this file
+    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET_FILE", value_name = "FILE")]
+    pub jwt_secret_file: Option<PathBuf>,
     /// Requests per second allowed per traveller (0 = no limit)
     #[arg(long, env = "CHRONOSCOPE_RATE_LIMIT", default_value_t = 50)]
     pub rate_limit: u32,
@@ -376,9 +380,17 @@ pub struct TokenArgs {
     /// How long the token is valid, e.g. 24h, 30m, 7d
     #[arg(long, env = "CHRONOSCOPE_TOKEN_TTL", default_value = "24h", value_parser = parse_duration)]
     pub ttl: Duration,
-    /// HS256 secret [default: the server's, from the data directory]
-    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET", hide_env_values = true)]
+    /// HS256 secret, at least 32 bytes; prefer the environment variable or --jwt-secret-file [default: the server's, from the data directory]
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_JWT_SECRET",
+        hide_env_values = true,
+        conflicts_with = "jwt_secret_file"
+    )]
     pub jwt_secret: Option<String>,
+    /// Read the HS256 secret from this file
+    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET_FILE", value_name = "FILE")]
+    pub jwt_secret_file: Option<PathBuf>,
 }
 
 /// Paging flags of list commands.

@@ -22,7 +22,7 @@ use chronoscope::store::MemoryStore;
 use serde_json::Value;
 use tower::ServiceExt;
 
-pub const SECRET: &str = "test secret that is long enough";
+pub const SECRET: &str = "test secret that is long enough for HS256";
 
 pub fn secret() -> Secret {
     Secret::from_bytes(SECRET).expect("secret")
