@@ -345,6 +345,10 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
             per_second: f64::from(args.rate_limit),
             burst: args.rate_burst,
         },
+        address_rate_limit: chronoscope::server::RateLimit {
+            per_second: f64::from(args.address_rate_limit),
+            burst: args.address_rate_burst,
+        },
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,
     };

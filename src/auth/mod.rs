@@ -7,10 +7,8 @@
 
 mod extract;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -356,16 +354,42 @@ pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
 }
 
 /// How many verified tokens a [`Verifier`] remembers (a few hundred bytes each).
-const REMEMBERED_TOKENS: usize = 4096;
+const REMEMBERED_TOKENS: u64 = 10_000;
+
+/// Forgets each remembered token when it expires (with the leeway [`verify`] allows).
+struct UntilExpiry;
+
+impl moka::Expiry<String, Claims> for UntilExpiry {
+    fn expire_after_create(
+        &self,
+        _token: &String,
+        claims: &Claims,
+        _created_at: std::time::Instant,
+    ) -> Option<Duration> {
+        let left = claims
+            .exp
+            .saturating_add(LEEWAY_SECS)
+            .saturating_sub(now_secs());
+        Some(Duration::from_secs(left))
+    }
+}
 
 /// Verifies tokens against one secret, remembering the ones that passed until they expire: a
 /// client sends the same token with every request, and checking its signature again costs more
 /// than the rest of a small request's authentication. Only tokens that verified are
-/// remembered, so a flood of forged ones cannot fill the memory.
-#[derive(Debug)]
+/// remembered, so a flood of forged ones cannot fill the memory; the cache is bounded (least
+/// used tokens go first) and forgets each token when it expires.
 pub struct Verifier {
     secret: Secret,
-    verified: Mutex<HashMap<String, Claims>>,
+    verified: moka::sync::Cache<String, Claims>,
+}
+
+impl fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Verifier")
+            .field("remembered", &self.verified.entry_count())
+            .finish()
+    }
 }
 
 impl Verifier {
@@ -373,7 +397,10 @@ impl Verifier {
     pub fn new(secret: Secret) -> Self {
         Self {
             secret,
-            verified: Mutex::new(HashMap::new()),
+            verified: moka::sync::Cache::builder()
+                .max_capacity(REMEMBERED_TOKENS)
+                .expire_after(UntilExpiry)
+                .build(),
         }
     }
 
@@ -384,32 +411,21 @@ impl Verifier {
     }
 
     fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
-        let unexpired = |claims: &Claims| claims.exp.saturating_add(LEEWAY_SECS) >= now;
-        {
-            let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-            match verified.get(token) {
-                Some(claims) if unexpired(claims) => return Ok(claims.clone()),
-                Some(_) => {
-                    verified.remove(token);
-                    return Err(AuthError::InvalidToken(
-                        jsonwebtoken::errors::Error::from(
-                            jsonwebtoken::errors::ErrorKind::ExpiredSignature,
-                        )
-                        .to_string(),
-                    ));
-                }
-                None => {}
+        // The cache's own expiry runs on its clock; this check keeps the answer exact.
+        if let Some(claims) = self.verified.get(token) {
+            if claims.exp.saturating_add(LEEWAY_SECS) >= now {
+                return Ok(claims);
             }
+            self.verified.invalidate(token);
+            return Err(AuthError::InvalidToken(
+                jsonwebtoken::errors::Error::from(
+                    jsonwebtoken::errors::ErrorKind::ExpiredSignature,
+                )
+                .to_string(),
+            ));
         }
         let claims = verify(&self.secret, token)?;
-        let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-        if verified.len() >= REMEMBERED_TOKENS {
-            verified.retain(|_, claims| unexpired(claims));
-            if verified.len() >= REMEMBERED_TOKENS {
-                verified.clear();
-            }
-        }
-        verified.insert(token.to_owned(), claims.clone());
+        self.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
     }
 }
@@ -495,7 +511,29 @@ mod tests {
         for _ in 0..2 {
             assert!(verifier.verify(&forged).is_err());
         }
-        assert!(!verifier.verified.lock().unwrap().contains_key(&forged));
+        assert!(!verifier.verified.contains_key(&forged));
+    }
+
+    #[test]
+    fn the_verifier_remembers_a_bounded_number_of_tokens() {
+        let verifier = Verifier::new(secret());
+        let scopes = Scopes::parse("read");
+        for i in 0..REMEMBERED_TOKENS + 500 {
+            let token = issue_token(
+                &secret(),
+                &format!("t{i}"),
+                &scopes,
+                Duration::from_secs(60),
+            )
+            .unwrap();
+            assert!(verifier.verify(&token).is_ok());
+        }
+        verifier.verified.run_pending_tasks();
+        assert!(
+            verifier.verified.entry_count() <= REMEMBERED_TOKENS,
+            "{} remembered",
+            verifier.verified.entry_count()
+        );
     }
 
     fn secret() -> Secret {

@@ -336,6 +336,12 @@ pub struct ServeArgs {
     /// Requests a traveller may send in a burst above the rate
     #[arg(long, env = "CHRONOSCOPE_RATE_BURST", default_value_t = 100)]
     pub rate_burst: u32,
+    /// Requests per second allowed per client address, checked before authentication (0 = no limit; behind a proxy every client shares its address)
+    #[arg(long, env = "CHRONOSCOPE_ADDRESS_RATE_LIMIT", default_value_t = 500)]
+    pub address_rate_limit: u32,
+    /// Requests a client address may send in a burst above its rate
+    #[arg(long, env = "CHRONOSCOPE_ADDRESS_RATE_BURST", default_value_t = 1000)]
+    pub address_rate_burst: u32,
     /// Largest request body accepted, in bytes
     #[arg(long, env = "CHRONOSCOPE_BODY_LIMIT", default_value_t = 1024 * 1024)]
     pub body_limit: usize,

@@ -46,7 +46,7 @@ impl FromRequestParts<AppState> for Caller {
                 auth.scopes.to_claim()
             ))));
         }
-        if let Err(retry_after_secs) = state.limiter.check(auth.traveller.as_str()) {
+        if let Err(retry_after_secs) = state.limiter.check(&auth.traveller.as_str().to_owned()) {
             return Err(Problem::from_error(ServiceError::RateLimited {
                 retry_after_secs,
             }));

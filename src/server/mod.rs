@@ -88,6 +88,9 @@ pub struct ServerConfig {
     pub body_limit: usize,
     /// Per-traveller rate limit (429 beyond); [`RateLimit::OFF`] turns it off.
     pub rate_limit: RateLimit,
+    /// Per-client-address rate limit, applied before authentication (429 beyond);
+    /// [`RateLimit::OFF`] turns it off.
+    pub address_rate_limit: RateLimit,
     /// Longest a request may take (503 beyond).
     pub request_timeout: Duration,
 }
@@ -104,6 +107,7 @@ impl ServerConfig {
             secret,
             body_limit: Self::DEFAULT_BODY_LIMIT,
             rate_limit: RateLimit::default(),
+            address_rate_limit: RateLimit::PER_ADDRESS,
             request_timeout: Self::DEFAULT_TIMEOUT,
         }
     }
@@ -224,6 +228,12 @@ fn with_layers(router: Router, config: &ServerConfig) -> Router {
         .layer(middleware::from_fn(request_context))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn_with_state(
+            Arc::new(RateLimiter::<std::net::IpAddr>::new(
+                config.address_rate_limit,
+            )),
+            limits::by_address,
+        ))
+        .layer(middleware::from_fn_with_state(
             config.body_limit,
             idempotency::keyed,
         ))
@@ -246,9 +256,12 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "chronoscope serving");
     }
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Serves over https with `tls` (HTTP/2 or HTTP/1.1, as the client's ALPN asks) until
@@ -274,7 +287,7 @@ pub async fn run_tls(
     let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
     axum_server::from_tcp_rustls(listener.into_std()?, tls)?
         .handle(handle)
-        .serve(router.into_make_service())
+        .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .await
 }
 
