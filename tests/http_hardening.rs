@@ -112,3 +112,43 @@ async fn the_edges_of_the_range_are_accepted() {
         .await;
     assert!(r.status.is_success(), "{}", r.text);
 }
+
+#[tokio::test]
+async fn deleting_another_travellers_timeline_needs_the_admin_scope() {
+    let app = App::new().await;
+    let ada = token("ada");
+    let created = app
+        .post("/v1/timelines", &ada, json!({"name": "ada's branch"}))
+        .await
+        .json();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let uri = format!("/v1/timeline/{id}");
+    // Bob may read it, not delete it.
+    let bob = token("bob");
+    let p = app
+        .delete(&uri, &bob)
+        .await
+        .assert_problem(403, "forbidden");
+    assert!(p["detail"].as_str().unwrap().contains("admin"), "{p}");
+    assert_eq!(app.get(&uri, &bob).await.status, StatusCode::OK);
+    // An administrator may; so may its creator (shown with view=full).
+    let full = app.get(&format!("{uri}?view=full"), &ada).await.json();
+    assert_eq!(full["created_by"], "ada", "{full}");
+    let r = app.delete(&uri, &token_with_scope("root", "admin")).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+    let mine = app
+        .post("/v1/timelines", &ada, json!({"name": "another"}))
+        .await
+        .json();
+    let r = app
+        .delete(
+            &format!("/v1/timeline/{}", mine["id"].as_str().unwrap()),
+            &ada,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+    // Refusals other than the scope are unchanged: primary cannot be deleted at all.
+    app.delete("/v1/timeline/primary", &ada)
+        .await
+        .assert_problem(409, "conflict");
+}

@@ -96,6 +96,7 @@ pub fn timeline_info(state: &TimelineState, now: Instant) -> TimelineInfo {
         parent: t.parent.clone(),
         closes_at: t.closes_at(),
         event_count: state.history.len(),
+        created_by: t.created_by.clone(),
     }
 }
 
@@ -158,9 +159,15 @@ pub fn create_timeline(
     ))
 }
 
-/// Deleting: never `primary`, never a timeline with branches or travellers in it.
-pub fn delete_timeline(world: &World, ctx: &Ctx<'_>, id: &TimelineId) -> Result<Op, ServiceError> {
-    addressed(world, id)?;
+/// Deleting: never `primary`, never a timeline with branches or travellers in it; another
+/// traveller's timeline (or one of history as shipped) only with `admin`.
+pub fn delete_timeline(
+    world: &World,
+    ctx: &Ctx<'_>,
+    id: &TimelineId,
+    admin: bool,
+) -> Result<Op, ServiceError> {
+    let state = addressed(world, id)?;
     if id.is_primary() {
         return Err(ServiceError::Conflict(
             "the primary timeline cannot be deleted".into(),
@@ -191,6 +198,14 @@ pub fn delete_timeline(world: &World, ctx: &Ctx<'_>, id: &TimelineId) -> Result<
         };
         return Err(ServiceError::Conflict(format!(
             "{who} in timeline '{id}'; travel out of it before deleting it"
+        )));
+    }
+    // Checked last, so that a traveller without the scope learns of a conflict first, as one
+    // with it would.
+    if !admin && state.meta.created_by.as_ref() != Some(ctx.traveller) {
+        return Err(ServiceError::Forbidden(format!(
+            "timeline '{id}' was not created by you; deleting another traveller's timeline (or \
+             one of history as shipped) needs the 'admin' scope"
         )));
     }
     Ok(Op::DeleteTimeline { id: id.clone() })

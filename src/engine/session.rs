@@ -27,6 +27,10 @@ pub struct EngineSession {
     traveller: Traveller,
     /// The key of the request this session serves, if it came with one.
     idempotency: Option<Idempotency>,
+    /// Whether the traveller may change what other travellers share (delete a timeline they
+    /// did not create). The embedded engine's user owns the whole store; a server grants it
+    /// with the `admin` scope.
+    admin: bool,
 }
 
 impl EngineSession {
@@ -39,7 +43,14 @@ impl EngineSession {
             engine,
             traveller,
             idempotency,
+            admin: true,
         }
+    }
+
+    /// The same session, with or without the right to change what other travellers share.
+    pub fn with_admin(mut self, admin: bool) -> Self {
+        self.admin = admin;
+        self
     }
 
     /// A write; with a key, remembered for its retries (answers are JSON in the log).
@@ -230,8 +241,13 @@ impl TimelineService for EngineSession {
     }
 
     async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()> {
-        self.write(|world, ctx| Ok((vec![rules::delete_timeline(world, ctx, id)?], ())))
-            .await
+        self.write(|world, ctx| {
+            Ok((
+                vec![rules::delete_timeline(world, ctx, id, self.admin)?],
+                (),
+            ))
+        })
+        .await
     }
 
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {

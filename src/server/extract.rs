@@ -26,6 +26,8 @@ pub struct Caller {
     pub traveller: Traveller,
     /// The service acting as them.
     pub service: Arc<dyn TimelineService>,
+    /// What their token allows.
+    pub scopes: crate::auth::Scopes,
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -53,8 +55,13 @@ impl FromRequestParts<AppState> for Caller {
         }
         let keyed = parts.extensions.get::<Idempotency>().cloned();
         Ok(Caller {
-            service: state.sessions.session(auth.traveller.clone(), keyed),
+            service: state.sessions.session(
+                auth.traveller.clone(),
+                keyed,
+                auth.scopes.allows(Scope::Admin),
+            ),
             traveller: auth.traveller,
+            scopes: auth.scopes,
         })
     }
 }

@@ -58,11 +58,13 @@ use crate::service::TimelineService;
 /// Hands out the service bound to one traveller; the only thing the server needs.
 pub trait Sessions: Send + Sync + 'static {
     /// The service acting as `traveller`; with `idempotency`, for one keyed request whose
-    /// write must be done once and whose repeats get the first answer.
+    /// write must be done once and whose repeats get the first answer; with `admin` (the
+    /// token's scope), allowed to change what other travellers share.
     fn session(
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
+        admin: bool,
     ) -> Arc<dyn TimelineService>;
 }
 
@@ -71,11 +73,15 @@ impl Sessions for Arc<Engine> {
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
+        admin: bool,
     ) -> Arc<dyn TimelineService> {
-        Arc::new(match idempotency {
-            Some(request) => Engine::keyed_session(self, traveller, request),
-            None => Engine::session(self, traveller),
-        })
+        Arc::new(
+            match idempotency {
+                Some(request) => Engine::keyed_session(self, traveller, request),
+                None => Engine::session(self, traveller),
+            }
+            .with_admin(admin),
+        )
     }
 }
 

@@ -244,12 +244,14 @@ impl Sessions for Wrapped {
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
+        admin: bool,
     ) -> Arc<dyn TimelineService> {
         Arc::new(WrappedService {
             inner: match idempotency {
                 Some(request) => self.engine.keyed_session(traveller, request),
                 None => self.engine.session(traveller),
-            },
+            }
+            .with_admin(admin),
             pause: self.pause,
             failures: Arc::clone(&self.failures),
         })
