@@ -155,6 +155,18 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         "400",
         problem_response("Invalid request (e.g. an unknown `view`)"),
     );
+    // The limit by client address applies before authentication, open endpoints included.
+    add(
+        "429",
+        ResponseBuilder::from(problem_response(
+            "Too many requests from this client address or traveller",
+        ))
+        .header(
+            "Retry-After",
+            string_header("Seconds to wait before trying again"),
+        )
+        .build(),
+    );
     if open {
         return;
     }
