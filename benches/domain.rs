@@ -332,10 +332,8 @@ fn branching(c: &mut Criterion, sizes: &[(&str, &Setup)]) {
     let mut g = c.benchmark_group("branch");
     g.sample_size(50);
     for (label, setup) in sizes {
-        let mut world = World {
-            seq: 1,
-            ..World::default()
-        };
+        let mut world = World::default();
+        world.seq = 1;
         world.timelines.insert(
             TimelineId::primary(),
             TimelineState {

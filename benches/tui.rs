@@ -1,6 +1,9 @@
 //! Dashboard budgets (DESIGN §7): one frame with 10,000 timelines and 1,000 search results
 //! (≤ 2 ms), and start to first frame on the embedded engine, SQLite with the demo world
-//! (≤ 150 ms).
+//! (≤ 150 ms). Two first frames are measured and named apart: `first_frame_before_data` is
+//! drawn as soon as the dashboard starts, before any answer (header and empty panes with their
+//! spinners); `first_full_frame` waits until the header, timelines and monitor have answered,
+//! which is what a person sees as "started".
 
 use std::sync::Arc;
 
@@ -40,6 +43,7 @@ fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
             parent: (i > 0).then(TimelineId::primary),
             closes_at: Some(now + Duration::hours(1)),
             event_count: 0,
+            created_by: None,
         })
         .collect()
 }
@@ -127,31 +131,37 @@ fn start(c: &mut Criterion) {
     let existing = dir.path().join("existing.db");
     // The usual start: the data file exists (first run already seeded it).
     rt.block_on(open_sqlite(&existing, Arc::new(ManualClock::new(now))));
-    c.bench_function("tui/start_to_first_frame_sqlite_existing", |b| {
-        b.to_async(&rt).iter(|| async {
-            let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
-            let service = open_sqlite(&existing, clock.clone()).await;
-            let mut app = app(service, clock);
-            app.start();
-            let mut terminal = Terminal::new(TestBackend::new(120, 35)).expect("backend");
-            terminal.draw(|f| app.draw(f)).expect("draw");
-        })
-    });
-    let mut run = 0u64;
-    c.bench_function("tui/start_to_first_frame_sqlite_first_run", |b| {
-        b.to_async(&rt).iter(|| {
-            run += 1;
-            let fresh = dir.path().join(format!("fresh-{run}.db"));
-            async move {
+    c.bench_function(
+        "tui/start_to_first_frame_before_data_sqlite_existing",
+        |b| {
+            b.to_async(&rt).iter(|| async {
                 let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
-                let service = open_sqlite(&fresh, clock.clone()).await;
+                let service = open_sqlite(&existing, clock.clone()).await;
                 let mut app = app(service, clock);
                 app.start();
                 let mut terminal = Terminal::new(TestBackend::new(120, 35)).expect("backend");
                 terminal.draw(|f| app.draw(f)).expect("draw");
-            }
-        })
-    });
+            })
+        },
+    );
+    let mut run = 0u64;
+    c.bench_function(
+        "tui/start_to_first_frame_before_data_sqlite_first_run",
+        |b| {
+            b.to_async(&rt).iter(|| {
+                run += 1;
+                let fresh = dir.path().join(format!("fresh-{run}.db"));
+                async move {
+                    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+                    let service = open_sqlite(&fresh, clock.clone()).await;
+                    let mut app = app(service, clock);
+                    app.start();
+                    let mut terminal = Terminal::new(TestBackend::new(120, 35)).expect("backend");
+                    terminal.draw(|f| app.draw(f)).expect("draw");
+                }
+            })
+        },
+    );
     c.bench_function("tui/start_to_first_full_frame_sqlite_existing", |b| {
         b.to_async(&rt).iter(|| async {
             let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));

@@ -223,7 +223,8 @@ for i in $(seq 1 "$replicas"); do
   metrics_port="$(free_port)"
   # One data directory for all: replicas must share the token secret kept there.
   "$target/chronoscope" --data-dir "$data" "${db_args[@]}" serve --listen "127.0.0.1:$port" \
-    --metrics-listen "127.0.0.1:$metrics_port" --rate-limit 0 >"$work/serve-$i.log" 2>&1 &
+    --metrics-listen "127.0.0.1:$metrics_port" --rate-limit 0 --address-rate-limit 0 \
+    >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
   serve_pids="$serve_pids $!"
   wait_ready "http://127.0.0.1:$port/healthz" "${pids[-1]}" "$work/serve-$i.log"

@@ -67,7 +67,7 @@ problem_types! {
     IDEMPOTENCY_KEY_REUSED = "idempotency-key-reused", 422, "Idempotency key reused",
         "The Idempotency-Key was sent before with a different request (another method, path, query or body). A key names one request: repeat that request exactly to get its first answer, or send a new key for a new request.";
     RATE_LIMITED = "rate-limited", 429, "Too many requests",
-        "This traveller sent more requests than the server allows; wait for the number of seconds in Retry-After.";
+        "This client address or traveller sent more requests than the server allows; wait for the number of seconds in Retry-After.";
     INTERNAL = "internal", 500, "Internal error",
         "Something went wrong on our side. Nothing was written; the request can be tried again.";
     UNAVAILABLE = "unavailable", 503, "Service unavailable",

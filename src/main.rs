@@ -129,7 +129,10 @@ fn init_logging(filter: &str) {
         .try_init();
 }
 
-/// The data directory: the flag, or the user's data directory; created owner-only.
+/// The data directory: the flag, or the user's data directory. One we create is owner-only;
+/// one that exists (a home, a shared directory) keeps its permissions: what is secret in it
+/// is created owner-only file by file (the token secret, the SQLite file, see
+/// [`private_database_file`]).
 fn data_dir(global: &Global) -> Result<PathBuf> {
     let dir = match &global.data_dir {
         Some(dir) => dir.clone(),
@@ -137,14 +140,31 @@ fn data_dir(global: &Global) -> Result<PathBuf> {
             .map(|p| p.data_dir().to_path_buf())
             .ok_or_else(|| eyre!("cannot find your data directory; pass --data-dir"))?,
     };
-    std::fs::create_dir_all(&dir)
-        .wrap_err_with(|| format!("cannot create the data directory {}", dir.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    if !dir.is_dir() {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&dir)
+            .wrap_err_with(|| format!("cannot create the data directory {}", dir.display()))?;
     }
     Ok(dir)
+}
+
+/// Creates the default SQLite file empty and owner-only before SQLite opens it, so that the
+/// database (and its -wal and -shm files, which SQLite gives the database's permissions) is
+/// private even in a data directory others can read. An existing file is left as it is.
+fn private_database_file(path: &Path) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e).wrap_err_with(|| format!("cannot create {}", path.display())),
+    }
 }
 
 fn database_url(global: &Global, dir: &Path) -> String {
@@ -158,6 +178,9 @@ fn database_url(global: &Global, dir: &Path) -> String {
 async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>> {
     let dir = data_dir(global)?;
     let url = database_url(global, &dir);
+    if global.database.is_none() {
+        private_database_file(&dir.join("chronoscope.db"))?;
+    }
     let store = chronoscope::store::open(&url)
         .await
         .wrap_err_with(|| format!("cannot open the store {url}"))?;
@@ -228,7 +251,16 @@ async fn dashboard(global: &Global, args: chronoscope::cli::DashboardArgs) -> Re
     chronoscope::tui::run(service, options).await
 }
 
-fn secret(global: &Global, explicit: Option<&str>) -> Result<chronoscope::auth::Secret> {
+/// The token secret: `--jwt-secret-file`, else the flag or environment, else the data
+/// directory's generated file.
+fn secret(
+    global: &Global,
+    explicit: Option<&str>,
+    file: Option<&Path>,
+) -> Result<chronoscope::auth::Secret> {
+    if let Some(file) = file {
+        return chronoscope::auth::Secret::from_secret_file(file).map_err(|e| eyre!("{e}"));
+    }
     let dir = data_dir(global)?;
     chronoscope::auth::Secret::load(explicit, &dir).map_err(|e| eyre!("{e}"))
 }
@@ -242,7 +274,11 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
         return Err(eyre!("'{bad}' is not a scope; use read, write or admin"));
     }
     let scopes = chronoscope::auth::Scopes::parse(&args.scope.join(" "));
-    let secret = secret(global, args.jwt_secret.as_deref())?;
+    let secret = secret(
+        global,
+        args.jwt_secret.as_deref(),
+        args.jwt_secret_file.as_deref(),
+    )?;
     let token = chronoscope::auth::issue_token(&secret, &args.subject, &scopes, args.ttl)
         .map_err(|e| eyre!("{e}"))?;
     println!("{token}");
@@ -250,7 +286,11 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
 }
 
 async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
-    let secret = secret(global, args.jwt_secret.as_deref())?;
+    let secret = secret(
+        global,
+        args.jwt_secret.as_deref(),
+        args.jwt_secret_file.as_deref(),
+    )?;
     // Certificates and the metrics listener are checked before the store is opened, so a typo
     // in a path costs nothing.
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -304,6 +344,10 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         rate_limit: chronoscope::server::RateLimit {
             per_second: f64::from(args.rate_limit),
             burst: args.rate_burst,
+        },
+        address_rate_limit: chronoscope::server::RateLimit {
+            per_second: f64::from(args.address_rate_limit),
+            burst: args.address_rate_burst,
         },
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,

@@ -274,3 +274,45 @@ async fn mistakes_get_a_message_a_person_understands() {
         2
     );
 }
+
+#[test]
+fn times_and_durations_out_of_range_are_refused_before_anything_runs() {
+    for args in [
+        &[
+            "chronoscope",
+            "events",
+            "search",
+            "--range",
+            "2025-01-01T00:00:00Z/P100000000000D100000000000D",
+        ][..],
+        &["chronoscope", "anchors", "set", "0000-12-31T00:00:00Z"],
+        &[
+            "chronoscope",
+            "timelines",
+            "create",
+            "x",
+            "--destination-time",
+            "9999-12-31T23:59:59-05:00",
+        ],
+    ] {
+        let message = Cli::try_parse_from(args).unwrap_err().to_string();
+        assert!(
+            message.contains("years 0001 to 9999"),
+            "{args:?}: {message}"
+        );
+    }
+    let message = Cli::try_parse_from([
+        "chronoscope",
+        "--window",
+        "1000000 weeks",
+        "timelines",
+        "list",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("10000 years"), "{message}");
+    let message = Cli::try_parse_from(["chronoscope", "token", "--ttl", "99999999999999999h"])
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("at most 3660d"), "{message}");
+}

@@ -323,3 +323,50 @@ async fn shutdown_lets_in_flight_requests_finish() {
             .is_err()
     );
 }
+
+fn from(addr: &str, uri: &str, token: Option<&str>) -> axum::http::Request<axum::body::Body> {
+    let mut req = axum::http::Request::get(uri);
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    let mut req = req.body(axum::body::Body::empty()).unwrap();
+    let peer: std::net::SocketAddr = addr.parse().unwrap();
+    req.extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    req
+}
+
+#[tokio::test]
+async fn one_address_over_its_limit_gets_429_before_authentication_and_others_do_not() {
+    let mut c = config();
+    c.address_rate_limit = RateLimit {
+        per_second: 0.01,
+        burst: 3,
+    };
+    let app = App::with(c).await;
+    // Unauthenticated requests count: a flood of bad tokens is stopped before verification.
+    for _ in 0..3 {
+        let r = app.send(from("203.0.113.7:40000", "/v1/me", None)).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    let r = app.send(from("203.0.113.7:40001", "/v1/me", None)).await;
+    r.assert_problem(429, "rate-limited");
+    let retry: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=100).contains(&retry), "{retry}");
+    // So do a valid token and /readyz (a store query on PostgreSQL) from that address.
+    let r = app
+        .send(from("203.0.113.7:40002", "/v1/me", Some(&token("ada"))))
+        .await;
+    r.assert_problem(429, "rate-limited");
+    let r = app.send(from("203.0.113.7:40003", "/readyz", None)).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // Another address has its own allowance.
+    let r = app
+        .send(from("[2001:db8::1]:40000", "/v1/me", Some(&token("ada"))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}

@@ -74,7 +74,15 @@ impl Replica {
             .arg("--data-dir")
             .arg(data_dir.path())
             .args(["--database", database, "--seed", "none", "--log", "warn"])
-            .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--rate-limit",
+                "0",
+                "--address-rate-limit",
+                "0",
+            ])
             .args(["--jwt-secret", SECRET])
             .env_remove("CHRONOSCOPE_REMOTE")
             .env_remove("CHRONOSCOPE_TOKEN")

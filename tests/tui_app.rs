@@ -72,7 +72,8 @@ async fn remote_world() -> World {
     let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
     let engine = engine(clock.clone()).await;
     let secret =
-        chronoscope::auth::Secret::from_bytes(b"dashboard-remote-test-secret".to_vec()).unwrap();
+        chronoscope::auth::Secret::from_bytes(b"dashboard-remote-test-secret-for-hs256".to_vec())
+            .unwrap();
     let token = chronoscope::auth::issue_token(
         &secret,
         "ada",

@@ -7,10 +7,8 @@
 
 mod extract;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -26,8 +24,9 @@ pub const SECRET_ENV: &str = "CHRONOSCOPE_JWT_SECRET";
 pub const SECRET_FILE: &str = "jwt-secret";
 /// Clock skew tolerated on `exp` and `iat`, in seconds.
 pub const LEEWAY_SECS: u64 = 5;
-/// Shortest secret accepted from a flag or the environment.
-const MIN_SECRET_LEN: usize = 16;
+/// Shortest secret accepted: HS256 wants a key at least as long as its 256-bit hash
+/// (RFC 7518 §3.2).
+pub const MIN_SECRET_LEN: usize = 32;
 
 /// What a token allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -172,10 +171,27 @@ impl Secret {
         let bytes = bytes.into();
         if bytes.len() < MIN_SECRET_LEN {
             return Err(AuthError::BadSecret(format!(
-                "must be at least {MIN_SECRET_LEN} bytes long"
+                "is {} bytes long; HS256 needs at least {MIN_SECRET_LEN} (RFC 7518 §3.2): \
+                 generate one with `openssl rand -hex 32`",
+                bytes.len()
             )));
         }
         Ok(Self(bytes))
+    }
+
+    /// Reads the secret from a file the operator names (`--jwt-secret-file`, a mounted
+    /// secret): surrounding whitespace is ignored, and unlike a flag it never shows in `ps`.
+    pub fn from_secret_file(path: &Path) -> Result<Self, AuthError> {
+        let text = std::fs::read_to_string(path).map_err(|source| AuthError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_bytes(text.trim().as_bytes()).map_err(|e| match e {
+            AuthError::BadSecret(why) => {
+                AuthError::BadSecret(format!("in {} {why}", path.display()))
+            }
+            other => other,
+        })
     }
 
     /// Loads the secret: `explicit` (a flag) first, then [`SECRET_ENV`], then the file
@@ -209,7 +225,8 @@ impl Secret {
                 check_private(path)?;
                 Self::from_bytes(text.trim().as_bytes()).map_err(|_| {
                     AuthError::BadSecret(format!(
-                        "file {} is too short; delete it to have a new one generated",
+                        "file {} is shorter than {MIN_SECRET_LEN} bytes; delete it to have a \
+                         new one generated",
                         path.display()
                     ))
                 })
@@ -337,16 +354,42 @@ pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
 }
 
 /// How many verified tokens a [`Verifier`] remembers (a few hundred bytes each).
-const REMEMBERED_TOKENS: usize = 4096;
+const REMEMBERED_TOKENS: u64 = 10_000;
+
+/// Forgets each remembered token when it expires (with the leeway [`verify`] allows).
+struct UntilExpiry;
+
+impl moka::Expiry<String, Claims> for UntilExpiry {
+    fn expire_after_create(
+        &self,
+        _token: &String,
+        claims: &Claims,
+        _created_at: std::time::Instant,
+    ) -> Option<Duration> {
+        let left = claims
+            .exp
+            .saturating_add(LEEWAY_SECS)
+            .saturating_sub(now_secs());
+        Some(Duration::from_secs(left))
+    }
+}
 
 /// Verifies tokens against one secret, remembering the ones that passed until they expire: a
 /// client sends the same token with every request, and checking its signature again costs more
 /// than the rest of a small request's authentication. Only tokens that verified are
-/// remembered, so a flood of forged ones cannot fill the memory.
-#[derive(Debug)]
+/// remembered, so a flood of forged ones cannot fill the memory; the cache is bounded (least
+/// used tokens go first) and forgets each token when it expires.
 pub struct Verifier {
     secret: Secret,
-    verified: Mutex<HashMap<String, Claims>>,
+    verified: moka::sync::Cache<String, Claims>,
+}
+
+impl fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Verifier")
+            .field("remembered", &self.verified.entry_count())
+            .finish()
+    }
 }
 
 impl Verifier {
@@ -354,7 +397,10 @@ impl Verifier {
     pub fn new(secret: Secret) -> Self {
         Self {
             secret,
-            verified: Mutex::new(HashMap::new()),
+            verified: moka::sync::Cache::builder()
+                .max_capacity(REMEMBERED_TOKENS)
+                .expire_after(UntilExpiry)
+                .build(),
         }
     }
 
@@ -365,32 +411,21 @@ impl Verifier {
     }
 
     fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
-        let unexpired = |claims: &Claims| claims.exp.saturating_add(LEEWAY_SECS) >= now;
-        {
-            let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-            match verified.get(token) {
-                Some(claims) if unexpired(claims) => return Ok(claims.clone()),
-                Some(_) => {
-                    verified.remove(token);
-                    return Err(AuthError::InvalidToken(
-                        jsonwebtoken::errors::Error::from(
-                            jsonwebtoken::errors::ErrorKind::ExpiredSignature,
-                        )
-                        .to_string(),
-                    ));
-                }
-                None => {}
+        // The cache's own expiry runs on its clock; this check keeps the answer exact.
+        if let Some(claims) = self.verified.get(token) {
+            if claims.exp.saturating_add(LEEWAY_SECS) >= now {
+                return Ok(claims);
             }
+            self.verified.invalidate(token);
+            return Err(AuthError::InvalidToken(
+                jsonwebtoken::errors::Error::from(
+                    jsonwebtoken::errors::ErrorKind::ExpiredSignature,
+                )
+                .to_string(),
+            ));
         }
         let claims = verify(&self.secret, token)?;
-        let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-        if verified.len() >= REMEMBERED_TOKENS {
-            verified.retain(|_, claims| unexpired(claims));
-            if verified.len() >= REMEMBERED_TOKENS {
-                verified.clear();
-            }
-        }
-        verified.insert(token.to_owned(), claims.clone());
+        self.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
     }
 }
@@ -471,12 +506,34 @@ mod tests {
         );
 
         // A token signed with another secret is refused every time, and never remembered.
-        let other = Secret::from_bytes("another secret, long enough").unwrap();
+        let other = Secret::from_bytes("another secret, long enough for HS256").unwrap();
         let forged = issue_token(&other, "ada", &scopes, Duration::from_secs(60)).unwrap();
         for _ in 0..2 {
             assert!(verifier.verify(&forged).is_err());
         }
-        assert!(!verifier.verified.lock().unwrap().contains_key(&forged));
+        assert!(!verifier.verified.contains_key(&forged));
+    }
+
+    #[test]
+    fn the_verifier_remembers_a_bounded_number_of_tokens() {
+        let verifier = Verifier::new(secret());
+        let scopes = Scopes::parse("read");
+        for i in 0..REMEMBERED_TOKENS + 500 {
+            let token = issue_token(
+                &secret(),
+                &format!("t{i}"),
+                &scopes,
+                Duration::from_secs(60),
+            )
+            .unwrap();
+            assert!(verifier.verify(&token).is_ok());
+        }
+        verifier.verified.run_pending_tasks();
+        assert!(
+            verifier.verified.entry_count() <= REMEMBERED_TOKENS,
+            "{} remembered",
+            verifier.verified.entry_count()
+        );
     }
 
     fn secret() -> Secret {
@@ -490,7 +547,7 @@ mod tests {
         let claims = verify(&secret(), &token).unwrap();
         assert_eq!(claims.sub, "ada");
         assert_eq!(Scopes::parse(&claims.scope), scopes);
-        let other = Secret::from_bytes("another secret, long enough").unwrap();
+        let other = Secret::from_bytes("another secret, long enough for HS256").unwrap();
         assert!(verify(&other, &token).is_err());
     }
 
@@ -510,14 +567,19 @@ mod tests {
         assert_eq!(a.bytes(), b.bytes());
         assert_eq!(a.bytes().len(), 64);
         let explicit = Secret::resolve(
-            Some("flag value, sixteen+"),
-            Some("env value, sixteen+"),
+            Some("flag value, thirty-two bytes or more"),
+            Some("env value, thirty-two bytes or more!"),
             dir.path(),
         )
         .unwrap();
-        assert_eq!(explicit.bytes(), b"flag value, sixteen+");
-        let env = Secret::resolve(None, Some("env value, sixteen+"), dir.path()).unwrap();
-        assert_eq!(env.bytes(), b"env value, sixteen+");
+        assert_eq!(explicit.bytes(), b"flag value, thirty-two bytes or more");
+        let env = Secret::resolve(
+            None,
+            Some("env value, thirty-two bytes or more!"),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(env.bytes(), b"env value, thirty-two bytes or more!");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -533,7 +595,33 @@ mod tests {
     }
 
     #[test]
-    fn short_secrets_are_refused() {
-        assert!(Secret::from_bytes("short").is_err());
+    fn secrets_shorter_than_32_bytes_are_refused_saying_how_to_make_one() {
+        let err = Secret::from_bytes("sixteen bytes ok")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("at least 32") && err.contains("openssl rand -hex 32"),
+            "{err}"
+        );
+        assert!(Secret::from_bytes("0123456789abcdef0123456789abcdef").is_ok());
+    }
+
+    #[test]
+    fn a_secret_file_is_read_trimmed_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mounted-secret");
+        std::fs::write(&path, "0123456789abcdef0123456789abcdef\n").unwrap();
+        let secret = Secret::from_secret_file(&path).unwrap();
+        assert_eq!(secret.bytes(), b"0123456789abcdef0123456789abcdef");
+        std::fs::write(&path, "too short\n").unwrap();
+        let err = Secret::from_secret_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("mounted-secret") && err.contains("at least 32"),
+            "{err}"
+        );
+        let err = Secret::from_secret_file(&dir.path().join("missing"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing"), "{err}");
     }
 }

@@ -161,6 +161,7 @@ pub fn validate_actions(actions: &[Action]) -> Result<(), ServiceError> {
         return Err(ServiceError::invalid("actions", "at most 100 actions"));
     }
     for (i, a) in actions.iter().enumerate() {
+        crate::model::opt_in_range(&format!("actions[{i}].new_time"), a.new_time)?;
         match a.action_type.as_str() {
             "manipulate" => {
                 if a.new_time.is_none()

@@ -318,20 +318,30 @@ pub struct ServeArgs {
         value_name = "ADDR"
     )]
     pub listen: String,
-    /// HS256 secret for tokens [default: the `jwt-secret` file in the data directory, created if missing]
+    /// HS256 secret for tokens, at least 32 bytes; prefer the environment variable or --jwt-secret-file, since a flag shows in `ps` [default: the `jwt-secret` file in the data directory, created if missing]
     #[arg(
         long,
         env = "CHRONOSCOPE_JWT_SECRET",
         value_name = "SECRET",
-        hide_env_values = true
+        hide_env_values = true,
+        conflicts_with = "jwt_secret_file"
     )]
     pub jwt_secret: Option<String>,
+    /// Read the HS256 secret (at least 32 bytes, surrounding whitespace ignored) from this file
+    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET_FILE", value_name = "FILE")]
+    pub jwt_secret_file: Option<PathBuf>,
     /// Requests per second allowed per traveller (0 = no limit)
     #[arg(long, env = "CHRONOSCOPE_RATE_LIMIT", default_value_t = 50)]
     pub rate_limit: u32,
     /// Requests a traveller may send in a burst above the rate
     #[arg(long, env = "CHRONOSCOPE_RATE_BURST", default_value_t = 100)]
     pub rate_burst: u32,
+    /// Requests per second allowed per client address, checked before authentication (0 = no limit; behind a proxy every client shares its address)
+    #[arg(long, env = "CHRONOSCOPE_ADDRESS_RATE_LIMIT", default_value_t = 500)]
+    pub address_rate_limit: u32,
+    /// Requests a client address may send in a burst above its rate
+    #[arg(long, env = "CHRONOSCOPE_ADDRESS_RATE_BURST", default_value_t = 1000)]
+    pub address_rate_burst: u32,
     /// Largest request body accepted, in bytes
     #[arg(long, env = "CHRONOSCOPE_BODY_LIMIT", default_value_t = 1024 * 1024)]
     pub body_limit: usize,
@@ -376,9 +386,17 @@ pub struct TokenArgs {
     /// How long the token is valid, e.g. 24h, 30m, 7d
     #[arg(long, env = "CHRONOSCOPE_TOKEN_TTL", default_value = "24h", value_parser = parse_duration)]
     pub ttl: Duration,
-    /// HS256 secret [default: the server's, from the data directory]
-    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET", hide_env_values = true)]
+    /// HS256 secret, at least 32 bytes; prefer the environment variable or --jwt-secret-file [default: the server's, from the data directory]
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_JWT_SECRET",
+        hide_env_values = true,
+        conflicts_with = "jwt_secret_file"
+    )]
     pub jwt_secret: Option<String>,
+    /// Read the HS256 secret from this file
+    #[arg(long, env = "CHRONOSCOPE_JWT_SECRET_FILE", value_name = "FILE")]
+    pub jwt_secret_file: Option<PathBuf>,
 }
 
 /// Paging flags of list commands.
@@ -572,7 +590,11 @@ fn parse_range(s: &str) -> Result<TimeRange, String> {
     TimeRange::parse("range", s).map_err(|e| e.to_string())
 }
 
-/// Parses `500ms`, `2s`, `30m`, `24h`, `7d`.
+/// Longest duration a flag takes (ten years): far beyond any sensible tick, timeout or
+/// token lifetime, and far from the overflow of the clocks it is added to.
+pub const MAX_DURATION_SECS: u64 = 10 * 366 * 86_400;
+
+/// Parses `500ms`, `2s`, `30m`, `24h`, `7d`, at most ten years.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -580,19 +602,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let n: u64 = number
         .parse()
         .map_err(|_| format!("'{s}' is not a duration like 500ms, 2s, 30m, 24h or 7d"))?;
-    let secs = match unit {
-        "ms" => return Ok(Duration::from_millis(n)),
-        "s" | "" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
+    let per_unit_ms: u64 = match unit {
+        "ms" => 1,
+        "s" | "" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => {
             return Err(format!(
                 "'{s}': unknown unit '{unit}'; use ms, s, m, h or d"
             ));
         }
     };
-    Ok(Duration::from_secs(secs))
+    n.checked_mul(per_unit_ms)
+        .filter(|ms| *ms <= MAX_DURATION_SECS * 1_000)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("'{s}' is too long: at most 3660d (ten years)"))
 }
 
 #[cfg(test)]
@@ -612,6 +637,23 @@ mod tests {
         assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5y").is_err());
+        for huge in ["3661d", "99999999999999999h", "18446744073709551615ms"] {
+            let err = parse_duration(huge).unwrap_err();
+            assert!(err.contains("at most 3660d"), "{huge}: {err}");
+        }
+    }
+
+    proptest::proptest! {
+        /// `--ttl`, `--tick`, `--request-timeout`: any text gets an answer, never a panic, and
+        /// what is accepted is at most ten years.
+        #[test]
+        fn duration_flags_never_panic(n in proptest::num::u64::ANY, unit in "(ms|s|m|h|d|y|)", noise in "\\PC{0,20}") {
+            for text in [format!("{n}{unit}"), noise.clone()] {
+                if let Ok(d) = parse_duration(&text) {
+                    proptest::prop_assert!(d.as_secs() <= MAX_DURATION_SECS);
+                }
+            }
+        }
     }
 
     #[test]

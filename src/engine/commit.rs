@@ -156,12 +156,14 @@ impl Engine {
                 let pause = rand::random_range(0..=ceiling);
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
             }
-            let (outcome, answer) = {
+            // Whether a refusal was already checked against the latest state.
+            let mut refusal_rechecked = false;
+            let (outcome, answer) = loop {
                 let mut pending = self.pending.lock().await;
                 // Optimistic: the first attempt decides on what this process knows. If another
                 // process appended meanwhile, the append names a taken sequence and conflicts,
                 // and the next attempt catches up first.
-                let mut base = match &pending.world {
+                let base = match &pending.world {
                     Some(world) => Arc::clone(world),
                     None => {
                         if attempt > 0 && rejoin.is_none() {
@@ -172,15 +174,19 @@ impl Engine {
                 };
                 let (ops, answer) = match decide(&base, self.clock.now()) {
                     // A refusal never reaches the store, so it must not rest on an old state:
-                    // catch up and decide once more if anything new arrived.
-                    Err(refusal) if attempt == 0 && pending.world.is_none() => {
+                    // catch up and decide once more if anything new arrived. The catch-up is a
+                    // query on PostgreSQL, so it runs without the writers' lock: refused
+                    // requests (409s, 400s) must not make every writer queue behind it.
+                    Err(refusal)
+                        if attempt == 0 && pending.world.is_none() && !refusal_rechecked =>
+                    {
+                        drop(pending);
                         self.catch_up().await?;
-                        let latest = self.snapshot_now();
-                        if latest.seq == base.seq {
+                        if self.snapshot_now().seq == base.seq {
                             return Err(refusal);
                         }
-                        base = latest;
-                        decide(&base, self.clock.now())?
+                        refusal_rechecked = true;
+                        continue;
                     }
                     decided => decided?,
                 };
@@ -214,7 +220,7 @@ impl Engine {
                 self.opened.notify_one();
                 // In the batch: the kept lock need not wait for this writer any longer.
                 drop(rejoin.take());
-                (outcome, answer)
+                break (outcome, answer);
             };
             match ended(outcome).await {
                 Outcome::Durable => return Ok(answer),

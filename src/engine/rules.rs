@@ -5,7 +5,7 @@ use crate::error::ServiceError;
 use crate::model::{
     Anchor, AnchorId, AnchorStatus, Event, EventId, EventStatus, Instant, Item, ItemId, Journey,
     JourneyId, LeftItem, Position, Timeline, TimelineId, TimelineStatus, Traveller, Whereabouts,
-    format_instant,
+    format_instant, in_range, opt_in_range,
 };
 use crate::paradox::{self, Change, Paradox, Subject};
 use crate::service::{
@@ -96,6 +96,7 @@ pub fn timeline_info(state: &TimelineState, now: Instant) -> TimelineInfo {
         parent: t.parent.clone(),
         closes_at: t.closes_at(),
         event_count: state.history.len(),
+        created_by: t.created_by.clone(),
     }
 }
 
@@ -144,7 +145,7 @@ pub fn create_timeline(
         name,
         description,
         variation: optional_text("variation", req.variation.as_ref())?,
-        destination_time: req.destination_time,
+        destination_time: opt_in_range("destination_time", req.destination_time)?,
         created_at: ctx.now,
         window,
         parent: Some(base),
@@ -158,9 +159,15 @@ pub fn create_timeline(
     ))
 }
 
-/// Deleting: never `primary`, never a timeline with branches or travellers in it.
-pub fn delete_timeline(world: &World, ctx: &Ctx<'_>, id: &TimelineId) -> Result<Op, ServiceError> {
-    addressed(world, id)?;
+/// Deleting: never `primary`, never a timeline with branches or travellers in it; another
+/// traveller's timeline (or one of history as shipped) only with `admin`.
+pub fn delete_timeline(
+    world: &World,
+    ctx: &Ctx<'_>,
+    id: &TimelineId,
+    admin: bool,
+) -> Result<Op, ServiceError> {
+    let state = addressed(world, id)?;
     if id.is_primary() {
         return Err(ServiceError::Conflict(
             "the primary timeline cannot be deleted".into(),
@@ -193,6 +200,14 @@ pub fn delete_timeline(world: &World, ctx: &Ctx<'_>, id: &TimelineId) -> Result<
             "{who} in timeline '{id}'; travel out of it before deleting it"
         )));
     }
+    // Checked last, so that a traveller without the scope learns of a conflict first, as one
+    // with it would.
+    if !admin && state.meta.created_by.as_ref() != Some(ctx.traveller) {
+        return Err(ServiceError::Forbidden(format!(
+            "timeline '{id}' was not created by you; deleting another traveller's timeline (or \
+             one of history as shipped) needs the 'admin' scope"
+        )));
+    }
     Ok(Op::DeleteTimeline { id: id.clone() })
 }
 
@@ -219,7 +234,7 @@ pub fn add_event(
         lineage: id.clone(),
         id,
         description: text("description", &req.description)?,
-        time: req.time,
+        time: in_range("time", req.time)?,
         location: text("location", &req.location)?,
         causes,
         fixed_point: req.fixed_point,
@@ -274,11 +289,11 @@ pub fn set_anchor(
     req: &NewAnchor,
 ) -> Result<(Op, Anchor), ServiceError> {
     let description = optional_text("description", req.description.as_ref())?;
-    if let Some(existing) = world.anchors.values().find(|a| {
-        &a.owner == ctx.traveller
-            && a.status == AnchorStatus::Active
-            && a.timestamp == req.timestamp
-    }) {
+    in_range("timestamp", req.timestamp)?;
+    if let Some(existing) = world
+        .anchors_of(ctx.traveller)
+        .find(|a| a.status == AnchorStatus::Active && a.timestamp == req.timestamp)
+    {
         return Err(ServiceError::AlreadyExists {
             location: format!("/v1/anchors/{}", existing.id),
         });
@@ -361,6 +376,7 @@ pub fn travel(
     req: &TravelRequest,
     to_time: Option<Instant>,
 ) -> Result<(Op, Journey), ServiceError> {
+    let to_time = opt_in_range("destination_time", to_time)?;
     let dest = destination(world, ctx, &req.destination)?;
     let (state, arrival_time, anchor) = match dest {
         Destination::Timeline(state) => (
@@ -494,6 +510,7 @@ pub fn proposed_changes(
         .enumerate()
         .map(|(i, change)| {
             let field = format!("proposed_changes[{i}]");
+            opt_in_range(&format!("{field}.time"), change.time)?;
             match (&change.event, &change.item_id) {
                 (Some(_), Some(_)) => Err(ServiceError::invalid(
                     field,
@@ -575,6 +592,9 @@ pub fn manipulate(
         Some(d) => text("new_outcome.description", d)?,
         None => old.description.clone(),
     };
+    for (i, c) in req.new_outcome.changes.iter().enumerate() {
+        opt_in_range(&format!("new_outcome.changes[{i}].time"), c.time)?;
+    }
     let time = req
         .new_outcome
         .changes
@@ -693,6 +713,7 @@ pub fn new_script(
     let state = referenced(world, &timeline)?;
     let name = text("script_name", &req.script_name)?;
     known_event(state, &req.trigger_event_id)?;
+    opt_in_range("conditions.check_date", req.conditions.check_date)?;
     if let Some(status) = &req.conditions.status_check {
         const STATUSES: [EventStatus; 4] = [
             EventStatus::OnSchedule,
@@ -737,6 +758,7 @@ pub fn new_job(
     external: Option<(String, Option<String>)>,
 ) -> Result<crate::automation::Job, ServiceError> {
     let state = referenced(world, timeline)?;
+    in_range("scheduled_time", due)?;
     crate::automation::validate_actions(&actions)?;
     for action in &actions {
         known_event(state, &action.event_id)?;

@@ -27,6 +27,10 @@ pub struct EngineSession {
     traveller: Traveller,
     /// The key of the request this session serves, if it came with one.
     idempotency: Option<Idempotency>,
+    /// Whether the traveller may change what other travellers share (delete a timeline they
+    /// did not create). The embedded engine's user owns the whole store; a server grants it
+    /// with the `admin` scope.
+    admin: bool,
 }
 
 impl EngineSession {
@@ -39,7 +43,14 @@ impl EngineSession {
             engine,
             traveller,
             idempotency,
+            admin: true,
         }
+    }
+
+    /// The same session, with or without the right to change what other travellers share.
+    pub fn with_admin(mut self, admin: bool) -> Self {
+        self.admin = admin;
+        self
     }
 
     /// A write; with a key, remembered for its retries (answers are JSON in the log).
@@ -82,6 +93,29 @@ impl EngineSession {
             mint: &mint,
         };
         look(&world, &ctx)
+    }
+
+    /// A read whose work grows with a timeline's size (a monitor scan, a full paradox check,
+    /// a linear search): run on tokio's blocking pool so it never stalls the runtime's
+    /// workers and the requests queued on them.
+    async fn read_blocking<T: Send + 'static>(
+        &self,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
+    ) -> ServiceResult<T> {
+        let world = self.engine.snapshot().await?;
+        let engine = Arc::clone(&self.engine);
+        let traveller = self.traveller.clone();
+        tokio::task::spawn_blocking(move || {
+            let mint = || engine.mint();
+            let ctx = Ctx {
+                traveller: &traveller,
+                now: engine.now(),
+                mint: &mint,
+            };
+            look(&world, &ctx)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("a read task failed: {e}")))?
     }
 }
 
@@ -207,8 +241,13 @@ impl TimelineService for EngineSession {
     }
 
     async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()> {
-        self.write(|world, ctx| Ok((vec![rules::delete_timeline(world, ctx, id)?], ())))
-            .await
+        self.write(|world, ctx| {
+            Ok((
+                vec![rules::delete_timeline(world, ctx, id, self.admin)?],
+                (),
+            ))
+        })
+        .await
     }
 
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
@@ -251,9 +290,7 @@ impl TimelineService for EngineSession {
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
         self.read(|world, ctx| {
             let keyed = world
-                .journeys
-                .values()
-                .filter(|j| &j.traveller == ctx.traveller)
+                .journeys_of(ctx.traveller)
                 .map(|j| (j.id.to_string(), (**j).clone()))
                 .collect();
             paginate(keyed, &page)
@@ -315,9 +352,7 @@ impl TimelineService for EngineSession {
     async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
         self.read(|world, ctx| {
             let keyed = world
-                .anchors
-                .values()
-                .filter(|a| &a.owner == ctx.traveller)
+                .anchors_of(ctx.traveller)
                 .map(|a| (a.id.to_string(), (**a).clone()))
                 .collect();
             paginate(keyed, &page)
@@ -421,7 +456,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport> {
-        self.read(|world, ctx| {
+        self.read_blocking(move |world, ctx| {
             let state = rules::referenced(world, &req.timeline_id)?;
             let after = match &req.after_event_id {
                 Some(id) => Some(
@@ -456,7 +491,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
-        self.read(|world, ctx| {
+        self.read_blocking(move |world, ctx| {
             let state = rules::referenced(world, &req.timeline_id)?;
             let position = world.position_of(ctx.traveller, ctx.now);
             let items = rules::items_of(world, ctx.traveller);
@@ -487,7 +522,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
-        self.read(|world, _| {
+        self.read_blocking(move |world, _| {
             let state = rules::referenced(world, &req.timeline_id)?;
             let asked = rules::text("significant_event", &req.significant_event)?;
             let by_id = asked
@@ -584,6 +619,10 @@ impl TimelineService for EngineSession {
     async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule> {
         let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
         let system = rules::text("external_system", &req.external_system)?;
+        crate::model::opt_in_range(
+            "trigger_conditions.timestamp",
+            req.trigger_conditions.timestamp,
+        )?;
         self.write(|world, ctx| {
             let at = req
                 .trigger_conditions

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use imbl::{HashMap, OrdMap, Vector};
+use imbl::{HashMap, OrdMap, OrdSet, Vector};
 use serde::{Deserialize, Serialize};
 
 use super::idempotency::{IdempotencyKey, Keys, Remembered};
@@ -157,6 +157,16 @@ pub struct World {
     pub log: Vector<Arc<LogRecord>>,
     /// Keyed writes remembered for their retries.
     pub keys: Keys,
+    /// What each traveller owns, so per-traveller reads do not scan everyone's records.
+    owned: HashMap<Traveller, Owned>,
+}
+
+/// The ids of one traveller's records, in id order (the order of the maps they index).
+#[derive(Clone, Debug, Default)]
+struct Owned {
+    items: OrdSet<ItemId>,
+    anchors: OrdSet<AnchorId>,
+    journeys: OrdSet<JourneyId>,
 }
 
 /// The log holds something this version cannot fold.
@@ -178,9 +188,41 @@ impl World {
             .unwrap_or_else(|| Position::present(now))
     }
 
-    /// A traveller's items.
+    /// A traveller's items, in id order.
     pub fn items_of<'a>(&'a self, traveller: &'a Traveller) -> impl Iterator<Item = &'a Arc<Item>> {
-        self.items.values().filter(move |i| &i.owner == traveller)
+        self.owned
+            .get(traveller)
+            .into_iter()
+            .flat_map(|o| o.items.iter())
+            .filter_map(|id| self.items.get(id))
+    }
+
+    /// A traveller's anchors, in id order.
+    pub fn anchors_of<'a>(
+        &'a self,
+        traveller: &'a Traveller,
+    ) -> impl Iterator<Item = &'a Arc<Anchor>> {
+        self.owned
+            .get(traveller)
+            .into_iter()
+            .flat_map(|o| o.anchors.iter())
+            .filter_map(|id| self.anchors.get(id))
+    }
+
+    /// A traveller's journeys, in id (creation) order.
+    pub fn journeys_of<'a>(
+        &'a self,
+        traveller: &'a Traveller,
+    ) -> impl Iterator<Item = &'a Arc<Journey>> {
+        self.owned
+            .get(traveller)
+            .into_iter()
+            .flat_map(|o| o.journeys.iter())
+            .filter_map(|id| self.journeys.get(id))
+    }
+
+    fn owned_by(&mut self, traveller: &Traveller) -> &mut Owned {
+        self.owned.entry(traveller.clone()).or_default()
     }
 
     /// Folds record `seq` into the state.
@@ -266,9 +308,13 @@ impl World {
                 }
             }
             Op::RegisterItem { item } => {
+                self.owned_by(&item.owner).items.insert(item.id.clone());
                 self.items.insert(item.id.clone(), Arc::new(item));
             }
             Op::SetAnchor { anchor } => {
+                self.owned_by(&anchor.owner)
+                    .anchors
+                    .insert(anchor.id.clone());
                 self.anchors.insert(anchor.id.clone(), Arc::new(anchor));
             }
             Op::Travel { journey } => self.apply_travel(journey),
@@ -418,6 +464,10 @@ impl World {
                 arrived_at: journey.departed_at,
             },
         );
+        let traveller = journey.traveller.clone();
+        self.owned_by(&traveller)
+            .journeys
+            .insert(journey.id.clone());
         self.journeys.insert(journey.id.clone(), Arc::new(journey));
     }
 }

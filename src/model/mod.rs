@@ -7,14 +7,17 @@ mod history;
 mod ids;
 mod time;
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use history::History;
 pub use ids::{
     AnchorId, AnomalyId, EventId, ItemId, JourneyId, ScheduleId, ScriptId, TimelineId, Traveller,
 };
-pub use time::{Instant, TimeRange, Window, format_instant, parse_instant};
+pub use time::{
+    ACCEPTED_RANGE, Instant, TimeRange, Window, format_instant, in_range, opt_in_range,
+    parse_instant,
+};
 
 /// Whether a timeline can still be travelled to and changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -52,9 +55,11 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// When the window closes, `None` if never.
+    /// When the window closes, `None` if never (or beyond the last representable instant).
     pub fn closes_at(&self) -> Option<Instant> {
-        self.window.duration().map(|d| self.created_at + d)
+        self.window
+            .duration()
+            .and_then(|d| self.created_at.checked_add_signed(d))
     }
 
     /// `open` until `created_at + window`, then `closed`.
@@ -68,7 +73,7 @@ impl Timeline {
     /// Time left before the window closes, `None` if unbounded.
     pub fn remaining_at(&self, now: Instant) -> Option<Duration> {
         self.closes_at()
-            .map(|end| (end - now).max(Duration::zero()))
+            .map(|end| end.signed_duration_since(now).max(Duration::zero()))
     }
 }
 
@@ -155,8 +160,14 @@ impl Position {
     }
 
     /// The traveller's time in their timeline at wall-clock `now`.
+    /// Saturates at the last representable instant rather than overflowing.
     pub fn time_at(&self, now: Instant) -> Instant {
-        self.arrival_time + (now - self.arrived_at).max(Duration::zero())
+        let elapsed = now
+            .signed_duration_since(self.arrived_at)
+            .max(Duration::zero());
+        self.arrival_time
+            .checked_add_signed(elapsed)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 }
 

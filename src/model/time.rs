@@ -13,16 +13,48 @@ use crate::error::ServiceError;
 /// An instant, always UTC. Serialized as RFC 3339 with a `Z`.
 pub type Instant = DateTime<Utc>;
 
-/// Parses an RFC 3339 date-time with any offset and converts it to UTC.
+/// First year accepted from input, on every face (HTTP bodies and queries, CLI, dashboard).
+pub const MIN_YEAR: i32 = 1;
+/// Last year accepted from input. Far enough from chrono's own limits that arithmetic on an
+/// accepted instant (a traveller's clock running on, a window added) cannot overflow.
+pub const MAX_YEAR: i32 = 9999;
+/// The accepted range, as error messages state it.
+pub const ACCEPTED_RANGE: &str =
+    "years 0001 to 9999 (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z)";
+
+/// Refuses an instant outside [`MIN_YEAR`]..=[`MAX_YEAR`], naming `field` and the range.
+pub fn in_range(field: &str, t: Instant) -> Result<Instant, ServiceError> {
+    use chrono::Datelike;
+    if (MIN_YEAR..=MAX_YEAR).contains(&t.year()) {
+        Ok(t)
+    } else {
+        Err(ServiceError::invalid(
+            field,
+            format!(
+                "{} is outside the accepted range: {ACCEPTED_RANGE}",
+                t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+            ),
+        ))
+    }
+}
+
+/// [`in_range`] for an optional instant.
+pub fn opt_in_range(field: &str, t: Option<Instant>) -> Result<Option<Instant>, ServiceError> {
+    t.map(|t| in_range(field, t)).transpose()
+}
+
+/// Parses an RFC 3339 date-time with any offset and converts it to UTC; the result must lie
+/// in the accepted range of years ([`ACCEPTED_RANGE`]).
 pub fn parse_instant(field: &str, s: &str) -> Result<Instant, ServiceError> {
-    DateTime::parse_from_rfc3339(s.trim())
+    let t = DateTime::parse_from_rfc3339(s.trim())
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| {
             ServiceError::invalid(
                 field,
                 format!("'{s}' is not an RFC 3339 date-time like 1889-03-10T23:50:00Z ({e})"),
             )
-        })
+        })?;
+    in_range(field, t)
 }
 
 /// Formats an instant the way every response does: RFC 3339, UTC, `Z`.
@@ -65,6 +97,7 @@ impl TimeRange {
                 ));
             }
         };
+        let (start, end) = (in_range(field, start)?, in_range(field, end)?);
         if end < start {
             return Err(ServiceError::invalid(
                 field,
@@ -138,6 +171,13 @@ fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Inst
         Some(_) => return Err(bad()),
         None => (body, None),
     };
+    // Every step is checked: numbers come straight from the request.
+    let too_long = || {
+        ServiceError::invalid(
+            field,
+            format!("'{s}' reaches outside the accepted range: {ACCEPTED_RANGE}"),
+        )
+    };
     let mut months: i64 = 0;
     let mut exact = Duration::zero();
     for (part, is_time) in [(date_part, false), (time_part.unwrap_or(""), true)] {
@@ -149,22 +189,28 @@ fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Inst
             }
             let n: i64 = number.parse().map_err(|_| bad())?;
             number.clear();
-            match (is_time, c) {
-                (false, 'Y') => months += n.checked_mul(12).ok_or_else(bad)?,
-                (false, 'M') => months += n,
-                (false, 'W') => exact += Duration::try_weeks(n).ok_or_else(bad)?,
-                (false, 'D') => exact += Duration::try_days(n).ok_or_else(bad)?,
-                (true, 'H') => exact += Duration::try_hours(n).ok_or_else(bad)?,
-                (true, 'M') => exact += Duration::try_minutes(n).ok_or_else(bad)?,
-                (true, 'S') => exact += Duration::try_seconds(n).ok_or_else(bad)?,
+            let (add_months, add_exact) = match (is_time, c) {
+                (false, 'Y') => (n.checked_mul(12), Some(Duration::zero())),
+                (false, 'M') => (Some(n), Some(Duration::zero())),
+                (false, 'W') => (Some(0), Duration::try_weeks(n)),
+                (false, 'D') => (Some(0), Duration::try_days(n)),
+                (true, 'H') => (Some(0), Duration::try_hours(n)),
+                (true, 'M') => (Some(0), Duration::try_minutes(n)),
+                (true, 'S') => (Some(0), Duration::try_seconds(n)),
                 _ => return Err(bad()),
-            }
+            };
+            months = add_months
+                .and_then(|m| months.checked_add(m))
+                .ok_or_else(too_long)?;
+            exact = add_exact
+                .and_then(|d| exact.checked_add(&d))
+                .ok_or_else(too_long)?;
         }
         if !number.is_empty() {
             return Err(bad());
         }
     }
-    let months = u32::try_from(months).map_err(|_| bad())?;
+    let months = u32::try_from(months).map_err(|_| too_long())?;
     let moved = if sign > 0 {
         at.checked_add_months(chrono::Months::new(months))
             .and_then(|t| t.checked_add_signed(exact))
@@ -172,7 +218,7 @@ fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Inst
         at.checked_sub_months(chrono::Months::new(months))
             .and_then(|t| t.checked_sub_signed(exact))
     };
-    moved.ok_or_else(bad)
+    moved.ok_or_else(too_long)
 }
 
 /// How long a timeline stays open to travel into, counted from its creation.
@@ -191,10 +237,14 @@ impl Window {
     pub fn duration(&self) -> Option<Duration> {
         match self {
             Window::Unbounded => None,
-            Window::Seconds(s) => Some(Duration::seconds(*s)),
+            Window::Seconds(s) => Duration::try_seconds(*s),
         }
     }
 }
+
+/// Longest window accepted: 10,000 years, so that an accepted creation time plus the window
+/// stays far inside chrono's range.
+pub const MAX_WINDOW_SECS: i64 = 10_000 * 31_556_952;
 
 const WINDOW_UNITS: [(&str, i64); 5] = [
     ("week", 7 * 86_400),
@@ -206,7 +256,29 @@ const WINDOW_UNITS: [(&str, i64); 5] = [
 
 impl FromStr for Window {
     type Err = ServiceError;
+    /// Parses a window given as input, at most [`MAX_WINDOW_SECS`] long.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match Window::parse_words(s)? {
+            Window::Seconds(n) if n > MAX_WINDOW_SECS => Err(window_too_long(s)),
+            w => Ok(w),
+        }
+    }
+}
+
+fn window_too_long(s: &str) -> ServiceError {
+    ServiceError::invalid(
+        "window",
+        format!(
+            "'{s}' is longer than the longest window, 10000 years; for a timeline that never \
+             closes write 'unbounded'"
+        ),
+    )
+}
+
+impl Window {
+    /// Parses the words without the input cap (records already in a log are read as written).
+    fn parse_words(s: &str) -> Result<Self, ServiceError> {
+        let too_long = || window_too_long(s);
         let bad = || {
             ServiceError::invalid(
                 "window",
@@ -236,11 +308,12 @@ impl FromStr for Window {
             total = n
                 .checked_mul(*secs)
                 .and_then(|v| total.checked_add(v))
-                .ok_or_else(bad)?;
+                .ok_or_else(too_long)?;
         }
         if total <= 0 {
             return Err(bad());
         }
+
         Ok(Window::Seconds(total))
     }
 }
@@ -279,7 +352,7 @@ impl utoipa::ToSchema for Window {}
 impl TryFrom<String> for Window {
     type Error = ServiceError;
     fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
+        Window::parse_words(&s)
     }
 }
 
@@ -331,6 +404,123 @@ mod tests {
         ] {
             let err = TimeRange::parse("time_range", bad).unwrap_err();
             assert!(err.to_string().contains("time_range") || err.to_string().contains(bad));
+        }
+    }
+
+    #[test]
+    fn instants_outside_years_1_to_9999_are_refused_naming_the_range() {
+        assert!(parse_instant("time", "0001-01-01T00:00:00Z").is_ok());
+        assert!(parse_instant("time", "9999-12-31T23:59:59Z").is_ok());
+        for bad in [
+            "0000-12-31T23:59:59Z",
+            "0001-01-01T00:00:00+01:00", // year 0 in UTC
+            "9999-12-31T23:59:59-01:00", // year 10000 in UTC
+        ] {
+            let err = parse_instant("time", bad).unwrap_err().to_string();
+            assert!(err.contains("years 0001 to 9999"), "{bad}: {err}");
+        }
+        let far = DateTime::<Utc>::MAX_UTC;
+        let err = in_range("destination_time", far).unwrap_err().to_string();
+        assert!(
+            err.contains("destination_time") && err.contains("years 0001 to 9999"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ranges_that_reach_outside_the_accepted_years_are_refused() {
+        for bad in [
+            "2025-01-01T00:00:00Z/P100000000000D100000000000D",
+            "2025-01-01T00:00:00Z/P100000000000D",
+            "2025-01-01T00:00:00Z/P9223372036854775807Y",
+            "2025-01-01T00:00:00Z/P8000Y",
+            "P2025Y1D/2025-01-01T00:00:00Z",
+            "2025-01-01T00:00:00Z/PT9223372036854775807S",
+            "2025-01-01T00:00:00Z/P1W9223372036854775807D",
+        ] {
+            let err = TimeRange::parse("time_range", bad).unwrap_err().to_string();
+            assert!(err.contains("years 0001 to 9999"), "{bad}: {err}");
+        }
+        let r = TimeRange::parse("time_range", "0001-01-01T00:00:00Z/P9998Y").unwrap();
+        assert_eq!(r.end, t("9999-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn a_traveller_at_the_edge_of_time_does_not_overflow() {
+        let p = crate::model::Position {
+            timeline: crate::model::TimelineId::primary(),
+            arrival_time: DateTime::<Utc>::MAX_UTC,
+            arrived_at: t("2025-01-01T00:00:00Z"),
+        };
+        assert_eq!(
+            p.time_at(t("2026-01-01T00:00:00Z")),
+            DateTime::<Utc>::MAX_UTC
+        );
+    }
+
+    #[test]
+    fn windows_longer_than_ten_thousand_years_are_refused() {
+        assert!("10000 weeks".parse::<Window>().is_ok());
+        for bad in [
+            "1000000 weeks",
+            "9223372036854775807 seconds",
+            "1000000000000 weeks",
+        ] {
+            let err = bad.parse::<Window>().unwrap_err().to_string();
+            assert!(err.contains("10000 years"), "{bad}: {err}");
+        }
+        // A window already in a log is read back as written.
+        let long: Window = String::from("1000000 weeks").try_into().unwrap();
+        assert_eq!(long, Window::Seconds(1_000_000 * 7 * 86_400));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Whatever the text, the interval parser answers (Ok or an error), never panics.
+        #[test]
+        fn interval_parsing_never_panics(
+            start in "[0-9]{1,5}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})",
+            duration in "P([0-9]{0,20}[YMWD]){0,4}(T([0-9]{0,20}[HMS]){0,3})?",
+            noise in "\\PC{0,40}",
+            order in 0..4u8,
+        ) {
+            let text = match order {
+                0 => format!("{start}/{duration}"),
+                1 => format!("{duration}/{start}"),
+                2 => format!("{start}/{start}"),
+                _ => noise,
+            };
+            if let Ok(r) = TimeRange::parse("time_range", &text) {
+                proptest::prop_assert!(r.start <= r.end);
+                proptest::prop_assert!(in_range("r", r.start).is_ok() && in_range("r", r.end).is_ok());
+            }
+        }
+
+        /// Whatever the words, the window parser answers, never panics, and what it accepts
+        /// gives a closing time for any accepted creation time.
+        #[test]
+        fn window_parsing_never_panics(
+            n in proptest::num::i64::ANY,
+            unit in "(week|day|hour|minute|second)s?",
+            rest in "\\PC{0,30}",
+        ) {
+            for text in [format!("{n} {unit}"), rest.clone(), format!("{n} {unit} {rest}")] {
+                if let Ok(Window::Seconds(s)) = text.parse::<Window>() {
+                    let tl = crate::model::Timeline {
+                        id: crate::model::TimelineId::primary(),
+                        name: "t".into(),
+                        description: None,
+                        variation: None,
+                        destination_time: None,
+                        created_at: t("9999-12-31T23:59:59Z"),
+                        window: Window::Seconds(s),
+                        parent: None,
+                        created_by: None,
+                    };
+                    proptest::prop_assert!(tl.closes_at().is_some());
+                }
+            }
         }
     }
 

@@ -168,7 +168,9 @@ fn window_closing(scan: &Scan<'_>) -> Option<Anomaly> {
     let tl = scan.timeline;
     let length = tl.window.duration()?;
     let remaining = tl.remaining_at(scan.now)?;
-    if tl.status_at(scan.now) != TimelineStatus::Open || remaining * 10 >= length {
+    if tl.status_at(scan.now) != TimelineStatus::Open
+        || remaining.checked_mul(10).is_none_or(|r| r >= length)
+    {
         return None;
     }
     let closes = tl.closes_at()?;

@@ -26,6 +26,8 @@ pub struct Caller {
     pub traveller: Traveller,
     /// The service acting as them.
     pub service: Arc<dyn TimelineService>,
+    /// What their token allows.
+    pub scopes: crate::auth::Scopes,
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -46,15 +48,20 @@ impl FromRequestParts<AppState> for Caller {
                 auth.scopes.to_claim()
             ))));
         }
-        if let Err(retry_after_secs) = state.limiter.check(auth.traveller.as_str()) {
+        if let Err(retry_after_secs) = state.limiter.check(&auth.traveller.as_str().to_owned()) {
             return Err(Problem::from_error(ServiceError::RateLimited {
                 retry_after_secs,
             }));
         }
         let keyed = parts.extensions.get::<Idempotency>().cloned();
         Ok(Caller {
-            service: state.sessions.session(auth.traveller.clone(), keyed),
+            service: state.sessions.session(
+                auth.traveller.clone(),
+                keyed,
+                auth.scopes.allows(Scope::Admin),
+            ),
             traveller: auth.traveller,
+            scopes: auth.scopes,
         })
     }
 }

@@ -1,13 +1,20 @@
-//! Limits: a per-traveller token bucket and the request timeout.
+//! Limits: rate limits by client address and by traveller, and the request timeout.
 //! (The body size limit is axum's `DefaultBodyLimit`, answered 413 by our extractors.)
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::hash::Hash;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use governor::Quota;
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DashMapStateStore;
 
 use super::problem::Problem;
 use crate::error::ServiceError;
@@ -28,6 +35,13 @@ impl RateLimit {
         burst: 0,
     };
 
+    /// The default limit per client address: generous enough for many travellers behind one
+    /// NAT or proxy, low enough that one address cannot flood authentication or `/readyz`.
+    pub const PER_ADDRESS: RateLimit = RateLimit {
+        per_second: 500.0,
+        burst: 1000,
+    };
+
     fn is_off(&self) -> bool {
         self.per_second <= 0.0 || self.burst == 0
     }
@@ -42,61 +56,112 @@ impl Default for RateLimit {
     }
 }
 
-#[derive(Debug)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
+impl RateLimit {
+    /// The quota governor enforces; `None` when the limit is off.
+    fn quota(&self) -> Option<Quota> {
+        if self.is_off() || !self.per_second.is_finite() {
+            return None;
+        }
+        // A very slow rate is capped at one request a year rather than overflowing.
+        let period = Duration::try_from_secs_f64(1.0 / self.per_second)
+            .unwrap_or(MAX_PERIOD)
+            .min(MAX_PERIOD);
+        Quota::with_period(period)
+            .map(|q| q.allow_burst(NonZeroU32::new(self.burst).unwrap_or(NonZeroU32::MIN)))
+    }
 }
 
-/// Buckets beyond this many are pruned of the ones that refilled (idle travellers).
-const PRUNE_ABOVE: usize = 10_000;
+/// The longest time one request's allowance takes to come back.
+const MAX_PERIOD: Duration = Duration::from_secs(365 * 86_400);
 
-/// Token buckets keyed by traveller (`sub`).
-#[derive(Debug)]
-pub struct RateLimiter {
-    limit: RateLimit,
-    buckets: Mutex<HashMap<String, Bucket>>,
+/// How many checks pass between two prunings of the keys whose allowance is whole again
+/// (clients gone quiet), so that a stream of new addresses cannot grow memory without bound.
+const PRUNE_EVERY: u64 = 4096;
+
+/// governor's keyed limiter on a sharded map.
+type Keyed<K, C> =
+    governor::RateLimiter<K, DashMapStateStore<K>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
+/// Keyed limits (GCRA, from `governor`): by client address before authentication, by
+/// traveller (`sub`) after it. The state is sharded, so checks of different keys do not
+/// contend on one lock.
+pub struct RateLimiter<K: Hash + Eq + Clone = String, C: Clock = DefaultClock> {
+    keyed: Option<Keyed<K, C>>,
+    clock: C,
+    checks: AtomicU64,
 }
 
-impl RateLimiter {
-    /// A limiter enforcing `limit`.
+impl<K: Hash + Eq + Clone, C: Clock> std::fmt::Debug for RateLimiter<K, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("on", &self.keyed.is_some())
+            .finish()
+    }
+}
+
+impl<K: Hash + Eq + Clone> RateLimiter<K, DefaultClock> {
+    /// A limiter enforcing `limit` on the real clock.
     pub fn new(limit: RateLimit) -> Self {
+        Self::with_clock(limit, DefaultClock::default())
+    }
+}
+
+impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
+    /// A limiter enforcing `limit` on `clock`.
+    pub fn with_clock(limit: RateLimit, clock: C) -> Self {
         Self {
-            limit,
-            buckets: Mutex::new(HashMap::new()),
+            keyed: limit
+                .quota()
+                .map(|quota| governor::RateLimiter::dashmap_with_clock(quota, clock.clone())),
+            clock,
+            checks: AtomicU64::new(0),
         }
     }
 
-    /// Takes one token for `key`; `Err(seconds)` says how long to wait when there is none.
-    pub fn check(&self, key: &str) -> Result<(), u64> {
-        self.check_at(key, Instant::now())
-    }
-
-    fn check_at(&self, key: &str, now: Instant) -> Result<(), u64> {
-        if self.limit.is_off() {
+    /// Counts one request for `key`; `Err(seconds)` says how long to wait when it is over.
+    pub fn check(&self, key: &K) -> Result<(), u64> {
+        let Some(keyed) = &self.keyed else {
             return Ok(());
+        };
+        if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            keyed.retain_recent();
+            keyed.shrink_to_fit();
         }
-        let burst = f64::from(self.limit.burst);
-        let rate = self.limit.per_second;
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if buckets.len() > PRUNE_ABOVE {
-            buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst);
-        }
-        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
-            tokens: burst,
-            at: now,
-        });
-        let refilled = now.duration_since(bucket.at).as_secs_f64() * rate;
-        bucket.tokens = (bucket.tokens + refilled).min(burst);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            Ok(())
-        } else {
-            let wait = (1.0 - bucket.tokens) / rate;
-            Err(wait.ceil().max(1.0) as u64)
-        }
+        keyed.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.clock.now());
+            wait.as_secs_f64().ceil().max(1.0) as u64
+        })
     }
+
+    /// How many keys are remembered.
+    pub fn len(&self) -> usize {
+        self.keyed.as_ref().map_or(0, |k| k.len())
+    }
+
+    /// Whether no key is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Limits requests by client address before anything else is done for them (authentication,
+/// `/readyz`'s store query, a 401): a flood from one address is answered 429 cheaply. Requests
+/// without a known peer address (in-process tests) pass.
+pub async fn by_address(
+    State(limiter): State<Arc<RateLimiter<IpAddr>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Some(ip) = peer
+        && let Err(retry_after_secs) = limiter.check(&ip)
+    {
+        return Problem::from_error(ServiceError::RateLimited { retry_after_secs }).into_response();
+    }
+    next.run(req).await
 }
 
 /// Answers 503 when the request takes longer than the configured timeout.
@@ -113,29 +178,70 @@ pub async fn timeout(State(limit): State<Duration>, req: Request, next: Next) ->
 
 #[cfg(test)]
 mod tests {
+    use governor::clock::FakeRelativeClock;
+
     use super::*;
 
     #[test]
-    fn a_bucket_allows_its_burst_then_says_how_long_to_wait() {
-        let limiter = RateLimiter::new(RateLimit {
-            per_second: 0.5,
-            burst: 2,
-        });
-        let t0 = Instant::now();
-        assert!(limiter.check_at("ada", t0).is_ok());
-        assert!(limiter.check_at("ada", t0).is_ok());
-        assert_eq!(limiter.check_at("ada", t0), Err(2));
-        // Another traveller has their own bucket.
-        assert!(limiter.check_at("bob", t0).is_ok());
-        // Two seconds refill one token at 0.5/s.
-        assert!(limiter.check_at("ada", t0 + Duration::from_secs(2)).is_ok());
+    fn a_key_has_its_burst_then_is_told_how_long_to_wait() {
+        let clock = FakeRelativeClock::default();
+        let limiter: RateLimiter<String, _> = RateLimiter::with_clock(
+            RateLimit {
+                per_second: 0.5,
+                burst: 2,
+            },
+            clock.clone(),
+        );
+        let ada = "ada".to_owned();
+        assert!(limiter.check(&ada).is_ok());
+        assert!(limiter.check(&ada).is_ok());
+        assert_eq!(limiter.check(&ada), Err(2));
+        // Another key has its own allowance.
+        assert!(limiter.check(&"bob".to_owned()).is_ok());
+        // Two seconds bring one request back at 0.5/s.
+        clock.advance(Duration::from_secs(2));
+        assert!(limiter.check(&ada).is_ok());
+        assert!(limiter.check(&ada).is_err());
     }
 
     #[test]
     fn zero_turns_the_limit_off() {
-        let limiter = RateLimiter::new(RateLimit::OFF);
+        let limiter: RateLimiter = RateLimiter::new(RateLimit::OFF);
         for _ in 0..1000 {
-            assert!(limiter.check("ada").is_ok());
+            assert!(limiter.check(&"ada".to_owned()).is_ok());
+        }
+        assert!(limiter.is_empty());
+    }
+
+    #[test]
+    fn idle_keys_are_forgotten() {
+        let clock = FakeRelativeClock::default();
+        let limiter: RateLimiter<u64, _> = RateLimiter::with_clock(
+            RateLimit {
+                per_second: 1000.0,
+                burst: 10,
+            },
+            clock.clone(),
+        );
+        for key in 0..PRUNE_EVERY - 1 {
+            assert!(limiter.check(&key).is_ok());
+        }
+        assert_eq!(limiter.len() as u64, PRUNE_EVERY - 1);
+        clock.advance(Duration::from_secs(1));
+        // The next check prunes every key whose allowance is whole again.
+        assert!(limiter.check(&u64::MAX).is_ok());
+        assert!(limiter.len() <= 1, "{} keys kept", limiter.len());
+    }
+
+    #[test]
+    fn extreme_rates_neither_panic_nor_block_forever() {
+        for per_second in [1e-300, f64::MIN_POSITIVE, 1e300, f64::INFINITY, f64::NAN] {
+            let limiter: RateLimiter = RateLimiter::new(RateLimit {
+                per_second,
+                burst: 1,
+            });
+            let _ = limiter.check(&"ada".to_owned());
+            let _ = limiter.check(&"ada".to_owned());
         }
     }
 }

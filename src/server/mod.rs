@@ -58,11 +58,13 @@ use crate::service::TimelineService;
 /// Hands out the service bound to one traveller; the only thing the server needs.
 pub trait Sessions: Send + Sync + 'static {
     /// The service acting as `traveller`; with `idempotency`, for one keyed request whose
-    /// write must be done once and whose repeats get the first answer.
+    /// write must be done once and whose repeats get the first answer; with `admin` (the
+    /// token's scope), allowed to change what other travellers share.
     fn session(
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
+        admin: bool,
     ) -> Arc<dyn TimelineService>;
 }
 
@@ -71,11 +73,15 @@ impl Sessions for Arc<Engine> {
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
+        admin: bool,
     ) -> Arc<dyn TimelineService> {
-        Arc::new(match idempotency {
-            Some(request) => Engine::keyed_session(self, traveller, request),
-            None => Engine::session(self, traveller),
-        })
+        Arc::new(
+            match idempotency {
+                Some(request) => Engine::keyed_session(self, traveller, request),
+                None => Engine::session(self, traveller),
+            }
+            .with_admin(admin),
+        )
     }
 }
 
@@ -88,6 +94,9 @@ pub struct ServerConfig {
     pub body_limit: usize,
     /// Per-traveller rate limit (429 beyond); [`RateLimit::OFF`] turns it off.
     pub rate_limit: RateLimit,
+    /// Per-client-address rate limit, applied before authentication (429 beyond);
+    /// [`RateLimit::OFF`] turns it off.
+    pub address_rate_limit: RateLimit,
     /// Longest a request may take (503 beyond).
     pub request_timeout: Duration,
 }
@@ -104,6 +113,7 @@ impl ServerConfig {
             secret,
             body_limit: Self::DEFAULT_BODY_LIMIT,
             rate_limit: RateLimit::default(),
+            address_rate_limit: RateLimit::PER_ADDRESS,
             request_timeout: Self::DEFAULT_TIMEOUT,
         }
     }
@@ -168,6 +178,20 @@ async fn request_context(req: Request, next: Next) -> Response {
     .await
 }
 
+/// The answer to a handler that panicked: a problem+json 500 naming the request (the panic
+/// runs inside [`request_context`], so the request id is known), never a dropped connection.
+fn panic_answer(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    Problem::from_error(crate::error::ServiceError::Internal(format!(
+        "a handler panicked: {message}"
+    )))
+    .into_response()
+}
+
 /// The whole service: every route, the open endpoints and the layers (request id, tracing,
 /// timeout, body limit).
 pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
@@ -180,6 +204,16 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
     };
+    let router = api
+        .fallback(routes::ops::not_found)
+        .method_not_allowed_fallback(routes::ops::method_not_allowed)
+        .with_state(state);
+    with_layers(router, &config)
+}
+
+/// Wraps `router` in the layers every route shares (metrics, request id, tracing, request
+/// context, panic catching, idempotency, timeout, body limit).
+fn with_layers(router: Router, config: &ServerConfig) -> Router {
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(
             Arc::new(crate::metrics::HttpMetrics::default()),
@@ -198,6 +232,13 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
             }),
         )
         .layer(middleware::from_fn(request_context))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(RateLimiter::<std::net::IpAddr>::new(
+                config.address_rate_limit,
+            )),
+            limits::by_address,
+        ))
         .layer(middleware::from_fn_with_state(
             config.body_limit,
             idempotency::keyed,
@@ -207,10 +248,7 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
             limits::timeout,
         ))
         .layer(DefaultBodyLimit::max(config.body_limit));
-    api.fallback(routes::ops::not_found)
-        .method_not_allowed_fallback(routes::ops::method_not_allowed)
-        .with_state(state)
-        .layer(layers)
+    router.layer(layers)
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish.
@@ -224,9 +262,12 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "chronoscope serving");
     }
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Serves over https with `tls` (HTTP/2 or HTTP/1.1, as the client's ALPN asks) until
@@ -252,7 +293,7 @@ pub async fn run_tls(
     let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
     axum_server::from_tcp_rustls(listener.into_std()?, tls)?
         .handle(handle)
-        .serve(router.into_make_service())
+        .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .await
 }
 
@@ -306,4 +347,45 @@ pub(crate) fn next_page_uri(uri: &Uri, cursor: &str) -> String {
         .collect();
     pairs.push(format!("cursor={}", encode_component(cursor)));
     format!("{}?{}", uri.path(), pairs.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_problem_500_naming_the_request() {
+        async fn boom() -> &'static str {
+            panic!("the flux capacitor overflowed")
+        }
+        let secret = Secret::from_bytes("a test secret that is long enough for HS256")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let router = with_layers(
+            Router::new().route("/boom", get(boom)),
+            &ServerConfig::new(secret),
+        );
+        let req = Request::get("/boom")
+            .header("x-request-id", "req-42")
+            .body(Body::empty())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let resp = router.oneshot(req).await.unwrap_or_else(|e| match e {});
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(resp.headers()["content-type"], PROBLEM_JSON);
+        assert_eq!(resp.headers()["x-request-id"], "req-42");
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let body: serde_json::Value =
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(body["type"], "/problems/internal");
+        assert_eq!(body["status"], 500);
+        assert_eq!(body["instance"], "/requests/req-42");
+        // What panicked is for the logs, not for the caller.
+        assert!(!body.to_string().contains("flux"), "{body}");
+    }
 }

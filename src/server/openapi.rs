@@ -155,6 +155,18 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         "400",
         problem_response("Invalid request (e.g. an unknown `view`)"),
     );
+    // The limit by client address applies before authentication, open endpoints included.
+    add(
+        "429",
+        ResponseBuilder::from(problem_response(
+            "Too many requests from this client address or traveller",
+        ))
+        .header(
+            "Retry-After",
+            string_header("Seconds to wait before trying again"),
+        )
+        .build(),
+    );
     if open {
         return;
     }
@@ -193,16 +205,21 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
     );
     add(
         "403",
-        problem_response("The token lacks the scope (read for GET, write for POST and DELETE)"),
+        problem_response(
+            "The token lacks the scope (read for GET, write for POST and DELETE, admin to \
+             delete a timeline another traveller created)",
+        ),
     );
     add(
         "429",
-        ResponseBuilder::from(problem_response("Too many requests from this traveller"))
-            .header(
-                "Retry-After",
-                string_header("Seconds to wait before trying again"),
-            )
-            .build(),
+        ResponseBuilder::from(problem_response(
+            "Too many requests from this client address or traveller",
+        ))
+        .header(
+            "Retry-After",
+            string_header("Seconds to wait before trying again"),
+        )
+        .build(),
     );
     add("500", problem_response("An unexpected failure"));
     add(

@@ -97,6 +97,9 @@ pub struct TimelineInfo {
     /// How many events it now has.
     #[serde(default)]
     pub event_count: usize,
+    /// The traveller who created it; absent for `primary` and history as shipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<Traveller>,
 }
 
 /// Creating a timeline: the documented `Timeline` body and the guide operations'

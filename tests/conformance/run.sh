@@ -76,7 +76,7 @@ data="$work/data"
 mkdir -p "$data"
 
 step "start chronoscope serve on $base (fresh data dir, no rate limit)"
-"$bin" --data-dir "$data" serve --listen "127.0.0.1:$port" --rate-limit 0 >"$work/server.log" 2>&1 &
+"$bin" --data-dir "$data" serve --listen "127.0.0.1:$port" --rate-limit 0 --address-rate-limit 0 >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 150); do
   if curl -fsS -o /dev/null "$base/healthz" 2>/dev/null; then break; fi

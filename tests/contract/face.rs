@@ -183,8 +183,8 @@ impl Face {
         }
     }
 
-    /// Runs a call whose outcome this suite does not fix (work in progress elsewhere), records
-    /// it for the comparison of faces and returns it.
+    /// Runs a call whose outcome this suite leaves to other tests (the scenario checks what it
+    /// needs of it), records it for the comparison of faces and returns it.
     pub async fn any<T: Serialize + Debug>(
         &self,
         label: &str,

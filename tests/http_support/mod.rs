@@ -22,7 +22,7 @@ use chronoscope::store::MemoryStore;
 use serde_json::Value;
 use tower::ServiceExt;
 
-pub const SECRET: &str = "test secret that is long enough";
+pub const SECRET: &str = "test secret that is long enough for HS256";
 
 pub fn secret() -> Secret {
     Secret::from_bytes(SECRET).expect("secret")
@@ -244,12 +244,14 @@ impl Sessions for Wrapped {
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
+        admin: bool,
     ) -> Arc<dyn TimelineService> {
         Arc::new(WrappedService {
             inner: match idempotency {
                 Some(request) => self.engine.keyed_session(traveller, request),
                 None => self.engine.session(traveller),
-            },
+            }
+            .with_admin(admin),
             pause: self.pause,
             failures: Arc::clone(&self.failures),
         })

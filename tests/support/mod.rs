@@ -66,9 +66,14 @@ pub async fn fresh_postgres() -> Option<PgDatabase> {
             panic!("CHRONOSCOPE_REQUIRE_POSTGRES=1 but PostgreSQL is unreachable: {e}")
         }
         Err(e) => {
-            eprintln!(
-                "skipping PostgreSQL test: server unreachable ({e}); \
-                 set CHRONOSCOPE_TEST_POSTGRES_URL, or CHRONOSCOPE_REQUIRE_POSTGRES=1 to fail"
+            // Written to the process's stderr, not through eprintln!, which libtest captures and
+            // hides for a passing test: a skip must be seen in `cargo test`'s output.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "SKIPPED {}: PostgreSQL unreachable ({e}); set CHRONOSCOPE_TEST_POSTGRES_URL, or \
+                 CHRONOSCOPE_REQUIRE_POSTGRES=1 to fail",
+                std::thread::current().name().unwrap_or("a PostgreSQL test")
             );
             return None;
         }

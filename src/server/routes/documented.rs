@@ -73,7 +73,8 @@ pub async fn get_timeline(caller: Caller, Path(timeline_id): Path<String>) -> Ap
     Ok(projected(StatusCode::OK, &t, TimelineDoc::from))
 }
 
-/// Delete a timeline that has no branches and no travellers in it.
+/// Delete a timeline that has no branches and no travellers in it; another traveller's
+/// timeline (or one of history as shipped) only with the `admin` scope.
 #[utoipa::path(delete, path = "/v1/timeline/{timeline_id}", tag = "Timelines", operation_id = "deleteTimeline",
     params(("timeline_id" = String, Path, description = "The timeline to delete")),
     responses((status = 204, description = "Timeline deleted"))

@@ -53,7 +53,7 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult {
     let traveller = super::super::READINESS_TRAVELLER
         .parse()
         .map_err(Problem::from_error)?;
-    let service = state.sessions.session(traveller, None);
+    let service = state.sessions.session(traveller, None, false);
     let wait = READINESS_TIMEOUT.min(state.config.request_timeout);
     match tokio::time::timeout(wait, service.whoami()).await {
         Ok(Ok(_)) => Ok(json(
