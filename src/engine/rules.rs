@@ -577,17 +577,8 @@ pub fn manipulable<'w>(state: &'w TimelineState, id: &EventId) -> Result<&'w Eve
     }
 }
 
-/// A manipulation: the new head of the lineage, and (with `safety_check`) the paradoxes the
-/// change would add to the timeline.
-pub fn manipulate(
-    world: &World,
-    ctx: &Ctx<'_>,
-    timeline: &TimelineId,
-    req: &ManipulateRequest,
-) -> Result<(Op, Event), ServiceError> {
-    let state = referenced(world, timeline)?;
-    require_open(&state.meta, ctx.now)?;
-    let old = manipulable(state, &req.event_id)?;
+/// The description and time a manipulation gives `old`.
+fn outcome(old: &Event, req: &ManipulateRequest) -> Result<(String, Instant), ServiceError> {
     let description = match &req.new_outcome.description {
         Some(d) => text("new_outcome.description", d)?,
         None => old.description.clone(),
@@ -602,6 +593,19 @@ pub fn manipulate(
         .rev()
         .find_map(|c| c.time)
         .unwrap_or(old.time);
+    Ok((description, time))
+}
+
+/// Refuses a manipulation a person asked for that would change nothing (the same description
+/// and time). Automation is not refused: a script that sets what is already so still runs.
+pub fn refuse_no_op(
+    world: &World,
+    timeline: &TimelineId,
+    req: &ManipulateRequest,
+) -> Result<(), ServiceError> {
+    let state = referenced(world, timeline)?;
+    let old = manipulable(state, &req.event_id)?;
+    let (description, time) = outcome(old, req)?;
     if description == old.description && time == old.time {
         return Err(ServiceError::invalid(
             "new_outcome",
@@ -613,6 +617,21 @@ pub fn manipulate(
             ),
         ));
     }
+    Ok(())
+}
+
+/// A manipulation: the new head of the lineage, and (with `safety_check`) the paradoxes the
+/// change would add to the timeline.
+pub fn manipulate(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    req: &ManipulateRequest,
+) -> Result<(Op, Event), ServiceError> {
+    let state = referenced(world, timeline)?;
+    require_open(&state.meta, ctx.now)?;
+    let old = manipulable(state, &req.event_id)?;
+    let (description, time) = outcome(old, req)?;
     let new_id = EventId::from_ulid((ctx.mint)());
     if req.safety_check {
         let position = world.position_of(ctx.traveller, ctx.now);

@@ -407,6 +407,7 @@ impl TimelineService for EngineSession {
         let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
         self.write(|world, ctx| {
             let (op, new) = rules::manipulate(world, ctx, &timeline, &req)?;
+            rules::refuse_no_op(world, &timeline, &req)?;
             let result = ManipulationResult {
                 status: "applied".into(),
                 new_event_id: new.id.clone(),
