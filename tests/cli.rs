@@ -316,3 +316,50 @@ fn times_and_durations_out_of_range_are_refused_before_anything_runs() {
         .to_string();
     assert!(message.contains("at most 3660d"), "{message}");
 }
+
+/// The real binary on a demo data directory: stdout is the change's answer, stderr names the
+/// paradoxes the change introduced.
+#[test]
+fn a_change_that_makes_a_timeline_unstable_says_so_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--seed", "demo", "--json"])
+            .args(args)
+            .output()
+            .expect("the CLI runs")
+    };
+    let found = cli(&["events", "search", "--limit", "500"]);
+    let found: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    let effect = found["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["fixed_point"] == false && e["causes"].as_array().is_some_and(|c| !c.is_empty())
+        })
+        .expect("the demo world has an effect that can be manipulated");
+    let id = effect["event_id"].as_str().unwrap();
+
+    let out = cli(&["events", "manipulate", id, "--time", "0001-01-02T00:00:00Z"]);
+    assert!(out.status.success(), "{out:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["status"], "applied", "stdout stays JSON");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: this change made timeline 'primary' unstable"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("before its cause"), "{stderr}");
+
+    // Moved back: nothing new to warn about.
+    let out = cli(&["events", "revert", answer["new_event_id"].as_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::error::ServiceError;
 use crate::model::{EventId, ItemId, TimelineId, parse_instant};
+use crate::paradox::Paradox;
 use crate::service::*;
 
 fn page(args: &PageArgs) -> PageRequest {
@@ -102,9 +103,11 @@ pub async fn execute(
                     .iter()
                     .map(|c| c.parse::<EventId>())
                     .collect::<Result<Vec<_>, _>>()?;
+                let tl = timeline(&tl)?;
+                let before = standing(service, &tl).await;
                 let added = service
                     .add_event(
-                        &timeline(&tl)?,
+                        &tl,
                         NewEvent {
                             description,
                             time,
@@ -114,6 +117,7 @@ pub async fn execute(
                         },
                     )
                     .await?;
+                warn_introduced(service, &tl, before).await;
                 out.print(&added, human::event)
             }
             EventCommand::Manipulate {
@@ -129,9 +133,11 @@ pub async fn execute(
                 } else {
                     Vec::new()
                 };
+                let tl = timeline(&tl)?;
+                let before = standing(service, &tl).await;
                 let result = service
                     .manipulate_event(ManipulateRequest {
-                        timeline_id: Some(timeline(&tl)?),
+                        timeline_id: Some(tl.clone()),
                         event_id: id.parse()?,
                         new_outcome: NewOutcome {
                             description,
@@ -140,15 +146,19 @@ pub async fn execute(
                         safety_check,
                     })
                     .await?;
+                warn_introduced(service, &tl, before).await;
                 out.print(&result, human::manipulation)
             }
             EventCommand::Revert { id, timeline: tl } => {
+                let tl = timeline(&tl)?;
+                let before = standing(service, &tl).await;
                 let result = service
                     .revert_event(RevertRequest {
                         event_id: id.parse()?,
-                        timeline_id: Some(timeline(&tl)?),
+                        timeline_id: Some(tl.clone()),
                     })
                     .await?;
+                warn_introduced(service, &tl, before).await;
                 out.print(&result, human::revert)
             }
         },
@@ -390,4 +400,43 @@ fn check_request(args: &CheckArgs) -> Result<ParadoxCheckRequest, ServiceError> 
         timeline_id: timeline(&args.timeline)?,
         proposed_changes: changes,
     })
+}
+
+/// The paradoxes standing in `timeline` now, so that a change can say which it introduced
+/// (none known when the check cannot be made: the change itself is what was asked for).
+async fn standing(service: &dyn TimelineService, timeline: &TimelineId) -> Option<Vec<Paradox>> {
+    service
+        .check_stability(StabilityQuery {
+            timeline_id: timeline.clone(),
+            after_event_id: None,
+        })
+        .await
+        .ok()
+        .map(|report| report.paradoxes)
+}
+
+/// Tells on stderr (stdout stays the change's answer, JSON or not) which paradoxes a change
+/// just made in `timeline` introduced.
+async fn warn_introduced(
+    service: &dyn TimelineService,
+    timeline: &TimelineId,
+    before: Option<Vec<Paradox>>,
+) {
+    let (Some(before), Some(after)) = (before, standing(service, timeline).await) else {
+        return;
+    };
+    let introduced: Vec<_> = after.iter().filter(|p| !before.contains(p)).collect();
+    if introduced.is_empty() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "warning: this change made timeline '{timeline}' unstable ({} new paradox{}):",
+        introduced.len(),
+        if introduced.len() == 1 { "" } else { "es" }
+    );
+    for p in introduced {
+        let _ = writeln!(err, "  - {}", p.description);
+    }
 }
