@@ -65,12 +65,12 @@ impl TimeRange {
                 ));
             }
         };
-        if end < start {
-            return Err(ServiceError::invalid(
-                field,
-                format!("'{s}': the range ends before it starts"),
-            ));
-        }
+        // Written end first, it is still the same stretch of time.
+        let (start, end) = if end < start {
+            (end, start)
+        } else {
+            (start, end)
+        };
         Ok(Self { start, end })
     }
 
@@ -98,7 +98,7 @@ impl utoipa::PartialSchema for TimeRange {
         utoipa::openapi::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
             .description(Some(
-                "An ISO 8601 interval: start/end, start/duration or duration/end",
+                "An ISO 8601 interval: start/end, start/duration or duration/end (either way round)",
             ))
             .examples([serde_json::json!(
                 "2025-07-01T00:00:00Z/2025-07-31T23:59:59Z"

@@ -172,7 +172,7 @@ async fn request_context(req: Request, next: Next) -> Response {
 /// timeout, body limit).
 pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
     let (api, doc) = routes::api_router().split_for_parts();
-    let doc = openapi::finish(doc);
+    let doc = openapi::document(doc);
     let state = AppState {
         sessions: Arc::new(sessions),
         verifier: Arc::new(Verifier::new(config.secret.clone())),
