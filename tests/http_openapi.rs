@@ -340,6 +340,25 @@ async fn the_description_and_the_server_agree_on_what_a_request_may_be() {
         )
         .await;
     bad_query.assert_problem(400, "invalid-request");
+    // A field given in both must say the same in both.
+    let body = serde_json::json!({"timeline_id": "primary"});
+    let same = app
+        .call(
+            Method::GET,
+            "/v1/check-paradox?timeline_id=primary",
+            Some(&ada),
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!(same.status, StatusCode::OK, "{}", same.text);
+    app.call(
+        Method::GET,
+        "/v1/check-paradox?timeline_id=other",
+        Some(&ada),
+        Some(body),
+    )
+    .await
+    .assert_problem(400, "invalid-request");
 
     // An interval given end first is the same stretch of time.
     let range = |r: &str| format!("/v1/search-events?time_range={r}");

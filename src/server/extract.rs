@@ -167,8 +167,8 @@ where
     }
 }
 
-/// The guide's GET operations: a JSON body, the query parameters, or both (each query
-/// parameter then overrides the body's field of that name, and both are checked).
+/// The guide's GET operations: a JSON body, the query parameters, or both (a field given in
+/// both must have the same value in both; both are checked).
 pub struct BodyOrQuery<T>(pub T);
 
 impl<T, S> FromRequest<S> for BodyOrQuery<T>
@@ -193,18 +193,30 @@ where
         if query.is_empty() {
             return Ok(BodyOrQuery(from_body));
         }
-        // Both: the body's fields, each overridden by the query's, read as one query.
-        let mut merged: Vec<(String, String)> = body
+        // Both: read as one query; a field given in both must say the same in both.
+        let body_fields: Vec<(String, String)> = body
             .as_object()
             .into_iter()
             .flatten()
-            .filter(|(k, _)| !query.iter().any(|(q, _)| q == *k))
             .filter_map(|(k, v)| match v {
                 serde_json::Value::String(s) => Some((k.clone(), s.clone())),
                 serde_json::Value::Number(n) => Some((k.clone(), n.to_string())),
                 serde_json::Value::Bool(b) => Some((k.clone(), b.to_string())),
                 _ => None,
             })
+            .collect();
+        if let Some((k, _)) = query
+            .iter()
+            .find(|(k, v)| body_fields.iter().any(|(b, bv)| b == k && bv != v))
+        {
+            return Err(Problem::invalid(
+                k,
+                "given in the body and in the query with different values; give it once",
+            ));
+        }
+        let mut merged: Vec<(String, String)> = body_fields
+            .into_iter()
+            .filter(|(k, _)| !query.iter().any(|(q, _)| q == k))
             .collect();
         merged.extend(query);
         let text = serde_urlencoded::to_string(&merged)
