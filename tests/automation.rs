@@ -624,3 +624,49 @@ async fn the_log_filters_by_timeline_and_date_range() {
     assert_eq!(first_hour.len(), 1);
     assert_eq!(first_hour[0].timeline_id, TimelineId::primary());
 }
+
+/// The public Warp guides write `modify_event`: it is accepted wherever an action is, runs as a
+/// manipulation, and is stored and logged under the canonical word.
+#[tokio::test]
+async fn the_guides_modify_event_is_a_manipulation() {
+    let f = Fixture::new().await;
+    let modify = |details: &str| Action {
+        action_type: "modify_event".into(),
+        ..manipulate(&f.deploy, details)
+    };
+    let script = f
+        .ada()
+        .create_script(NewScript {
+            script_name: "guide script".into(),
+            trigger_event_id: f.launch.clone(),
+            conditions: ScriptConditions::default(),
+            actions: vec![modify("moved by the script")],
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(script.actions[0].action_type, "manipulate");
+    let job = f
+        .ada()
+        .trigger_external_manipulation(ExternalTrigger {
+            external_system: "CI/CD Pipeline".into(),
+            trigger_conditions: TriggerConditions {
+                build_status: Some("failed".into()),
+                timestamp: Some(t("2024-09-01T12:00:00Z")),
+            },
+            actions: vec![modify("Delay launch due to build failure")],
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(job.actions[0].action_type, "manipulate");
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    assert_eq!(
+        f.head_description(&f.deploy).await,
+        "Delay launch due to build failure"
+    );
+    let log = f.log().await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].outcome, "done");
+    assert!(log[0].action_taken.starts_with("manipulated "), "{log:?}");
+}

@@ -259,8 +259,9 @@ async fn the_ids_of_the_public_examples_exist_and_can_be_manipulated() {
 
     let plan = find(&events, "assassination-plan");
     assert!(plan.description.to_lowercase().contains("assassination"));
+    assert_eq!(plan.location, "Dallas");
     let experiment = find(&events, "experiment-initiation");
-    assert_eq!(experiment.location, "Colorado Springs");
+    assert_eq!(experiment.time, t("2024-09-01T09:00:00Z"));
     let launch = find(&events, "event-5678abcd");
     assert!(launch.description.to_lowercase().contains("launch"));
     let deployment = find(&events, "event-6789efgh");
@@ -481,4 +482,114 @@ async fn the_checker_and_monitor_flag_the_bootstrap_loop() {
         .await
         .expect("monitor the bootstrap branch");
     assert_eq!(scan.status, "anomalies_detected");
+}
+
+fn manipulation(timeline: Option<&str>, event: &str, time: &str) -> ManipulateRequest {
+    ManipulateRequest {
+        timeline_id: timeline.map(tl),
+        event_id: ev(event),
+        new_outcome: NewOutcome {
+            description: Some("A guide's change".into()),
+            changes: vec![OutcomeChange {
+                action: Some("guide".into()),
+                time: Some(t(time)),
+            }],
+        },
+        safety_check: true,
+    }
+}
+
+/// The case studies' safety-checked manipulations, as the guide writes them, pass on a fresh
+/// demo world; the same check still refuses a move before an effect's cause.
+#[tokio::test]
+async fn the_case_studies_manipulations_pass_their_safety_check() {
+    let demo = Demo::open().await;
+    let ada = demo.ada();
+
+    let in_b = ada
+        .manipulate_event(manipulation(
+            Some("timeline-b"),
+            "experiment-initiation",
+            "2024-09-01T10:00:00Z",
+        ))
+        .await
+        .expect("timeline-b's experiment moves by an hour");
+    assert_eq!(in_b.timeline_id, tl("timeline-b"));
+    let primary = all_events(&ada, "primary").await;
+    assert_eq!(
+        find(&primary, "experiment-initiation").time,
+        t("2024-09-01T09:00:00Z"),
+        "the branch's change stays in the branch"
+    );
+    ada.manipulate_event(manipulation(
+        None,
+        "assassination-plan",
+        "1963-11-22T12:00:00Z",
+    ))
+    .await
+    .expect("the Dallas plot moves to the morning of the 22nd");
+
+    // Tesla's 1899 experiment (the id the guide used to hit) moved past its own effects.
+    let refused = ada
+        .manipulate_event(manipulation(
+            None,
+            "colorado-springs-experiment",
+            "2024-09-01T10:00:00Z",
+        ))
+        .await
+        .expect_err("moving a cause after its effects is a paradox");
+    assert!(
+        matches!(
+            refused,
+            chronoscope::error::ServiceError::ParadoxDetected { .. }
+        ),
+        "{refused:?}"
+    );
+    let primary = all_events(&ada, "primary").await;
+    assert_eq!(
+        find(&primary, "colorado-springs-experiment").time,
+        t("1899-06-01T18:00:00Z"),
+        "nothing was written"
+    );
+}
+
+/// The event-manipulation guide: manipulate `efgh5678`, then revert `ijkl9012` (the id its
+/// response example shows, a reverted change of the same lineage in the demo world).
+#[tokio::test]
+async fn reverting_a_reverted_event_undoes_its_lineages_latest_change() {
+    let demo = Demo::open().await;
+    let ada = demo.ada();
+
+    let primary = all_events(&ada, "primary").await;
+    assert_eq!(find(&primary, "efgh5678").status, EventStatus::OnSchedule);
+    assert!(primary.iter().all(|e| e.event_id.as_str() != "ijkl9012"));
+
+    let changed = ada
+        .manipulate_event(manipulation(None, "efgh5678", "1889-03-10T23:30:00Z"))
+        .await
+        .expect("the fire can be moved");
+    let reverted = ada
+        .revert_event(RevertRequest {
+            event_id: ev("ijkl9012"),
+            timeline_id: None,
+        })
+        .await
+        .expect("ijkl9012 names the fire's lineage");
+    assert_eq!(reverted.original_event_id, ev("efgh5678"));
+    assert_eq!(reverted.reverted_event_id, changed.new_event_id);
+    let primary = all_events(&ada, "primary").await;
+    assert_eq!(find(&primary, "efgh5678").time, t("1889-03-10T23:45:00Z"));
+
+    // Nothing is left to undo: the lineage stands at its original again.
+    let again = ada
+        .revert_event(RevertRequest {
+            event_id: ev("ijkl9012"),
+            timeline_id: None,
+        })
+        .await
+        .expect_err("nothing to revert");
+    assert!(
+        matches!(again, chronoscope::error::ServiceError::EventLocked { .. }),
+        "{again:?}"
+    );
 }

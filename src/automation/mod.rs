@@ -152,37 +152,60 @@ pub fn schedule_action(event_id: &EventId, details: &ManipulationDetails) -> Act
     }
 }
 
-/// Validates actions as they are stored: known types, and something to change.
-pub fn validate_actions(actions: &[Action]) -> Result<(), ServiceError> {
+/// The action words accepted, each with the canonical word stored and shown in the log:
+/// ours, and the one the public Warp guides use (`modify_event`).
+pub const ACTION_WORDS: [(&str, &str); 3] = [
+    ("manipulate", "manipulate"),
+    ("revert", "revert"),
+    ("modify_event", "manipulate"),
+];
+
+/// The canonical word for an accepted action word.
+pub fn canonical_action(word: &str) -> Option<&'static str> {
+    ACTION_WORDS
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, canonical)| *canonical)
+}
+
+/// Validates actions as they are stored (known types, something to change) and returns them
+/// with canonical action words.
+pub fn validate_actions(actions: &[Action]) -> Result<Vec<Action>, ServiceError> {
     if actions.is_empty() {
         return Err(ServiceError::invalid("actions", "give at least one action"));
     }
     if actions.len() > 100 {
         return Err(ServiceError::invalid("actions", "at most 100 actions"));
     }
+    let mut canonical = Vec::with_capacity(actions.len());
     for (i, a) in actions.iter().enumerate() {
         crate::model::opt_in_range(&format!("actions[{i}].new_time"), a.new_time)?;
-        match a.action_type.as_str() {
-            "manipulate" => {
-                if a.new_time.is_none()
-                    && a.new_details.as_deref().is_none_or(|d| d.trim().is_empty())
-                {
-                    return Err(ServiceError::invalid(
-                        format!("actions[{i}]"),
-                        "a manipulate action needs new_time or new_details",
-                    ));
-                }
-            }
-            "revert" => {}
-            other => {
-                return Err(ServiceError::invalid(
-                    format!("actions[{i}].action_type"),
-                    format!("'{other}' is not an action; use manipulate or revert"),
-                ));
-            }
+        let Some(word) = canonical_action(&a.action_type) else {
+            let words: Vec<&str> = ACTION_WORDS.iter().map(|(w, _)| *w).collect();
+            return Err(ServiceError::invalid(
+                format!("actions[{i}].action_type"),
+                format!(
+                    "'{}' is not an action; use {}",
+                    a.action_type,
+                    words.join(", ")
+                ),
+            ));
+        };
+        if word == "manipulate"
+            && a.new_time.is_none()
+            && a.new_details.as_deref().is_none_or(|d| d.trim().is_empty())
+        {
+            return Err(ServiceError::invalid(
+                format!("actions[{i}]"),
+                "a manipulate action needs new_time or new_details",
+            ));
         }
+        canonical.push(Action {
+            action_type: word.to_owned(),
+            ..a.clone()
+        });
     }
-    Ok(())
+    Ok(canonical)
 }
 
 /// The manipulation request an action amounts to, acting on `head` of its lineage.

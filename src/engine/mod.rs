@@ -11,7 +11,7 @@ mod clock;
 mod commit;
 pub mod idempotency;
 mod jobs;
-mod rules;
+pub(crate) mod rules;
 mod seed;
 mod session;
 mod world;

@@ -686,7 +686,7 @@ pub fn revert(
 ) -> Result<(Op, EventId, EventId), ServiceError> {
     let state = referenced(world, timeline)?;
     require_open(&state.meta, ctx.now)?;
-    let head = state
+    let named = state
         .history
         .head_of(id)
         .ok_or_else(|| ServiceError::unknown("event", id))?;
@@ -694,9 +694,15 @@ pub fn revert(
         event: id.to_string(),
         reason: reason.into(),
     };
-    if head.status == EventStatus::Reverted {
-        return Err(locked("its manipulation was already reverted"));
-    }
+    // A reverted event still belongs to its lineage: undo the lineage's latest change, if any.
+    let head = if named.status == EventStatus::Reverted {
+        match state.history.head_of(&named.lineage) {
+            Some(h) if h.supersedes.is_some() && h.status != EventStatus::Reverted => h,
+            _ => return Err(locked("its manipulation was already reverted")),
+        }
+    } else {
+        named
+    };
     let Some(original) = head.supersedes.clone() else {
         return Err(locked(
             "it was never manipulated, so there is nothing to revert",
@@ -749,8 +755,8 @@ pub fn new_script(
             ));
         }
     }
-    crate::automation::validate_actions(&req.actions)?;
-    for action in &req.actions {
+    let actions = crate::automation::validate_actions(&req.actions)?;
+    for action in &actions {
         known_event(state, &action.event_id)?;
     }
     Ok(crate::automation::ScriptRecord {
@@ -760,7 +766,7 @@ pub fn new_script(
         timeline,
         trigger: req.trigger_event_id.clone(),
         conditions: req.conditions.clone(),
-        actions: req.actions.clone(),
+        actions,
         created_at: ctx.now,
         status: crate::automation::ScriptStatus::Active,
         triggered: false,
@@ -778,7 +784,7 @@ pub fn new_job(
 ) -> Result<crate::automation::Job, ServiceError> {
     let state = referenced(world, timeline)?;
     in_range("scheduled_time", due)?;
-    crate::automation::validate_actions(&actions)?;
+    let actions = crate::automation::validate_actions(&actions)?;
     for action in &actions {
         known_event(state, &action.event_id)?;
     }

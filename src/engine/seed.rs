@@ -107,6 +107,9 @@ pub struct WorldManipulation {
     pub description: String,
     /// Its time.
     pub time: Instant,
+    /// The manipulation was undone again: `new_id` stays in the lineage's history, reverted.
+    #[serde(default)]
+    pub reverted: bool,
 }
 
 impl WorldFile {
@@ -177,6 +180,13 @@ impl WorldFile {
                     },
                     at: None,
                 });
+                if m.reverted {
+                    ops.push(Op::Revert {
+                        timeline: tl.id.clone(),
+                        head: m.new_id,
+                        at: None,
+                    });
+                }
             }
         }
         ops

@@ -98,12 +98,12 @@ impl TimeRange {
             }
         };
         let (start, end) = (in_range(field, start)?, in_range(field, end)?);
-        if end < start {
-            return Err(ServiceError::invalid(
-                field,
-                format!("'{s}': the range ends before it starts"),
-            ));
-        }
+        // Written end first, it is still the same stretch of time.
+        let (start, end) = if end < start {
+            (end, start)
+        } else {
+            (start, end)
+        };
         Ok(Self { start, end })
     }
 
@@ -131,7 +131,7 @@ impl utoipa::PartialSchema for TimeRange {
         utoipa::openapi::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
             .description(Some(
-                "An ISO 8601 interval: start/end, start/duration or duration/end",
+                "An ISO 8601 interval: start/end, start/duration or duration/end (either way round)",
             ))
             .examples([serde_json::json!(
                 "2025-07-01T00:00:00Z/2025-07-31T23:59:59Z"
@@ -392,12 +392,19 @@ mod tests {
     }
 
     #[test]
+    fn a_range_written_end_first_is_the_same_range() {
+        let forward = TimeRange::parse("r", "2025-07-01T00:00:00Z/2025-07-31T00:00:00Z").unwrap();
+        let backward = TimeRange::parse("r", "2025-07-31T00:00:00Z/2025-07-01T00:00:00Z").unwrap();
+        assert_eq!(backward, forward);
+        assert_eq!(forward.start, t("2025-07-01T00:00:00Z"));
+    }
+
+    #[test]
     fn ranges_reject_what_is_not_an_interval() {
         for bad in [
             "",
             "2025-07-01",
             "P1D/P2D",
-            "2025-07-31T00:00:00Z/2025-07-01T00:00:00Z",
             "2025-07-01T00:00:00Z/P",
             "2025-07-01T00:00:00Z/P1X",
             "2025-07-01T00:00:00Z/PT",

@@ -174,7 +174,8 @@ where
     }
 }
 
-/// The guide's GET operations: a JSON body when one is sent, else the query parameters.
+/// The guide's GET operations: a JSON body, the query parameters, or both (a field given in
+/// both must have the same value in both; both are checked).
 pub struct BodyOrQuery<T>(pub T);
 
 impl<T, S> FromRequest<S> for BodyOrQuery<T>
@@ -189,10 +190,47 @@ where
         let uri = req.uri().clone();
         let bytes = body_bytes(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            parse_query(&uri).map(BodyOrQuery)
-        } else {
-            json_body(&headers, &bytes).map(BodyOrQuery)
+            return parse_query(&uri).map(BodyOrQuery);
         }
+        let body: serde_json::Value = json_body(&headers, &bytes)?;
+        let from_body: T = parse_json(&bytes)?;
+        let query: Vec<(String, String)> = serde_urlencoded::from_str(uri.query().unwrap_or(""))
+            .map_err(|e| Problem::invalid("query", e.to_string()))?;
+        let query: Vec<(String, String)> = query.into_iter().filter(|(k, _)| k != "view").collect();
+        if query.is_empty() {
+            return Ok(BodyOrQuery(from_body));
+        }
+        // Both: read as one query; a field given in both must say the same in both.
+        let body_fields: Vec<(String, String)> = body
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| match v {
+                serde_json::Value::String(s) => Some((k.clone(), s.clone())),
+                serde_json::Value::Number(n) => Some((k.clone(), n.to_string())),
+                serde_json::Value::Bool(b) => Some((k.clone(), b.to_string())),
+                _ => None,
+            })
+            .collect();
+        if let Some((k, _)) = query
+            .iter()
+            .find(|(k, v)| body_fields.iter().any(|(b, bv)| b == k && bv != v))
+        {
+            return Err(Problem::invalid(
+                k,
+                "given in the body and in the query with different values; give it once",
+            ));
+        }
+        let mut merged: Vec<(String, String)> = body_fields
+            .into_iter()
+            .filter(|(k, _)| !query.iter().any(|(q, _)| q == k))
+            .collect();
+        merged.extend(query);
+        let text = serde_urlencoded::to_string(&merged)
+            .map_err(|e| Problem::invalid("query", e.to_string()))?;
+        serde_urlencoded::from_str(&text)
+            .map(BodyOrQuery)
+            .map_err(|e| Problem::invalid("query", e.to_string()))
     }
 }
 

@@ -196,7 +196,7 @@ fn panic_answer(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// timeout, body limit).
 pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
     let (api, doc) = routes::api_router().split_for_parts();
-    let doc = openapi::finish(doc);
+    let doc = openapi::document(doc);
     let state = AppState {
         sessions: Arc::new(sessions),
         verifier: Arc::new(Verifier::new(config.secret.clone())),

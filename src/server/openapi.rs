@@ -71,9 +71,17 @@ pub(super) fn base() -> utoipa::openapi::OpenApi {
 }
 
 /// The complete document this server serves at `/v1/openapi.json`.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+pub fn openapi() -> serde_json::Value {
     let (_, doc) = super::routes::api_router().split_for_parts();
-    finish(doc)
+    document(doc)
+}
+
+/// The served form of a generated document: [`finish`]ed, then [`constrain`]ed (on its JSON
+/// form, which reaches into schemas of every shape).
+pub(super) fn document(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
+    let mut value = serde_json::to_value(finish(doc)).unwrap_or_default();
+    constrain(&mut value);
+    value
 }
 
 fn problem_response(description: &str) -> utoipa::openapi::Response {
@@ -176,7 +184,11 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         "400"
     };
     if validation == "422" {
-        op.responses.responses.remove("400");
+        // Only a bad `view` is 400 here; everything else about the request is 422.
+        op.responses.responses.insert(
+            "400".to_owned(),
+            RefOr::T(problem_response("An unknown `view`")),
+        );
     }
     let responses = &mut op.responses.responses;
     let mut add = |status: &str, response: utoipa::openapi::Response| {
@@ -268,7 +280,7 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
 }
 
 /// Completes a generated document: bearer security, the `view` parameter and error responses.
-pub(super) fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
         "bearerAuth",
@@ -313,4 +325,241 @@ pub(super) fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::Open
         }
     }
     doc
+}
+
+/// What an id looks like (see `model::ids`).
+const ID_PATTERN: &str = "^[A-Za-z0-9_.-]{1,128}$";
+/// A text field: at least one character that is not white space (the server trims).
+const TEXT_PATTERN: &str = "\\S";
+
+/// An RFC 3339 date-time of a real calendar day (leap years included), as the server parses
+/// them.
+fn date_time_pattern() -> String {
+    let long = r"\d{4}-(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])";
+    let short = r"\d{4}-(?:0[469]|11)-(?:0[1-9]|[12]\d|30)";
+    let feb = r"\d{4}-02-(?:0[1-9]|1\d|2[0-8])";
+    let leap = r"(?:\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29";
+    let time = r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?";
+    let offset = r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)";
+    format!("(?:{long}|{short}|{feb}|{leap}){time}{offset}")
+}
+
+/// An ISO 8601 duration as the server reads it: up to four date parts and three time parts.
+const DURATION_PATTERN: &str =
+    r"P(?:(?:\d{1,4}[YMWD]){1,4}(?:T(?:\d{1,4}[HMS]){1,3})?|T(?:\d{1,4}[HMS]){1,3})";
+
+/// `start/end`, `start/duration` or `duration/end`.
+fn interval_pattern() -> String {
+    let dt = date_time_pattern();
+    format!("^(?:{dt}/(?:{dt}|{DURATION_PATTERN})|{DURATION_PATTERN}/{dt})$")
+}
+
+/// The cursor of an event search: the last event's time and id.
+fn event_cursor_pattern() -> String {
+    format!(r"^{}\|[A-Za-z0-9_.-]{{1,128}}$", date_time_pattern())
+}
+
+/// The text fields the service trims and refuses empty (`rules::text`).
+const TEXT_FIELDS: &[&str] = &[
+    "description",
+    "external_system",
+    "location",
+    "name",
+    "script_name",
+    "significant_event",
+    "variation",
+];
+
+/// Operations whose `cursor` is an event cursor.
+const EVENT_CURSOR_PATHS: &[&str] = &[
+    "/v1/search-events",
+    "/api/v1/scan-events",
+    "/v1/timeline/{timeline_id}/events",
+];
+
+/// Adds what the service checks to a string or integer schema named `name`, in place. `text`:
+/// whether text fields are checked here (request bodies; query text is matched as given).
+fn constrain_named(name: &str, schema: &mut serde_json::Value, path: &str, text: bool) {
+    use serde_json::json;
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    if obj.contains_key("$ref") || obj.contains_key("oneOf") || obj.contains_key("anyOf") {
+        return;
+    }
+    let is_type = |obj: &serde_json::Map<String, serde_json::Value>, ty: &str| match obj.get("type")
+    {
+        Some(serde_json::Value::String(t)) => t == ty,
+        Some(serde_json::Value::Array(ts)) => ts.iter().any(|t| t == ty),
+        _ => false,
+    };
+    if name == "limit" && is_type(obj, "integer") {
+        obj.insert("minimum".into(), json!(1));
+        obj.insert(
+            "maximum".into(),
+            json!(crate::service::PageRequest::MAX_LIMIT),
+        );
+        return;
+    }
+    if !is_type(obj, "string") {
+        return;
+    }
+    // `format` only annotates in JSON Schema 2020-12; the pattern makes it a rule.
+    if obj.get("format").and_then(|f| f.as_str()) == Some("date-time") {
+        obj.insert(
+            "pattern".into(),
+            json!(format!("^{}$", date_time_pattern())),
+        );
+        return;
+    }
+    if name.ends_with("_id") || name == "destination" {
+        obj.insert("pattern".into(), json!(ID_PATTERN));
+    } else if name == "time_range" || name == "date_range" {
+        obj.insert("pattern".into(), json!(interval_pattern()));
+    } else if name == "cursor" && EVENT_CURSOR_PATHS.contains(&path) {
+        obj.insert("pattern".into(), json!(event_cursor_pattern()));
+    } else if text && TEXT_FIELDS.contains(&name) {
+        obj.insert("minLength".into(), json!(1));
+        obj.insert("maxLength".into(), json!(crate::engine::rules::MAX_TEXT));
+        obj.insert("pattern".into(), json!(TEXT_PATTERN));
+    }
+}
+
+/// The component schemas request bodies use, found by following `$ref`s from them.
+fn request_components(doc: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::String(r)) = m.get("$ref")
+                    && let Some(name) = r.strip_prefix("#/components/schemas/")
+                {
+                    out.push(name.to_owned());
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut todo = Vec::new();
+    if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
+        for item in paths.values().filter_map(|i| i.as_object()) {
+            for op in item.values() {
+                if let Some(body) = op.get("requestBody") {
+                    refs(body, &mut todo);
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if seen.insert(name.clone())
+            && let Some(s) = doc.pointer(&format!("/components/schemas/{name}"))
+        {
+            refs(s, &mut todo);
+        }
+    }
+    seen
+}
+
+/// Writes into the description what the service checks of every parameter and request body:
+/// id patterns, page limits, intervals, non-empty text, and the rules `complete` cannot see.
+fn constrain(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    fn properties(schema: &mut serde_json::Value, path: &str, text: bool) {
+        if let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
+            for (name, prop) in props.iter_mut() {
+                constrain_named(name, prop, path, text);
+            }
+        }
+    }
+    // The GET guide operations read their fields from a JSON body or the query (or both): each
+    // is optional, and a request that gives a required field in neither is a 400.
+    if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
+        for item in paths.values_mut() {
+            let Some(op) = item.get_mut("get") else {
+                continue;
+            };
+            let Some(body) = op.get_mut("requestBody") else {
+                continue;
+            };
+            body["required"] = json!(false);
+            if let Some(params) = op.get_mut("parameters").and_then(|p| p.as_array_mut()) {
+                for param in params.iter_mut().filter(|p| p["in"] == "query") {
+                    param["required"] = json!(false);
+                }
+            }
+        }
+    }
+    // Parameters.
+    if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
+        for (path, item) in paths.iter_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            for op in item.values_mut() {
+                if let Some(params) = op.get_mut("parameters").and_then(|p| p.as_array_mut()) {
+                    for param in params {
+                        let name = param["name"].as_str().unwrap_or_default().to_owned();
+                        let text = name == "significant_event";
+                        if let Some(schema) = param.get_mut("schema") {
+                            constrain_named(&name, schema, path, text);
+                        }
+                    }
+                }
+                // Inline request bodies (the GET operations' optional bodies are components).
+                if let Some(schema) =
+                    op.pointer_mut("/requestBody/content/application~1json/schema")
+                {
+                    properties(schema, path, true);
+                }
+            }
+        }
+    }
+    // Request body components: their fields are checked wherever they are sent.
+    for name in request_components(doc) {
+        let path = match name.as_str() {
+            "SearchParams" => "/v1/search-events",
+            _ => "",
+        };
+        // Queries match their text as given; only what is created or named must be non-empty.
+        let text = !matches!(
+            name.as_str(),
+            "SearchParams" | "LogParams" | "MonitorQuery" | "StabilityQuery"
+        );
+        if let Some(schema) = doc.pointer_mut(&format!("/components/schemas/{name}")) {
+            properties(schema, path, text);
+        }
+    }
+    if let Some(range) = doc.pointer_mut("/components/schemas/TimeRange") {
+        constrain_named("time_range", range, "", false);
+    }
+    // Action words, including the guides' `modify_event`.
+    if let Some(action_type) = doc.pointer_mut("/components/schemas/Action/properties/action_type")
+    {
+        let words: Vec<&str> = crate::automation::ACTION_WORDS
+            .iter()
+            .map(|(w, _)| *w)
+            .collect();
+        action_type["enum"] = json!(words);
+    }
+    // A timeline needs a name or a description (the name defaults to the description).
+    if let Some(new_timeline) = doc.pointer_mut("/components/schemas/NewTimeline") {
+        new_timeline["anyOf"] = json!([
+            {"required": ["name"], "properties": {"name": {"type": "string"}}},
+            {"required": ["description"], "properties": {"description": {"type": "string"}}}
+        ]);
+    }
+    // The documented manipulateEvent requires `timeline_id` (the guide operation defaults it).
+    if let Some(schema) =
+        doc.pointer_mut("/paths/~1v1~1events/post/requestBody/content/application~1json/schema")
+    {
+        *schema = json!({
+            "allOf": [
+                schema.clone(),
+                {"required": ["timeline_id"],
+                 "properties": {"timeline_id": {"$ref": "#/components/schemas/TimelineId"}}}
+            ]
+        });
+    }
 }

@@ -37,7 +37,7 @@ impl View {
             if k == "view" {
                 view = match v {
                     "full" => View::Full,
-                    "documented" | "" => View::Documented,
+                    "documented" => View::Documented,
                     other => return Err(other.chars().take(40).collect()),
                 };
             }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Runs the public Warp guides' requests verbatim (tests/guides/warp-guides.txt: method, path
+# and JSON body character for character, only host and token substituted) with curl against a
+# fresh `chronoscope serve --seed demo` on a free loopback port. Each request must answer 2xx
+# and satisfy the guide's `check:` lines (jq, on the response body). Each guide runs as its own
+# traveller, in file order. Any failure fails the run; every request runs either way.
+#
+# Env: CHRONOSCOPE_BIN (default: target/release/chronoscope, built here with cargo when it is
+#      missing), GUIDES_KEEP=1 keeps the temp dir (server log, bodies, answers).
+# Needs: curl, jq, python3 (to find a free port and split the file).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+guides="$repo/tests/guides/warp-guides.txt"
+
+bin="${CHRONOSCOPE_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release --quiet --locked
+  bin="${CARGO_TARGET_DIR:-$repo/target}/release/chronoscope"
+fi
+[ -x "$bin" ] || { echo "guide-examples: no binary at $bin" >&2; exit 1; }
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/chronoscope-guides.XXXXXX")"
+server=""
+cleanup() {
+  local rc=$?
+  if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  if [ "$rc" -ne 0 ] && [ -f "$work/server.log" ]; then
+    echo "guide-examples: failed (exit $rc); last lines of the server log:" >&2
+    tail -n 20 "$work/server.log" >&2 || true
+  fi
+  if [ "${GUIDES_KEEP:-0}" = 1 ]; then echo "guide-examples: kept $work" >&2; else rm -rf "$work"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A free loopback port: bind port 0, read it back, release it.
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+base="http://127.0.0.1:$port"
+data="$work/data"
+mkdir -p "$data"
+"$bin" --data-dir "$data" --seed demo serve --listen "127.0.0.1:$port" --rate-limit 0 >"$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 150); do
+  curl -fsS -o /dev/null "$base/healthz" 2>/dev/null && break
+  kill -0 "$server" 2>/dev/null || { echo "guide-examples: the server exited before answering /healthz" >&2; exit 1; }
+  sleep 0.2
+done
+curl -fsS -o /dev/null "$base/healthz"
+
+# Split the file into one directory per request: guide, step, method, path, checks, body.
+python3 - "$guides" "$work/requests" <<'PY'
+import os, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+blocks, cur = [], None
+for line in open(src, encoding="utf-8").read().split("\n"):
+    if line.startswith("=== "):
+        cur = {"title": line[4:], "head": [], "body": []}
+        blocks.append(cur)
+    elif cur is None:
+        continue
+    elif not cur["body"] and (not cur["head"] or line.startswith("check: ")):
+        cur["head"].append(line)
+    else:
+        cur["body"].append(line)
+for n, b in enumerate(blocks):
+    body = "\n".join(b["body"]).rstrip("\n")
+    guide, _, step = b["title"].partition(" | ")
+    method, _, path = b["head"][0].partition(" ")
+    d = os.path.join(out, f"{n:03d}")
+    os.makedirs(d)
+    for name, text in [("guide", guide), ("step", step), ("method", method), ("path", path),
+                       ("checks", "\n".join(l[len("check: "):] for l in b["head"][1:])),
+                       ("body", body)]:
+        with open(os.path.join(d, name), "w", encoding="utf-8") as f:
+            f.write(text)
+PY
+
+passed=0
+failed=0
+current_guide=""
+token=""
+for dir in "$work"/requests/*/; do
+  guide="$(cat "$dir/guide")"
+  if [ "$guide" != "$current_guide" ]; then
+    current_guide="$guide"
+    subject="guide-$(basename "$guide" .md)"
+    token="$("$bin" --data-dir "$data" token --subject "$subject" --scope read,write --ttl 1h)"
+    printf '\n## %s (traveller %s)\n' "$guide" "$subject"
+  fi
+  method="$(cat "$dir/method")"
+  path="$(cat "$dir/path")"
+  printf -- '-- %s: curl -X %s %s -d @body\n' "$(cat "$dir/step")" "$method" "$path"
+  status="$(curl -sS -X "$method" "$base$path" \
+    -H "Content-Type: application/json" \
+    -H "Authorization: Bearer $token" \
+    --data-binary @"$dir/body" -o "$dir/answer" -w '%{http_code}' || echo 000)"
+  ok=1
+  case "$status" in
+    2??) ;;
+    *) ok=0; echo "   FAIL: status $status" ;;
+  esac
+  if [ "$ok" = 1 ]; then
+    while IFS= read -r check; do
+      [ -z "$check" ] && continue
+      if ! jq -e "$check" "$dir/answer" >/dev/null 2>&1; then
+        ok=0
+        echo "   FAIL: not true of the answer: $check"
+      fi
+    done <"$dir/checks"
+  fi
+  if [ "$ok" = 1 ]; then
+    passed=$((passed + 1))
+    echo "   $status ok"
+  else
+    failed=$((failed + 1))
+    echo "   answer: $(head -c 600 "$dir/answer")"
+  fi
+done
+
+echo
+echo "Warp guide requests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Schemathesis against the server's own description: `st run --checks all` on a fresh
+# `serve --seed demo` (free loopback port, admin token, no rate limit), with the settings and
+# hooks of tests/schemathesis/ (each narrow case said why there). Any failure fails the run.
+#
+# Usage: tests/schemathesis/run.sh [BINARY]   (default target/release/chronoscope, built when
+#        missing). Env: SCHEMATHESIS_MAX_TIME (seconds of generation, default 150),
+#        SCHEMATHESIS_VENV (default target/schemathesis-venv), SCHEMATHESIS_KEEP=1 keeps the
+#        temp dir (server log), extra arguments for `st run` in SCHEMATHESIS_ARGS (e.g.
+#        "--seed 123" to replay a run).
+# Needs: python3 with venv (the pinned schemathesis comes from PyPI), curl.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cd "$repo"
+pin="4.32.5"
+max_time="${SCHEMATHESIS_MAX_TIME:-150}"
+
+bin="${1:-${CARGO_TARGET_DIR:-$repo/target}/release/chronoscope}"
+if [ ! -x "$bin" ] && [ -z "${1:-}" ]; then
+  cargo build --release --locked
+fi
+[ -x "$bin" ] || { echo "schemathesis: no binary at $bin" >&2; exit 1; }
+
+venv="${SCHEMATHESIS_VENV:-${CARGO_TARGET_DIR:-$repo/target}/schemathesis-venv}"
+if [ "$("$venv/bin/st" --version 2>/dev/null || true)" != "st, version $pin" ]; then
+  echo "--> installing schemathesis==$pin into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$pin"
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/chronoscope-schemathesis.XXXXXX")"
+server=""
+cleanup() {
+  local rc=$?
+  if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  if [ "$rc" -ne 0 ] && [ -f "$work/server.log" ]; then
+    echo "schemathesis: failed (exit $rc); last lines of the server log:" >&2
+    tail -n 20 "$work/server.log" >&2 || true
+  fi
+  if [ "${SCHEMATHESIS_KEEP:-0}" = 1 ]; then echo "schemathesis: kept $work" >&2; else rm -rf "$work"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A free loopback port: bind port 0, read it back, release it.
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+base="http://127.0.0.1:$port"
+data="$work/data"
+mkdir -p "$data"
+echo "--> chronoscope serve --seed demo on $base"
+"$bin" --data-dir "$data" --seed demo serve --listen "127.0.0.1:$port" --rate-limit 0 >"$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 150); do
+  curl -fsS -o /dev/null "$base/healthz" 2>/dev/null && break
+  kill -0 "$server" 2>/dev/null || { echo "schemathesis: the server exited before answering /healthz" >&2; exit 1; }
+  sleep 0.2
+done
+curl -fsS -o /dev/null "$base/healthz"
+
+CHRONOSCOPE_TOKEN="$("$bin" --data-dir "$data" token --subject schemathesis --scope admin --ttl 2h)"
+export CHRONOSCOPE_TOKEN
+
+echo "--> st run --checks all --max-time $max_time -w 2"
+# shellcheck disable=SC2086 # SCHEMATHESIS_ARGS is a list of words
+"$venv/bin/st" --no-color --config-file "$here/schemathesis.toml" run "$base/v1/openapi.json" \
+  --checks all --max-time "$max_time" -w 2 ${SCHEMATHESIS_ARGS:-}
