@@ -222,17 +222,6 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
              delete a timeline another traveller created)",
         ),
     );
-    add(
-        "429",
-        ResponseBuilder::from(problem_response(
-            "Too many requests from this client address or traveller",
-        ))
-        .header(
-            "Retry-After",
-            string_header("Seconds to wait before trying again"),
-        )
-        .build(),
-    );
     add("500", problem_response("An unexpected failure"));
     add(
         "503",
