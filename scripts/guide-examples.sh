@@ -20,37 +20,9 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || { echo "guide-examples: no binary at $bin" >&2; exit 1; }
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/chronoscope-guides.XXXXXX")"
-server=""
-cleanup() {
-  local rc=$?
-  if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-  fi
-  if [ "$rc" -ne 0 ] && [ -f "$work/server.log" ]; then
-    echo "guide-examples: failed (exit $rc); last lines of the server log:" >&2
-    tail -n 20 "$work/server.log" >&2 || true
-  fi
-  if [ "${GUIDES_KEEP:-0}" = 1 ]; then echo "guide-examples: kept $work" >&2; else rm -rf "$work"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# A free loopback port: bind port 0, read it back, release it.
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-base="http://127.0.0.1:$port"
-data="$work/data"
-mkdir -p "$data"
-"$bin" --data-dir "$data" --seed demo serve --listen "127.0.0.1:$port" --rate-limit 0 >"$work/server.log" 2>&1 &
-server=$!
-for _ in $(seq 1 150); do
-  curl -fsS -o /dev/null "$base/healthz" 2>/dev/null && break
-  kill -0 "$server" 2>/dev/null || { echo "guide-examples: the server exited before answering /healthz" >&2; exit 1; }
-  sleep 0.2
-done
-curl -fsS -o /dev/null "$base/healthz"
+# shellcheck source=lib/demo-server.sh
+. "$repo/scripts/lib/demo-server.sh"
+start_demo_server guide-examples "$bin" "${GUIDES_KEEP:-0}"
 
 # Split the file into one directory per request: guide, step, method, path, checks, body.
 python3 - "$guides" "$work/requests" <<'PY'

@@ -30,38 +30,10 @@ if [ "$("$venv/bin/st" --version 2>/dev/null || true)" != "st, version $pin" ]; 
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$pin"
 fi
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/chronoscope-schemathesis.XXXXXX")"
-server=""
-cleanup() {
-  local rc=$?
-  if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-  fi
-  if [ "$rc" -ne 0 ] && [ -f "$work/server.log" ]; then
-    echo "schemathesis: failed (exit $rc); last lines of the server log:" >&2
-    tail -n 20 "$work/server.log" >&2 || true
-  fi
-  if [ "${SCHEMATHESIS_KEEP:-0}" = 1 ]; then echo "schemathesis: kept $work" >&2; else rm -rf "$work"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# A free loopback port: bind port 0, read it back, release it.
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-base="http://127.0.0.1:$port"
-data="$work/data"
-mkdir -p "$data"
-echo "--> chronoscope serve --seed demo on $base"
-"$bin" --data-dir "$data" --seed demo serve --listen "127.0.0.1:$port" --rate-limit 0 >"$work/server.log" 2>&1 &
-server=$!
-for _ in $(seq 1 150); do
-  curl -fsS -o /dev/null "$base/healthz" 2>/dev/null && break
-  kill -0 "$server" 2>/dev/null || { echo "schemathesis: the server exited before answering /healthz" >&2; exit 1; }
-  sleep 0.2
-done
-curl -fsS -o /dev/null "$base/healthz"
+# shellcheck source=../../scripts/lib/demo-server.sh
+. "$repo/scripts/lib/demo-server.sh"
+echo "--> chronoscope serve --seed demo"
+start_demo_server schemathesis "$bin" "${SCHEMATHESIS_KEEP:-0}"
 
 CHRONOSCOPE_TOKEN="$("$bin" --data-dir "$data" token --subject schemathesis --scope admin --ttl 2h)"
 export CHRONOSCOPE_TOKEN
