@@ -133,6 +133,32 @@ impl Keys {
         self.by_key.is_empty()
     }
 
+    /// Every remembered write, for a snapshot.
+    pub(crate) fn entries(
+        &self,
+    ) -> impl Iterator<Item = (&Traveller, &IdempotencyKey, &Arc<Remembered>)> + '_ {
+        self.by_key.iter().map(|((t, k), r)| (t, k, r))
+    }
+
+    /// The keys a snapshot stored (its [`Keys::entries`]).
+    pub(crate) fn from_entries(
+        entries: impl IntoIterator<Item = (Traveller, IdempotencyKey, Remembered)>,
+    ) -> Self {
+        let mut keys = Self::default();
+        for (traveller, key, remembered) in entries {
+            let entry = (traveller, key);
+            keys.by_age
+                .insert((remembered.at, remembered.seq), entry.clone());
+            keys.by_key.insert(entry, Arc::new(remembered));
+        }
+        keys
+    }
+
+    /// Whether both remember the same writes (for tests and checks).
+    pub(crate) fn same_as(&self, other: &Keys) -> bool {
+        self.by_key == other.by_key && self.by_age == other.by_age
+    }
+
     /// Folds in a remembered write, first forgetting the keys that expired before it. A key
     /// remembered already keeps its first answer.
     pub(super) fn remember(

@@ -14,6 +14,7 @@ mod jobs;
 pub(crate) mod rules;
 mod seed;
 mod session;
+pub mod snapshot;
 mod world;
 
 use std::sync::{Arc, Mutex, RwLock};

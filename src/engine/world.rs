@@ -221,6 +221,87 @@ impl World {
             .filter_map(|id| self.journeys.get(id))
     }
 
+    /// Rebuilds the per-traveller indexes from the records (after reading a snapshot).
+    pub(super) fn index_owners(&mut self) {
+        let mut owned: HashMap<Traveller, Owned> = HashMap::new();
+        for item in self.items.values() {
+            owned
+                .entry(item.owner.clone())
+                .or_default()
+                .items
+                .insert(item.id.clone());
+        }
+        for anchor in self.anchors.values() {
+            owned
+                .entry(anchor.owner.clone())
+                .or_default()
+                .anchors
+                .insert(anchor.id.clone());
+        }
+        for journey in self.journeys.values() {
+            owned
+                .entry(journey.traveller.clone())
+                .or_default()
+                .journeys
+                .insert(journey.id.clone());
+        }
+        self.owned = owned;
+    }
+
+    /// The first difference between two worlds, record by record and index by index, or `None`
+    /// when every read answers alike on both. For tests and checks; it walks everything.
+    pub fn first_difference(&self, other: &World) -> Option<String> {
+        fn differ<T: PartialEq + std::fmt::Debug>(what: &str, a: &T, b: &T) -> Option<String> {
+            (a != b).then(|| format!("{what} differ: {a:?} vs {b:?}"))
+        }
+        if let Some(d) = differ("log positions", &self.seq, &other.seq) {
+            return Some(d);
+        }
+        let ids = |w: &World| w.timelines.keys().cloned().collect::<Vec<_>>();
+        if let Some(d) = differ("timelines", &ids(self), &ids(other)) {
+            return Some(d);
+        }
+        for (id, a) in &self.timelines {
+            let b = other.timelines.get(id)?;
+            if let Some(d) = differ("timeline", &a.meta, &b.meta)
+                .or_else(|| differ("touched", &a.touched, &b.touched))
+                .or_else(|| {
+                    crate::model::same_history(&a.history, &b.history)
+                        .err()
+                        .map(|e| format!("timeline {id}: {e}"))
+                })
+            {
+                return Some(d);
+            }
+        }
+        differ("items", &self.items, &other.items)
+            .or_else(|| differ("anchors", &self.anchors, &other.anchors))
+            .or_else(|| differ("journeys", &self.journeys, &other.journeys))
+            .or_else(|| differ("positions", &self.positions, &other.positions))
+            .or_else(|| differ("scripts", &self.scripts, &other.scripts))
+            .or_else(|| differ("jobs", &self.jobs, &other.jobs))
+            .or_else(|| differ("automation log", &self.log, &other.log))
+            .or_else(|| {
+                (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
+            })
+            .or_else(|| {
+                let owned = |w: &World| {
+                    w.owned
+                        .iter()
+                        .map(|(t, o)| {
+                            (
+                                t.clone(),
+                                o.items.clone(),
+                                o.anchors.clone(),
+                                o.journeys.clone(),
+                            )
+                        })
+                        .collect::<std::collections::BTreeSet<_>>()
+                };
+                differ("owners", &owned(self), &owned(other))
+            })
+    }
+
     fn owned_by(&mut self, traveller: &Traveller) -> &mut Owned {
         self.owned.entry(traveller.clone()).or_default()
     }

@@ -17,6 +17,10 @@ use imbl::{HashMap, OrdMap, OrdSet, Vector};
 
 use super::{Event, EventId, EventStatus, Instant, TimeRange};
 
+mod image;
+
+pub(crate) use image::{HistoryImage, same_history};
+
 /// Key of the time-ordered indexes as the interface sees it: an instant and an event id.
 pub type TimeKey = (Instant, EventId);
 

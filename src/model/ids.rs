@@ -64,7 +64,13 @@ macro_rules! id_type {
         impl TryFrom<String> for $name {
             type Error = ServiceError;
             fn try_from(s: String) -> Result<Self, Self::Error> {
-                s.parse()
+                // Checked as `parse` checks, but kept without a copy (reading a big log or
+                // snapshot makes millions of these).
+                if valid_id_chars(&s) {
+                    Ok(Self(s))
+                } else {
+                    s.parse()
+                }
             }
         }
 

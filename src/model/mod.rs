@@ -11,6 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use history::History;
+pub(crate) use history::{HistoryImage, same_history};
 pub use ids::{
     AnchorId, AnomalyId, EventId, ItemId, JourneyId, ScheduleId, ScriptId, TimelineId, Traveller,
 };

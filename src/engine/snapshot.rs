@@ -1,0 +1,342 @@
+//! Snapshots: the folded state written beside the log, so a start reads the newest snapshot and
+//! replays only the records after it instead of the whole log.
+//!
+//! A snapshot is an optimisation only. It is trusted when its magic, its format version, its
+//! length and its CRC-32 all check out and it decodes; anything else (another version's layout,
+//! a flipped byte, a write cut short) is logged and skipped, and the start replays the log.
+//!
+//! Layout (little-endian): `CHRSNAP\0`, format (u32), log position folded up to (u64), body
+//! length (u64), CRC-32 of the format, position, length and body (u32), then the body:
+//! postcard of [`WorldImage`]. Events and the graph of each timeline, the bulk of a big world,
+//! are in a compact binary image (see `model::history` for how branches keep sharing their
+//! parent's structure); the rest (timelines' attributes, items, journeys, automation…) is JSON
+//! inside it, written by the same serde impls as the log, so it follows the log's own format.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use imbl::{HashMap, OrdMap, Vector};
+use serde::{Deserialize, Serialize};
+
+use super::idempotency::{IdempotencyKey, Keys, Remembered};
+use super::{TimelineState, World};
+use crate::automation::{Job, LogRecord, ScriptRecord};
+use crate::model::{
+    Anchor, EventId, History, HistoryImage, Instant, Item, Journey, Position, Timeline, TimelineId,
+    Traveller,
+};
+
+/// The layout version. Change it whenever the layout, or what folding the log means, changes:
+/// a snapshot of another format is ignored and the log replayed in full.
+pub const FORMAT: u32 = 1;
+
+const MAGIC: &[u8; 8] = b"CHRSNAP\0";
+const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
+
+/// Why a snapshot is not used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// Not a snapshot at all, or cut short.
+    #[error("not a snapshot (bad magic or too short)")]
+    NotASnapshot,
+    /// Written by a version with another layout.
+    #[error("format {found}, this version reads format {FORMAT}")]
+    OtherFormat {
+        /// The format it says it has.
+        found: u32,
+    },
+    /// Its length or checksum does not match: damaged or incomplete.
+    #[error("damaged: {0}")]
+    Damaged(String),
+    /// The checksum matched but the content does not make a world.
+    #[error("undecodable: {0}")]
+    Undecodable(String),
+}
+
+/// The header of a snapshot, readable without decoding the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The layout version.
+    pub format: u32,
+    /// The last log record folded in.
+    pub seq: u64,
+}
+
+/// Reads and checks the header of `bytes` (magic, format); the body is not checked.
+pub fn header(bytes: &[u8]) -> Result<Header, SnapshotError> {
+    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+        return Err(SnapshotError::NotASnapshot);
+    }
+    let format = u32::from_le_bytes(word(bytes, 8));
+    let seq = u64::from_le_bytes(word(bytes, 12));
+    Ok(Header { format, seq })
+}
+
+fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&bytes[at..at + N]);
+    out
+}
+
+/// The snapshot of `world`.
+pub fn encode(world: &World) -> Vec<u8> {
+    let body = postcard::to_allocvec(&WorldImage::of(world))
+        // Serializing plain structs into a Vec cannot fail; an empty body is refused on reading.
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&world.seq.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    let crc = checksum(&out[8..], &body);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+fn checksum(header: &[u8], body: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(header);
+    hasher.update(body);
+    hasher.finalize()
+}
+
+/// The world a snapshot holds, after checking it is whole and of this format.
+pub fn decode(bytes: &[u8]) -> Result<World, SnapshotError> {
+    let header = header(bytes)?;
+    if header.format != FORMAT {
+        return Err(SnapshotError::OtherFormat {
+            found: header.format,
+        });
+    }
+    let len = u64::from_le_bytes(word(bytes, 20));
+    let body = &bytes[HEADER_LEN..];
+    if body.len() as u64 != len {
+        return Err(SnapshotError::Damaged(format!(
+            "{} bytes of body where {len} were written",
+            body.len()
+        )));
+    }
+    let stored = u32::from_le_bytes(word(bytes, 28));
+    if checksum(&bytes[8..28], body) != stored {
+        return Err(SnapshotError::Damaged("checksum mismatch".into()));
+    }
+    let image: WorldImage =
+        postcard::from_bytes(body).map_err(|e| SnapshotError::Undecodable(e.to_string()))?;
+    let world = image
+        .into_world(header.seq)
+        .map_err(SnapshotError::Undecodable)?;
+    Ok(world)
+}
+
+/// What a snapshot's body holds.
+#[derive(Serialize, Deserialize)]
+struct WorldImage {
+    /// Parents before their branches.
+    timelines: Vec<TimelineImage>,
+    /// JSON of [`Records`].
+    records: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TimelineImage {
+    /// JSON of the [`Timeline`].
+    meta: String,
+    /// The timeline whose history this one is written against (its parent, when it exists).
+    base: Option<TimelineId>,
+    history: HistoryImage,
+    /// Entries of `touched` that differ from the base's, and keys the base has and this lacks.
+    touched: Vec<(EventId, (i64, u32))>,
+    untouched: Vec<EventId>,
+}
+
+/// Everything but the timelines, in the log's own JSON.
+#[derive(Serialize, Deserialize)]
+struct Records {
+    items: Vec<Item>,
+    anchors: Vec<Anchor>,
+    journeys: Vec<Journey>,
+    positions: Vec<(Traveller, Position)>,
+    scripts: Vec<ScriptRecord>,
+    jobs: Vec<Job>,
+    log: Vec<LogRecord>,
+    keys: Vec<KeyImage>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyImage {
+    traveller: Traveller,
+    key: IdempotencyKey,
+    fingerprint: String,
+    answer: serde_json::Value,
+    at: Instant,
+    seq: u64,
+}
+
+impl WorldImage {
+    fn of(world: &World) -> Self {
+        // Parents first: a branch is read back on top of its parent.
+        let mut order: Vec<&TimelineId> = Vec::with_capacity(world.timelines.len());
+        let mut placed: HashSet<&TimelineId> = HashSet::new();
+        for id in world.timelines.keys() {
+            let mut chain = vec![id];
+            let mut at = id;
+            while let Some(parent) = world.timelines.get(at).and_then(|t| t.meta.parent.as_ref()) {
+                if placed.contains(parent)
+                    || chain.contains(&parent)
+                    || !world.timelines.contains_key(parent)
+                {
+                    break;
+                }
+                chain.push(parent);
+                at = parent;
+            }
+            for id in chain.into_iter().rev() {
+                if placed.insert(id) {
+                    order.push(id);
+                }
+            }
+        }
+        let timelines = order
+            .into_iter()
+            .filter_map(|id| {
+                let state = world.timelines.get(id)?;
+                let base_id = state
+                    .meta
+                    .parent
+                    .as_ref()
+                    .filter(|p| world.timelines.contains_key(*p));
+                let base = base_id.and_then(|p| world.timelines.get(p));
+                let touched = state
+                    .touched
+                    .iter()
+                    .filter(|(k, v)| base.and_then(|b| b.touched.get(*k)) != Some(*v))
+                    .map(|(k, v)| (k.clone(), (v.timestamp(), v.timestamp_subsec_nanos())))
+                    .collect();
+                let untouched = base
+                    .map(|b| {
+                        b.touched
+                            .keys()
+                            .filter(|k| !state.touched.contains_key(*k))
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(TimelineImage {
+                    meta: serde_json::to_string(&*state.meta).unwrap_or_default(),
+                    base: base_id.cloned(),
+                    history: state.history.image(base.map(|b| &b.history)),
+                    touched,
+                    untouched,
+                })
+            })
+            .collect();
+        let records = Records {
+            items: world.items.values().map(|i| (**i).clone()).collect(),
+            anchors: world.anchors.values().map(|a| (**a).clone()).collect(),
+            journeys: world.journeys.values().map(|j| (**j).clone()).collect(),
+            positions: world
+                .positions
+                .iter()
+                .map(|(t, p)| (t.clone(), p.clone()))
+                .collect(),
+            scripts: world.scripts.values().map(|s| (**s).clone()).collect(),
+            jobs: world.jobs.values().map(|j| (**j).clone()).collect(),
+            log: world.log.iter().map(|r| (**r).clone()).collect(),
+            keys: world
+                .keys
+                .entries()
+                .map(|(traveller, key, r)| KeyImage {
+                    traveller: traveller.clone(),
+                    key: key.clone(),
+                    fingerprint: r.fingerprint.clone(),
+                    answer: r.answer.clone(),
+                    at: r.at,
+                    seq: r.seq,
+                })
+                .collect(),
+        };
+        Self {
+            timelines,
+            records: serde_json::to_string(&records).unwrap_or_default(),
+        }
+    }
+
+    fn into_world(self, seq: u64) -> Result<World, String> {
+        let mut world = World::default();
+        world.seq = seq;
+        for t in self.timelines {
+            let meta: Timeline =
+                serde_json::from_str(&t.meta).map_err(|e| format!("a timeline: {e}"))?;
+            let base =
+                match &t.base {
+                    Some(id) => Some(world.timelines.get(id).ok_or_else(|| {
+                        format!("timeline {} comes before its base {id}", meta.id)
+                    })?),
+                    None => None,
+                };
+            let history = History::from_image(t.history, base.map(|b| &b.history))
+                .map_err(|e| format!("timeline {}: {e}", meta.id))?;
+            let mut touched = base.map(|b| b.touched.clone()).unwrap_or_default();
+            for k in &t.untouched {
+                touched.remove(k);
+            }
+            for (k, (secs, nanos)) in t.touched {
+                let at = Instant::from_timestamp(secs, nanos)
+                    .ok_or_else(|| format!("timeline {}: instant out of range", meta.id))?;
+                touched.insert(k, at);
+            }
+            world.timelines.insert(
+                meta.id.clone(),
+                TimelineState {
+                    meta: Arc::new(meta),
+                    history,
+                    touched,
+                },
+            );
+        }
+        let r: Records =
+            serde_json::from_str(&self.records).map_err(|e| format!("the records: {e}"))?;
+        world.items = r
+            .items
+            .into_iter()
+            .map(|i| (i.id.clone(), Arc::new(i)))
+            .collect::<OrdMap<_, _>>();
+        world.anchors = r
+            .anchors
+            .into_iter()
+            .map(|a| (a.id.clone(), Arc::new(a)))
+            .collect();
+        world.journeys = r
+            .journeys
+            .into_iter()
+            .map(|j| (j.id.clone(), Arc::new(j)))
+            .collect();
+        world.positions = r.positions.into_iter().collect::<HashMap<_, _>>();
+        world.scripts = r
+            .scripts
+            .into_iter()
+            .map(|s| (s.id.clone(), Arc::new(s)))
+            .collect();
+        world.jobs = r
+            .jobs
+            .into_iter()
+            .map(|j| (j.id.clone(), Arc::new(j)))
+            .collect();
+        world.log = r.log.into_iter().map(Arc::new).collect::<Vector<_>>();
+        world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
+            (
+                k.traveller,
+                k.key,
+                Remembered {
+                    fingerprint: k.fingerprint,
+                    answer: k.answer,
+                    at: k.at,
+                    seq: k.seq,
+                },
+            )
+        }));
+        world.index_owners();
+        Ok(world)
+    }
+}

@@ -1,0 +1,486 @@
+//! A [`History`] as a snapshot stores it, and back.
+//!
+//! A branch shares most of its history with its parent in memory (persistent maps). Written out
+//! whole, every branch of a big timeline would repeat the timeline, and read back it would no
+//! longer share anything with it. So a history is written as its differences from a *base*, the
+//! parent as it stands when the snapshot is taken: the slots whose node differs, the new length,
+//! and what the standing-violation and loop indexes gained or lost. Read back, it starts as an
+//! O(1) clone of the already-loaded base and only the differences are applied, so the branch
+//! shares structure with its parent again. A history without a base is written in full.
+//!
+//! Only the graph itself is stored; the indexes derived from it one node at a time (the id to
+//! slot map, the time and location indexes, each node's effects) are rebuilt while reading.
+
+use std::sync::Arc;
+
+use imbl::OrdSet;
+use serde::{Deserialize, Serialize};
+
+use super::{History, Node, Slot, location_key};
+use crate::model::{Event, EventId, EventStatus, Instant, Traveller};
+
+/// What a snapshot holds of one history.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct HistoryImage {
+    /// How many slots the history has.
+    len: u32,
+    /// The nodes that differ from the base's at the same slot (every node without a base),
+    /// in slot order.
+    nodes: Vec<(Slot, NodeImage)>,
+    violations: SetDiff<(Slot, Slot)>,
+    back_edges: SetDiff<(Slot, Slot)>,
+    loops: MapDiff<Slot, Vec<Slot>>,
+    loop_of: MapDiff<Slot, Slot>,
+}
+
+/// One slot: the id it stands for, its event (`None` for an id only named as a cause), and
+/// whether that event is part of the timeline as it stands.
+#[derive(Debug, Serialize, Deserialize)]
+struct NodeImage {
+    id: EventId,
+    event: Option<EventImage>,
+    current: bool,
+}
+
+/// An event whose ids are written as slots of the same history where they have one (they
+/// nearly always do), which keeps a snapshot small. The event's own id is its node's.
+#[derive(Debug, Serialize, Deserialize)]
+struct EventImage {
+    description: String,
+    time: (i64, u32),
+    location: String,
+    /// Slots of the causes, in the event's order, repeats kept.
+    causes: Vec<Slot>,
+    fixed_point: bool,
+    status: u8,
+    supersedes: Option<IdRef>,
+    superseded_by: Option<IdRef>,
+    lineage: IdRef,
+    author: Option<Traveller>,
+}
+
+/// An event id, by slot when the history has one for it.
+#[derive(Debug, Serialize, Deserialize)]
+enum IdRef {
+    Slot(Slot),
+    Id(EventId),
+}
+
+/// What a set gained and lost with respect to the base.
+#[derive(Debug, Serialize, Deserialize)]
+struct SetDiff<T> {
+    removed: Vec<T>,
+    added: Vec<T>,
+}
+
+/// What a map gained, changed and lost with respect to the base.
+#[derive(Debug, Serialize, Deserialize)]
+struct MapDiff<K, V> {
+    removed: Vec<K>,
+    set: Vec<(K, V)>,
+}
+
+/// Why a stored history cannot be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ImageError(String);
+
+fn status_code(s: EventStatus) -> u8 {
+    match s {
+        EventStatus::OnSchedule => 0,
+        EventStatus::Manipulated => 1,
+        EventStatus::Superseded => 2,
+        EventStatus::Reverted => 3,
+    }
+}
+
+fn status_from(code: u8) -> Result<EventStatus, ImageError> {
+    Ok(match code {
+        0 => EventStatus::OnSchedule,
+        1 => EventStatus::Manipulated,
+        2 => EventStatus::Superseded,
+        3 => EventStatus::Reverted,
+        other => return Err(ImageError(format!("unknown event status {other}"))),
+    })
+}
+
+fn instant_from((secs, nanos): (i64, u32)) -> Result<Instant, ImageError> {
+    Instant::from_timestamp(secs, nanos)
+        .ok_or_else(|| ImageError(format!("instant {secs}.{nanos} is out of range")))
+}
+
+/// Whether two nodes say the same (their effects are derived, so not compared).
+fn same_node(a: &Node, b: &Node) -> bool {
+    a.current == b.current
+        && a.id == b.id
+        && *a.causes == *b.causes
+        && match (&a.event, &b.event) {
+            (None, None) => true,
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
+            _ => false,
+        }
+}
+
+fn set_diff<T: Ord + Clone>(base: Option<&OrdSet<T>>, now: &OrdSet<T>) -> SetDiff<T> {
+    let Some(base) = base else {
+        return SetDiff {
+            removed: Vec::new(),
+            added: now.iter().cloned().collect(),
+        };
+    };
+    let mut diff = SetDiff {
+        removed: Vec::new(),
+        added: Vec::new(),
+    };
+    // Skips the subtrees both share, so an unchanged branch costs next to nothing.
+    for item in base.diff(now) {
+        match item {
+            imbl::ordset::DiffItem::Add(x) => diff.added.push(x.clone()),
+            imbl::ordset::DiffItem::Remove(x) => diff.removed.push(x.clone()),
+        }
+    }
+    diff
+}
+
+fn apply_set_diff<T: Ord + Clone>(set: &mut OrdSet<T>, diff: SetDiff<T>) {
+    for x in &diff.removed {
+        set.remove(x);
+    }
+    for x in diff.added {
+        set.insert(x);
+    }
+}
+
+impl History {
+    /// This history as a snapshot stores it: its differences from `base` (its parent as it
+    /// stands now), or all of it without one.
+    pub(crate) fn image(&self, base: Option<&History>) -> HistoryImage {
+        let base_nodes = base.map(|b| &b.nodes);
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(slot, node)| {
+                base_nodes
+                    .and_then(|b| b.get(*slot))
+                    .is_none_or(|b| !same_node(b, node))
+            })
+            .map(|(slot, node)| (slot as Slot, self.node_image(node)))
+            .collect();
+        let loops = match base {
+            Some(b) => {
+                let mut diff = MapDiff {
+                    removed: Vec::new(),
+                    set: Vec::new(),
+                };
+                for item in b.loops.diff(&self.loops) {
+                    match item {
+                        imbl::ordmap::DiffItem::Add(k, v)
+                        | imbl::ordmap::DiffItem::Update { new: (k, v), .. } => {
+                            diff.set.push((*k, v.to_vec()));
+                        }
+                        imbl::ordmap::DiffItem::Remove(k, _) => diff.removed.push(*k),
+                    }
+                }
+                diff
+            }
+            None => MapDiff {
+                removed: Vec::new(),
+                set: self.loops.iter().map(|(k, v)| (*k, v.to_vec())).collect(),
+            },
+        };
+        let loop_of = MapDiff {
+            removed: base
+                .map(|b| {
+                    b.loop_of
+                        .keys()
+                        .filter(|k| !self.loop_of.contains_key(*k))
+                        .copied()
+                        .collect()
+                })
+                .unwrap_or_default(),
+            set: self
+                .loop_of
+                .iter()
+                .filter(|(k, v)| base.and_then(|b| b.loop_of.get(*k)) != Some(*v))
+                .map(|(k, v)| (*k, *v))
+                .collect(),
+        };
+        HistoryImage {
+            len: self.nodes.len() as u32,
+            nodes,
+            violations: set_diff(base.map(|b| &b.violations), &self.violations),
+            back_edges: set_diff(base.map(|b| &b.back_edges), &self.back_edges),
+            loops,
+            loop_of,
+        }
+    }
+
+    fn id_ref(&self, id: &EventId) -> IdRef {
+        match self.slot(id) {
+            Some(slot) => IdRef::Slot(slot),
+            None => IdRef::Id(id.clone()),
+        }
+    }
+
+    fn node_image(&self, node: &Node) -> NodeImage {
+        let event = node.event.as_ref().map(|e| {
+            // Destructured in full so that a new field of `Event` cannot be forgotten here
+            // (and the snapshot format version bumped with it).
+            let Event {
+                id: _,
+                description,
+                time,
+                location,
+                causes,
+                fixed_point,
+                status,
+                supersedes,
+                superseded_by,
+                lineage,
+                author,
+            } = &**e;
+            EventImage {
+                description: description.clone(),
+                time: (time.timestamp(), time.timestamp_subsec_nanos()),
+                location: location.clone(),
+                // Every cause is interned when its event is put; a missing one would be a bug,
+                // and is written as slot MAX, which reading refuses.
+                causes: causes
+                    .iter()
+                    .map(|c| self.slot(c).unwrap_or(Slot::MAX))
+                    .collect(),
+                fixed_point: *fixed_point,
+                status: status_code(*status),
+                supersedes: supersedes.as_ref().map(|id| self.id_ref(id)),
+                superseded_by: superseded_by.as_ref().map(|id| self.id_ref(id)),
+                lineage: self.id_ref(lineage),
+                author: author.clone(),
+            }
+        });
+        NodeImage {
+            id: node.id.clone(),
+            event,
+            current: node.current,
+        }
+    }
+
+    /// Reads a history back from `image`, on top of the same `base` it was written against
+    /// (already read back), sharing structure with it.
+    pub(crate) fn from_image(
+        image: HistoryImage,
+        base: Option<&History>,
+    ) -> Result<History, ImageError> {
+        let mut h = base.cloned().unwrap_or_default();
+        let len = image.len as usize;
+        let base_len = h.nodes.len();
+        let mut changed = vec![false; len.max(base_len)];
+        for (slot, _) in &image.nodes {
+            let s = *slot as usize;
+            if s >= len {
+                return Err(ImageError(format!("slot {s} is beyond the length {len}")));
+            }
+            changed[s] = true;
+        }
+        changed
+            .iter_mut()
+            .take(base_len)
+            .skip(len)
+            .for_each(|c| *c = true);
+        // 1. Take the base's nodes that change or go out of the derived indexes.
+        for s in (0..base_len).filter(|&s| changed[s]) {
+            let slot = s as Slot;
+            let node = h.node(slot).clone();
+            if h.slots.get(&node.id) == Some(&slot) {
+                h.slots.remove(&node.id);
+            }
+            if node.current {
+                h.drop_derived(slot, &node);
+            }
+        }
+        if len < base_len {
+            h.nodes.truncate(len);
+        }
+        // 2. Put the stored nodes in place, each keeping the effects it has from unchanged
+        //    nodes. Ids come first: causes may name slots stored further on.
+        let mut placed = Vec::with_capacity(image.nodes.len());
+        for (slot, node) in image.nodes {
+            let s = slot as usize;
+            let effects = if s < h.nodes.len() {
+                h.nodes[s].effects.clone()
+            } else {
+                OrdSet::new()
+            };
+            let fresh = Node {
+                id: node.id,
+                event: None,
+                time: Instant::MIN_UTC,
+                current: node.current,
+                causes: Arc::from([]),
+                effects,
+            };
+            if s < h.nodes.len() {
+                h.nodes.set(s, fresh);
+            } else if s == h.nodes.len() {
+                h.nodes.push_back(fresh);
+            } else {
+                return Err(ImageError(format!(
+                    "slot {s} is stored before slot {}",
+                    h.nodes.len()
+                )));
+            }
+            h.slots.insert(h.nodes[s].id.clone(), slot);
+            placed.push((slot, node.event));
+        }
+        if h.nodes.len() != len {
+            return Err(ImageError(format!(
+                "{} slots stored where {len} were announced",
+                h.nodes.len()
+            )));
+        }
+        // 3. Events, now that every slot has its id, and the derived indexes.
+        for (slot, event) in placed {
+            let Some(event) = event else {
+                if h.node(slot).current {
+                    return Err(ImageError(format!(
+                        "slot {slot} is current without an event"
+                    )));
+                }
+                continue;
+            };
+            let event = h.event_from(slot, event)?;
+            if h.node(slot).current != event.status.is_current() {
+                return Err(ImageError(format!(
+                    "slot {slot}: current flag disagrees with its status"
+                )));
+            }
+            let causes: Vec<Slot> =
+                super::dedup_slots(event.causes.iter().map(|c| h.slot(c).unwrap_or(Slot::MAX)));
+            let n = h.node_mut(slot);
+            n.time = event.time;
+            n.causes = Arc::from(causes);
+            n.event = Some(Arc::new(event));
+            if n.current {
+                h.add_derived(slot);
+            }
+        }
+        apply_set_diff(&mut h.violations, image.violations);
+        apply_set_diff(&mut h.back_edges, image.back_edges);
+        for k in &image.loops.removed {
+            h.loops.remove(k);
+        }
+        for (k, v) in image.loops.set {
+            h.loops.insert(k, Arc::from(v));
+        }
+        for k in &image.loop_of.removed {
+            h.loop_of.remove(k);
+        }
+        for (k, v) in image.loop_of.set {
+            h.loop_of.insert(k, v);
+        }
+        let out_of_range = |s: &Slot| *s as usize >= len;
+        if h.violations
+            .iter()
+            .any(|(a, b)| out_of_range(a) || out_of_range(b))
+            || h.back_edges
+                .iter()
+                .any(|(a, b)| out_of_range(a) || out_of_range(b))
+            || h.loops.values().any(|m| m.iter().any(out_of_range))
+        {
+            return Err(ImageError(
+                "an index names a slot that does not exist".into(),
+            ));
+        }
+        Ok(h)
+    }
+
+    fn id_from(&self, r: IdRef) -> Result<EventId, ImageError> {
+        match r {
+            IdRef::Id(id) => Ok(id),
+            IdRef::Slot(s) if (s as usize) < self.nodes.len() => Ok(self.node(s).id.clone()),
+            IdRef::Slot(s) => Err(ImageError(format!("event slot {s} does not exist"))),
+        }
+    }
+
+    fn event_from(&self, slot: Slot, e: EventImage) -> Result<Event, ImageError> {
+        let causes = e
+            .causes
+            .iter()
+            .map(|&c| self.id_from(IdRef::Slot(c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Event {
+            id: self.node(slot).id.clone(),
+            description: e.description,
+            time: instant_from(e.time)?,
+            location: e.location,
+            causes,
+            fixed_point: e.fixed_point,
+            status: status_from(e.status)?,
+            supersedes: e.supersedes.map(|r| self.id_from(r)).transpose()?,
+            superseded_by: e.superseded_by.map(|r| self.id_from(r)).transpose()?,
+            lineage: self.id_from(e.lineage)?,
+            author: e.author,
+        })
+    }
+
+    /// Takes a current node out of the indexes derived from it alone.
+    fn drop_derived(&mut self, slot: Slot, node: &Node) {
+        let key = (node.time, slot);
+        self.by_time.remove(&key);
+        if let Some(loc) = node.event.as_ref().map(|e| location_key(&e.location))
+            && let Some(set) = self.by_location.get_mut(&loc)
+        {
+            set.remove(&key);
+            if set.is_empty() {
+                self.by_location.remove(&loc);
+            }
+        }
+        for &cause in node.causes.iter() {
+            if (cause as usize) < self.nodes.len() {
+                self.node_mut(cause).effects.remove(&slot);
+            }
+        }
+    }
+
+    /// Puts a current node into the indexes derived from it alone.
+    fn add_derived(&mut self, slot: Slot) {
+        let (key, location, causes) = {
+            let n = self.node(slot);
+            let location = n.event.as_ref().map(|e| location_key(&e.location));
+            ((n.time, slot), location, Arc::clone(&n.causes))
+        };
+        self.by_time.insert(key);
+        if let Some(loc) = location {
+            self.by_location.entry(loc).or_default().insert(key);
+        }
+        for &cause in causes.iter() {
+            self.node_mut(cause).effects.insert(slot);
+        }
+    }
+}
+
+/// The first difference between two histories, slot by slot and index by index; `Ok` when
+/// they are the same, so every read answers alike (for tests and checks).
+pub(crate) fn same_history(a: &History, b: &History) -> Result<(), String> {
+    fn eq<T: PartialEq + std::fmt::Debug>(what: &str, x: T, y: T) -> Result<(), String> {
+        if x == y {
+            Ok(())
+        } else {
+            Err(format!("{what} differ: {x:?} vs {y:?}"))
+        }
+    }
+    eq("lengths", a.nodes.len(), b.nodes.len())?;
+    for (slot, (x, y)) in a.nodes.iter().zip(b.nodes.iter()).enumerate() {
+        if !same_node(x, y) || x.time != y.time || x.effects != y.effects {
+            return Err(format!("slot {slot} differs: {x:?} vs {y:?}"));
+        }
+    }
+    eq("slots", &a.slots, &b.slots)?;
+    eq("time index", &a.by_time, &b.by_time)?;
+    eq("location index", &a.by_location, &b.by_location)?;
+    eq("violations", &a.violations, &b.violations)?;
+    eq("back edges", &a.back_edges, &b.back_edges)?;
+    eq("loops", &a.loops, &b.loops)?;
+    eq("loop members", &a.loop_of, &b.loop_of)?;
+    Ok(())
+}
