@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use tokio::sync::OwnedMutexGuard;
 
-use super::{LogLock, Record, Store, StoreError};
+use super::{LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError};
 
 /// The log in a `Vec`; lost when dropped.
 #[derive(Debug, Default)]
@@ -13,7 +13,12 @@ pub struct MemoryStore {
     records: Arc<Mutex<Vec<String>>>,
     /// The write lock, apart from the records so that a holder can still read.
     writer: Arc<tokio::sync::Mutex<()>>,
+    /// Complete snapshots, oldest first.
+    snapshots: Arc<Mutex<Vec<Stored>>>,
 }
+
+/// A snapshot as listed, with its bytes.
+type Stored = (SnapshotInfo, Arc<Vec<u8>>);
 
 impl MemoryStore {
     /// An empty log.
@@ -59,6 +64,49 @@ impl Store for MemoryStore {
 
     fn describe(&self) -> String {
         "memory".into()
+    }
+
+    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        let mut snapshots = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let id = snapshots.last().map_or(1, |(info, _)| info.id + 1);
+        let info = SnapshotInfo {
+            id,
+            format,
+            seq,
+            bytes: bytes.len() as u64,
+        };
+        snapshots.push((info, Arc::new(bytes.to_vec())));
+        snapshots.sort_by_key(|(info, _)| (info.seq, info.id));
+        let excess = snapshots.len().saturating_sub(SNAPSHOTS_KEPT);
+        snapshots.drain(..excess);
+        Ok(())
+    }
+
+    async fn snapshots(&self) -> Result<Vec<SnapshotInfo>, StoreError> {
+        let snapshots = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(snapshots
+            .iter()
+            .rev()
+            .map(|(info, _)| info.clone())
+            .collect())
+    }
+
+    async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
+        let snapshots = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        snapshots
+            .iter()
+            .find(|(info, _)| info.id == id)
+            .map(|(_, bytes)| bytes.to_vec())
+            .ok_or_else(|| StoreError::Unavailable(format!("memory has no snapshot {id}")))
     }
 }
 

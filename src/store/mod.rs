@@ -136,6 +136,22 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// A stored snapshot of the folded state (see `engine::snapshot`), as listed before it is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// The store's id for it; larger ids were written later.
+    pub id: i64,
+    /// The layout version it was written in.
+    pub format: u32,
+    /// The last log record it folds in.
+    pub seq: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// How many complete snapshots a store keeps; older ones are deleted when a new one is complete.
+pub const SNAPSHOTS_KEPT: usize = 2;
+
 /// An append started with [`Store::append_queued`], answered when it has been tried.
 pub type Appending =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
@@ -185,6 +201,31 @@ pub trait Store: Send + Sync {
 
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
+
+    /// Stores a snapshot (`bytes`, whose header says `format` and `seq`) beside the log, then
+    /// deletes all but the newest [`SNAPSHOTS_KEPT`]. It never holds the log's write lock for
+    /// long: appends go on while it is written. A snapshot cut short by a crash is never
+    /// listed by [`Store::snapshots`].
+    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        let _ = (format, seq, bytes);
+        Err(StoreError::Unavailable(format!(
+            "{} keeps no snapshots",
+            self.describe()
+        )))
+    }
+
+    /// The complete snapshots, newest (highest `seq`, then latest written) first.
+    async fn snapshots(&self) -> Result<Vec<SnapshotInfo>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The bytes of snapshot `id`, as they were stored (the caller checks them).
+    async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
+        Err(StoreError::Unavailable(format!(
+            "{} has no snapshot {id}",
+            self.describe()
+        )))
+    }
 
     /// The heads other processes' appends reach, pushed as they commit (PostgreSQL's
     /// LISTEN/NOTIFY), for catching up in the background. Best effort: a push may come late or

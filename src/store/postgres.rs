@@ -19,7 +19,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, SqlSafeStr, Transaction};
 use tokio::sync::watch;
 
-use super::{LogLock, Record, Store, StoreError};
+use super::{LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError};
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
 /// reported unreachable.
@@ -44,8 +44,18 @@ fn migrator() -> Migrator {
             include_str!("../../migrations/postgres/0002_notify_head.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            3,
+            Cow::Borrowed("snapshots"),
+            MigrationType::Simple,
+            include_str!("../../migrations/postgres/0003_snapshots.sql").into_sql_str(),
+            false,
+        ),
     ])
 }
+
+/// Snapshot bytes are stored in chunks of this size (rows, not one huge value).
+const SNAPSHOT_CHUNK: usize = 4 * 1024 * 1024;
 
 /// The channel the head row's trigger notifies on (migration 2).
 const HEAD_CHANNEL: &str = "chronoscope_log";
@@ -241,6 +251,81 @@ impl Store for PostgresStore {
 
     fn describe(&self) -> String {
         self.shown.clone()
+    }
+
+    /// One transaction, apart from the head row, so appends never wait for it and a crash
+    /// leaves the snapshot whole or absent.
+    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        let (Ok(seq_db), Ok(len)) = (i64::try_from(seq), i64::try_from(bytes.len())) else {
+            return Err(StoreError::Unavailable("snapshot out of range".into()));
+        };
+        let err = |e| self.err("write a snapshot to", e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO snapshot (format, seq, bytes, complete) VALUES ($1, $2, $3, TRUE) \
+             RETURNING id",
+        )
+        .bind(i64::from(format))
+        .bind(seq_db)
+        .bind(len)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(err)?;
+        for (n, chunk) in (0_i32..).zip(bytes.chunks(SNAPSHOT_CHUNK)) {
+            sqlx::query("INSERT INTO snapshot_chunk (snapshot_id, n, data) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(n)
+                .bind(chunk)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)?;
+        // Chunks go with their row (ON DELETE CASCADE).
+        sqlx::query(
+            "DELETE FROM snapshot WHERE id IN (SELECT id FROM snapshot WHERE complete \
+             ORDER BY seq DESC, id DESC OFFSET $1)",
+        )
+        .bind(SNAPSHOTS_KEPT as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(err)?;
+        Ok(())
+    }
+
+    async fn snapshots(&self) -> Result<Vec<SnapshotInfo>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, format, seq, bytes FROM snapshot WHERE complete \
+             ORDER BY seq DESC, id DESC",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = row.try_get(0)?;
+                let format: i32 = row.try_get(1)?;
+                let seq: i64 = row.try_get(2)?;
+                let bytes: i64 = row.try_get(3)?;
+                Ok(SnapshotInfo {
+                    id,
+                    format: u32::try_from(format).unwrap_or(u32::MAX),
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    bytes: u64::try_from(bytes).unwrap_or(0),
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| self.err("read", e))
+    }
+
+    async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
+        let chunks: Vec<Vec<u8>> =
+            sqlx::query_scalar("SELECT data FROM snapshot_chunk WHERE snapshot_id = $1 ORDER BY n")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| self.err("read", e))?;
+        Ok(chunks.concat())
     }
 
     fn pushed_heads(&self) -> Option<watch::Receiver<u64>> {

@@ -20,7 +20,7 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlSafeStr};
 
 use super::sqlite_writer::Writer;
-use super::{Appending, LogLock, Record, Store, StoreError};
+use super::{Appending, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError};
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -35,14 +35,31 @@ const OPEN_ATTEMPTS: u64 = 5;
 /// sqlx-macros proc-macro crate, otherwise unused here); the version, checksum and table are the
 /// ones `migrate!("migrations/sqlite")` would produce, so switching later changes nothing on disk.
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("op log"),
-        MigrationType::Simple,
-        include_str!("../../migrations/sqlite/0001_op_log.sql").into_sql_str(),
-        false,
-    )])
+    Migrator::with_migrations(vec![
+        Migration::new(
+            1,
+            Cow::Borrowed("op log"),
+            MigrationType::Simple,
+            include_str!("../../migrations/sqlite/0001_op_log.sql").into_sql_str(),
+            false,
+        ),
+        Migration::new(
+            2,
+            Cow::Borrowed("snapshots"),
+            MigrationType::Simple,
+            include_str!("../../migrations/sqlite/0002_snapshots.sql").into_sql_str(),
+            false,
+        ),
+    ])
 }
+
+/// A snapshot is written in chunks of this size, each its own transaction on the writer
+/// connection between two appends, so an append waits at most for one chunk.
+const SNAPSHOT_CHUNK: usize = 2 * 1024 * 1024;
+
+/// An incomplete snapshot older than this was cut short by a crash (a live writer finishes far
+/// sooner) and is deleted.
+const ABANDONED_AFTER: &str = "-10 minutes";
 
 /// The log in a SQLite file.
 #[derive(Debug, Clone)]
@@ -184,6 +201,97 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        let (Some(seq_db), Ok(len)) = (seq_to_db(seq), i64::try_from(bytes.len())) else {
+            return Err(StoreError::Unavailable("snapshot out of range".into()));
+        };
+        let id = self
+            .writer
+            .exec(move |conn, path| {
+                conn.prepare_cached("INSERT INTO snapshot (format, seq, bytes) VALUES (?1, ?2, ?3)")
+                    .and_then(|mut insert| insert.execute((format, seq_db, len)))
+                    .map(|_| conn.last_insert_rowid())
+                    .map_err(|e| writer_err(path, e))
+            })
+            .await?;
+        for (n, chunk) in (0_i64..).zip(bytes.chunks(SNAPSHOT_CHUNK)) {
+            let chunk = chunk.to_vec();
+            self.writer
+                .exec(move |conn, path| {
+                    conn.prepare_cached(
+                        "INSERT INTO snapshot_chunk (snapshot_id, n, data) VALUES (?1, ?2, ?3)",
+                    )
+                    .and_then(|mut insert| insert.execute((id, n, chunk)))
+                    .map(drop)
+                    .map_err(|e| writer_err(path, e))
+                })
+                .await?;
+        }
+        // Complete only if every byte is there (a concurrent pruner may have taken chunks).
+        let completed = self
+            .writer
+            .exec(move |conn, path| {
+                conn.prepare_cached(
+                    "UPDATE snapshot SET complete = 1 WHERE id = ?1 AND bytes = \
+                     (SELECT COALESCE(SUM(length(data)), 0) FROM snapshot_chunk WHERE snapshot_id = ?1)",
+                )
+                .and_then(|mut update| update.execute([id]))
+                .map_err(|e| writer_err(path, e))
+            })
+            .await?;
+        if completed != 1 {
+            return Err(StoreError::Unavailable(format!(
+                "{}: snapshot {id} was deleted while it was written",
+                self.describe()
+            )));
+        }
+        self.prune_snapshots().await
+    }
+
+    async fn snapshots(&self) -> Result<Vec<SnapshotInfo>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, format, seq, bytes FROM snapshot WHERE complete = 1 \
+             ORDER BY seq DESC, id DESC",
+        )
+        .fetch_all(&self.readers)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        rows.iter()
+            .map(|row| {
+                let info = (
+                    row.try_get::<i64, _>(0)?,
+                    row.try_get::<i64, _>(1)?,
+                    row.try_get::<i64, _>(2)?,
+                    row.try_get::<i64, _>(3)?,
+                );
+                Ok(info)
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| self.err("read", e))?
+            .into_iter()
+            .map(|(id, format, seq, bytes)| {
+                Ok(SnapshotInfo {
+                    id,
+                    format: u32::try_from(format).unwrap_or(u32::MAX),
+                    seq: u64::try_from(seq).map_err(|_| {
+                        StoreError::Corrupt(format!("{}: snapshot {id} at {seq}", self.describe()))
+                    })?,
+                    bytes: u64::try_from(bytes).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
+        let chunks: Vec<Vec<u8>> =
+            sqlx::query_scalar("SELECT data FROM snapshot_chunk WHERE snapshot_id = ?1 ORDER BY n")
+                .bind(id)
+                .fetch_all(&self.readers)
+                .await
+                .map_err(|e| self.err("read", e))?;
+        Ok(chunks.concat())
+    }
+
     /// The processes sharing a SQLite file are one person's dashboard and commands: a change
     /// made by one reaches the others within 25 ms, which saves a query on every read.
     fn read_staleness(&self) -> std::time::Duration {
@@ -193,6 +301,60 @@ impl Store for SqliteStore {
     fn describe(&self) -> String {
         format!("sqlite://{}", self.path.display())
     }
+}
+
+impl SqliteStore {
+    /// Deletes all but the newest [`SNAPSHOTS_KEPT`] complete snapshots, and incomplete ones
+    /// abandoned by a crash, a few chunks per transaction so appends go on meanwhile.
+    async fn prune_snapshots(&self) -> Result<(), StoreError> {
+        let doomed: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM snapshot WHERE complete = 1 ORDER BY seq DESC, id DESC \
+             LIMIT -1 OFFSET ?1",
+        )
+        .bind(SNAPSHOTS_KEPT as i64)
+        .fetch_all(&self.readers)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        let abandoned: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM snapshot WHERE complete = 0 \
+             AND created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)",
+        )
+        .bind(ABANDONED_AFTER)
+        .fetch_all(&self.readers)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        for id in doomed.into_iter().chain(abandoned) {
+            // The row goes first, so a half-deleted snapshot is never listed.
+            self.writer
+                .exec(move |conn, path| {
+                    conn.execute("DELETE FROM snapshot WHERE id = ?1", [id])
+                        .map(drop)
+                        .map_err(|e| writer_err(path, e))
+                })
+                .await?;
+            loop {
+                let deleted = self
+                    .writer
+                    .exec(move |conn, path| {
+                        conn.execute(
+                            "DELETE FROM snapshot_chunk WHERE snapshot_id = ?1 AND n IN \
+                             (SELECT n FROM snapshot_chunk WHERE snapshot_id = ?1 LIMIT 8)",
+                            [id],
+                        )
+                        .map_err(|e| writer_err(path, e))
+                    })
+                    .await?;
+                if deleted == 0 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn writer_err(path: &Path, e: rusqlite::Error) -> StoreError {
+    super::sqlite_writer::map_err(path, "write a snapshot to", e)
 }
 
 /// A sequence number as SQLite stores it; `None` when it cannot be one.

@@ -47,12 +47,19 @@ enum Job {
     Release {
         id: u64,
     },
+    /// Work on the writer connection between two appends (a chunk of a snapshot, say): it
+    /// runs in turn like an append, so it never waits for the write lock or holds it for
+    /// longer than the one short transaction it makes.
+    Exec(Work),
     /// Stop once the requests sent before this one are served; a holder's lock, and requests
     /// still waiting behind it, are given up (their callers hear the store was closed).
     Close {
         reply: oneshot::Sender<()>,
     },
 }
+
+/// Work run on the writer connection (see [`Job::Exec`]).
+type Work = Box<dyn FnOnce(&Connection, &Path) + Send>;
 
 /// The handle to the writer thread; the thread ends when the last handle is dropped or on
 /// [`Writer::close`].
@@ -145,6 +152,19 @@ impl Writer {
             }
             Err(_) => Err(stopped(&self.path)),
         }
+    }
+
+    /// Runs `work` on the writer connection in turn with the appends (see [`Job::Exec`]).
+    pub(super) async fn exec<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &Path) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.send(Job::Exec(Box::new(move |conn, path| {
+            let _ = reply.send(work(conn, path));
+        })))?;
+        answer.await.map_err(|_| stopped(&self.path))?
     }
 
     /// Serves the requests already sent (a lock still held is let go, and whatever waits behind
@@ -278,6 +298,11 @@ fn serve(conn: &Connection, path: &Path, incoming: &mpsc::Receiver<Job>) {
                 ))));
             }
             Job::Release { .. } => {}
+            Job::Exec(work) => {
+                work(conn, path);
+                // It did not touch the log: an append chained to the one before still may go.
+                appended = was_appended;
+            }
             Job::Close { reply } => {
                 let _ = reply.send(());
                 return;
@@ -422,7 +447,7 @@ impl Log<'_> {
     }
 }
 
-fn map_err(path: &Path, action: &str, e: rusqlite::Error) -> StoreError {
+pub(super) fn map_err(path: &Path, action: &str, e: rusqlite::Error) -> StoreError {
     match e {
         rusqlite::Error::SqliteFailure(failure, message) => {
             let message = message.unwrap_or_else(|| failure.to_string());
