@@ -310,6 +310,10 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     };
     let engine = open_engine(global, Seed::None).await?;
     engine.spawn_scheduler(SCHEDULER_PERIOD);
+    engine.spawn_snapshots(chronoscope::engine::SnapshotPolicy {
+        every_records: args.snapshot_records,
+        every: args.snapshot_interval,
+    });
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .wrap_err_with(|| format!("cannot listen on {}", args.listen))?;

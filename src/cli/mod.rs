@@ -364,6 +364,17 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
+    /// Write a snapshot of the state beside the log once this many records were appended since the newest one, so a start replays only the records after it (0 = never write snapshots; any replica may write them, and every start reads the newest usable one)
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_SNAPSHOT_RECORDS",
+        default_value_t = 50_000,
+        value_name = "N"
+    )]
+    pub snapshot_records: u64,
+    /// Also write a snapshot once this long has passed since the newest one and anything was appended, e.g. 10m (at most one every 30s per process)
+    #[arg(long, env = "CHRONOSCOPE_SNAPSHOT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub snapshot_interval: Duration,
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
     #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,

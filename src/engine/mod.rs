@@ -32,6 +32,31 @@ use crate::store::{Store, StoreError};
 /// How many log records are read per round trip when catching up.
 const CATCH_UP_BATCH: u32 = 10_000;
 
+/// When `serve` writes snapshots of the folded state (see [`Engine::spawn_snapshots`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotPolicy {
+    /// Write one once this many records were appended since the newest snapshot (0: never).
+    pub every_records: u64,
+    /// Write one once this long has passed since the newest snapshot and anything was appended.
+    pub every: std::time::Duration,
+}
+
+impl Default for SnapshotPolicy {
+    fn default() -> Self {
+        Self {
+            every_records: 50_000,
+            every: std::time::Duration::from_secs(600),
+        }
+    }
+}
+
+/// Two snapshots written by one process are at least this far apart, however fast the log
+/// grows: writing one of a big world costs seconds of a core.
+const SNAPSHOT_MIN_GAP: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How often the snapshot task looks at the log's position.
+const SNAPSHOT_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Settings of an engine.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -109,6 +134,7 @@ impl Engine {
             barrier: barrier::ReadBarrier::default(),
             fetches: std::sync::atomic::AtomicU64::new(0),
         });
+        engine.restore_snapshot().await;
         engine.catch_up().await?;
         engine.follow_pushed_heads();
         if engine.snapshot_now().seq == 0 {
@@ -264,6 +290,160 @@ impl Engine {
                     && let Err(e) = engine.catch_up_to(Some(head)).await
                 {
                     tracing::warn!(%e, "catching up after a notification");
+                }
+            }
+        });
+    }
+
+    /// Starts from the newest usable snapshot in the store, if any; the log after it is
+    /// replayed by the catch-up that follows. A snapshot of another format, a damaged one or
+    /// one that cannot be read is logged and skipped: the log is the truth, and without a
+    /// usable snapshot the whole of it is replayed.
+    async fn restore_snapshot(&self) {
+        let started = std::time::Instant::now();
+        let listed = match self.store.snapshots().await {
+            Ok(listed) => listed,
+            Err(e) => {
+                tracing::warn!(%e, "cannot list snapshots; replaying the whole log");
+                return;
+            }
+        };
+        if listed.is_empty() {
+            return;
+        }
+        let last_seq = match self.store.last_seq().await {
+            Ok(seq) => seq,
+            Err(e) => {
+                tracing::warn!(%e, "cannot read the log's position; replaying the whole log");
+                return;
+            }
+        };
+        for info in listed {
+            if info.format != snapshot::FORMAT {
+                tracing::info!(
+                    id = info.id,
+                    seq = info.seq,
+                    "ignoring a snapshot of format {} (this version reads format {})",
+                    info.format,
+                    snapshot::FORMAT
+                );
+                continue;
+            }
+            if info.seq > last_seq {
+                tracing::warn!(
+                    id = info.id,
+                    seq = info.seq,
+                    last_seq,
+                    "ignoring a snapshot ahead of the log"
+                );
+                continue;
+            }
+            let bytes = match self.store.read_snapshot(info.id).await {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    tracing::warn!(id = info.id, %e, "cannot read a snapshot; trying an older one");
+                    continue;
+                }
+            };
+            let decoded = tokio::task::spawn_blocking(move || snapshot::decode(&bytes)).await;
+            match decoded {
+                Ok(Ok(world)) if world.seq == info.seq => {
+                    tracing::info!(
+                        seq = info.seq,
+                        bytes = info.bytes,
+                        ms = started.elapsed().as_millis() as u64,
+                        "started from a snapshot; replaying the log after it"
+                    );
+                    self.publish(Arc::new(world));
+                    return;
+                }
+                Ok(Ok(world)) => tracing::warn!(
+                    id = info.id,
+                    seq = info.seq,
+                    inside = world.seq,
+                    "ignoring a snapshot whose header disagrees with its row"
+                ),
+                Ok(Err(e)) => {
+                    tracing::warn!(id = info.id, seq = info.seq, %e, "ignoring a snapshot");
+                }
+                Err(e) => tracing::warn!(id = info.id, %e, "reading a snapshot failed"),
+            }
+        }
+        tracing::warn!("no usable snapshot; replaying the whole log");
+    }
+
+    /// Writes a snapshot of the state as this process now knows it, beside the log. Encoding
+    /// runs on a blocking thread; the store writes it without holding up appends. Answers the
+    /// log position it folds up to (`None` when the log is empty).
+    pub async fn write_snapshot(&self) -> Result<Option<u64>, ServiceError> {
+        let world = self.snapshot_now();
+        if world.seq == 0 {
+            return Ok(None);
+        }
+        let seq = world.seq;
+        let bytes = tokio::task::spawn_blocking(move || snapshot::encode(&world))
+            .await
+            .map_err(|e| ServiceError::Internal(format!("encoding a snapshot failed: {e}")))?;
+        self.store
+            .put_snapshot(snapshot::FORMAT, seq, &bytes)
+            .await?;
+        tracing::info!(seq, bytes = bytes.len(), "snapshot written");
+        Ok(Some(seq))
+    }
+
+    /// Writes snapshots in the background as `policy` says, until the engine is dropped. Any
+    /// replica may write one; each first looks at the newest one in the store, so replicas do
+    /// not repeat each other's. A failure is logged and tried again later: the log is intact
+    /// whatever happens to a snapshot.
+    pub fn spawn_snapshots(&self, policy: SnapshotPolicy) {
+        if policy.every_records == 0 {
+            return;
+        }
+        let engine = self.me.clone();
+        tokio::spawn(async move {
+            let mut newest: Option<u64> = None;
+            let mut since = std::time::Instant::now();
+            let mut last_try: Option<std::time::Instant> = None;
+            loop {
+                tokio::time::sleep(SNAPSHOT_TICK).await;
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                let seq = engine.snapshot_now().seq;
+                let stored = match newest {
+                    Some(stored) => stored,
+                    None => {
+                        let found = engine
+                            .store
+                            .snapshots()
+                            .await
+                            .map(|l| l.first().map_or(0, |s| s.seq))
+                            .unwrap_or(0);
+                        newest = Some(found);
+                        found
+                    }
+                };
+                let due = seq.saturating_sub(stored) >= policy.every_records
+                    || (seq > stored && since.elapsed() >= policy.every);
+                if !due || last_try.is_some_and(|t| t.elapsed() < SNAPSHOT_MIN_GAP) {
+                    continue;
+                }
+                // Another replica may have written one meanwhile.
+                if let Ok(listed) = engine.store.snapshots().await {
+                    let theirs = listed.first().map_or(0, |s| s.seq);
+                    if theirs > stored {
+                        newest = Some(theirs);
+                        since = std::time::Instant::now();
+                        continue;
+                    }
+                }
+                last_try = Some(std::time::Instant::now());
+                match engine.write_snapshot().await {
+                    Ok(written) => {
+                        newest = Some(written.unwrap_or(stored));
+                        since = std::time::Instant::now();
+                    }
+                    Err(e) => tracing::warn!(%e, "writing a snapshot failed; the log is intact"),
                 }
             }
         });
