@@ -28,7 +28,11 @@ const CHILD_ENV: &str = "CHRONOSCOPE_DURABILITY_CHILD";
 const SNAPSHOTS_ENV: &str = "CHRONOSCOPE_DURABILITY_SNAPSHOTS";
 /// Events of the child's world when it writes snapshots: enough for a snapshot of several
 /// chunks, so the kill can land in the middle of one.
-const SNAPSHOT_WORLD_EVENTS: usize = 40_000;
+const SNAPSHOT_WORLD_EVENTS: usize = 100_000;
+/// Pauses between seeing a snapshot start being stored and the kill, one per attempt: where
+/// the kill lands (before the first chunk, among them, after the last) is up to timing, so
+/// the SQLite test tries until one attempt has cut a snapshot short.
+const KILL_DELAYS_MS: [u64; 6] = [0, 5, 10, 20, 40, 80];
 /// Acknowledgements the parent waits for before killing the child.
 const ACKS_BEFORE_KILL: usize = 40;
 /// The child stops by itself after this many, so a parent that failed to kill it cannot leave it
@@ -116,12 +120,23 @@ async fn child_writer(url: &str) {
     }
     let engine = engine(url).await;
     if snapshots {
+        // As `Engine::write_snapshot`, in two steps, to say when the store starts writing.
         let engine = Arc::clone(&engine);
         tokio::spawn(async move {
+            use chronoscope::engine::snapshot;
             loop {
-                println!("SNAP begin");
-                let seq = engine.write_snapshot().await.unwrap();
-                println!("SNAP done {seq:?}");
+                let world = engine.snapshot().await.unwrap();
+                let seq = world.seq;
+                let bytes = tokio::task::spawn_blocking(move || snapshot::encode(&world))
+                    .await
+                    .unwrap();
+                println!("SNAP writing");
+                engine
+                    .store()
+                    .put_snapshot(snapshot::FORMAT, seq, &bytes)
+                    .await
+                    .unwrap();
+                println!("SNAP done {seq}");
             }
         });
     }
@@ -142,16 +157,17 @@ async fn child_writer(url: &str) {
 /// Runs the child on `url`, kills it after some acknowledgements, returns (id, description) of
 /// every write it acknowledged.
 async fn kill_mid_stream(url: &str) -> Vec<(ItemId, String)> {
-    kill_child(url, false).await
+    kill_child(url, None).await
 }
 
-/// As [`kill_mid_stream`], with a child that writes snapshots all along; the kill comes while
-/// one is being written (after at least one was completed).
-async fn kill_mid_snapshot(url: &str) -> Vec<(ItemId, String)> {
-    kill_child(url, true).await
+/// As [`kill_mid_stream`], with a child that writes snapshots all along; the kill comes
+/// `delay` after the store began writing one (once at least one was completed).
+async fn kill_mid_snapshot(url: &str, delay: Duration) -> Vec<(ItemId, String)> {
+    kill_child(url, Some(delay)).await
 }
 
-async fn kill_child(url: &str, snapshots: bool) -> Vec<(ItemId, String)> {
+async fn kill_child(url: &str, snapshot_delay: Option<Duration>) -> Vec<(ItemId, String)> {
+    let snapshots = snapshot_delay.is_some();
     let exe = std::env::current_exe().unwrap();
     let mut command = Command::new(exe);
     if snapshots {
@@ -178,12 +194,13 @@ async fn kill_child(url: &str, snapshots: bool) -> Vec<(ItemId, String)> {
                 ["ACK", id, description, "ok"] => {
                     acked.push((id.parse::<ItemId>().unwrap(), description.to_owned()));
                 }
-                ["SNAP", "begin"] => begun += 1,
+                ["SNAP", "writing"] => begun += 1,
                 ["SNAP", "done", ..] => done += 1,
                 _ => {}
             }
             let in_snapshot = !snapshots || (done >= 1 && begun > done);
             if acked.len() >= ACKS_BEFORE_KILL && in_snapshot && !killed {
+                tokio::time::sleep(snapshot_delay.unwrap_or_default()).await;
                 child.start_kill().unwrap(); // SIGKILL
                 killed = true;
             }
@@ -277,32 +294,43 @@ async fn assert_start_equals_full_replay(url: &str) {
 }
 
 async fn sqlite_killed_while_writing_a_snapshot_loses_nothing() -> Verdict {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("chronoscope.db");
-    let url = format!("sqlite://{}", path.display());
+    let mut cut_short_somewhere = false;
+    for delay in KILL_DELAYS_MS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chronoscope.db");
+        let url = format!("sqlite://{}", path.display());
 
-    let acked = kill_mid_snapshot(&url).await;
-    {
-        use sqlx::Connection;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
-        let mut conn = sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap();
-        let verdict: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
-            .fetch_all(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!(verdict, ["ok"]);
-        let cut_short: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM snapshot WHERE complete = 0")
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        // Where the kill landed (encoding, or among the chunks) is up to timing; say which.
-        println!("  (snapshots cut short by the kill: {cut_short})");
-        conn.close().await.unwrap();
+        let acked = kill_mid_snapshot(&url, Duration::from_millis(delay)).await;
+        {
+            use sqlx::Connection;
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
+            let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                .await
+                .unwrap();
+            let verdict: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(verdict, ["ok"]);
+            let cut_short: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM snapshot WHERE complete = 0")
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
+            println!("  (killed {delay} ms into storing a snapshot: {cut_short} cut short)");
+            cut_short_somewhere |= cut_short > 0;
+            conn.close().await.unwrap();
+        }
+        assert_start_equals_full_replay(&url).await;
+        assert_all_acknowledged_writes_survived(&url, &acked).await;
+        if cut_short_somewhere {
+            break;
+        }
     }
-    assert_start_equals_full_replay(&url).await;
-    assert_all_acknowledged_writes_survived(&url, &acked).await;
+    assert!(
+        cut_short_somewhere,
+        "no kill landed while a snapshot's chunks were being written"
+    );
     Verdict::Passed
 }
 
@@ -310,7 +338,7 @@ async fn postgres_killed_while_writing_a_snapshot_loses_nothing() -> Verdict {
     let Some(db) = support::fresh_postgres().await else {
         return Verdict::Skipped("no PostgreSQL server answered");
     };
-    let acked = kill_mid_snapshot(&db.url).await;
+    let acked = kill_mid_snapshot(&db.url, Duration::from_millis(10)).await;
     assert_start_equals_full_replay(&db.url).await;
     assert_all_acknowledged_writes_survived(&db.url, &acked).await;
     Verdict::Passed

@@ -164,6 +164,11 @@ impl Engine {
         self.store.describe()
     }
 
+    /// The store the engine folds (for tools and tests that write beside it).
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.store)
+    }
+
     /// The engine's settings.
     pub fn config(&self) -> &EngineConfig {
         &self.config
