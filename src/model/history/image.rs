@@ -13,10 +13,10 @@
 
 use std::sync::Arc;
 
-use imbl::OrdSet;
+use imbl::{HashMap, OrdSet, Vector};
 use serde::{Deserialize, Serialize};
 
-use super::{History, Node, Slot, location_key};
+use super::{History, Node, Slot, SlotKey, location_key};
 use crate::model::{Event, EventId, EventStatus, Instant, Traveller};
 
 /// What a snapshot holds of one history.
@@ -271,7 +271,10 @@ impl History {
         image: HistoryImage,
         base: Option<&History>,
     ) -> Result<History, ImageError> {
-        let mut h = base.cloned().unwrap_or_default();
+        let Some(base) = base else {
+            return Self::from_full_image(image);
+        };
+        let mut h = base.clone();
         let len = image.len as usize;
         let base_len = h.nodes.len();
         let mut changed = vec![false; len.max(base_len)];
@@ -348,14 +351,13 @@ impl History {
                 }
                 continue;
             };
+            let causes: Vec<Slot> = super::dedup_slots(event.causes.iter().copied());
             let event = h.event_from(slot, event)?;
             if h.node(slot).current != event.status.is_current() {
                 return Err(ImageError(format!(
                     "slot {slot}: current flag disagrees with its status"
                 )));
             }
-            let causes: Vec<Slot> =
-                super::dedup_slots(event.causes.iter().map(|c| h.slot(c).unwrap_or(Slot::MAX)));
             let n = h.node_mut(slot);
             n.time = event.time;
             n.causes = Arc::from(causes);
@@ -378,6 +380,178 @@ impl History {
         for (k, v) in image.loop_of.set {
             h.loop_of.insert(k, v);
         }
+        let out_of_range = |s: &Slot| *s as usize >= len;
+        if h.violations
+            .iter()
+            .any(|(a, b)| out_of_range(a) || out_of_range(b))
+            || h.back_edges
+                .iter()
+                .any(|(a, b)| out_of_range(a) || out_of_range(b))
+            || h.loops.values().any(|m| m.iter().any(out_of_range))
+        {
+            return Err(ImageError(
+                "an index names a slot that does not exist".into(),
+            ));
+        }
+        Ok(h)
+    }
+
+    /// Reads back a history written without a base (a timeline of its own, the big one as a
+    /// rule). Start-up waits for this, so it avoids the general path's per-node updates of
+    /// persistent structures: nodes and their effects are gathered in plain vectors and each
+    /// index is built once, the id map and the time and location indexes on threads of their
+    /// own.
+    fn from_full_image(image: HistoryImage) -> Result<History, ImageError> {
+        let len = image.len as usize;
+        if image.nodes.len() != len {
+            return Err(ImageError(format!(
+                "{} slots stored where {len} were announced",
+                image.nodes.len()
+            )));
+        }
+        let mut nodes: Vec<Node> = Vec::with_capacity(len);
+        let mut events: Vec<Option<EventImage>> = Vec::with_capacity(len);
+        for (i, (slot, node)) in image.nodes.into_iter().enumerate() {
+            if slot as usize != i {
+                return Err(ImageError(format!("slot {slot} is stored in place {i}")));
+            }
+            nodes.push(Node {
+                id: node.id,
+                event: None,
+                time: Instant::MIN_UTC,
+                current: node.current,
+                causes: Arc::from([]),
+                effects: OrdSet::new(),
+            });
+            events.push(node.event);
+        }
+        let id_of = |nodes: &[Node], r: IdRef| -> Result<EventId, ImageError> {
+            match r {
+                IdRef::Id(id) => Ok(id),
+                IdRef::Slot(s) => nodes
+                    .get(s as usize)
+                    .map(|n| n.id.clone())
+                    .ok_or_else(|| ImageError(format!("event slot {s} does not exist"))),
+            }
+        };
+        let mut effects: Vec<Vec<Slot>> = vec![Vec::new(); len];
+        let mut by_time: Vec<SlotKey> = Vec::new();
+        // Location -> its key's list; a few thousand locations for a million events.
+        let mut keys_of: std::collections::HashMap<String, usize> = Default::default();
+        let mut by_location: Vec<(String, Vec<SlotKey>)> = Vec::new();
+        let mut list_of_key: std::collections::HashMap<String, usize> = Default::default();
+        for (i, e) in events.into_iter().enumerate() {
+            let slot = i as Slot;
+            let Some(e) = e else {
+                if nodes[i].current {
+                    return Err(ImageError(format!(
+                        "slot {slot} is current without an event"
+                    )));
+                }
+                continue;
+            };
+            let causes = super::dedup_slots(e.causes.iter().copied());
+            let cause_ids = e
+                .causes
+                .iter()
+                .map(|&c| id_of(&nodes, IdRef::Slot(c)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let event = Event {
+                id: nodes[i].id.clone(),
+                description: e.description,
+                time: instant_from(e.time)?,
+                location: e.location,
+                causes: cause_ids,
+                fixed_point: e.fixed_point,
+                status: status_from(e.status)?,
+                supersedes: e.supersedes.map(|r| id_of(&nodes, r)).transpose()?,
+                superseded_by: e.superseded_by.map(|r| id_of(&nodes, r)).transpose()?,
+                lineage: id_of(&nodes, e.lineage)?,
+                author: e.author,
+            };
+            if nodes[i].current != event.status.is_current() {
+                return Err(ImageError(format!(
+                    "slot {slot}: current flag disagrees with its status"
+                )));
+            }
+            if nodes[i].current {
+                let key = (event.time, slot);
+                by_time.push(key);
+                let list = match keys_of.get(event.location.as_str()) {
+                    Some(&list) => list,
+                    None => {
+                        let loc = location_key(&event.location);
+                        let list = *list_of_key.entry(loc.clone()).or_insert_with(|| {
+                            by_location.push((loc, Vec::new()));
+                            by_location.len() - 1
+                        });
+                        keys_of.insert(event.location.clone(), list);
+                        list
+                    }
+                };
+                by_location[list].1.push(key);
+                for &c in &causes {
+                    effects[c as usize].push(slot);
+                }
+            }
+            let n = &mut nodes[i];
+            n.time = event.time;
+            n.causes = Arc::from(causes);
+            n.event = Some(Arc::new(event));
+        }
+        let mut h = History::default();
+        let ids: Vec<EventId> = nodes.iter().map(|n| n.id.clone()).collect();
+        std::thread::scope(|scope| {
+            let slots = scope.spawn(move || {
+                let mut slots = HashMap::new();
+                for (i, id) in ids.into_iter().enumerate() {
+                    slots.insert(id, i as Slot);
+                }
+                slots
+            });
+            let indexes = scope.spawn(move || {
+                by_time.sort_unstable();
+                let by_time: OrdSet<SlotKey> = by_time.into_iter().collect();
+                let by_location: HashMap<String, OrdSet<SlotKey>> = by_location
+                    .into_iter()
+                    .map(|(loc, mut keys)| {
+                        keys.sort_unstable();
+                        (loc, keys.into_iter().collect::<OrdSet<SlotKey>>())
+                    })
+                    .collect();
+                (by_time, by_location)
+            });
+            // Slots only ever grow, so each list of effects is sorted already.
+            let vector: Vector<Node> = nodes
+                .into_iter()
+                .zip(effects)
+                .map(|(mut n, effects)| {
+                    if !effects.is_empty() {
+                        n.effects = effects.into_iter().collect();
+                    }
+                    n
+                })
+                .collect();
+            h.nodes = vector;
+            // A thread fails only by panicking; the panic is passed on.
+            h.slots = slots
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            let (by_time, by_location) = indexes
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            h.by_time = by_time;
+            h.by_location = by_location;
+        });
+        h.violations = image.violations.added.into_iter().collect();
+        h.back_edges = image.back_edges.added.into_iter().collect();
+        h.loops = image
+            .loops
+            .set
+            .into_iter()
+            .map(|(k, v)| (k, Arc::from(v)))
+            .collect();
+        h.loop_of = image.loop_of.set.into_iter().collect();
         let out_of_range = |s: &Slot| *s as usize >= len;
         if h.violations
             .iter()
