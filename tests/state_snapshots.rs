@@ -512,6 +512,31 @@ async fn sqlite_stores_and_loads_snapshots() {
     let url = format!("sqlite://{}", dir.path().join("c.db").display());
     store_keeps_and_returns_snapshots(store::open(&url).await.unwrap()).await;
 
+    // The start reads the snapshot, not the log under it: with record 2 unreadable, a full
+    // replay would fail.
+    let store = store::open(&url).await.unwrap();
+    let expected = full_replay(&*store).await;
+    let sql = |q: &'static str| {
+        let path = dir.path().join("c.db");
+        async move {
+            use sqlx::Connection;
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+            let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                .await
+                .unwrap();
+            sqlx::query(q).execute(&mut conn).await.unwrap();
+            conn.close().await.unwrap();
+        }
+    };
+    sql("UPDATE op_log SET body = 'garbled:' || body WHERE seq = 2").await;
+    let world = open(store::open(&url).await.unwrap())
+        .await
+        .snapshot()
+        .await
+        .unwrap();
+    assert_eq!(world.first_difference(&expected), None);
+    sql("UPDATE op_log SET body = substr(body, 9) WHERE seq = 2").await;
+
     // A damaged chunk in the file: ignored, and the start replays the log.
     {
         use sqlx::Connection;
@@ -542,9 +567,23 @@ async fn postgres_stores_and_loads_snapshots() {
     };
     store_keeps_and_returns_snapshots(store::open(&db.url).await.unwrap()).await;
 
-    // A second replica joins from the snapshot another one wrote.
-    let replica = open(store::open(&db.url).await.unwrap()).await;
+    // A second replica joins from the snapshot another one wrote: with record 2 unreadable, a
+    // full replay would fail.
     let store = store::open(&db.url).await.unwrap();
+    let expected = full_replay(&*store).await;
+    let sql = |q: &'static str| {
+        let url = db.url.clone();
+        async move {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+            sqlx::query(q).execute(&mut conn).await.unwrap();
+            conn.close().await.unwrap();
+        }
+    };
+    sql("UPDATE op_log SET body = 'garbled:' || body WHERE seq = 2").await;
+    let replica = open(store::open(&db.url).await.unwrap()).await;
     let world = replica.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    assert_eq!(world.first_difference(&expected), None);
+    sql("UPDATE op_log SET body = substr(body, 9) WHERE seq = 2").await;
+    assert_eq!(full_replay(&*store).await.first_difference(&expected), None);
 }
