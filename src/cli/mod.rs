@@ -368,7 +368,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "CHRONOSCOPE_SNAPSHOT_RECORDS",
-        default_value_t = 50_000,
+        default_value_t = 20_000,
         value_name = "N"
     )]
     pub snapshot_records: u64,

@@ -44,7 +44,7 @@ pub struct SnapshotPolicy {
 impl Default for SnapshotPolicy {
     fn default() -> Self {
         Self {
-            every_records: 50_000,
+            every_records: 20_000,
             every: std::time::Duration::from_secs(600),
         }
     }
