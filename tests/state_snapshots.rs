@@ -587,3 +587,27 @@ async fn postgres_stores_and_loads_snapshots() {
     sql("UPDATE op_log SET body = substr(body, 9) WHERE seq = 2").await;
     assert_eq!(full_replay(&*store).await.first_difference(&expected), None);
 }
+
+/// `serve`'s background task writes a snapshot once enough records were appended.
+#[tokio::test]
+async fn the_background_task_writes_a_snapshot_when_due() {
+    let ops = sample_log();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    store.append(1, &json(&ops)).await.unwrap();
+    let engine = open(Arc::clone(&store)).await;
+    engine.spawn_snapshots(chronoscope::engine::SnapshotPolicy {
+        every_records: 100,
+        every: std::time::Duration::from_secs(3600),
+    });
+    // The task looks once a second; give it a few.
+    let mut listed = Vec::new();
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        listed = store.snapshots().await.unwrap();
+        if !listed.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(listed.len(), 1, "no snapshot was written");
+    assert_eq!(listed[0].seq, ops.len() as u64);
+}
