@@ -1578,8 +1578,11 @@ async fn tab_completes_a_command_and_lists_the_choices_when_several_fit() {
     h.type_text("re");
     h.press("tab");
     let flash = h.app.flash.clone().expect("the choices are listed");
+    let screen = h.render(100, 30);
+    let footer = screen.lines().last().unwrap_or_default();
     for choice in ["refresh", "revert", "register_item", "return_to_anchor"] {
         assert!(flash.text.contains(choice), "{}", flash.text);
+        assert!(footer.contains(choice), "beside the command line: {footer}");
     }
     h.press("esc :");
     h.type_text("sea");

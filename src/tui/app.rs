@@ -1667,7 +1667,7 @@ impl App {
             spans = spans_for(true);
         }
         let room = width.saturating_sub(used(&spans) + 2);
-        if room >= 8 {
+        if room >= self.source.chars().count().min(16) {
             spans.insert(
                 1,
                 Span::styled(
@@ -1682,11 +1682,24 @@ impl App {
     fn draw_footer(&mut self, frame: &mut Frame<'_>, area: Rect) {
         let p = self.palette;
         if let Some(Modal::Command(input)) = &mut self.modal {
-            let [colon, rest] =
-                Layout::horizontal([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+            // What Tab offers (or an error) stays in view beside what is typed.
+            let typed = widgets::input_text(input).chars().count() as u16;
+            let [colon, rest, aside] = Layout::horizontal([
+                Constraint::Length(1),
+                Constraint::Length(typed.saturating_add(2).max(12)),
+                Constraint::Min(0),
+            ])
+            .areas(area);
             frame.render_widget(Paragraph::new(Span::styled(":", p.key)), colon);
             input.set_cursor_style(p.selected);
             frame.render_widget(&**input, rest);
+            if let Some(flash) = &self.flash {
+                let style = if flash.error { p.error } else { p.dim };
+                frame.render_widget(
+                    Paragraph::new(Span::styled(flash.text.clone(), style)),
+                    aside,
+                );
+            }
             return;
         }
         if let Some(flash) = &self.flash {
