@@ -43,6 +43,7 @@ fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
             parent: (i > 0).then(TimelineId::primary),
             closes_at: Some(now + Duration::hours(1)),
             event_count: 0,
+            paradoxes: i % 7,
             created_by: None,
         })
         .collect()

@@ -50,53 +50,14 @@ if [ "$connections" -lt "$threads" ]; then connections="$threads"; fi
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "==> installing wrk (Debian package)"
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq wrk >/dev/null
-fi
+. "$repo/scripts/lib/load-common.sh"
+ensure_wrk
 
 echo "==> cargo build --release (chronoscope, examples/bare_hyper)"
 cargo build --release --locked --bin chronoscope --example bare_hyper
 target="${CARGO_TARGET_DIR:-$repo/target}/release"
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/chronoscope-load.XXXXXX")"
-pids=()
-stop_all() {
-  local pid
-  for pid in "${pids[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; fi
-  done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  pids=()
-}
-cleanup() {
-  local rc=$?
-  stop_all
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Waits until $1 answers 200, or fails when the process $2 has died or 30 s have passed.
-wait_ready() {
-  local url="$1" pid="$2" log="$3"
-  for _ in $(seq 1 150); do
-    if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "load.sh: the process behind $url exited:" >&2; tail -n 20 "$log" >&2; return 1
-    fi
-    sleep 0.2
-  done
-  echo "load.sh: $url did not answer within 30 s" >&2; tail -n 20 "$log" >&2; return 1
-}
+start_work_dir
 
 # Writes a wrk script: the request ($1 method, $2 body or empty, $3 token or empty) and, when
 # there are several servers, one per thread round-robin ($4: space-separated ports).

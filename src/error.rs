@@ -254,6 +254,11 @@ impl ServiceError {
                     .map(|first| first.to_uppercase().chain(chars).collect())
                     .unwrap_or_default()
             }
+            // A path that names nothing is, to a person, the same mistake as a body that does
+            // (HTTP keeps the 404 and its title): one wording on every face.
+            Self::NotFound { what, id } => {
+                format!("{}: {}", UNKNOWN_REFERENCE.title, Self::unknown(what, id))
+            }
             _ => format!("{}: {detail}", self.problem_type().title),
         }
     }

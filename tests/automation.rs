@@ -42,6 +42,7 @@ impl Fixture {
             location: "Cape Canaveral".into(),
             causes,
             fixed_point,
+            safety_check: false,
         };
         let primary = TimelineId::primary();
         let launch = ada

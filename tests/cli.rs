@@ -259,6 +259,16 @@ async fn mistakes_get_a_message_a_person_understands() {
         .await
         .unwrap_err();
     assert_eq!(err.to_string(), "the primary timeline cannot be deleted");
+    // A timeline named in the path is refused in the same words as one named in a body.
+    let err = run(&ada, &["timelines", "show", "tml_nowhere"])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.explain(),
+        "Unknown reference: no timeline 'tml_nowhere' is known to you"
+    );
+    let me = run(&ada, &["whoami"]).await.unwrap();
+    assert!(me.starts_with("you are ada\n"), "{me}");
     // Flag values are checked by the parser before anything runs.
     let parse = Cli::try_parse_from(["chronoscope", "events", "search", "--range", "last week"]);
     let message = parse.unwrap_err().to_string();

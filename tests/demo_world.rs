@@ -572,6 +572,7 @@ async fn reverting_a_reverted_event_undoes_its_lineages_latest_change() {
         .revert_event(RevertRequest {
             event_id: ev("ijkl9012"),
             timeline_id: None,
+            safety_check: false,
         })
         .await
         .expect("ijkl9012 names the fire's lineage");
@@ -585,6 +586,7 @@ async fn reverting_a_reverted_event_undoes_its_lineages_latest_change() {
         .revert_event(RevertRequest {
             event_id: ev("ijkl9012"),
             timeline_id: None,
+            safety_check: false,
         })
         .await
         .expect_err("nothing to revert");

@@ -77,6 +77,7 @@ fn new_event(description: &str, time: &str, location: &str, causes: &[&EventId])
         location: location.into(),
         causes: causes.iter().map(|c| (*c).clone()).collect(),
         fixed_point: false,
+        safety_check: false,
     }
 }
 
@@ -431,6 +432,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
         .revert_event(RevertRequest {
             event_id: cause.event_id.clone(),
             timeline_id: None,
+            safety_check: false,
         })
         .await
         .unwrap();
@@ -455,6 +457,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
         .refused(ada.revert_event(RevertRequest {
             event_id: m.new_event_id.clone(),
             timeline_id: None,
+            safety_check: false,
         }))
         .await;
     assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
@@ -462,6 +465,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
         .refused(ada.revert_event(RevertRequest {
             event_id: effect.event_id.clone(),
             timeline_id: None,
+            safety_check: false,
         }))
         .await;
     assert!(
@@ -479,6 +483,7 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
             &primary(),
             NewEvent {
                 fixed_point: true,
+                safety_check: false,
                 ..new_event(
                     "moon landing",
                     "1969-07-20T20:17:00Z",
@@ -1368,4 +1373,132 @@ async fn writes_that_always_lose_the_race_still_succeed() {
     acknowledged.sort();
     assert_eq!(mine, acknowledged);
     assert!(!items("rival").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds() {
+    let w = World::new().await;
+    let ada = w.ada();
+    let treaty = ada
+        .add_event(
+            &primary(),
+            new_event("Treaty", "1860-06-01T12:00:00Z", "Turin", &[]),
+        )
+        .await
+        .unwrap();
+
+    // An event before its own cause: refused with the paradox named, nothing written.
+    let early = NewEvent {
+        safety_check: true,
+        ..new_event(
+            "Treaty celebrated",
+            "1855-06-01T12:00:00Z",
+            "Turin",
+            &[&treaty.event_id],
+        )
+    };
+    let err = w.refused(ada.add_event(&primary(), early.clone())).await;
+    let ServiceError::ParadoxDetected { paradoxes, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(paradoxes.len(), 1, "{paradoxes:?}");
+    assert!(
+        paradoxes[0].events.contains(&treaty.event_id),
+        "{paradoxes:?}"
+    );
+
+    // Without the check the same event is written, and the paradox stands.
+    ada.add_event(
+        &primary(),
+        NewEvent {
+            safety_check: false,
+            ..early
+        },
+    )
+    .await
+    .unwrap();
+    // A paradox that stands already does not refuse an unrelated, checked event.
+    ada.add_event(
+        &primary(),
+        NewEvent {
+            safety_check: true,
+            ..new_event("Picnic", "1900-01-01T12:00:00Z", "Turin", &[])
+        },
+    )
+    .await
+    .expect("a standing paradox is not this event's doing");
+
+    // A revert that would put an effect before its cause: refused when checked.
+    let moved = ada
+        .manipulate_event(ManipulateRequest {
+            timeline_id: None,
+            event_id: treaty.event_id.clone(),
+            new_outcome: NewOutcome {
+                description: None,
+                changes: vec![OutcomeChange {
+                    action: None,
+                    time: Some(t("1800-06-01T12:00:00Z")),
+                }],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    ada.add_event(
+        &primary(),
+        new_event(
+            "Anniversary",
+            "1830-06-01T12:00:00Z",
+            "Turin",
+            &[&moved.new_event_id],
+        ),
+    )
+    .await
+    .unwrap();
+    let revert = RevertRequest {
+        event_id: moved.new_event_id.clone(),
+        timeline_id: None,
+        safety_check: true,
+    };
+    let err = w.refused(ada.revert_event(revert.clone())).await;
+    assert!(
+        matches!(err, ServiceError::ParadoxDetected { .. }),
+        "{err:?}"
+    );
+    let done = ada
+        .revert_event(RevertRequest {
+            safety_check: false,
+            ..revert
+        })
+        .await
+        .expect("applied when asked to without the check");
+    assert_eq!(done.original_event_id, treaty.event_id);
+}
+
+#[tokio::test]
+async fn a_check_refuses_an_event_id_that_names_nothing() {
+    let w = World::new().await;
+    let check = |event: &str| ParadoxCheckRequest {
+        timeline_id: primary(),
+        proposed_changes: vec![ProposedChange {
+            event: Some(event.into()),
+            ..ProposedChange::default()
+        }],
+    };
+    for typo in [
+        "evt_01JTYPO0000000000000000",
+        "experiment-initiaton",
+        "abcd1235",
+    ] {
+        let err = w.ada().check_paradox(check(typo)).await.unwrap_err();
+        assert!(
+            matches!(err, ServiceError::UnknownReference { ref id, .. } if id == typo),
+            "{typo}: {err:?}"
+        );
+    }
+    // Words are a new event's description, as before.
+    for words in ["Coronation", "Retrieve the blueprint"] {
+        let report = w.ada().check_paradox(check(words)).await.unwrap();
+        assert!(report.is_stable, "{words}: {report:?}");
+    }
 }

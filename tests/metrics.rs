@@ -92,6 +92,7 @@ async fn a_scrape_shows_requests_commits_jobs_anomalies_and_reads_move() {
         location: "Bern".into(),
         causes: Vec::new(),
         fixed_point,
+        safety_check: false,
     };
     let movable = session
         .add_event(&"primary".parse().expect("id"), add("movable", false))

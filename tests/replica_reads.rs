@@ -138,6 +138,7 @@ async fn make_a_paradox(engine: &Arc<Engine>) {
         location: "Geneva".into(),
         causes,
         fixed_point: false,
+        safety_check: false,
     };
     let cause = ada
         .add_event(

@@ -9,10 +9,10 @@ use chronoscope::model::{EventId, Instant, TimelineId, parse_instant};
 use chronoscope::service::{NewEvent, NewTimeline, PageRequest, SearchQuery, TimelineService};
 use chronoscope::store::MemoryStore;
 use chronoscope::tui::action::{Msg, Reply, Slot};
-use chronoscope::tui::app::{Connection, Modal};
+use chronoscope::tui::app::{Confirm, Connection, Modal};
 use chronoscope::tui::keymap::{KeyMap, KeyMapError};
 use chronoscope::tui::panes::PaneId;
-use chronoscope::tui::panes::wizard::Step;
+use chronoscope::tui::panes::wizard::{Step, Verdict};
 use chronoscope::tui::testing::Harness;
 
 fn t(s: &str) -> Instant {
@@ -51,6 +51,7 @@ async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
                 location: location.into(),
                 causes: vec![],
                 fixed_point: false,
+                safety_check: false,
             },
         )
         .await
@@ -101,6 +102,24 @@ async fn harness(w: &World) -> Harness {
     let mut h = Harness::new(w.service.clone(), w.clock.clone());
     h.settle().await;
     h
+}
+
+/// The refusal line (marked ↑) comes right under the box of the field labelled `field` (three
+/// lines: the labelled border, the input, the border), and the box labelled `next` follows it.
+fn assert_reason_right_under(screen: &str, field: &str, next: &str) {
+    let lines: Vec<&str> = screen.lines().collect();
+    let reason = lines
+        .iter()
+        .position(|l| l.contains('↑'))
+        .unwrap_or_else(|| panic!("no reason marked ↑ on screen:\n{screen}"));
+    assert!(
+        reason >= 3 && lines[reason - 3].contains(field),
+        "the reason is right under the {field} box:\n{screen}"
+    );
+    assert!(
+        lines[reason + 1..].iter().any(|l| l.contains(next)),
+        "the {next} box comes after the reason:\n{screen}"
+    );
 }
 
 async fn timeline_named(service: &Arc<dyn TimelineService>, name: &str) -> Option<TimelineId> {
@@ -193,6 +212,7 @@ async fn the_detail_names_a_cause_the_search_range_left_out() {
                 location: "Paris, Notre-Dame".into(),
                 causes: vec![bastille.event_id],
                 fixed_point: false,
+                safety_check: false,
             },
         )
         .await
@@ -239,6 +259,7 @@ async fn enter_opens_an_event_with_its_causes_and_esc_goes_back() {
                 location: "Paris, Notre-Dame".into(),
                 causes: vec![bastille.clone()],
                 fixed_point: true,
+                safety_check: false,
             },
         )
         .await
@@ -302,7 +323,17 @@ async fn a_form_with_a_bad_time_stays_open_and_says_why() {
     };
     let why = form.refusal.clone().expect("the form says why");
     assert!(why.contains("yesterday"), "{why}");
-    assert!(h.render(100, 30).contains("is not an RFC 3339"));
+    assert_eq!(
+        form.refusal_field,
+        Some(1),
+        "the destination time is at fault"
+    );
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("is not a time; write 1889-03-10 23:50"),
+        "{screen}"
+    );
+    assert_reason_right_under(&screen, "Destination time", "Description");
     assert!(timeline_named(&w.service, "Broken").await.is_none());
 }
 
@@ -321,11 +352,13 @@ async fn a_form_the_server_refuses_keeps_what_was_typed_and_shows_the_reason() {
     assert_eq!(form.value(0), "Tea with the Queen", "the input is kept");
     let why = form.refusal.clone().expect("the reason is shown");
     assert!(why.contains("location"), "{why}");
+    assert_eq!(form.refusal_field, Some(2), "the location is at fault");
     let screen = h.render(100, 30);
     assert!(screen.contains("Tea with the Queen"), "{screen}");
+    assert_reason_right_under(&screen, "Location", "Causes");
 
-    // Fixed in place and sent again: made, and the form closes.
-    h.press("tab tab");
+    // Fixed in place (the cursor waits in the field at fault) and sent again: made, and the
+    // form closes.
     h.type_text("Windsor");
     h.press("enter");
     h.settle().await;
@@ -704,17 +737,20 @@ async fn a_check_shows_every_paradox_it_counts_and_scrolls_on_a_small_screen() {
     h.send(Msg::Done {
         slot: Slot::Mutation,
         generation: 0,
-        result: Ok(Reply::Checked(ParadoxReport {
-            is_stable: false,
-            timeline_id: TimelineId::primary(),
-            paradoxes: (1..=3)
-                .map(|n| Paradox {
-                    kind: ParadoxKind::CausalOrder,
-                    description: long(n),
-                    events: Vec::new(),
-                    items: Vec::new(),
-                })
-                .collect(),
+        result: Ok(Reply::Checked(Verdict {
+            report: ParadoxReport {
+                is_stable: false,
+                timeline_id: TimelineId::primary(),
+                paradoxes: (1..=3)
+                    .map(|n| Paradox {
+                        kind: ParadoxKind::CausalOrder,
+                        description: long(n),
+                        events: Vec::new(),
+                        items: Vec::new(),
+                    })
+                    .collect(),
+            },
+            standing: Vec::new(),
         })),
     });
     let screen = h.render(100, 30);
@@ -1145,4 +1181,531 @@ async fn the_wizard_keeps_the_selected_destination_in_view_at_60_by_15() {
         Some(Modal::Wizard(wizard)) => assert_eq!(wizard.dest_cursor.selected, 8),
         _ => panic!("the wizard is open"),
     }
+}
+
+/// The id of the event called `description` in primary.
+async fn event_called(service: &Arc<dyn TimelineService>, description: &str) -> EventId {
+    service
+        .search_events(SearchQuery::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|e| e.description == description)
+        .unwrap_or_else(|| panic!("no event '{description}'"))
+        .event_id
+}
+
+/// Searches `location` in the selected timeline and moves the cursor to the event called
+/// `description`.
+async fn select_event(h: &mut Harness, location: &str, description: &str) {
+    h.press("tab /");
+    h.type_text(location);
+    h.press("enter");
+    h.settle().await;
+    let Some(row) = h
+        .app
+        .search
+        .results
+        .iter()
+        .position(|e| e.description == description)
+    else {
+        panic!("no '{description}' at {location}");
+    };
+    for _ in 0..row {
+        h.press("j");
+    }
+}
+
+/// Souvenirs of the Eiffel Tower sold a century before it opens: an effect before its cause,
+/// written without the safety check.
+async fn sell_souvenirs_before_the_tower(service: &Arc<dyn TimelineService>) {
+    let eiffel = event_called(service, "Eiffel Tower opens").await;
+    service
+        .add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: "Eiffel souvenirs sold".into(),
+                time: t("1790-01-01T12:00:00Z"),
+                location: "Paris".into(),
+                causes: vec![eiffel],
+                fixed_point: false,
+                safety_check: false,
+            },
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_event_that_makes_a_paradox_is_applied_only_after_apply_anyway() {
+    let w = world().await;
+    let eiffel = event_called(&w.service, "Eiffel Tower opens").await;
+    let mut h = harness(&w).await;
+    // Caused by the Eiffel Tower's opening, yet a century earlier: an effect before its cause.
+    h.press("e");
+    h.type_text("Eiffel souvenirs sold");
+    h.press("tab ctrl-u");
+    h.type_text("1790-01-01 12:00"); // as the dashboard shows times
+    h.press("tab");
+    h.type_text("Paris");
+    h.press("tab");
+    h.type_text(eiffel.as_str());
+    h.press("enter");
+    h.settle().await;
+    let Some(Modal::Confirm(Confirm::ApplyAnyway { why, .. })) = &h.app.modal else {
+        panic!("the safety check asks first: {:?}", h.app.modal);
+    };
+    assert!(
+        why.contains("Eiffel"),
+        "the paradox names the events: {why}"
+    );
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Apply it anyway?"), "{screen}");
+    let written = || async {
+        w.service
+            .search_events(SearchQuery::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|e| e.description == "Eiffel souvenirs sold")
+    };
+    assert!(!written().await, "nothing is written before the answer");
+
+    // No: back in the form, as typed, saying it was not applied.
+    h.press("n");
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("n goes back to the form: {:?}", h.app.modal);
+    };
+    assert_eq!(form.value(0), "Eiffel souvenirs sold");
+    assert!(
+        form.refusal
+            .as_deref()
+            .is_some_and(|r| r.starts_with("Not applied"))
+    );
+    assert!(!written().await);
+
+    // Sent again and applied anyway: written, the form closes.
+    h.press("enter");
+    h.settle().await;
+    assert!(matches!(
+        h.app.modal,
+        Some(Modal::Confirm(Confirm::ApplyAnyway { .. }))
+    ));
+    h.press("y");
+    h.settle().await;
+    assert!(h.app.modal.is_none(), "{:?}", h.app.modal);
+    assert!(written().await, "yes applies it");
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.starts_with("Added event"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
+    let w = world().await;
+    let ada = &w.service;
+    // A treaty moved earlier, then a celebration that follows the moved treaty: undoing the move
+    // would put the celebration before the treaty it celebrates.
+    let treaty = ada
+        .add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: "Treaty signed".into(),
+                time: t("1860-06-01T12:00:00Z"),
+                location: "Turin".into(),
+                causes: vec![],
+                fixed_point: false,
+                safety_check: false,
+            },
+        )
+        .await
+        .unwrap();
+    let moved = ada
+        .manipulate_event(chronoscope::service::ManipulateRequest {
+            timeline_id: None,
+            event_id: treaty.event_id.clone(),
+            new_outcome: chronoscope::service::NewOutcome {
+                description: None,
+                changes: vec![chronoscope::service::OutcomeChange {
+                    action: None,
+                    time: Some(t("1850-06-01T12:00:00Z")),
+                }],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    ada.add_event(
+        &TimelineId::primary(),
+        NewEvent {
+            description: "Treaty celebrated".into(),
+            time: t("1855-06-01T12:00:00Z"),
+            location: "Turin".into(),
+            causes: vec![moved.new_event_id.clone()],
+            fixed_point: false,
+            safety_check: false,
+        },
+    )
+    .await
+    .unwrap();
+
+    let mut h = harness(&w).await;
+    select_event(&mut h, "turin", "Treaty signed").await;
+    h.press("r y");
+    h.settle().await;
+    let Some(Modal::Confirm(Confirm::ApplyAnyway { why, form, .. })) = &h.app.modal else {
+        panic!("the revert is checked first: {:?}", h.app.modal);
+    };
+    assert!(form.is_none());
+    assert!(why.contains("Treaty celebrated"), "{why}");
+    h.press("n");
+    assert!(h.app.modal.is_none());
+    let head = ada
+        .check_timeline(chronoscope::service::SignificantEventQuery {
+            timeline_id: TimelineId::primary(),
+            significant_event: treaty.event_id.to_string(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(head.status, "altered", "n leaves the manipulation in place");
+
+    h.press("r y");
+    h.settle().await;
+    h.press("y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.starts_with("Reverted"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn a_refused_manipulation_can_be_applied_anyway() {
+    let w = world().await;
+    let bastille = event_called(&w.service, "Storming of the Bastille").await;
+    w.service
+        .add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: "Bastille Day first held".into(),
+                time: t("1790-07-14T10:00:00Z"),
+                location: "Paris".into(),
+                causes: vec![bastille],
+                fixed_point: false,
+                safety_check: false,
+            },
+        )
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    select_event(&mut h, "paris", "Storming of the Bastille").await;
+    // Moved after its own anniversary: refused by the safety check, then applied anyway.
+    h.press("m tab ctrl-u");
+    h.type_text("1795-07-14");
+    h.press("enter");
+    h.settle().await;
+    assert!(
+        matches!(
+            h.app.modal,
+            Some(Modal::Confirm(Confirm::ApplyAnyway { .. }))
+        ),
+        "{:?}",
+        h.app.modal
+    );
+    h.press("y");
+    h.settle().await;
+    assert!(h.app.modal.is_none(), "{:?}", h.app.modal);
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.starts_with("Manipulated"), "{}", flash.text);
+    assert!(flash.text.contains("1795-07-14"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn the_command_line_search_forgets_an_earlier_time_range() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab / tab");
+    h.type_text("1700-01-01/1700-12-31");
+    h.press("enter");
+    h.settle().await;
+    assert!(h.app.search.results.is_empty());
+    h.press(":");
+    h.type_text("search london");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Great Exhibition opens"), "{screen}");
+    assert!(
+        !screen.contains("1700-01-01"),
+        "the range input is empty: {screen}"
+    );
+}
+
+#[tokio::test]
+async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("tab / tab");
+    h.type_text("1851-05-01");
+    h.press("enter");
+    h.settle().await;
+    let found: Vec<_> = h
+        .app
+        .search
+        .results
+        .iter()
+        .map(|e| e.description.clone())
+        .collect();
+    assert_eq!(found, ["Great Exhibition opens"], "{:?}", h.app.flash);
+
+    h.press("/ tab ctrl-u");
+    h.type_text("1889-03-31 11:00/PT2H");
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(h.app.search.results.len(), 1, "{:?}", h.app.flash);
+    assert_eq!(h.app.search.results[0].description, "Eiffel Tower opens");
+
+    h.press("/ tab ctrl-u");
+    h.type_text("last week");
+    h.press("enter");
+    let flash = h.app.flash.clone().expect("a bad range is explained");
+    assert!(flash.error);
+    assert!(flash.text.contains("START/P1M"), "{}", flash.text);
+    assert!(!flash.text.contains("premature"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn a_mistyped_event_id_in_a_check_is_refused_not_passed_as_stable() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("c");
+    h.type_text("evt_01JTYPO0000000000000000");
+    h.press("enter");
+    h.settle().await;
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("the form stays open: {:?}", h.app.modal);
+    };
+    let why = form.refusal.clone().expect("refused");
+    assert!(why.starts_with("Unknown reference"), "{why}");
+    assert!(why.contains("evt_01JTYPO"), "{why}");
+}
+
+#[tokio::test]
+async fn events_in_a_paradox_and_timelines_with_one_say_so() {
+    let w = world().await;
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let mut h = harness(&w).await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("⚠1"),
+        "the timelines list counts it: {screen}"
+    );
+    h.press("tab /");
+    h.type_text("paris");
+    h.press("enter");
+    h.settle().await;
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(140, 30);
+    let row = |text: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(text) && l.contains("Paris"))
+            .unwrap_or_else(|| panic!("no {text}: {screen}"))
+            .to_owned()
+    };
+    assert!(
+        row("Eiffel souvenirs sold").contains("in paradox"),
+        "{screen}"
+    );
+    assert!(row("Eiffel Tower opens").contains("in paradox"), "{screen}");
+    assert!(
+        row("Storming of the Bastille").contains("on schedule"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn j_lists_the_journeys_newest_first() {
+    let w = world().await;
+    let tesla = w
+        .service
+        .create_timeline(NewTimeline {
+            name: Some("Tesla 1889".into()),
+            destination_time: Some(t("1889-03-10T23:50:00Z")),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    for destination in [tesla.id.to_string(), "primary".into()] {
+        w.service
+            .travel(chronoscope::service::TravelRequest {
+                destination,
+                items_transported: vec![],
+            })
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    h.press("J");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("Your journeys"), "{screen}");
+    let first = screen.find("Tesla 1889 1889-03-10 23:50:00 → Primary");
+    let second = screen.find("→ Tesla 1889 1889-03-10 23:50:00");
+    assert!(
+        first.is_some() && second.is_some() && first < second,
+        "newest first: {screen}"
+    );
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+    // The same from the command line.
+    h.press(":");
+    h.type_text("journeys");
+    h.press("enter");
+    h.settle().await;
+    assert!(matches!(h.app.modal, Some(Modal::Journeys(..))));
+}
+
+#[tokio::test]
+async fn tab_completes_a_command_and_lists_the_choices_when_several_fit() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press(":");
+    h.type_text("jour");
+    h.press("tab");
+    assert!(h.render(100, 30).contains(":journeys"));
+    h.press("esc :");
+    h.type_text("re");
+    h.press("tab");
+    let flash = h.app.flash.clone().expect("the choices are listed");
+    let screen = h.render(100, 30);
+    let footer = screen.lines().last().unwrap_or_default();
+    for choice in ["refresh", "revert", "register_item", "return_to_anchor"] {
+        assert!(flash.text.contains(choice), "{}", flash.text);
+        assert!(footer.contains(choice), "beside the command line: {footer}");
+    }
+    h.press("esc :");
+    h.type_text("sea");
+    h.press("tab");
+    h.type_text("london");
+    h.press("enter");
+    h.settle().await;
+    assert!(h.render(100, 30).contains("Great Exhibition opens"));
+}
+
+#[tokio::test]
+async fn an_anchor_without_a_description_is_named_by_its_timeline() {
+    let w = world().await;
+    w.service
+        .set_anchor(chronoscope::service::NewAnchor {
+            timestamp: t("2026-11-22T09:00:00Z"),
+            description: None,
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("b");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("anchor    in Primary"), "{screen}");
+    assert!(!screen.contains("anc_"), "no raw id: {screen}");
+}
+
+#[tokio::test]
+async fn at_80_columns_the_header_keeps_the_position_and_names_keep_room() {
+    let w = world().await;
+    w.service
+        .create_timeline(NewTimeline {
+            name: Some("Tesla stays in Colorado Springs".into()),
+            destination_time: Some(t("1899-06-01T12:00:00Z")),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    let screen = h.render(80, 24);
+    let header = screen.lines().next().unwrap_or_default();
+    assert!(header.contains("ada @ Primary"), "{header}");
+    assert!(
+        header.contains("↻ 10:00:00") || header.contains("refreshed 10:00:00"),
+        "the refresh time stays: {header}"
+    );
+    assert!(
+        screen.contains("Tesla stays in Col"),
+        "a long name keeps more than a few letters: {screen}"
+    );
+    assert!(
+        screen.contains("Monitor stable") || screen.contains("Monitor 0"),
+        "the monitor's verdict stays in its title: {screen}"
+    );
+}
+
+#[tokio::test]
+async fn a_parallel_timeline_needs_its_variation_and_forms_name_the_base() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("p");
+    assert!(
+        h.render(100, 30).contains("Parallel timeline of Primary"),
+        "named, not an id"
+    );
+    h.type_text("What if");
+    h.press("enter"); // the variation is still empty
+    h.settle().await;
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("the form stays open: {:?}", h.app.modal);
+    };
+    assert_eq!(form.focus, 1, "the cursor waits in the variation");
+    assert!(
+        form.refusal
+            .as_deref()
+            .is_some_and(|r| r.starts_with("variation"))
+    );
+    assert!(timeline_named(&w.service, "What if").await.is_none());
+    h.press("esc n");
+    assert!(
+        h.render(100, 30)
+            .contains("New timeline (branches from Primary)")
+    );
+}
+
+#[tokio::test]
+async fn the_selected_timeline_shows_its_description_and_variation() {
+    let w = world().await;
+    w.service
+        .create_timeline(NewTimeline {
+            name: Some("What if".into()),
+            description: Some("A study".into()),
+            variation: Some("Tesla stays in Paris".into()),
+            base_timeline_id: Some(TimelineId::primary()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("j");
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("What if: A study · variation: Tesla stays in Paris"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn a_check_tells_paradoxes_already_there_from_new_ones() {
+    let w = world().await;
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let mut h = harness(&w).await;
+    h.press("c");
+    h.type_text("Harmless picnic");
+    h.press("tab");
+    h.type_text("1900-01-01");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("The change adds no paradox; Primary already has 1 standing"),
+        "{screen}"
+    );
+    assert!(!screen.contains("would become unstable"), "{screen}");
 }

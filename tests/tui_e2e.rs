@@ -148,6 +148,21 @@ impl Session {
         }
     }
 
+    /// Waits until `text` is no longer on screen.
+    fn wait_until_gone(&self, text: &str) {
+        let start = Instant::now();
+        loop {
+            let screen = self.contents();
+            if !screen.contains(text) {
+                return;
+            }
+            if start.elapsed() > PATIENCE {
+                panic!("waited {PATIENCE:?} for {text:?} to go; the screen shows:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn send(&mut self, bytes: &str) {
         self.writer
             .write_all(bytes.as_bytes())
@@ -219,9 +234,25 @@ fn a_whole_mission_in_a_real_terminal() {
     s.send(TAB);
     s.send("home");
     s.send(ENTER);
-    s.wait_for("Anchor anc_");
+    s.wait_for("Anchor 'home' set");
 
-    // The wizard: destination (the new timeline is selected), items, check, confirm.
+    // The wizard walked to its confirm step, where enter does not travel and one esc leaves.
+    s.send("t");
+    s.wait_for("Where to?");
+    s.send(ENTER);
+    s.wait_for("What do you carry?");
+    s.send(ENTER);
+    s.wait_for("Tesla 1889 stays stable");
+    s.send(ENTER);
+    s.wait_for("Ready to leave");
+    s.send(ENTER);
+    s.send(ESC);
+    s.wait_until_gone("Ready to leave");
+    let screen = s.contents();
+    assert!(!screen.contains("Arrived"), "nobody travelled:\n{screen}");
+    assert!(screen.contains("ada @ Primary"), "still at home:\n{screen}");
+
+    // The wizard again: destination (the new timeline is selected), items, check, confirm.
     s.send("t");
     s.wait_for("Where to?");
     s.send(ENTER);
@@ -297,7 +328,7 @@ fn a_whole_mission_in_a_real_terminal() {
         "--cause",
         &cause,
     ]);
-    s.wait_for("Monitor Tesla 1889 · stable");
+    s.wait_for("Monitor stable · Tesla 1889");
     cli(&[
         "events",
         "manipulate",

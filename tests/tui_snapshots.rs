@@ -108,6 +108,7 @@ async fn world() -> World {
                     location: location.into(),
                     causes: previous.iter().cloned().collect(),
                     fixed_point: fixed,
+                    safety_check: false,
                 },
             )
             .await
@@ -394,7 +395,8 @@ async fn paradox_check_findings() {
     h.send(Msg::Done {
         slot: Slot::Mutation,
         generation: 0,
-        result: Ok(Reply::Checked(ParadoxReport {
+        result: Ok(Reply::Checked(chronoscope::tui::panes::wizard::Verdict {
+            report: ParadoxReport {
             is_stable: false,
             timeline_id: TimelineId::primary(),
             paradoxes: vec![
@@ -411,6 +413,8 @@ async fn paradox_check_findings() {
                     items: vec![],
                 },
             ],
+            },
+            standing: vec![],
         })),
     });
     insta::assert_snapshot!(screen(&mut h));

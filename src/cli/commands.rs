@@ -98,6 +98,7 @@ pub async fn execute(
                 timeline: tl,
                 causes,
                 fixed_point,
+                safety_check,
             } => {
                 let causes = causes
                     .iter()
@@ -114,6 +115,7 @@ pub async fn execute(
                             location,
                             causes,
                             fixed_point,
+                            safety_check,
                         },
                     )
                     .await?;
@@ -149,13 +151,18 @@ pub async fn execute(
                 warn_introduced(service, &tl, before).await;
                 out.print(&result, human::manipulation)
             }
-            EventCommand::Revert { id, timeline: tl } => {
+            EventCommand::Revert {
+                id,
+                timeline: tl,
+                safety_check,
+            } => {
                 let tl = timeline(&tl)?;
                 let before = standing(service, &tl).await;
                 let result = service
                     .revert_event(RevertRequest {
                         event_id: id.parse()?,
                         timeline_id: Some(tl.clone()),
+                        safety_check,
                     })
                     .await?;
                 warn_introduced(service, &tl, before).await;

@@ -217,7 +217,7 @@ pub struct ActionArgs {
     /// An action as KIND:EVENT, KIND being manipulate or revert (repeat for several), e.g. manipulate:event-6789efgh
     #[arg(long = "action", required = true, value_name = "KIND:EVENT")]
     pub actions: Vec<String>,
-    /// New time for manipulate actions (RFC 3339)
+    /// New time for manipulate actions (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
     #[arg(long, value_parser = parse_time)]
     pub new_time: Option<Instant>,
     /// New description for manipulate actions
@@ -239,7 +239,7 @@ pub enum ScriptCommand {
         /// Timeline id
         #[arg(long, default_value = "primary")]
         timeline: String,
-        /// Also fire when this time passes… (RFC 3339)
+        /// Also fire when this time passes… (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
         #[arg(long, value_parser = parse_time)]
         check_date: Option<Instant>,
         /// …while the trigger event has this status (on_schedule, manipulated, superseded, reverted)
@@ -265,7 +265,7 @@ pub enum ScheduleCommand {
     Create {
         /// The event (its lineage's current head is changed)
         event: String,
-        /// When to run (RFC 3339)
+        /// When to run (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
         #[arg(long, value_parser = parse_time)]
         at: Instant,
         /// New time of the event
@@ -296,7 +296,7 @@ pub struct TriggerArgs {
     /// Its build status, recorded
     #[arg(long)]
     pub build_status: Option<String>,
-    /// When to run the actions (RFC 3339; now if past or absent)
+    /// When to run the actions (RFC 3339, or UTC as 1889-03-10 23:50 or a date; now if past or absent)
     #[arg(long, value_parser = parse_time)]
     pub at: Option<Instant>,
     /// Timeline id
@@ -435,7 +435,7 @@ pub enum TimelineCommand {
     Create {
         /// Its name
         name: String,
-        /// Where journeys into it arrive (RFC 3339), e.g. 1889-03-10T23:50:00Z
+        /// Where journeys into it arrive (RFC 3339, or UTC as 1889-03-10 23:50 or a date), e.g. 1889-03-10T23:50:00Z
         #[arg(long, value_parser = parse_time)]
         destination_time: Option<Instant>,
         /// The timeline to branch from
@@ -477,7 +477,7 @@ pub enum EventCommand {
     Add {
         /// What happened
         description: String,
-        /// When (RFC 3339)
+        /// When (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
         #[arg(long, value_parser = parse_time)]
         time: Instant,
         /// Where
@@ -492,6 +492,9 @@ pub enum EventCommand {
         /// Make it a fixed point (it can never be manipulated)
         #[arg(long)]
         fixed_point: bool,
+        /// Check for paradoxes first and refuse an event that would add any
+        #[arg(long)]
+        safety_check: bool,
     },
     /// Manipulate an event: its lineage gets a new head
     Manipulate {
@@ -503,13 +506,13 @@ pub enum EventCommand {
         /// New description
         #[arg(long)]
         description: Option<String>,
-        /// New time (RFC 3339)
+        /// New time (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
         #[arg(long, value_parser = parse_time)]
         time: Option<Instant>,
         /// What was done, recorded with the change
         #[arg(long)]
         action: Option<String>,
-        /// Check for paradoxes first and refuse an unstable change
+        /// Check for paradoxes first and refuse a change that would add any
         #[arg(long)]
         safety_check: bool,
     },
@@ -520,6 +523,9 @@ pub enum EventCommand {
         /// Timeline id
         #[arg(long, default_value = "primary")]
         timeline: String,
+        /// Check for paradoxes first and refuse a revert that would add any
+        #[arg(long)]
+        safety_check: bool,
     },
 }
 
@@ -540,7 +546,7 @@ pub enum ItemCommand {
 pub enum AnchorCommand {
     /// Set an anchor in your current timeline
     Set {
-        /// The time to return to (RFC 3339), e.g. 2024-09-16T05:04:00Z
+        /// The time to return to (RFC 3339, or UTC as 1889-03-10 23:50 or a date), e.g. 2024-09-16T05:04:00Z
         #[arg(value_parser = parse_time)]
         timestamp: Instant,
         /// What it is for
@@ -594,7 +600,7 @@ pub struct MonitorArgs {
 }
 
 fn parse_time(s: &str) -> Result<Instant, String> {
-    crate::model::parse_instant("time", s).map_err(|e| e.to_string())
+    crate::model::parse_typed_instant("time", s).map_err(|e| e.to_string())
 }
 
 fn parse_range(s: &str) -> Result<TimeRange, String> {

@@ -91,7 +91,7 @@ pub mod human {
     /// `whoami`.
     pub fn whoami(me: &TravellerStatus) -> String {
         format!(
-            "traveller {}\nin timeline {} at {}\n",
+            "you are {}\nin timeline {} at {}\n",
             me.traveller,
             me.timeline_id,
             format_instant(&me.time)
@@ -120,6 +120,9 @@ pub mod human {
             let _ = writeln!(s, "  variation:   {v}");
         }
         let _ = writeln!(s, "  events:      {}", t.event_count);
+        if t.paradoxes > 0 {
+            let _ = writeln!(s, "  paradoxes:   {} standing", t.paradoxes);
+        }
         s
     }
 

@@ -96,6 +96,7 @@ pub fn timeline_info(state: &TimelineState, now: Instant) -> TimelineInfo {
         parent: t.parent.clone(),
         closes_at: t.closes_at(),
         event_count: state.history.len(),
+        paradoxes: state.history.standing_paradoxes(),
         created_by: t.created_by.clone(),
     }
 }
@@ -490,6 +491,17 @@ pub fn default_time(state: &TimelineState, position: &Position, now: Instant) ->
     })
 }
 
+/// Whether a proposed change's `event` text reads as an event id rather than a new event's
+/// description: one token of id characters with a digit, `_` or `-` in it (`evt_01J…`,
+/// `abcd1234`, `experiment-initiation`). A plain word (`Coronation`) stays a description.
+fn looks_like_an_id(text: &str) -> bool {
+    let text = text.trim();
+    text.parse::<EventId>().is_ok()
+        && text
+            .chars()
+            .any(|c| c.is_ascii_digit() || c == '_' || c == '-')
+}
+
 /// Turns the interface's proposed changes into the checker's, validating each.
 pub fn proposed_changes(
     ctx: &Ctx<'_>,
@@ -522,12 +534,14 @@ pub fn proposed_changes(
                 )),
                 (Some(event), None) => {
                     let time = change.time.unwrap_or(fallback);
-                    match event
-                        .parse::<EventId>()
-                        .ok()
-                        .filter(|id| state.history.current(id).is_some())
-                    {
+                    let id = event.trim().parse::<EventId>().ok();
+                    match id.filter(|id| state.history.current(id).is_some()) {
                         Some(id) => Ok(Change::Move { event: id, time }),
+                        // An id that names nothing is a typo, not a new event called
+                        // "evt_01J…": checking it as one would answer a false all-clear.
+                        None if looks_like_an_id(event) => {
+                            Err(ServiceError::unknown("event", event.trim()))
+                        }
                         None => Ok(Change::Add {
                             event: EventId::from_ulid((ctx.mint)()),
                             description: text(&format!("{field}.event"), event)?,
@@ -642,16 +656,13 @@ pub fn manipulate(
             time,
         }];
         let before = paradox::check(&subject, &[]);
-        let introduced: Vec<Paradox> = paradox::check(&subject, &change)
-            .into_iter()
-            .filter(|p| !before.contains(p))
-            .collect();
-        if !introduced.is_empty() {
-            return Err(ServiceError::ParadoxDetected {
-                timeline: timeline.to_string(),
-                paradoxes: introduced,
-            });
-        }
+        refuse_paradoxes(
+            timeline,
+            paradox::check(&subject, &change)
+                .into_iter()
+                .filter(|p| !before.contains(p))
+                .collect(),
+        )?;
     }
     let new = Event {
         id: new_id,
@@ -717,6 +728,47 @@ pub fn revert(
         original,
         head.id.clone(),
     ))
+}
+
+/// The safety check of a change made of `ops` (an added event, a revert): refuses it with the
+/// paradoxes it would add to `timeline` for this traveller. Paradoxes that stand already are
+/// not the change's doing and do not refuse it.
+pub fn refuse_introduced(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+    ops: &[Op],
+) -> Result<(), ServiceError> {
+    let standing = |world: &World| -> Result<Vec<Paradox>, ServiceError> {
+        let state = referenced(world, timeline)?;
+        let position = world.position_of(ctx.traveller, ctx.now);
+        let items = items_of(world, ctx.traveller);
+        Ok(paradox::check(&subject(ctx, state, &position, &items), &[]))
+    };
+    let before = standing(world)?;
+    let mut after = world.clone();
+    for op in ops {
+        after
+            .apply(after.seq + 1, op.clone())
+            .map_err(|e| ServiceError::Internal(format!("safety check: {e}")))?;
+    }
+    refuse_paradoxes(
+        timeline,
+        standing(&after)?
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect(),
+    )
+}
+
+fn refuse_paradoxes(timeline: &TimelineId, introduced: Vec<Paradox>) -> Result<(), ServiceError> {
+    if introduced.is_empty() {
+        return Ok(());
+    }
+    Err(ServiceError::ParadoxDetected {
+        timeline: timeline.to_string(),
+        paradoxes: introduced,
+    })
 }
 
 /// The named event must exist in the timeline (any status: automation follows lineages).

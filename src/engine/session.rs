@@ -398,7 +398,11 @@ impl TimelineService for EngineSession {
     async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord> {
         self.write(|world, ctx| {
             let (op, event) = rules::add_event(world, ctx, timeline, &req)?;
-            Ok((vec![op], rules::event_record(&event)))
+            let ops = vec![op];
+            if req.safety_check {
+                rules::refuse_introduced(world, ctx, timeline, &ops)?;
+            }
+            Ok((ops, rules::event_record(&event)))
         })
         .await
     }
@@ -428,13 +432,17 @@ impl TimelineService for EngineSession {
         let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
         self.write(|world, ctx| {
             let (op, original, reverted) = rules::revert(world, ctx, &timeline, &req.event_id)?;
+            let ops = vec![op];
+            if req.safety_check {
+                rules::refuse_introduced(world, ctx, &timeline, &ops)?;
+            }
             let result = RevertResult {
                 status: "reverted".into(),
                 original_event_id: original,
                 reverted_event_id: reverted,
                 timeline_id: timeline.clone(),
             };
-            Ok((vec![op], result))
+            Ok((ops, result))
         })
         .await
     }

@@ -368,6 +368,12 @@ impl History {
         })
     }
 
+    /// How many paradoxes stand in this history: effects before their causes, causal loops.
+    /// Kept up to date as events change, so asking costs nothing.
+    pub fn standing_paradoxes(&self) -> usize {
+        self.violations.len() + self.loops.len()
+    }
+
     /// Standing (effect, cause) pairs where the effect happens before its cause.
     pub(crate) fn standing_violations(&self) -> impl Iterator<Item = (Slot, Slot)> + '_ {
         self.violations.iter().copied()

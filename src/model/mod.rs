@@ -16,8 +16,8 @@ pub use ids::{
     AnchorId, AnomalyId, EventId, ItemId, JourneyId, ScheduleId, ScriptId, TimelineId, Traveller,
 };
 pub use time::{
-    ACCEPTED_RANGE, Instant, TimeRange, Window, format_instant, in_range, opt_in_range,
-    parse_instant,
+    ACCEPTED_RANGE, Instant, TYPED_FORMS, TimeRange, Window, format_instant, in_range,
+    opt_in_range, parse_instant, parse_typed_instant,
 };
 
 /// Whether a timeline can still be travelled to and changed.

@@ -57,6 +57,39 @@ pub fn parse_instant(field: &str, s: &str) -> Result<Instant, ServiceError> {
     in_range(field, t)
 }
 
+/// The forms [`parse_typed_instant`] accepts, as messages and placeholders state them.
+pub const TYPED_FORMS: &str = "1889-03-10 23:50, 1889-03-10 23:50:00, 1889-03-10 (UTC) or RFC 3339";
+
+/// Parses a time as a person types it at a terminal: as the dashboard shows times
+/// (`1889-03-10 23:50:00`, seconds optional, UTC), a date alone (its midnight, UTC), or RFC 3339
+/// with any offset. The accepted range of years is that of [`parse_instant`].
+pub fn parse_typed_instant(field: &str, s: &str) -> Result<Instant, ServiceError> {
+    let text = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return in_range(field, t.with_timezone(&Utc));
+    }
+    let naive = [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ]
+    .iter()
+    .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok())
+    .or_else(|| {
+        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .ok()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+    });
+    match naive {
+        Some(t) => in_range(field, t.and_utc()),
+        None => Err(ServiceError::invalid(
+            field,
+            format!("'{text}' is not a time; write {TYPED_FORMS}"),
+        )),
+    }
+}
+
 /// Formats an instant the way every response does: RFC 3339, UTC, `Z`.
 pub fn format_instant(t: &Instant) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
@@ -106,6 +139,41 @@ impl TimeRange {
         };
         Ok(Self { start, end })
     }
+
+    /// Parses a range as a person types it: either end in any form of [`parse_typed_instant`]
+    /// (`1889-03-10 23:50/P1D`, `1889-03-10/1889-03-12`), a duration on one side, or a date
+    /// alone for that whole day.
+    pub fn parse_typed(field: &str, s: &str) -> Result<Self, ServiceError> {
+        let text = s.trim();
+        let Some((a, b)) = text.split_once('/') else {
+            let start = parse_typed_instant(field, text).map_err(|_| {
+                ServiceError::invalid(field, format!("'{text}': {}", Self::TYPED_FORMS))
+            })?;
+            let is_date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok();
+            let end = if is_date {
+                add_iso_duration(field, start, "P1D", 1)? - Duration::seconds(1)
+            } else {
+                start
+            };
+            return Ok(Self {
+                start,
+                end: in_range(field, end)?,
+            });
+        };
+        let side = |x: &str| -> Result<String, ServiceError> {
+            let x = x.trim();
+            if x.starts_with('P') {
+                Ok(x.to_owned())
+            } else {
+                parse_typed_instant(field, x).map(|t| format_instant(&t))
+            }
+        };
+        Self::parse(field, &format!("{}/{}", side(a)?, side(b)?))
+    }
+
+    /// The forms [`TimeRange::parse_typed`] accepts, as messages state them.
+    pub const TYPED_FORMS: &str = "write START/END, START/P1M (a duration) or one date for \
+        that day; a time is 1889-03-10 23:50, a date or RFC 3339 (UTC)";
 
     /// Whether `t` lies inside the range (both ends included).
     pub fn contains(&self, t: &Instant) -> bool {

@@ -97,6 +97,10 @@ pub struct TimelineInfo {
     /// How many events it now has.
     #[serde(default)]
     pub event_count: usize,
+    /// How many paradoxes stand in its history now (effects before their causes, causal
+    /// loops), whoever asks; a traveller's own paradoxes are in their paradox checks.
+    #[serde(default)]
+    pub paradoxes: usize,
     /// The traveller who created it; absent for `primary` and history as shipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<Traveller>,
@@ -447,6 +451,10 @@ pub struct NewEvent {
     /// Whether it can never be manipulated.
     #[serde(default)]
     pub fixed_point: bool,
+    /// Check for paradoxes first and refuse an event that would add any (400
+    /// `paradox-detected`, naming them); paradoxes that stand already do not count.
+    #[serde(default)]
+    pub safety_check: bool,
 }
 
 /// The guide `revert-event`.
@@ -457,6 +465,10 @@ pub struct RevertRequest {
     /// The timeline (default `primary`).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
+    /// Check for paradoxes first and refuse a revert that would add any (400
+    /// `paradox-detected`, naming them); paradoxes that stand already do not count.
+    #[serde(default)]
+    pub safety_check: bool,
 }
 
 /// What a revert did.

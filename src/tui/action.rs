@@ -3,10 +3,11 @@
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
+use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
 use crate::service::{
-    Anchor, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport, ParadoxReport,
-    RevertResult, TimelineInfo, TravellerStatus,
+    Anchor, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport, RevertResult,
+    TimelineInfo, TravellerStatus,
 };
 
 macro_rules! actions {
@@ -73,6 +74,7 @@ actions! {
     CheckParadox = "check_paradox",
     Freeze = "freeze",
     ShowLog = "log",
+    Journeys = "journeys",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -97,6 +99,8 @@ pub enum Slot {
     Mutation,
     /// The causes an event's detail names.
     Causes,
+    /// The traveller's journeys.
+    Journeys,
 }
 
 impl Slot {
@@ -132,7 +136,7 @@ pub enum Reply {
         items: Vec<Item>,
     },
     /// The wizard's paradox verdict.
-    WizardCheck(ParadoxReport),
+    WizardCheck(Verdict),
     /// A journey was made.
     Journey(Journey),
     /// A timeline was created.
@@ -150,7 +154,9 @@ pub enum Reply {
     /// An item was registered.
     ItemRegistered(Item),
     /// A draft change was checked.
-    Checked(ParadoxReport),
+    Checked(Verdict),
+    /// The traveller's journeys, oldest first.
+    Journeys(Vec<Journey>),
 }
 
 /// A message on the dashboard's queue.

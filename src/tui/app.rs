@@ -33,18 +33,18 @@ use super::theme::Palette;
 use super::widgets::{self, Form, centered, fmt_time, modal};
 use crate::engine::Clock;
 use crate::error::ServiceError;
-use crate::model::{EventId, Instant, TimelineId, parse_instant};
+use crate::model::{EventId, Instant, TimelineId, parse_typed_instant};
 use crate::service::{
     EventRecord, LogQuery, ManipulateRequest, MonitorQuery, NewAnchor, NewEvent, NewItem,
-    NewOutcome, NewTimeline, OutcomeChange, PageRequest, ParadoxCheckRequest, ParadoxReport,
-    ProposedChange, RevertRequest, SearchQuery, SignificantEventQuery, TimelineService,
-    TravelRequest, TravellerStatus,
+    NewOutcome, NewTimeline, OutcomeChange, PageRequest, ParadoxCheckRequest, ProposedChange,
+    RevertRequest, SearchQuery, SignificantEventQuery, TimelineService, TravelRequest,
+    TravellerStatus,
 };
 
 /// Longest a background call may take before it counts as the service being unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
-/// Most timelines listed (pages of [`PageRequest::MAX_LIMIT`]).
-const MAX_TIMELINES: usize = 10_000;
+/// Most rows of a list fetched (timelines, journeys), in pages of [`PageRequest::MAX_LIMIT`].
+const MAX_ROWS: usize = 10_000;
 /// How many ticks a flash message stays.
 const FLASH_TICKS: u8 = 3;
 /// Spinner frames shown while work is pending.
@@ -108,12 +108,61 @@ pub enum FormKind {
 }
 
 /// A question before something that destroys.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Confirm {
     /// Delete a timeline.
     DeleteTimeline(TimelineId, String),
     /// Revert an event's latest change.
     Revert(TimelineId, EventRecord),
+    /// The safety check refused a change: make it anyway?
+    ApplyAnyway {
+        /// The change, sent again without the check on yes.
+        change: Checked,
+        /// The refusal, naming the paradoxes the change would add.
+        why: String,
+        /// The form the change came from: back in view (pending on yes, as typed on no).
+        form: Option<Box<Form<FormKind>>>,
+    },
+}
+
+/// A change the dashboard sends safety checked, kept until its answer so a refusal can be
+/// answered with "apply anyway?".
+#[derive(Clone, Debug)]
+pub enum Checked {
+    /// A new event.
+    AddEvent(TimelineId, NewEvent),
+    /// A manipulation.
+    Manipulate(ManipulateRequest),
+    /// A revert.
+    Revert(RevertRequest),
+}
+
+impl Checked {
+    /// Sends the change, with or without the safety check.
+    async fn send(
+        mut self,
+        svc: Arc<dyn TimelineService>,
+        safety_check: bool,
+    ) -> Result<Reply, ServiceError> {
+        match &mut self {
+            Checked::AddEvent(timeline, req) => {
+                req.safety_check = safety_check;
+                svc.add_event(timeline, req.clone())
+                    .await
+                    .map(Reply::EventAdded)
+            }
+            Checked::Manipulate(req) => {
+                req.safety_check = safety_check;
+                svc.manipulate_event(req.clone())
+                    .await
+                    .map(Reply::Manipulated)
+            }
+            Checked::Revert(req) => {
+                req.safety_check = safety_check;
+                svc.revert_event(req.clone()).await.map(Reply::Reverted)
+            }
+        }
+    }
 }
 
 /// What sits on top of the panes and takes keys first.
@@ -128,7 +177,9 @@ pub enum Modal {
     /// The travel wizard.
     Wizard(Box<Wizard>),
     /// A paradox check's findings.
-    Report(ParadoxReport, u16),
+    Report(wizard::Verdict, u16),
+    /// The traveller's journeys (oldest first), scrolled.
+    Journeys(Vec<crate::service::Journey>, u16),
     /// The `:` command line.
     Command(Box<TextArea<'static>>),
 }
@@ -177,6 +228,8 @@ pub struct App {
     generations: HashMap<Slot, u64>,
     in_flight: HashMap<Slot, usize>,
     select_after_refresh: Option<TimelineId>,
+    /// The safety-checked change in flight, if any.
+    checking: Option<Checked>,
     spinner: usize,
     quit: bool,
     areas: Areas,
@@ -220,6 +273,7 @@ impl App {
             generations: HashMap::new(),
             in_flight: HashMap::new(),
             select_after_refresh: None,
+            checking: None,
             spinner: 0,
             quit: false,
             areas: Areas::default(),
@@ -305,22 +359,9 @@ impl App {
     fn request_timelines(&mut self) {
         let svc = Arc::clone(&self.service);
         self.spawn(Slot::Timelines, async move {
-            let mut all = Vec::new();
-            let mut cursor = None;
-            loop {
-                let page = svc
-                    .list_timelines(PageRequest {
-                        limit: Some(PageRequest::MAX_LIMIT),
-                        cursor,
-                    })
-                    .await?;
-                all.extend(page.items);
-                match page.next_cursor {
-                    Some(next) if all.len() < MAX_TIMELINES => cursor = Some(next),
-                    _ => break,
-                }
-            }
-            Ok(Reply::Timelines(all))
+            all_pages(|page| svc.list_timelines(page))
+                .await
+                .map(Reply::Timelines)
         });
     }
 
@@ -414,6 +455,13 @@ impl App {
         self.spawn(Slot::Mutation, call);
     }
 
+    /// Sends `change` safety checked: a refusal for paradoxes asks whether to apply it anyway.
+    fn mutate_checked(&mut self, change: Checked) {
+        self.checking = Some(change.clone());
+        let call = change.send(Arc::clone(&self.service), true);
+        self.mutate(call);
+    }
+
     // ---------------------------------------------------------------- update
 
     /// Applies one message. The only place the dashboard's state changes.
@@ -483,7 +531,36 @@ impl App {
         }
         let pending_form = slot == Slot::Mutation
             && matches!(&self.modal, Some(Modal::Form(form)) if form.pending);
+        let checked = if slot == Slot::Mutation {
+            self.checking.take()
+        } else {
+            None
+        };
         match result {
+            // The safety check found paradoxes: say which and ask before applying anyway.
+            Err(e @ ServiceError::ParadoxDetected { .. }) if checked.is_some() => {
+                let form = match self.modal.take() {
+                    Some(Modal::Form(mut form)) if pending_form => {
+                        form.pending = false;
+                        Some(form)
+                    }
+                    other => {
+                        self.modal = other;
+                        None
+                    }
+                };
+                match checked {
+                    Some(change) if self.modal.is_none() => {
+                        self.modal = Some(Modal::Confirm(Confirm::ApplyAnyway {
+                            change,
+                            why: e.explain(),
+                            form,
+                        }));
+                    }
+                    // Something else is on screen now: say it, don't ask over it.
+                    _ => self.on_error(slot, e),
+                }
+            }
             Ok(reply) => {
                 // What the user asked for worked: an error left by an earlier attempt is stale.
                 if !slot.is_background() && self.flash.as_ref().is_some_and(|f| f.error) {
@@ -498,7 +575,11 @@ impl App {
             Err(e) if pending_form && !matches!(e, ServiceError::Unavailable(_)) => {
                 if let Some(Modal::Form(form)) = &mut self.modal {
                     form.pending = false;
-                    form.refusal = Some(e.explain());
+                    let field = match &e {
+                        ServiceError::InvalidInput { field, .. } => Some(field.as_str()),
+                        _ => None,
+                    };
+                    form.refuse(e.explain(), field);
                 }
             }
             Err(e) => {
@@ -553,6 +634,7 @@ impl App {
             Reply::Search(results) => self.search.set_results(results),
             Reply::Causes(causes) => self.search.name_causes(causes),
             Reply::Monitor(report) => {
+                self.search.mark_troubled(&report);
                 if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
                     self.monitor.apply(report);
                 }
@@ -614,13 +696,16 @@ impl App {
             }
             Reply::AnchorSet(a) => self.flash_info(format!(
                 "Anchor {} set at {}.",
-                a.id,
+                a.description
+                    .as_ref()
+                    .map_or_else(|| a.id.to_string(), |d| format!("'{d}'")),
                 fmt_time(&a.timestamp)
             )),
             Reply::ItemRegistered(i) => {
                 self.flash_info(format!("Registered {} ({}).", i.description, i.id))
             }
             Reply::Checked(report) => self.modal = Some(Modal::Report(report, 0)),
+            Reply::Journeys(journeys) => self.modal = Some(Modal::Journeys(journeys, 0)),
         }
     }
 
@@ -737,26 +822,44 @@ impl App {
                 KeyCode::End | KeyCode::Char('G') => Some(Modal::Help(u16::MAX)),
                 _ => Some(Modal::Help(scroll)),
             },
-            Modal::Report(report, scroll) => match key.code {
-                KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
-                KeyCode::Down | KeyCode::Char('j') => {
-                    Some(Modal::Report(report, scroll.saturating_add(1)))
-                }
-                KeyCode::Up | KeyCode::Char('k') => {
-                    Some(Modal::Report(report, scroll.saturating_sub(1)))
-                }
-                _ => Some(Modal::Report(report, scroll)),
-            },
+            Modal::Report(report, scroll) => {
+                scroll_key(key.code, scroll).map(|scroll| Modal::Report(report, scroll))
+            }
+            Modal::Journeys(journeys, scroll) => {
+                scroll_key(key.code, scroll).map(|scroll| Modal::Journeys(journeys, scroll))
+            }
             Modal::Confirm(confirm) => match key.code {
+                // What is confirmed may bring its form back into view.
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
                     self.confirmed(confirm);
-                    None
+                    self.modal.take()
                 }
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => None,
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => match confirm {
+                    Confirm::ApplyAnyway {
+                        form: Some(mut form),
+                        why,
+                        ..
+                    } => {
+                        form.refuse(format!("Not applied. {why}"), None);
+                        Some(Modal::Form(form))
+                    }
+                    _ => None,
+                },
                 _ => Some(Modal::Confirm(confirm)),
             },
             Modal::Command(mut input) => match key.code {
                 KeyCode::Esc => None,
+                KeyCode::Tab => {
+                    let line = widgets::input_text(&input);
+                    let (completed, choices) = complete_command(&line);
+                    if completed != line {
+                        input = Box::new(widgets::input(&completed, "command"));
+                    }
+                    if choices.len() > 1 {
+                        self.flash_info(choices.join("  "));
+                    }
+                    Some(Modal::Command(input))
+                }
                 KeyCode::Enter => {
                     let line = widgets::input_text(&input);
                     self.command(&line);
@@ -782,11 +885,12 @@ impl App {
                 KeyCode::Enter => match self.submit(&form) {
                     Ok(()) => {
                         form.pending = true;
-                        form.refusal = None;
+                        form.clear_refusal();
                         Some(Modal::Form(form))
                     }
                     Err(message) => {
-                        form.refusal = Some(message);
+                        let field = message.split_once(':').map(|(f, _)| f.to_owned());
+                        form.refuse(message, field.as_deref());
                         Some(Modal::Form(form))
                     }
                 },
@@ -834,7 +938,7 @@ impl App {
                 w.loading = true;
                 let svc = Arc::clone(&self.service);
                 self.spawn(Slot::WizardCheck, async move {
-                    svc.check_paradox(req).await.map(Reply::WizardCheck)
+                    wizard::Verdict::ask(svc, req).await.map(Reply::WizardCheck)
                 });
             }
             (Step::Check, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Items,
@@ -865,14 +969,21 @@ impl App {
                     .await
                     .map(|()| Reply::Deleted(name))
             }),
-            Confirm::Revert(timeline, event) => self.mutate(async move {
-                svc.revert_event(RevertRequest {
+            Confirm::Revert(timeline, event) => {
+                self.mutate_checked(Checked::Revert(RevertRequest {
                     event_id: event.event_id,
                     timeline_id: Some(timeline),
-                })
-                .await
-                .map(Reply::Reverted)
-            }),
+                    safety_check: true,
+                }))
+            }
+            Confirm::ApplyAnyway { change, form, .. } => {
+                if let Some(mut form) = form {
+                    form.pending = true;
+                    form.clear_refusal();
+                    self.modal = Some(Modal::Form(form));
+                }
+                self.mutate(change.send(svc, false));
+            }
         }
     }
 
@@ -883,7 +994,7 @@ impl App {
             if s.is_empty() {
                 Ok(None)
             } else {
-                parse_instant(field, &s)
+                parse_typed_instant(field, &s)
                     .map(Some)
                     .map_err(|e| e.to_string())
             }
@@ -894,6 +1005,13 @@ impl App {
                 let name = form.value(0);
                 if name.is_empty() {
                     return Err("name: give the timeline a name".into());
+                }
+                if *parallel && form.value(1).is_empty() {
+                    return Err(
+                        "variation: say how it differs from its base (a parallel timeline is \
+                         its base with one difference)"
+                            .into(),
+                    );
                 }
                 let (variation, dest, description) = if *parallel {
                     (
@@ -918,7 +1036,8 @@ impl App {
                 if description.is_empty() {
                     return Err("description: say what happened".into());
                 }
-                let time = parse_instant("time", &form.value(1)).map_err(|e| e.to_string())?;
+                let time =
+                    parse_typed_instant("time", &form.value(1)).map_err(|e| e.to_string())?;
                 let causes = form
                     .value(3)
                     .split([',', ' '])
@@ -933,11 +1052,9 @@ impl App {
                     location: form.value(2),
                     causes,
                     fixed_point,
+                    safety_check: true,
                 };
-                let timeline = timeline.clone();
-                self.mutate(
-                    async move { svc.add_event(&timeline, req).await.map(Reply::EventAdded) },
-                );
+                self.mutate_checked(Checked::AddEvent(timeline.clone(), req));
             }
             FormKind::Manipulate(timeline, event) => {
                 let time = optional_time("new time", form.value(1))?;
@@ -953,11 +1070,11 @@ impl App {
                     },
                     safety_check: true,
                 };
-                self.mutate(async move { svc.manipulate_event(req).await.map(Reply::Manipulated) });
+                self.mutate_checked(Checked::Manipulate(req));
             }
             FormKind::Anchor => {
                 let timestamp =
-                    parse_instant("timestamp", &form.value(0)).map_err(|e| e.to_string())?;
+                    parse_typed_instant("timestamp", &form.value(0)).map_err(|e| e.to_string())?;
                 let req = NewAnchor {
                     timestamp,
                     description: optional(form.value(1)),
@@ -996,7 +1113,9 @@ impl App {
                     timeline_id: timeline.clone(),
                     proposed_changes: changes,
                 };
-                self.mutate(async move { svc.check_paradox(req).await.map(Reply::Checked) });
+                self.mutate(
+                    async move { wizard::Verdict::ask(svc, req).await.map(Reply::Checked) },
+                );
             }
         }
         Ok(())
@@ -1010,9 +1129,8 @@ impl App {
             "" => {}
             "q" | "quit" => self.quit = true,
             "search" => {
-                self.search.location = widgets::input(rest, "");
+                self.search.anywhere_at_any_time(rest);
                 self.focus = PaneId::Search;
-                self.search.detail = false;
                 self.request_search();
             }
             "filter" => {
@@ -1112,8 +1230,9 @@ impl App {
                 }
             }
             A::NewTimeline => {
+                let primary = self.timelines.name_of(&TimelineId::primary());
                 self.modal = Some(Modal::Form(Box::new(Form::new(
-                    "New timeline (branches from primary)",
+                    format!("New timeline (branches from {primary})"),
                     FormKind::NewTimeline {
                         base: None,
                         parallel: false,
@@ -1121,7 +1240,7 @@ impl App {
                     &[
                         ("Name", String::new(), "e.g. Tesla 1889"),
                         (
-                            "Destination time (RFC 3339, empty: the present)",
+                            "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
                             String::new(),
                             "1889-03-10T23:50:00Z",
                         ),
@@ -1143,7 +1262,7 @@ impl App {
                         ("Name", String::new(), "e.g. What if Tesla stayed"),
                         ("Variation", String::new(), "how it differs from its base"),
                         (
-                            "Destination time (RFC 3339, empty: the present)",
+                            "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
                             base.destination_time
                                 .as_ref()
                                 .map(crate::model::format_instant)
@@ -1179,7 +1298,11 @@ impl App {
                     FormKind::AddEvent(t.id.clone()),
                     &[
                         ("Description", String::new(), "what happened"),
-                        ("Time (RFC 3339)", crate::model::format_instant(&time), ""),
+                        (
+                            "Time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
+                            crate::model::format_instant(&time),
+                            "",
+                        ),
                         ("Location", String::new(), "where"),
                         (
                             "Causes (event ids, comma-separated)",
@@ -1204,7 +1327,7 @@ impl App {
                     &[
                         ("New description", event.description.clone(), ""),
                         (
-                            "New time (RFC 3339)",
+                            "New time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
                             crate::model::format_instant(&event.time),
                             "",
                         ),
@@ -1233,7 +1356,7 @@ impl App {
                     FormKind::Anchor,
                     &[
                         (
-                            "Timestamp (RFC 3339)",
+                            "Timestamp (UTC: 1889-03-10 23:50, a date or RFC 3339)",
                             crate::model::format_instant(&chrono::SubsecRound::trunc_subsecs(
                                 at, 0,
                             )),
@@ -1288,7 +1411,7 @@ impl App {
                             "optional",
                         ),
                         (
-                            "Time (RFC 3339, empty: the destination time)",
+                            "Time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the destination time)",
                             time,
                             "optional",
                         ),
@@ -1310,6 +1433,14 @@ impl App {
             // L shows the log in the monitor's place, and L again brings the monitor back.
             A::ShowLog if self.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
             A::ShowLog => self.dispatch_focus(PaneId::Log),
+            A::Journeys => {
+                let svc = Arc::clone(&self.service);
+                self.spawn(Slot::Journeys, async move {
+                    all_pages(|page| svc.list_journeys(page))
+                        .await
+                        .map(Reply::Journeys)
+                });
+            }
         }
     }
 
@@ -1481,42 +1612,69 @@ impl App {
         self.draw_modal(frame, body);
     }
 
+    /// The header: who and where the traveller is, the connection and the refresh time come
+    /// first; on a narrow terminal the words around them shorten, and the data source gives
+    /// way (cut with an ellipsis, or left out).
     fn draw_header(&self, frame: &mut Frame<'_>, area: Rect) {
         let p = &self.palette;
-        let mut spans = vec![
-            Span::styled(" chronoscope ", p.title),
-            Span::styled(format!(" {} ", self.source), p.text),
-        ];
-        spans.push(match &self.connection {
-            Connection::Connecting => Span::styled(" ○ connecting ", p.dim),
-            Connection::Connected => Span::styled(" ● connected ", p.ok),
-            Connection::Disconnected(why) => Span::styled(
-                format!(
-                    " ✗ disconnected ({}) — retrying ",
-                    widgets::ellipsize(why, 40)
+        let width = usize::from(area.width);
+        let spans_for = |compact: bool| {
+            let mut spans = vec![Span::styled(" chronoscope ", p.title)];
+            spans.push(match (&self.connection, compact) {
+                (Connection::Connecting, false) => Span::styled(" ○ connecting ", p.dim),
+                (Connection::Connecting, true) => Span::styled(" ○ ", p.dim),
+                (Connection::Connected, false) => Span::styled(" ● connected ", p.ok),
+                (Connection::Connected, true) => Span::styled(" ● ", p.ok),
+                (Connection::Disconnected(why), false) => Span::styled(
+                    format!(
+                        " ✗ disconnected ({}) — retrying ",
+                        widgets::ellipsize(why, 40)
+                    ),
+                    p.error,
                 ),
-                p.error,
-            ),
-        });
-        if let Some(w) = &self.whoami {
-            spans.push(Span::styled(
-                format!(
-                    " {} @ {} {} ",
-                    w.traveller,
-                    self.timelines.name_of(&w.timeline_id),
-                    fmt_time(&w.time)
+                (Connection::Disconnected(why), true) => Span::styled(
+                    format!(" ✗ disconnected ({}) ", widgets::ellipsize(why, 40)),
+                    p.error,
                 ),
-                p.text,
-            ));
+            });
+            if let Some(w) = &self.whoami {
+                spans.push(Span::styled(
+                    format!(
+                        " {} @ {} {} ",
+                        w.traveller,
+                        self.timelines.name_of(&w.timeline_id),
+                        fmt_time(&w.time)
+                    ),
+                    p.text,
+                ));
+            }
+            if let Some(at) = &self.last_refresh {
+                let label = if compact { "↻" } else { "refreshed" };
+                spans.push(Span::styled(
+                    format!(" {label} {} ", at.format("%H:%M:%S")),
+                    p.dim,
+                ));
+            }
+            if self.busy() {
+                spans.push(Span::styled(SPINNER[self.spinner % SPINNER.len()], p.warn));
+            }
+            spans
+        };
+        let used =
+            |spans: &[Span]| -> usize { spans.iter().map(|s| s.content.chars().count()).sum() };
+        let mut spans = spans_for(false);
+        if used(&spans) > width {
+            spans = spans_for(true);
         }
-        if let Some(at) = &self.last_refresh {
-            spans.push(Span::styled(
-                format!(" refreshed {} ", at.format("%H:%M:%S")),
-                p.dim,
-            ));
-        }
-        if self.busy() {
-            spans.push(Span::styled(SPINNER[self.spinner % SPINNER.len()], p.warn));
+        let room = width.saturating_sub(used(&spans) + 2);
+        if room >= self.source.chars().count().min(16) {
+            spans.insert(
+                1,
+                Span::styled(
+                    format!(" {} ", widgets::ellipsize(&self.source, room)),
+                    p.text,
+                ),
+            );
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), area);
     }
@@ -1524,11 +1682,24 @@ impl App {
     fn draw_footer(&mut self, frame: &mut Frame<'_>, area: Rect) {
         let p = self.palette;
         if let Some(Modal::Command(input)) = &mut self.modal {
-            let [colon, rest] =
-                Layout::horizontal([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+            // What Tab offers (or an error) stays in view beside what is typed.
+            let typed = widgets::input_text(input).chars().count() as u16;
+            let [colon, rest, aside] = Layout::horizontal([
+                Constraint::Length(1),
+                Constraint::Length(typed.saturating_add(2).max(12)),
+                Constraint::Min(0),
+            ])
+            .areas(area);
             frame.render_widget(Paragraph::new(Span::styled(":", p.key)), colon);
             input.set_cursor_style(p.selected);
             frame.render_widget(&**input, rest);
+            if let Some(flash) = &self.flash {
+                let style = if flash.error { p.error } else { p.dim };
+                frame.render_widget(
+                    Paragraph::new(Span::styled(flash.text.clone(), style)),
+                    aside,
+                );
+            }
             return;
         }
         if let Some(flash) = &self.flash {
@@ -1572,34 +1743,20 @@ impl App {
             Some(Modal::Help(scroll)) => help::render(frame, area, &self.keymap, &p, scroll),
             Some(Modal::Form(form)) => form.render(frame, area, &p),
             Some(Modal::Wizard(w)) => w.render(frame, area, &p, &name_of),
+            Some(Modal::Journeys(journeys, scroll)) => {
+                let lines = journey_lines(journeys, &p, &name_of);
+                scrolling_modal(
+                    frame,
+                    area,
+                    "Your journeys, newest first",
+                    lines,
+                    scroll,
+                    &p,
+                );
+            }
             Some(Modal::Report(report, scroll)) => {
                 let lines = wizard::report_lines(report, &p, &name_of);
-                let width = area.width.saturating_sub(10).min(90);
-                let text = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
-                // As tall as the wrapped text and the hint need, scrolling when the screen is not.
-                let needed =
-                    u16::try_from(text.line_count(width.saturating_sub(2))).unwrap_or(u16::MAX);
-                let rect = centered(
-                    area,
-                    width,
-                    needed.saturating_add(4).min(area.height.saturating_sub(2)),
-                );
-                let inner = modal(frame, rect, "Paradox check", &p);
-                let [body, _, hint] = Layout::vertical([
-                    Constraint::Min(1),
-                    Constraint::Length(1),
-                    Constraint::Length(1),
-                ])
-                .areas(inner);
-                *scroll = (*scroll).min(needed.saturating_sub(body.height));
-                let more = needed > body.height;
-                frame.render_widget(text.scroll((*scroll, 0)), body);
-                let hint_text = if more {
-                    "j/k scroll · enter / esc close"
-                } else {
-                    "enter / esc close"
-                };
-                frame.render_widget(Paragraph::new(Span::styled(hint_text, p.dim)), hint);
+                scrolling_modal(frame, area, "Paradox check", lines, scroll, &p);
             }
             Some(Modal::Confirm(confirm)) => {
                 let (title, question) = match confirm {
@@ -1612,28 +1769,184 @@ impl App {
                     Confirm::Revert(_, e) => (
                         "Revert event",
                         format!(
-                            "Undo the latest change of {} ({})?",
+                            "Undo the latest change of {} ({})? It is checked for paradoxes first.",
                             e.description, e.event_id
                         ),
                     ),
+                    Confirm::ApplyAnyway { why, .. } => (
+                        "Paradox",
+                        format!("{why}\n\nApply it anyway? (n keeps it unmade)"),
+                    ),
                 };
-                let lines = vec![
-                    Line::from(question),
-                    Line::default(),
-                    Line::from(vec![
-                        Span::styled("y", p.key),
-                        Span::styled(" yes   ", p.dim),
-                        Span::styled("n", p.key),
-                        Span::styled(" no", p.dim),
-                    ]),
-                ];
-                let rect = centered(area, area.width.saturating_sub(10).min(70), 7);
-                let inner = modal(frame, rect, title, &p);
-                frame.render_widget(
-                    Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }),
-                    inner,
+                let mut lines: Vec<Line> = question.lines().map(Line::from).collect();
+                lines.push(Line::default());
+                lines.push(Line::from(vec![
+                    Span::styled("y", p.key),
+                    Span::styled(" yes   ", p.dim),
+                    Span::styled("n", p.key),
+                    Span::styled(" no", p.dim),
+                ]));
+                let width = area.width.saturating_sub(10).min(70);
+                let text = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
+                // As tall as the wrapped question (a refusal may name several paradoxes).
+                let needed =
+                    u16::try_from(text.line_count(width.saturating_sub(2))).unwrap_or(u16::MAX);
+                let rect = centered(
+                    area,
+                    width,
+                    needed.saturating_add(2).min(area.height.saturating_sub(2)),
                 );
+                let inner = modal(frame, rect, title, &p);
+                frame.render_widget(text, inner);
             }
+        }
+    }
+}
+
+/// A key in a read-only scrolling modal: the new scroll, or `None` when it closes.
+fn scroll_key(code: KeyCode, scroll: u16) -> Option<u16> {
+    match code {
+        KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
+        KeyCode::Down | KeyCode::Char('j') => Some(scroll.saturating_add(1)),
+        KeyCode::Up | KeyCode::Char('k') => Some(scroll.saturating_sub(1)),
+        _ => Some(scroll),
+    }
+}
+
+/// A read-only modal as tall as its wrapped `lines` and a hint need, scrolling (`scroll` is
+/// kept in range) when the screen is not.
+fn scrolling_modal(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line<'static>>,
+    scroll: &mut u16,
+    p: &Palette,
+) {
+    let width = area.width.saturating_sub(10).min(90);
+    let text = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
+    let needed = u16::try_from(text.line_count(width.saturating_sub(2))).unwrap_or(u16::MAX);
+    let rect = centered(
+        area,
+        width,
+        needed.saturating_add(4).min(area.height.saturating_sub(2)),
+    );
+    let inner = modal(frame, rect, title, p);
+    let [body, _, hint] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    *scroll = (*scroll).min(needed.saturating_sub(body.height));
+    let more = needed > body.height;
+    frame.render_widget(text.scroll((*scroll, 0)), body);
+    let hint_text = if more {
+        "j/k scroll · enter / esc close"
+    } else {
+        "enter / esc close"
+    };
+    frame.render_widget(Paragraph::new(Span::styled(hint_text, p.dim)), hint);
+}
+
+/// The traveller's journeys, newest first: when, from where to where, what came along.
+fn journey_lines(
+    journeys: &[crate::service::Journey],
+    p: &Palette,
+    name_of: &dyn Fn(&TimelineId) -> String,
+) -> Vec<Line<'static>> {
+    if journeys.is_empty() {
+        return vec![Line::from(Span::styled(
+            "No journeys yet. Press t to travel.",
+            p.dim,
+        ))];
+    }
+    let mut lines = Vec::new();
+    for j in journeys.iter().rev() {
+        let how = if j.anchor.is_some() {
+            " (return to an anchor)"
+        } else {
+            ""
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{}  ", fmt_time(&j.departed_at)), p.dim),
+            Span::styled(
+                format!(
+                    "{} {} → {} {}{how}",
+                    name_of(&j.from_timeline),
+                    fmt_time(&j.from_time),
+                    name_of(&j.to_timeline),
+                    fmt_time(&j.arrival_time)
+                ),
+                p.text,
+            ),
+        ]));
+        if !j.items_transported.is_empty() || !j.items_left.is_empty() {
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "    carried {} item{}, left {}",
+                    j.items_transported.len(),
+                    if j.items_transported.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    j.items_left.len()
+                ),
+                p.dim,
+            )));
+        }
+    }
+    lines
+}
+
+/// The `:` words besides the action names; those followed by a space take an argument.
+const COMMAND_WORDS: [&str; 5] = ["search ", "filter ", "monitor", "timelines", "quit"];
+
+/// Tab on the command line: `line` completed as far as the commands it can begin agree, and
+/// those commands (more than one: the choice is the user's).
+fn complete_command(line: &str) -> (String, Vec<&'static str>) {
+    if line.contains(' ') {
+        return (line.to_owned(), Vec::new()); // past the command word: an argument
+    }
+    let choices: Vec<&'static str> = COMMAND_WORDS
+        .iter()
+        .copied()
+        .chain(Action::ALL.iter().map(|a| a.name()))
+        .filter(|c| c.starts_with(line))
+        .collect();
+    let Some(first) = choices.first() else {
+        return (line.to_owned(), choices);
+    };
+    let common = choices.iter().fold(first.len(), |n, c| {
+        first
+            .bytes()
+            .zip(c.bytes())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    (first[..common].to_owned(), choices)
+}
+
+/// Every page of a list, up to [`MAX_ROWS`] rows.
+async fn all_pages<T, F, Fut>(mut list: F) -> Result<Vec<T>, ServiceError>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: Future<Output = Result<crate::service::Page<T>, ServiceError>>,
+{
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = list(PageRequest {
+            limit: Some(PageRequest::MAX_LIMIT),
+            cursor,
+        })
+        .await?;
+        all.extend(page.items);
+        match page.next_cursor {
+            Some(next) if all.len() < MAX_ROWS => cursor = Some(next),
+            _ => return Ok(all),
         }
     }
 }

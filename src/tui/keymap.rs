@@ -220,7 +220,7 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("enter",         A::Open,             "open: a timeline's events, an event's detail",  C::Global,    ""),
         ("esc",           A::Back,             "back",                                          C::Global,    ""),
         ("/",             A::Filter,           "filter timelines / edit the event search",      C::Global,    "filter"),
-        (":",             A::Command,          "command line (:search PLACE, :quit, actions)",  C::Global,    "cmd"),
+        (":",             A::Command,          "command line (tab completes; :search PLACE)",  C::Global,    "cmd"),
         ("ctrl-r",        A::Refresh,          "refresh now",                                   C::Global,    ""),
         ("n",             A::NewTimeline,      "new timeline",                                  C::Global,    "new"),
         ("p",             A::ParallelTimeline, "parallel timeline of the selected one",         C::Global,    "parallel"),
@@ -235,6 +235,7 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("c",             A::CheckParadox,     "check a draft change for paradoxes",            C::Global,    "check"),
         ("f",             A::Freeze,           "freeze / unfreeze the monitor",                 C::Monitor,   "freeze"),
         ("L",             A::ShowLog,          "automation log / back to the monitor",          C::Global,    ""),
+        ("J",             A::Journeys,         "your journeys, newest first",                   C::Global,    ""),
     ]
 };
 

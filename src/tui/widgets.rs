@@ -204,8 +204,11 @@ pub struct Form<K> {
     pub note: String,
     /// Sent and waiting for the answer: the form stays open until the change is made.
     pub pending: bool,
-    /// Why the last submission was refused, shown under the fields until the next one.
+    /// Why the last submission was refused, shown until the next one: under the field at
+    /// fault ([`Form::refusal_field`]) or, when no one field is, under them all.
     pub refusal: Option<String>,
+    /// The field the refusal is about.
+    pub refusal_field: Option<usize>,
 }
 
 impl<K> Form<K> {
@@ -225,7 +228,40 @@ impl<K> Form<K> {
             note: "enter submit · tab next field · esc cancel".into(),
             pending: false,
             refusal: None,
+            refusal_field: None,
         }
+    }
+
+    /// Shows `message` as the reason the last submission was refused, beside the field the
+    /// request's `field` names (`destination_time`, `new_outcome.changes[0].time`: matched to
+    /// the label's words, the last part to the last word) and puts the cursor there.
+    pub fn refuse(&mut self, message: String, field: Option<&str>) {
+        self.refusal_field = field.and_then(|f| self.field_named(f));
+        if let Some(i) = self.refusal_field {
+            self.focus = i;
+        }
+        self.refusal = Some(message);
+    }
+
+    /// Clears the last refusal.
+    pub fn clear_refusal(&mut self) {
+        self.refusal = None;
+        self.refusal_field = None;
+    }
+
+    fn field_named(&self, field: &str) -> Option<usize> {
+        let field = field.trim().to_lowercase().replace('_', " ");
+        let last = field.rsplit('.').next().unwrap_or(&field);
+        let last = last.split('[').next().unwrap_or(last).trim();
+        let key = |label: &str| {
+            let label = label.to_lowercase();
+            label.split(" (").next().unwrap_or(&label).trim().to_owned()
+        };
+        let keys: Vec<String> = self.fields.iter().map(|f| key(f.label)).collect();
+        keys.iter().position(|k| *k == field).or_else(|| {
+            keys.iter()
+                .position(|k| !last.is_empty() && k.rsplit(' ').next() == Some(last))
+        })
     }
 
     /// The trimmed value of field `i` (empty when absent).
@@ -253,26 +289,46 @@ impl<K> Form<K> {
         let height = self.fields.len() as u16 * 3 + 4 + refusal_lines;
         let rect = centered(area, area.width.saturating_sub(10).min(80), height);
         let inner = modal(frame, rect, &self.title, palette);
-        let mut constraints: Vec<Constraint> =
-            self.fields.iter().map(|_| Constraint::Length(3)).collect();
-        if let Some(refusal) = &self.refusal {
-            constraints.push(Constraint::Length(refusal_lines));
-            constraints.push(Constraint::Length(1));
-            let rows = Layout::vertical(constraints.clone()).split(inner);
-            frame.render_widget(
-                Paragraph::new(Span::styled(refusal.clone(), palette.error))
-                    .wrap(ratatui::widgets::Wrap { trim: true }),
-                rows[self.fields.len()],
-            );
-        } else {
-            constraints.push(Constraint::Length(1));
+        // Rows: each field (3 lines), the refusal right under the field at fault (or under
+        // them all), the note.
+        let n = self.fields.len();
+        let refusal_after = self
+            .refusal
+            .as_ref()
+            .map(|_| self.refusal_field.filter(|i| *i < n).map_or(n, |i| i + 1));
+        let mut constraints = Vec::with_capacity(n + 2);
+        let mut field_rows = Vec::with_capacity(n);
+        let mut refusal_row = None;
+        for i in 0..=n {
+            if refusal_after == Some(i) {
+                refusal_row = Some(constraints.len());
+                constraints.push(Constraint::Length(refusal_lines));
+            }
+            if i < n {
+                field_rows.push(constraints.len());
+                constraints.push(Constraint::Length(3));
+            }
         }
+        constraints.push(Constraint::Length(1));
         let rows = Layout::vertical(constraints).split(inner);
+        if let (Some(refusal), Some(row)) = (&self.refusal, refusal_row) {
+            frame.render_widget(
+                Paragraph::new(Span::styled(
+                    match self.refusal_field {
+                        Some(_) if refusal_after != Some(n) => format!("↑ {refusal}"),
+                        _ => refusal.clone(),
+                    },
+                    palette.error,
+                ))
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+                rows[row],
+            );
+        }
         let focus = self.focus;
         for (i, field) in self.fields.iter_mut().enumerate() {
             render_input(
                 frame,
-                rows[i],
+                rows[field_rows[i]],
                 &mut field.input,
                 field.label,
                 i == focus,

@@ -28,6 +28,7 @@ fn event(description: &str, time: &str, location: &str, causes: &[&EventId]) -> 
         location: location.into(),
         causes: causes.iter().map(|c| (*c).clone()).collect(),
         fixed_point: false,
+        safety_check: false,
     }
 }
 
@@ -358,6 +359,7 @@ pub async fn events_add_and_search(face: &Face) {
                 &tl.id,
                 NewEvent {
                     fixed_point: true,
+                    safety_check: false,
                     ..event(
                         "Eiffel tower inaugurated",
                         "1889-03-31T12:00:00Z",
@@ -624,6 +626,7 @@ pub async fn manipulate_revert_and_check_timeline(face: &Face) {
                 &tl.id,
                 NewEvent {
                     fixed_point: true,
+                    safety_check: false,
                     ..event(
                         "AC patent granted",
                         "1888-05-01T12:00:00Z",
@@ -771,6 +774,7 @@ pub async fn manipulate_revert_and_check_timeline(face: &Face) {
             ada.revert_event(RevertRequest {
                 event_id: demo.event_id.clone(),
                 timeline_id: Some(tl.id.clone()),
+                safety_check: false,
             }),
         )
         .await;
@@ -807,6 +811,7 @@ pub async fn manipulate_revert_and_check_timeline(face: &Face) {
             ada.revert_event(RevertRequest {
                 event_id: demo.event_id.clone(),
                 timeline_id: Some(tl.id.clone()),
+                safety_check: false,
             }),
         )
         .await;
@@ -817,6 +822,7 @@ pub async fn manipulate_revert_and_check_timeline(face: &Face) {
             ada.revert_event(RevertRequest {
                 event_id: patent.event_id.clone(),
                 timeline_id: Some(tl.id.clone()),
+                safety_check: false,
             }),
         )
         .await;
@@ -847,6 +853,7 @@ pub async fn manipulate_revert_and_check_timeline(face: &Face) {
             ada.revert_event(RevertRequest {
                 event_id: demo.event_id.clone(),
                 timeline_id: None,
+                safety_check: false,
             }),
         )
         .await;
@@ -916,6 +923,7 @@ pub async fn closed_timeline_refuses_changes(face: &Face) {
             ada.revert_event(RevertRequest {
                 event_id: e.event_id.clone(),
                 timeline_id: Some(tl.id.clone()),
+                safety_check: false,
             }),
         )
         .await;

@@ -122,10 +122,9 @@ impl MonitorPane {
         timeline_name: &str,
     ) {
         let p = ctx.palette;
-        let mut extra = vec![timeline_name.to_owned()];
-        if self.frozen {
-            extra.push("FROZEN".into());
-        }
+        // The verdict comes first and the name last, cut to what is left: on a narrow pane the
+        // count is what must stay.
+        let mut extra = Vec::new();
         let active = self.rows.iter().filter(|r| r.resolved.is_none()).count();
         if self.status.is_some() {
             extra.push(if active == 0 {
@@ -134,8 +133,16 @@ impl MonitorPane {
                 format!("{active} anomal{}", if active == 1 { "y" } else { "ies" })
             });
         }
+        if self.frozen {
+            extra.push("FROZEN".into());
+        }
         if let Some(l) = ctx.loading() {
             extra.push(l);
+        }
+        let used: usize = extra.iter().map(|e| e.chars().count() + 3).sum::<usize>() + 12;
+        let room = usize::from(area.width).saturating_sub(used);
+        if room >= 4 {
+            extra.push(crate::tui::widgets::ellipsize(timeline_name, room));
         }
         let block = pane_block(title("Monitor", Some(extra.join(" · ")), p), ctx.focused, p);
         let inner = block.inner(area);

@@ -1,7 +1,7 @@
 //! The event search pane: location and time-range inputs, a results table, and the detail of
 //! one event with its causes and lineage.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -45,13 +45,18 @@ pub struct SearchPane {
     pub searched: bool,
     /// Causes looked up for the detail view because the results did not hold them.
     pub causes: HashMap<EventId, EventRecord>,
+    /// Events the monitor's open anomalies name in the searched timeline: their rows say so.
+    pub troubled: HashSet<EventId>,
 }
+
+const LOCATION_HINT: &str = "e.g. Paris (empty: anywhere)";
+const RANGE_HINT: &str = "START/END, START/P1M or a date (empty: any time)";
 
 impl Default for SearchPane {
     fn default() -> Self {
         Self {
-            location: widgets::input("", "e.g. Paris (empty: anywhere)"),
-            range: widgets::input("", "START/END in RFC 3339 (empty: any time)"),
+            location: widgets::input("", LOCATION_HINT),
+            range: widgets::input("", RANGE_HINT),
             editing: None,
             timeline: None,
             results: Vec::new(),
@@ -59,6 +64,7 @@ impl Default for SearchPane {
             detail: false,
             searched: false,
             causes: HashMap::new(),
+            troubled: HashSet::new(),
         }
     }
 }
@@ -94,8 +100,31 @@ impl SearchPane {
         self.results.iter().find(|r| &r.event_id == id)
     }
 
+    /// Asks for events at `location` at any time (`:search PLACE`): a range typed earlier
+    /// would silently narrow what a command line says nothing about.
+    pub fn anywhere_at_any_time(&mut self, location: &str) {
+        self.location = widgets::input(location, LOCATION_HINT);
+        self.range = widgets::input("", RANGE_HINT);
+        self.detail = false;
+    }
+
+    /// Takes the events the monitor's open anomalies name in `timeline`, when it is the one
+    /// searched.
+    pub fn mark_troubled(&mut self, report: &crate::service::MonitorReport) {
+        if self.timeline.as_ref() != Some(&report.timeline_id) {
+            return;
+        }
+        self.troubled = report
+            .anomalies
+            .iter()
+            .flat_map(|a| a.subjects.iter())
+            .filter_map(|s| s.parse::<EventId>().ok())
+            .collect();
+    }
+
     /// Forgets the results of a timeline that no longer exists.
     pub fn forget(&mut self) {
+        self.troubled.clear();
         self.timeline = None;
         self.causes.clear();
         self.results.clear();
@@ -111,7 +140,7 @@ impl SearchPane {
         let range = if range.is_empty() {
             None
         } else {
-            Some(TimeRange::parse("time range", &range).map_err(|e| e.to_string())?)
+            Some(TimeRange::parse_typed("time range", &range).map_err(|e| e.to_string())?)
         };
         Ok(Query {
             location: (!location.is_empty()).then_some(location),
@@ -225,7 +254,7 @@ impl SearchPane {
         let selected = self.cursor.selected;
         let rows = range.map(|i| {
             let e = &self.results[i];
-            let (status, style) = status_cell(e, p);
+            let (status, style) = status_cell(e, self.troubled.contains(&e.event_id), p);
             Row::new(vec![
                 Cell::from(if i == selected { "▶" } else { " " }),
                 Cell::from(fmt_time(&e.time)),
@@ -251,7 +280,12 @@ impl SearchPane {
     }
 }
 
-fn status_cell(e: &EventRecord, p: &Palette) -> (String, ratatui::style::Style) {
+/// An event's status as a row shows it; `troubled` when an open anomaly names it (an event in a
+/// causal loop is "on schedule" and still in trouble).
+fn status_cell(e: &EventRecord, troubled: bool, p: &Palette) -> (String, ratatui::style::Style) {
+    if troubled {
+        return ("⚠ in paradox".into(), p.error);
+    }
     if e.fixed_point {
         return ("fixed point".into(), p.warn);
     }
@@ -321,7 +355,7 @@ fn detail_lines<'a, 'r>(
     field("id", e.event_id.to_string());
     field("time", fmt_time(&e.time));
     field("location", e.location.clone());
-    field("status", status_cell(e, p).0);
+    field("status", status_cell(e, false, p).0);
     if e.causes.is_empty() {
         field("causes", "none (an uncaused event)".into());
     }

@@ -1,4 +1,5 @@
-//! The timelines pane: name, status, window countdown, destination time, branch parent.
+//! The timelines pane: name, standing paradoxes, status, window countdown, destination time,
+//! branch parent, and the selected one's description and variation.
 
 use std::collections::HashMap;
 
@@ -165,6 +166,31 @@ impl TimelinesPane {
             frame.render_widget(Paragraph::new(Span::styled(msg, p.dim)), body);
             return;
         }
+        // The selected timeline's description and variation, on the last line when there is
+        // room for rows above it.
+        if let Some(about) = self.selected().and_then(about)
+            && body.height >= 5
+        {
+            let [rows, line] =
+                ratatui::layout::Layout::vertical([Constraint::Min(1), Constraint::Length(1)])
+                    .areas(body);
+            frame.render_widget(
+                Paragraph::new(Span::styled(
+                    ellipsize(&about, usize::from(line.width)),
+                    p.dim,
+                )),
+                line,
+            );
+            body = rows;
+        }
+        let columns = Columns::for_width(body.width);
+        let widths = columns.constraints();
+        // Names are cut to their column with an ellipsis rather than mid-letter.
+        let cells = ratatui::layout::Layout::horizontal(widths.clone())
+            .spacing(1)
+            .split(body);
+        let width_of = |column: usize| cells.get(column).map_or(8, |r| usize::from(r.width));
+        let (name_width, parent_width) = (width_of(1), width_of(6));
         let height = body.height.saturating_sub(1) as usize;
         let range = self.cursor.window(self.shown.len(), height);
         let selected = self.cursor.selected;
@@ -190,16 +216,10 @@ impl TimelinesPane {
                     (fmt_countdown(left), style)
                 }
             };
-            let dest = t
-                .destination_time
-                .as_ref()
-                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-                .unwrap_or_else(|| "present".into());
-            let parent = t
-                .parent
-                .as_ref()
-                .map(|id| self.name_of(id))
-                .unwrap_or_else(|| "—".into());
+            let (trouble, trouble_style) = match t.paradoxes {
+                0 => ("·".to_owned(), p.dim),
+                n => (format!("⚠{n}"), p.warn),
+            };
             let row_style = if row == selected { p.selected } else { p.text };
             let marker = match (row == selected, here) {
                 (true, true) => "▶●",
@@ -207,31 +227,86 @@ impl TimelinesPane {
                 (false, true) => " ●",
                 (false, false) => "  ",
             };
-            Row::new(vec![
+            let mut row_cells = vec![
                 Cell::from(marker),
-                Cell::from(t.name.clone()),
+                Cell::from(ellipsize(&t.name, name_width)),
+                Cell::from(Span::styled(trouble, trouble_style)),
                 Cell::from(Span::styled(status, status_style)),
                 Cell::from(Span::styled(window, window_style)),
-                Cell::from(dest),
-                Cell::from(ellipsize(&parent, 18)),
-            ])
-            .style(row_style)
+            ];
+            if columns.destination {
+                row_cells.push(Cell::from(
+                    t.destination_time
+                        .as_ref()
+                        .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                        .unwrap_or_else(|| "present".into()),
+                ));
+            }
+            if columns.parent {
+                let parent = t
+                    .parent
+                    .as_ref()
+                    .map(|id| self.name_of(id))
+                    .unwrap_or_else(|| "—".into());
+                row_cells.push(Cell::from(ellipsize(&parent, parent_width)));
+            }
+            Row::new(row_cells).style(row_style)
         });
-        let header =
-            Row::new(["", "Name", "Status", "Closes in", "Destination", "Parent"]).style(p.title);
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(2),
-                Constraint::Fill(1),
-                Constraint::Length(6),
-                Constraint::Length(9),
-                Constraint::Length(16),
-                Constraint::Fill(1),
-            ],
-        )
-        .header(header)
-        .column_spacing(1);
+        let mut header = vec!["", "Name", "⚠", "Status", "Closes in"];
+        if columns.destination {
+            header.push("Destination");
+        }
+        if columns.parent {
+            header.push("Parent");
+        }
+        let table = Table::new(rows, widths)
+            .header(Row::new(header).style(p.title))
+            .column_spacing(1);
         frame.render_widget(table, body);
     }
+}
+
+/// The columns that fit: on a narrow pane the parent goes first, then the destination, so
+/// the name keeps room to be read.
+struct Columns {
+    destination: bool,
+    parent: bool,
+}
+
+impl Columns {
+    fn for_width(width: u16) -> Self {
+        Self {
+            destination: width >= 50,
+            parent: width >= 70,
+        }
+    }
+
+    fn constraints(&self) -> Vec<Constraint> {
+        let mut c = vec![
+            Constraint::Length(2),
+            Constraint::Fill(2),
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(9),
+        ];
+        if self.destination {
+            c.push(Constraint::Length(16));
+        }
+        if self.parent {
+            c.push(Constraint::Fill(1));
+        }
+        c
+    }
+}
+
+/// What the timelines list does not show of `t`: its description and variation.
+fn about(t: &TimelineInfo) -> Option<String> {
+    let parts: Vec<String> = [
+        t.description.as_ref().filter(|d| **d != t.name).cloned(),
+        t.variation.as_ref().map(|v| format!("variation: {v}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| format!("{}: {}", t.name, parts.join(" · ")))
 }

@@ -8,8 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::model::{Anchor, AnchorStatus, Instant, Item, ItemId, TimelineId, TimelineStatus};
-use crate::paradox::ParadoxKind;
-use crate::service::{Journey, ParadoxReport, ProposedChange, TimelineInfo};
+use std::sync::Arc;
+
+use crate::paradox::{Paradox, ParadoxKind};
+use crate::service::{
+    Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult, TimelineInfo,
+    TimelineService,
+};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, centered, ellipsize, fmt_time, modal};
 
@@ -50,8 +55,9 @@ pub enum Destination {
         /// Where journeys into it arrive.
         arrival: Option<Instant>,
     },
-    /// One of the traveller's active anchors (travelling there is returning).
-    Anchor(Anchor),
+    /// One of the traveller's active anchors (travelling there is returning), with the name
+    /// of its timeline.
+    Anchor(Anchor, String),
 }
 
 impl Destination {
@@ -59,7 +65,7 @@ impl Destination {
     pub fn request_id(&self) -> String {
         match self {
             Destination::Timeline { id, .. } => id.to_string(),
-            Destination::Anchor(a) => a.id.to_string(),
+            Destination::Anchor(a, _) => a.id.to_string(),
         }
     }
 
@@ -67,7 +73,7 @@ impl Destination {
     pub fn timeline(&self) -> &TimelineId {
         match self {
             Destination::Timeline { id, .. } => id,
-            Destination::Anchor(a) => &a.timeline,
+            Destination::Anchor(a, _) => &a.timeline,
         }
     }
 
@@ -75,7 +81,7 @@ impl Destination {
     pub fn arrival(&self) -> Option<Instant> {
         match self {
             Destination::Timeline { arrival, .. } => *arrival,
-            Destination::Anchor(a) => Some(a.timestamp),
+            Destination::Anchor(a, _) => Some(a.timestamp),
         }
     }
 
@@ -88,9 +94,12 @@ impl Destination {
                     .map(fmt_time)
                     .unwrap_or_else(|| "present".into())
             ),
-            Destination::Anchor(a) => format!(
+            // An anchor without a description is named by where it is, not by its id.
+            Destination::Anchor(a, place) => format!(
                 "anchor    {}  → {} (return)",
-                a.description.clone().unwrap_or_else(|| a.id.to_string()),
+                a.description
+                    .clone()
+                    .unwrap_or_else(|| format!("in {place}")),
                 fmt_time(&a.timestamp)
             ),
         }
@@ -117,7 +126,7 @@ pub struct Wizard {
     /// Waiting for the service.
     pub loading: bool,
     /// The paradox checker's verdict.
-    pub report: Option<ParadoxReport>,
+    pub report: Option<Verdict>,
     /// The journey made.
     pub journey: Option<Journey>,
 }
@@ -169,7 +178,13 @@ impl Wizard {
             .filter(|a| a.status == AnchorStatus::Active)
             .collect();
         active.sort_by_key(|a| std::cmp::Reverse(a.created_at));
-        dest.extend(active.into_iter().map(Destination::Anchor));
+        dest.extend(active.into_iter().map(|a| {
+            let place = timelines
+                .iter()
+                .find(|t| t.id == a.timeline)
+                .map_or_else(|| a.timeline.to_string(), |t| t.name.clone());
+            Destination::Anchor(a, place)
+        }));
         self.dest_cursor.selected = preselect
             .and_then(|id| {
                 dest.iter()
@@ -358,10 +373,10 @@ impl Wizard {
                 lines
             }
             Step::Check => {
-                let Some(report) = &self.report else {
+                let Some(verdict) = &self.report else {
                     return vec![Line::from(Span::styled("Checking…", p.dim))];
                 };
-                report_lines(report, p, name_of)
+                report_lines(verdict, p, name_of)
             }
             Step::Confirm => {
                 let Some(dest) = self.destination() else {
@@ -387,14 +402,15 @@ impl Wizard {
                         }
                     )),
                 ];
-                if let Some(r) = &self.report {
-                    lines.push(if r.is_stable {
-                        Line::from(Span::styled("paradox check: stable", p.ok))
+                if let Some(v) = &self.report {
+                    let new = v.introduced().len();
+                    lines.push(if new == 0 {
+                        Line::from(Span::styled("paradox check: the journey adds no paradox", p.ok))
                     } else {
                         Line::from(Span::styled(
                             format!(
-                                "paradox check: UNSTABLE ({} findings) — travel at your own risk",
-                                r.paradoxes.len()
+                                "paradox check: UNSTABLE ({new} new paradox{}) — travel at your own risk",
+                                if new == 1 { "" } else { "es" }
                             ),
                             p.error,
                         ))
@@ -463,41 +479,94 @@ impl Wizard {
     }
 }
 
-/// A paradox report as lines: the verdict, then each finding with its kind.
+/// A paradox check's answer beside the paradoxes that stood before the change, so what the
+/// change adds is told apart from what was already there.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// The check of the change.
+    pub report: ParadoxReport,
+    /// The timeline's paradoxes without the change (for this traveller).
+    pub standing: Vec<Paradox>,
+}
+
+impl Verdict {
+    /// Checks `req` and the timeline as it stands.
+    pub async fn ask(
+        svc: Arc<dyn TimelineService>,
+        req: ParadoxCheckRequest,
+    ) -> ServiceResult<Self> {
+        let standing = svc
+            .check_paradox(ParadoxCheckRequest {
+                timeline_id: req.timeline_id.clone(),
+                proposed_changes: Vec::new(),
+            })
+            .await?
+            .paradoxes;
+        let report = svc.check_paradox(req).await?;
+        Ok(Self { report, standing })
+    }
+
+    /// The paradoxes the change would add.
+    pub fn introduced(&self) -> Vec<&Paradox> {
+        self.report
+            .paradoxes
+            .iter()
+            .filter(|p| !self.standing.contains(p))
+            .collect()
+    }
+}
+
+/// A check's verdict as lines: what the change adds, then what already stands, each finding
+/// with its kind.
 pub fn report_lines<'a>(
-    report: &ParadoxReport,
+    verdict: &Verdict,
     p: &Palette,
     name_of: &dyn Fn(&TimelineId) -> String,
 ) -> Vec<Line<'a>> {
-    let mut lines = vec![if report.is_stable {
-        Line::from(Span::styled(
-            format!(
-                "✓ {} stays stable: no paradox found.",
-                name_of(&report.timeline_id)
-            ),
+    let name = name_of(&verdict.report.timeline_id);
+    let introduced = verdict.introduced();
+    let already: Vec<&Paradox> = verdict
+        .report
+        .paradoxes
+        .iter()
+        .filter(|p| verdict.standing.contains(p))
+        .collect();
+    let plural = |n: usize| if n == 1 { "" } else { "es" };
+    let mut lines = vec![match (introduced.len(), already.len()) {
+        (0, 0) => Line::from(Span::styled(
+            format!("✓ {name} stays stable: no paradox found."),
             p.ok,
-        ))
-    } else {
-        Line::from(Span::styled(
+        )),
+        (0, n) => Line::from(Span::styled(
+            format!("✓ The change adds no paradox; {name} already has {n} standing:"),
+            p.ok,
+        )),
+        (n, _) => Line::from(Span::styled(
             format!(
-                "✗ {} would become unstable: {} paradox{}.",
-                name_of(&report.timeline_id),
-                report.paradoxes.len(),
-                if report.paradoxes.len() == 1 {
-                    ""
-                } else {
-                    "es"
-                }
+                "✗ {name} would become unstable: the change adds {n} paradox{}.",
+                plural(n)
             ),
             p.error,
-        ))
+        )),
     }];
-    for paradox in &report.paradoxes {
-        lines.push(Line::from(vec![
+    let finding = |paradox: &Paradox| {
+        Line::from(vec![
             Span::styled(format!("• {}: ", kind_title(paradox.kind)), p.warn),
             Span::styled(paradox.description.clone(), Style::default()),
-        ]));
+        ])
+    };
+    lines.extend(introduced.iter().map(|x| finding(x)));
+    if !introduced.is_empty() && !already.is_empty() {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "Already there before the change ({} paradox{}):",
+                already.len(),
+                plural(already.len())
+            ),
+            p.dim,
+        )));
     }
+    lines.extend(already.iter().map(|x| finding(x)));
     lines
 }
 

@@ -1,0 +1,111 @@
+//! Reads whose work grows with a timeline's size (a monitor scan, a look-up of an event by its
+//! description) run on tokio's blocking pool, so a scan of a huge timeline never holds up
+//! the cheap requests queued on the same runtime worker.
+//!
+//! The runtime here has one thread: were a scan to run on it, nothing else could make progress
+//! until the scan ended.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock};
+use chronoscope::model::{Event, EventId, EventStatus, TimelineId};
+use chronoscope::service::*;
+use chronoscope::store::{MemoryStore, Store};
+
+const EVENTS: usize = 200_000;
+
+/// `primary` with `EVENTS` events, each caused by the one before it, except the first: it names
+/// the sixth as its cause, a small causal loop that every scan and check reports.
+async fn engine_with_a_huge_timeline() -> Arc<Engine> {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(SystemClock);
+    Engine::open(store.clone(), clock, EngineConfig::default(), Seed::None)
+        .await
+        .expect("engine opens");
+    let id = |i: usize| EventId::from_ulid(ulid::Ulid::from((7u128 << 100) | i as u128));
+    let start = DateTime::<Utc>::from_timestamp(946_684_800, 0).expect("2000-01-01");
+    let events = (0..EVENTS)
+        .map(|i| Event {
+            id: id(i),
+            description: format!("Event {i}"),
+            time: start + Duration::minutes(i as i64),
+            location: "Geneva".into(),
+            causes: if i == 0 { vec![id(5)] } else { vec![id(i - 1)] },
+            fixed_point: false,
+            status: EventStatus::OnSchedule,
+            supersedes: None,
+            superseded_by: None,
+            lineage: id(i),
+            author: None,
+        })
+        .collect();
+    let op = Op::AddEvents {
+        timeline: TimelineId::primary(),
+        events,
+        at: None,
+    };
+    let seq = store.last_seq().await.expect("memory store");
+    store
+        .append(seq + 1, &[serde_json::to_string(&op).expect("op encodes")])
+        .await
+        .expect("appended");
+    // A second engine replays the log with the big timeline in it.
+    Engine::open(
+        store,
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .expect("engine reopens")
+}
+
+/// Starts `read` on the one runtime thread, lets it begin, then makes a cheap read: were `read`
+/// running on that thread, it would have ended before the cheap read could start.
+async fn a_cheap_read_goes_first<T: Send + 'static>(
+    engine: &Arc<Engine>,
+    read: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
+) -> T {
+    let heavy = tokio::spawn(read);
+    // Let it start: inline, it would run to its end right here.
+    tokio::task::yield_now().await;
+    assert!(
+        !heavy.is_finished(),
+        "the heavy read ran to its end on the runtime's only thread"
+    );
+    let timelines = engine
+        .session("bob".parse().expect("name"))
+        .list_timelines(PageRequest::default())
+        .await
+        .expect("timelines listed");
+    assert_eq!(timelines.items.len(), 1, "only primary");
+    heavy.await.expect("task").expect("the heavy read answers")
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
+    let engine = engine_with_a_huge_timeline().await;
+    let ada = engine.session("ada".parse().expect("name"));
+    let report = a_cheap_read_goes_first(&engine, async move {
+        ada.monitor_timeline(MonitorQuery {
+            timeline_id: TimelineId::primary(),
+            time_range: None,
+        })
+        .await
+    })
+    .await;
+    assert!(!report.anomalies.is_empty(), "the scan reports the loop");
+
+    // Looking an event up by its description reads every event.
+    let ada = engine.session("ada".parse().expect("name"));
+    let check = a_cheap_read_goes_first(&engine, async move {
+        ada.check_timeline(SignificantEventQuery {
+            timeline_id: TimelineId::primary(),
+            significant_event: "An event nobody recorded".into(),
+        })
+        .await
+    })
+    .await;
+    assert_eq!(check.status, "missing");
+}
