@@ -1286,13 +1286,16 @@ async fn an_event_that_makes_a_paradox_is_applied_only_after_apply_anyway() {
     );
     assert!(!written().await);
 
-    // Sent again and applied anyway: written, the form closes.
+    // Sent again and applied anyway (only y says yes; enter does not): written, the form closes.
+    h.press("enter");
+    h.settle().await;
     h.press("enter");
     h.settle().await;
     assert!(matches!(
         h.app.modal,
         Some(Modal::Confirm(Confirm::ApplyAnyway { .. }))
     ));
+    assert!(!written().await, "enter is not yes");
     h.press("y");
     h.settle().await;
     assert!(h.app.modal.is_none(), "{:?}", h.app.modal);

@@ -829,6 +829,10 @@ impl App {
                 scroll_key(key.code, scroll).map(|scroll| Modal::Journeys(journeys, scroll))
             }
             Modal::Confirm(confirm) => match key.code {
+                // Making a paradox takes an explicit y: an Enter meant for the form is no yes.
+                KeyCode::Enter if matches!(confirm, Confirm::ApplyAnyway { .. }) => {
+                    Some(Modal::Confirm(confirm))
+                }
                 // What is confirmed may bring its form back into view.
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
                     self.confirmed(confirm);
