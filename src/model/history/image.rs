@@ -380,19 +380,7 @@ impl History {
         for (k, v) in image.loop_of.set {
             h.loop_of.insert(k, v);
         }
-        let out_of_range = |s: &Slot| *s as usize >= len;
-        if h.violations
-            .iter()
-            .any(|(a, b)| out_of_range(a) || out_of_range(b))
-            || h.back_edges
-                .iter()
-                .any(|(a, b)| out_of_range(a) || out_of_range(b))
-            || h.loops.values().any(|m| m.iter().any(out_of_range))
-        {
-            return Err(ImageError(
-                "an index names a slot that does not exist".into(),
-            ));
-        }
+        indexes_within(&h, len)?;
         Ok(h)
     }
 
@@ -552,19 +540,7 @@ impl History {
             .map(|(k, v)| (k, Arc::from(v)))
             .collect();
         h.loop_of = image.loop_of.set.into_iter().collect();
-        let out_of_range = |s: &Slot| *s as usize >= len;
-        if h.violations
-            .iter()
-            .any(|(a, b)| out_of_range(a) || out_of_range(b))
-            || h.back_edges
-                .iter()
-                .any(|(a, b)| out_of_range(a) || out_of_range(b))
-            || h.loops.values().any(|m| m.iter().any(out_of_range))
-        {
-            return Err(ImageError(
-                "an index names a slot that does not exist".into(),
-            ));
-        }
+        indexes_within(&h, len)?;
         Ok(h)
     }
 
@@ -656,5 +632,23 @@ pub(crate) fn same_history(a: &History, b: &History) -> Result<(), String> {
     eq("back edges", &a.back_edges, &b.back_edges)?;
     eq("loops", &a.loops, &b.loops)?;
     eq("loop members", &a.loop_of, &b.loop_of)?;
+    Ok(())
+}
+
+/// Refuses a decoded history whose indexes name a slot past its `len` slots.
+fn indexes_within(h: &History, len: usize) -> Result<(), ImageError> {
+    let out_of_range = |s: &Slot| *s as usize >= len;
+    if h.violations
+        .iter()
+        .any(|(a, b)| out_of_range(a) || out_of_range(b))
+        || h.back_edges
+            .iter()
+            .any(|(a, b)| out_of_range(a) || out_of_range(b))
+        || h.loops.values().any(|m| m.iter().any(out_of_range))
+    {
+        return Err(ImageError(
+            "an index names a slot that does not exist".into(),
+        ));
+    }
     Ok(())
 }
