@@ -355,6 +355,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         },
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,
+        heartbeat: chronoscope::server::ServerConfig::DEFAULT_HEARTBEAT,
     };
     let shutdown = chronoscope::server::shutdown_signal();
     let served = match tls {

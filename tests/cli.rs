@@ -373,3 +373,148 @@ fn a_change_that_makes_a_timeline_unstable_says_so_on_stderr() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An output both the command and the test can see while the command runs.
+#[derive(Clone, Default)]
+struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// Waits until the output has `n` lines (up to 5 s); answers them.
+    async fn lines(&self, n: usize) -> Vec<String> {
+        for _ in 0..100 {
+            let lines: Vec<String> = self.text().lines().map(str::to_owned).collect();
+            if lines.len() >= n {
+                return lines;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("fewer than {n} lines after 5 s:\n{}", self.text());
+    }
+}
+
+#[tokio::test]
+async fn monitor_follow_prints_the_anomalies_then_each_change_as_it_comes() {
+    use chronoscope::service::{ManipulateRequest, NewEvent, NewOutcome, OutcomeChange};
+
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let primary = chronoscope::model::TimelineId::primary();
+    let at = |s| parse_instant("t", s).unwrap();
+    let treaty = ada
+        .add_event(
+            &primary,
+            NewEvent {
+                description: "Treaty".into(),
+                time: at("1860-06-01T12:00:00Z"),
+                location: "Turin".into(),
+                causes: vec![],
+                fixed_point: false,
+                safety_check: false,
+            },
+        )
+        .await
+        .unwrap();
+    let party = ada
+        .add_event(
+            &primary,
+            NewEvent {
+                description: "Treaty celebrated".into(),
+                time: at("1861-06-01T12:00:00Z"),
+                location: "Turin".into(),
+                causes: vec![treaty.event_id.clone()],
+                fixed_point: false,
+                safety_check: false,
+            },
+        )
+        .await
+        .unwrap();
+
+    // `follow` never ends by itself: it runs beside the checks, in the same task.
+    let follow = |json: bool, mut sink: Shared| {
+        let mut args = vec!["chronoscope", "monitor", "primary", "--follow"];
+        if json {
+            args.insert(1, "--json");
+        }
+        let cli = Cli::try_parse_from(args).unwrap();
+        let service = engine.session("ada".parse().unwrap());
+        async move {
+            execute(
+                cli.command.expect("a subcommand"),
+                &service,
+                cli.global.json,
+                &mut sink,
+            )
+            .await
+        }
+    };
+    let (json_out, text_out) = (Shared::default(), Shared::default());
+    let checks = async {
+        let first = json_out.lines(1).await;
+        let snapshot: serde_json::Value = serde_json::from_str(&first[0]).unwrap();
+        assert_eq!(snapshot["event"], "snapshot", "{snapshot}");
+        assert_eq!(snapshot["report"]["status"], "stable");
+        assert_eq!(text_out.lines(1).await[0], "primary: stable, no anomalies");
+
+        ada.manipulate_event(ManipulateRequest {
+            timeline_id: None,
+            event_id: party.event_id.clone(),
+            new_outcome: NewOutcome {
+                description: None,
+                changes: vec![OutcomeChange {
+                    action: None,
+                    time: Some(at("1855-06-01T12:00:00Z")),
+                }],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+        let lines = json_out.lines(2).await;
+        let appeared: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!(appeared["event"], "appeared", "{appeared}");
+        assert!(
+            appeared["position"].as_u64().unwrap() > snapshot["position"].as_u64().unwrap(),
+            "{appeared}"
+        );
+        let id = appeared["anomaly"]["anomaly_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let text = text_out.lines(2).await;
+        assert!(
+            text[1].starts_with(&format!("+ {id} critical ")),
+            "a person reads + id severity description: {}",
+            text[1]
+        );
+    };
+    tokio::select! {
+        ended = follow(true, json_out.clone()) => panic!("--follow --json ended: {ended:?}"),
+        ended = follow(false, text_out.clone()) => panic!("--follow ended: {ended:?}"),
+        () = checks => {}
+    }
+
+    // A time range makes no sense for a stream: refused before anything runs.
+    let both = Cli::try_parse_from([
+        "chronoscope",
+        "monitor",
+        "--follow",
+        "--range",
+        "2026-01-01T00:00:00Z/P1D",
+    ]);
+    let err = both.expect_err("--follow with --range is refused");
+    assert!(err.to_string().contains("--range"), "{err}");
+}

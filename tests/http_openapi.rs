@@ -25,6 +25,7 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/v1/anchors/{anchor_id}"),
     ("post", "/v1/paradox-checks"),
     ("get", "/v1/monitor-timeline"),
+    ("get", "/v1/monitor-timeline/stream"),
     ("get", "/v1/me"),
     ("get", "/v1/timeline/{timeline_id}/events"),
     ("post", "/v1/timeline/{timeline_id}/events"),

@@ -233,6 +233,9 @@ pub async fn execute(
                 human::paradox_report,
             )
         }
+        Command::Monitor(args) if args.follow => {
+            super::follow::follow(service, timeline(&args.timeline)?, &mut out).await
+        }
         Command::Monitor(args) => {
             let report = service
                 .monitor_timeline(MonitorQuery {

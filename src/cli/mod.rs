@@ -5,6 +5,7 @@
 //! engine and, with `--remote`, on a server.
 
 mod commands;
+mod follow;
 mod output;
 
 use std::path::PathBuf;
@@ -595,8 +596,13 @@ pub struct MonitorArgs {
     #[arg(default_value = "primary")]
     pub timeline: String,
     /// Only events in this ISO 8601 interval
-    #[arg(long, value_parser = parse_range)]
+    #[arg(long, value_parser = parse_range, conflicts_with = "follow")]
     pub range: Option<TimeRange>,
+    /// Keep watching: print the anomalies now, then each one that appears (+) or resolves (-)
+    /// as it happens, until interrupted (Ctrl-C). A lost connection to a server is resumed
+    /// where it left off. With --json, one JSON object per line.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
 }
 
 fn parse_time(s: &str) -> Result<Instant, String> {

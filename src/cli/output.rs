@@ -40,6 +40,27 @@ impl<'a> Output<'a> {
     }
 }
 
+impl Output<'_> {
+    /// Prints `value` as one line of compact JSON (JSON Lines, for a stream of results) or
+    /// through its human formatter.
+    pub fn print_line<T: Serialize>(
+        &mut self,
+        value: &T,
+        human: impl FnOnce(&T) -> String,
+    ) -> Result<(), ServiceError> {
+        if !self.json {
+            return self.print(value, human);
+        }
+        let mut line = serde_json::to_string(value)
+            .map_err(|e| ServiceError::Internal(format!("cannot print the result as JSON: {e}")))?;
+        line.push('\n');
+        self.out
+            .write_all(line.as_bytes())
+            .and_then(|()| self.out.flush())
+            .map_err(|e| ServiceError::Internal(format!("cannot write the output: {e}")))
+    }
+}
+
 /// Text forms of each result.
 pub mod human {
     use std::fmt::Write;

@@ -11,6 +11,7 @@
 //! [`crate::tls::explain_failure`]) and never retried.
 
 mod problem;
+mod stream;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -441,18 +442,7 @@ impl RemoteClient {
                 route,
             });
         }
-        let header = |name| {
-            headers
-                .get(name)
-                .and_then(|v: &HeaderValue| v.to_str().ok())
-        };
-        Err(problem::decode(problem::Failure {
-            status: status.as_u16(),
-            location: header(LOCATION),
-            retry_after: header(RETRY_AFTER),
-            body: &body,
-            route: &route,
-        }))
+        Err(failure(status, &headers, &body, &route))
     }
 
     /// The error for a server that could not be reached or did not answer.
@@ -499,6 +489,22 @@ impl RemoteClient {
 }
 
 /// Whether a failed attempt may be repeated under `retry`.
+/// The error a non-2xx answer stands for (its problem, decoded).
+fn failure(status: StatusCode, headers: &HeaderMap, body: &[u8], route: &str) -> ServiceError {
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    problem::decode(problem::Failure {
+        status: status.as_u16(),
+        location: header(LOCATION),
+        retry_after: header(RETRY_AFTER),
+        body,
+        route,
+    })
+}
+
 fn retryable(e: &reqwest::Error, retry: Retry) -> bool {
     // A refused certificate is refused again.
     if crate::tls::explain_failure(e).is_some() {
@@ -681,6 +687,10 @@ impl TimelineService for RemoteClient {
             .param("timeline_id", Some(&req.timeline_id))
             .param("time_range", req.time_range.as_ref());
         self.send(call).await?.json()
+    }
+
+    async fn watch_monitor(&self, req: MonitorWatch) -> ServiceResult<MonitorStream> {
+        self.monitor_stream(req).await
     }
 
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {

@@ -9,12 +9,14 @@
 mod barrier;
 mod clock;
 mod commit;
+mod feed;
 pub mod idempotency;
 mod jobs;
 pub(crate) mod rules;
 mod seed;
 mod session;
 pub mod snapshot;
+mod watch;
 mod world;
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -90,6 +92,8 @@ pub struct Engine {
     barrier: barrier::ReadBarrier,
     /// Record fetches made by catching up.
     fetches: std::sync::atomic::AtomicU64,
+    /// What was published, for change streams.
+    published: feed::Published,
 }
 
 impl std::fmt::Debug for Engine {
@@ -133,6 +137,7 @@ impl Engine {
             caught_up_at: Mutex::new(None),
             barrier: barrier::ReadBarrier::default(),
             fetches: std::sync::atomic::AtomicU64::new(0),
+            published: feed::Published::default(),
         });
         engine.restore_snapshot().await;
         engine.catch_up().await?;
@@ -274,7 +279,11 @@ impl Engine {
                 next.apply(record.seq, op)
                     .map_err(|e| ServiceError::Internal(e.to_string()))?;
             }
-            *guard = Arc::new(next);
+            if next.seq > guard.seq {
+                let next = Arc::new(next);
+                self.published.record(&next);
+                *guard = next;
+            }
         }
     }
 
@@ -454,11 +463,18 @@ impl Engine {
         });
     }
 
+    /// The log position readers see; it changes whenever a write of this process or, once
+    /// caught up with, of another is published. What change streams wait on.
+    pub fn position(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.published.position()
+    }
+
     /// Makes `world` the snapshot readers see, unless a newer one is there already.
     fn publish(&self, world: Arc<World>) {
         let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
         if guard.seq < world.seq {
             metrics::gauge!(crate::metrics::LOG_POSITION).set(world.seq as f64);
+            self.published.record(&world);
             *guard = world;
         }
     }

@@ -16,15 +16,14 @@ use crate::model::{
     AnchorId, EventId, EventStatus, Instant, ItemId, ScheduleId, ScriptId, TimelineId, Traveller,
     parse_instant,
 };
-use crate::monitor::{self, Scan};
 use crate::paradox;
 use crate::service::*;
 
 /// The engine bound to one traveller. Cheap to create: one per request is fine.
 #[derive(Clone, Debug)]
 pub struct EngineSession {
-    engine: Arc<Engine>,
-    traveller: Traveller,
+    pub(super) engine: Arc<Engine>,
+    pub(super) traveller: Traveller,
     /// The key of the request this session serves, if it came with one.
     idempotency: Option<Idempotency>,
     /// Whether the traveller may change what other travellers share (delete a timeline they
@@ -501,33 +500,15 @@ impl TimelineService for EngineSession {
 
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
         self.read_blocking(move |world, ctx| {
-            let state = rules::referenced(world, &req.timeline_id)?;
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let items = rules::items_of(world, ctx.traveller);
-            let failures = super::jobs::failures(world, ctx.traveller, &req.timeline_id);
-            let anomalies = monitor::scan(&Scan {
-                timeline: &state.meta,
-                subject: rules::subject(ctx, state, &position, &items),
-                now: ctx.now,
-                touched: &state.touched,
-                arrived_at: (position.timeline == req.timeline_id).then_some(position.arrived_at),
-                range: req.time_range.as_ref(),
-                failures: &failures,
-            });
-            record_scan(&anomalies);
-            let status = if anomalies.is_empty() {
-                "stable"
-            } else {
-                "anomalies_detected"
-            };
-            Ok(MonitorReport {
-                status: status.into(),
-                anomalies,
-                timeline_id: req.timeline_id.clone(),
-                checked_at: ctx.now,
-            })
+            let report = super::watch::monitor_report(world, ctx, &req)?;
+            record_scan(&report.anomalies);
+            Ok(report)
         })
         .await
+    }
+
+    async fn watch_monitor(&self, req: MonitorWatch) -> ServiceResult<MonitorStream> {
+        super::watch::watch_monitor(self, req).await
     }
 
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {

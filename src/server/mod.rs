@@ -97,8 +97,11 @@ pub struct ServerConfig {
     /// Per-client-address rate limit, applied before authentication (429 beyond);
     /// [`RateLimit::OFF`] turns it off.
     pub address_rate_limit: RateLimit,
-    /// Longest a request may take (503 beyond).
+    /// Longest a request may take (503 beyond); an event stream's answer starts within it
+    /// and then lasts as long as its client reads.
     pub request_timeout: Duration,
+    /// How long an event stream stays silent before a heartbeat comment.
+    pub heartbeat: Duration,
 }
 
 impl ServerConfig {
@@ -106,6 +109,8 @@ impl ServerConfig {
     pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
     /// Default request timeout.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default heartbeat of event streams (proxies close connections quiet for longer).
+    pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
 
     /// The defaults, signing with `secret`.
     pub fn new(secret: Secret) -> Self {
@@ -115,6 +120,7 @@ impl ServerConfig {
             rate_limit: RateLimit::default(),
             address_rate_limit: RateLimit::PER_ADDRESS,
             request_timeout: Self::DEFAULT_TIMEOUT,
+            heartbeat: Self::DEFAULT_HEARTBEAT,
         }
     }
 }
@@ -127,6 +133,39 @@ pub struct AppState {
     limiter: Arc<RateLimiter>,
     openapi: Arc<String>,
     config: Arc<ServerConfig>,
+    stopping: Stopping,
+}
+
+/// Tells long-lived answers (event streams) that the server is shutting down, so that a
+/// graceful shutdown is not held open by them.
+#[derive(Clone, Debug)]
+pub struct Stopping(tokio::sync::watch::Receiver<bool>);
+
+impl Stopping {
+    /// A signal and the switch that gives it.
+    fn new() -> (tokio::sync::watch::Sender<bool>, Self) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, Self(rx))
+    }
+
+    /// Resolves when the server begins to shut down (never, if nobody can say so).
+    pub async fn stopped(mut self) {
+        if self.0.wait_for(|stopping| *stopping).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl FromRef<AppState> for Arc<ServerConfig> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.config)
+    }
+}
+
+impl FromRef<AppState> for Stopping {
+    fn from_ref(state: &AppState) -> Self {
+        state.stopping.clone()
+    }
 }
 
 impl FromRef<AppState> for Arc<Verifier> {
@@ -195,6 +234,13 @@ fn panic_answer(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// The whole service: every route, the open endpoints and the layers (request id, tracing,
 /// timeout, body limit).
 pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
+    // Nobody shuts this router down: its event streams end when their clients leave.
+    let (_never, stopping) = Stopping::new();
+    router_stopping(config, sessions, stopping)
+}
+
+/// [`build_router`], whose event streams end when `stopping` says so.
+fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stopping) -> Router {
     let (api, doc) = routes::api_router().split_for_parts();
     let doc = openapi::document(doc);
     let state = AppState {
@@ -203,6 +249,7 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
         limiter: Arc::new(RateLimiter::new(config.rate_limit)),
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
+        stopping,
     };
     let router = api
         .fallback(routes::ops::not_found)
@@ -258,10 +305,15 @@ pub async fn run(
     sessions: impl Sessions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let router = build_router(config, sessions);
+    let (stop_streams, stopping) = Stopping::new();
+    let router = router_stopping(config, sessions, stopping);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "chronoscope serving");
     }
+    let shutdown = async move {
+        shutdown.await;
+        stop_streams.send_replace(true);
+    };
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
@@ -279,7 +331,8 @@ pub async fn run_tls(
     sessions: impl Sessions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let router = build_router(config, sessions);
+    let (stop_streams, stopping) = Stopping::new();
+    let router = router_stopping(config, sessions, stopping);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "chronoscope serving over https");
     }
@@ -287,6 +340,7 @@ pub async fn run_tls(
     let stop = handle.clone();
     tokio::spawn(async move {
         shutdown.await;
+        stop_streams.send_replace(true);
         // No deadline, like the plain server: in-flight requests end by their own timeout.
         stop.graceful_shutdown(None);
     });

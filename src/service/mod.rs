@@ -21,6 +21,7 @@
 //! | `POST /paradox-checks` | [`TimelineService::check_paradox`] |
 //! | `check-paradox` | [`TimelineService::check_stability`] |
 //! | `GET /monitor-timeline`, `/api/v1/monitor-paradox` | [`TimelineService::monitor_timeline`] |
+//! | `GET /v1/monitor-timeline/stream` (SSE) | [`TimelineService::watch_monitor`] |
 //! | `/api/v1/check-timeline` | [`TimelineService::check_timeline`] |
 //! | `search-events`, `/api/v1/scan-events`, `GET /timeline/{id}/events` | [`TimelineService::search_events`] |
 //! | `POST /timeline/{id}/events` | [`TimelineService::add_event`] |
@@ -92,6 +93,10 @@ pub trait TimelineService: Send + Sync {
     async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport>;
     /// Scans a timeline for anomalies.
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport>;
+    /// Follows a timeline's anomalies: a snapshot, then each one that appears or resolves,
+    /// within a moment of the write that caused it. Refused up front (unknown timeline) like
+    /// [`TimelineService::monitor_timeline`].
+    async fn watch_monitor(&self, req: MonitorWatch) -> ServiceResult<MonitorStream>;
     /// Says whether a significant event still holds in a timeline.
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck>;
 

@@ -361,6 +361,56 @@ pub struct MonitorReport {
     pub checked_at: Instant,
 }
 
+/// `GET /v1/monitor-timeline/stream`: whose anomalies to follow, and where a resumed stream
+/// left off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonitorWatch {
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// The log position of the last change received (SSE's `Last-Event-ID`); `None` for a new
+    /// stream.
+    pub after: Option<u64>,
+}
+
+/// A change of a timeline's anomalies. A stream starts with a [`MonitorChange::Snapshot`]
+/// (unless it resumes exactly where it left off), then tells each anomaly that appears or
+/// resolves. A snapshot may come again at any time (the server could not tell what changed
+/// since the position given): it replaces everything known before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MonitorChange {
+    /// Every open anomaly now.
+    Snapshot(MonitorReport),
+    /// An anomaly that was not there before.
+    Appeared(Anomaly),
+    /// An anomaly that is gone, as it was last seen.
+    Resolved(Anomaly),
+}
+
+impl MonitorChange {
+    /// The name of the change, as the SSE `event:` field gives it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MonitorChange::Snapshot(_) => "snapshot",
+            MonitorChange::Appeared(_) => "appeared",
+            MonitorChange::Resolved(_) => "resolved",
+        }
+    }
+}
+
+/// A change and the log position it was seen at (SSE's `id:`), to resume from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MonitorEvent {
+    /// The log position the change was seen at.
+    pub position: u64,
+    /// What changed.
+    pub change: MonitorChange,
+}
+
+/// Changes as they come; ends when the timeline is deleted, the server shuts down or the
+/// connection is lost (an error item says which, when known).
+pub type MonitorStream =
+    futures::stream::BoxStream<'static, Result<MonitorEvent, crate::error::ServiceError>>;
+
 /// `/api/v1/check-timeline`: does a significant event still hold?
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SignificantEventQuery {

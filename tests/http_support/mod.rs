@@ -310,6 +310,7 @@ wrapped! {
     check_paradox(req: ParadoxCheckRequest) -> ParadoxReport;
     check_stability(req: StabilityQuery) -> ParadoxReport;
     monitor_timeline(req: MonitorQuery) -> MonitorReport;
+    watch_monitor(req: MonitorWatch) -> MonitorStream;
     check_timeline(req: SignificantEventQuery) -> TimelineCheck;
     create_script(req: NewScript) -> Script;
     list_scripts(page: PageRequest) -> Page<Script>;

@@ -4,6 +4,7 @@ mod documented;
 mod extension;
 mod guide;
 pub(super) mod ops;
+mod stream;
 
 use axum::Json;
 use axum::http::header::{LINK, LOCATION};
@@ -38,6 +39,7 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(documented::set_anchor, extension::list_anchors))
         .routes(routes!(documented::check_paradox))
         .routes(routes!(documented::monitor_timeline))
+        .routes(routes!(stream::stream_monitor_timeline))
         .routes(routes!(extension::whoami))
         .routes(routes!(
             extension::search_timeline_events,

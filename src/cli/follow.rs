@@ -1,0 +1,101 @@
+//! `chronoscope monitor ID --follow`: the anomalies now, then each change as it comes.
+//!
+//! A stream that is cut (the server restarted, the network dropped) is opened again after a
+//! pause, resuming after the last change printed, so nothing is missed and nothing printed
+//! twice; a refusal (an unknown timeline, a bad token) or the timeline's deletion ends it.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use super::output::{Output, human};
+use crate::error::ServiceError;
+use crate::model::TimelineId;
+use crate::service::{
+    Anomaly, MonitorChange, MonitorEvent, MonitorReport, MonitorWatch, TimelineService,
+};
+
+/// First pause before reconnecting; doubled up to [`MOST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const MOST_PAUSE: Duration = Duration::from_secs(30);
+
+/// One printed change, as `--json` writes it (one object per line).
+#[derive(Serialize)]
+struct Line<'a> {
+    /// The log position it was seen at.
+    position: u64,
+    /// `snapshot`, `appeared` or `resolved`.
+    event: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    report: Option<&'a MonitorReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anomaly: Option<&'a Anomaly>,
+}
+
+impl<'a> From<&'a MonitorEvent> for Line<'a> {
+    fn from(e: &'a MonitorEvent) -> Self {
+        let (report, anomaly) = match &e.change {
+            MonitorChange::Snapshot(r) => (Some(r), None),
+            MonitorChange::Appeared(a) | MonitorChange::Resolved(a) => (None, Some(a)),
+        };
+        Line {
+            position: e.position,
+            event: e.change.name(),
+            report,
+            anomaly,
+        }
+    }
+}
+
+/// Prints changes of `timeline`'s anomalies until interrupted or refused.
+pub async fn follow(
+    service: &dyn TimelineService,
+    timeline: TimelineId,
+    out: &mut Output<'_>,
+) -> Result<(), ServiceError> {
+    let mut after = None;
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let watch = MonitorWatch {
+            timeline_id: timeline.clone(),
+            after,
+        };
+        let cut = match service.watch_monitor(watch).await {
+            // Only a stream that was running is retried: a first refusal is the answer.
+            Err(e @ ServiceError::Unavailable(_)) if after.is_some() => e.to_string(),
+            Err(e) => return Err(e),
+            Ok(mut changes) => loop {
+                match changes.next().await {
+                    Some(Ok(event)) => {
+                        after = Some(event.position);
+                        pause = FIRST_PAUSE;
+                        out.print_line(&Line::from(&event), |_| text(&event))?;
+                    }
+                    Some(Err(e @ ServiceError::Unavailable(_))) => break e.to_string(),
+                    Some(Err(e)) => return Err(e),
+                    None => break "the server ended the stream".to_owned(),
+                }
+            },
+        };
+        eprintln!("chronoscope: {cut}; reconnecting in {} s", pause.as_secs());
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MOST_PAUSE);
+    }
+}
+
+/// A change for a person: the report first, then `+` for what appears, `-` for what resolves.
+fn text(e: &MonitorEvent) -> String {
+    match &e.change {
+        MonitorChange::Snapshot(report) => human::monitor(report),
+        MonitorChange::Appeared(a) => format!(
+            "+ {} {} {}\n",
+            a.anomaly_id,
+            format!("{:?}", a.severity).to_lowercase(),
+            a.description
+        ),
+        MonitorChange::Resolved(a) => {
+            format!("- {} resolved: {}\n", a.anomaly_id, a.description)
+        }
+    }
+}

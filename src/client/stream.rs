@@ -1,0 +1,167 @@
+//! The client side of `GET /v1/monitor-timeline/stream` (Server-Sent Events, parsed by
+//! `eventsource-stream`).
+//!
+//! The request has no overall deadline (a stream lasts as long as it is read); instead a stream
+//! that brings nothing at all, not even the server's heartbeat, for [`SILENCE`] is taken as
+//! lost and ends with an error, so a caller can reconnect with the last position it saw.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+
+use super::{Call, RemoteClient, failure};
+use crate::error::ServiceError;
+use crate::service::{
+    Anomaly, MonitorChange, MonitorEvent, MonitorReport, MonitorStream, MonitorWatch,
+};
+
+/// The server sends a heartbeat every 15 s of quiet; three missed ones mean the stream is gone.
+const SILENCE: Duration = Duration::from_secs(45);
+
+/// A stream has no deadline of its own (reqwest needs one: this is "never" for a person).
+const NO_DEADLINE: Duration = Duration::from_secs(365 * 24 * 3600);
+
+const ROUTE: &str = "GET /v1/monitor-timeline/stream";
+
+impl RemoteClient {
+    /// Opens the monitor stream of `req.timeline_id`, resuming after `req.after` if given.
+    pub(super) async fn monitor_stream(
+        &self,
+        req: MonitorWatch,
+    ) -> Result<MonitorStream, ServiceError> {
+        let call = Call::get(&["v1", "monitor-timeline", "stream"])
+            .param("timeline_id", Some(&req.timeline_id));
+        let url = self.url(&call)?;
+        let mut request = self
+            .http
+            .get(url)
+            .header(AUTHORIZATION, self.auth.clone())
+            .header(ACCEPT, "text/event-stream, application/problem+json")
+            .timeout(NO_DEADLINE);
+        if let Some(after) = req.after {
+            request = request.header("last-event-id", after.to_string());
+        }
+        let response = match tokio::time::timeout(self.request_timeout, request.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => return Err(self.unreachable(&e)),
+            Err(_) => {
+                return Err(ServiceError::Unavailable(format!(
+                    "cannot reach {}: no answer within {} s",
+                    self.shown,
+                    self.request_timeout.as_secs_f32()
+                )));
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let body = response.bytes().await.map_err(|e| self.unreachable(&e))?;
+            if status == StatusCode::NOT_FOUND && !body.starts_with(b"{") {
+                return Err(not_streamed(&self.shown));
+            }
+            return Err(failure(status, &headers, &body, ROUTE));
+        }
+        let streams = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !streams {
+            return Err(not_streamed(&self.shown));
+        }
+        let shown = self.shown.clone();
+        let lost = move |why: String| {
+            ServiceError::Unavailable(format!("the stream from {shown} was cut: {why}"))
+        };
+        let bytes = quiet_ends(response.bytes_stream(), SILENCE);
+        let events = bytes
+            .eventsource()
+            .filter_map(move |item| {
+                futures::future::ready(match item {
+                    Ok(event) => decode(&event.event, &event.id, &event.data).transpose(),
+                    Err(e) => Some(Err(lost(e.to_string()))),
+                })
+            })
+            // Nothing comes after an error: the caller reconnects.
+            .scan(false, |ended, item| {
+                let out = (!*ended).then_some(item);
+                if let Some(Err(_)) = &out {
+                    *ended = true;
+                }
+                futures::future::ready(out)
+            });
+        Ok(events.boxed())
+    }
+}
+
+/// The error for a server that has no monitor stream (one older than this client).
+fn not_streamed(shown: &str) -> ServiceError {
+    ServiceError::Unavailable(format!(
+        "{shown} does not stream monitor changes (an older chronoscope server?)"
+    ))
+}
+
+/// A byte stream that ends with an error after `silence` without a byte.
+fn quiet_ends<S, B>(
+    inner: S,
+    silence: Duration,
+) -> impl futures::Stream<Item = Result<B, String>> + Send + 'static
+where
+    S: futures::Stream<Item = reqwest::Result<B>> + Send + Unpin + 'static,
+    B: Send + 'static,
+{
+    futures::stream::unfold(Some(inner), move |state| async move {
+        let mut inner = state?;
+        match tokio::time::timeout(silence, inner.next()).await {
+            Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(inner))),
+            Ok(Some(Err(e))) => Some((Err(super::root_cause(&e)), None)),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(format!(
+                    "nothing, not even a heartbeat, for {} s",
+                    silence.as_secs()
+                )),
+                None,
+            )),
+        }
+    })
+}
+
+/// One event of the stream, as the server names and encodes it (see `server::routes::stream`);
+/// `None` for an event this client does not know (a newer server's), which it skips.
+fn decode(name: &str, id: &str, data: &str) -> Result<Option<MonitorEvent>, ServiceError> {
+    let odd = |why: String| {
+        ServiceError::Internal(format!("{ROUTE} sent an event that makes no sense: {why}"))
+    };
+    if name == "error" {
+        let status = serde_json::from_str::<serde_json::Value>(data)
+            .ok()
+            .and_then(|v| v.get("status").and_then(serde_json::Value::as_u64))
+            .and_then(|s| StatusCode::from_u16(s as u16).ok())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Err(failure(status, &Default::default(), data.as_bytes(), ROUTE));
+    }
+    if !matches!(name, "snapshot" | "appeared" | "resolved") {
+        return Ok(None);
+    }
+    let position = id
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| odd(format!("id '{id}' is not a log position")))?;
+    let change = match name {
+        "snapshot" => MonitorChange::Snapshot(
+            serde_json::from_str::<MonitorReport>(data).map_err(|e| odd(e.to_string()))?,
+        ),
+        "appeared" => MonitorChange::Appeared(
+            serde_json::from_str::<Anomaly>(data).map_err(|e| odd(e.to_string()))?,
+        ),
+        "resolved" => MonitorChange::Resolved(
+            serde_json::from_str::<Anomaly>(data).map_err(|e| odd(e.to_string()))?,
+        ),
+        _ => unreachable!("names checked above"),
+    };
+    Ok(Some(MonitorEvent { position, change }))
+}

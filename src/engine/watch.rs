@@ -1,0 +1,216 @@
+//! The monitor, once and as a stream: [`monitor_report`] scans a timeline as one traveller sees
+//! it; [`watch_monitor`] rescans whenever the engine publishes a change (its own writes, or
+//! another process's once caught up with) and tells what appeared and what resolved.
+//!
+//! A stream starts with a snapshot of every open anomaly. One resumed from a log position this
+//! engine published recently starts instead with the difference between the anomalies there and
+//! now, so a client that reconnects misses nothing and is told nothing twice; from any other
+//! position (too old, or seen on another replica) it starts with a snapshot again.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+
+use super::rules::{self, Ctx};
+use super::session::EngineSession;
+use super::{Engine, World};
+use crate::error::ServiceError;
+use crate::model::{AnomalyId, TimelineId, Traveller};
+use crate::monitor::{self, Scan};
+use crate::service::{
+    Anomaly, MonitorChange, MonitorEvent, MonitorQuery, MonitorReport, MonitorStream, MonitorWatch,
+};
+
+/// How often a stream rescans with no change published: some anomalies come with time alone
+/// (a window entering its last tenth), and a store shared with another process without
+/// notifications (SQLite) is read again then.
+const RESCAN_EVERY: Duration = Duration::from_secs(5);
+
+/// The monitor's report on `req`'s timeline at `world`, for `ctx`'s traveller.
+pub(super) fn monitor_report(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &MonitorQuery,
+) -> Result<MonitorReport, ServiceError> {
+    let state = rules::referenced(world, &req.timeline_id)?;
+    let position = world.position_of(ctx.traveller, ctx.now);
+    let items = rules::items_of(world, ctx.traveller);
+    let failures = super::jobs::failures(world, ctx.traveller, &req.timeline_id);
+    let anomalies = monitor::scan(&Scan {
+        timeline: &state.meta,
+        subject: rules::subject(ctx, state, &position, &items),
+        now: ctx.now,
+        touched: &state.touched,
+        arrived_at: (position.timeline == req.timeline_id).then_some(position.arrived_at),
+        range: req.time_range.as_ref(),
+        failures: &failures,
+    });
+    let status = if anomalies.is_empty() {
+        "stable"
+    } else {
+        "anomalies_detected"
+    };
+    Ok(MonitorReport {
+        status: status.into(),
+        anomalies,
+        timeline_id: req.timeline_id.clone(),
+        checked_at: ctx.now,
+    })
+}
+
+/// What one stream scans, and with whose eyes.
+struct Watcher {
+    engine: Arc<Engine>,
+    traveller: Traveller,
+    timeline: TimelineId,
+}
+
+impl Watcher {
+    /// The whole timeline's report at `world`, scanned on the blocking pool (a scan grows with
+    /// the timeline).
+    async fn scan(&self, world: Arc<World>) -> Result<MonitorReport, ServiceError> {
+        let engine = Arc::clone(&self.engine);
+        let traveller = self.traveller.clone();
+        let req = MonitorQuery {
+            timeline_id: self.timeline.clone(),
+            time_range: None,
+        };
+        tokio::task::spawn_blocking(move || {
+            let mint = || engine.mint();
+            let ctx = Ctx {
+                traveller: &traveller,
+                now: engine.now(),
+                mint: &mint,
+            };
+            monitor_report(&world, &ctx, &req)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("a monitor scan failed: {e}")))?
+    }
+}
+
+/// Follows the anomalies of `req.timeline_id` as `session`'s traveller sees them.
+pub(super) async fn watch_monitor(
+    session: &EngineSession,
+    req: MonitorWatch,
+) -> Result<MonitorStream, ServiceError> {
+    let watcher = Watcher {
+        engine: Arc::clone(&session.engine),
+        traveller: session.traveller.clone(),
+        timeline: req.timeline_id.clone(),
+    };
+    // Subscribed before reading, so nothing published after this read goes unseen.
+    let mut position = watcher.engine.position();
+    position.borrow_and_update();
+    let world = watcher.engine.snapshot().await?;
+    let now = watcher.scan(Arc::clone(&world)).await?;
+    let mut first = VecDeque::new();
+    let before = match req.after {
+        Some(after) if after == world.seq => Some(now.anomalies.clone()),
+        Some(after) if after < world.seq => match watcher.engine.published.at(after) {
+            // The timeline may not have existed then: nothing was open in it.
+            Some(then) => Some(
+                watcher
+                    .scan(then)
+                    .await
+                    .map_or_else(|_| Vec::new(), |r| r.anomalies),
+            ),
+            None => None,
+        },
+        _ => None,
+    };
+    let open = now.anomalies.clone();
+    match before {
+        Some(before) => first.extend(differences(&before, &open, world.seq)),
+        None => first.push_back(MonitorEvent {
+            position: world.seq,
+            change: MonitorChange::Snapshot(now),
+        }),
+    }
+    let state = Following {
+        watcher,
+        position,
+        open,
+        queued: first,
+        ended: false,
+    };
+    Ok(futures::stream::unfold(state, Following::next).boxed())
+}
+
+/// A stream's state between the changes it yields.
+struct Following {
+    watcher: Watcher,
+    position: watch::Receiver<u64>,
+    /// The anomalies the client was last told are open.
+    open: Vec<Anomaly>,
+    /// Changes found and not yet yielded.
+    queued: VecDeque<MonitorEvent>,
+    /// The timeline is gone or a scan failed: the error was yielded, nothing more comes.
+    ended: bool,
+}
+
+impl Following {
+    async fn next(mut self) -> Option<(Result<MonitorEvent, ServiceError>, Self)> {
+        loop {
+            if let Some(event) = self.queued.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.ended {
+                return None;
+            }
+            tokio::select! {
+                changed = self.position.changed() => {
+                    if changed.is_err() {
+                        return None; // the engine is gone
+                    }
+                    self.position.borrow_and_update();
+                }
+                () = tokio::time::sleep(RESCAN_EVERY) => {}
+            }
+            // A read like any other: it also folds in what another process appended to a
+            // store that does not say so (SQLite), so such writes show within a rescan.
+            let world = match self.watcher.engine.snapshot().await {
+                Ok(world) => world,
+                Err(e) => {
+                    self.ended = true;
+                    return Some((Err(e), self));
+                }
+            };
+            match self.watcher.scan(Arc::clone(&world)).await {
+                Ok(report) => {
+                    self.queued
+                        .extend(differences(&self.open, &report.anomalies, world.seq));
+                    self.open = report.anomalies;
+                }
+                Err(e) => {
+                    self.ended = true;
+                    return Some((Err(e), self));
+                }
+            }
+        }
+    }
+}
+
+/// What changed from `before` to `after`, anomalies told apart by id: those that appeared, in
+/// the order of `after`, then those resolved.
+fn differences(before: &[Anomaly], after: &[Anomaly], position: u64) -> Vec<MonitorEvent> {
+    let ids = |list: &[Anomaly]| -> HashSet<AnomalyId> {
+        list.iter().map(|a| a.anomaly_id.clone()).collect()
+    };
+    let (was, is) = (ids(before), ids(after));
+    let appeared = after
+        .iter()
+        .filter(|a| !was.contains(&a.anomaly_id))
+        .map(|a| MonitorChange::Appeared(a.clone()));
+    let resolved = before
+        .iter()
+        .filter(|a| !is.contains(&a.anomaly_id))
+        .map(|a| MonitorChange::Resolved(a.clone()));
+    appeared
+        .chain(resolved)
+        .map(|change| MonitorEvent { position, change })
+        .collect()
+}

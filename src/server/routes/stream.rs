@@ -1,0 +1,109 @@
+//! `GET /v1/monitor-timeline/stream`: a timeline's anomalies as Server-Sent Events.
+//!
+//! Each event's `id:` is the log position it was seen at, so a client that reconnects with
+//! `Last-Event-ID` is told what changed since (see `crate::engine` `watch`). Event names:
+//! `snapshot` (data: the monitor's report, every open anomaly; replaces what the client knew),
+//! `appeared` and `resolved` (data: the anomaly), `error` (data: a problem; the stream then
+//! ends, e.g. when the timeline was deleted). A `: heartbeat` comment comes every 15 s of
+//! silence; the stream ends cleanly when the server shuts down. It is authenticated and counted
+//! in the rate limits like every other call, once per connection.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::IntoResponse;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::StreamExt;
+use serde::Deserialize;
+
+use super::ApiResult;
+use crate::model::TimelineId;
+use crate::server::extract::{Caller, QueryParams};
+use crate::server::problem::{Problem, RequestCtx};
+use crate::server::{ServerConfig, Stopping};
+use crate::service::{MonitorChange, MonitorWatch};
+
+/// The query of the stream.
+#[derive(Debug, Deserialize)]
+pub struct StreamQuery {
+    /// The timeline to follow.
+    timeline_id: TimelineId,
+}
+
+/// Follow a timeline's anomalies as they appear and resolve (Server-Sent Events).
+#[utoipa::path(get, path = "/v1/monitor-timeline/stream", tag = "Monitoring",
+    operation_id = "streamMonitorTimeline",
+    params(
+        ("timeline_id" = String, Query, description = "The timeline to follow"),
+        ("Last-Event-ID" = Option<String>, Header,
+            description = "The `id` of the last event received, to resume after it"),
+    ),
+    responses((status = 200, content_type = "text/event-stream", body = String,
+        description = "An event stream: `snapshot` (data: the monitor's report), then \
+            `appeared` and `resolved` (data: the anomaly), each with `id:` its log position; \
+            `error` (data: a problem) ends it; a `: heartbeat` comment every 15 s of silence"))
+)]
+pub async fn stream_monitor_timeline(
+    caller: Caller,
+    State(stopping): State<Stopping>,
+    State(config): State<Arc<ServerConfig>>,
+    headers: HeaderMap,
+    QueryParams(q): QueryParams<StreamQuery>,
+) -> ApiResult {
+    let after = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    Problem::invalid(
+                        "Last-Event-ID",
+                        "must be the id of an event of this stream (a log position, a whole number)",
+                    )
+                })?,
+        ),
+    };
+    let changes = caller
+        .service
+        .watch_monitor(MonitorWatch {
+            timeline_id: q.timeline_id,
+            after,
+        })
+        .await?;
+    let ctx = RequestCtx::current();
+    let events = changes
+        .map(move |item| {
+            let event = match item {
+                Ok(change) => {
+                    let event = Event::default()
+                        .id(change.position.to_string())
+                        .event(change.change.name());
+                    match &change.change {
+                        MonitorChange::Snapshot(report) => event.json_data(report),
+                        MonitorChange::Appeared(anomaly) | MonitorChange::Resolved(anomaly) => {
+                            event.json_data(anomaly)
+                        }
+                    }
+                }
+                Err(e) => Event::default()
+                    .event("error")
+                    .json_data(Problem::from_error(e).body(&ctx)),
+            };
+            // Serialising our own types cannot fail; if it ever did, a comment says so.
+            Ok::<_, Infallible>(event.unwrap_or_else(|e| {
+                Event::default().comment(format!("an event could not be written: {e}"))
+            }))
+        })
+        .take_until(stopping.stopped());
+    Ok(Sse::new(events)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(config.heartbeat)
+                .text("heartbeat"),
+        )
+        .into_response())
+}

@@ -1,0 +1,425 @@
+//! `GET /v1/monitor-timeline/stream` on a real listener, read by the remote client (as the
+//! dashboard and `monitor --follow` read it) and byte by byte (as any SSE client would): a
+//! change another client makes arrives within a second, a resumed stream is told only what
+//! changed, heartbeats, refusals, rate limits, deletion and shutdown.
+
+mod http_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chronoscope::client::RemoteClient;
+use chronoscope::engine::Engine;
+use chronoscope::error::ServiceError;
+use chronoscope::model::{EventId, TimelineId, parse_instant};
+use chronoscope::server::{RateLimit, ServerConfig};
+use chronoscope::service::*;
+use futures::StreamExt;
+use http_support::*;
+
+/// A server on a loopback port, stopped when asked (or when dropped, with the runtime).
+struct Served {
+    base: String,
+    engine: Arc<Engine>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Served {
+    async fn start(config: ServerConfig) -> Self {
+        chronoscope::tls::install_default_provider();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let engine = engine().await;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(chronoscope::server::run(
+            listener,
+            config,
+            Arc::clone(&engine),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Self {
+            base,
+            engine,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    fn client(&self, who: &str) -> RemoteClient {
+        RemoteClient::new(&self.base, token(who)).expect("a client")
+    }
+}
+
+fn at(s: &str) -> chronoscope::model::Instant {
+    parse_instant("t", s).unwrap()
+}
+
+fn event(description: &str, time: &str, causes: &[&EventId]) -> NewEvent {
+    NewEvent {
+        description: description.into(),
+        time: at(time),
+        location: "Turin".into(),
+        causes: causes.iter().map(|c| (*c).clone()).collect(),
+        fixed_point: false,
+        safety_check: false,
+    }
+}
+
+/// A treaty and its celebration a year later, in `timeline`; answers the celebration's id.
+async fn treaty_and_celebration(who: &dyn TimelineService, timeline: &TimelineId) -> EventId {
+    let treaty = who
+        .add_event(timeline, event("Treaty", "1860-06-01T12:00:00Z", &[]))
+        .await
+        .unwrap();
+    who.add_event(
+        timeline,
+        event(
+            "Treaty celebrated",
+            "1861-06-01T12:00:00Z",
+            &[&treaty.event_id],
+        ),
+    )
+    .await
+    .unwrap()
+    .event_id
+}
+
+/// Moves the celebration before the treaty it celebrates: a paradox.
+async fn celebrate_early(who: &dyn TimelineService, timeline: &TimelineId, celebration: &EventId) {
+    who.manipulate_event(ManipulateRequest {
+        timeline_id: Some(timeline.clone()),
+        event_id: celebration.clone(),
+        new_outcome: NewOutcome {
+            description: None,
+            changes: vec![OutcomeChange {
+                action: Some("moved".into()),
+                time: Some(at("1855-06-01T12:00:00Z")),
+            }],
+        },
+        safety_check: false,
+    })
+    .await
+    .unwrap();
+}
+
+async fn next(stream: &mut MonitorStream) -> MonitorEvent {
+    tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("a change within 5 s")
+        .expect("the stream goes on")
+        .expect("a change, not an error")
+}
+
+#[tokio::test]
+async fn another_clients_manipulation_reaches_a_stream_within_a_second_and_its_revert_too() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let bob = server.client("bob");
+    let primary = TimelineId::primary();
+    let celebration = treaty_and_celebration(&bob, &primary).await;
+
+    let mut stream = ada
+        .watch_monitor(MonitorWatch {
+            timeline_id: primary.clone(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    let first = next(&mut stream).await;
+    let MonitorChange::Snapshot(report) = &first.change else {
+        panic!("a stream starts with a snapshot: {first:?}");
+    };
+    assert_eq!(report.status, "stable");
+    assert!(report.anomalies.is_empty());
+
+    celebrate_early(&bob, &primary, &celebration).await;
+    let acknowledged = std::time::Instant::now();
+    let appeared = next(&mut stream).await;
+    let waited = acknowledged.elapsed();
+    let MonitorChange::Appeared(anomaly) = &appeared.change else {
+        panic!("expected an anomaly to appear: {appeared:?}");
+    };
+    assert!(
+        waited < Duration::from_secs(1),
+        "the change arrived {waited:?} after it was acknowledged"
+    );
+    assert!(appeared.position > first.position);
+    assert!(
+        anomaly.subjects.contains(&celebration.to_string())
+            || anomaly.description.contains("Treaty"),
+        "{anomaly:?}"
+    );
+    // The same anomaly as the monitor reports.
+    let polled = ada
+        .monitor_timeline(MonitorQuery {
+            timeline_id: primary.clone(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(polled.anomalies, vec![anomaly.clone()]);
+
+    bob.revert_event(RevertRequest {
+        event_id: celebration.clone(),
+        timeline_id: Some(primary.clone()),
+        safety_check: false,
+    })
+    .await
+    .unwrap();
+    let resolved = next(&mut stream).await;
+    assert_eq!(
+        resolved.change,
+        MonitorChange::Resolved(anomaly.clone()),
+        "the revert resolves it"
+    );
+    assert!(resolved.position > appeared.position);
+}
+
+#[tokio::test]
+async fn a_stream_resumed_from_its_last_id_is_told_only_what_changed_since() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let primary = TimelineId::primary();
+    let celebration = treaty_and_celebration(&ada, &primary).await;
+    let watch = |after| MonitorWatch {
+        timeline_id: primary.clone(),
+        after,
+    };
+
+    let mut stream = ada.watch_monitor(watch(None)).await.unwrap();
+    let seen = next(&mut stream).await.position;
+    drop(stream);
+
+    // Resumed where it was: nothing to tell until something changes.
+    let mut stream = ada.watch_monitor(watch(Some(seen))).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), stream.next())
+            .await
+            .is_err(),
+        "nothing changed, nothing is sent"
+    );
+    drop(stream);
+
+    celebrate_early(&ada, &primary, &celebration).await;
+    let mut stream = ada.watch_monitor(watch(Some(seen))).await.unwrap();
+    let first = next(&mut stream).await;
+    assert!(
+        matches!(first.change, MonitorChange::Appeared(_)),
+        "resumed, the stream tells the change missed, not everything: {first:?}"
+    );
+    assert_eq!(first.position, server.engine.snapshot().await.unwrap().seq);
+
+    // From a position this server cannot vouch for: everything again.
+    let mut stream = ada
+        .watch_monitor(watch(Some(first.position + 1_000)))
+        .await
+        .unwrap();
+    let again = next(&mut stream).await;
+    let MonitorChange::Snapshot(report) = &again.change else {
+        panic!("an unknown position gets a snapshot: {again:?}");
+    };
+    assert_eq!(report.anomalies.len(), 1);
+}
+
+/// Reads the raw stream until `needle` shows, or `within` passes; answers what was read.
+async fn read_until(resp: &mut reqwest::Response, needle: &str, within: Duration) -> String {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while !text.contains(needle) {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => break,
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn on_the_wire_it_is_server_sent_events_with_ids_and_heartbeats() {
+    let server = Served::start(ServerConfig {
+        heartbeat: Duration::from_millis(200),
+        ..config()
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let url = format!(
+        "{}/v1/monitor-timeline/stream?timeline_id=primary",
+        server.base
+    );
+    let mut resp = http
+        .get(&url)
+        .bearer_auth(token("ada"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        resp.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let text = read_until(&mut resp, ": heartbeat", Duration::from_secs(3)).await;
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.by_ref().take(3).collect();
+    assert!(head.contains(&"event: snapshot"), "{text}");
+    let id = head
+        .iter()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("no id: {text}"));
+    assert!(id.parse::<u64>().is_ok(), "{text}");
+    let data = head
+        .iter()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("no data: {text}"));
+    let report: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(report["status"], "stable");
+    assert!(
+        text.contains(": heartbeat"),
+        "a quiet stream sends heartbeats: {text}"
+    );
+}
+
+#[tokio::test]
+async fn refusals_are_problems_before_the_stream_starts() {
+    let server = Served::start(config()).await;
+    let http = reqwest::Client::new();
+    let get = |query: &str, last: Option<&str>, who: Option<&str>| {
+        let mut req = http.get(format!("{}/v1/monitor-timeline/stream{query}", server.base));
+        if let Some(who) = who {
+            req = req.bearer_auth(token(who));
+        }
+        if let Some(last) = last {
+            req = req.header("last-event-id", last);
+        }
+        req.send()
+    };
+    let problem = |resp: reqwest::Response| async move {
+        let status = resp.status().as_u16();
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(ct, "application/problem+json", "{body}");
+        (status, body)
+    };
+
+    let (status, body) = problem(
+        get("?timeline_id=primary", Some("soon"), Some("ada"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["detail"].as_str().unwrap().contains("Last-Event-ID"),
+        "{body}"
+    );
+
+    let (status, _) = problem(get("", None, Some("ada")).await.unwrap()).await;
+    assert_eq!(status, 400, "timeline_id is required");
+
+    let (status, body) = problem(get("?timeline_id=primary", None, None).await.unwrap()).await;
+    assert_eq!(status, 401, "{body}");
+
+    // An unknown timeline: the same refusal as the monitor's.
+    let unknown = "tml_01jbz0000000000000000000zz";
+    let (status, body) = problem(
+        get(&format!("?timeline_id={unknown}"), None, Some("ada"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let polled = http
+        .get(format!(
+            "{}/v1/monitor-timeline?timeline_id={unknown}",
+            server.base
+        ))
+        .bearer_auth(token("ada"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status, polled.status().as_u16(), "{body}");
+    assert!((400..500).contains(&status), "{body}");
+}
+
+#[tokio::test]
+async fn opening_a_stream_counts_in_the_rate_limit() {
+    let server = Served::start(ServerConfig {
+        rate_limit: RateLimit {
+            per_second: 1.0 / 3600.0,
+            burst: 1,
+        },
+        ..config()
+    })
+    .await;
+    let ada = server.client("ada");
+    let watch = MonitorWatch {
+        timeline_id: TimelineId::primary(),
+        after: None,
+    };
+    let _open = ada
+        .watch_monitor(watch.clone())
+        .await
+        .expect("the first stream opens");
+    match ada.watch_monitor(watch).await {
+        Err(ServiceError::RateLimited { .. }) => {}
+        other => panic!("expected RateLimited, got {:?}", other.map(|_| "a stream")),
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_timeline_ends_its_stream_with_the_reason() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let made = ada
+        .create_timeline(NewTimeline {
+            name: Some("Short-lived".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let mut stream = ada
+        .watch_monitor(MonitorWatch {
+            timeline_id: made.id.clone(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    next(&mut stream).await;
+    ada.delete_timeline(&made.id).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("told within 5 s");
+    let Some(Err(e)) = end else {
+        panic!("expected an error, got {end:?}");
+    };
+    assert!(e.to_string().contains(made.id.as_str()), "{e}");
+    assert!(stream.next().await.is_none(), "nothing after the error");
+}
+
+#[tokio::test]
+async fn shutting_down_ends_open_streams_instead_of_waiting_for_them() {
+    let mut server = Served::start(config()).await;
+    let mut stream = server
+        .client("ada")
+        .watch_monitor(MonitorWatch {
+            timeline_id: TimelineId::primary(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    next(&mut stream).await;
+    server.stop.take().unwrap().send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), &mut server.task)
+        .await
+        .expect("the server stops within 5 s although a stream was open")
+        .unwrap()
+        .unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("the stream ends");
+    assert!(
+        !matches!(end, Some(Ok(_))),
+        "no change after shutdown: {end:?}"
+    );
+}
