@@ -29,6 +29,10 @@ use crate::service::{
 /// notifications (SQLite) is read again then.
 const RESCAN_EVERY: Duration = Duration::from_secs(5);
 
+/// Under a stream of writes a stream rescans at most this often, and never spends more than
+/// half its time scanning (a scan of a big timeline takes a while): changes are coalesced.
+const LEAST_GAP: Duration = Duration::from_millis(100);
+
 /// The monitor's report on `req`'s timeline at `world`, for `ctx`'s traveller.
 pub(super) fn monitor_report(
     world: &World,
@@ -136,6 +140,7 @@ pub(super) async fn watch_monitor(
         open,
         queued: first,
         ended: false,
+        last_scan: None,
     };
     Ok(futures::stream::unfold(state, Following::next).boxed())
 }
@@ -150,6 +155,8 @@ struct Following {
     queued: VecDeque<MonitorEvent>,
     /// The timeline is gone or a scan failed: the error was yielded, nothing more comes.
     ended: bool,
+    /// When the last scan began, and how long it took.
+    last_scan: Option<(tokio::time::Instant, Duration)>,
 }
 
 impl Following {
@@ -170,6 +177,12 @@ impl Following {
                 }
                 () = tokio::time::sleep(RESCAN_EVERY) => {}
             }
+            if let Some((began, took)) = self.last_scan {
+                tokio::time::sleep_until(began + LEAST_GAP.max(took * 2)).await;
+            }
+            // What is published from here on is in this scan or wakes the next one.
+            self.position.borrow_and_update();
+            let began = tokio::time::Instant::now();
             // A read like any other: it also folds in what another process appended to a
             // store that does not say so (SQLite), so such writes show within a rescan.
             let world = match self.watcher.engine.snapshot().await {
@@ -181,6 +194,7 @@ impl Following {
             };
             match self.watcher.scan(Arc::clone(&world)).await {
                 Ok(report) => {
+                    self.last_scan = Some((began, began.elapsed()));
                     self.queued
                         .extend(differences(&self.open, &report.anomalies, world.seq));
                     self.open = report.anomalies;
