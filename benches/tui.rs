@@ -92,6 +92,7 @@ fn app(service: Arc<dyn TimelineService>, clock: Arc<dyn Clock>) -> App {
             palette: Palette::new(Theme::Dark, false),
             keymap: KeyMap::default(),
             clock,
+            push: false,
         },
         tx,
     )

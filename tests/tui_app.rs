@@ -15,6 +15,8 @@ use chronoscope::tui::panes::PaneId;
 use chronoscope::tui::panes::wizard::{Step, Verdict};
 use chronoscope::tui::testing::Harness;
 
+mod http_support;
+
 fn t(s: &str) -> Instant {
     parse_instant("t", s).unwrap()
 }
@@ -1115,6 +1117,7 @@ on_both_faces!(
     the_wizard_travels_with_an_item_and_returns_to_the_anchor,
     manipulate_with_the_safety_check_then_revert,
     refusals_show_the_problem_title_and_detail_without_leaving_the_screen,
+    a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick,
 );
 
 #[tokio::test]
@@ -1711,4 +1714,97 @@ async fn a_check_tells_paradoxes_already_there_from_new_ones() {
         "{screen}"
     );
     assert!(!screen.contains("would become unstable"), "{screen}");
+}
+
+/// Makes a paradox in `primary` through `service` (not through the dashboard): an event dated
+/// before its own cause.
+async fn paradox_elsewhere(service: &Arc<dyn TimelineService>) -> EventId {
+    let event = |description: &str, time: &str, causes: Vec<EventId>| NewEvent {
+        description: description.into(),
+        time: t(time),
+        location: "Turin".into(),
+        causes,
+        fixed_point: false,
+        safety_check: false,
+    };
+    let primary = TimelineId::primary();
+    let treaty = service
+        .add_event(&primary, event("Treaty", "1860-06-01T12:00:00Z", vec![]))
+        .await
+        .unwrap();
+    service
+        .add_event(
+            &primary,
+            event(
+                "Treaty celebrated early",
+                "1855-06-01T12:00:00Z",
+                vec![treaty.event_id],
+            ),
+        )
+        .await
+        .unwrap()
+        .event_id
+}
+
+async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: World) {
+    let mut h = Harness::pushed(w.service.clone(), w.clock.clone());
+    h.settle().await;
+    h.until("live stream", |app| app.follower.is_live()).await;
+    h.until("first snapshot", |app| app.monitor.status.is_some())
+        .await;
+    assert!(h.app.monitor.rows.is_empty());
+    let screen = h.render(140, 30);
+    assert!(
+        screen.lines().next().unwrap().contains("↯ live"),
+        "{screen}"
+    );
+
+    // No tick is sent from here on: only the push can bring the change.
+    let early = paradox_elsewhere(&w.service).await;
+    h.until("the pushed anomaly", |app| app.monitor.rows.len() == 1)
+        .await;
+    let row = &h.app.monitor.rows[0];
+    assert!(
+        row.anomaly.subjects.contains(&early.to_string()),
+        "{:?}",
+        row.anomaly
+    );
+    assert!(h.app.monitor.is_new(row), "a pushed anomaly is marked new");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("1 anomaly"), "{screen}");
+}
+
+#[tokio::test]
+async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
+    let w = world().await;
+    let engine = engine(w.clock.clone()).await;
+    let service = chronoscope::server::Sessions::session(
+        &http_support::Wrapped::new(Arc::clone(&engine)).failing(
+            "watch_monitor",
+            ServiceError::Unavailable("this server has no stream".into()),
+        ),
+        "ada".parse().unwrap(),
+        None,
+        true,
+    );
+    let mut h = Harness::pushed(service.clone(), w.clock.clone());
+    h.settle().await;
+    h.until("the fallback", |app| {
+        matches!(app.follower.link, chronoscope::tui::live::Link::Polling(_))
+    })
+    .await;
+    let screen = h.render(140, 30);
+    let header = screen.lines().next().unwrap();
+    assert!(
+        header.contains("⟳ polling (this server has no stream)"),
+        "{header}"
+    );
+
+    paradox_elsewhere(&service).await;
+    h.settle().await;
+    assert!(h.app.monitor.rows.is_empty(), "not pushed, not yet polled");
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert_eq!(h.app.monitor.rows.len(), 1, "the tick polls");
 }

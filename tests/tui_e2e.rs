@@ -501,3 +501,117 @@ fn a_panic_in_the_dashboard_restores_the_terminal_then_prints_the_report() {
         "the report was printed before the terminal was restored"
     );
 }
+
+/// With a tick of a minute, only the server's stream can bring another client's change to the
+/// screen within seconds: a paradox bob makes shows in ada's remote dashboard, and its revert
+/// clears it, without a key pressed.
+#[test]
+fn another_clients_change_reaches_the_remote_dashboard_through_the_stream() {
+    use chronoscope::auth::{Scopes, Secret, issue_token};
+    use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
+    use chronoscope::model::{TimelineId, parse_instant};
+    use chronoscope::service::*;
+
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
+    let secret = Secret::from_bytes("tui end-to-end secret, tests only").expect("a secret");
+    let (engine, port) = runtime.block_on(async {
+        let engine = Engine::open(
+            Arc::new(chronoscope::store::MemoryStore::new()),
+            Arc::new(SystemClock),
+            EngineConfig::default(),
+            Seed::None,
+        )
+        .await
+        .expect("an engine");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let port = listener.local_addr().expect("an address").port();
+        tokio::spawn(chronoscope::server::run(
+            listener,
+            chronoscope::server::ServerConfig::new(secret.clone()),
+            Arc::clone(&engine),
+            std::future::pending(),
+        ));
+        (engine, port)
+    });
+    let at = |s| parse_instant("t", s).expect("a time");
+    let bob = engine.session("bob".parse().expect("a name"));
+    let primary = TimelineId::primary();
+    let add = |description: &str, time, causes| NewEvent {
+        description: description.into(),
+        time: at(time),
+        location: "Turin".into(),
+        causes,
+        fixed_point: false,
+        safety_check: false,
+    };
+    let party = runtime.block_on(async {
+        let treaty = bob
+            .add_event(&primary, add("Treaty", "1860-06-01T12:00:00Z", vec![]))
+            .await
+            .expect("an event");
+        bob.add_event(
+            &primary,
+            add(
+                "Treaty celebrated",
+                "1861-06-01T12:00:00Z",
+                vec![treaty.event_id],
+            ),
+        )
+        .await
+        .expect("an event")
+    });
+
+    let token = issue_token(
+        &secret,
+        "ada",
+        &Scopes::parse("read write"),
+        Duration::from_secs(3600),
+    )
+    .expect("a token");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let remote = format!("http://127.0.0.1:{port}/v1");
+    let mut s = Session::spawn(
+        dir.path(),
+        &["--remote", &remote, "--token", &token, "--tick", "60s"],
+        &[],
+    );
+    s.wait_for("live");
+    s.wait_for("stable");
+
+    runtime
+        .block_on(bob.manipulate_event(ManipulateRequest {
+            timeline_id: None,
+            event_id: party.event_id.clone(),
+            new_outcome: NewOutcome {
+                description: None,
+                changes: vec![OutcomeChange {
+                    action: None,
+                    time: Some(at("1855-06-01T12:00:00Z")),
+                }],
+            },
+            safety_check: false,
+        }))
+        .expect("bob's manipulation");
+    let acknowledged = Instant::now();
+    s.wait_for("1 anomaly");
+    let shown = acknowledged.elapsed();
+    assert!(
+        shown < Duration::from_secs(10),
+        "shown {shown:?} after bob's change; the tick is 60 s"
+    );
+
+    runtime
+        .block_on(bob.revert_event(RevertRequest {
+            event_id: party.event_id.clone(),
+            timeline_id: None,
+            safety_check: false,
+        }))
+        .expect("bob's revert");
+    s.wait_until_gone("1 anomaly");
+    s.wait_for("stable");
+    s.send("q");
+    let status = s.exit_status();
+    assert!(status.success(), "exit status {status:?}");
+}

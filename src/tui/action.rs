@@ -184,4 +184,11 @@ pub enum Msg {
         /// Its answer.
         result: Result<Reply, ServiceError>,
     },
+    /// The monitor's stream brought something (see [`super::live`]).
+    Pushed {
+        /// The subscription it belongs to.
+        generation: u64,
+        /// What it brought.
+        push: super::live::Push,
+    },
 }

@@ -23,6 +23,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::action::{Action, Msg, Reply, Slot};
 use super::help;
 use super::keymap::{Context, Key, KeyMap};
+use super::live::{self, Follower, Link, Push};
 use super::panes::log::LogPane;
 use super::panes::monitor::MonitorPane;
 use super::panes::search::{Input, SearchPane};
@@ -35,10 +36,10 @@ use crate::engine::Clock;
 use crate::error::ServiceError;
 use crate::model::{EventId, Instant, TimelineId, parse_typed_instant};
 use crate::service::{
-    EventRecord, LogQuery, ManipulateRequest, MonitorQuery, NewAnchor, NewEvent, NewItem,
-    NewOutcome, NewTimeline, OutcomeChange, PageRequest, ParadoxCheckRequest, ProposedChange,
-    RevertRequest, SearchQuery, SignificantEventQuery, TimelineService, TravelRequest,
-    TravellerStatus,
+    EventRecord, LogQuery, ManipulateRequest, MonitorChange, MonitorQuery, NewAnchor, NewEvent,
+    NewItem, NewOutcome, NewTimeline, OutcomeChange, PageRequest, ParadoxCheckRequest,
+    ProposedChange, RevertRequest, SearchQuery, SignificantEventQuery, TimelineService,
+    TravelRequest, TravellerStatus,
 };
 
 /// Longest a background call may take before it counts as the service being unavailable.
@@ -61,6 +62,9 @@ pub struct AppConfig {
     pub keymap: KeyMap,
     /// The clock countdowns and "last refresh" are read from.
     pub clock: Arc<dyn Clock>,
+    /// Follow the monitor's stream of changes (see [`super::live`]); without it the monitor
+    /// is polled on every tick.
+    pub push: bool,
 }
 
 /// Whether the service answers.
@@ -225,6 +229,9 @@ pub struct App {
     pub last_refresh: Option<Instant>,
     /// The footer's flash message.
     pub flash: Option<Flash>,
+    /// The monitor's pushed changes, and whether they are coming.
+    pub follower: Follower,
+    push: bool,
     generations: HashMap<Slot, u64>,
     in_flight: HashMap<Slot, usize>,
     select_after_refresh: Option<TimelineId>,
@@ -270,6 +277,8 @@ impl App {
             connection: Connection::Connecting,
             last_refresh: None,
             flash: None,
+            follower: Follower::default(),
+            push: config.push,
             generations: HashMap::new(),
             in_flight: HashMap::new(),
             select_after_refresh: None,
@@ -340,20 +349,26 @@ impl App {
     /// Refreshes what the tick keeps fresh; `force` also re-asks slots already waiting.
     fn refresh(&mut self, force: bool) {
         if force || !self.pending(Slot::Whoami) {
-            let svc = Arc::clone(&self.service);
-            self.spawn(Slot::Whoami, async move {
-                svc.whoami().await.map(Reply::Whoami)
-            });
+            self.request_whoami();
         }
         if force || !self.pending(Slot::Timelines) {
             self.request_timelines();
         }
-        if !self.monitor.frozen && (force || !self.pending(Slot::Monitor)) {
+        // While changes are pushed the monitor needs no polling.
+        let polled = force || !self.follower.is_live();
+        if polled && !self.monitor.frozen && (force || !self.pending(Slot::Monitor)) {
             self.request_monitor();
         }
         if self.lower == PaneId::Log && (force || !self.pending(Slot::Log)) {
             self.request_log();
         }
+    }
+
+    fn request_whoami(&mut self) {
+        let svc = Arc::clone(&self.service);
+        self.spawn(Slot::Whoami, async move {
+            svc.whoami().await.map(Reply::Whoami)
+        });
     }
 
     fn request_timelines(&mut self) {
@@ -478,6 +493,41 @@ impl App {
                 generation,
                 result,
             } => self.on_done(slot, generation, result),
+            Msg::Pushed { generation, push } => self.on_pushed(generation, push),
+        }
+    }
+
+    /// A change of the watched timeline's anomalies, pushed: the monitor shows it now, and the
+    /// panes it touches are asked again (an anomaly comes and goes with changed events).
+    fn on_pushed(&mut self, generation: u64, push: Push) {
+        let lost = matches!(push, Push::Lost(_));
+        let Some(event) = self.follower.on_push(generation, push) else {
+            if lost && !self.pending(Slot::Whoami) {
+                // A lost stream often means a lost server: let the header say which now.
+                self.request_whoami();
+            }
+            return;
+        };
+        self.last_refresh = Some(self.now());
+        if self.monitor.frozen || self.monitor.timeline.is_none() {
+            return;
+        }
+        let snapshot = matches!(event.change, MonitorChange::Snapshot(_));
+        let open = self.monitor.open_report(self.now());
+        self.monitor.apply(live::report_after(open, event.change));
+        if !snapshot {
+            if self.search.searched {
+                self.request_search();
+            }
+            self.request_timelines();
+        }
+    }
+
+    /// Follows the watched timeline's stream, if pushes are on.
+    fn follow_monitor(&mut self) {
+        if self.push {
+            self.follower
+                .follow(&self.service, self.monitor.timeline.clone(), &self.tx);
         }
     }
 
@@ -723,6 +773,7 @@ impl App {
         if self.monitor.timeline != selected {
             self.monitor.watch(selected.clone());
             self.request_monitor();
+            self.follow_monitor();
         }
         // A search follows the selected timeline too, with the same inputs (unless they were
         // edited into something that does not parse; that waits for the user's enter).
@@ -1641,6 +1692,17 @@ impl App {
                     p.error,
                 ),
             });
+            // How the monitor learns of changes: pushed, or polled when there is no stream.
+            match (&self.follower.link, compact) {
+                (Link::Live, false) => spans.push(Span::styled("↯ live ", p.ok)),
+                (Link::Live, true) => spans.push(Span::styled("↯ ", p.ok)),
+                (Link::Polling(why), false) => spans.push(Span::styled(
+                    format!("⟳ polling ({}) ", widgets::ellipsize(why, 30)),
+                    p.warn,
+                )),
+                (Link::Polling(_), true) => spans.push(Span::styled("⟳ polling ", p.warn)),
+                (Link::Off | Link::Connecting, _) => {}
+            }
             if let Some(w) = &self.whoami {
                 spans.push(Span::styled(
                     format!(

@@ -9,6 +9,7 @@ pub mod action;
 pub mod app;
 pub mod help;
 pub mod keymap;
+pub mod live;
 pub mod panes;
 pub mod testing;
 pub mod theme;
@@ -80,6 +81,7 @@ pub async fn run(
             palette,
             keymap,
             clock: Arc::new(SystemClock),
+            push: true,
         },
         tx,
     );

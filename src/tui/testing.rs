@@ -43,6 +43,21 @@ impl Harness {
         clock: Arc<dyn Clock>,
         keymap: KeyMap,
     ) -> Self {
+        Self::built(service, clock, keymap, false)
+    }
+
+    /// As [`Harness::new`], following the monitor's pushed changes as the real dashboard does
+    /// (without, the monitor changes only when polled: what snapshots need to be repeatable).
+    pub fn pushed(service: Arc<dyn TimelineService>, clock: Arc<dyn Clock>) -> Self {
+        Self::built(service, clock, KeyMap::default(), true)
+    }
+
+    fn built(
+        service: Arc<dyn TimelineService>,
+        clock: Arc<dyn Clock>,
+        keymap: KeyMap,
+        push: bool,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut app = App::new(
             service,
@@ -51,6 +66,7 @@ impl Harness {
                 palette: Palette::new(Theme::Dark, true),
                 keymap,
                 clock,
+                push,
             },
             tx,
         );
@@ -99,6 +115,19 @@ impl Harness {
                 Ok(Some(msg)) => self.app.update(msg),
                 Ok(None) => return,
                 Err(_) => panic!("the dashboard is still waiting after 10 s: {:?}", self.app),
+            }
+        }
+    }
+
+    /// Applies messages as they come until `done` holds (panics after 5 s): for what arrives
+    /// without being asked for, such as pushed changes.
+    pub async fn until(&mut self, what: &str, done: impl Fn(&App) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !done(&self.app) {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(msg)) => self.app.update(msg),
+                Ok(None) => panic!("the queue closed before {what}"),
+                Err(_) => panic!("no {what} after 5 s: {:?}", self.app),
             }
         }
     }

@@ -108,6 +108,26 @@ impl MonitorPane {
         self.cursor.clamp(self.rows.len());
     }
 
+    /// The anomalies open now, as a report (what a pushed change is folded into).
+    pub fn open_report(&self, now: crate::model::Instant) -> MonitorReport {
+        let anomalies: Vec<Anomaly> = self
+            .rows
+            .iter()
+            .filter(|r| r.resolved.is_none())
+            .map(|r| r.anomaly.clone())
+            .collect();
+        MonitorReport {
+            status: if anomalies.is_empty() {
+                "stable".into()
+            } else {
+                "anomalies_detected".into()
+            },
+            anomalies,
+            timeline_id: self.timeline.clone().unwrap_or_else(TimelineId::primary),
+            checked_at: now,
+        }
+    }
+
     /// Whether a row is within its highlight period.
     pub fn is_new(&self, row: &AnomalyRow) -> bool {
         row.resolved.is_none() && row.appeared.is_some_and(|at| self.refreshes - at < NEW_FOR)

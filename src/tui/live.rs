@@ -1,0 +1,223 @@
+//! Pushed monitor changes: the dashboard follows the watched timeline's anomaly stream
+//! ([`crate::service::TimelineService::watch_monitor`]: SSE from a server, the engine's own
+//! publications when embedded) and shows each change as it comes, whatever the tick.
+//!
+//! A background task holds the stream and forwards what it brings into the message queue as
+//! [`Msg::Pushed`]; a lost stream is opened again after a pause, resuming after the last position
+//! seen. While there is no stream the dashboard polls on the tick, as before, and the header says
+//! so ([`Link::Polling`]). Each subscription has a generation, so that changes of a stream for
+//! a timeline no longer watched are dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+use super::action::Msg;
+use crate::model::TimelineId;
+use crate::service::{MonitorChange, MonitorEvent, MonitorReport, MonitorWatch, TimelineService};
+
+/// First pause before opening a lost stream again; doubled up to [`MOST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const MOST_PAUSE: Duration = Duration::from_secs(30);
+
+/// Whether changes are pushed or polled for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Not following anything (no timeline watched yet).
+    Off,
+    /// Opening the stream.
+    Connecting,
+    /// Changes arrive as they happen.
+    Live,
+    /// No stream (why, in words): the monitor is refreshed on the tick.
+    Polling(String),
+}
+
+/// What the stream task tells the dashboard.
+#[derive(Clone, Debug)]
+pub enum Push {
+    /// The stream is open (the first change follows).
+    Opened,
+    /// A change.
+    Change(MonitorEvent),
+    /// The stream is gone (why); it is opened again after a pause.
+    Lost(String),
+}
+
+/// The subscription of one dashboard.
+#[derive(Debug)]
+pub struct Follower {
+    /// Bumped with every new subscription; pushes of older ones are stale.
+    generation: u64,
+    /// The timeline followed.
+    timeline: Option<TimelineId>,
+    task: Option<JoinHandle<()>>,
+    /// Live or polling, for the header.
+    pub link: Link,
+}
+
+impl Default for Follower {
+    fn default() -> Self {
+        Self {
+            generation: 0,
+            timeline: None,
+            task: None,
+            link: Link::Off,
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+impl Follower {
+    /// Follows `timeline` (nothing if it is followed already); the old stream is closed.
+    /// Needs a Tokio runtime (the dashboard's); without one nothing is followed and the
+    /// dashboard polls.
+    pub fn follow(
+        &mut self,
+        service: &Arc<dyn TimelineService>,
+        timeline: Option<TimelineId>,
+        tx: &UnboundedSender<Msg>,
+    ) {
+        if self.timeline == timeline && self.task.is_some() {
+            return;
+        }
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.generation += 1;
+        self.timeline = timeline.clone();
+        let Some(timeline) = timeline else {
+            self.link = Link::Off;
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.link = Link::Polling("no runtime to follow changes".into());
+            return;
+        };
+        self.link = Link::Connecting;
+        let generation = self.generation;
+        let service = Arc::clone(service);
+        let tx = tx.clone();
+        self.task = Some(runtime.spawn(stream_task(service, timeline, generation, tx)));
+    }
+
+    /// Takes in what the task told; answers the change to apply, if it is one of the current
+    /// subscription's.
+    pub fn on_push(&mut self, generation: u64, push: Push) -> Option<MonitorEvent> {
+        if generation != self.generation {
+            return None;
+        }
+        match push {
+            Push::Opened => {
+                self.link = Link::Live;
+                None
+            }
+            Push::Change(event) => {
+                self.link = Link::Live;
+                Some(event)
+            }
+            Push::Lost(why) => {
+                self.link = Link::Polling(why);
+                None
+            }
+        }
+    }
+
+    /// Whether changes are pushed now (the tick need not poll the monitor).
+    pub fn is_live(&self) -> bool {
+        self.link == Link::Live
+    }
+}
+
+/// Holds the stream of `timeline`, forwarding changes, and opens it again when it is lost.
+async fn stream_task(
+    service: Arc<dyn TimelineService>,
+    timeline: TimelineId,
+    generation: u64,
+    tx: UnboundedSender<Msg>,
+) {
+    let send = |push| tx.send(Msg::Pushed { generation, push }).is_ok();
+    let mut after = None;
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let watch = MonitorWatch {
+            timeline_id: timeline.clone(),
+            after,
+        };
+        let why = match service.watch_monitor(watch).await {
+            Err(e) => short(&e),
+            Ok(mut changes) => {
+                if !send(Push::Opened) {
+                    return;
+                }
+                loop {
+                    match changes.next().await {
+                        Some(Ok(event)) => {
+                            after = Some(event.position);
+                            pause = FIRST_PAUSE;
+                            if !send(Push::Change(event)) {
+                                return; // the dashboard is gone
+                            }
+                        }
+                        Some(Err(e)) => break short(&e),
+                        None => break "the server ended the stream".to_owned(),
+                    }
+                }
+            }
+        };
+        if !send(Push::Lost(why)) {
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MOST_PAUSE);
+    }
+}
+
+/// Why a stream is lost, short enough for the header: the server's address, which the header
+/// shows already, is left out ("cannot reach URL: connection refused" → "connection refused").
+fn short(e: &crate::error::ServiceError) -> String {
+    match e {
+        crate::error::ServiceError::Unavailable(msg) => msg
+            .split_once(": ")
+            .map_or(msg.as_str(), |(_, why)| why)
+            .to_owned(),
+        e => e.to_string(),
+    }
+}
+
+/// The monitor's report after `change`, given the anomalies open before it (`open`): what the
+/// monitor pane folds in, exactly as if it had polled.
+pub fn report_after(open: MonitorReport, change: MonitorChange) -> MonitorReport {
+    match change {
+        MonitorChange::Snapshot(report) => report,
+        MonitorChange::Appeared(anomaly) => {
+            let mut report = open;
+            report
+                .anomalies
+                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
+            report.anomalies.push(anomaly);
+            report.status = "anomalies_detected".into();
+            report
+        }
+        MonitorChange::Resolved(anomaly) => {
+            let mut report = open;
+            report
+                .anomalies
+                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
+            if report.anomalies.is_empty() {
+                report.status = "stable".into();
+            }
+            report
+        }
+    }
+}
