@@ -33,7 +33,7 @@ use super::theme::Palette;
 use super::widgets::{self, Form, centered, fmt_time, modal};
 use crate::engine::Clock;
 use crate::error::ServiceError;
-use crate::model::{EventId, Instant, TimelineId, parse_typed_instant};
+use crate::model::{EventId, Instant, InvalidValue, TimelineId, parse_typed_instant};
 use crate::service::{
     EventRecord, LogQuery, ManipulateRequest, MonitorQuery, NewAnchor, NewEvent, NewItem,
     NewOutcome, NewTimeline, OutcomeChange, PageRequest, ParadoxCheckRequest, ProposedChange,
@@ -1109,7 +1109,7 @@ impl App {
                 let item = form.value(2);
                 if !item.is_empty() {
                     changes.push(ProposedChange {
-                        item_id: Some(item.parse().map_err(|e: ServiceError| e.to_string())?),
+                        item_id: Some(item.parse().map_err(|e: InvalidValue| e.to_string())?),
                         ..ProposedChange::default()
                     });
                 }
