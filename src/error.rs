@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::InvalidValue;
 use crate::paradox::Paradox;
 
 /// A problem type: what `type`, `title` and `status` of a problem+json body say.
@@ -279,6 +280,17 @@ impl ServiceError {
             Self::RateLimited { .. } => &RATE_LIMITED,
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,
+        }
+    }
+}
+
+/// The domain's refusal of a value is the service's refusal of that field: same field, same
+/// words.
+impl From<InvalidValue> for ServiceError {
+    fn from(e: InvalidValue) -> Self {
+        Self::InvalidInput {
+            field: e.field,
+            message: e.message,
         }
     }
 }

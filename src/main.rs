@@ -204,7 +204,7 @@ fn local_traveller(global: &Global) -> Result<Traveller> {
         .or_else(|| std::env::var("USER").ok())
         .or_else(|| std::env::var("USERNAME").ok())
         .unwrap_or_else(|| "traveller".into());
-    name.parse().map_err(explain)
+    name.parse::<Traveller>().map_err(|e| explain(e.into()))
 }
 
 /// The service every command talks to, and a label saying where it lives.

@@ -66,7 +66,7 @@ impl Authenticated {
         let traveller = claims
             .sub
             .parse()
-            .map_err(|e: crate::error::ServiceError| AuthRejection::Invalid(e.to_string()))?;
+            .map_err(|e: crate::model::InvalidValue| AuthRejection::Invalid(e.to_string()))?;
         Ok(Self {
             traveller,
             scopes: Scopes::parse(&claims.scope),

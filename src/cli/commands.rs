@@ -20,7 +20,7 @@ fn page(args: &PageArgs) -> PageRequest {
 }
 
 fn timeline(id: &str) -> Result<TimelineId, ServiceError> {
-    id.parse()
+    Ok(id.parse()?)
 }
 
 /// Runs one subcommand (not `serve`, `token`, `completions`, `man` or the dashboard) and prints

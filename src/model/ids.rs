@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ServiceError;
+use super::InvalidValue;
 
 /// Longest identifier we accept; anything longer is a typo or an attack.
 const MAX_ID_LEN: usize = 128;
@@ -43,12 +43,12 @@ macro_rules! id_type {
         }
 
         impl FromStr for $name {
-            type Err = ServiceError;
+            type Err = InvalidValue;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 if valid_id_chars(s) {
                     Ok(Self(s.to_owned()))
                 } else {
-                    Err(ServiceError::invalid(
+                    Err(InvalidValue::new(
                         $what,
                         format!(
                             "'{}' is not a valid {} id (1 to {} letters, digits, '_', '-' or '.')",
@@ -62,7 +62,7 @@ macro_rules! id_type {
         }
 
         impl TryFrom<String> for $name {
-            type Error = ServiceError;
+            type Error = InvalidValue;
             fn try_from(s: String) -> Result<Self, Self::Error> {
                 // Checked as `parse` checks, but kept without a copy (reading a big log or
                 // snapshot makes millions of these).
@@ -185,11 +185,11 @@ impl Traveller {
 }
 
 impl FromStr for Traveller {
-    type Err = ServiceError;
+    type Err = InvalidValue;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
         if s.is_empty() || s.len() > MAX_ID_LEN || s.chars().any(char::is_control) {
-            return Err(ServiceError::invalid(
+            return Err(InvalidValue::new(
                 "traveller",
                 "a traveller name is 1 to 128 printable characters",
             ));
@@ -199,7 +199,7 @@ impl FromStr for Traveller {
 }
 
 impl TryFrom<String> for Traveller {
-    type Error = ServiceError;
+    type Error = InvalidValue;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         s.parse()
     }

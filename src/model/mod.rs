@@ -5,6 +5,7 @@
 
 mod history;
 mod ids;
+mod invalid;
 mod time;
 
 use chrono::{DateTime, Duration, Utc};
@@ -15,6 +16,7 @@ pub(crate) use history::{HistoryImage, same_history};
 pub use ids::{
     AnchorId, AnomalyId, EventId, ItemId, JourneyId, ScheduleId, ScriptId, TimelineId, Traveller,
 };
+pub use invalid::InvalidValue;
 pub use time::{
     ACCEPTED_RANGE, Instant, TYPED_FORMS, TimeRange, Window, format_instant, in_range,
     opt_in_range, parse_instant, parse_typed_instant,

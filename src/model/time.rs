@@ -8,7 +8,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::error::ServiceError;
+use super::InvalidValue;
 
 /// An instant, always UTC. Serialized as RFC 3339 with a `Z`.
 pub type Instant = DateTime<Utc>;
@@ -23,12 +23,12 @@ pub const ACCEPTED_RANGE: &str =
     "years 0001 to 9999 (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z)";
 
 /// Refuses an instant outside [`MIN_YEAR`]..=[`MAX_YEAR`], naming `field` and the range.
-pub fn in_range(field: &str, t: Instant) -> Result<Instant, ServiceError> {
+pub fn in_range(field: &str, t: Instant) -> Result<Instant, InvalidValue> {
     use chrono::Datelike;
     if (MIN_YEAR..=MAX_YEAR).contains(&t.year()) {
         Ok(t)
     } else {
-        Err(ServiceError::invalid(
+        Err(InvalidValue::new(
             field,
             format!(
                 "{} is outside the accepted range: {ACCEPTED_RANGE}",
@@ -39,17 +39,17 @@ pub fn in_range(field: &str, t: Instant) -> Result<Instant, ServiceError> {
 }
 
 /// [`in_range`] for an optional instant.
-pub fn opt_in_range(field: &str, t: Option<Instant>) -> Result<Option<Instant>, ServiceError> {
+pub fn opt_in_range(field: &str, t: Option<Instant>) -> Result<Option<Instant>, InvalidValue> {
     t.map(|t| in_range(field, t)).transpose()
 }
 
 /// Parses an RFC 3339 date-time with any offset and converts it to UTC; the result must lie
 /// in the accepted range of years ([`ACCEPTED_RANGE`]).
-pub fn parse_instant(field: &str, s: &str) -> Result<Instant, ServiceError> {
+pub fn parse_instant(field: &str, s: &str) -> Result<Instant, InvalidValue> {
     let t = DateTime::parse_from_rfc3339(s.trim())
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| {
-            ServiceError::invalid(
+            InvalidValue::new(
                 field,
                 format!("'{s}' is not an RFC 3339 date-time like 1889-03-10T23:50:00Z ({e})"),
             )
@@ -63,7 +63,7 @@ pub const TYPED_FORMS: &str = "1889-03-10 23:50, 1889-03-10 23:50:00, 1889-03-10
 /// Parses a time as a person types it at a terminal: as the dashboard shows times
 /// (`1889-03-10 23:50:00`, seconds optional, UTC), a date alone (its midnight, UTC), or RFC 3339
 /// with any offset. The accepted range of years is that of [`parse_instant`].
-pub fn parse_typed_instant(field: &str, s: &str) -> Result<Instant, ServiceError> {
+pub fn parse_typed_instant(field: &str, s: &str) -> Result<Instant, InvalidValue> {
     let text = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return in_range(field, t.with_timezone(&Utc));
@@ -83,7 +83,7 @@ pub fn parse_typed_instant(field: &str, s: &str) -> Result<Instant, ServiceError
     });
     match naive {
         Some(t) => in_range(field, t.and_utc()),
-        None => Err(ServiceError::invalid(
+        None => Err(InvalidValue::new(
             field,
             format!("'{text}' is not a time; write {TYPED_FORMS}"),
         )),
@@ -107,11 +107,11 @@ pub struct TimeRange {
 
 impl TimeRange {
     /// Parses an interval, naming `field` in the error.
-    pub fn parse(field: &str, s: &str) -> Result<Self, ServiceError> {
+    pub fn parse(field: &str, s: &str) -> Result<Self, InvalidValue> {
         let expected = "expected an ISO 8601 interval: start/end, start/duration or duration/end, \
                         e.g. 2025-07-01T00:00:00Z/2025-07-31T23:59:59Z or 2025-07-01T00:00:00Z/P1M";
         let Some((a, b)) = s.trim().split_once('/') else {
-            return Err(ServiceError::invalid(field, format!("'{s}': {expected}")));
+            return Err(InvalidValue::new(field, format!("'{s}': {expected}")));
         };
         let (start, end) = match (a.starts_with('P'), b.starts_with('P')) {
             (false, false) => (parse_instant(field, a)?, parse_instant(field, b)?),
@@ -124,7 +124,7 @@ impl TimeRange {
                 (add_iso_duration(field, end, a, -1)?, end)
             }
             (true, true) => {
-                return Err(ServiceError::invalid(
+                return Err(InvalidValue::new(
                     field,
                     format!("'{s}': two durations give no position in time; {expected}"),
                 ));
@@ -143,11 +143,11 @@ impl TimeRange {
     /// Parses a range as a person types it: either end in any form of [`parse_typed_instant`]
     /// (`1889-03-10 23:50/P1D`, `1889-03-10/1889-03-12`), a duration on one side, or a date
     /// alone for that whole day.
-    pub fn parse_typed(field: &str, s: &str) -> Result<Self, ServiceError> {
+    pub fn parse_typed(field: &str, s: &str) -> Result<Self, InvalidValue> {
         let text = s.trim();
         let Some((a, b)) = text.split_once('/') else {
             let start = parse_typed_instant(field, text).map_err(|_| {
-                ServiceError::invalid(field, format!("'{text}': {}", Self::TYPED_FORMS))
+                InvalidValue::new(field, format!("'{text}': {}", Self::TYPED_FORMS))
             })?;
             let is_date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok();
             let end = if is_date {
@@ -160,7 +160,7 @@ impl TimeRange {
                 end: in_range(field, end)?,
             });
         };
-        let side = |x: &str| -> Result<String, ServiceError> {
+        let side = |x: &str| -> Result<String, InvalidValue> {
             let x = x.trim();
             if x.starts_with('P') {
                 Ok(x.to_owned())
@@ -223,9 +223,9 @@ impl fmt::Display for TimeRange {
 
 /// Adds (sign 1) or subtracts (sign -1) an ISO 8601 duration such as `P1Y2M3DT4H5M6S` or `P2W`.
 /// Years and months are calendar units, so `P1M` from January 31st lands on the last day of February.
-fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Instant, ServiceError> {
+fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Instant, InvalidValue> {
     let bad = || {
-        ServiceError::invalid(
+        InvalidValue::new(
             field,
             format!("'{s}' is not an ISO 8601 duration like P1D, PT12M or P1Y2M3DT4H"),
         )
@@ -241,7 +241,7 @@ fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Inst
     };
     // Every step is checked: numbers come straight from the request.
     let too_long = || {
-        ServiceError::invalid(
+        InvalidValue::new(
             field,
             format!("'{s}' reaches outside the accepted range: {ACCEPTED_RANGE}"),
         )
@@ -323,7 +323,7 @@ const WINDOW_UNITS: [(&str, i64); 5] = [
 ];
 
 impl FromStr for Window {
-    type Err = ServiceError;
+    type Err = InvalidValue;
     /// Parses a window given as input, at most [`MAX_WINDOW_SECS`] long.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match Window::parse_words(s)? {
@@ -333,8 +333,8 @@ impl FromStr for Window {
     }
 }
 
-fn window_too_long(s: &str) -> ServiceError {
-    ServiceError::invalid(
+fn window_too_long(s: &str) -> InvalidValue {
+    InvalidValue::new(
         "window",
         format!(
             "'{s}' is longer than the longest window, 10000 years; for a timeline that never \
@@ -345,10 +345,10 @@ fn window_too_long(s: &str) -> ServiceError {
 
 impl Window {
     /// Parses the words without the input cap (records already in a log are read as written).
-    fn parse_words(s: &str) -> Result<Self, ServiceError> {
+    fn parse_words(s: &str) -> Result<Self, InvalidValue> {
         let too_long = || window_too_long(s);
         let bad = || {
-            ServiceError::invalid(
+            InvalidValue::new(
                 "window",
                 format!(
                     "'{s}' is not a window; write a length in words like '12 minutes', \
@@ -418,7 +418,7 @@ impl utoipa::PartialSchema for Window {
 impl utoipa::ToSchema for Window {}
 
 impl TryFrom<String> for Window {
-    type Error = ServiceError;
+    type Error = InvalidValue;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         Window::parse_words(&s)
     }

@@ -9,11 +9,80 @@ mod tests;
 
 use std::cmp::Reverse;
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::{
     AnomalyId, EventId, Instant, TimeRange, Timeline, TimelineStatus, format_instant,
 };
 use crate::paradox::{self, Subject};
-use crate::service::{Anomaly, AnomalyKind, Severity};
+
+/// How serious an anomaly is.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Needs attention soon.
+    Warning,
+    /// The timeline is unstable.
+    Critical,
+}
+
+/// What an anomaly is about.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AnomalyKind {
+    /// A paradox of the given kind.
+    Paradox(paradox::ParadoxKind),
+    /// The window closes within 10 % of its length.
+    WindowClosing,
+    /// An event names a cause the timeline does not have.
+    OrphanedEvent,
+    /// An automated action failed.
+    AutomationFailed,
+}
+
+/// One anomaly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Anomaly {
+    /// Stable: the same cause gives the same id across calls.
+    pub anomaly_id: AnomalyId,
+    /// A sentence for a person.
+    pub description: String,
+    /// What it is about.
+    pub kind: AnomalyKind,
+    /// How serious.
+    pub severity: Severity,
+    /// Ids of the events, items, scripts or timeline involved.
+    pub subjects: Vec<String>,
+    /// When it was first seen.
+    #[schema(value_type = String, format = DateTime)]
+    pub detected_at: Instant,
+}
 
 /// An automated action that failed, as the automation log recorded it.
 #[derive(Clone, Debug, PartialEq)]

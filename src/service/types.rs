@@ -7,12 +7,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    AnomalyId, EventId, EventStatus, Instant, ItemId, Position, ScheduleId, ScriptId, TimeRange,
-    TimelineId, TimelineStatus, Traveller, Window,
+    EventId, EventStatus, Instant, ItemId, Position, ScheduleId, ScriptId, TimeRange, TimelineId,
+    TimelineStatus, Traveller, Window,
 };
 use crate::paradox::Paradox;
 
 pub use crate::model::{Anchor, Item, Journey, LeftItem};
+pub use crate::monitor::{Anomaly, AnomalyKind, Severity};
 
 /// Asking for one page of a list.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -277,74 +278,6 @@ pub struct MonitorQuery {
     /// Limit the scan to events in this range.
     #[serde(default)]
     pub time_range: Option<TimeRange>,
-}
-
-/// How serious an anomaly is.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Worth knowing.
-    Info,
-    /// Needs attention soon.
-    Warning,
-    /// The timeline is unstable.
-    Critical,
-}
-
-/// What an anomaly is about.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum AnomalyKind {
-    /// A paradox of the given kind.
-    Paradox(crate::paradox::ParadoxKind),
-    /// The window closes within 10 % of its length.
-    WindowClosing,
-    /// An event names a cause the timeline does not have.
-    OrphanedEvent,
-    /// An automated action failed.
-    AutomationFailed,
-}
-
-/// One anomaly.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Anomaly {
-    /// Stable: the same cause gives the same id across calls.
-    pub anomaly_id: AnomalyId,
-    /// A sentence for a person.
-    pub description: String,
-    /// What it is about.
-    pub kind: AnomalyKind,
-    /// How serious.
-    pub severity: Severity,
-    /// Ids of the events, items, scripts or timeline involved.
-    pub subjects: Vec<String>,
-    /// When it was first seen.
-    #[schema(value_type = String, format = DateTime)]
-    pub detected_at: Instant,
 }
 
 /// The monitor's answer.

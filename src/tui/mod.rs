@@ -7,10 +7,18 @@
 
 pub mod action;
 pub mod app;
+pub mod chrome;
+pub mod command;
+pub mod confirm;
+mod dispatch;
+pub mod forms;
 pub mod help;
 pub mod keymap;
 pub mod live;
+pub mod modal;
+mod mouse;
 pub mod panes;
+mod replies;
 pub mod testing;
 pub mod theme;
 pub mod widgets;

@@ -51,8 +51,8 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(5);
 )]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult {
     let traveller = super::super::READINESS_TRAVELLER
-        .parse()
-        .map_err(Problem::from_error)?;
+        .parse::<crate::model::Traveller>()
+        .map_err(|e| Problem::from_error(e.into()))?;
     let service = state.sessions.session(traveller, None, false);
     let wait = READINESS_TIMEOUT.min(state.config.request_timeout);
     match tokio::time::timeout(wait, service.whoami()).await {

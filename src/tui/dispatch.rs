@@ -1,0 +1,242 @@
+//! Carrying out a user intent: [`App::dispatch`] turns an [`Action`] (a key, a `:` command, a
+//! click) into focus and cursor moves, a modal opened, or a call in the background.
+
+use std::sync::Arc;
+
+use super::action::{Action, Reply, Slot};
+use super::app::{App, all_pages};
+use super::confirm::Confirm;
+use super::forms;
+use super::modal::Modal;
+use super::panes::PaneId;
+use super::panes::search::Input;
+use super::panes::wizard::Wizard;
+use super::widgets;
+use crate::model::TimelineId;
+use crate::service::PageRequest;
+
+impl App {
+    /// Focuses `pane`; the monitor and the log take the lower-right place as they get it.
+    pub(super) fn dispatch_focus(&mut self, pane: PaneId) {
+        self.focus = pane;
+        if matches!(pane, PaneId::Monitor | PaneId::Log) {
+            let was = self.lower;
+            self.lower = pane;
+            if pane == PaneId::Log && was != PaneId::Log {
+                self.request_log();
+            }
+        }
+    }
+
+    /// Carries out a user intent.
+    pub fn dispatch(&mut self, action: Action) {
+        use Action as A;
+        match action {
+            A::Quit => self.quit = true,
+            A::Help => self.modal = Some(Modal::Help(0)),
+            A::NextPane | A::Right => self.dispatch_focus(self.focus.cycle(true, self.lower)),
+            A::PrevPane | A::Left => self.dispatch_focus(self.focus.cycle(false, self.lower)),
+            A::Up => self.move_cursor(-1),
+            A::Down => self.move_cursor(1),
+            A::PageUp => self.move_cursor(-10),
+            A::PageDown => self.move_cursor(10),
+            A::Top => self.move_cursor(isize::MIN / 2),
+            A::Bottom => self.move_cursor(isize::MAX / 2),
+            A::Open => match self.focus {
+                PaneId::Timelines => {
+                    self.focus = PaneId::Search;
+                    self.search.detail = false;
+                    self.request_search();
+                }
+                PaneId::Search => {
+                    if self.search.selected().is_some() {
+                        self.search.detail = true;
+                        self.request_causes();
+                    }
+                }
+                PaneId::Monitor => {
+                    if let Some(row) = self.monitor.rows.get(self.monitor.cursor.selected) {
+                        let text = format!(
+                            "{}: {} [{}]",
+                            row.anomaly.anomaly_id,
+                            row.anomaly.description,
+                            row.anomaly.subjects.join(", ")
+                        );
+                        self.flash_info(text);
+                    }
+                }
+                PaneId::Log => {}
+            },
+            A::Back => {
+                if self.search.detail && self.focus == PaneId::Search {
+                    self.search.detail = false;
+                } else if !self.timelines.filter.is_empty() && self.focus == PaneId::Timelines {
+                    self.timelines.set_filter(String::new());
+                    self.selection_changed();
+                } else if self.focus != PaneId::Timelines {
+                    self.focus = PaneId::Timelines;
+                }
+            }
+            A::Filter => match self.focus {
+                PaneId::Timelines => {
+                    self.timelines.filter_input =
+                        Some(widgets::input(&self.timelines.filter, "name or id"));
+                }
+                _ => {
+                    self.focus = PaneId::Search;
+                    self.search.detail = false;
+                    self.search.editing = Some(Input::Location);
+                }
+            },
+            A::Command => {
+                self.modal = Some(Modal::Command(Box::new(widgets::input("", "command"))))
+            }
+            A::Refresh => {
+                self.refresh(true);
+                if self.search.searched {
+                    self.request_search();
+                }
+            }
+            A::NewTimeline => {
+                let primary = self.timelines.name_of(&TimelineId::primary());
+                self.modal = Some(Modal::Form(Box::new(forms::new_timeline(&primary))));
+            }
+            A::ParallelTimeline => {
+                let Some(base) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline to branch from first.");
+                };
+                self.modal = Some(Modal::Form(Box::new(forms::parallel_timeline(base))));
+            }
+            A::DeleteTimeline => match self.timelines.selected() {
+                Some(t) if t.id.is_primary() => {
+                    self.flash_error("The primary timeline cannot be deleted.")
+                }
+                Some(t) => {
+                    self.modal = Some(Modal::Confirm(Confirm::DeleteTimeline(
+                        t.id.clone(),
+                        t.name.clone(),
+                    )))
+                }
+                None => self.flash_error("Select a timeline to delete first."),
+            },
+            A::AddEvent => {
+                let Some(t) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline to add the event to first.");
+                };
+                // The present, to the second: a default a person can read and edit.
+                let time = t
+                    .destination_time
+                    .unwrap_or_else(|| chrono::SubsecRound::trunc_subsecs(self.now(), 0));
+                self.modal = Some(Modal::Form(Box::new(forms::add_event(t, time))));
+            }
+            A::Manipulate => {
+                let (Some(event), Some(timeline)) = (
+                    self.search.selected().cloned(),
+                    self.search.timeline.clone(),
+                ) else {
+                    return self
+                        .flash_error("Search for an event and select it first (/ then enter).");
+                };
+                self.modal = Some(Modal::Form(Box::new(forms::manipulate(timeline, &event))));
+            }
+            A::Revert => {
+                let (Some(event), Some(timeline)) = (
+                    self.search.selected().cloned(),
+                    self.search.timeline.clone(),
+                ) else {
+                    return self
+                        .flash_error("Search for an event and select it first (/ then enter).");
+                };
+                self.modal = Some(Modal::Confirm(Confirm::Revert(timeline, event)));
+            }
+            A::SetAnchor => {
+                let at = self
+                    .whoami
+                    .as_ref()
+                    .map(|w| w.time)
+                    .unwrap_or_else(|| self.now());
+                self.modal = Some(Modal::Form(Box::new(forms::anchor(at))));
+            }
+            A::Travel | A::ReturnToAnchor => {
+                let anchors_only = action == A::ReturnToAnchor;
+                self.modal = Some(Modal::Wizard(Box::new(Wizard::new(anchors_only))));
+                let svc = Arc::clone(&self.service);
+                self.spawn(Slot::WizardData, async move {
+                    let anchors = svc
+                        .list_anchors(PageRequest::first(PageRequest::MAX_LIMIT))
+                        .await?;
+                    let items = svc
+                        .list_items(PageRequest::first(PageRequest::MAX_LIMIT))
+                        .await?;
+                    Ok(Reply::WizardData {
+                        anchors: anchors.items,
+                        items: items.items,
+                    })
+                });
+            }
+            A::RegisterItem => {
+                self.modal = Some(Modal::Form(Box::new(forms::register_item())));
+            }
+            A::CheckParadox => {
+                let Some(t) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline to check first.");
+                };
+                let (event, time) = match (self.focus, self.search.selected()) {
+                    (PaneId::Search, Some(e)) => (
+                        e.event_id.to_string(),
+                        crate::model::format_instant(&e.time),
+                    ),
+                    _ => (String::new(), String::new()),
+                };
+                self.modal = Some(Modal::Form(Box::new(forms::check_draft(t, event, time))));
+            }
+            A::Freeze => {
+                self.monitor.frozen = !self.monitor.frozen;
+                self.flash_info(if self.monitor.frozen {
+                    "Monitor frozen; press f again to resume."
+                } else {
+                    "Monitor live again."
+                });
+                if !self.monitor.frozen {
+                    self.request_monitor();
+                }
+            }
+            // L shows the log in the monitor's place, and L again brings the monitor back.
+            A::ShowLog if self.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
+            A::ShowLog => self.dispatch_focus(PaneId::Log),
+            A::Journeys => {
+                let svc = Arc::clone(&self.service);
+                self.spawn(Slot::Journeys, async move {
+                    all_pages(|page| svc.list_journeys(page))
+                        .await
+                        .map(Reply::Journeys)
+                });
+            }
+        }
+    }
+
+    /// Moves the focused pane's cursor by `delta` rows.
+    pub(super) fn move_cursor(&mut self, delta: isize) {
+        match self.focus {
+            PaneId::Timelines => {
+                let len = self.timelines.len();
+                self.timelines.cursor.step(delta, len);
+                self.selection_changed();
+            }
+            PaneId::Search => {
+                if !self.search.detail {
+                    let len = self.search.results.len();
+                    self.search.cursor.step(delta, len);
+                }
+            }
+            PaneId::Monitor => {
+                let len = self.monitor.rows.len();
+                self.monitor.cursor.step(delta, len);
+            }
+            PaneId::Log => {
+                let len = self.log.entries.len();
+                self.log.cursor.step(delta, len);
+            }
+        }
+    }
+}

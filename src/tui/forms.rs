@@ -1,0 +1,383 @@
+//! The dashboard's forms: what each one asks ([`FormKind`] and the builders below), its keys,
+//! and turning what was typed into the service request it sends ([`Submission`]).
+//!
+//! A form is a [`Form`] (fields, focus, refusal: `widgets` draws it) whose kind says what
+//! submitting does. A submission is sent once; the form stays open, pending, until the answer
+//! closes it or puts the refusal under the field at fault.
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::action::Reply;
+use super::app::App;
+use super::confirm::Checked;
+use super::modal::Modal;
+use super::panes::wizard;
+use super::widgets::{self, Form};
+use crate::model::{
+    EventId, Instant, InvalidValue, TimelineId, format_instant, parse_typed_instant,
+};
+use crate::service::{
+    EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewOutcome, NewTimeline,
+    OutcomeChange, ParadoxCheckRequest, ProposedChange, TimelineInfo,
+};
+
+/// What a form does when submitted.
+#[derive(Clone, Debug)]
+pub enum FormKind {
+    /// Create a timeline branching from `base` (primary when `None`).
+    NewTimeline {
+        /// The base timeline.
+        base: Option<TimelineId>,
+        /// A parallel timeline (has a variation field).
+        parallel: bool,
+    },
+    /// Add an event to a timeline.
+    AddEvent(TimelineId),
+    /// Manipulate an event, safety checked.
+    Manipulate(TimelineId, Box<EventRecord>),
+    /// Set an anchor.
+    Anchor,
+    /// Register an item.
+    RegisterItem,
+    /// Check a draft change for paradoxes.
+    CheckDraft(TimelineId),
+}
+
+/// What a submitted form asks the service for.
+#[derive(Clone, Debug)]
+pub enum Submission {
+    /// Create a timeline.
+    Create(NewTimeline),
+    /// A change sent safety checked (a new event, a manipulation).
+    Checked(Checked),
+    /// Set an anchor.
+    Anchor(NewAnchor),
+    /// Register an item.
+    Item(NewItem),
+    /// Check a draft change for paradoxes (nothing is written).
+    CheckDraft(ParadoxCheckRequest),
+}
+
+/// The form for a new timeline branching from the primary one (`primary` is its name).
+pub fn new_timeline(primary: &str) -> Form<FormKind> {
+    Form::new(
+        format!("New timeline (branches from {primary})"),
+        FormKind::NewTimeline {
+            base: None,
+            parallel: false,
+        },
+        &[
+            ("Name", String::new(), "e.g. Tesla 1889"),
+            (
+                "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
+                String::new(),
+                "1889-03-10T23:50:00Z",
+            ),
+            ("Description", String::new(), "what it is for"),
+        ],
+    )
+}
+
+/// The form for a parallel timeline of `base`: its base with one difference.
+pub fn parallel_timeline(base: &TimelineInfo) -> Form<FormKind> {
+    Form::new(
+        format!("Parallel timeline of {}", base.name),
+        FormKind::NewTimeline {
+            base: Some(base.id.clone()),
+            parallel: true,
+        },
+        &[
+            ("Name", String::new(), "e.g. What if Tesla stayed"),
+            ("Variation", String::new(), "how it differs from its base"),
+            (
+                "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
+                base.destination_time
+                    .as_ref()
+                    .map(format_instant)
+                    .unwrap_or_default(),
+                "1889-03-10T23:50:00Z",
+            ),
+            ("Description", String::new(), "what it is for"),
+        ],
+    )
+}
+
+/// The form for an event added to `timeline`, at `time` unless the user changes it.
+pub fn add_event(timeline: &TimelineInfo, time: Instant) -> Form<FormKind> {
+    Form::new(
+        format!("Add an event to {}", timeline.name),
+        FormKind::AddEvent(timeline.id.clone()),
+        &[
+            ("Description", String::new(), "what happened"),
+            (
+                "Time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
+                format_instant(&time),
+                "",
+            ),
+            ("Location", String::new(), "where"),
+            (
+                "Causes (event ids, comma-separated)",
+                String::new(),
+                "optional",
+            ),
+            ("Fixed point? (y/n)", "n".into(), ""),
+        ],
+    )
+}
+
+/// The form for manipulating `event` of `timeline`, filled with what it is now.
+pub fn manipulate(timeline: TimelineId, event: &EventRecord) -> Form<FormKind> {
+    Form::new(
+        format!("Manipulate {} (safety checked)", event.event_id),
+        FormKind::Manipulate(timeline, Box::new(event.clone())),
+        &[
+            ("New description", event.description.clone(), ""),
+            (
+                "New time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
+                format_instant(&event.time),
+                "",
+            ),
+            ("Action taken", String::new(), "optional: what you did"),
+        ],
+    )
+}
+
+/// The form for an anchor set at `at` (to the second) unless the user changes it.
+pub fn anchor(at: Instant) -> Form<FormKind> {
+    Form::new(
+        "Set an anchor (a return ticket) where you are",
+        FormKind::Anchor,
+        &[
+            (
+                "Timestamp (UTC: 1889-03-10 23:50, a date or RFC 3339)",
+                format_instant(&chrono::SubsecRound::trunc_subsecs(at, 0)),
+                "",
+            ),
+            ("Description", String::new(), "e.g. home"),
+        ],
+    )
+}
+
+/// The form for an item found where the traveller is.
+pub fn register_item() -> Form<FormKind> {
+    Form::new(
+        "Register an item found where you are",
+        FormKind::RegisterItem,
+        &[("Description", String::new(), "e.g. Tesla's blueprint")],
+    )
+}
+
+/// The form for a draft change to `timeline` checked for paradoxes, starting from `event` and
+/// `time` (the selected search result's, or empty).
+pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form<FormKind> {
+    Form::new(
+        format!(
+            "Check a draft change to {} (nothing is written)",
+            timeline.name
+        ),
+        FormKind::CheckDraft(timeline.id.clone()),
+        &[
+            (
+                "Event (an id to move, or a new event's description)",
+                event,
+                "optional",
+            ),
+            (
+                "Time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the destination time)",
+                time,
+                "optional",
+            ),
+            ("Item id to bring in", String::new(), "optional"),
+        ],
+    )
+}
+
+impl Form<FormKind> {
+    /// What the form asks for, as typed; an error (`field: why`) says what to fix.
+    pub fn submission(&self) -> Result<Submission, String> {
+        let optional_time = |field: &str, s: String| -> Result<Option<Instant>, String> {
+            if s.is_empty() {
+                Ok(None)
+            } else {
+                parse_typed_instant(field, &s)
+                    .map(Some)
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let optional = |s: String| (!s.is_empty()).then_some(s);
+        Ok(match &self.kind {
+            FormKind::NewTimeline { base, parallel } => {
+                let name = self.value(0);
+                if name.is_empty() {
+                    return Err("name: give the timeline a name".into());
+                }
+                if *parallel && self.value(1).is_empty() {
+                    return Err(
+                        "variation: say how it differs from its base (a parallel timeline is \
+                         its base with one difference)"
+                            .into(),
+                    );
+                }
+                let (variation, dest, description) = if *parallel {
+                    (
+                        optional(self.value(1)),
+                        self.value(2),
+                        optional(self.value(3)),
+                    )
+                } else {
+                    (None, self.value(1), optional(self.value(2)))
+                };
+                Submission::Create(NewTimeline {
+                    name: Some(name.clone()),
+                    destination_time: optional_time("destination time", dest)?,
+                    description: description.or(Some(name)),
+                    base_timeline_id: base.clone(),
+                    variation,
+                })
+            }
+            FormKind::AddEvent(timeline) => {
+                let description = self.value(0);
+                if description.is_empty() {
+                    return Err("description: say what happened".into());
+                }
+                let time =
+                    parse_typed_instant("time", &self.value(1)).map_err(|e| e.to_string())?;
+                let causes = self
+                    .value(3)
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.parse::<EventId>().map_err(|e| e.to_string()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let fixed_point =
+                    matches!(self.value(4).to_lowercase().as_str(), "y" | "yes" | "true");
+                let req = NewEvent {
+                    description,
+                    time,
+                    location: self.value(2),
+                    causes,
+                    fixed_point,
+                    safety_check: true,
+                };
+                Submission::Checked(Checked::AddEvent(timeline.clone(), req))
+            }
+            FormKind::Manipulate(timeline, event) => {
+                let time = optional_time("new time", self.value(1))?;
+                Submission::Checked(Checked::Manipulate(ManipulateRequest {
+                    timeline_id: Some(timeline.clone()),
+                    event_id: event.event_id.clone(),
+                    new_outcome: NewOutcome {
+                        description: optional(self.value(0)),
+                        changes: vec![OutcomeChange {
+                            action: optional(self.value(2)),
+                            time,
+                        }],
+                    },
+                    safety_check: true,
+                }))
+            }
+            FormKind::Anchor => {
+                let timestamp =
+                    parse_typed_instant("timestamp", &self.value(0)).map_err(|e| e.to_string())?;
+                Submission::Anchor(NewAnchor {
+                    timestamp,
+                    description: optional(self.value(1)),
+                })
+            }
+            FormKind::RegisterItem => {
+                let description = self.value(0);
+                if description.is_empty() {
+                    return Err("description: say what the item is".into());
+                }
+                Submission::Item(NewItem { description })
+            }
+            FormKind::CheckDraft(timeline) => {
+                let mut changes = Vec::new();
+                let event = self.value(0);
+                if !event.is_empty() {
+                    changes.push(ProposedChange {
+                        event: Some(event),
+                        time: optional_time("time", self.value(1))?,
+                        item_id: None,
+                    });
+                }
+                let item = self.value(2);
+                if !item.is_empty() {
+                    changes.push(ProposedChange {
+                        item_id: Some(item.parse().map_err(|e: InvalidValue| e.to_string())?),
+                        ..ProposedChange::default()
+                    });
+                }
+                Submission::CheckDraft(ParadoxCheckRequest {
+                    timeline_id: timeline.clone(),
+                    proposed_changes: changes,
+                })
+            }
+        })
+    }
+}
+
+impl App {
+    /// A key on the form on top: the form after it (or none when it closes).
+    pub(super) fn form_key(
+        &mut self,
+        mut form: Box<Form<FormKind>>,
+        key: KeyEvent,
+    ) -> Option<Modal> {
+        match key.code {
+            KeyCode::Esc => None,
+            KeyCode::Tab => {
+                form.cycle(true);
+                Some(Modal::Form(form))
+            }
+            KeyCode::BackTab => {
+                form.cycle(false);
+                Some(Modal::Form(form))
+            }
+            // Sent once; kept open (input and all) until the answer says it is done.
+            KeyCode::Enter if form.pending => Some(Modal::Form(form)),
+            KeyCode::Enter => match self.submit(&form) {
+                Ok(()) => {
+                    form.pending = true;
+                    form.clear_refusal();
+                    Some(Modal::Form(form))
+                }
+                Err(message) => {
+                    let field = message.split_once(':').map(|(f, _)| f.to_owned());
+                    form.refuse(message, field.as_deref());
+                    Some(Modal::Form(form))
+                }
+            },
+            _ => {
+                if let Some(field) = form.fields.get_mut(form.focus) {
+                    widgets::edit(&mut field.input, key);
+                }
+                Some(Modal::Form(form))
+            }
+        }
+    }
+
+    /// Sends what a form asks for; an error keeps the form open.
+    fn submit(&mut self, form: &Form<FormKind>) -> Result<(), String> {
+        let svc = Arc::clone(&self.service);
+        match form.submission()? {
+            Submission::Create(req) => {
+                self.mutate(async move { svc.create_timeline(req).await.map(Reply::Created) })
+            }
+            Submission::Checked(change) => self.mutate_checked(change),
+            Submission::Anchor(req) => {
+                self.mutate(async move { svc.set_anchor(req).await.map(Reply::AnchorSet) })
+            }
+            Submission::Item(req) => {
+                self.mutate(async move { svc.register_item(req).await.map(Reply::ItemRegistered) })
+            }
+            Submission::CheckDraft(req) => {
+                self.mutate(
+                    async move { wizard::Verdict::ask(svc, req).await.map(Reply::Checked) },
+                );
+            }
+        }
+        Ok(())
+    }
+}

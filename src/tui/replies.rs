@@ -1,0 +1,220 @@
+//! The answers: what a finished background call does to the connection, the panes and the
+//! modal on top. A refusal stays under the form that asked; a safety check's refusal asks
+//! whether to apply the change anyway; any other error becomes a flash.
+
+use super::action::{Reply, Slot};
+use super::app::{App, Connection};
+use super::confirm::Confirm;
+use super::modal::Modal;
+use super::panes::wizard::Step;
+use super::widgets::fmt_time;
+use crate::error::ServiceError;
+
+impl App {
+    /// The answer of a call that is still the newest of its `slot`.
+    pub(super) fn on_answer(&mut self, slot: Slot, result: Result<Reply, ServiceError>) {
+        match &result {
+            Err(ServiceError::Unavailable(why)) => {
+                self.connection = Connection::Disconnected(why.clone());
+            }
+            Err(_) | Ok(_) => {
+                if matches!(self.connection, Connection::Disconnected(_)) && result.is_ok() {
+                    self.flash_info("Reconnected.");
+                }
+                if result.is_ok() || self.connection == Connection::Connecting {
+                    self.connection = Connection::Connected;
+                }
+            }
+        }
+        let pending_form = slot == Slot::Mutation
+            && matches!(&self.modal, Some(Modal::Form(form)) if form.pending);
+        let checked = if slot == Slot::Mutation {
+            self.checking.take()
+        } else {
+            None
+        };
+        match result {
+            // The safety check found paradoxes: say which and ask before applying anyway.
+            Err(e @ ServiceError::ParadoxDetected { .. }) if checked.is_some() => {
+                let form = match self.modal.take() {
+                    Some(Modal::Form(mut form)) if pending_form => {
+                        form.pending = false;
+                        Some(form)
+                    }
+                    other => {
+                        self.modal = other;
+                        None
+                    }
+                };
+                match checked {
+                    Some(change) if self.modal.is_none() => {
+                        self.modal = Some(Modal::Confirm(Confirm::ApplyAnyway {
+                            change,
+                            why: e.explain(),
+                            form,
+                        }));
+                    }
+                    // Something else is on screen now: say it, don't ask over it.
+                    _ => self.on_error(slot, e),
+                }
+            }
+            Ok(reply) => {
+                // What the user asked for worked: an error left by an earlier attempt is stale.
+                if !slot.is_background() && self.flash.as_ref().is_some_and(|f| f.error) {
+                    self.flash = None;
+                }
+                if pending_form {
+                    self.modal = None;
+                }
+                self.on_reply(reply)
+            }
+            // Refused: the form stays as it was typed, with the reason under it.
+            Err(e) if pending_form && !matches!(e, ServiceError::Unavailable(_)) => {
+                if let Some(Modal::Form(form)) = &mut self.modal {
+                    form.pending = false;
+                    let field = match &e {
+                        ServiceError::InvalidInput { field, .. } => Some(field.as_str()),
+                        _ => None,
+                    };
+                    form.refuse(e.explain(), field);
+                }
+            }
+            Err(e) => {
+                if pending_form && let Some(Modal::Form(form)) = &mut self.modal {
+                    form.pending = false;
+                }
+                self.on_error(slot, e)
+            }
+        }
+    }
+
+    /// An error the user should see, unless the header already says it; a wizard waiting on
+    /// the call stops waiting.
+    fn on_error(&mut self, slot: Slot, e: ServiceError) {
+        if let Some(Modal::Wizard(w)) = &mut self.modal
+            && matches!(slot, Slot::WizardData | Slot::WizardCheck | Slot::Mutation)
+        {
+            w.loading = false;
+            if slot == Slot::WizardCheck {
+                w.step = Step::Items;
+            }
+        }
+        // The header already says the service is gone; don't repeat it every tick.
+        if slot.is_background() && matches!(e, ServiceError::Unavailable(_)) {
+            return;
+        }
+        self.flash_error(e.explain());
+    }
+
+    /// A successful answer, put where it belongs.
+    fn on_reply(&mut self, reply: Reply) {
+        match reply {
+            Reply::Whoami(status) => {
+                self.whoami = Some(status);
+                self.last_refresh = Some(self.now());
+            }
+            Reply::Timelines(list) => {
+                let first = !self.timelines.loaded;
+                self.timelines.set(list);
+                // A deleted timeline's results would offer events that are gone.
+                if let Some(gone) = &self.search.timeline
+                    && self.timelines.get(gone).is_none()
+                {
+                    self.search.forget();
+                }
+                if let Some(id) = self.select_after_refresh.take() {
+                    self.timelines.select(&id);
+                } else if first
+                    && let Some(here) = self.whoami.as_ref().map(|w| w.timeline_id.clone())
+                {
+                    self.timelines.select(&here);
+                }
+                self.selection_changed();
+            }
+            Reply::Search(results) => self.search.set_results(results),
+            Reply::Causes(causes) => self.search.name_causes(causes),
+            Reply::Monitor(report) => {
+                self.search.mark_troubled(&report);
+                if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
+                    self.monitor.apply(report);
+                }
+            }
+            Reply::Log(entries) => self.log.set(entries),
+            Reply::WizardData { anchors, items } => {
+                let now = self.now();
+                let preselect = self.timelines.selected().map(|t| t.id.clone());
+                if let Some(Modal::Wizard(w)) = &mut self.modal {
+                    w.set_data(&self.timelines.all, anchors, items, now, preselect.as_ref());
+                }
+            }
+            Reply::WizardCheck(report) => {
+                if let Some(Modal::Wizard(w)) = &mut self.modal {
+                    w.report = Some(report);
+                    w.loading = false;
+                }
+            }
+            Reply::Journey(journey) => {
+                let to = self.timelines.name_of(&journey.to_timeline);
+                self.flash_info(format!(
+                    "Arrived in {to} at {}.",
+                    fmt_time(&journey.arrival_time)
+                ));
+                if let Some(Modal::Wizard(w)) = &mut self.modal {
+                    w.journey = Some(journey);
+                    w.step = Step::Done;
+                    w.loading = false;
+                }
+                self.refresh(true);
+            }
+            Reply::Created(t) => {
+                self.flash_info(format!("Created timeline {} ({}).", t.name, t.id));
+                self.select_after_refresh = Some(t.id);
+                self.request_timelines();
+            }
+            Reply::Deleted(name) => {
+                self.flash_info(format!("Deleted timeline {name}."));
+                self.request_timelines();
+            }
+            Reply::EventAdded(e) => {
+                self.flash_info(format!("Added event {} ({}).", e.description, e.event_id));
+                self.after_event_change();
+            }
+            Reply::Manipulated(r) => {
+                self.flash_info(format!(
+                    "Manipulated: '{}' now happens at {}.",
+                    r.description,
+                    fmt_time(&r.time)
+                ));
+                self.after_event_change();
+            }
+            Reply::Reverted(r) => {
+                self.flash_info(format!(
+                    "Reverted {}; {} stands again.",
+                    r.reverted_event_id, r.original_event_id
+                ));
+                self.after_event_change();
+            }
+            Reply::AnchorSet(a) => self.flash_info(format!(
+                "Anchor {} set at {}.",
+                a.description
+                    .as_ref()
+                    .map_or_else(|| a.id.to_string(), |d| format!("'{d}'")),
+                fmt_time(&a.timestamp)
+            )),
+            Reply::ItemRegistered(i) => {
+                self.flash_info(format!("Registered {} ({}).", i.description, i.id))
+            }
+            Reply::Checked(report) => self.modal = Some(Modal::Report(report, 0)),
+            Reply::Journeys(journeys) => self.modal = Some(Modal::Journeys(journeys, 0)),
+        }
+    }
+
+    /// An event changed: what shows events is asked again.
+    fn after_event_change(&mut self) {
+        if self.search.searched {
+            self.request_search();
+        }
+        self.request_monitor();
+        self.request_timelines();
+    }
+}
