@@ -12,6 +12,7 @@ pub mod keymap;
 pub mod panes;
 pub mod testing;
 pub mod theme;
+pub mod tree;
 pub mod widgets;
 
 use std::io::{self, Stdout};
