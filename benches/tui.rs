@@ -3,7 +3,8 @@
 //! (≤ 150 ms). Two first frames are measured and named apart: `first_frame_before_data` is
 //! drawn as soon as the dashboard starts, before any answer (header and empty panes with their
 //! spinners); `first_full_frame` waits until the header, timelines and monitor have answered,
-//! which is what a person sees as "started".
+//! which is what a person sees as "started". The timeline view is measured on its own with
+//! 10,000 events (same ≤ 2 ms budget), fitted and zoomed in.
 
 use std::sync::Arc;
 
@@ -175,5 +176,107 @@ fn start(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, frame, start);
+/// 10,000 events over three centuries, every kind of event, an anomaly, the traveller and an
+/// anchor: the timeline view fitted to them all, then zoomed to a decade in their middle.
+fn timeline_view(c: &mut Criterion) {
+    use chronoscope::model::{Anchor, AnchorId, AnchorStatus, AnomalyId, Position};
+    use chronoscope::service::{Anomaly, AnomalyKind, Severity, TravellerStatus};
+    use chronoscope::tui::panes::Ctx;
+    use chronoscope::tui::panes::timeline_view::{TimelineView, ViewData};
+
+    let now = t("2026-11-22T10:00:00Z");
+    let timeline = TimelineId::primary();
+    let first = t("1700-01-01T00:00:00Z");
+    let statuses = [
+        EventStatus::OnSchedule,
+        EventStatus::Manipulated,
+        EventStatus::Superseded,
+        EventStatus::Reverted,
+    ];
+    let events: Vec<EventRecord> = results(10_000, now)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut e)| {
+            // Spread over 300 years, unevenly (dense clusters and gaps).
+            let step = (i as i64 * 7_919) % 10_000;
+            e.time = first + Duration::days(step * 11);
+            e.status = statuses[i % 13 % 4];
+            e
+        })
+        .collect();
+    let anomaly = Anomaly {
+        anomaly_id: AnomalyId::derived("bench"),
+        description: "an effect before its cause".into(),
+        kind: AnomalyKind::OrphanedEvent,
+        severity: Severity::Warning,
+        subjects: events
+            .iter()
+            .step_by(500)
+            .map(|e| e.event_id.to_string())
+            .collect(),
+        detected_at: now,
+    };
+    let anomalies = [&anomaly];
+    let traveller = TravellerStatus {
+        traveller: "ada".parse().expect("traveller"),
+        timeline_id: timeline.clone(),
+        time: t("1850-06-01T00:00:00Z"),
+        position: Position {
+            timeline: timeline.clone(),
+            arrival_time: t("1850-06-01T00:00:00Z"),
+            arrived_at: now,
+        },
+    };
+    let anchors = [Anchor {
+        id: AnchorId::from_ulid(ulid::Ulid::from(1u128)),
+        owner: "ada".parse().expect("traveller"),
+        timeline: timeline.clone(),
+        timestamp: t("1851-01-01T00:00:00Z"),
+        description: Some("home".into()),
+        status: AnchorStatus::Active,
+        created_at: now,
+    }];
+    let data = ViewData {
+        timeline: &timeline,
+        name: "Primary",
+        events: &events,
+        anomalies: &anomalies,
+        traveller: Some(&traveller),
+        anchors: &anchors,
+    };
+    let palette = Palette::new(Theme::Dark, false);
+    let ctx = Ctx {
+        palette: &palette,
+        now,
+        focused: true,
+        here: Some(&timeline),
+        pending: false,
+    };
+    let mut terminal = Terminal::new(TestBackend::new(140, 40)).expect("backend");
+    let mut view = TimelineView::new();
+    c.bench_function("tui/frame_timeline_view_10k_events_fit_140x40", |b| {
+        b.iter(|| {
+            terminal
+                .draw(|f| {
+                    let area = f.area();
+                    view.render(f, area, &ctx, &data)
+                })
+                .expect("draw");
+        })
+    });
+    view.center_on(t("1850-06-01T00:00:00Z"));
+    view.zoom_to(Duration::days(3_652));
+    c.bench_function("tui/frame_timeline_view_10k_events_decade_140x40", |b| {
+        b.iter(|| {
+            terminal
+                .draw(|f| {
+                    let area = f.area();
+                    view.render(f, area, &ctx, &data)
+                })
+                .expect("draw");
+        })
+    });
+}
+
+criterion_group!(benches, frame, start, timeline_view);
 criterion_main!(benches);

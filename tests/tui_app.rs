@@ -1810,3 +1810,81 @@ async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
     h.settle().await;
     assert_eq!(h.app.monitor.rows.len(), 1, "the tick polls");
 }
+
+#[tokio::test]
+async fn v_draws_the_selected_timeline_along_time_with_its_anomalies_and_zooms() {
+    let w = world().await;
+    let early = paradox_elsewhere(&w.service).await;
+    let mut h = harness(&w).await;
+    assert_eq!(h.app.monitor.rows.len(), 1, "the monitor has the paradox");
+    h.press("v");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Timeline of Primary"), "{screen}");
+    assert!(screen.contains("(fit)"), "it opens fitted: {screen}");
+    for mark in [
+        "● on schedule",
+        "▲ manipulated",
+        "◆ fixed point",
+        "⚠ anomaly",
+    ] {
+        assert!(screen.contains(mark), "the legend names {mark}: {screen}");
+    }
+    let lane = screen
+        .lines()
+        .find(|l| l.contains("anomalies"))
+        .unwrap_or_else(|| panic!("an anomalies lane: {screen}"));
+    assert!(lane.contains('⚠'), "the paradox is marked: {lane}");
+    // The event the anomaly is about is among those drawn.
+    assert!(
+        h.app.monitor.rows[0]
+            .anomaly
+            .subjects
+            .contains(&early.to_string())
+    );
+    // The footer names the picture's keys.
+    assert!(screen.contains("zoom in"), "{screen}");
+
+    let title = |s: &str| s.lines().nth(1).unwrap_or_default().to_owned();
+    let fitted = title(&screen);
+    h.press("+");
+    let zoomed = title(&h.render(140, 30));
+    assert_ne!(zoomed, fitted, "zooming changes the span shown");
+    assert!(!zoomed.contains("(fit)"), "{zoomed}");
+    h.press("0");
+    assert!(title(&h.render(140, 30)).contains("(fit)"));
+    // Panning far past the calendar's end stays at its end, without a panic.
+    for _ in 0..200 {
+        h.press("- ]");
+    }
+    let end = h.render(140, 30);
+    assert!(title(&end).contains("9999"), "{}", title(&end));
+
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+    assert!(!h.render(140, 30).contains("Timeline of Primary"));
+}
+
+#[tokio::test]
+async fn enter_on_an_anomaly_shows_it_whole() {
+    let w = world().await;
+    paradox_elsewhere(&w.service).await;
+    let mut h = harness(&w).await;
+    // The monitor is the third pane.
+    h.press("tab tab");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    h.press("enter");
+    let screen = h.render(80, 30);
+    let anomaly = &h.app.monitor.rows[0].anomaly;
+    // The whole description is there (wrapped), not cut at the pane's edge.
+    let joined: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words: Vec<&str> = anomaly.description.split_whitespace().collect();
+    let last = words.last().unwrap();
+    assert!(
+        joined.contains(last),
+        "the end of the description shows: {screen}"
+    );
+    assert!(screen.contains(anomaly.anomaly_id.as_str()), "{screen}");
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+}

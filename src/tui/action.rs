@@ -75,6 +75,7 @@ actions! {
     Freeze = "freeze",
     ShowLog = "log",
     Journeys = "journeys",
+    TimelineView = "timeline_view",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -101,6 +102,8 @@ pub enum Slot {
     Causes,
     /// The traveller's journeys.
     Journeys,
+    /// What the timeline picture shows.
+    Picture,
 }
 
 impl Slot {
@@ -157,6 +160,15 @@ pub enum Reply {
     Checked(Verdict),
     /// The traveller's journeys, oldest first.
     Journeys(Vec<Journey>),
+    /// What the timeline picture shows.
+    Picture {
+        /// The timeline drawn.
+        timeline: crate::model::TimelineId,
+        /// Its events.
+        events: Vec<EventRecord>,
+        /// The traveller's anchors.
+        anchors: Vec<Anchor>,
+    },
 }
 
 /// A message on the dashboard's queue.

@@ -44,7 +44,7 @@ use crate::service::{
 /// Longest a background call may take before it counts as the service being unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most rows of a list fetched (timelines, journeys), in pages of [`PageRequest::MAX_LIMIT`].
-const MAX_ROWS: usize = 10_000;
+pub(super) const MAX_ROWS: usize = 10_000;
 
 /// What the dashboard is built from, besides the service.
 #[derive(Clone, Debug)]
@@ -408,6 +408,7 @@ impl App {
                 self.request_search();
             }
             self.request_timelines();
+            self.refresh_picture();
         }
     }
 

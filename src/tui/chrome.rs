@@ -13,6 +13,7 @@ use super::command;
 use super::live::Link;
 use super::modal::Modal;
 use super::mouse::Areas;
+use super::panes::timeline_view::SUGGESTED_KEYS;
 use super::panes::{Ctx, PaneId};
 use super::widgets::{self, fmt_time};
 
@@ -232,7 +233,15 @@ impl App {
             );
             return;
         }
-        let hints = if self.timelines.filter_input.is_some() || self.search.editing.is_some() {
+        let hints = if matches!(self.modal, Some(Modal::Picture(_))) {
+            // The picture's own keys (it takes every key while it is open).
+            let mut hints: Vec<(String, &str)> = SUGGESTED_KEYS
+                .iter()
+                .map(|(keys, _, what)| (keys.replace(' ', "/"), *what))
+                .collect();
+            hints.push(("esc".to_owned(), "close"));
+            hints
+        } else if self.timelines.filter_input.is_some() || self.search.editing.is_some() {
             vec![
                 ("enter".to_owned(), "apply"),
                 ("tab".to_owned(), "next input"),

@@ -56,13 +56,7 @@ impl App {
                 }
                 PaneId::Monitor => {
                     if let Some(row) = self.monitor.rows.get(self.monitor.cursor.selected) {
-                        let text = format!(
-                            "{}: {} [{}]",
-                            row.anomaly.anomaly_id,
-                            row.anomaly.description,
-                            row.anomaly.subjects.join(", ")
-                        );
-                        self.flash_info(text);
+                        self.modal = Some(Modal::Anomaly(Box::new(row.anomaly.clone()), 0));
                     }
                 }
                 PaneId::Log => {}
@@ -204,6 +198,7 @@ impl App {
             // L shows the log in the monitor's place, and L again brings the monitor back.
             A::ShowLog if self.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
             A::ShowLog => self.dispatch_focus(PaneId::Log),
+            A::TimelineView => self.open_picture(),
             A::Journeys => {
                 let svc = Arc::clone(&self.service);
                 self.spawn(Slot::Journeys, async move {

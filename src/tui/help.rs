@@ -63,6 +63,17 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
         }
     }
     out.push(Line::default());
+    let picture: Vec<String> = crate::tui::panes::timeline_view::SUGGESTED_KEYS
+        .iter()
+        .map(|(keys, _, what)| format!("{} {what}", keys.replace(' ', "/")))
+        .collect();
+    out.push(Line::from(Span::styled(
+        format!(
+            "In the timeline picture (v): {}, esc closes.",
+            picture.join(", ")
+        ),
+        palette.dim,
+    )));
     for note in [
         "In forms: tab next field, enter submit, esc cancel.",
         "ctrl-c quits from anywhere.",

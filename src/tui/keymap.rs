@@ -236,6 +236,7 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("f",             A::Freeze,           "freeze / unfreeze the monitor",                 C::Monitor,   "freeze"),
         ("L",             A::ShowLog,          "automation log / back to the monitor",          C::Global,    ""),
         ("J",             A::Journeys,         "your journeys, newest first",                   C::Global,    ""),
+        ("v",             A::TimelineView,     "picture of the selected timeline along time",   C::Global,    "picture"),
     ]
 };
 

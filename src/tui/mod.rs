@@ -18,9 +18,11 @@ pub mod live;
 pub mod modal;
 mod mouse;
 pub mod panes;
+mod picture;
 mod replies;
 pub mod testing;
 pub mod theme;
+pub mod tree;
 pub mod widgets;
 
 use std::io::{self, Stdout};

@@ -43,6 +43,10 @@ pub enum Modal {
     Journeys(Vec<crate::service::Journey>, u16),
     /// The `:` command line.
     Command(Box<TextArea<'static>>),
+    /// The timeline picture.
+    Picture(Box<super::picture::Picture>),
+    /// One anomaly in full, scrolled.
+    Anomaly(Box<crate::service::Anomaly>, u16),
 }
 
 impl App {
@@ -70,6 +74,10 @@ impl App {
             Modal::Journeys(journeys, scroll) => {
                 scroll_key(key.code, scroll).map(|scroll| Modal::Journeys(journeys, scroll))
             }
+            Modal::Anomaly(anomaly, scroll) => {
+                scroll_key(key.code, scroll).map(|scroll| Modal::Anomaly(anomaly, scroll))
+            }
+            Modal::Picture(picture) => self.picture_key(picture, key),
             Modal::Confirm(confirm) => self.confirm_key(confirm, key),
             Modal::Command(input) => self.command_key(input, key),
             Modal::Form(form) => self.form_key(form, key),
@@ -159,6 +167,11 @@ impl App {
                 scrolling_modal(frame, area, "Paradox check", lines, scroll, &p);
             }
             Some(Modal::Confirm(confirm)) => confirm.render(frame, area, &p),
+            Some(Modal::Anomaly(anomaly, scroll)) => {
+                let lines = super::panes::monitor::detail_lines(anomaly, &p);
+                scrolling_modal(frame, area, "Anomaly", lines, scroll, &p);
+            }
+            Some(Modal::Picture(_)) => self.draw_picture(frame, area),
         }
     }
 }

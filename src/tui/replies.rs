@@ -206,6 +206,11 @@ impl App {
             }
             Reply::Checked(report) => self.modal = Some(Modal::Report(report, 0)),
             Reply::Journeys(journeys) => self.modal = Some(Modal::Journeys(journeys, 0)),
+            Reply::Picture {
+                timeline,
+                events,
+                anchors,
+            } => self.on_picture(timeline, events, anchors),
         }
     }
 
@@ -216,5 +221,6 @@ impl App {
         }
         self.request_monitor();
         self.request_timelines();
+        self.refresh_picture();
     }
 }

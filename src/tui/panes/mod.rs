@@ -4,6 +4,7 @@
 pub mod log;
 pub mod monitor;
 pub mod search;
+pub mod timeline_view;
 pub mod timelines;
 pub mod wizard;
 

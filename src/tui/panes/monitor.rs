@@ -1,20 +1,28 @@
 //! The anomaly monitor of the selected timeline, refreshed every tick: new anomalies are
-//! highlighted, resolved ones stay a few refreshes, faded, then go; `f` freezes the view.
+//! highlighted, resolved ones stay a few refreshes, faded, then go; `f` freezes the view. The
+//! title carries a sparkline of the anomaly count over the last refreshes.
+
+use std::collections::VecDeque;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::text::Span;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::Ctx;
 use crate::model::TimelineId;
 use crate::service::{Anomaly, AnomalyKind, MonitorReport, Severity};
-use crate::tui::widgets::{Cursor, fmt_time, pane_block, title};
+use crate::tui::theme::Palette;
+use crate::tui::widgets::{Cursor, ellipsize, fmt_time, pane_block, title};
 
 /// How many refreshes a new anomaly stays highlighted.
 pub const NEW_FOR: u64 = 3;
 /// How many refreshes a resolved anomaly stays on screen, faded.
 pub const FADE_FOR: u64 = 3;
+/// How many refreshes the anomaly-count history keeps (a minute at the default tick).
+pub const HISTORY: usize = 60;
+/// The widest the title's sparkline gets.
+const SPARK_WIDTH: usize = 16;
 
 /// One anomaly as the pane shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +50,8 @@ pub struct MonitorPane {
     pub status: Option<String>,
     /// Selection and scroll.
     pub cursor: Cursor,
+    /// The anomaly count of the last [`HISTORY`] reports, oldest first.
+    pub history: VecDeque<u64>,
 }
 
 impl MonitorPane {
@@ -106,6 +116,11 @@ impl MonitorPane {
         });
         self.status = Some(report.status);
         self.cursor.clamp(self.rows.len());
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        let active = self.rows.iter().filter(|r| r.resolved.is_none()).count();
+        self.history.push_back(active as u64);
     }
 
     /// The anomalies open now, as a report (what a pushed change is folded into).
@@ -159,10 +174,23 @@ impl MonitorPane {
         if let Some(l) = ctx.loading() {
             extra.push(l);
         }
-        let used: usize = extra.iter().map(|e| e.chars().count() + 3).sum::<usize>() + 12;
-        let room = usize::from(area.width).saturating_sub(used);
+        // Then the trend beside the count, then the name, each in what room is left.
+        let used = |extra: &[String]| -> usize {
+            extra.iter().map(|e| e.chars().count() + 3).sum::<usize>() + 12
+        };
+        let room = usize::from(area.width).saturating_sub(used(&extra));
+        // A history of nothing but zeros is left out: "stable" already says it.
+        let width = SPARK_WIDTH.min(self.history.len()).min(room / 2);
+        if let Some(count) = extra.first_mut().filter(|_| self.status.is_some())
+            && width >= 2
+            && self.history.iter().any(|&n| n > 0)
+        {
+            count.push(' ');
+            count.push_str(&sparkline(self.history.make_contiguous(), width));
+        }
+        let room = usize::from(area.width).saturating_sub(used(&extra));
         if room >= 4 {
-            extra.push(crate::tui::widgets::ellipsize(timeline_name, room));
+            extra.push(ellipsize(timeline_name, room));
         }
         let block = pane_block(title("Monitor", Some(extra.join(" · ")), p), ctx.focused, p);
         let inner = block.inner(area);
@@ -191,60 +219,159 @@ impl MonitorPane {
         // Narrow panes keep what matters: state, severity, the sentence.
         let wide = inner.width >= 70;
         let widest = inner.width >= 100;
-        let rows: Vec<Row<'_>> = range
-            .map(|i| {
-                let r = &self.rows[i];
-                let a = &r.anomaly;
-                let (mark, style) = if r.resolved.is_some() {
-                    ("resolved", p.dim)
-                } else if self.is_new(r) {
-                    ("NEW", p.warn)
-                } else {
-                    (
-                        "",
-                        match a.severity {
-                            Severity::Critical => p.error,
-                            Severity::Warning => p.warn,
-                            Severity::Info => p.text,
-                        },
-                    )
-                };
-                let here = i == selected && ctx.focused;
-                let mut cells = vec![
-                    Cell::from(if here { "▶" } else { " " }),
-                    Cell::from(mark),
-                    Cell::from(severity_word(a.severity)),
-                ];
-                if wide {
-                    cells.push(Cell::from(kind_word(a.kind)));
-                }
-                cells.push(Cell::from(a.description.clone()));
-                if widest {
-                    cells.push(Cell::from(fmt_time(&a.detected_at)));
-                }
-                Row::new(cells).style(if here { p.selected } else { style })
-            })
-            .collect();
-        let mut widths = vec![
-            Constraint::Length(1),
-            Constraint::Length(8),
-            Constraint::Length(4),
-        ];
-        let mut header = vec!["", "", "Sev."];
+        let marks: Vec<&'static str> = range.clone().map(|i| self.mark(&self.rows[i])).collect();
+        // The state column is as wide as the marks on screen, and gone when none is: the
+        // description gets the rest of the row.
+        let mark_width = marks.iter().map(|m| m.chars().count()).max().unwrap_or(0) as u16;
+        let mut widths = vec![Constraint::Length(1)];
+        let mut header = vec![""];
+        if mark_width > 0 {
+            widths.push(Constraint::Length(mark_width));
+            header.push("");
+        }
+        widths.push(Constraint::Length(4));
+        header.push("Sev.");
         if wide {
             widths.push(Constraint::Length(18));
             header.push("Kind");
         }
+        let description_column = widths.len();
         widths.push(Constraint::Fill(1));
         header.push("Description");
         if widest {
             widths.push(Constraint::Length(19));
             header.push("Detected");
         }
+        let description_width = Layout::horizontal(widths.clone())
+            .spacing(1)
+            .split(inner)
+            .get(description_column)
+            .map_or(0, |r| usize::from(r.width));
+        let rows: Vec<Row<'_>> = range
+            .zip(marks)
+            .map(|(i, mark)| {
+                let r = &self.rows[i];
+                let a = &r.anomaly;
+                let style = if r.resolved.is_some() {
+                    p.dim
+                } else if self.is_new(r) {
+                    p.warn
+                } else {
+                    match a.severity {
+                        Severity::Critical => p.error,
+                        Severity::Warning => p.warn,
+                        Severity::Info => p.text,
+                    }
+                };
+                let here = i == selected && ctx.focused;
+                let mut cells = vec![Cell::from(if here { "▶" } else { " " })];
+                if mark_width > 0 {
+                    cells.push(Cell::from(mark));
+                }
+                cells.push(Cell::from(severity_word(a.severity)));
+                if wide {
+                    cells.push(Cell::from(kind_word(a.kind)));
+                }
+                // The watched timeline by its name (the row has little room for an id), cut
+                // with an ellipsis so a cut one shows it: the detail shows it whole.
+                let description = match &self.timeline {
+                    Some(id) if !timeline_name.is_empty() => {
+                        a.description.replace(id.as_str(), timeline_name)
+                    }
+                    _ => a.description.clone(),
+                };
+                cells.push(Cell::from(ellipsize(&description, description_width)));
+                if widest {
+                    cells.push(Cell::from(fmt_time(&a.detected_at)));
+                }
+                Row::new(cells).style(if here { p.selected } else { style })
+            })
+            .collect();
         let table = Table::new(rows, widths)
             .header(Row::new(header).style(p.title))
             .column_spacing(1);
         frame.render_widget(table, inner);
+    }
+
+    /// The state word of a row: `NEW`, `resolved`, or nothing.
+    fn mark(&self, row: &AnomalyRow) -> &'static str {
+        if row.resolved.is_some() {
+            "resolved"
+        } else if self.is_new(row) {
+            "NEW"
+        } else {
+            ""
+        }
+    }
+}
+
+/// `values` as a line of block characters, one per value, the last `width` of them, scaled
+/// to the largest shown: a zero is `▁`, anything above it at least `▂`, the largest `█`
+/// (as `bottom` draws its graphs in text).
+pub fn sparkline(values: &[u64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let shown = &values[values.len().saturating_sub(width)..];
+    let max = shown.iter().copied().max().unwrap_or(0);
+    shown
+        .iter()
+        .map(|&v| {
+            if v == 0 || max == 0 {
+                BARS[0]
+            } else {
+                // 1..=7 in u128, so no count can overflow the scaling.
+                let level = (u128::from(v) * 7).div_ceil(u128::from(max));
+                BARS[usize::try_from(level).unwrap_or(7).clamp(1, 7)]
+            }
+        })
+        .collect()
+}
+
+/// Everything about an anomaly, for a detail modal: id, kind, severity, subjects, when it
+/// was detected, and the whole description. Draw them in a `Paragraph` with `Wrap` so long
+/// lines wrap to the modal's width.
+pub fn detail_lines(anomaly: &Anomaly, palette: &Palette) -> Vec<Line<'static>> {
+    let field = |label: &str, value: String, style| {
+        Line::from(vec![
+            Span::styled(format!("{label:<10}"), palette.dim),
+            Span::styled(value, style),
+        ])
+    };
+    let severity_style = match anomaly.severity {
+        Severity::Critical => palette.error,
+        Severity::Warning => palette.warn,
+        Severity::Info => palette.text,
+    };
+    let subjects = if anomaly.subjects.is_empty() {
+        "—".to_owned()
+    } else {
+        anomaly.subjects.join(", ")
+    };
+    let mut lines = vec![
+        field("Anomaly", anomaly.anomaly_id.to_string(), palette.text),
+        field("Kind", kind_word(anomaly.kind).to_owned(), palette.text),
+        field(
+            "Severity",
+            severity_name(anomaly.severity).to_owned(),
+            severity_style,
+        ),
+        field("Subjects", subjects, palette.text),
+        field("Detected", fmt_time(&anomaly.detected_at), palette.text),
+        Line::default(),
+    ];
+    lines.extend(
+        anomaly
+            .description
+            .lines()
+            .map(|l| Line::from(Span::styled(l.to_owned(), palette.text))),
+    );
+    lines
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Warning => "warning",
+        Severity::Critical => "critical",
     }
 }
 
@@ -262,5 +389,67 @@ fn kind_word(k: AnomalyKind) -> &'static str {
         AnomalyKind::WindowClosing => "window_closing",
         AnomalyKind::OrphanedEvent => "orphaned_event",
         AnomalyKind::AutomationFailed => "automation_failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sparkline_scales_to_its_largest_value_and_keeps_zero_apart() {
+        assert_eq!(sparkline(&[0, 1, 2, 4, 8], 10), "▁▂▃▅█");
+        assert_eq!(sparkline(&[0, 0, 0], 10), "▁▁▁");
+        assert_eq!(sparkline(&[3], 10), "█");
+        assert_eq!(sparkline(&[], 10), "");
+        // One anomaly among thousands still shows above zero.
+        assert_eq!(sparkline(&[0, 1, 7_000], 3), "▁▂█");
+        assert_eq!(sparkline(&[u64::MAX, 0, u64::MAX / 2], 3), "█▁▅");
+    }
+
+    #[test]
+    fn a_sparkline_shows_the_newest_values_that_fit() {
+        let values: Vec<u64> = (1..=20).collect();
+        let line = sparkline(&values, 4);
+        assert_eq!(line.chars().count(), 4);
+        // 17..=20 scaled to 20: all in the top two levels.
+        assert_eq!(line, "▇███");
+        assert_eq!(sparkline(&values, 0), "");
+    }
+
+    fn report(n: usize) -> MonitorReport {
+        MonitorReport {
+            status: if n == 0 {
+                "stable"
+            } else {
+                "anomalies_detected"
+            }
+            .into(),
+            anomalies: (0..n)
+                .map(|i| Anomaly {
+                    anomaly_id: crate::model::AnomalyId::derived(&format!("a{i}")),
+                    description: format!("anomaly {i}"),
+                    kind: AnomalyKind::OrphanedEvent,
+                    severity: Severity::Warning,
+                    subjects: vec![],
+                    detected_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+                })
+                .collect(),
+            timeline_id: TimelineId::primary(),
+            checked_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn the_history_is_bounded_and_forgotten_with_the_timeline() {
+        let mut pane = MonitorPane::default();
+        pane.watch(Some(TimelineId::primary()));
+        for i in 0..(HISTORY + 10) {
+            pane.apply(report(i % 4));
+        }
+        assert_eq!(pane.history.len(), HISTORY);
+        assert_eq!(pane.history.back(), Some(&((HISTORY as u64 + 9) % 4)));
+        pane.watch(Some(TimelineId::from_ulid(ulid::Ulid::from(7u128))));
+        assert!(pane.history.is_empty());
     }
 }

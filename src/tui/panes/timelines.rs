@@ -1,5 +1,6 @@
 //! The timelines pane: name, standing paradoxes, status, window countdown, destination time,
-//! branch parent, and the selected one's description and variation.
+//! branch parent, and the selected one's description and variation. Rows are a tree of
+//! branches ([`crate::tui::tree`]): each parallel timeline under the one it branched from.
 
 use std::collections::HashMap;
 
@@ -12,6 +13,7 @@ use ratatui_textarea::TextArea;
 use super::Ctx;
 use crate::model::{TimelineId, TimelineStatus};
 use crate::service::TimelineInfo;
+use crate::tui::tree::tree_order_of;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
 
 /// State of the timelines pane.
@@ -19,8 +21,10 @@ use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, ti
 pub struct TimelinesPane {
     /// Every timeline, as last listed.
     pub all: Vec<TimelineInfo>,
-    /// Indices into `all` that pass the filter.
+    /// Indices into `all` that pass the filter, in tree order: the cursor indexes this.
     shown: Vec<usize>,
+    /// The tree prefix drawn before each shown row's name (`├─ `, `│  └─ `).
+    prefixes: Vec<String>,
     /// Names by id, to show a branch's parent by name.
     names: HashMap<TimelineId, String>,
     /// Selection and scroll.
@@ -60,9 +64,12 @@ impl TimelinesPane {
         }
     }
 
+    /// Recomputes the rows: those that pass the filter, as a tree. With a filter the tree is
+    /// of the matches alone: a match whose parent does not match is a root, so a connector
+    /// always joins a timeline to its real parent (the Parent column still names it).
     fn refilter(&mut self) {
         let needle = self.filter.to_lowercase();
-        self.shown = self
+        let (matching, subset): (Vec<usize>, Vec<&TimelineInfo>) = self
             .all
             .iter()
             .enumerate()
@@ -71,8 +78,11 @@ impl TimelinesPane {
                     || t.name.to_lowercase().contains(&needle)
                     || t.id.as_str().contains(&needle)
             })
-            .map(|(i, _)| i)
-            .collect();
+            .unzip();
+        (self.shown, self.prefixes) = tree_order_of(&subset)
+            .into_iter()
+            .map(|(i, prefix)| (matching[i], prefix))
+            .unzip();
         self.cursor.clamp(self.shown.len());
     }
 
@@ -193,9 +203,16 @@ impl TimelinesPane {
         let (name_width, parent_width) = (width_of(1), width_of(6));
         let height = body.height.saturating_sub(1) as usize;
         let range = self.cursor.window(self.shown.len(), height);
+        // One indentation for all rows on screen: two cells a level when a row would not
+        // fit with three.
+        let compact = range.clone().any(|row| {
+            let prefix = self.prefixes.get(row).map_or(0, |p| p.chars().count());
+            prefix > 0 && prefix + self.all[self.shown[row]].name.chars().count() > name_width
+        });
         let selected = self.cursor.selected;
         let rows = range.map(|row| {
             let t = &self.all[self.shown[row]];
+            let prefix = self.prefixes.get(row).map_or("", String::as_str);
             let here = ctx.here == Some(&t.id);
             let status_now = match t.closes_at {
                 Some(end) if ctx.now >= end => TimelineStatus::Closed,
@@ -229,7 +246,7 @@ impl TimelinesPane {
             };
             let mut row_cells = vec![
                 Cell::from(marker),
-                Cell::from(ellipsize(&t.name, name_width)),
+                Cell::from(tree_name(prefix, &t.name, name_width, compact)),
                 Cell::from(Span::styled(trouble, trouble_style)),
                 Cell::from(Span::styled(status, status_style)),
                 Cell::from(Span::styled(window, window_style)),
@@ -299,6 +316,34 @@ impl Columns {
     }
 }
 
+/// `prefix` then `name`, cut to `width`; `compact` draws the prefix two cells a level
+/// instead of three (`│ └ ` for `│  └─ `). So the name keeps at least half the room, a deep
+/// prefix loses its left part behind `…` before the name is cut.
+fn tree_name(prefix: &str, name: &str, width: usize, compact: bool) -> String {
+    let mut prefix = if compact {
+        // Each level is three cells: keep its first (the line or the corner) and a space.
+        prefix
+            .chars()
+            .collect::<Vec<_>>()
+            .chunks(3)
+            .flat_map(|level| [level[0], ' '])
+            .collect()
+    } else {
+        prefix.to_owned()
+    };
+    let prefix_len = prefix.chars().count();
+    let room = width.saturating_sub(name.chars().count().min(width / 2).max(1));
+    if prefix_len > room {
+        prefix = if room == 0 {
+            String::new()
+        } else {
+            let kept: String = prefix.chars().skip(prefix_len - (room - 1)).collect();
+            format!("…{kept}")
+        };
+    }
+    ellipsize(&format!("{prefix}{name}"), width)
+}
+
 /// What the timelines list does not show of `t`: its description and variation.
 fn about(t: &TimelineInfo) -> Option<String> {
     let parts: Vec<String> = [
@@ -309,4 +354,38 @@ fn about(t: &TimelineInfo) -> Option<String> {
     .flatten()
     .collect();
     (!parts.is_empty()).then(|| format!("{}: {}", t.name, parts.join(" · ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tree_name;
+
+    #[test]
+    fn a_tree_name_keeps_room_for_the_name() {
+        assert_eq!(
+            tree_name("│  └─ ", "Tesla stays", 20, false),
+            "│  └─ Tesla stays"
+        );
+        assert_eq!(
+            tree_name("│  └─ ", "Tesla stays", 16, true),
+            "│ └ Tesla stays"
+        );
+        assert_eq!(
+            tree_name("│  └─ ", "Tesla stays", 16, false),
+            "│  └─ Tesla sta…"
+        );
+        assert_eq!(
+            tree_name("   │  │  └─ ", "Tesla stays", 16, true),
+            "  │ │ └ Tesla s…"
+        );
+        assert_eq!(
+            tree_name(&"│  ".repeat(12), "Tesla", 16, true),
+            "…│ │ │ │ │ Tesla"
+        );
+        assert_eq!(tree_name("", "Primary", 16, true), "Primary");
+        assert_eq!(
+            tree_name("└─ ", "A very long timeline name", 12, true),
+            "└ A very lo…"
+        );
+    }
 }
