@@ -1761,6 +1761,12 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
         "{screen}"
     );
 
+    // A search of where the paradox will be, so its rows can say so.
+    h.press("tab /");
+    h.type_text("turin");
+    h.press("enter esc");
+    h.settle().await;
+
     // No tick is sent from here on: only the push can bring the change.
     let early = paradox_elsewhere(&w.service).await;
     h.until("the pushed anomaly", |app| app.monitor.rows.len() == 1)
@@ -1775,6 +1781,12 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
     h.settle().await;
     let screen = h.render(140, 30);
     assert!(screen.contains("1 anomaly"), "{screen}");
+    // The search was asked again, and its rows name the event in the paradox.
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Turin") && l.contains("Treaty celebrated early"))
+        .unwrap_or_else(|| panic!("the new event is found: {screen}"));
+    assert!(row.contains("⚠ in paradox"), "{row}");
 }
 
 #[tokio::test]

@@ -402,7 +402,9 @@ impl App {
         }
         let snapshot = matches!(event.change, MonitorChange::Snapshot(_));
         let open = self.monitor.open_report(self.now());
-        self.monitor.apply(live::report_after(open, event.change));
+        let report = live::report_after(open, event.change);
+        self.search.mark_troubled(&report);
+        self.monitor.apply(report);
         if !snapshot {
             if self.search.searched {
                 self.request_search();

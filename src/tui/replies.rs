@@ -131,7 +131,16 @@ impl App {
                 }
                 self.selection_changed();
             }
-            Reply::Search(results) => self.search.set_results(results),
+            Reply::Search(results) => {
+                self.search.set_results(results);
+                // Marked from what the monitor knows now: with changes pushed, the next monitor
+                // report may be a long way off.
+                if self.monitor.timeline.is_some() && self.monitor.timeline == self.search.timeline
+                {
+                    let report = self.monitor.open_report(self.now());
+                    self.search.mark_troubled(&report);
+                }
+            }
             Reply::Causes(causes) => self.search.name_causes(causes),
             Reply::Monitor(report) => {
                 self.search.mark_troubled(&report);
