@@ -1787,6 +1787,13 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
         .find(|l| l.contains("Turin") && l.contains("Treaty celebrated early"))
         .unwrap_or_else(|| panic!("the new event is found: {screen}"));
     assert!(row.contains("⚠ in paradox"), "{row}");
+    // Not polled while live, but the NEW mark still ages with the ticks.
+    for _ in 0..3 {
+        h.send(Msg::Tick);
+    }
+    h.settle().await;
+    assert!(!h.app.monitor.is_new(&h.app.monitor.rows[0]), "NEW ages");
+    assert_eq!(h.app.monitor.rows.len(), 1, "and the anomaly stays");
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! `chronoscope monitor ID --follow`: the anomalies now, then each change as it comes.
 //!
 //! A stream that is cut (the server restarted, the network dropped) is opened again after a
-//! pause, resuming after the last change printed, so nothing is missed and nothing printed
-//! twice; a refusal (an unknown timeline, a bad token) or the timeline's deletion ends it.
+//! pause; it starts again with a snapshot, of which a person is shown only what changed (with
+//! `--json` the snapshot line is printed: replace what you had). A first refusal (an unknown
+//! timeline, a bad token) or the timeline's deletion ends it.
 
 use std::time::Duration;
 
@@ -55,6 +56,9 @@ pub async fn follow(
     out: &mut Output<'_>,
 ) -> Result<(), ServiceError> {
     let mut after = None;
+    // What was printed as open: a stream opened again starts with a snapshot, of which a person
+    // is shown only what changed.
+    let mut open: Option<Vec<Anomaly>> = None;
     let mut pause = FIRST_PAUSE;
     loop {
         let watch = MonitorWatch {
@@ -63,14 +67,20 @@ pub async fn follow(
         };
         let cut = match service.watch_monitor(watch).await {
             // Only a stream that was running is retried: a first refusal is the answer.
-            Err(e @ ServiceError::Unavailable(_)) if after.is_some() => e.to_string(),
+            Err(e @ ServiceError::Unavailable(_)) if open.is_some() => e.to_string(),
+            Err(ServiceError::RateLimited { retry_after_secs }) if open.is_some() => {
+                pause = pause.max(Duration::from_secs(retry_after_secs));
+                "too many requests".to_owned()
+            }
             Err(e) => return Err(e),
             Ok(mut changes) => loop {
                 match changes.next().await {
                     Some(Ok(event)) => {
                         after = Some(event.position);
                         pause = FIRST_PAUSE;
-                        out.print_line(&Line::from(&event), |_| text(&event))?;
+                        let text = text(&event, open.as_deref());
+                        out.print_line(&Line::from(&event), |_| text)?;
+                        fold(&mut open, event.change);
                     }
                     Some(Err(e @ ServiceError::Unavailable(_))) => break e.to_string(),
                     Some(Err(e)) => return Err(e),
@@ -84,18 +94,52 @@ pub async fn follow(
     }
 }
 
-/// A change for a person: the report first, then `+` for what appears, `-` for what resolves.
-fn text(e: &MonitorEvent) -> String {
-    match &e.change {
-        MonitorChange::Snapshot(report) => human::monitor(report),
-        MonitorChange::Appeared(a) => format!(
+/// The anomalies open after `change`.
+fn fold(open: &mut Option<Vec<Anomaly>>, change: MonitorChange) {
+    let list = open.get_or_insert_with(Vec::new);
+    match change {
+        MonitorChange::Snapshot(report) => *list = report.anomalies,
+        MonitorChange::Appeared(a) => {
+            list.retain(|o| o.anomaly_id != a.anomaly_id);
+            list.push(a);
+        }
+        MonitorChange::Resolved(a) => list.retain(|o| o.anomaly_id != a.anomaly_id),
+    }
+}
+
+/// A change for a person: the report first, then `+` for what appears, `-` for what resolves;
+/// a later snapshot (after a reconnection) only as what changed since `open`.
+fn text(e: &MonitorEvent, open: Option<&[Anomaly]>) -> String {
+    let appeared = |a: &Anomaly| {
+        format!(
             "+ {} {} {}\n",
             a.anomaly_id,
             format!("{:?}", a.severity).to_lowercase(),
             a.description
-        ),
-        MonitorChange::Resolved(a) => {
-            format!("- {} resolved: {}\n", a.anomaly_id, a.description)
+        )
+    };
+    let resolved = |a: &Anomaly| format!("- {} resolved: {}\n", a.anomaly_id, a.description);
+    match (&e.change, open) {
+        (MonitorChange::Snapshot(report), None) => human::monitor(report),
+        (MonitorChange::Snapshot(report), Some(open)) => {
+            let mut out = String::new();
+            for a in &report.anomalies {
+                if !open.contains(a) {
+                    out.push_str(&appeared(a));
+                }
+            }
+            for a in open {
+                if !report
+                    .anomalies
+                    .iter()
+                    .any(|n| n.anomaly_id == a.anomaly_id)
+                {
+                    out.push_str(&resolved(a));
+                }
+            }
+            out
         }
+        (MonitorChange::Appeared(a), _) => appeared(a),
+        (MonitorChange::Resolved(a), _) => resolved(a),
     }
 }

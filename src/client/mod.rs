@@ -488,7 +488,6 @@ impl RemoteClient {
     }
 }
 
-/// Whether a failed attempt may be repeated under `retry`.
 /// The error a non-2xx answer stands for (its problem, decoded).
 fn failure(status: StatusCode, headers: &HeaderMap, body: &[u8], route: &str) -> ServiceError {
     let header = |name| {
@@ -505,6 +504,7 @@ fn failure(status: StatusCode, headers: &HeaderMap, body: &[u8], route: &str) ->
     })
 }
 
+/// Whether a failed attempt may be repeated under `retry`.
 fn retryable(e: &reqwest::Error, retry: Retry) -> bool {
     // A refused certificate is refused again.
     if crate::tls::explain_failure(e).is_some() {

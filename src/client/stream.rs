@@ -58,7 +58,17 @@ impl RemoteClient {
         let status = response.status();
         if !status.is_success() {
             let headers = response.headers().clone();
-            let body = response.bytes().await.map_err(|e| self.unreachable(&e))?;
+            // The request has no deadline of its own: the refusal's body gets the usual one.
+            let body = tokio::time::timeout(self.request_timeout, response.bytes())
+                .await
+                .map_err(|_| {
+                    ServiceError::Unavailable(format!(
+                        "cannot reach {}: no answer within {} s",
+                        self.shown,
+                        self.request_timeout.as_secs_f32()
+                    ))
+                })?
+                .map_err(|e| self.unreachable(&e))?;
             if status == StatusCode::NOT_FOUND && !body.starts_with(b"{") {
                 return Err(not_streamed(&self.shown));
             }

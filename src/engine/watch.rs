@@ -2,12 +2,12 @@
 //! it; [`watch_monitor`] rescans whenever the engine publishes a change (its own writes, or
 //! another process's once caught up with) and tells what appeared and what resolved.
 //!
-//! A stream starts with a snapshot of every open anomaly. One resumed from a log position this
-//! engine published recently starts instead with the difference between the anomalies there and
-//! now, so a client that reconnects misses nothing and is told nothing twice; from any other
-//! position (too old, or seen on another replica) it starts with a snapshot again.
+//! A stream starts with a snapshot of every open anomaly, a resumed one too: the difference
+//! between what a client was last told and now cannot be worked out exactly (anomalies also come
+//! and go with time alone, at the same log position), so a client replaces what it knew with the
+//! snapshot. An anomaly whose words change (a window's time left) is told again as appeared.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,29 +111,15 @@ pub(super) async fn watch_monitor(
     position.borrow_and_update();
     let world = watcher.engine.snapshot().await?;
     let now = watcher.scan(Arc::clone(&world)).await?;
-    let mut first = VecDeque::new();
-    let before = match req.after {
-        Some(after) if after == world.seq => Some(now.anomalies.clone()),
-        Some(after) if after < world.seq => match watcher.engine.published.at(after) {
-            // The timeline may not have existed then: nothing was open in it.
-            Some(then) => Some(
-                watcher
-                    .scan(then)
-                    .await
-                    .map_or_else(|_| Vec::new(), |r| r.anomalies),
-            ),
-            None => None,
-        },
-        _ => None,
-    };
+    // A resumed stream starts with the state now too: what changed while the client was away
+    // is in it, whatever caused it (a write, or time alone), and nothing is told twice over a
+    // cut in the middle of a batch. (`req.after` is accepted for that reason and not needed.)
+    let _ = req.after;
     let open = now.anomalies.clone();
-    match before {
-        Some(before) => first.extend(differences(&before, &open, world.seq)),
-        None => first.push_back(MonitorEvent {
-            position: world.seq,
-            change: MonitorChange::Snapshot(now),
-        }),
-    }
+    let first = VecDeque::from([MonitorEvent {
+        position: world.seq,
+        change: MonitorChange::Snapshot(now),
+    }]);
     let state = Following {
         watcher,
         position,
@@ -171,7 +157,7 @@ impl Following {
             tokio::select! {
                 changed = self.position.changed() => {
                     if changed.is_err() {
-                        return None; // the engine is gone
+                        return None; // cannot happen while this stream holds the engine
                     }
                     self.position.borrow_and_update();
                 }
@@ -208,16 +194,15 @@ impl Following {
     }
 }
 
-/// What changed from `before` to `after`, anomalies told apart by id: those that appeared, in
-/// the order of `after`, then those resolved.
+/// What changed from `before` to `after`, anomalies told apart by id: those that appeared or
+/// whose words changed (told again as appeared: a client replaces its copy), in the order of
+/// `after`, then those resolved.
 fn differences(before: &[Anomaly], after: &[Anomaly], position: u64) -> Vec<MonitorEvent> {
-    let ids = |list: &[Anomaly]| -> HashSet<AnomalyId> {
-        list.iter().map(|a| a.anomaly_id.clone()).collect()
-    };
-    let (was, is) = (ids(before), ids(after));
+    let was: HashMap<&AnomalyId, &Anomaly> = before.iter().map(|a| (&a.anomaly_id, a)).collect();
+    let is: HashSet<&AnomalyId> = after.iter().map(|a| &a.anomaly_id).collect();
     let appeared = after
         .iter()
-        .filter(|a| !was.contains(&a.anomaly_id))
+        .filter(|a| was.get(&a.anomaly_id).is_none_or(|old| *old != *a))
         .map(|a| MonitorChange::Appeared(a.clone()));
     let resolved = before
         .iter()

@@ -300,20 +300,20 @@ pub struct MonitorReport {
 pub struct MonitorWatch {
     /// The timeline.
     pub timeline_id: TimelineId,
-    /// The log position of the last change received (SSE's `Last-Event-ID`); `None` for a new
-    /// stream.
+    /// The log position of the last change received (SSE's `Last-Event-ID`), `None` for a new
+    /// stream. A resumed stream starts with a snapshot of the state now, like a new one: the
+    /// client replaces what it knew and misses nothing.
     pub after: Option<u64>,
 }
 
-/// A change of a timeline's anomalies. A stream starts with a [`MonitorChange::Snapshot`]
-/// (unless it resumes exactly where it left off), then tells each anomaly that appears or
-/// resolves. A snapshot may come again at any time (the server could not tell what changed
-/// since the position given): it replaces everything known before.
+/// A change of a timeline's anomalies. A stream starts with a [`MonitorChange::Snapshot`], then
+/// tells each anomaly that appears (or whose words change) or resolves. A snapshot replaces
+/// everything known before.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum MonitorChange {
     /// Every open anomaly now.
     Snapshot(MonitorReport),
-    /// An anomaly that was not there before.
+    /// An anomaly that was not there before, or is there with other words (replace it).
     Appeared(Anomaly),
     /// An anomaly that is gone, as it was last seen.
     Resolved(Anomaly),

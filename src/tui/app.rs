@@ -389,7 +389,7 @@ impl App {
     /// panes it touches are asked again (an anomaly comes and goes with changed events).
     fn on_pushed(&mut self, generation: u64, push: Push) {
         let lost = matches!(push, Push::Lost(_));
-        let Some(event) = self.follower.on_push(generation, push) else {
+        let Some(events) = self.follower.on_push(generation, push) else {
             if lost && !self.pending(Slot::Whoami) {
                 // A lost stream often means a lost server: let the header say which now.
                 self.request_whoami();
@@ -400,17 +400,27 @@ impl App {
         if self.monitor.frozen || self.monitor.timeline.is_none() {
             return;
         }
-        let snapshot = matches!(event.change, MonitorChange::Snapshot(_));
+        // A poll sent before this push would answer with an older state: it is dropped.
+        let stale = self.generation(Slot::Monitor) + 1;
+        self.generations.insert(Slot::Monitor, stale);
+        let only_snapshots = events
+            .iter()
+            .all(|e| matches!(e.change, MonitorChange::Snapshot(_)));
         let open = self.monitor.open_report(self.now());
-        let report = live::report_after(open, event.change);
+        let report = live::report_after(open, events.into_iter().map(|e| e.change).collect());
         self.search.mark_troubled(&report);
         self.monitor.apply(report);
-        if !snapshot {
-            if self.search.searched {
+        if !only_snapshots {
+            // Once per batch, and not on top of a request already on its way.
+            if self.search.searched && !self.pending(Slot::Search) {
                 self.request_search();
             }
-            self.request_timelines();
-            self.refresh_picture();
+            if !self.pending(Slot::Timelines) {
+                self.request_timelines();
+            }
+            if !self.pending(Slot::Picture) {
+                self.refresh_picture();
+            }
         }
     }
 
@@ -424,6 +434,12 @@ impl App {
 
     fn on_tick(&mut self) {
         self.age_flash();
+        if self.follower.is_live() && !self.monitor.frozen && self.monitor.status.is_some() {
+            // Not polled while changes are pushed, but NEW marks and faded rows still age,
+            // and the sparkline still takes one sample a tick.
+            let same = self.monitor.open_report(self.now());
+            self.monitor.apply(same);
+        }
         self.refresh(false);
     }
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
@@ -41,8 +41,8 @@ pub enum Link {
 pub enum Push {
     /// The stream is open (the first change follows).
     Opened,
-    /// A change.
-    Change(MonitorEvent),
+    /// The changes one rescan found (applied together, as one refresh).
+    Changes(Vec<MonitorEvent>),
     /// The stream is gone (why); it is opened again after a pause.
     Lost(String),
 }
@@ -111,9 +111,9 @@ impl Follower {
         self.task = Some(runtime.spawn(stream_task(service, timeline, generation, tx)));
     }
 
-    /// Takes in what the task told; answers the change to apply, if it is one of the current
+    /// Takes in what the task told; answers the changes to apply, if they are the current
     /// subscription's.
-    pub fn on_push(&mut self, generation: u64, push: Push) -> Option<MonitorEvent> {
+    pub fn on_push(&mut self, generation: u64, push: Push) -> Option<Vec<MonitorEvent>> {
         if generation != self.generation {
             return None;
         }
@@ -122,9 +122,9 @@ impl Follower {
                 self.link = Link::Live;
                 None
             }
-            Push::Change(event) => {
+            Push::Changes(events) => {
                 self.link = Link::Live;
-                Some(event)
+                Some(events)
             }
             Push::Lost(why) => {
                 self.link = Link::Polling(why);
@@ -147,12 +147,13 @@ async fn stream_task(
     tx: UnboundedSender<Msg>,
 ) {
     let send = |push| tx.send(Msg::Pushed { generation, push }).is_ok();
-    let mut after = None;
     let mut pause = FIRST_PAUSE;
     loop {
+        // A stream opened again starts with a snapshot, which replaces whatever the monitor
+        // showed meanwhile (it may have been polled).
         let watch = MonitorWatch {
             timeline_id: timeline.clone(),
-            after,
+            after: None,
         };
         let why = match service.watch_monitor(watch).await {
             Err(e) => short(&e),
@@ -163,10 +164,25 @@ async fn stream_task(
                 loop {
                     match changes.next().await {
                         Some(Ok(event)) => {
-                            after = Some(event.position);
                             pause = FIRST_PAUSE;
-                            if !send(Push::Change(event)) {
+                            // The rest of the rescan is there already: one refresh for all.
+                            let mut events = vec![event];
+                            let mut ended = None;
+                            while ended.is_none() {
+                                match changes.next().now_or_never() {
+                                    Some(Some(Ok(more))) => events.push(more),
+                                    Some(Some(Err(e))) => ended = Some(short(&e)),
+                                    Some(None) => {
+                                        ended = Some("the server ended the stream".to_owned());
+                                    }
+                                    None => break, // nothing more is ready
+                                }
+                            }
+                            if !send(Push::Changes(events)) {
                                 return; // the dashboard is gone
+                            }
+                            if let Some(why) = ended {
+                                break why;
                             }
                         }
                         Some(Err(e)) => break short(&e),
@@ -195,9 +211,13 @@ fn short(e: &crate::error::ServiceError) -> String {
     }
 }
 
-/// The monitor's report after `change`, given the anomalies open before it (`open`): what the
-/// monitor pane folds in, exactly as if it had polled.
-pub fn report_after(open: MonitorReport, change: MonitorChange) -> MonitorReport {
+/// The monitor's report after `changes`, given the anomalies open before them (`open`): what
+/// the monitor pane folds in, exactly as if it had polled.
+pub fn report_after(open: MonitorReport, changes: Vec<MonitorChange>) -> MonitorReport {
+    changes.into_iter().fold(open, report_after_one)
+}
+
+fn report_after_one(open: MonitorReport, change: MonitorChange) -> MonitorReport {
     match change {
         MonitorChange::Snapshot(report) => report,
         MonitorChange::Appeared(anomaly) => {

@@ -99,6 +99,11 @@ impl App {
                 w.step = Step::Items;
             }
         }
+        if let Some(Modal::Picture(p)) = &mut self.modal
+            && slot == Slot::Picture
+        {
+            p.loading = false; // it shows what it had; the flash says why there is no more
+        }
         // The header already says the service is gone; don't repeat it every tick.
         if slot.is_background() && matches!(e, ServiceError::Unavailable(_)) {
             return;

@@ -1,7 +1,8 @@
 //! `GET /v1/monitor-timeline/stream`: a timeline's anomalies as Server-Sent Events.
 //!
-//! Each event's `id:` is the log position it was seen at, so a client that reconnects with
-//! `Last-Event-ID` is told what changed since (see `crate::engine` `watch`). Event names:
+//! Each event's `id:` is the log position it was seen at. A client that reconnects with
+//! `Last-Event-ID` (a browser's EventSource does) is answered like a new one, starting with a
+//! snapshot of the state now, so it misses nothing (see `crate::engine` `watch`). Event names:
 //! `snapshot` (data: the monitor's report, every open anomaly; replaces what the client knew),
 //! `appeared` and `resolved` (data: the anomaly), `error` (data: a problem; the stream then
 //! ends, e.g. when the timeline was deleted). A `: heartbeat` comment comes every 15 s of
@@ -38,7 +39,7 @@ pub struct StreamQuery {
     params(
         ("timeline_id" = String, Query, description = "The timeline to follow"),
         ("Last-Event-ID" = Option<String>, Header,
-            description = "The `id` of the last event received, to resume after it"),
+            description = "The `id` of the last event received (the stream then starts with a `snapshot` of the state now)"),
     ),
     responses((status = 200, content_type = "text/event-stream", body = String,
         description = "An event stream: `snapshot` (data: the monitor's report), then \
