@@ -131,32 +131,41 @@ impl App {
                 view,
                 ..
             } = &mut *p;
-            let anomalies = self.anomalies_of(timeline);
-            let name = self.timelines.name_of(timeline);
-            let data = ViewData {
-                timeline,
-                name: &name,
-                events,
-                anomalies: &anomalies,
-                traveller: self.whoami.as_ref(),
-                anchors,
-            };
-            view.apply(command, &data);
+            self.with_view_data(timeline, events, anchors, |data| {
+                view.apply(command, data);
+            });
         }
         Some(Modal::Picture(p))
     }
 
-    /// The open anomalies the monitor knows of in `timeline` (it watches the selected one).
-    fn anomalies_of(&self, timeline: &TimelineId) -> Vec<&Anomaly> {
-        if self.monitor.timeline.as_ref() != Some(timeline) {
-            return Vec::new();
-        }
-        self.monitor
-            .rows
-            .iter()
-            .filter(|r| r.resolved.is_none())
-            .map(|r| &r.anomaly)
-            .collect()
+    /// Runs `f` with what the view draws of `timeline`: its events and anchors as fetched, the
+    /// open anomalies the monitor knows of there (it watches the selected timeline), and you.
+    fn with_view_data<R>(
+        &self,
+        timeline: &TimelineId,
+        events: &[EventRecord],
+        anchors: &[Anchor],
+        f: impl FnOnce(&ViewData<'_>) -> R,
+    ) -> R {
+        let anomalies: Vec<&Anomaly> = if self.monitor.timeline.as_ref() == Some(timeline) {
+            self.monitor
+                .rows
+                .iter()
+                .filter(|r| r.resolved.is_none())
+                .map(|r| &r.anomaly)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let name = self.timelines.name_of(timeline);
+        f(&ViewData {
+            timeline,
+            name: &name,
+            events,
+            anomalies: &anomalies,
+            traveller: self.whoami.as_ref(),
+            anchors,
+        })
     }
 
     /// Draws the open picture over the panes in `area`.
@@ -172,16 +181,6 @@ impl App {
                 view,
                 loading,
             } = &mut *p;
-            let anomalies = self.anomalies_of(timeline);
-            let name = self.timelines.name_of(timeline);
-            let data = ViewData {
-                timeline,
-                name: &name,
-                events,
-                anomalies: &anomalies,
-                traveller: self.whoami.as_ref(),
-                anchors,
-            };
             let ctx = Ctx {
                 palette: &self.palette,
                 now: self.now(),
@@ -190,7 +189,9 @@ impl App {
                 pending: *loading,
             };
             frame.render_widget(Clear, area);
-            view.render(frame, area, &ctx, &data);
+            self.with_view_data(timeline, events, anchors, |data| {
+                view.render(frame, area, &ctx, data);
+            });
         }
         self.modal = Some(Modal::Picture(p));
     }
