@@ -310,6 +310,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     };
     let engine = open_engine(global, Seed::None).await?;
     engine.spawn_scheduler(SCHEDULER_PERIOD);
+    engine.pace_reads(args.read_index_interval);
     engine.spawn_snapshots(chronoscope::engine::SnapshotPolicy {
         every_records: args.snapshot_records,
         every: args.snapshot_interval,

@@ -62,6 +62,12 @@ async fn a_write_acknowledged_by_one_replica_is_seen_by_the_next_read_on_the_oth
         .collect();
     let before = b.read_stats();
     for i in 0..300 {
+        if i == 150 {
+            // The second half with paced rounds (`serve --read-index-interval 1ms`).
+            for replica in [&a, &b] {
+                replica.pace_reads(std::time::Duration::from_millis(1));
+            }
+        }
         // Each way round: A acknowledges, B reads at once; then B acknowledges, A reads.
         let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
         let item = writer
@@ -110,6 +116,54 @@ async fn reads_arriving_together_share_one_store_query() {
         after.head_queries - before.head_queries <= 2,
         "200 reads that arrived together asked {} times",
         after.head_queries - before.head_queries
+    );
+}
+
+/// `serve --read-index-interval`: a replica asks the store at most once per interval, however
+/// many reads it serves, and the reads share the rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_reads_ask_at_most_once_per_interval() {
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap();
+    // Eight readers back to back for about 400 ms, rounds at least 50 ms apart.
+    let interval = std::time::Duration::from_millis(50);
+    engine.pace_reads(interval);
+    let before = engine.read_stats();
+    let started = std::time::Instant::now();
+    let readers: Vec<_> = (0..8)
+        .map(|n| {
+            let me = engine.session(traveller(&format!("busy{n}")));
+            tokio::spawn(async move {
+                while started.elapsed() < std::time::Duration::from_millis(400) {
+                    me.list_timelines(PageRequest::default()).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for reader in readers {
+        reader.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let after = engine.read_stats();
+    let (reads, queries) = (
+        after.reads - before.reads,
+        after.head_queries - before.head_queries,
+    );
+    // The first round is sent at once; after it, one per interval at most.
+    let most = 1 + (elapsed.as_millis() / interval.as_millis()) as u64 + 1;
+    assert!(
+        queries <= most,
+        "{queries} head queries for {reads} reads in {elapsed:?}, more than one per {interval:?}"
+    );
+    assert!(
+        reads >= 2 * queries,
+        "reads did not share rounds: {reads} reads, {queries} queries"
     );
 }
 

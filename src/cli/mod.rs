@@ -376,6 +376,9 @@ pub struct ServeArgs {
     /// Also write a snapshot once this long has passed since the newest one and anything was appended, e.g. 10m (at most one every 30s per process)
     #[arg(long, env = "CHRONOSCOPE_SNAPSHOT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     pub snapshot_interval: Duration,
+    /// Least time between two queries of the log's head by the read barrier, from 0 (back to back) to 1s, e.g. 1ms. Every read waits for one such query sent after it arrived, so that it sees every write any replica acknowledged before it; one query serves every read that arrived before it was sent. An interval caps the database queries a replica makes for reads at one per interval, and makes reads wait up to one interval longer
+    #[arg(long, env = "CHRONOSCOPE_READ_INDEX_INTERVAL", default_value = "0", value_parser = parse_read_index_interval)]
+    pub read_index_interval: Duration,
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
     #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
@@ -643,6 +646,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("'{s}' is too long: at most 3660d (ten years)"))
 }
 
+/// `--read-index-interval`: a duration of at most a second, since a read under load may wait
+/// that long.
+fn parse_read_index_interval(s: &str) -> Result<Duration, String> {
+    let interval = parse_duration(s)?;
+    if interval > Duration::from_secs(1) {
+        return Err(format!(
+            "'{s}' is too long: at most 1s, since a read under load may wait one interval"
+        ));
+    }
+    Ok(interval)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,6 +679,17 @@ mod tests {
             let err = parse_duration(huge).unwrap_err();
             assert!(err.contains("at most 3660d"), "{huge}: {err}");
         }
+    }
+
+    #[test]
+    fn the_read_index_interval_is_at_most_a_second() {
+        assert_eq!(parse_read_index_interval("0"), Ok(Duration::ZERO));
+        assert_eq!(
+            parse_read_index_interval("5ms"),
+            Ok(Duration::from_millis(5))
+        );
+        let err = parse_read_index_interval("2s").unwrap_err();
+        assert!(err.contains("at most 1s"), "{err}");
     }
 
     proptest::proptest! {

@@ -3,44 +3,93 @@
 //! A read must see every write any process acknowledged before the read began. The store's
 //! head (the last sequence number committed) tells what that is; a read that waits for a head
 //! query *sent after it arrived*, and for the state to be caught up to that head, sees all of
-//! it. Many reads can share one query: a round serves every read that arrived before it was
-//! sent, and the reads that arrive while it is in flight share the next round (etcd's
-//! ReadIndex batching). Under load the rounds run back to back and each serves everyone who
-//! queued meanwhile, so queries per read fall as the load grows; an idle server asks once per
-//! read. When the store pushes new heads (PostgreSQL's LISTEN/NOTIFY), the state is caught up in
-//! the background and a round usually finds nothing to fetch: one small query.
+//! it. Many reads can share one query: a round serves every read that arrived before its query
+//! was sent (etcd's ReadIndex batching).
+//!
+//! Rounds run back to back while reads keep coming, so the number of reads a query serves is
+//! the number that arrive while one query is in flight. Pacing ([`Engine::pace_reads`], off by
+//! default) puts rounds at least an interval apart: a replica then asks the store at most once
+//! per interval however many reads it serves, and a read waits up to one interval longer; a
+//! read after a quiet interval asks at once. When the store pushes new heads (PostgreSQL's
+//! LISTEN/NOTIFY), the state is caught up in the background and a round usually finds nothing
+//! to fetch: one small query.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::Engine;
 use crate::error::ServiceError;
 
-/// Rounds started and whether another is wanted.
+/// The least time between two rounds' queries unless set otherwise: none, rounds run back to
+/// back (on this project's machine pacing cost more in waiting than it saved in queries; see
+/// the README's figures).
+pub const DEFAULT_INTERVAL: Duration = Duration::ZERO;
+
+/// One round: the reads that joined it wait for its outcome.
 #[derive(Debug, Default)]
-struct Rounds {
-    /// Number of the latest round started (rounds count from 1).
-    started: u64,
-    /// Whether a round is in flight.
-    running: bool,
-    /// Whether a read arrived while it was: the next round starts when it ends.
-    another: bool,
+struct Round {
+    outcome: OnceLock<Result<(), ServiceError>>,
+    ended: Notify,
 }
 
-/// A round that ended: its number and how.
-#[derive(Clone, Debug)]
-struct Finished {
-    round: u64,
-    outcome: Result<(), ServiceError>,
+impl Round {
+    /// Gives every read of the round its outcome (the first one given stands).
+    fn end(&self, outcome: Result<(), ServiceError>) {
+        let _ = self.outcome.set(outcome);
+        self.ended.notify_waiters();
+    }
+
+    /// Waits for the round's outcome.
+    async fn outcome(&self) -> Result<(), ServiceError> {
+        let ended = self.ended.notified();
+        // Created before the look, so an end between the look and the wait is not missed.
+        if let Some(outcome) = self.outcome.get() {
+            return outcome.clone();
+        }
+        ended.await;
+        self.outcome.get().cloned().unwrap_or_else(|| {
+            Err(ServiceError::Unavailable(
+                "the engine is shutting down".into(),
+            ))
+        })
+    }
+}
+
+/// Ends a round that is sent with "unavailable" if its task is dropped before it ends (the
+/// runtime shutting down), so that no read waits for it forever.
+struct Sending(Arc<Round>);
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.0.end(Err(ServiceError::Unavailable(
+            "the engine is shutting down".into(),
+        )));
+    }
+}
+
+/// The round reads join, and whether a task is sending rounds.
+#[derive(Debug, Default)]
+struct Rounds {
+    /// The round whose query is sent next: every read that joins it arrived before it is sent.
+    next: Arc<Round>,
+    /// Whether a read has joined `next`.
+    wanted: bool,
+    /// Whether the task sending rounds is running.
+    running: bool,
+    /// When the last round's query was sent.
+    last_sent: Option<Instant>,
 }
 
 /// The barrier's state, kept by the engine.
 #[derive(Debug)]
 pub(super) struct ReadBarrier {
     rounds: Mutex<Rounds>,
-    finished: watch::Sender<Finished>,
+    /// The least time between two head queries, in nanoseconds.
+    interval_ns: AtomicU64,
     /// Reads that passed the barrier.
     reads: AtomicU64,
     /// Rounds run (one head query each).
@@ -51,10 +100,7 @@ impl Default for ReadBarrier {
     fn default() -> Self {
         Self {
             rounds: Mutex::default(),
-            finished: watch::Sender::new(Finished {
-                round: 0,
-                outcome: Ok(()),
-            }),
+            interval_ns: AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64),
             reads: AtomicU64::new(0),
             queries: AtomicU64::new(0),
         }
@@ -73,51 +119,60 @@ pub struct ReadStats {
 }
 
 impl Engine {
+    /// Sets the least time between two head queries of the read barrier (see the module's
+    /// documentation); zero sends them back to back.
+    pub fn pace_reads(&self, interval: Duration) {
+        let ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        self.barrier.interval_ns.store(ns, Ordering::Relaxed);
+    }
+
     /// Waits until the state holds every write acknowledged before this call, by any process.
     pub(super) async fn read_barrier(&self) -> Result<(), ServiceError> {
         let barrier = &self.barrier;
         barrier.reads.fetch_add(1, Ordering::Relaxed);
-        // Subscribed before the round can end, so its end cannot be missed.
-        let mut finished = barrier.finished.subscribe();
-        let needed = {
+        let round = {
             let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
-            if rounds.running {
-                // The round in flight may have been sent before this read arrived.
-                rounds.another = true;
-                rounds.started + 1
-            } else {
+            // `next` is replaced under this lock just before its query is sent, so the round
+            // joined here sends its query after this read arrived.
+            rounds.wanted = true;
+            if !rounds.running {
                 rounds.running = true;
-                rounds.started += 1;
                 self.start_rounds();
-                rounds.started
             }
+            Arc::clone(&rounds.next)
         };
-        let ended = finished
-            .wait_for(|f| f.round >= needed)
-            .await
-            .map_err(|_| ServiceError::Unavailable("the engine is shutting down".into()))?;
-        ended.outcome.clone()
+        round.outcome().await
     }
 
-    /// Runs rounds on a task of their own (a read that goes away must not stall the others)
-    /// until none is wanted.
+    /// Sends rounds on a task of their own (a read that goes away must not stall the others)
+    /// until no read waits for one.
     fn start_rounds(&self) {
         let Some(engine) = self.me.upgrade() else {
             return;
         };
         tokio::spawn(async move {
+            let barrier = &engine.barrier;
             loop {
+                let interval = Duration::from_nanos(barrier.interval_ns.load(Ordering::Relaxed));
+                let last_sent = barrier
+                    .rounds
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .last_sent;
+                if let Some(last_sent) = last_sent.filter(|_| !interval.is_zero()) {
+                    // Reads that arrive meanwhile join this round.
+                    tokio::time::sleep_until(last_sent + interval).await;
+                }
+                let round = {
+                    let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
+                    rounds.wanted = false;
+                    rounds.last_sent = Some(Instant::now());
+                    Sending(std::mem::take(&mut rounds.next))
+                };
                 let outcome = engine.round().await;
-                let barrier = &engine.barrier;
+                round.0.end(outcome);
                 let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
-                barrier.finished.send_replace(Finished {
-                    round: rounds.started,
-                    outcome,
-                });
-                if rounds.another {
-                    rounds.another = false;
-                    rounds.started += 1;
-                } else {
+                if !rounds.wanted {
                     rounds.running = false;
                     return;
                 }
