@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -169,7 +170,15 @@ impl Engine {
                     rounds.last_sent = Some(Instant::now());
                     Sending(std::mem::take(&mut rounds.next))
                 };
-                let outcome = engine.round().await;
+                // A panic in a round fails its reads, and the next round is sent as usual.
+                let outcome = std::panic::AssertUnwindSafe(engine.round())
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ServiceError::Internal(
+                            "the read barrier's round failed".into(),
+                        ))
+                    });
                 round.0.end(outcome);
                 let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
                 if !rounds.wanted {
