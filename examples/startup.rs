@@ -10,6 +10,10 @@
 //! snapshot, and opening the engine again (snapshot + tail). When `target/release/chronoscope`
 //! exists, it also measures the real thing: from spawning `chronoscope serve` to the first
 //! `200` from `/readyz`, with and without the snapshot.
+//!
+//! `--skip-full` leaves out the full-replay timings (the snapshot is still written from one).
+//! `--tail N` also times a start whose snapshot is N records behind the log: a copy of the file
+//! (`FILE.tail`) gets N more records after the snapshot, so the log of `--db` stays as it is.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -227,19 +231,21 @@ async fn main() {
     }
     clear_snapshots(&path).await;
 
-    let mut full = Vec::new();
-    for _ in 0..runs {
-        let (engine, took) = open(&url).await;
-        assert_eq!(engine.snapshot().await.unwrap().seq, n as u64 + 1);
-        full.push(took);
-    }
-    summary("engine open, full replay (no snapshot)", &full);
-    let mut serve_full = Vec::new();
-    if binary.exists() {
+    if !std::env::args().any(|a| a == "--skip-full") {
+        let mut full = Vec::new();
         for _ in 0..runs {
-            serve_full.push(serve_to_ready(&binary, &url, data_dir.path()));
+            let (engine, took) = open(&url).await;
+            assert_eq!(engine.snapshot().await.unwrap().seq, n as u64 + 1);
+            full.push(took);
         }
-        summary("serve to /readyz, full replay", &serve_full);
+        summary("engine open, full replay (no snapshot)", &full);
+        let mut serve_full = Vec::new();
+        if binary.exists() {
+            for _ in 0..runs {
+                serve_full.push(serve_to_ready(&binary, &url, data_dir.path()));
+            }
+            summary("serve to /readyz, full replay", &serve_full);
+        }
     }
 
     let (engine, _) = open(&url).await;
@@ -281,5 +287,77 @@ async fn main() {
         summary("serve to /readyz, snapshot + tail", &serve_snap);
     } else {
         println!("(build target/release/chronoscope to also time `serve` to /readyz)");
+    }
+
+    let tail: usize = arg("--tail").and_then(|s| s.parse().ok()).unwrap_or(0);
+    if tail > 0 {
+        time_with_tail(&path, n, tail, runs, &binary, data_dir.path()).await;
+    }
+}
+
+/// Times starts whose snapshot is `tail` records behind: on a copy of the file, with `tail`
+/// more events appended after the snapshot.
+async fn time_with_tail(
+    path: &Path,
+    n: usize,
+    tail: usize,
+    runs: usize,
+    binary: &Path,
+    data_dir: &Path,
+) {
+    let copy = PathBuf::from(format!("{}.tail", path.display()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
+    }
+    {
+        use sqlx::Connection;
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
+        sqlx::query("VACUUM INTO ?1")
+            .bind(copy.display().to_string())
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+    let url = format!("sqlite://{}", copy.display());
+    let store = store::open(&url).await.unwrap();
+    let mut seq = store.last_seq().await.unwrap();
+    let bodies: Vec<String> = (n..n + tail)
+        .map(|i| {
+            serde_json::to_string(&Op::AddEvents {
+                timeline: TimelineId::primary(),
+                events: vec![event(i, n + tail)],
+                at: None,
+            })
+            .unwrap()
+        })
+        .collect();
+    for chunk in bodies.chunks(5_000) {
+        store.append(seq + 1, chunk).await.unwrap();
+        seq += chunk.len() as u64;
+    }
+    drop(store);
+    let mut snap = Vec::new();
+    for _ in 0..runs {
+        let (engine, took) = open(&url).await;
+        assert_eq!(engine.snapshot().await.unwrap().seq, seq);
+        snap.push(took);
+    }
+    summary(
+        &format!("engine open, snapshot + {tail}-record tail"),
+        &snap,
+    );
+    if binary.exists() {
+        let mut serve_snap = Vec::new();
+        for _ in 0..runs {
+            serve_snap.push(serve_to_ready(binary, &url, data_dir));
+        }
+        summary(
+            &format!("serve to /readyz, snapshot + {tail}-record tail"),
+            &serve_snap,
+        );
     }
 }

@@ -5,6 +5,11 @@
 //! PostgreSQL), [`server`] (HTTP), [`client`] (HTTP client), [`auth`], [`tui`], [`cli`];
 //! [`tls`] and [`metrics`] for deployments.
 
+/// Every binary of the crate (the server, examples, tests, benches) allocates with mimalloc: a
+/// start from a snapshot of a big world is millions of small allocations on several threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod auth;
 pub mod automation;
 pub mod cli;

@@ -359,7 +359,7 @@ impl Engine {
                     continue;
                 }
             };
-            let decoded = tokio::task::spawn_blocking(move || snapshot::decode(&bytes)).await;
+            let decoded = tokio::task::spawn_blocking(move || snapshot::decode_owned(bytes)).await;
             match decoded {
                 Ok(Ok(world)) if world.seq == info.seq => {
                     tracing::info!(

@@ -103,6 +103,20 @@ fn checksum(header: &[u8], body: &[u8]) -> u32 {
 
 /// The world a snapshot holds, after checking it is whole and of this format.
 pub fn decode(bytes: &[u8]) -> Result<World, SnapshotError> {
+    let (seq, image) = parse(bytes)?;
+    build(seq, image)
+}
+
+/// [`decode`], letting go of the bytes as soon as they are parsed: a big world's start-up then
+/// reuses their memory for the world instead of asking the system for more.
+pub fn decode_owned(bytes: Vec<u8>) -> Result<World, SnapshotError> {
+    let (seq, image) = parse(&bytes)?;
+    drop(bytes);
+    build(seq, image)
+}
+
+/// Checks the header and checksum and parses the body, which is not yet a world.
+fn parse(bytes: &[u8]) -> Result<(u64, WorldImage), SnapshotError> {
     let header = header(bytes)?;
     if header.format != FORMAT {
         return Err(SnapshotError::OtherFormat {
@@ -117,15 +131,29 @@ pub fn decode(bytes: &[u8]) -> Result<World, SnapshotError> {
             body.len()
         )));
     }
+    let started = std::time::Instant::now();
     let stored = u32::from_le_bytes(word(bytes, 28));
     if checksum(&bytes[8..28], body) != stored {
         return Err(SnapshotError::Damaged("checksum mismatch".into()));
     }
+    let checked = started.elapsed();
     let image: WorldImage =
         postcard::from_bytes(body).map_err(|e| SnapshotError::Undecodable(e.to_string()))?;
-    let world = image
-        .into_world(header.seq)
-        .map_err(SnapshotError::Undecodable)?;
+    tracing::debug!(
+        checksum_ms = checked.as_millis() as u64,
+        postcard_ms = (started.elapsed() - checked).as_millis() as u64,
+        "snapshot parsed"
+    );
+    Ok((header.seq, image))
+}
+
+fn build(seq: u64, image: WorldImage) -> Result<World, SnapshotError> {
+    let started = std::time::Instant::now();
+    let world = image.into_world(seq).map_err(SnapshotError::Undecodable)?;
+    tracing::debug!(
+        build_ms = started.elapsed().as_millis() as u64,
+        "snapshot read back"
+    );
     Ok(world)
 }
 

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,9 +24,11 @@ fn valid_id_chars(s: &str) -> bool {
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal, $what:literal) => {
         $(#[$doc])*
-        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
+        ///
+        /// Shared text: a clone is a reference count, not a copy (a history names each event
+        /// id in several places, and a big one holds a million of them).
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// The prefix every minted id of this kind carries.
@@ -33,12 +36,24 @@ macro_rules! id_type {
 
             /// Mints a new id from a ULID (the engine supplies it, so tests can be deterministic).
             pub fn from_ulid(ulid: ulid::Ulid) -> Self {
-                Self(format!("{}{}", $prefix, ulid.to_string().to_lowercase()))
+                Self(format!("{}{}", $prefix, ulid.to_string().to_lowercase()).into())
             }
 
             /// The id as text.
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+
+            fn invalid(s: &str) -> InvalidValue {
+                InvalidValue::new(
+                    $what,
+                    format!(
+                        "'{}' is not a valid {} id (1 to {} letters, digits, '_', '-' or '.')",
+                        s.chars().take(40).collect::<String>(),
+                        $what,
+                        MAX_ID_LEN
+                    ),
+                )
             }
         }
 
@@ -46,17 +61,9 @@ macro_rules! id_type {
             type Err = InvalidValue;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 if valid_id_chars(s) {
-                    Ok(Self(s.to_owned()))
+                    Ok(Self(s.into()))
                 } else {
-                    Err(InvalidValue::new(
-                        $what,
-                        format!(
-                            "'{}' is not a valid {} id (1 to {} letters, digits, '_', '-' or '.')",
-                            s.chars().take(40).collect::<String>(),
-                            $what,
-                            MAX_ID_LEN
-                        ),
-                    ))
+                    Err(Self::invalid(s))
                 }
             }
         }
@@ -64,19 +71,37 @@ macro_rules! id_type {
         impl TryFrom<String> for $name {
             type Error = InvalidValue;
             fn try_from(s: String) -> Result<Self, Self::Error> {
-                // Checked as `parse` checks, but kept without a copy (reading a big log or
-                // snapshot makes millions of these).
-                if valid_id_chars(&s) {
-                    Ok(Self(s))
-                } else {
-                    s.parse()
-                }
+                s.parse()
             }
         }
 
         impl From<$name> for String {
             fn from(id: $name) -> String {
-                id.0
+                id.0.to_string()
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        // By hand: read from the borrowed text straight into the shared string, one allocation
+        // (reading a big log or snapshot makes millions of these).
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        write!(f, "a {} id", $what)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<$name, E> {
+                        s.parse().map_err(|e: InvalidValue| E::custom(e))
+                    }
+                }
+                deserializer.deserialize_str(Visitor)
             }
         }
 
@@ -147,12 +172,12 @@ id_type!(
 impl TimelineId {
     /// The id of the main timeline, which always exists.
     pub fn primary() -> Self {
-        Self("primary".to_owned())
+        Self("primary".into())
     }
 
     /// Whether this is the main timeline.
     pub fn is_primary(&self) -> bool {
-        self.0 == "primary"
+        &*self.0 == "primary"
     }
 }
 

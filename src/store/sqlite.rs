@@ -283,13 +283,26 @@ impl Store for SqliteStore {
     }
 
     async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
-        let chunks: Vec<Vec<u8>> =
-            sqlx::query_scalar("SELECT data FROM snapshot_chunk WHERE snapshot_id = ?1 ORDER BY n")
-                .bind(id)
-                .fetch_all(&self.readers)
-                .await
-                .map_err(|e| self.err("read", e))?;
-        Ok(chunks.concat())
+        use futures::TryStreamExt;
+        // Chunk by chunk into one buffer of the right size: a big snapshot is held once, not
+        // once in chunks and again joined (at start-up, fresh memory costs more than copying).
+        let size: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(length(data)), 0) FROM snapshot_chunk WHERE snapshot_id = ?1",
+        )
+        .bind(id)
+        .fetch_one(&self.readers)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let mut chunks = sqlx::query_scalar::<_, Vec<u8>>(
+            "SELECT data FROM snapshot_chunk WHERE snapshot_id = ?1 ORDER BY n",
+        )
+        .bind(id)
+        .fetch(&self.readers);
+        while let Some(chunk) = chunks.try_next().await.map_err(|e| self.err("read", e))? {
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 
     /// The processes sharing a SQLite file are one person's dashboard and commands: a change

@@ -390,6 +390,7 @@ impl History {
     /// index is built once, the id map and the time and location indexes on threads of their
     /// own.
     fn from_full_image(image: HistoryImage) -> Result<History, ImageError> {
+        let started = std::time::Instant::now();
         let len = image.len as usize;
         if image.nodes.len() != len {
             return Err(ImageError(format!(
@@ -397,107 +398,41 @@ impl History {
                 image.nodes.len()
             )));
         }
-        let mut nodes: Vec<Node> = Vec::with_capacity(len);
-        let mut events: Vec<Option<EventImage>> = Vec::with_capacity(len);
-        for (i, (slot, node)) in image.nodes.into_iter().enumerate() {
-            if slot as usize != i {
+        // Ids first (shared text: this is a million reference counts), so that each event is
+        // built as it is taken out of the image, causes named further on included.
+        let mut ids: Vec<EventId> = Vec::with_capacity(len);
+        for (i, (slot, node)) in image.nodes.iter().enumerate() {
+            if *slot as usize != i {
                 return Err(ImageError(format!("slot {slot} is stored in place {i}")));
             }
-            nodes.push(Node {
-                id: node.id,
-                event: None,
-                time: Instant::MIN_UTC,
-                current: node.current,
-                causes: Arc::from([]),
-                effects: OrdSet::new(),
-            });
-            events.push(node.event);
+            ids.push(node.id.clone());
         }
-        let id_of = |nodes: &[Node], r: IdRef| -> Result<EventId, ImageError> {
-            match r {
-                IdRef::Id(id) => Ok(id),
-                IdRef::Slot(s) => nodes
-                    .get(s as usize)
-                    .map(|n| n.id.clone())
-                    .ok_or_else(|| ImageError(format!("event slot {s} does not exist"))),
-            }
-        };
-        let mut effects: Vec<Vec<Slot>> = vec![Vec::new(); len];
-        let mut by_time: Vec<SlotKey> = Vec::new();
-        // Location -> its key's list; a few thousand locations for a million events.
-        let mut keys_of: std::collections::HashMap<String, usize> = Default::default();
-        let mut by_location: Vec<(String, Vec<SlotKey>)> = Vec::new();
-        let mut list_of_key: std::collections::HashMap<String, usize> = Default::default();
-        for (i, e) in events.into_iter().enumerate() {
-            let slot = i as Slot;
-            let Some(e) = e else {
-                if nodes[i].current {
-                    return Err(ImageError(format!(
-                        "slot {slot} is current without an event"
-                    )));
-                }
-                continue;
-            };
-            let causes = super::dedup_slots(e.causes.iter().copied());
-            let cause_ids = e
-                .causes
-                .iter()
-                .map(|&c| id_of(&nodes, IdRef::Slot(c)))
-                .collect::<Result<Vec<_>, _>>()?;
-            let event = Event {
-                id: nodes[i].id.clone(),
-                description: e.description,
-                time: instant_from(e.time)?,
-                location: e.location,
-                causes: cause_ids,
-                fixed_point: e.fixed_point,
-                status: status_from(e.status)?,
-                supersedes: e.supersedes.map(|r| id_of(&nodes, r)).transpose()?,
-                superseded_by: e.superseded_by.map(|r| id_of(&nodes, r)).transpose()?,
-                lineage: id_of(&nodes, e.lineage)?,
-                author: e.author,
-            };
-            if nodes[i].current != event.status.is_current() {
-                return Err(ImageError(format!(
-                    "slot {slot}: current flag disagrees with its status"
-                )));
-            }
-            if nodes[i].current {
-                let key = (event.time, slot);
-                by_time.push(key);
-                let list = match keys_of.get(event.location.as_str()) {
-                    Some(&list) => list,
-                    None => {
-                        let loc = location_key(&event.location);
-                        let list = *list_of_key.entry(loc.clone()).or_insert_with(|| {
-                            by_location.push((loc, Vec::new()));
-                            by_location.len() - 1
-                        });
-                        keys_of.insert(event.location.clone(), list);
-                        list
-                    }
-                };
-                by_location[list].1.push(key);
-                for &c in &causes {
-                    effects[c as usize].push(slot);
-                }
-            }
-            let n = &mut nodes[i];
-            n.time = event.time;
-            n.causes = Arc::from(causes);
-            n.event = Some(Arc::new(event));
-        }
+        let mut nodes: Vec<Node> = Vec::with_capacity(len);
+        let stored = image.nodes;
         let mut h = History::default();
-        let ids: Vec<EventId> = nodes.iter().map(|n| n.id.clone()).collect();
-        std::thread::scope(|scope| {
+        let mut timings = [std::time::Duration::ZERO; 3];
+        std::thread::scope(|scope| -> Result<(), ImageError> {
+            // The id map needs only the ids: it is built while the events are.
+            let ids = &ids;
             let slots = scope.spawn(move || {
                 let mut slots = HashMap::new();
-                for (i, id) in ids.into_iter().enumerate() {
-                    slots.insert(id, i as Slot);
+                for (i, id) in ids.iter().enumerate() {
+                    slots.insert(id.clone(), i as Slot);
                 }
                 slots
             });
+            let gathered = build_events(ids, &mut nodes, stored);
+            timings[0] = started.elapsed();
+            let (effects, by_time, by_location) = match gathered {
+                Ok(built) => built,
+                Err(e) => {
+                    // The id map is dropped with the error.
+                    let _ = slots.join();
+                    return Err(e);
+                }
+            };
             let indexes = scope.spawn(move || {
+                let mut by_time = by_time;
                 by_time.sort_unstable();
                 let by_time: OrdSet<SlotKey> = by_time.into_iter().collect();
                 let by_location: HashMap<String, OrdSet<SlotKey>> = by_location
@@ -521,6 +456,7 @@ impl History {
                 })
                 .collect();
             h.nodes = vector;
+            timings[1] = started.elapsed();
             // A thread fails only by panicking; the panic is passed on.
             h.slots = slots
                 .join()
@@ -530,7 +466,9 @@ impl History {
                 .unwrap_or_else(|e| std::panic::resume_unwind(e));
             h.by_time = by_time;
             h.by_location = by_location;
-        });
+            timings[2] = started.elapsed();
+            Ok(())
+        })?;
         h.violations = image.violations.added.into_iter().collect();
         h.back_edges = image.back_edges.added.into_iter().collect();
         h.loops = image
@@ -541,6 +479,14 @@ impl History {
             .collect();
         h.loop_of = image.loop_of.set.into_iter().collect();
         indexes_within(&h, len)?;
+        tracing::debug!(
+            slots = len,
+            events_ms = timings[0].as_millis() as u64,
+            vector_ms = timings[1].as_millis() as u64,
+            indexes_ms = timings[2].as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "history read back"
+        );
         Ok(h)
     }
 
@@ -607,6 +553,104 @@ impl History {
             self.node_mut(cause).effects.insert(slot);
         }
     }
+}
+
+/// What [`History::from_full_image`] gathers while building events: each slot's effects, and
+/// the keys of the time index and of each location's.
+type Gathered = (Vec<Vec<Slot>>, Vec<SlotKey>, Vec<(String, Vec<SlotKey>)>);
+
+/// Builds each stored node with its event (ids by slot resolved against `ids`, every slot's id)
+/// into `nodes`, and gathers what the derived indexes are built from.
+fn build_events(
+    ids: &[EventId],
+    nodes: &mut Vec<Node>,
+    stored: Vec<(Slot, NodeImage)>,
+) -> Result<Gathered, ImageError> {
+    let len = ids.len();
+    let id_of = |r: IdRef| -> Result<EventId, ImageError> {
+        match r {
+            IdRef::Id(id) => Ok(id),
+            IdRef::Slot(s) => ids
+                .get(s as usize)
+                .cloned()
+                .ok_or_else(|| ImageError(format!("event slot {s} does not exist"))),
+        }
+    };
+    let mut effects: Vec<Vec<Slot>> = vec![Vec::new(); len];
+    let mut by_time: Vec<SlotKey> = Vec::with_capacity(len);
+    // Location -> its key's list; a few thousand locations for a million events.
+    let mut keys_of: std::collections::HashMap<String, usize> = Default::default();
+    let mut by_location: Vec<(String, Vec<SlotKey>)> = Vec::new();
+    let mut list_of_key: std::collections::HashMap<String, usize> = Default::default();
+    for (i, (_, stored)) in stored.into_iter().enumerate() {
+        let slot = i as Slot;
+        let mut node = Node {
+            id: stored.id,
+            event: None,
+            time: Instant::MIN_UTC,
+            current: stored.current,
+            causes: Arc::from([]),
+            effects: OrdSet::new(),
+        };
+        let Some(e) = stored.event else {
+            if node.current {
+                return Err(ImageError(format!(
+                    "slot {slot} is current without an event"
+                )));
+            }
+            nodes.push(node);
+            continue;
+        };
+        let causes = super::dedup_slots(e.causes.iter().copied());
+        let cause_ids = e
+            .causes
+            .iter()
+            .map(|&c| id_of(IdRef::Slot(c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let event = Event {
+            id: node.id.clone(),
+            description: e.description,
+            time: instant_from(e.time)?,
+            location: e.location,
+            causes: cause_ids,
+            fixed_point: e.fixed_point,
+            status: status_from(e.status)?,
+            supersedes: e.supersedes.map(id_of).transpose()?,
+            superseded_by: e.superseded_by.map(id_of).transpose()?,
+            lineage: id_of(e.lineage)?,
+            author: e.author,
+        };
+        if node.current != event.status.is_current() {
+            return Err(ImageError(format!(
+                "slot {slot}: current flag disagrees with its status"
+            )));
+        }
+        if node.current {
+            let key = (event.time, slot);
+            by_time.push(key);
+            let list = match keys_of.get(event.location.as_str()) {
+                Some(&list) => list,
+                None => {
+                    let loc = location_key(&event.location);
+                    let list = *list_of_key.entry(loc.clone()).or_insert_with(|| {
+                        by_location.push((loc, Vec::new()));
+                        by_location.len() - 1
+                    });
+                    keys_of.insert(event.location.clone(), list);
+                    list
+                }
+            };
+            by_location[list].1.push(key);
+            for &c in &causes {
+                effects[c as usize].push(slot);
+            }
+        }
+        node.time = event.time;
+        node.causes = Arc::from(causes);
+        node.event = Some(Arc::new(event));
+        nodes.push(node);
+    }
+    Ok((effects, by_time, by_location))
 }
 
 /// The first difference between two histories, slot by slot and index by index; `Ok` when
