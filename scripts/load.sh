@@ -6,13 +6,16 @@
 # and the ratios to bare (budgets: get >= 40 %, travels >= 20 %).
 #
 # usage: scripts/load.sh [--duration SECS] [--connections N] [--threads N]
-#                        [--database URL] [--replicas N] [--check]
+#                        [--database URL] [--replicas N] [--binary PATH] [--check]
 #   --database URL  passed to `chronoscope serve` (env LOAD_DATABASE), e.g. postgres://...;
 #                   default: a SQLite file in a fresh data directory.
 #   --replicas N    start N servers on that one database (PostgreSQL only); wrk's threads are
 #                   spread over them round-robin, as a load balancer would.
+#   --binary PATH   measure this chronoscope binary (an older build, for a before/after in one
+#                   sitting) instead of building target/release/chronoscope.
 #   --check         exit 1 when a ratio is below its budget (default: only report it).
-# Env: LOAD_DURATION (10), LOAD_CONNECTIONS (32), LOAD_THREADS (2), LOAD_DATABASE, LOAD_REPLICAS (1).
+# Env: LOAD_DURATION (10), LOAD_CONNECTIONS (32), LOAD_THREADS (2), LOAD_DATABASE, LOAD_REPLICAS (1),
+# LOAD_BINARY.
 # The load tool is wrk, installed from Debian's packages when missing. Every process this
 # script starts is stopped when it ends, however it ends.
 set -euo pipefail
@@ -22,6 +25,7 @@ connections="${LOAD_CONNECTIONS:-32}"
 threads="${LOAD_THREADS:-2}"
 database="${LOAD_DATABASE:-}"
 replicas="${LOAD_REPLICAS:-1}"
+binary="${LOAD_BINARY:-}"
 check=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,8 +34,9 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2"; shift 2 ;;
     --database) database="$2"; shift 2 ;;
     --replicas) replicas="$2"; shift 2 ;;
+    --binary) binary="$2"; shift 2 ;;
     --check) check=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,6 +61,8 @@ ensure_wrk
 echo "==> cargo build --release (chronoscope, examples/bare_hyper)"
 cargo build --release --locked --bin chronoscope --example bare_hyper
 target="${CARGO_TARGET_DIR:-$repo/target}/release"
+chronoscope="${binary:-$target/chronoscope}"
+if [ ! -x "$chronoscope" ]; then echo "load.sh: $chronoscope is not an executable" >&2; exit 2; fi
 
 start_work_dir
 
@@ -183,7 +190,7 @@ for i in $(seq 1 "$replicas"); do
   port="$(free_port)"
   metrics_port="$(free_port)"
   # One data directory for all: replicas must share the token secret kept there.
-  "$target/chronoscope" --data-dir "$data" "${db_args[@]}" serve --listen "127.0.0.1:$port" \
+  "$chronoscope" --data-dir "$data" "${db_args[@]}" serve --listen "127.0.0.1:$port" \
     --metrics-listen "127.0.0.1:$metrics_port" --rate-limit 0 --address-rate-limit 0 \
     >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
@@ -194,7 +201,7 @@ for i in $(seq 1 "$replicas"); do
 done
 first_port="${ports# }"
 first_port="${first_port%% *}"
-token="$("$target/chronoscope" --data-dir "$data" "${db_args[@]}" token --subject load --scope read,write --ttl 1h)"
+token="$("$chronoscope" --data-dir "$data" "${db_args[@]}" token --subject load --scope read,write --ttl 1h)"
 
 wrk_script "$work/get.lua" GET "" "$token" "$ports"
 get="$(measure get "http://127.0.0.1:$first_port/v1/timelines" "$work/get.lua")"

@@ -26,6 +26,18 @@ async fn replica(url: &str) -> Arc<Engine> {
     .unwrap()
 }
 
+/// One engine on a log of its own, in memory: its head queries cost nothing.
+async fn memory_engine() -> Arc<Engine> {
+    Engine::open(
+        Arc::new(MemoryStore::new()),
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await
+    .unwrap()
+}
+
 fn traveller(name: &str) -> Traveller {
     name.parse().unwrap()
 }
@@ -93,14 +105,7 @@ async fn a_write_acknowledged_by_one_replica_is_seen_by_the_next_read_on_the_oth
 
 #[tokio::test]
 async fn reads_arriving_together_share_one_store_query() {
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let engine = memory_engine().await;
     let before = engine.read_stats();
     let reads = (0..200).map(|n| {
         let me = engine.session(traveller(&format!("t{n}")));
@@ -123,14 +128,7 @@ async fn reads_arriving_together_share_one_store_query() {
 /// many reads it serves, and the reads share the rounds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_reads_ask_at_most_once_per_interval() {
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let engine = memory_engine().await;
     // Eight readers back to back for about 400 ms, rounds at least 50 ms apart.
     let interval = std::time::Duration::from_millis(50);
     engine.pace_reads(interval);
