@@ -376,7 +376,7 @@ pub struct ServeArgs {
     /// Also write a snapshot once this long has passed since the newest one and anything was appended, e.g. 10m (at most one every 30s per process)
     #[arg(long, env = "CHRONOSCOPE_SNAPSHOT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     pub snapshot_interval: Duration,
-    /// Least time between two queries of the log's head by the read barrier, from 0 (back to back) to 1s, e.g. 1ms. Every read waits for one such query sent after it arrived, so that it sees every write any replica acknowledged before it; one query serves every read that arrived before it was sent. An interval caps the database queries a replica makes for reads at one per interval, and makes reads wait up to one interval longer
+    /// Least time between two queries of the log's head by the read barrier (PostgreSQL), from 0 (back to back) to 1s, e.g. 1ms. Every read waits for one such query sent after it arrived, so that it sees every write any replica acknowledged before it; one query serves every read that arrived before it was sent. An interval caps the database queries a replica makes for reads at one per interval, and makes reads wait up to one interval longer
     #[arg(long, env = "CHRONOSCOPE_READ_INDEX_INTERVAL", default_value = "0", value_parser = parse_read_index_interval)]
     pub read_index_interval: Duration,
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
