@@ -60,15 +60,25 @@ impl Round {
     }
 }
 
-/// Ends a round that is sent with "unavailable" if its task is dropped before it ends (the
-/// runtime shutting down), so that no read waits for it forever.
-struct Sending(Arc<Round>);
+/// A round whose query is being sent. Dropped before it ends (its task dropped with the
+/// runtime), it ends with "unavailable", so that no read waits for it forever.
+struct Sending(Option<Arc<Round>>);
+
+impl Sending {
+    fn end(mut self, outcome: Result<(), ServiceError>) {
+        if let Some(round) = self.0.take() {
+            round.end(outcome);
+        }
+    }
+}
 
 impl Drop for Sending {
     fn drop(&mut self) {
-        self.0.end(Err(ServiceError::Unavailable(
-            "the engine is shutting down".into(),
-        )));
+        if let Some(round) = self.0.take() {
+            round.end(Err(ServiceError::Unavailable(
+                "the engine is shutting down".into(),
+            )));
+        }
     }
 }
 
@@ -160,15 +170,16 @@ impl Engine {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .last_sent;
-                if let Some(last_sent) = last_sent.filter(|_| !interval.is_zero()) {
+                let due = last_sent.map(|sent| sent + interval);
+                if let Some(due) = due.filter(|&due| !interval.is_zero() && due > Instant::now()) {
                     // Reads that arrive meanwhile join this round.
-                    tokio::time::sleep_until(last_sent + interval).await;
+                    tokio::time::sleep_until(due).await;
                 }
                 let round = {
                     let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
                     rounds.wanted = false;
                     rounds.last_sent = Some(Instant::now());
-                    Sending(std::mem::take(&mut rounds.next))
+                    Sending(Some(std::mem::take(&mut rounds.next)))
                 };
                 // A panic in a round fails its reads, and the next round is sent as usual.
                 let outcome = std::panic::AssertUnwindSafe(engine.round())
@@ -179,7 +190,7 @@ impl Engine {
                             "the read barrier's round failed".into(),
                         ))
                     });
-                round.0.end(outcome);
+                round.end(outcome);
                 let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
                 if !rounds.wanted {
                     rounds.running = false;
