@@ -165,15 +165,17 @@ impl Engine {
             let barrier = &engine.barrier;
             loop {
                 let interval = Duration::from_nanos(barrier.interval_ns.load(Ordering::Relaxed));
-                let last_sent = barrier
-                    .rounds
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .last_sent;
-                let due = last_sent.map(|sent| sent + interval);
-                if let Some(due) = due.filter(|&due| !interval.is_zero() && due > Instant::now()) {
-                    // Reads that arrive meanwhile join this round.
-                    tokio::time::sleep_until(due).await;
+                if !interval.is_zero() {
+                    let last_sent = barrier
+                        .rounds
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .last_sent;
+                    let due = last_sent.map(|sent| sent + interval);
+                    if let Some(due) = due.filter(|&due| due > Instant::now()) {
+                        // Reads that arrive meanwhile join this round.
+                        tokio::time::sleep_until(due).await;
+                    }
                 }
                 let round = {
                     let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
