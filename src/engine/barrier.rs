@@ -177,6 +177,11 @@ impl Engine {
                         tokio::time::sleep_until(due).await;
                     }
                 }
+                // Lets the reads that have already arrived join this round before its query is
+                // sent: tokio runs a yielded task again only after it has polled the sockets and
+                // run the tasks that were ready, so requests already read get to the barrier.
+                // Under load a query serves about twice the reads; a lone read loses microseconds.
+                tokio::task::yield_now().await;
                 let round = {
                     let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
                     rounds.wanted = false;
