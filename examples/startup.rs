@@ -173,13 +173,18 @@ fn serve_to_ready(binary: &Path, url: &str, data_dir: &Path) -> Duration {
 }
 
 fn summary(label: &str, runs: &[Duration]) {
-    let mut ms: Vec<f64> = runs.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-    ms.sort_by(f64::total_cmp);
-    let median = ms[ms.len() / 2];
-    let shown: Vec<String> = ms.iter().map(|m| format!("{m:.0}")).collect();
-    println!(
-        "{label}: median {median:.0} ms (runs, sorted: {} ms)",
+    let in_order: Vec<f64> = runs.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    let mut sorted = in_order.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let show = |ms: &[f64]| -> String {
+        let shown: Vec<String> = ms.iter().map(|m| format!("{m:.0}")).collect();
         shown.join(", ")
+    };
+    println!(
+        "{label}: median {median:.0} ms (runs, sorted: {} ms; in order: {} ms)",
+        show(&sorted),
+        show(&in_order)
     );
 }
 
