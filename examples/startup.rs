@@ -12,6 +12,9 @@
 //! `200` from `/readyz`, with and without the snapshot.
 //!
 //! `--skip-full` leaves out the full-replay timings (the snapshot is still written from one).
+//! `--pause SECS` waits that long before each `serve`, so that each starts on an idle machine, as
+//! a replica does: on this project's VM a start right after another one can be twice as fast as
+//! a start after a pause of a few seconds, and the second is what a replica sees.
 //! `--tail N` also times a start whose snapshot is N records behind the log: a copy of the file
 //! (`FILE.tail`) gets N more records after the snapshot, so the log of `--db` stays as it is.
 
@@ -130,6 +133,8 @@ async fn open(url: &str) -> (Arc<Engine>, Duration) {
 
 /// Spawns `chronoscope serve` on `url` and times it until `/readyz` answers 200.
 fn serve_to_ready(binary: &Path, url: &str, data_dir: &Path) -> Duration {
+    let pause = arg("--pause").and_then(|s| s.parse().ok()).unwrap_or(0);
+    std::thread::sleep(Duration::from_secs(pause));
     let started = Instant::now();
     let mut child = Command::new(binary)
         .args(["--data-dir"])

@@ -7,7 +7,8 @@
 //! was sent (etcd's ReadIndex batching).
 //!
 //! Rounds run back to back while reads keep coming, so the number of reads a query serves is
-//! the number that arrive while one query is in flight. Pacing ([`Engine::pace_reads`], off by
+//! the number that arrive while one query is in flight, plus those already received when it is
+//! due (a round yields to the runtime once before sending its query). Pacing ([`Engine::pace_reads`], off by
 //! default) puts rounds at least an interval apart: a replica then asks the store at most once
 //! per interval however many reads it serves, and a read waits up to one interval longer; a
 //! read after a quiet interval asks at once. When the store pushes new heads (PostgreSQL's
@@ -178,9 +179,10 @@ impl Engine {
                     }
                 }
                 // Lets the reads that have already arrived join this round before its query is
-                // sent: tokio runs a yielded task again only after it has polled the sockets and
-                // run the tasks that were ready, so requests already read get to the barrier.
-                // Under load a query serves about twice the reads; a lone read loses microseconds.
+                // sent: tokio's scheduler (since 1.23; not a documented guarantee) runs a yielded
+                // task again only after polling the sockets and running the tasks that were
+                // ready, so requests already received get to the barrier first. Under load a query
+                // then serves about twice the reads; a lone read loses microseconds.
                 tokio::task::yield_now().await;
                 let round = {
                     let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
