@@ -8,10 +8,10 @@
 //!
 //! Rounds run back to back while reads keep coming, so the number of reads a query serves is
 //! the number that arrive while one query is in flight, plus those already received when it is
-//! due (a round yields to the runtime once before sending its query). Pacing ([`Engine::pace_reads`], off by
-//! default) puts rounds at least an interval apart: a replica then asks the store at most once
-//! per interval however many reads it serves, and a read waits up to one interval longer; a
-//! read after a quiet interval asks at once. When the store pushes new heads (PostgreSQL's
+//! due (a round yields to the runtime once before sending its query). Pacing
+//! ([`Engine::pace_reads`], off by default) puts rounds at least an interval apart: a replica
+//! then asks the store at most once per interval however many reads it serves, and a read waits
+//! up to one interval longer; a read after a quiet interval asks at once. When the store pushes new heads (PostgreSQL's
 //! LISTEN/NOTIFY), the state is caught up in the background and a round usually finds nothing
 //! to fetch: one small query.
 
