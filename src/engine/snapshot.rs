@@ -28,7 +28,8 @@ use crate::model::{
 
 /// The layout version. Change it whenever the layout, or what folding the log means, changes:
 /// a snapshot of another format is ignored and the log replayed in full.
-pub const FORMAT: u32 = 1;
+/// Format 2: a history's nodes are written in chunks that are decoded on every core.
+pub const FORMAT: u32 = 2;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;

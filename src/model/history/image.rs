@@ -10,6 +10,7 @@
 //!
 //! Only the graph itself is stored; the indexes derived from it one node at a time (the id to
 //! slot map, the time and location indexes, each node's effects) are rebuilt while reading.
+//! The nodes are written in chunks that a big history decodes on every core ([`NodeChunks`]).
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub(crate) struct HistoryImage {
     len: u32,
     /// The nodes that differ from the base's at the same slot (every node without a base),
     /// in slot order.
-    nodes: Vec<(Slot, NodeImage)>,
+    nodes: NodeChunks,
     violations: SetDiff<(Slot, Slot)>,
     back_edges: SetDiff<(Slot, Slot)>,
     loops: MapDiff<Slot, Vec<Slot>>,
@@ -40,6 +41,144 @@ struct NodeImage {
     id: EventId,
     event: Option<EventImage>,
     current: bool,
+}
+
+/// Nodes in slot order, cut into up to [`CHUNKS`] chunks. Each chunk is written as postcard
+/// bytes of its own, so that reading decodes a big history's chunks on every core at once: for
+/// a big timeline, decoding the nodes is most of a start.
+#[derive(Debug, Default)]
+struct NodeChunks(Vec<Vec<(Slot, NodeImage)>>);
+
+/// How many chunks a history's nodes are cut into (fewer when there are fewer nodes): enough to
+/// keep the cores of a big machine busy; a chunk costs a length prefix.
+const CHUNKS: usize = 16;
+
+/// Below this many encoded bytes the chunks are decoded on the calling thread: starting threads
+/// would cost more than they save (a world of many small branches has a history image each).
+const PARALLEL_BYTES: usize = 256 * 1024;
+
+impl NodeChunks {
+    fn new(nodes: Vec<(Slot, NodeImage)>) -> Self {
+        let size = nodes.len().div_ceil(CHUNKS).max(1);
+        let mut chunks: Vec<Vec<(Slot, NodeImage)>> = Vec::with_capacity(CHUNKS);
+        for node in nodes {
+            match chunks.last_mut() {
+                Some(chunk) if chunk.len() < size => chunk.push(node),
+                _ => {
+                    let mut chunk = Vec::with_capacity(size);
+                    chunk.push(node);
+                    chunks.push(chunk);
+                }
+            }
+        }
+        Self(chunks)
+    }
+
+    fn len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Slot, NodeImage)> {
+        self.0.iter().flatten()
+    }
+
+    fn into_nodes(self) -> impl Iterator<Item = (Slot, NodeImage)> {
+        self.0.into_iter().flatten()
+    }
+}
+
+impl Serialize for NodeChunks {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for chunk in &self.0 {
+            let bytes = postcard::to_allocvec(chunk).map_err(S::Error::custom)?;
+            seq.serialize_element(&ChunkBytes(std::borrow::Cow::Owned(bytes)))?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeChunks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let encoded: Vec<ChunkBytes<'de>> = Deserialize::deserialize(deserializer)?;
+        decode_chunks(&encoded).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Decodes `encoded` on as many threads as there are cores (at most one per chunk; one when
+/// they are small), keeping the chunks' order.
+fn decode_chunks(encoded: &[ChunkBytes<'_>]) -> Result<NodeChunks, postcard::Error> {
+    let decode = |bytes: &ChunkBytes<'_>| postcard::from_bytes::<Vec<(Slot, NodeImage)>>(&bytes.0);
+    let total: usize = encoded.iter().map(|c| c.0.len()).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(encoded.len());
+    if threads <= 1 || total < PARALLEL_BYTES {
+        return encoded
+            .iter()
+            .map(decode)
+            .collect::<Result<_, _>>()
+            .map(NodeChunks);
+    }
+    // Thread t decodes chunks t, t + threads, t + 2 × threads…: neighbours are alike in size.
+    let mut decoded: Vec<Option<Vec<(Slot, NodeImage)>>> = Vec::new();
+    decoded.resize_with(encoded.len(), || None);
+    std::thread::scope(|scope| -> Result<(), postcard::Error> {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    (t..encoded.len())
+                        .step_by(threads)
+                        .map(|i| decode(&encoded[i]).map(|chunk| (i, chunk)))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A thread fails only by panicking; the panic is passed on.
+            let chunks = worker
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))?;
+            for (i, chunk) in chunks {
+                decoded[i] = Some(chunk);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(NodeChunks(decoded.into_iter().flatten().collect()))
+}
+
+/// One chunk's bytes, borrowed from the snapshot when reading (postcard hands out slices of its
+/// input), so that the 100 MB of a big world's nodes are not copied before they are decoded.
+struct ChunkBytes<'a>(std::borrow::Cow<'a, [u8]>);
+
+impl Serialize for ChunkBytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChunkBytes<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ChunkBytes<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a chunk of encoded nodes")
+            }
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                Ok(ChunkBytes(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(ChunkBytes(std::borrow::Cow::Owned(v.to_vec())))
+            }
+            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Self::Value, E> {
+                Ok(ChunkBytes(std::borrow::Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_bytes(Visitor)
+    }
 }
 
 /// An event whose ids are written as slots of the same history where they have one (they
@@ -167,6 +306,7 @@ impl History {
             })
             .map(|(slot, node)| (slot as Slot, self.node_image(node)))
             .collect();
+        let nodes = NodeChunks::new(nodes);
         let loops = match base {
             Some(b) => {
                 let mut diff = MapDiff {
@@ -278,7 +418,7 @@ impl History {
         let len = image.len as usize;
         let base_len = h.nodes.len();
         let mut changed = vec![false; len.max(base_len)];
-        for (slot, _) in &image.nodes {
+        for (slot, _) in image.nodes.iter() {
             let s = *slot as usize;
             if s >= len {
                 return Err(ImageError(format!("slot {s} is beyond the length {len}")));
@@ -307,7 +447,7 @@ impl History {
         // 2. Put the stored nodes in place, each keeping the effects it has from unchanged
         //    nodes. Ids come first: causes may name slots stored further on.
         let mut placed = Vec::with_capacity(image.nodes.len());
-        for (slot, node) in image.nodes {
+        for (slot, node) in image.nodes.into_nodes() {
             let s = slot as usize;
             let effects = if s < h.nodes.len() {
                 h.nodes[s].effects.clone()
@@ -408,7 +548,7 @@ impl History {
             ids.push(node.id.clone());
         }
         let mut nodes: Vec<Node> = Vec::with_capacity(len);
-        let stored = image.nodes;
+        let stored = image.nodes.into_nodes();
         let mut h = History::default();
         let mut timings = [std::time::Duration::ZERO; 3];
         std::thread::scope(|scope| -> Result<(), ImageError> {
@@ -564,7 +704,7 @@ type Gathered = (Vec<Vec<Slot>>, Vec<SlotKey>, Vec<(String, Vec<SlotKey>)>);
 fn build_events(
     ids: &[EventId],
     nodes: &mut Vec<Node>,
-    stored: Vec<(Slot, NodeImage)>,
+    stored: impl Iterator<Item = (Slot, NodeImage)>,
 ) -> Result<Gathered, ImageError> {
     let len = ids.len();
     let id_of = |r: IdRef| -> Result<EventId, ImageError> {
@@ -582,7 +722,7 @@ fn build_events(
     let mut keys_of: std::collections::HashMap<String, usize> = Default::default();
     let mut by_location: Vec<(String, Vec<SlotKey>)> = Vec::new();
     let mut list_of_key: std::collections::HashMap<String, usize> = Default::default();
-    for (i, (_, stored)) in stored.into_iter().enumerate() {
+    for (i, (_, stored)) in stored.enumerate() {
         let slot = i as Slot;
         let mut node = Node {
             id: stored.id,
@@ -695,4 +835,71 @@ fn indexes_within(h: &History, len: usize) -> Result<(), ImageError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(n: u32) -> Vec<(Slot, NodeImage)> {
+        (0..n)
+            .map(|i| {
+                let id = EventId::from_ulid(ulid::Ulid::from(u128::from(i) + 1));
+                (
+                    i,
+                    NodeImage {
+                        id,
+                        event: None,
+                        current: false,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn ids(chunks: &NodeChunks) -> Vec<(Slot, String)> {
+        chunks.iter().map(|(s, n)| (*s, n.id.to_string())).collect()
+    }
+
+    #[test]
+    fn a_big_history_is_decoded_on_several_threads_in_slot_order() {
+        let written = NodeChunks::new(nodes(20_000));
+        assert_eq!(written.0.len(), CHUNKS);
+        let bytes = postcard::to_allocvec(&written).expect("encodes");
+        // Big enough for the threads: this is the path a big world's start takes.
+        assert!(bytes.len() > PARALLEL_BYTES, "{} bytes", bytes.len());
+        let read: NodeChunks = postcard::from_bytes(&bytes).expect("decodes");
+        assert_eq!(read.0.len(), CHUNKS);
+        assert_eq!(ids(&read), ids(&written));
+    }
+
+    #[test]
+    fn small_and_empty_histories_read_back_alike() {
+        for n in [0, 1, 15, 16, 17, 100] {
+            let written = NodeChunks::new(nodes(n));
+            assert!(written.0.len() <= CHUNKS && written.0.iter().all(|c| !c.is_empty()));
+            let bytes = postcard::to_allocvec(&written).expect("encodes");
+            let read: NodeChunks = postcard::from_bytes(&bytes).expect("decodes");
+            assert_eq!(ids(&read), ids(&written), "{n} nodes");
+        }
+    }
+
+    #[test]
+    fn a_cut_chunk_is_an_error_not_a_panic() {
+        let mut encoded: Vec<ChunkBytes> = NodeChunks::new(nodes(20_000))
+            .0
+            .iter()
+            .map(|c| {
+                ChunkBytes(std::borrow::Cow::Owned(
+                    postcard::to_allocvec(c).expect("encodes"),
+                ))
+            })
+            .collect();
+        // The sixth chunk loses its last node's last bytes; the snapshot around it is whole.
+        let sixth = encoded[5].0.to_vec();
+        encoded[5] = ChunkBytes(std::borrow::Cow::Owned(sixth[..sixth.len() - 3].to_vec()));
+        let bytes = postcard::to_allocvec(&encoded).expect("encodes");
+        assert!(bytes.len() > PARALLEL_BYTES);
+        assert!(postcard::from_bytes::<NodeChunks>(&bytes).is_err());
+    }
 }
