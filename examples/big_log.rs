@@ -3,8 +3,12 @@
 //! paradox every 10,007 and one causal loop at the end, so a monitor scan has real work to do.
 //!
 //! ```text
-//! cargo run --release --example big_log -- --database sqlite:///tmp/big.db --events 1000000
+//! cargo run --release --example big_log -- --database sqlite:///tmp/big.db --data-dir /tmp/data \
+//!     --events 1000000
 //! ```
+//!
+//! The records are chained with the log key of `--data-dir` (made when missing), the one
+//! `chronoscope --data-dir DIR serve` will check them with.
 //!
 //! The store must be new (empty) or hold only what this example wrote before; the events go in
 //! as `AddEvents` records of 10,000 events each, appended straight to the log, so a server that
@@ -13,8 +17,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock};
+use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock, append_ops};
 use chronoscope::model::{Event, EventId, EventStatus, TimelineId};
+use chronoscope::store::LogKey;
 use color_eyre::eyre::{Result, WrapErr, bail, eyre};
 
 const CHAINS: usize = 1_000;
@@ -66,18 +71,20 @@ fn event(i: usize, n: usize) -> Event {
 }
 
 fn usage() -> String {
-    "usage: big_log --database URL [--events N]".to_string()
+    "usage: big_log --database URL --data-dir DIR [--events N]".to_string()
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     color_eyre::install()?;
     let mut database = None;
+    let mut data_dir = None;
     let mut events = 1_000_000usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--database" => database = args.next(),
+            "--data-dir" => data_dir = args.next(),
             "--events" => {
                 let n = args.next().ok_or_else(|| eyre!(usage()))?;
                 events = n
@@ -92,17 +99,21 @@ async fn main() -> Result<()> {
         }
     }
     let database = database.ok_or_else(|| eyre!(usage()))?;
+    let data_dir = data_dir.ok_or_else(|| eyre!(usage()))?;
+    let log_key = LogKey::load(None, std::path::Path::new(&data_dir))?;
 
     let store = chronoscope::store::open(&database).await?;
     // Opening an engine writes the `primary` timeline into an empty store.
     Engine::open(
         Arc::clone(&store),
         Arc::new(SystemClock),
-        EngineConfig::default(),
+        EngineConfig {
+            log_key: log_key.clone(),
+            ..EngineConfig::default()
+        },
         Seed::None,
     )
     .await?;
-    let mut seq = store.last_seq().await?;
     let started = std::time::Instant::now();
     for first in (0..events).step_by(PER_RECORD) {
         let op = Op::AddEvents {
@@ -112,15 +123,13 @@ async fn main() -> Result<()> {
                 .collect(),
             at: None,
         };
-        store
-            .append(seq + 1, &[serde_json::to_string(&op)?])
-            .await?;
-        seq += 1;
+        append_ops(&*store, &log_key, &[op]).await?;
     }
     println!(
-        "wrote {events} events to {} in {:.1} s (log head {seq})",
+        "wrote {events} events to {} in {:.1} s (log head {})",
         store.describe(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        store.last_seq().await?
     );
     Ok(())
 }

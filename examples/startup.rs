@@ -24,9 +24,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock};
+use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock, append_ops};
 use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, Window};
-use chronoscope::store::{self, Store};
+use chronoscope::store::{self, LogKey, Store};
 
 const CHAINS: usize = 1_000;
 
@@ -69,7 +69,7 @@ fn event(i: usize, n: usize) -> Event {
 }
 
 /// Appends `primary` and `n` events, one per record, unless the log is there already.
-async fn build_log(store: &dyn Store, n: usize) {
+async fn build_log(store: &dyn Store, key: &LogKey, n: usize) {
     let have = store.last_seq().await.unwrap_or(0);
     if have == n as u64 + 1 {
         eprintln!("reusing the log of {n} events");
@@ -94,36 +94,31 @@ async fn build_log(store: &dyn Store, n: usize) {
             created_by: None,
         },
     };
-    let mut seq = 1;
-    store
-        .append(seq, &[serde_json::to_string(&primary).unwrap()])
-        .await
-        .unwrap();
+    append_ops(store, key, &[primary]).await.unwrap();
     for batch in (0..n).collect::<Vec<_>>().chunks(20_000) {
-        let bodies: Vec<String> = batch
+        let ops: Vec<Op> = batch
             .iter()
-            .map(|&i| {
-                serde_json::to_string(&Op::AddEvents {
-                    timeline: TimelineId::primary(),
-                    events: vec![event(i, n)],
-                    at: None,
-                })
-                .unwrap()
+            .map(|&i| Op::AddEvents {
+                timeline: TimelineId::primary(),
+                events: vec![event(i, n)],
+                at: None,
             })
             .collect();
-        store.append(seq + 1, &bodies).await.unwrap();
-        seq += bodies.len() as u64;
+        append_ops(store, key, &ops).await.unwrap();
     }
     eprintln!("built in {:.1} s", started.elapsed().as_secs_f64());
 }
 
-async fn open(url: &str) -> (Arc<Engine>, Duration) {
+async fn open(url: &str, key: &LogKey) -> (Arc<Engine>, Duration) {
     let started = Instant::now();
     let store = store::open(url).await.unwrap();
     let engine = Engine::open(
         store,
         Arc::new(SystemClock),
-        EngineConfig::default(),
+        EngineConfig {
+            log_key: key.clone(),
+            ..EngineConfig::default()
+        },
         Seed::None,
     )
     .await
@@ -219,10 +214,12 @@ async fn main() {
     let path = PathBuf::from(arg("--db").unwrap_or_else(|| format!("target/startup-bench-{n}.db")));
     let url = format!("sqlite://{}", path.display());
     let binary = PathBuf::from("target/release/chronoscope");
-    let data_dir = tempfile::tempdir().unwrap();
+    // Kept beside the file: its log key chains the records, and every start checks them.
+    let data_dir = PathBuf::from(format!("{}.data", path.display()));
+    let key = LogKey::load(None, &data_dir).unwrap();
     {
         let store = store::open(&url).await.unwrap();
-        build_log(&*store, n).await;
+        build_log(&*store, &key, n).await;
     }
     if std::env::args().any(|a| a == "--decode-only") {
         // For profiling: decode the newest stored snapshot `--runs` times.
@@ -232,7 +229,7 @@ async fn main() {
         let mut took = Vec::new();
         for _ in 0..runs {
             let started = Instant::now();
-            let world = chronoscope::engine::snapshot::decode(&bytes).unwrap();
+            let world = chronoscope::engine::snapshot::decode(&bytes, &key).unwrap();
             took.push(started.elapsed());
             drop(world);
         }
@@ -244,7 +241,7 @@ async fn main() {
     if !std::env::args().any(|a| a == "--skip-full") {
         let mut full = Vec::new();
         for _ in 0..runs {
-            let (engine, took) = open(&url).await;
+            let (engine, took) = open(&url, &key).await;
             assert_eq!(engine.snapshot().await.unwrap().seq, n as u64 + 1);
             full.push(took);
         }
@@ -252,13 +249,13 @@ async fn main() {
         let mut serve_full = Vec::new();
         if binary.exists() {
             for _ in 0..runs {
-                serve_full.push(serve_to_ready(&binary, &url, data_dir.path()));
+                serve_full.push(serve_to_ready(&binary, &url, &data_dir));
             }
             summary("serve to /readyz, full replay", &serve_full);
         }
     }
 
-    let (engine, _) = open(&url).await;
+    let (engine, _) = open(&url, &key).await;
     let started = Instant::now();
     engine.write_snapshot().await.unwrap();
     let wrote = started.elapsed();
@@ -274,7 +271,7 @@ async fn main() {
     let bytes = store.read_snapshot(listed[0].id).await.unwrap();
     let read = started.elapsed();
     let started = Instant::now();
-    let world = chronoscope::engine::snapshot::decode(&bytes).unwrap();
+    let world = chronoscope::engine::snapshot::decode(&bytes, &key).unwrap();
     println!(
         "of which: reading the bytes {:.0} ms, decoding {:.0} ms",
         read.as_secs_f64() * 1e3,
@@ -284,7 +281,7 @@ async fn main() {
 
     let mut snap = Vec::new();
     for _ in 0..runs {
-        let (engine, took) = open(&url).await;
+        let (engine, took) = open(&url, &key).await;
         assert_eq!(engine.snapshot().await.unwrap().seq, n as u64 + 1);
         snap.push(took);
     }
@@ -292,7 +289,7 @@ async fn main() {
     if binary.exists() {
         let mut serve_snap = Vec::new();
         for _ in 0..runs {
-            serve_snap.push(serve_to_ready(&binary, &url, data_dir.path()));
+            serve_snap.push(serve_to_ready(&binary, &url, &data_dir));
         }
         summary("serve to /readyz, snapshot + tail", &serve_snap);
     } else {
@@ -301,7 +298,7 @@ async fn main() {
 
     let tail: usize = arg("--tail").and_then(|s| s.parse().ok()).unwrap_or(0);
     if tail > 0 {
-        time_with_tail(&path, n, tail, runs, &binary, data_dir.path()).await;
+        time_with_tail(&path, n, tail, runs, &binary, &data_dir).await;
     }
 }
 
@@ -334,25 +331,22 @@ async fn time_with_tail(
     }
     let url = format!("sqlite://{}", copy.display());
     let store = store::open(&url).await.unwrap();
-    let mut seq = store.last_seq().await.unwrap();
-    let bodies: Vec<String> = (n..n + tail)
-        .map(|i| {
-            serde_json::to_string(&Op::AddEvents {
-                timeline: TimelineId::primary(),
-                events: vec![event(i, n + tail)],
-                at: None,
-            })
-            .unwrap()
+    let key = LogKey::load(None, data_dir).unwrap();
+    let ops: Vec<Op> = (n..n + tail)
+        .map(|i| Op::AddEvents {
+            timeline: TimelineId::primary(),
+            events: vec![event(i, n + tail)],
+            at: None,
         })
         .collect();
-    for chunk in bodies.chunks(5_000) {
-        store.append(seq + 1, chunk).await.unwrap();
-        seq += chunk.len() as u64;
+    for chunk in ops.chunks(5_000) {
+        append_ops(&*store, &key, chunk).await.unwrap();
     }
+    let seq = store.last_seq().await.unwrap();
     drop(store);
     let mut snap = Vec::new();
     for _ in 0..runs {
-        let (engine, took) = open(&url).await;
+        let (engine, took) = open(&url, &key).await;
         assert_eq!(engine.snapshot().await.unwrap().seq, seq);
         snap.push(took);
     }

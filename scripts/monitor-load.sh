@@ -54,7 +54,10 @@ bin="${CHRONOSCOPE_BIN:-$target/chronoscope}"
 start_work_dir
 
 echo "==> writing $events events to the primary timeline"
-"$target/examples/big_log" --database "sqlite://$work/big.db" --events "$events"
+# The records are chained with this key; every server below checks them with it.
+"$target/examples/big_log" --database "sqlite://$work/big.db" --data-dir "$work/keys" \
+  --events "$events"
+export CHRONOSCOPE_LOG_KEY_FILE="$work/keys/log-key"
 
 # Runs wrk on GET /v1/timelines ($1 label, $2 port, $3 token); prints "req/s p50 p99 max".
 measure_get() {

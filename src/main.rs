@@ -69,6 +69,7 @@ async fn run(cli: Cli) -> Result<()> {
             serve(&global, args).await
         }
         Some(Command::Token(args)) => token(&global, args),
+        Some(Command::Verify) => verify(&global).await,
         Some(Command::Completions { shell }) => {
             // Rendered first: the generator panics when it cannot write (a closed pipe).
             let mut script = Vec::new();
@@ -189,11 +190,57 @@ async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>>
         Arc::new(SystemClock),
         EngineConfig {
             default_window: global.window,
+            log_key: log_key(global, &dir)?,
         },
         global.seed.unwrap_or(default_seed),
     )
     .await
     .map_err(explain)
+}
+
+/// The log key: `--log-key-file`, else the one in the data directory (made when missing).
+fn log_key(global: &Global, dir: &Path) -> Result<chronoscope::store::LogKey> {
+    chronoscope::store::LogKey::load(global.log_key_file.as_deref(), dir).map_err(|e| eyre!("{e}"))
+}
+
+/// `chronoscope verify`: every record of the store against the log key, read-only.
+async fn verify(global: &Global) -> Result<()> {
+    let dir = data_dir(global)?;
+    let url = database_url(global, &dir);
+    let store = chronoscope::store::open(&url)
+        .await
+        .wrap_err_with(|| format!("cannot open the store {url}"))?;
+    let audit = chronoscope::engine::audit::audit(store.as_ref(), &log_key(global, &dir)?)
+        .await
+        .map_err(explain)?;
+    if global.json {
+        let text = serde_json::to_string_pretty(&audit).wrap_err("cannot encode the report")?;
+        println!("{text}");
+    } else if audit.is_sound() {
+        let from = audit
+            .chain_from
+            .filter(|&from| from > 1)
+            .map(|from| {
+                format!(
+                    "; records before {from} were written before the log was chained and are \
+                     proven since the upgrade"
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "{}: all {} records verify{from}",
+            audit.store, audit.verified
+        );
+    }
+    match audit.problem {
+        None => Ok(()),
+        Some(problem) => Err(eyre!(
+            "{}: {} ({} records before it verify)",
+            audit.store,
+            problem.reason,
+            audit.verified
+        )),
+    }
 }
 
 /// The traveller on the embedded engine: `--as`, else the OS user.

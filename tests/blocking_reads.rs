@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock};
 use chronoscope::model::{Event, EventId, EventStatus, TimelineId};
 use chronoscope::service::*;
-use chronoscope::store::{MemoryStore, Store};
+use chronoscope::store::MemoryStore;
 
 const EVENTS: usize = 200_000;
 
@@ -45,9 +45,7 @@ async fn engine_with_a_huge_timeline() -> Arc<Engine> {
         events,
         at: None,
     };
-    let seq = store.last_seq().await.expect("memory store");
-    store
-        .append(seq + 1, &[serde_json::to_string(&op).expect("op encodes")])
+    chronoscope::engine::append_ops(&*store, &EngineConfig::default().log_key, &[op])
         .await
         .expect("appended");
     // A second engine replays the log with the big timeline in it.

@@ -22,6 +22,7 @@ fn chronoscope(data_dir: &Path, args: &[&str]) -> std::process::Output {
         .env_remove("CHRONOSCOPE_JWT_SECRET")
         .env_remove("CHRONOSCOPE_JWT_SECRET_FILE")
         .env_remove("CHRONOSCOPE_DATABASE")
+        .env_remove("CHRONOSCOPE_LOG_KEY_FILE")
         .env("NO_COLOR", "1")
         .output()
         .expect("the binary runs")
@@ -48,7 +49,7 @@ fn an_existing_data_directory_keeps_its_permissions_and_its_secrets_are_private(
         0o755,
         "a directory we did not create was chmodded"
     );
-    for file in ["chronoscope.db", "jwt-secret"] {
+    for file in ["chronoscope.db", "jwt-secret", "log-key"] {
         assert_eq!(mode(&shared.path().join(file)), 0o600, "{file}");
     }
 }
@@ -107,4 +108,53 @@ fn a_short_secret_or_a_secret_file_is_explained() {
         chronoscope::auth::Secret::from_bytes("0123456789abcdef0123456789abcdef").expect("secret");
     let claims = chronoscope::auth::verify(&secret, &token).expect("signed with the file's secret");
     assert_eq!(claims.sub, "ada");
+}
+
+/// `verify` reads the whole store against the data directory's log key: all good, then the
+/// exact record someone changed in the file, with a failing exit status.
+#[test]
+fn verify_names_the_record_changed_in_the_file() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = chronoscope(dir.path(), &["items", "register", "brass compass"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = chronoscope(dir.path(), &["verify"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("records verify"), "{said}");
+
+    let conn = rusqlite::Connection::open(dir.path().join("chronoscope.db")).expect("open");
+    let seq: i64 = conn
+        .query_row(
+            "SELECT seq FROM op_log WHERE body LIKE '%brass compass%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the item's record");
+    conn.execute(
+        "UPDATE op_log SET body = replace(body, 'brass', 'gold') WHERE seq = ?1",
+        [seq],
+    )
+    .expect("changed");
+    drop(conn);
+
+    let out = chronoscope(dir.path(), &["verify"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("record {seq} does not match its link")),
+        "{said}"
+    );
+    // And nothing is served from the changed log: the next command refuses to start.
+    let out = chronoscope(dir.path(), &["items", "list"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("does not verify"), "{said}");
 }

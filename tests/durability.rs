@@ -99,16 +99,18 @@ async fn big_world(url: &str) {
             }
         })
         .collect();
-    let bodies = [
+    let ops = [
         primary,
         Op::AddEvents {
             timeline: TimelineId::primary(),
             events,
             at: None,
         },
-    ]
-    .map(|op| serde_json::to_string(&op).unwrap());
-    store.append(1, &bodies).await.unwrap();
+    ];
+    let key = chronoscope::engine::EngineConfig::default().log_key;
+    chronoscope::engine::append_ops(&*store, &key, &ops)
+        .await
+        .unwrap();
 }
 
 /// The child's writing loop; with [`SNAPSHOTS_ENV`], snapshots are written all along beside it,
@@ -127,9 +129,14 @@ async fn child_writer(url: &str) {
             loop {
                 let world = engine.snapshot().await.unwrap();
                 let seq = world.seq;
-                let bytes = tokio::task::spawn_blocking(move || snapshot::encode(&world))
-                    .await
-                    .unwrap();
+                let bytes = tokio::task::spawn_blocking(move || {
+                    snapshot::encode(
+                        &world,
+                        &chronoscope::engine::EngineConfig::default().log_key,
+                    )
+                })
+                .await
+                .unwrap();
                 println!("SNAP writing");
                 engine
                     .store()
@@ -278,16 +285,24 @@ async fn assert_start_equals_full_replay(url: &str) {
             break;
         }
         for r in records {
-            full.apply(r.seq, serde_json::from_str(&r.body).unwrap())
-                .unwrap();
+            full.apply(
+                r.seq,
+                chronoscope::engine::Envelope::decode(&r.body)
+                    .unwrap()
+                    .change,
+            )
+            .unwrap();
         }
     }
     let listed = store.snapshots().await.unwrap();
     assert!(!listed.is_empty(), "no complete snapshot survived");
     for info in &listed {
         let bytes = store.read_snapshot(info.id).await.unwrap();
-        chronoscope::engine::snapshot::decode(&bytes)
-            .unwrap_or_else(|e| panic!("snapshot {} is listed but unusable: {e}", info.id));
+        chronoscope::engine::snapshot::decode(
+            &bytes,
+            &chronoscope::engine::EngineConfig::default().log_key,
+        )
+        .unwrap_or_else(|e| panic!("snapshot {} is listed but unusable: {e}", info.id));
     }
     let started = engine(url).await.snapshot().await.unwrap();
     assert_eq!(started.first_difference(&full), None);

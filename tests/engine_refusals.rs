@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
 use chronoscope::service::*;
-use chronoscope::store::{LogLock, MemoryStore, Record, Store, StoreError};
+use chronoscope::store::{ChainMeta, Link, LogLock, MemoryStore, Record, Store, StoreError};
 
 /// A memory store whose reads of new records take as long as a slow database round trip.
 struct SlowReads {
@@ -35,6 +35,12 @@ impl Store for SlowReads {
     }
     fn describe(&self) -> String {
         "slow reads".into()
+    }
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        self.inner.chain().await
+    }
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        self.inner.start_chain(meta, links).await
     }
 }
 

@@ -1213,6 +1213,18 @@ impl Store for SlowStore {
     fn describe(&self) -> String {
         "slow memory".into()
     }
+    async fn chain(
+        &self,
+    ) -> Result<Option<chronoscope::store::ChainMeta>, chronoscope::store::StoreError> {
+        self.0.chain().await
+    }
+    async fn start_chain(
+        &self,
+        meta: chronoscope::store::ChainMeta,
+        links: &[chronoscope::store::Link],
+    ) -> Result<(), chronoscope::store::StoreError> {
+        self.0.start_chain(meta, links).await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1313,6 +1325,18 @@ impl Store for RivalStore {
     }
     fn describe(&self) -> String {
         "memory with a rival".into()
+    }
+    async fn chain(
+        &self,
+    ) -> Result<Option<chronoscope::store::ChainMeta>, chronoscope::store::StoreError> {
+        self.shared.chain().await
+    }
+    async fn start_chain(
+        &self,
+        meta: chronoscope::store::ChainMeta,
+        links: &[chronoscope::store::Link],
+    ) -> Result<(), chronoscope::store::StoreError> {
+        self.shared.start_chain(meta, links).await
     }
 }
 

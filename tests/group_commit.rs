@@ -10,7 +10,9 @@ use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{ItemId, parse_instant};
 use chronoscope::service::{NewItem, PageRequest, TimelineService};
-use chronoscope::store::{self, Appending, LogLock, Record, Store, StoreError};
+use chronoscope::store::{
+    self, Appending, ChainMeta, Entry, Link, LogLock, Record, Store, StoreError,
+};
 use tempfile::TempDir;
 
 /// Writers started by the tests, arriving in bursts while earlier ones wait for their batch.
@@ -144,11 +146,11 @@ impl Store for FailingSometimes {
         self.inner.lock().await
     }
 
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        self.inner.append(first_seq, bodies).await
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
+        self.inner.append(first_seq, entries).await
     }
 
-    fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
+    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         let mut broken = self.broken.lock().unwrap();
         if call % 7 == 3 {
@@ -174,7 +176,15 @@ impl Store for FailingSometimes {
             ));
         }
         *broken = false;
-        self.inner.append_queued(first_seq, bodies, chained)
+        self.inner.append_queued(first_seq, entries, chained)
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        self.inner.chain().await
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        self.inner.start_chain(meta, links).await
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {

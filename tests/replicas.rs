@@ -22,6 +22,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+/// The log key every replica here shares.
+const LOG_KEY: &str = "replicas-test-log-key-0123456789abcdef0123456789abcdef";
 /// Shared by every replica, so one token works on all of them.
 const SECRET: &str = "replicas-test-secret-0123456789-abcdef";
 /// The traveller the workload acts as.
@@ -70,9 +72,24 @@ impl Replica {
     /// Starts a replica on a free loopback port and waits until it says where it listens.
     fn start(exe: &Path, name: &'static str, database: &str) -> Replica {
         let data_dir = tempfile::tempdir().unwrap();
+        // Replicas of one store chain its log with one key, each from its own copy of the file.
+        let key_file = data_dir.path().join("shared-log-key");
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&key_file)
+                .unwrap();
+            file.write_all(LOG_KEY.as_bytes()).unwrap();
+        }
         let mut child = Command::new(exe)
             .arg("--data-dir")
             .arg(data_dir.path())
+            .arg("--log-key-file")
+            .arg(&key_file)
             .args(["--database", database, "--seed", "none", "--log", "warn"])
             .args([
                 "serve",

@@ -7,12 +7,14 @@ mod support;
 use std::sync::Arc;
 
 use chronoscope::engine::snapshot::{self, SnapshotError};
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Op, Seed, World};
+use chronoscope::engine::{
+    Engine, EngineConfig, Envelope, ManualClock, Op, Seed, World, append_ops,
+};
 use chronoscope::model::{
     Event, EventId, EventStatus, Timeline, TimelineId, Window, parse_instant,
 };
 use chronoscope::service::{NewItem, TimelineService};
-use chronoscope::store::{self, MemoryStore, Store};
+use chronoscope::store::{self, LogKey, MemoryStore, Store};
 use proptest::prelude::*;
 
 fn timeline(id: &str, parent: Option<&str>) -> Timeline {
@@ -204,18 +206,17 @@ proptest! {
         let full = fold(&ops, World::default());
         let k = cut.index(ops.len() + 1);
         let at_k = fold(&ops[..k], World::default());
-        let bytes = snapshot::encode(&at_k);
-        let read = snapshot::decode(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let bytes = snapshot::encode(&at_k, &key());
+        let read = snapshot::decode(&bytes, &key()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(read.first_difference(&at_k), None);
         let resumed = fold(&ops[k..], read);
         prop_assert_eq!(resumed.first_difference(&full), None);
     }
 }
 
-fn json(ops: &[Op]) -> Vec<String> {
-    ops.iter()
-        .map(|op| serde_json::to_string(op).unwrap())
-        .collect()
+/// The key every engine here uses ([`EngineConfig::default`]'s).
+fn key() -> LogKey {
+    LogKey::development()
 }
 
 async fn open(store: Arc<dyn Store>) -> Arc<Engine> {
@@ -241,7 +242,7 @@ async fn full_replay(store: &dyn Store) -> World {
         }
         for r in records {
             world
-                .apply(r.seq, serde_json::from_str(&r.body).unwrap())
+                .apply(r.seq, Envelope::decode(&r.body).unwrap().change)
                 .unwrap();
         }
     }
@@ -274,16 +275,13 @@ async fn an_engine_starts_from_the_snapshot_and_replays_the_tail() {
     let ops = sample_log();
     let (head, tail) = ops.split_at(ops.len() * 2 / 3);
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    store.append(1, &json(head)).await.unwrap();
+    append_ops(&*store, &key(), head).await.unwrap();
     let first = open(Arc::clone(&store)).await;
     assert_eq!(
         first.write_snapshot().await.unwrap(),
         Some(head.len() as u64)
     );
-    store
-        .append(head.len() as u64 + 1, &json(tail))
-        .await
-        .unwrap();
+    append_ops(&*store, &key(), tail).await.unwrap();
     let listed = store.snapshots().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].seq, head.len() as u64);
@@ -299,9 +297,9 @@ async fn an_engine_starts_from_the_snapshot_and_replays_the_tail() {
 async fn store_with_bad_snapshot(bad: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Arc<dyn Store> {
     let ops = sample_log();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    store.append(1, &json(&ops)).await.unwrap();
+    append_ops(&*store, &key(), &ops).await.unwrap();
     let world = fold(&ops, World::default());
-    let bytes = bad(snapshot::encode(&world));
+    let bytes = bad(snapshot::encode(&world, &key()));
     store
         .put_snapshot(snapshot::FORMAT, world.seq, &bytes)
         .await
@@ -312,21 +310,21 @@ async fn store_with_bad_snapshot(bad: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Arc<dy
 #[tokio::test]
 async fn a_damaged_snapshot_is_ignored_and_the_log_replayed() {
     let ops = sample_log();
-    let good = snapshot::encode(&fold(&ops, World::default()));
+    let good = snapshot::encode(&fold(&ops, World::default()), &key());
     for at in [3, 40, good.len() / 2, good.len() - 1] {
         let mut flipped = good.clone();
         flipped[at] ^= 0x20;
         assert!(
-            snapshot::decode(&flipped).is_err(),
+            snapshot::decode(&flipped, &key()).is_err(),
             "a flipped byte at {at} went unnoticed"
         );
     }
     assert_eq!(
-        snapshot::decode(&good[..good.len() - 10]).err(),
+        snapshot::decode(&good[..good.len() - 10], &key()).err(),
         Some(SnapshotError::Damaged(format!(
             "{} bytes of body where {} were written",
-            good.len() - 32 - 10,
-            good.len() - 32
+            good.len() - 96 - 10,
+            good.len() - 96
         )))
     );
 
@@ -344,10 +342,10 @@ async fn a_damaged_snapshot_is_ignored_and_the_log_replayed() {
 #[tokio::test]
 async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
     let ops = sample_log();
-    let mut other = snapshot::encode(&fold(&ops, World::default()));
+    let mut other = snapshot::encode(&fold(&ops, World::default()), &key());
     other[8..12].copy_from_slice(&(snapshot::FORMAT + 1).to_le_bytes());
     assert_eq!(
-        snapshot::decode(&other).err(),
+        snapshot::decode(&other, &key()).err(),
         Some(SnapshotError::OtherFormat {
             found: snapshot::FORMAT + 1
         })
@@ -355,13 +353,13 @@ async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
 
     // Listed with the other format, as a newer version would store it: never read.
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    store.append(1, &json(&ops)).await.unwrap();
+    append_ops(&*store, &key(), &ops).await.unwrap();
     let empty = World::default();
     store
         .put_snapshot(
             snapshot::FORMAT + 1,
             ops.len() as u64,
-            &snapshot::encode(&empty),
+            &snapshot::encode(&empty, &key()),
         )
         .await
         .unwrap();
@@ -385,13 +383,17 @@ async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
 async fn a_valid_snapshot_is_what_a_start_shows() {
     let ops = sample_log();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    store.append(1, &json(&ops)).await.unwrap();
+    append_ops(&*store, &key(), &ops).await.unwrap();
     // A well-formed snapshot of a *different* world at the same position: trusted (it checks
     // out), so the start shows it. This is why only checked snapshots may be used.
     let mut other = fold(&ops[..ops.len() / 2], World::default());
     other.seq = ops.len() as u64;
     store
-        .put_snapshot(snapshot::FORMAT, other.seq, &snapshot::encode(&other))
+        .put_snapshot(
+            snapshot::FORMAT,
+            other.seq,
+            &snapshot::encode(&other, &key()),
+        )
         .await
         .unwrap();
     let engine = open(Arc::clone(&store)).await;
@@ -418,7 +420,7 @@ fn branches_are_stored_as_their_differences() {
             .collect(),
         at: None,
     });
-    let one = snapshot::encode(&fold(&ops, World::default())).len();
+    let one = snapshot::encode(&fold(&ops, World::default()), &key()).len();
     for b in 0..20 {
         ops.push(Op::CreateTimeline {
             timeline: timeline(&format!("tml_b{b}"), Some("primary")),
@@ -436,13 +438,13 @@ fn branches_are_stored_as_their_differences() {
         });
     }
     let world = fold(&ops, World::default());
-    let bytes = snapshot::encode(&world);
+    let bytes = snapshot::encode(&world, &key());
     assert!(
         bytes.len() < one * 3 / 2,
         "20 branches of a {n}-event timeline: {} bytes, the timeline alone {one}",
         bytes.len()
     );
-    let read = snapshot::decode(&bytes).unwrap();
+    let read = snapshot::decode(&bytes, &key()).unwrap();
     assert_eq!(read.first_difference(&world), None);
 }
 
@@ -478,9 +480,11 @@ async fn the_demo_world_with_travellers_survives_a_snapshot() {
     let restarted = open(Arc::clone(&store)).await;
     let world = restarted.snapshot().await.unwrap();
     assert_eq!(world.first_difference(&full_replay(&*store).await), None);
-    let bytes = snapshot::encode(&world);
+    let bytes = snapshot::encode(&world, &key());
     assert_eq!(
-        snapshot::decode(&bytes).unwrap().first_difference(&world),
+        snapshot::decode(&bytes, &key())
+            .unwrap()
+            .first_difference(&world),
         None
     );
 }
@@ -489,7 +493,7 @@ async fn the_demo_world_with_travellers_survives_a_snapshot() {
 /// are kept, on `store`.
 async fn store_keeps_and_returns_snapshots(store: Arc<dyn Store>) {
     let ops = sample_log();
-    store.append(1, &json(&ops)).await.unwrap();
+    append_ops(&*store, &key(), &ops).await.unwrap();
     let engine = open(Arc::clone(&store)).await;
     assert!(store.snapshots().await.unwrap().is_empty());
     for _ in 0..3 {
@@ -502,7 +506,7 @@ async fn store_keeps_and_returns_snapshots(store: Arc<dyn Store>) {
     assert_eq!(listed[0].format, snapshot::FORMAT);
     let bytes = store.read_snapshot(listed[0].id).await.unwrap();
     assert_eq!(bytes.len() as u64, listed[0].bytes);
-    let world = snapshot::decode(&bytes).unwrap();
+    let world = snapshot::decode(&bytes, &key()).unwrap();
     assert_eq!(world.first_difference(&full_replay(&*store).await), None);
 }
 
@@ -593,7 +597,7 @@ async fn postgres_stores_and_loads_snapshots() {
 async fn the_background_task_writes_a_snapshot_when_due() {
     let ops = sample_log();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    store.append(1, &json(&ops)).await.unwrap();
+    append_ops(&*store, &key(), &ops).await.unwrap();
     let engine = open(Arc::clone(&store)).await;
     engine.spawn_snapshots(chronoscope::engine::SnapshotPolicy {
         every_records: 100,

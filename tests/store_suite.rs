@@ -7,7 +7,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chronoscope::store::{self, MemoryStore, Record, Store, StoreError};
+use chronoscope::store::{self, ChainMeta, Entry, Link, MemoryStore, Record, Store, StoreError};
 use tempfile::TempDir;
 
 /// One backend under test; dropping it removes its data.
@@ -53,8 +53,28 @@ impl Backend {
     }
 }
 
-fn bodies(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
+fn bodies(items: &[&str]) -> Vec<Entry> {
+    entries(items.iter().map(|s| (*s).to_owned()).collect())
+}
+
+/// Records with a link each made up from its body (the store keeps links, it does not check
+/// them: the engine does).
+fn entries(bodies: Vec<String>) -> Vec<Entry> {
+    bodies
+        .into_iter()
+        .map(|body| Entry {
+            link: link_of(&body),
+            body,
+        })
+        .collect()
+}
+
+fn link_of(body: &str) -> Link {
+    let mut link = [0u8; 32];
+    for (i, b) in body.bytes().enumerate() {
+        link[i % 32] = link[i % 32].wrapping_mul(31).wrapping_add(b);
+    }
+    link
 }
 
 async fn all(store: &dyn Store) -> Vec<Record> {
@@ -129,7 +149,7 @@ async fn a_stale_first_seq_conflicts_and_writes_nothing(backend: Backend) {
 async fn read_since_pages_in_order(backend: Backend) {
     let store = backend.handle().await;
     for batch in 0..5u64 {
-        let batch: Vec<String> = (1..=5).map(|i| format!("r{}", batch * 5 + i)).collect();
+        let batch = entries((1..=5).map(|i| format!("r{}", batch * 5 + i)).collect());
         let first = store.last_seq().await.unwrap() + 1;
         store.append(first, &batch).await.unwrap();
     }
@@ -168,9 +188,11 @@ async fn racing_handles_never_leave_gaps_or_duplicates(backend: Backend) {
         tasks.push(tokio::spawn(async move {
             for n in 0..APPENDS_PER_TASK {
                 // Batches of 1 to 3 so that a lost race can be a partial overlap.
-                let batch: Vec<String> = (0..=(n % 3))
-                    .map(|part| format!("task{task}-append{n}-part{part}"))
-                    .collect();
+                let batch = entries(
+                    (0..=(n % 3))
+                        .map(|part| format!("task{task}-append{n}-part{part}"))
+                        .collect(),
+                );
                 loop {
                     let next = store.last_seq().await.unwrap() + 1;
                     match store.append(next, &batch).await {
@@ -218,20 +240,17 @@ async fn large_bodies_round_trip(backend: Backend) {
         let payload: String = std::iter::repeat_n(fill, 1 << 20).collect();
         format!(r#"{{"op":"big","payload":"{payload}"}}"#)
     };
-    let single = mebibyte('a');
-    store
-        .append(1, std::slice::from_ref(&single))
-        .await
-        .unwrap();
-    let batch = vec![mebibyte('b'), mebibyte('c'), mebibyte('d')];
+    let single = entries(vec![mebibyte('a')]);
+    store.append(1, &single).await.unwrap();
+    let batch = entries(vec![mebibyte('b'), mebibyte('c'), mebibyte('d')]);
     store.append(2, &batch).await.unwrap();
 
     let records = all(&*backend.handle().await).await;
     assert_eq!(records.len(), 4);
-    assert_eq!(records[0].body, single);
-    for (record, body) in records[1..].iter().zip(&batch) {
+    assert_eq!(records[0].body, single[0].body);
+    for (record, entry) in records[1..].iter().zip(&batch) {
         assert!(record.body.len() > 1 << 20);
-        assert_eq!(&record.body, body);
+        assert_eq!(record.body, entry.body);
     }
 }
 
@@ -249,7 +268,10 @@ async fn unicode_round_trips(backend: Backend) {
     store.append(1, &texts).await.unwrap();
     let records = all(&*backend.handle().await).await;
     let got: Vec<&str> = records.iter().map(|r| r.body.as_str()).collect();
-    assert_eq!(got, texts.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        got,
+        texts.iter().map(|e| e.body.as_str()).collect::<Vec<_>>()
+    );
 }
 
 /// While one handle holds the write lock, another handle's lock waits; when the holder
@@ -375,8 +397,39 @@ macro_rules! suite {
     };
 }
 
+/// Links are kept as written, records before the chain get theirs in one step, and the chain's
+/// record is made once and seen by every handle.
+async fn links_and_the_chain_record_round_trip(backend: Backend) {
+    let store = backend.handle().await;
+    assert_eq!(store.chain().await.unwrap(), None);
+    store.append(1, &bodies(&["a", "b"])).await.unwrap();
+    let meta = ChainMeta {
+        fingerprint: [7; 32],
+        from: 3,
+    };
+    let (one, two) = ([1; 32], [2; 32]);
+    // Not where the log ends: refused, nothing recorded.
+    let stale = ChainMeta { from: 2, ..meta };
+    assert!(matches!(
+        store.start_chain(stale, &[one]).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(store.chain().await.unwrap(), None);
+    store.start_chain(meta, &[one, two]).await.unwrap();
+    assert!(matches!(
+        store.start_chain(meta, &[one, two]).await,
+        Err(StoreError::AlreadyChained)
+    ));
+    let other = backend.handle().await;
+    assert_eq!(other.chain().await.unwrap(), Some(meta));
+    store.append(3, &bodies(&["c"])).await.unwrap();
+    let links: Vec<Option<Link>> = all(&*other).await.iter().map(|r| r.link).collect();
+    assert_eq!(links, [Some(one), Some(two), Some(link_of("c"))]);
+}
+
 suite!(
     every store: [
+        links_and_the_chain_record_round_trip,
         empty_log_has_last_seq_zero,
         appends_get_consecutive_seqs,
         a_batch_is_all_or_nothing,

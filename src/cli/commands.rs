@@ -35,6 +35,7 @@ pub async fn execute(
     match command {
         Command::Serve(_)
         | Command::Token(_)
+        | Command::Verify
         | Command::Completions { .. }
         | Command::Man { .. } => Err(ServiceError::Internal(
             "serve, token, completions and man are not service commands".into(),

@@ -47,6 +47,15 @@ pub struct Global {
     #[arg(long, global = true, env = "CHRONOSCOPE_DATABASE", value_name = "URL")]
     pub database: Option<String>,
 
+    /// The key that chains the log, so changes made to the store behind chronoscope's back are detected; every replica of one store needs the same file [default: `log-key` in the data directory, made when missing]
+    #[arg(
+        long,
+        global = true,
+        env = "CHRONOSCOPE_LOG_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub log_key_file: Option<PathBuf>,
+
     /// What a new, empty store is filled with [default: demo for the dashboard and commands, none for serve]
     #[arg(long, global = true, env = "CHRONOSCOPE_SEED", value_enum)]
     pub seed: Option<Seed>,
@@ -139,6 +148,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print a bearer token for the server that uses this data directory
     Token(TokenArgs),
+    /// Check every record of the store against the log key and report the first bad one (read-only; exit status 1 when one is found)
+    Verify,
     /// Show who you are and where you are
     Whoami,
     /// List, show, create and delete timelines

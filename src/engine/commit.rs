@@ -30,10 +30,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::{oneshot, watch};
 
-use super::{Engine, Op, World};
+use super::{Engine, Envelope, Op, World};
 use crate::error::ServiceError;
-use crate::model::Instant;
-use crate::store::{Appending, LogLock, StoreError};
+use crate::model::{Instant, Traveller};
+use crate::store::{Appending, Entry, LogLock, StoreError};
 
 /// How many times a write is decided again. Two suffice when the write lock kept after a lost
 /// race is used in time; the rest cover a kept lock that expired (see [`HOLD_FOR`]).
@@ -81,7 +81,8 @@ impl Drop for Rejoin {
 #[derive(Debug)]
 struct Batch {
     first_seq: u64,
-    bodies: Vec<String>,
+    /// The records, each linked to the one before it (see [`crate::store::chain`]).
+    entries: Vec<Entry>,
     /// The world once the batch is applied.
     world: Arc<World>,
     /// How the batch ended, for its writers to wait on; dropped unset only if the flusher
@@ -140,11 +141,12 @@ impl fmt::Debug for Held {
 }
 
 impl Engine {
-    /// Runs a write: `decide` looks at the latest world and the time, and returns the ops to
-    /// log with the caller's answer. The answer is returned once the ops are durable; nothing
-    /// is published unless the store took them.
+    /// Runs a write made by `by` (`None` for history as shipped): `decide` looks at the latest
+    /// world and the time, and returns the ops to log with the caller's answer. The answer is
+    /// returned once the ops are durable; nothing is published unless the store took them.
     pub(crate) async fn write<T>(
         &self,
+        by: Option<&Traveller>,
         decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
     ) -> Result<T, ServiceError> {
         // Set while the store's write lock is kept for this writer's next decision.
@@ -172,7 +174,8 @@ impl Engine {
                         self.snapshot_now()
                     }
                 };
-                let (ops, answer) = match decide(&base, self.clock.now()) {
+                let now = self.clock.now();
+                let (ops, answer) = match decide(&base, now) {
                     // A refusal never reaches the store, so it must not rest on an old state:
                     // catch up and decide once more if anything new arrived. The catch-up is a
                     // query on PostgreSQL, so it runs without the writers' lock: refused
@@ -193,27 +196,25 @@ impl Engine {
                 if ops.is_empty() {
                     return Ok(answer);
                 }
-                let bodies = ops
-                    .iter()
-                    .map(serde_json::to_string)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| ServiceError::Internal(format!("cannot encode a change: {e}")))?;
                 let mut next = (*base).clone();
+                let mut entries = Vec::with_capacity(ops.len());
                 for op in ops {
-                    let seq = next.seq + 1;
+                    let (seq, entry) = self.record(&next, by, now, &op)?;
                     next.apply(seq, op)
                         .map_err(|e| ServiceError::Internal(e.to_string()))?;
+                    next.link = Some(entry.link);
+                    entries.push(entry);
                 }
                 let next = Arc::new(next);
                 pending.world = Some(Arc::clone(&next));
                 let batch = pending.open.get_or_insert_with(|| Batch {
                     first_seq: base.seq + 1,
-                    bodies: Vec::new(),
+                    entries: Vec::new(),
                     world: Arc::clone(&next),
                     outcome: watch::Sender::new(None),
                     handed: None,
                 });
-                batch.bodies.extend(bodies);
+                batch.entries.extend(entries);
                 batch.world = next;
                 let outcome = batch.outcome.subscribe();
                 self.start_flusher(&mut pending);
@@ -231,6 +232,25 @@ impl Engine {
         Err(ServiceError::Unavailable(
             "the store is busy with other writers; try again".into(),
         ))
+    }
+
+    /// The record that logs `op` after `world`'s last one: its envelope, linked to the record
+    /// before it. Computed where the op is decided, so a batch decided again after a lost
+    /// race is linked again too.
+    fn record(
+        &self,
+        world: &World,
+        by: Option<&Traveller>,
+        at: Instant,
+        op: &Op,
+    ) -> Result<(u64, Entry), ServiceError> {
+        let seq = world.seq + 1;
+        let body = Envelope::encode(by, Some(at), op)
+            .map_err(|e| ServiceError::Internal(format!("cannot encode a change: {e}")))?;
+        let key = &self.config.log_key;
+        let previous = world.link.unwrap_or_else(|| key.genesis());
+        let link = key.link(&previous, seq, &body);
+        Ok((seq, Entry { body, link }))
     }
 
     /// Starts the flusher unless it is running (the caller holds the `pending` lock).
@@ -287,7 +307,7 @@ impl Engine {
                     }
                     None => match self
                         .store
-                        .append_queued(batch.first_seq, &batch.bodies, false)
+                        .append_queued(batch.first_seq, &batch.entries, false)
                     {
                         Some(appending) => queued.push_back((batch.hand(), appending)),
                         None => {
@@ -315,7 +335,7 @@ impl Engine {
                 if let Some(batch) = pending.open.take() {
                     match self
                         .store
-                        .append_queued(batch.first_seq, &batch.bodies, true)
+                        .append_queued(batch.first_seq, &batch.entries, true)
                     {
                         Some(appending) => queued.push_back((batch.hand(), appending)),
                         None => pending.open = Some(batch),
@@ -363,7 +383,7 @@ impl Engine {
     /// Appends `batch` in one step, or, when another process wrote first, under the lock.
     async fn append(&self, batch: Batch) {
         let batch = batch.hand();
-        match self.store.append(batch.first_seq, &batch.bodies).await {
+        match self.store.append(batch.first_seq, &batch.entries).await {
             Ok(()) => {
                 self.finish(batch, Outcome::Durable, None, false, Vec::new())
                     .await;
@@ -399,7 +419,7 @@ impl Engine {
         let end = match lock {
             Ok(lock) if lock.last_seq().checked_add(1) == Some(batch.first_seq) => {
                 batch = batch.hand();
-                match lock.commit(&batch.bodies).await {
+                match lock.commit(&batch.entries).await {
                     Ok(()) => Outcome::Durable,
                     Err(StoreError::Conflict(_)) => Outcome::Retry(None),
                     Err(e) => Outcome::Failed(e.into()),
@@ -439,7 +459,8 @@ impl Engine {
         let durable = matches!(end, Outcome::Durable);
         if durable {
             self.publish(Arc::clone(&batch.world));
-            metrics::histogram!(crate::metrics::COMMIT_BATCH_OPS).record(batch.bodies.len() as f64);
+            metrics::histogram!(crate::metrics::COMMIT_BATCH_OPS)
+                .record(batch.entries.len() as f64);
             if let Some(handed) = batch.handed {
                 metrics::histogram!(crate::metrics::COMMIT_APPEND_SECONDS)
                     .record(handed.elapsed().as_secs_f64());

@@ -195,21 +195,28 @@ impl Engine {
         let mut ran = 0;
         for item in due(&world, self.now()) {
             let mint = || self.mint();
+            // Automation is logged as its owner's doing.
+            let owner = match &item {
+                Due::Script(id) => world.scripts.get(id).map(|s| s.owner.clone()),
+                Due::Job(id) => world.jobs.get(id).map(|j| j.owner.clone()),
+            };
             let did = self
-                .write(|world, now| match plan(world, &item, now, &mint) {
-                    Some(ops) => {
-                        let succeeded = ops.iter().any(|op| {
-                            matches!(
-                                op,
-                                Op::Ran {
-                                    succeeded: true,
-                                    ..
-                                }
-                            )
-                        });
-                        Ok((ops, Some(succeeded)))
+                .write(owner.as_ref(), |world, now| {
+                    match plan(world, &item, now, &mint) {
+                        Some(ops) => {
+                            let succeeded = ops.iter().any(|op| {
+                                matches!(
+                                    op,
+                                    Op::Ran {
+                                        succeeded: true,
+                                        ..
+                                    }
+                                )
+                            });
+                            Ok((ops, Some(succeeded)))
+                        }
+                        None => Ok((Vec::new(), None)),
                     }
-                    None => Ok((Vec::new(), None)),
                 })
                 .await?;
             if let Some(succeeded) = did {

@@ -6,6 +6,7 @@
 //! Another process writing the same store (a CLI next to the dashboard, a second server replica)
 //! is seen on the next call, and a write that raced one is decided again on the new state.
 
+pub mod audit;
 mod barrier;
 mod clock;
 mod commit;
@@ -25,14 +26,52 @@ pub use barrier::ReadStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use seed::{Seed, WorldFile};
 pub use session::EngineSession;
-pub use world::{Op, TimelineState, World};
+pub use world::{Envelope, Op, TimelineState, World};
 
 use crate::error::ServiceError;
 use crate::model::{Instant, Traveller, Window};
+use crate::store::chain::{self, ChainMeta, LogKey};
 use crate::store::{Store, StoreError};
 
 /// How many log records are read per round trip when catching up.
 const CATCH_UP_BATCH: u32 = 10_000;
+
+/// Appends `ops` to `store` after its last record, as records chained with `key` (`by` none,
+/// `at` unknown), chaining an empty store first: for tools that build a log without an engine
+/// (load generators, tests). Every engine opened on the store with `key` reads them back.
+pub async fn append_ops(store: &dyn Store, key: &LogKey, ops: &[Op]) -> Result<(), ServiceError> {
+    if store.chain().await?.is_none() {
+        let meta = ChainMeta {
+            fingerprint: key.fingerprint(),
+            from: 1,
+        };
+        match store.start_chain(meta, &[]).await {
+            Ok(()) | Err(StoreError::AlreadyChained) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let last = store.last_seq().await?;
+    let mut previous = match last.checked_sub(1) {
+        Some(before) => store
+            .read_since(before, 1)
+            .await?
+            .first()
+            .and_then(|r| r.link)
+            .ok_or_else(|| ServiceError::Internal(format!("record {last} has no link")))?,
+        None => key.genesis(),
+    };
+    let mut entries = Vec::with_capacity(ops.len());
+    for (seq, op) in (last + 1..).zip(ops) {
+        let body = Envelope::encode(None, None, op)
+            .map_err(|e| ServiceError::Internal(format!("cannot encode a change: {e}")))?;
+        previous = key.link(&previous, seq, &body);
+        entries.push(crate::store::Entry {
+            body,
+            link: previous,
+        });
+    }
+    Ok(store.append(last + 1, &entries).await?)
+}
 
 /// When `serve` writes snapshots of the folded state (see [`Engine::spawn_snapshots`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,12 +103,15 @@ const SNAPSHOT_TICK: std::time::Duration = std::time::Duration::from_secs(1);
 pub struct EngineConfig {
     /// How long new timelines stay open.
     pub default_window: Window,
+    /// The key of the log's chain (see [`crate::store::chain`]); the binary loads the real one.
+    pub log_key: LogKey,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             default_window: Window::Seconds(3600),
+            log_key: LogKey::development(),
         }
     }
 }
@@ -108,7 +150,7 @@ impl std::fmt::Debug for Engine {
 impl From<StoreError> for ServiceError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Conflict(_) | StoreError::Unavailable(_) => {
+            StoreError::Conflict(_) | StoreError::Unavailable(_) | StoreError::AlreadyChained => {
                 ServiceError::Unavailable(e.to_string())
             }
             StoreError::Corrupt(_) => ServiceError::Internal(e.to_string()),
@@ -139,7 +181,8 @@ impl Engine {
             fetches: std::sync::atomic::AtomicU64::new(0),
             published: feed::Published::default(),
         });
-        engine.restore_snapshot().await;
+        engine.establish_chain().await?;
+        engine.restore_snapshot().await?;
         engine.catch_up().await?;
         engine.follow_pushed_heads();
         if engine.snapshot_now().seq == 0 {
@@ -184,8 +227,67 @@ impl Engine {
         self.clock.now()
     }
 
+    /// Checks that the store's chain is keyed with this engine's key; a store not chained yet
+    /// (an empty one, or one written before chains) has what it holds linked first, in one
+    /// transaction.
+    async fn establish_chain(&self) -> Result<(), ServiceError> {
+        let key = &self.config.log_key;
+        loop {
+            match self.store.chain().await? {
+                Some(meta) if meta.fingerprint == key.fingerprint() => return Ok(()),
+                Some(meta) => {
+                    return Err(ServiceError::Unavailable(format!(
+                        "{} was written with another log key (fingerprint {}; this process has \
+                         {}): start with the key file that wrote it (--log-key-file or {}); \
+                         every replica of one store uses the same key",
+                        self.store.describe(),
+                        chain::short(&meta.fingerprint),
+                        chain::short(&key.fingerprint()),
+                        chain::KEY_FILE_ENV,
+                    )));
+                }
+                None => {
+                    let mut links = Vec::new();
+                    let mut previous = key.genesis();
+                    loop {
+                        let records = self
+                            .store
+                            .read_since(links.len() as u64, CATCH_UP_BATCH)
+                            .await?;
+                        if records.is_empty() {
+                            break;
+                        }
+                        for record in records {
+                            previous = key.link(&previous, record.seq, &record.body);
+                            links.push(previous);
+                        }
+                    }
+                    let meta = ChainMeta {
+                        fingerprint: key.fingerprint(),
+                        from: links.len() as u64 + 1,
+                    };
+                    match self.store.start_chain(meta, &links).await {
+                        Ok(()) => {
+                            if !links.is_empty() {
+                                tracing::info!(
+                                    records = links.len(),
+                                    "linked the records written before the log was chained; \
+                                     they are proven from now on"
+                                );
+                            }
+                            return Ok(());
+                        }
+                        // Another process chained it, or appended meanwhile: look again.
+                        Err(StoreError::AlreadyChained | StoreError::Conflict(_)) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+
     async fn write_seed(&self, seed: Seed) -> Result<(), ServiceError> {
-        self.write(|world, now| {
+        self.write(None, |world, now| {
             if world.seq > 0 {
                 // Another process seeded the store while we were opening it.
                 return Ok((Vec::new(), ()));
@@ -269,22 +371,58 @@ impl Engine {
             folded += records.len();
             let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
             let mut next = (**guard).clone();
+            // What verified is published even when a later record fails: the state stops
+            // exactly before the record that does not verify.
+            let mut failure = None;
             for record in records {
                 if record.seq <= next.seq {
                     continue; // another task folded it in meanwhile
                 }
-                let op: Op = serde_json::from_str(&record.body).map_err(|e| {
-                    ServiceError::Internal(format!("log record {} is unreadable: {e}", record.seq))
-                })?;
-                next.apply(record.seq, op)
-                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
+                if let Err(e) = self.fold(&mut next, &record) {
+                    failure = Some(e);
+                    break;
+                }
             }
             if next.seq > guard.seq {
                 let next = Arc::new(next);
                 self.published.record(&next);
                 *guard = next;
             }
+            if let Some(e) = failure {
+                return Err(e);
+            }
         }
+    }
+
+    /// Verifies `record` against `world`'s head link and folds it in; a record that does not
+    /// verify or decode is not applied.
+    fn fold(&self, world: &mut World, record: &crate::store::Record) -> Result<(), ServiceError> {
+        let key = &self.config.log_key;
+        let previous = world.link.unwrap_or_else(|| key.genesis());
+        let link = chain::verify(
+            key,
+            &previous,
+            record.seq,
+            &record.body,
+            record.link.as_ref(),
+        )
+        .map_err(|broken| {
+            ServiceError::Unavailable(format!(
+                "the log of {} does not verify: {broken}. Nothing from record {} on is \
+                     served; `chronoscope verify` reports every bad record. Restore the store \
+                     from a backup or a standby",
+                self.store.describe(),
+                record.seq
+            ))
+        })?;
+        let envelope = Envelope::decode(&record.body).map_err(|e| {
+            ServiceError::Internal(format!("log record {} is unreadable: {e}", record.seq))
+        })?;
+        world
+            .apply(record.seq, envelope.change)
+            .map_err(|e| ServiceError::Internal(e.to_string()))?;
+        world.link = Some(link);
+        Ok(())
     }
 
     /// Catches up in the background whenever the store says another process appended, so the
@@ -312,26 +450,21 @@ impl Engine {
     /// Starts from the newest usable snapshot in the store, if any; the log after it is
     /// replayed by the catch-up that follows. A snapshot of another format, a damaged one or
     /// one that cannot be read is logged and skipped: the log is the truth, and without a
-    /// usable snapshot the whole of it is replayed.
-    async fn restore_snapshot(&self) {
+    /// usable snapshot the whole of it is replayed. A snapshot that proves (by its seal) the
+    /// log once went further than it now does is refused: acknowledged writes were lost.
+    async fn restore_snapshot(&self) -> Result<(), ServiceError> {
         let started = std::time::Instant::now();
         let listed = match self.store.snapshots().await {
             Ok(listed) => listed,
             Err(e) => {
                 tracing::warn!(%e, "cannot list snapshots; replaying the whole log");
-                return;
+                return Ok(());
             }
         };
         if listed.is_empty() {
-            return;
+            return Ok(());
         }
-        let last_seq = match self.store.last_seq().await {
-            Ok(seq) => seq,
-            Err(e) => {
-                tracing::warn!(%e, "cannot read the log's position; replaying the whole log");
-                return;
-            }
-        };
+        let last_seq = self.store.last_seq().await?;
         for info in listed {
             if info.format != snapshot::FORMAT {
                 tracing::info!(
@@ -343,7 +476,26 @@ impl Engine {
                 );
                 continue;
             }
+            let bytes = match self.store.read_snapshot(info.id).await {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    tracing::warn!(id = info.id, %e, "cannot read a snapshot; trying an older one");
+                    continue;
+                }
+            };
             if info.seq > last_seq {
+                // Only a snapshot this key sealed proves anything: check its seal alone.
+                if snapshot::sealed_by(&bytes, &self.config.log_key) {
+                    return Err(ServiceError::Unavailable(format!(
+                        "the log of {} ends at record {last_seq}, but a snapshot written by \
+                         this deployment folds records up to {}: {} acknowledged records are \
+                         gone (a write-ahead log cut short, or an older backup restored over \
+                         newer data). Restore the store from a standby or a newer backup",
+                        self.store.describe(),
+                        info.seq,
+                        info.seq - last_seq
+                    )));
+                }
                 tracing::warn!(
                     id = info.id,
                     seq = info.seq,
@@ -352,14 +504,9 @@ impl Engine {
                 );
                 continue;
             }
-            let bytes = match self.store.read_snapshot(info.id).await {
-                Ok(bytes) => bytes,
-                Err(e) => {
-                    tracing::warn!(id = info.id, %e, "cannot read a snapshot; trying an older one");
-                    continue;
-                }
-            };
-            let decoded = tokio::task::spawn_blocking(move || snapshot::decode_owned(bytes)).await;
+            let key = self.config.log_key.clone();
+            let decoded =
+                tokio::task::spawn_blocking(move || snapshot::decode_owned(bytes, &key)).await;
             match decoded {
                 Ok(Ok(world)) if world.seq == info.seq => {
                     tracing::info!(
@@ -369,7 +516,7 @@ impl Engine {
                         "started from a snapshot; replaying the log after it"
                     );
                     self.publish(Arc::new(world));
-                    return;
+                    return Ok(());
                 }
                 Ok(Ok(world)) => tracing::warn!(
                     id = info.id,
@@ -384,6 +531,7 @@ impl Engine {
             }
         }
         tracing::warn!("no usable snapshot; replaying the whole log");
+        Ok(())
     }
 
     /// Writes a snapshot of the state as this process now knows it, beside the log. Encoding
@@ -395,7 +543,8 @@ impl Engine {
             return Ok(None);
         }
         let seq = world.seq;
-        let bytes = tokio::task::spawn_blocking(move || snapshot::encode(&world))
+        let key = self.config.log_key.clone();
+        let bytes = tokio::task::spawn_blocking(move || snapshot::encode(&world, &key))
             .await
             .map_err(|e| ServiceError::Internal(format!("encoding a snapshot failed: {e}")))?;
         self.store

@@ -59,7 +59,7 @@ impl EngineSession {
     ) -> ServiceResult<T> {
         let mint = || self.engine.mint();
         self.engine
-            .write(|world, now| {
+            .write(Some(&self.traveller), |world, now| {
                 let ctx = Ctx {
                     traveller: &self.traveller,
                     now,

@@ -2,12 +2,17 @@
 //! replays only the records after it instead of the whole log.
 //!
 //! A snapshot is an optimisation only. It is trusted when its magic, its format version, its
-//! length and its CRC-32 all check out and it decodes; anything else (another version's layout,
-//! a flipped byte, a write cut short) is logged and skipped, and the start replays the log.
+//! length, its CRC-32 and its seal all check out and it decodes; anything else (another
+//! version's layout, a flipped byte, a write cut short, bytes sealed with another log key) is
+//! logged and skipped, and the start replays the log. The CRC-32 catches accidents cheaply;
+//! the seal, an HMAC with the log key (see [`crate::store::chain`]), proves the snapshot was
+//! written by a process holding that key, so nobody who can only write the database can
+//! substitute a world of their own.
 //!
 //! Layout (little-endian): `CHRSNAP\0`, format (u32), log position folded up to (u64), body
-//! length (u64), CRC-32 of the format, position, length and body (u32), then the body:
-//! postcard of [`WorldImage`]. Events and the graph of each timeline, the bulk of a big world,
+//! length (u64), CRC-32 of the format, position, length, link and body (u32), the link of the
+//! last record folded in (32 bytes, zero before the first record), then the body: postcard of
+//! [`WorldImage`]; last, the seal: HMAC of everything before it (32 bytes). Events and the graph of each timeline, the bulk of a big world,
 //! are in a compact binary image (see `model::history` for how branches keep sharing their
 //! parent's structure); the rest (timelines' attributes, items, journeys, automation…) is JSON
 //! inside it, written by the same serde impls as the log, so it follows the log's own format.
@@ -25,14 +30,21 @@ use crate::model::{
     Anchor, EventId, History, HistoryImage, Instant, Item, Journey, Position, Timeline, TimelineId,
     Traveller,
 };
+use crate::store::{Link, LogKey};
 
 /// The layout version. Change it whenever the layout, or what folding the log means, changes:
 /// a snapshot of another format is ignored and the log replayed in full.
 /// Format 2: a history's nodes are written in chunks that are decoded on every core.
-pub const FORMAT: u32 = 2;
+/// Format 3: the head link of the log's chain, and the seal.
+pub const FORMAT: u32 = 3;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
-const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
+/// Magic, format, position, body length, CRC-32, head link.
+const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4 + 32;
+/// Where the head link is.
+const LINK_AT: usize = 32;
+/// The seal's length, after the body.
+const SEAL_LEN: usize = 32;
 
 /// Why a snapshot is not used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -49,6 +61,9 @@ pub enum SnapshotError {
     /// Its length or checksum does not match: damaged or incomplete.
     #[error("damaged: {0}")]
     Damaged(String),
+    /// Its seal does not match: changed after it was written, or written with another log key.
+    #[error("its seal does not match this log key: written with another key, or changed since")]
+    Unsealed,
     /// The checksum matched but the content does not make a world.
     #[error("undecodable: {0}")]
     Undecodable(String),
@@ -65,7 +80,7 @@ pub struct Header {
 
 /// Reads and checks the header of `bytes` (magic, format); the body is not checked.
 pub fn header(bytes: &[u8]) -> Result<Header, SnapshotError> {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+    if bytes.len() < HEADER_LEN + SEAL_LEN || &bytes[..8] != MAGIC {
         return Err(SnapshotError::NotASnapshot);
     }
     let format = u32::from_le_bytes(word(bytes, 8));
@@ -79,45 +94,59 @@ fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
     out
 }
 
-/// The snapshot of `world`.
-pub fn encode(world: &World) -> Vec<u8> {
+/// The snapshot of `world`, sealed with `key`.
+pub fn encode(world: &World, key: &LogKey) -> Vec<u8> {
     let body = postcard::to_allocvec(&WorldImage::of(world))
         // Serializing plain structs into a Vec cannot fail; an empty body is refused on reading.
         .unwrap_or_default();
-    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    let link = world.link.unwrap_or_default();
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len() + SEAL_LEN);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
     out.extend_from_slice(&world.seq.to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    let crc = checksum(&out[8..], &body);
+    let crc = checksum(&out[8..], &link, &body);
     out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&link);
     out.extend_from_slice(&body);
+    let seal = key.seal(&out);
+    out.extend_from_slice(&seal);
     out
 }
 
-fn checksum(header: &[u8], body: &[u8]) -> u32 {
+fn checksum(header: &[u8], link: &[u8], body: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(header);
+    hasher.update(link);
     hasher.update(body);
     hasher.finalize()
 }
 
-/// The world a snapshot holds, after checking it is whole and of this format.
-pub fn decode(bytes: &[u8]) -> Result<World, SnapshotError> {
-    let (seq, image) = parse(bytes)?;
-    build(seq, image)
+/// Whether `bytes` end in a seal `key` made over the rest (nothing else is checked).
+pub fn sealed_by(bytes: &[u8], key: &LogKey) -> bool {
+    let Some(split) = bytes.len().checked_sub(SEAL_LEN) else {
+        return false;
+    };
+    let (sealed, seal) = bytes.split_at(split);
+    Link::try_from(seal).is_ok_and(|seal| key.opens(sealed, &seal))
+}
+
+/// The world a snapshot holds, after checking it is whole, of this format and sealed by `key`.
+pub fn decode(bytes: &[u8], key: &LogKey) -> Result<World, SnapshotError> {
+    let (seq, link, image) = parse(bytes, key)?;
+    build(seq, link, image)
 }
 
 /// [`decode`], letting go of the bytes as soon as they are parsed: a big world's start-up then
 /// reuses their memory for the world instead of asking the system for more.
-pub fn decode_owned(bytes: Vec<u8>) -> Result<World, SnapshotError> {
-    let (seq, image) = parse(&bytes)?;
+pub fn decode_owned(bytes: Vec<u8>, key: &LogKey) -> Result<World, SnapshotError> {
+    let (seq, link, image) = parse(&bytes, key)?;
     drop(bytes);
-    build(seq, image)
+    build(seq, link, image)
 }
 
-/// Checks the header and checksum and parses the body, which is not yet a world.
-fn parse(bytes: &[u8]) -> Result<(u64, WorldImage), SnapshotError> {
+/// Checks the header, checksum and seal and parses the body, which is not yet a world.
+fn parse(bytes: &[u8], key: &LogKey) -> Result<(u64, Option<Link>, WorldImage), SnapshotError> {
     let header = header(bytes)?;
     if header.format != FORMAT {
         return Err(SnapshotError::OtherFormat {
@@ -125,7 +154,7 @@ fn parse(bytes: &[u8]) -> Result<(u64, WorldImage), SnapshotError> {
         });
     }
     let len = u64::from_le_bytes(word(bytes, 20));
-    let body = &bytes[HEADER_LEN..];
+    let body = &bytes[HEADER_LEN..bytes.len() - SEAL_LEN];
     if body.len() as u64 != len {
         return Err(SnapshotError::Damaged(format!(
             "{} bytes of body where {len} were written",
@@ -134,9 +163,15 @@ fn parse(bytes: &[u8]) -> Result<(u64, WorldImage), SnapshotError> {
     }
     let started = std::time::Instant::now();
     let stored = u32::from_le_bytes(word(bytes, 28));
-    if checksum(&bytes[8..28], body) != stored {
+    let link: Link = word(bytes, LINK_AT);
+    if checksum(&bytes[8..28], &link, body) != stored {
         return Err(SnapshotError::Damaged("checksum mismatch".into()));
     }
+    if !sealed_by(bytes, key) {
+        return Err(SnapshotError::Unsealed);
+    }
+    // Zero is what a world before its first record writes.
+    let link = (header.seq > 0).then_some(link);
     let checked = started.elapsed();
     let image: WorldImage =
         postcard::from_bytes(body).map_err(|e| SnapshotError::Undecodable(e.to_string()))?;
@@ -145,12 +180,13 @@ fn parse(bytes: &[u8]) -> Result<(u64, WorldImage), SnapshotError> {
         postcard_ms = (started.elapsed() - checked).as_millis() as u64,
         "snapshot parsed"
     );
-    Ok((header.seq, image))
+    Ok((header.seq, link, image))
 }
 
-fn build(seq: u64, image: WorldImage) -> Result<World, SnapshotError> {
+fn build(seq: u64, link: Option<Link>, image: WorldImage) -> Result<World, SnapshotError> {
     let started = std::time::Instant::now();
-    let world = image.into_world(seq).map_err(SnapshotError::Undecodable)?;
+    let mut world = image.into_world(seq).map_err(SnapshotError::Undecodable)?;
+    world.link = link;
     tracing::debug!(
         build_ms = started.elapsed().as_millis() as u64,
         "snapshot read back"

@@ -17,6 +17,51 @@ use crate::model::{
 };
 use crate::service::LogEntry;
 
+/// One log record: a change with who made it and when. Stored as
+/// `{"by":…,"at":…,"change":{"op":…}}`; records written before the envelope existed are a bare
+/// [`Op`] and read back with `by` and `at` unknown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The traveller whose request made it: the owner for automation, `None` for history as
+    /// shipped (the seed) and in older records.
+    pub by: Option<Traveller>,
+    /// The wall-clock time it was decided (`None` in older records).
+    pub at: Option<Instant>,
+    /// The change.
+    pub change: Op,
+}
+
+impl Envelope {
+    /// The body of a record of `change`, as stored (the fields in [`Envelope`]'s order).
+    pub fn encode(
+        by: Option<&Traveller>,
+        at: Option<Instant>,
+        change: &Op,
+    ) -> Result<String, serde_json::Error> {
+        /// The envelope, borrowing what it holds: encoding a change does not copy it.
+        #[derive(Serialize)]
+        struct Borrowed<'a> {
+            by: Option<&'a Traveller>,
+            at: Option<Instant>,
+            change: &'a Op,
+        }
+        serde_json::to_string(&Borrowed { by, at, change })
+    }
+
+    /// A stored body, with or without the envelope.
+    pub fn decode(body: &str) -> Result<Self, serde_json::Error> {
+        // What `encode` writes starts so; anything else is a record from before the envelope.
+        if body.starts_with(r#"{"by":"#) {
+            return serde_json::from_str(body);
+        }
+        Ok(Self {
+            by: None,
+            at: None,
+            change: serde_json::from_str(body)?,
+        })
+    }
+}
+
 /// One logged change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -139,6 +184,8 @@ pub struct TimelineState {
 pub struct World {
     /// The last log record folded in.
     pub seq: u64,
+    /// That record's link in the log's chain (`None` before the first record).
+    pub link: Option<crate::store::Link>,
     /// Timelines by id.
     pub timelines: OrdMap<TimelineId, TimelineState>,
     /// Items by id (every traveller's).

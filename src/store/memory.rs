@@ -5,20 +5,26 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use tokio::sync::OwnedMutexGuard;
 
-use super::{LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError};
+use super::{
+    ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError,
+};
 
 /// The log in a `Vec`; lost when dropped.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    records: Arc<Mutex<Vec<String>>>,
+    records: Arc<Mutex<Vec<Stored>>>,
+    chain: Mutex<Option<ChainMeta>>,
     /// The write lock, apart from the records so that a holder can still read.
     writer: Arc<tokio::sync::Mutex<()>>,
     /// Complete snapshots, oldest first.
-    snapshots: Arc<Mutex<Vec<Stored>>>,
+    snapshots: Arc<Mutex<Vec<StoredSnapshot>>>,
 }
 
 /// A snapshot as listed, with its bytes.
-type Stored = (SnapshotInfo, Arc<Vec<u8>>);
+type StoredSnapshot = (SnapshotInfo, Arc<Vec<u8>>);
+
+/// A record's body and link (`None` until the log is chained).
+type Stored = (String, Option<Link>);
 
 impl MemoryStore {
     /// An empty log.
@@ -27,7 +33,7 @@ impl MemoryStore {
     }
 }
 
-fn len(records: &Mutex<Vec<String>>) -> u64 {
+fn len<T>(records: &Mutex<Vec<T>>) -> u64 {
     records.lock().unwrap_or_else(PoisonError::into_inner).len() as u64
 }
 
@@ -51,9 +57,10 @@ impl Store for MemoryStore {
             .iter()
             .take(limit as usize)
             .enumerate()
-            .map(|(i, body)| Record {
+            .map(|(i, (body, link))| Record {
                 seq: after + 1 + i as u64,
                 body: body.clone(),
+                link: *link,
             })
             .collect())
     }
@@ -64,6 +71,27 @@ impl Store for MemoryStore {
 
     fn describe(&self) -> String {
         "memory".into()
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        Ok(*self.chain.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        let _held = self.writer.lock().await;
+        let mut chain = self.chain.lock().unwrap_or_else(PoisonError::into_inner);
+        if chain.is_some() {
+            return Err(StoreError::AlreadyChained);
+        }
+        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+        if records.len() as u64 + 1 != meta.from || links.len() != records.len() {
+            return Err(StoreError::Conflict(meta.from));
+        }
+        for ((_, link), new) in records.iter_mut().zip(links) {
+            *link = Some(*new);
+        }
+        *chain = Some(meta);
+        Ok(())
     }
 
     async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
@@ -112,7 +140,7 @@ impl Store for MemoryStore {
 
 struct MemoryLock {
     last_seq: u64,
-    records: Arc<Mutex<Vec<String>>>,
+    records: Arc<Mutex<Vec<Stored>>>,
     _held: OwnedMutexGuard<()>,
 }
 
@@ -122,11 +150,11 @@ impl LogLock for MemoryLock {
         self.last_seq
     }
 
-    async fn commit(self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
+    async fn commit(self: Box<Self>, entries: &[Entry]) -> Result<(), StoreError> {
         self.records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend(bodies.iter().cloned());
+            .extend(entries.iter().map(|e| (e.body.clone(), Some(e.link))));
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 //! A write names the sequence number it expects to take; a second writer that raced it gets
 //! [`StoreError::Conflict`], catches up, re-validates and tries again.
 
+pub mod chain;
 mod memory;
 mod postgres;
 mod sqlite;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use chain::{ChainMeta, Link, LogKey};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -93,16 +95,21 @@ fn is_scheme(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
+/// A row as read: sequence number, body, link (absent before the store was chained).
+type Row = (i64, String, Option<Vec<u8>>);
+
 /// Turns rows read after `after` into records, refusing a log with a hole in it: the engine
 /// folds records in order and must never skip one.
-fn contiguous(after: u64, rows: Vec<(i64, String)>, what: &str) -> Result<Vec<Record>, StoreError> {
+fn contiguous(after: u64, rows: Vec<Row>, what: &str) -> Result<Vec<Record>, StoreError> {
     (after + 1..)
         .zip(rows)
-        .map(|(expected, (seq, body))| {
+        .map(|(expected, (seq, body, link))| {
             if u64::try_from(seq).ok() == Some(expected) {
                 Ok(Record {
                     seq: expected,
                     body,
+                    // A link of another length is no link: it fails verification.
+                    link: link.and_then(|l| Link::try_from(l.as_slice()).ok()),
                 })
             } else {
                 Err(StoreError::Corrupt(format!(
@@ -113,6 +120,16 @@ fn contiguous(after: u64, rows: Vec<(i64, String)>, what: &str) -> Result<Vec<Re
         .collect()
 }
 
+/// The chain's bookkeeping row as stored, checked.
+fn chain_meta(fingerprint: &[u8], from: i64, what: &str) -> Result<ChainMeta, StoreError> {
+    match (Link::try_from(fingerprint), u64::try_from(from)) {
+        (Ok(fingerprint), Ok(from)) if from >= 1 => Ok(ChainMeta { fingerprint, from }),
+        _ => Err(StoreError::Corrupt(format!(
+            "{what}: the log's chain record is damaged"
+        ))),
+    }
+}
+
 /// One stored record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
@@ -120,6 +137,17 @@ pub struct Record {
     pub seq: u64,
     /// The operation, as JSON.
     pub body: String,
+    /// Its link in the log's chain (see [`chain`]); `None` only in a store not yet chained.
+    pub link: Option<Link>,
+}
+
+/// A record to append: its body and its link, computed by the writer (see [`chain`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The operation, as JSON.
+    pub body: String,
+    /// Its link.
+    pub link: Link,
 }
 
 /// What can go wrong in a store.
@@ -134,6 +162,9 @@ pub enum StoreError {
     /// The data on disk is not what this version expects.
     #[error("storage is corrupt or from another version: {0}")]
     Corrupt(String),
+    /// The store was chained by another process first (see [`Store::start_chain`]).
+    #[error("the log was chained by another process meanwhile")]
+    AlreadyChained,
 }
 
 /// A stored snapshot of the folded state (see `engine::snapshot`), as listed before it is read.
@@ -165,16 +196,16 @@ pub trait Store: Send + Sync {
     /// usable) cannot be overtaken.
     async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError>;
 
-    /// Appends `bodies` as records `first_seq`, `first_seq + 1`, … in one transaction, durable
+    /// Appends `entries` as records `first_seq`, `first_seq + 1`, … in one transaction, durable
     /// when this returns. `first_seq` must be the last sequence number plus one, otherwise
     /// nothing is written and [`StoreError::Conflict`] is returned.
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
         let lock = self.lock().await?;
         if lock.last_seq().checked_add(1) != Some(first_seq) {
             lock.release().await;
             return Err(StoreError::Conflict(first_seq));
         }
-        lock.commit(bodies).await
+        lock.commit(entries).await
     }
 
     /// Starts an append that the backend queues: the request is in the backend's hands when
@@ -188,8 +219,8 @@ pub trait Store: Send + Sync {
     /// "Just before" counts every request on the handle, so chaining is sound only while one
     /// task starts the handle's queued appends: the engine's flusher, and every process opens
     /// its own store for its one engine. Two engines sharing one handle must not chain.
-    fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
-        let _ = (first_seq, bodies, chained);
+    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
+        let _ = (first_seq, entries, chained);
         None
     }
 
@@ -198,6 +229,15 @@ pub trait Store: Send + Sync {
 
     /// The last sequence number written (0 when empty).
     async fn last_seq(&self) -> Result<u64, StoreError>;
+
+    /// Which key chains the log and from where, once [`Store::start_chain`] recorded it.
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError>;
+
+    /// Chains a store written before chains existed (or an empty one): in one transaction,
+    /// under the write lock, stores `links` for records `1..meta.from` in order and records
+    /// `meta`. Refused with [`StoreError::Conflict`] when the log no longer ends at
+    /// `meta.from - 1`, and with [`StoreError::AlreadyChained`] when another process did it.
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError>;
 
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
@@ -250,9 +290,9 @@ pub trait LogLock: Send {
     /// The last sequence number when the lock was taken; it cannot move while the lock is held.
     fn last_seq(&self) -> u64;
 
-    /// Appends `bodies` as records `last_seq() + 1`, … in one transaction, durable when this
+    /// Appends `entries` as records `last_seq() + 1`, … in one transaction, durable when this
     /// returns, and releases the lock. On error nothing was written.
-    async fn commit(self: Box<Self>, bodies: &[String]) -> Result<(), StoreError>;
+    async fn commit(self: Box<Self>, entries: &[Entry]) -> Result<(), StoreError>;
 
     /// Releases the lock without writing.
     async fn release(self: Box<Self>);
@@ -309,12 +349,12 @@ mod tests {
 
     #[test]
     fn a_hole_in_the_log_is_corruption() {
-        let rows = vec![(3, "a".to_owned()), (5, "b".to_owned())];
+        let rows = vec![(3, "a".to_owned(), None), (5, "b".to_owned(), None)];
         assert!(matches!(
             contiguous(2, rows, "x"),
             Err(StoreError::Corrupt(_))
         ));
-        let rows = vec![(3, "a".to_owned()), (4, "b".to_owned())];
+        let rows = vec![(3, "a".to_owned(), None), (4, "b".to_owned(), None)];
         let records = contiguous(2, rows, "x").ok().unwrap_or_default();
         assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
     }

@@ -19,7 +19,9 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, SqlSafeStr, Transaction};
 use tokio::sync::watch;
 
-use super::{LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError};
+use super::{
+    ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError,
+};
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
 /// reported unreachable.
@@ -53,6 +55,13 @@ fn migrator() -> Migrator {
             Cow::Borrowed("snapshots"),
             MigrationType::Simple,
             include_str!("../../migrations/postgres/0003_snapshots.sql").into_sql_str(),
+            false,
+        ),
+        Migration::new(
+            4,
+            Cow::Borrowed("chain"),
+            MigrationType::Simple,
+            include_str!("../../migrations/postgres/0004_chain.sql").into_sql_str(),
             false,
         ),
     ])
@@ -143,14 +152,8 @@ impl PostgresStore {
         self.pool.close().await;
     }
 
-    fn err(&self, action: &str, e: sqlx::Error) -> StoreError {
-        map_err(&self.shown, action, e)
-    }
-}
-
-#[async_trait]
-impl Store for PostgresStore {
-    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
+    /// The write lock: the head row, locked in a transaction of its own.
+    async fn locked(&self) -> Result<PostgresLock, StoreError> {
         let mut tx = self
             .pool
             .begin()
@@ -170,24 +173,35 @@ impl Store for PostgresStore {
         let last_seq = u64::try_from(last).map_err(|_| {
             StoreError::Corrupt(format!("{}: negative sequence number {last}", self.shown))
         })?;
-        Ok(Box::new(PostgresLock {
+        Ok(PostgresLock {
             tx,
             last_seq,
             shown: self.shown.clone(),
             appending: Arc::clone(&self.appending),
-        }))
+        })
+    }
+
+    fn err(&self, action: &str, e: sqlx::Error) -> StoreError {
+        map_err(&self.shown, action, e)
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
+        Ok(Box::new(self.locked().await?))
     }
 
     /// One statement, run in autocommit: it moves the head row on only if it still names the
     /// record before `first_seq` (a concurrent appender's row lock makes it wait, then see the
     /// new value and match nothing), and inserts the records only if it did. One round trip
     /// where locking the head, inserting, moving the head and committing in turn are five.
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
         let conflict = || StoreError::Conflict(first_seq);
         let Some(first) = i64::try_from(first_seq).ok().filter(|&first| first >= 1) else {
             return Err(conflict());
         };
-        if bodies.is_empty() {
+        if entries.is_empty() {
             let last = self.last_seq().await?;
             return if last.checked_add(1) == Some(first_seq) {
                 Ok(())
@@ -195,19 +209,21 @@ impl Store for PostgresStore {
                 Err(conflict())
             };
         }
-        let last = first_seq.saturating_add(bodies.len() as u64 - 1);
+        let last = first_seq.saturating_add(entries.len() as u64 - 1);
         self.appending.fetch_max(last, Ordering::AcqRel);
+        let (bodies, links) = columns(entries);
         let inserted = sqlx::query(
             "WITH head AS ( \
                  UPDATE op_log_head SET last_seq = $1 + cardinality($2::text[]) - 1 \
                  WHERE id AND last_seq = $1 - 1 RETURNING last_seq) \
-             INSERT INTO op_log (seq, body) \
-             SELECT $1 + t.ord - 1, t.body \
-             FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord) \
+             INSERT INTO op_log (seq, body, link) \
+             SELECT $1 + t.ord - 1, t.body, t.link \
+             FROM UNNEST($2::text[], $3::bytea[]) WITH ORDINALITY AS t(body, link, ord) \
              WHERE EXISTS (SELECT 1 FROM head)",
         )
         .bind(first)
         .bind(bodies)
+        .bind(links)
         .execute(&self.pool)
         .await
         .map_err(|e| match &e {
@@ -218,12 +234,12 @@ impl Store for PostgresStore {
         })?
         .rows_affected();
         match usize::try_from(inserted) {
-            Ok(n) if n == bodies.len() => Ok(()),
+            Ok(n) if n == entries.len() => Ok(()),
             Ok(0) => Err(conflict()),
             _ => Err(StoreError::Corrupt(format!(
                 "{}: appending {} records wrote {inserted}",
                 self.shown,
-                bodies.len()
+                entries.len()
             ))),
         }
     }
@@ -235,15 +251,22 @@ impl Store for PostgresStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query("SELECT seq, body FROM op_log WHERE seq > $1 ORDER BY seq LIMIT $2")
-            .bind(after_db)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.err("read from", e))?;
+        let rows =
+            sqlx::query("SELECT seq, body, link FROM op_log WHERE seq > $1 ORDER BY seq LIMIT $2")
+                .bind(after_db)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| self.err("read from", e))?;
         let rows = rows
             .iter()
-            .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<String, _>(1)?)))
+            .map(|row| {
+                Ok((
+                    row.try_get::<i64, _>(0)?,
+                    row.try_get::<String, _>(1)?,
+                    row.try_get::<Option<Vec<u8>>, _>(2)?,
+                ))
+            })
             .collect::<Result<Vec<_>, sqlx::Error>>()
             .map_err(|e| self.err("read from", e))?;
         super::contiguous(after, rows, &self.shown)
@@ -264,6 +287,48 @@ impl Store for PostgresStore {
 
     fn describe(&self) -> String {
         self.shown.clone()
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        let row: Option<(Vec<u8>, i64)> =
+            sqlx::query_as("SELECT fingerprint, chain_from FROM log_chain WHERE id")
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.err("read from", e))?;
+        row.map(|(fingerprint, from)| super::chain_meta(&fingerprint, from, &self.shown))
+            .transpose()
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        let mut lock = self.locked().await?;
+        let fail = |e| map_err(&self.shown, "chain", e);
+        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM log_chain)")
+            .fetch_one(&mut *lock.tx)
+            .await
+            .map_err(fail)?;
+        if exists {
+            return Err(StoreError::AlreadyChained);
+        }
+        if lock.last_seq.checked_add(1) != Some(meta.from) || links.len() as u64 != lock.last_seq {
+            return Err(StoreError::Conflict(meta.from));
+        }
+        let links: Vec<&[u8]> = links.iter().map(|l| l.as_slice()).collect();
+        sqlx::query(
+            "UPDATE op_log SET link = t.link \
+             FROM UNNEST($1::bytea[]) WITH ORDINALITY AS t(link, ord) WHERE op_log.seq = t.ord",
+        )
+        .bind(&links)
+        .execute(&mut *lock.tx)
+        .await
+        .map_err(fail)?;
+        let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
+        sqlx::query("INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (TRUE, $1, $2)")
+            .bind(meta.fingerprint.as_slice())
+            .bind(from)
+            .execute(&mut *lock.tx)
+            .await
+            .map_err(fail)?;
+        lock.tx.commit().await.map_err(fail)
     }
 
     /// One transaction, apart from the head row, so appends never wait for it and a crash
@@ -418,7 +483,7 @@ impl LogLock for PostgresLock {
         self.last_seq
     }
 
-    async fn commit(mut self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
+    async fn commit(mut self: Box<Self>, entries: &[Entry]) -> Result<(), StoreError> {
         let first = self
             .last_seq
             .checked_add(1)
@@ -429,20 +494,23 @@ impl LogLock for PostgresLock {
                 self.shown, self.last_seq
             )));
         };
-        if !bodies.is_empty() {
+        if !entries.is_empty() {
             self.appending
-                .fetch_max(self.last_seq + bodies.len() as u64, Ordering::AcqRel);
+                .fetch_max(self.last_seq + entries.len() as u64, Ordering::AcqRel);
+            let (bodies, links) = columns(entries);
             // The records and the head's move in one statement: a round trip fewer while the
             // lock is held (a data-modifying WITH runs whether or not the query reads it).
             sqlx::query(
                 "WITH head AS ( \
                      UPDATE op_log_head SET last_seq = $1 + cardinality($2::text[]) - 1 \
                      WHERE id RETURNING last_seq) \
-                 INSERT INTO op_log (seq, body) \
-                 SELECT $1 + t.ord - 1, t.body FROM UNNEST($2::text[]) WITH ORDINALITY AS t(body, ord)",
+                 INSERT INTO op_log (seq, body, link) \
+                 SELECT $1 + t.ord - 1, t.body, t.link \
+                 FROM UNNEST($2::text[], $3::bytea[]) WITH ORDINALITY AS t(body, link, ord)",
             )
             .bind(first)
             .bind(bodies)
+            .bind(links)
             .execute(&mut *self.tx)
             .await
             .map_err(|e| match &e {
@@ -462,6 +530,14 @@ impl LogLock for PostgresLock {
         // Nothing was written; a failed rollback is finished when the connection is reused.
         let _ = self.tx.rollback().await;
     }
+}
+
+/// The bodies and links of `entries`, as the two arrays an append binds.
+fn columns(entries: &[Entry]) -> (Vec<&str>, Vec<&[u8]>) {
+    entries
+        .iter()
+        .map(|e| (e.body.as_str(), e.link.as_slice()))
+        .unzip()
 }
 
 /// `postgres://user@host:port/db`, never the password.

@@ -20,7 +20,10 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlSafeStr};
 
 use super::sqlite_writer::Writer;
-use super::{Appending, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError};
+use super::{
+    Appending, ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store,
+    StoreError,
+};
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,6 +51,13 @@ fn migrator() -> Migrator {
             Cow::Borrowed("snapshots"),
             MigrationType::Simple,
             include_str!("../../migrations/sqlite/0002_snapshots.sql").into_sql_str(),
+            false,
+        ),
+        Migration::new(
+            3,
+            Cow::Borrowed("chain"),
+            MigrationType::Simple,
+            include_str!("../../migrations/sqlite/0003_chain.sql").into_sql_str(),
             false,
         ),
     ])
@@ -159,12 +169,12 @@ impl Store for SqliteStore {
 
     /// One request to the writer thread, which locks, checks the last sequence number, inserts
     /// and commits without a round trip in between (see [`Writer`]).
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        self.writer.append(first_seq, bodies).await
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
+        self.writer.append(first_seq, entries).await
     }
 
-    fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
-        Some(self.writer.append_queued(first_seq, bodies, chained))
+    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
+        Some(self.writer.append_queued(first_seq, entries, chained))
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
@@ -174,15 +184,22 @@ impl Store for SqliteStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query("SELECT seq, body FROM op_log WHERE seq > ?1 ORDER BY seq LIMIT ?2")
-            .bind(after_db)
-            .bind(i64::from(limit))
-            .fetch_all(&self.readers)
-            .await
-            .map_err(|e| self.err("read", e))?;
+        let rows =
+            sqlx::query("SELECT seq, body, link FROM op_log WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+                .bind(after_db)
+                .bind(i64::from(limit))
+                .fetch_all(&self.readers)
+                .await
+                .map_err(|e| self.err("read", e))?;
         let rows = rows
             .iter()
-            .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<String, _>(1)?)))
+            .map(|row| {
+                Ok((
+                    row.try_get::<i64, _>(0)?,
+                    row.try_get::<String, _>(1)?,
+                    row.try_get::<Option<Vec<u8>>, _>(2)?,
+                ))
+            })
             .collect::<Result<Vec<_>, sqlx::Error>>()
             .map_err(|e| self.err("read", e))?;
         super::contiguous(after, rows, &self.describe())
@@ -199,6 +216,23 @@ impl Store for SqliteStore {
                 self.describe()
             ))
         })
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        let row: Option<(Vec<u8>, i64)> =
+            sqlx::query_as("SELECT fingerprint, chain_from FROM log_chain WHERE id = 1")
+                .fetch_optional(&self.readers)
+                .await
+                .map_err(|e| self.err("read", e))?;
+        row.map(|(fingerprint, from)| super::chain_meta(&fingerprint, from, &self.describe()))
+            .transpose()
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        let links = links.to_vec();
+        self.writer
+            .exec(move |conn, path| super::sqlite_writer::start_chain(conn, path, meta, &links))
+            .await
     }
 
     async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
-use super::{Appending, LogLock, StoreError};
+use super::{Appending, ChainMeta, Entry, Link, LogLock, StoreError};
 
 /// A request to the writer thread.
 enum Job {
@@ -29,7 +29,7 @@ enum Job {
     /// if the request just before this one was an append that succeeded.
     Append {
         first_seq: u64,
-        bodies: Vec<String>,
+        entries: Vec<Entry>,
         chained: bool,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
@@ -41,7 +41,7 @@ enum Job {
     },
     Commit {
         id: u64,
-        bodies: Vec<String>,
+        entries: Vec<Entry>,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
     Release {
@@ -103,21 +103,21 @@ impl Writer {
         })
     }
 
-    pub(super) async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        self.append_queued(first_seq, bodies, false).await
+    pub(super) async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
+        self.append_queued(first_seq, entries, false).await
     }
 
     /// Sends the append before returning; the future answers when it has been tried.
     pub(super) fn append_queued(
         &self,
         first_seq: u64,
-        bodies: &[String],
+        entries: &[Entry],
         chained: bool,
     ) -> Appending {
         let (reply, answer) = oneshot::channel();
         let sent = self.send(Job::Append {
             first_seq,
-            bodies: bodies.to_vec(),
+            entries: entries.to_vec(),
             chained,
             reply,
         });
@@ -202,12 +202,12 @@ impl LogLock for WriterLock {
         self.last_seq
     }
 
-    async fn commit(mut self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
+    async fn commit(mut self: Box<Self>, entries: &[Entry]) -> Result<(), StoreError> {
         self.done = true;
         let (reply, answer) = oneshot::channel();
         self.writer.send(Job::Commit {
             id: self.id,
-            bodies: bodies.to_vec(),
+            entries: entries.to_vec(),
             reply,
         })?;
         answer.await.map_err(|_| stopped(&self.writer.path))?
@@ -262,14 +262,14 @@ fn serve(conn: &Connection, path: &Path, incoming: &mpsc::Receiver<Job>) {
         match job {
             Job::Append {
                 first_seq,
-                bodies,
+                entries,
                 chained,
                 reply,
             } => {
                 let result = if chained && !was_appended {
                     Err(StoreError::Conflict(first_seq))
                 } else {
-                    log.append(first_seq, &bodies)
+                    log.append(first_seq, &entries)
                 };
                 appended = result.is_ok();
                 let _ = reply.send(result);
@@ -328,10 +328,10 @@ fn hold(
         match job {
             Job::Commit {
                 id: holder,
-                bodies,
+                entries,
                 reply,
             } if holder == id => {
-                let _ = reply.send(log.commit(last_seq, &bodies));
+                let _ = reply.send(log.commit(last_seq, &entries));
                 return true;
             }
             Job::Release { id: holder } if holder == id => {
@@ -356,13 +356,13 @@ struct Log<'a> {
 
 impl Log<'_> {
     /// Appends after `first_seq - 1` in one transaction, or answers a conflict.
-    fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+    fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
         let last_seq = self.begin()?;
         if last_seq.checked_add(1) != Some(first_seq) {
             self.rollback();
             return Err(StoreError::Conflict(first_seq));
         }
-        self.commit(last_seq, bodies)
+        self.commit(last_seq, entries)
     }
 
     /// Takes the write lock (`BEGIN IMMEDIATE`, waiting up to the busy timeout for another
@@ -390,10 +390,10 @@ impl Log<'_> {
         }
     }
 
-    /// Inserts `bodies` after `last_seq` and commits the open transaction (durable on return:
+    /// Inserts `entries` after `last_seq` and commits the open transaction (durable on return:
     /// `synchronous = FULL`), or rolls it back.
-    fn commit(&self, last_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
-        let written = self.insert(last_seq, bodies).and_then(|()| {
+    fn commit(&self, last_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
+        let written = self.insert(last_seq, entries).and_then(|()| {
             self.run("COMMIT")
                 .map_err(|e| map_err(self.path, "commit to", e))
         });
@@ -403,12 +403,12 @@ impl Log<'_> {
         written
     }
 
-    fn insert(&self, last_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+    fn insert(&self, last_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
         let mut insert = self
             .conn
-            .prepare_cached("INSERT INTO op_log (seq, body) VALUES (?1, ?2)")
+            .prepare_cached("INSERT INTO op_log (seq, body, link) VALUES (?1, ?2, ?3)")
             .map_err(|e| map_err(self.path, "write", e))?;
-        for (offset, body) in (1u64..).zip(bodies) {
+        for (offset, entry) in (1u64..).zip(entries) {
             let seq = last_seq
                 .checked_add(offset)
                 .and_then(|seq| i64::try_from(seq).ok())
@@ -418,7 +418,8 @@ impl Log<'_> {
                         self.path.display()
                     ))
                 })?;
-            insert.execute((seq, body)).map_err(|e| match &e {
+            let row = (seq, &entry.body, entry.link.as_slice());
+            insert.execute(row).map_err(|e| match &e {
                 // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE: the number is taken.
                 rusqlite::Error::SqliteFailure(failure, _)
                     if failure.code == ErrorCode::ConstraintViolation
@@ -445,6 +446,49 @@ impl Log<'_> {
     fn run(&self, sql: &str) -> rusqlite::Result<()> {
         self.conn.prepare_cached(sql)?.execute([]).map(drop)
     }
+}
+
+/// [`super::Store::start_chain`] on the writer connection, in one transaction.
+pub(super) fn start_chain(
+    conn: &Connection,
+    path: &Path,
+    meta: ChainMeta,
+    links: &[Link],
+) -> Result<(), StoreError> {
+    let log = Log { conn, path };
+    let last_seq = log.begin()?;
+    let chained = || -> Result<(), StoreError> {
+        let fail = |e| map_err(path, "chain", e);
+        let exists: bool = conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM log_chain)", [], |row| {
+                row.get(0)
+            })
+            .map_err(fail)?;
+        if exists {
+            return Err(StoreError::AlreadyChained);
+        }
+        if last_seq.checked_add(1) != Some(meta.from) || links.len() as u64 != last_seq {
+            return Err(StoreError::Conflict(meta.from));
+        }
+        let mut update = conn
+            .prepare_cached("UPDATE op_log SET link = ?1 WHERE seq = ?2")
+            .map_err(fail)?;
+        for (seq, link) in (1i64..).zip(links) {
+            update.execute((link.as_slice(), seq)).map_err(fail)?;
+        }
+        let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
+        conn.execute(
+            "INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (1, ?1, ?2)",
+            (meta.fingerprint.as_slice(), from),
+        )
+        .map_err(fail)?;
+        log.run("COMMIT").map_err(fail)
+    };
+    let done = chained();
+    if done.is_err() {
+        log.rollback();
+    }
+    done
 }
 
 pub(super) fn map_err(path: &Path, action: &str, e: rusqlite::Error) -> StoreError {
