@@ -4,23 +4,18 @@
 //! check refused) and draws itself; a [`Checked`] change is kept until its answer so that a
 //! refusal for paradoxes can be answered with "apply anyway?".
 
-use std::sync::Arc;
-
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::action::Reply;
-use super::app::App;
+use super::effect::{Call, Effect};
 use super::forms::FormKind;
-use super::modal::Modal;
 use super::theme::Palette;
 use super::widgets::{Form, centered, modal};
-use crate::error::ServiceError;
 use crate::model::TimelineId;
-use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest, TimelineService};
+use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest};
 
 /// A question before something that destroys.
 #[derive(Debug)]
@@ -52,37 +47,9 @@ pub enum Checked {
     Revert(RevertRequest),
 }
 
-impl Checked {
-    /// Sends the change, with or without the safety check.
-    pub(super) async fn send(
-        mut self,
-        svc: Arc<dyn TimelineService>,
-        safety_check: bool,
-    ) -> Result<Reply, ServiceError> {
-        match &mut self {
-            Checked::AddEvent(timeline, req) => {
-                req.safety_check = safety_check;
-                svc.add_event(timeline, req.clone())
-                    .await
-                    .map(Reply::EventAdded)
-            }
-            Checked::Manipulate(req) => {
-                req.safety_check = safety_check;
-                svc.manipulate_event(req.clone())
-                    .await
-                    .map(Reply::Manipulated)
-            }
-            Checked::Revert(req) => {
-                req.safety_check = safety_check;
-                svc.revert_event(req.clone()).await.map(Reply::Reverted)
-            }
-        }
-    }
-}
-
 impl Confirm {
     /// Draws the question as a modal over `area`, as tall as its wrapped text.
-    pub(super) fn render(&self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
         let (title, question) = match self {
             Confirm::DeleteTimeline(id, name) => (
                 "Delete timeline",
@@ -124,57 +91,63 @@ impl Confirm {
     }
 }
 
-impl App {
-    /// A key on a question: the modal after it (the question, the form it came from, or none).
-    pub(super) fn confirm_key(&mut self, confirm: Confirm, key: KeyEvent) -> Option<Modal> {
+/// What a question answers a key with.
+#[derive(Debug)]
+pub enum Answer {
+    /// Still asking.
+    Ask(Confirm),
+    /// Answered: the question closes, and the loop does what was said yes to (if anything).
+    Closed(Vec<Effect>),
+    /// Answered about a form's change: the form comes back into view (pending on yes, as
+    /// typed on no).
+    Form(Box<Form<FormKind>>, Vec<Effect>),
+}
+
+impl Confirm {
+    /// A key on the question.
+    pub fn key(self, key: KeyEvent) -> Answer {
         match key.code {
             // Making a paradox takes an explicit y: an Enter meant for the form is no yes.
-            KeyCode::Enter if matches!(confirm, Confirm::ApplyAnyway { .. }) => {
-                Some(Modal::Confirm(confirm))
-            }
-            // What is confirmed may bring its form back into view.
-            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
-                self.confirmed(confirm);
-                self.modal.take()
-            }
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => match confirm {
+            KeyCode::Enter if matches!(self, Confirm::ApplyAnyway { .. }) => Answer::Ask(self),
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => self.confirmed(),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => match self {
                 Confirm::ApplyAnyway {
                     form: Some(mut form),
                     why,
                     ..
                 } => {
                     form.refuse(format!("Not applied. {why}"), None);
-                    Some(Modal::Form(form))
+                    Answer::Form(form, Vec::new())
                 }
-                _ => None,
+                _ => Answer::Closed(Vec::new()),
             },
-            _ => Some(Modal::Confirm(confirm)),
+            _ => Answer::Ask(self),
         }
     }
 
-    /// Carries out what the user said yes to.
-    fn confirmed(&mut self, confirm: Confirm) {
-        let svc = Arc::clone(&self.service);
-        match confirm {
-            Confirm::DeleteTimeline(id, name) => self.mutate(async move {
-                svc.delete_timeline(&id)
-                    .await
-                    .map(|()| Reply::Deleted(name))
-            }),
-            Confirm::Revert(timeline, event) => {
-                self.mutate_checked(Checked::Revert(RevertRequest {
+    /// What the user said yes to.
+    fn confirmed(self) -> Answer {
+        match self {
+            Confirm::DeleteTimeline(id, name) => {
+                Answer::Closed(vec![Effect::Call(Call::Delete(id, name))])
+            }
+            Confirm::Revert(timeline, event) => Answer::Closed(vec![Effect::Call(Call::Checked(
+                Checked::Revert(RevertRequest {
                     event_id: event.event_id,
                     timeline_id: Some(timeline),
                     safety_check: true,
-                }))
-            }
+                }),
+            ))]),
             Confirm::ApplyAnyway { change, form, .. } => {
-                if let Some(mut form) = form {
-                    form.pending = true;
-                    form.clear_refusal();
-                    self.modal = Some(Modal::Form(form));
+                let send = vec![Effect::Call(Call::Unchecked(change))];
+                match form {
+                    Some(mut form) => {
+                        form.pending = true;
+                        form.clear_refusal();
+                        Answer::Form(form, send)
+                    }
+                    None => Answer::Closed(send),
                 }
-                self.mutate(change.send(svc, false));
             }
         }
     }

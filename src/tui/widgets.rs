@@ -33,6 +33,16 @@ impl Cursor {
         self.selected = next.clamp(0, len as isize - 1) as usize;
     }
 
+    /// Selects the `row`-th visible row of `len`, if there is one there; true when it did.
+    pub fn click(&mut self, row: usize, len: usize) -> bool {
+        let target = self.offset + row;
+        let hit = target < len;
+        if hit {
+            self.selected = target;
+        }
+        hit
+    }
+
     /// Keeps the selection inside `len` rows (after the list shrank).
     pub fn clamp(&mut self, len: usize) {
         self.selected = self.selected.min(len.saturating_sub(1));

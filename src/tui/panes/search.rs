@@ -3,13 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui_textarea::TextArea;
 
-use super::Ctx;
+use super::{Ctx, InputKey};
 use crate::model::{EventId, EventStatus, TimeRange, TimelineId};
 use crate::service::EventRecord;
 use crate::tui::theme::Palette;
@@ -175,6 +176,40 @@ impl SearchPane {
     /// The selected event.
     pub fn selected(&self) -> Option<&EventRecord> {
         self.results.get(self.cursor.selected)
+    }
+
+    /// A key while an input is edited: Enter searches with the inputs, Esc leaves them, Tab
+    /// goes to the other input, anything else edits.
+    pub fn input_key(&mut self, key: KeyEvent) -> InputKey {
+        if self.editing.is_none() {
+            return InputKey::NotEditing;
+        }
+        match key.code {
+            KeyCode::Enter => {
+                self.editing = None;
+                self.detail = false;
+                return InputKey::Search;
+            }
+            KeyCode::Esc => self.editing = None,
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.editing = Some(match self.editing {
+                    Some(Input::Location) => Input::Range,
+                    _ => Input::Location,
+                });
+            }
+            _ => {
+                if let Some(input) = self.editing_input() {
+                    widgets::edit(input, key);
+                }
+            }
+        }
+        InputKey::Taken
+    }
+
+    /// Starts editing the location, with the results list in view.
+    pub fn start_editing(&mut self) {
+        self.detail = false;
+        self.editing = Some(Input::Location);
     }
 
     /// The input being edited.

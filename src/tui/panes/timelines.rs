@@ -4,13 +4,14 @@
 
 use std::collections::HashMap;
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui_textarea::TextArea;
 
-use super::Ctx;
+use super::{Ctx, InputKey};
 use crate::model::{TimelineId, TimelineStatus};
 use crate::service::TimelineInfo;
 use crate::tui::tree::tree_order_of;
@@ -51,6 +52,38 @@ impl TimelinesPane {
         if let Some(id) = keep {
             self.select(&id);
         }
+    }
+
+    /// A key while the filter is typed: Enter applies it, Esc clears it, anything else edits
+    /// it (and the list follows as it is typed).
+    pub fn filter_key(&mut self, key: KeyEvent) -> InputKey {
+        let Some(input) = self.filter_input.as_mut() else {
+            return InputKey::NotEditing;
+        };
+        match key.code {
+            KeyCode::Enter => {
+                let text = widgets::input_text(input);
+                self.filter_input = None;
+                self.set_filter(text);
+                InputKey::Applied
+            }
+            KeyCode::Esc => {
+                self.filter_input = None;
+                self.set_filter(String::new());
+                InputKey::Applied
+            }
+            _ => {
+                widgets::edit(input, key);
+                let text = widgets::input_text(input);
+                self.set_filter(text);
+                InputKey::Taken
+            }
+        }
+    }
+
+    /// Starts typing the filter, from the one applied.
+    pub fn start_filter(&mut self) {
+        self.filter_input = Some(widgets::input(&self.filter, "name or id"));
     }
 
     /// Applies the filter text.

@@ -1,6 +1,7 @@
 //! The anchor/travel wizard: destination (timeline or anchor) → items to carry → paradox
 //! check → confirm → the journey as it happened.
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -13,8 +14,9 @@ use std::sync::Arc;
 use crate::paradox::{Paradox, ParadoxKind};
 use crate::service::{
     Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult, TimelineInfo,
-    TimelineService,
+    TimelineService, TravelRequest,
 };
+use crate::tui::effect::{Call, Effect, Outcome};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, centered, ellipsize, fmt_time, modal};
 
@@ -243,6 +245,81 @@ impl Wizard {
             Step::Destination => self.dest_cursor.step(delta, self.destinations.len()),
             Step::Items => self.item_cursor.step(delta, self.items.len()),
             _ => {}
+        }
+    }
+
+    /// A key in the wizard: Esc closes it from any step (as every modal), Backspace goes back
+    /// a step, Enter goes on; the paradox check and the journey are calls for the loop to make.
+    /// A journey starts only on `y` at the confirm step, so no stray Enter travels.
+    pub fn key(&mut self, key: KeyEvent) -> Outcome {
+        let code = key.code;
+        if self.loading {
+            // Esc abandons a pending step.
+            return if code == KeyCode::Esc {
+                Outcome::close()
+            } else {
+                Outcome::keep()
+            };
+        }
+        match (self.step, code) {
+            (_, KeyCode::Esc) | (Step::Done, KeyCode::Enter) => return Outcome::close(),
+            (_, KeyCode::Up | KeyCode::Char('k')) => self.step_cursor(-1),
+            (_, KeyCode::Down | KeyCode::Char('j')) => self.step_cursor(1),
+            (Step::Items, KeyCode::Char(' ') | KeyCode::Char('x')) => self.toggle(),
+            (Step::Destination, KeyCode::Enter) if self.destination().is_some() => {
+                self.step = Step::Items;
+            }
+            (Step::Items, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Destination,
+            (Step::Items, KeyCode::Enter) => {
+                let Some(dest) = self.destination() else {
+                    return Outcome::keep();
+                };
+                let req = ParadoxCheckRequest {
+                    timeline_id: dest.timeline().clone(),
+                    proposed_changes: self.proposed_changes(),
+                };
+                self.step = Step::Check;
+                self.report = None;
+                self.loading = true;
+                return Outcome::with(Effect::Call(Call::WizardCheck(req)));
+            }
+            (Step::Check, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Items,
+            (Step::Check, KeyCode::Enter) => self.step = Step::Confirm,
+            (Step::Confirm, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Check,
+            (Step::Confirm, KeyCode::Char('y') | KeyCode::Char('Y')) => {
+                let Some(dest) = self.destination() else {
+                    return Outcome::keep();
+                };
+                let req = TravelRequest {
+                    destination: dest.request_id(),
+                    items_transported: self.carried(),
+                };
+                self.loading = true;
+                return Outcome::with(Effect::Call(Call::Travel(req)));
+            }
+            _ => {}
+        }
+        Outcome::keep()
+    }
+
+    /// The verdict of the check it asked for arrived.
+    pub fn checked(&mut self, report: Verdict) {
+        self.report = Some(report);
+        self.loading = false;
+    }
+
+    /// The journey it asked for was made.
+    pub fn arrived(&mut self, journey: Journey) {
+        self.journey = Some(journey);
+        self.step = Step::Done;
+        self.loading = false;
+    }
+
+    /// A call it waited on failed: it stops waiting, and a failed check goes back to the items.
+    pub fn failed(&mut self, check: bool) {
+        self.loading = false;
+        if check {
+            self.step = Step::Items;
         }
     }
 

@@ -1,19 +1,15 @@
 //! Carrying out a user intent: [`App::dispatch`] turns an [`Action`] (a key, a `:` command, a
 //! click) into focus and cursor moves, a modal opened, or a call in the background.
 
-use std::sync::Arc;
-
-use super::action::{Action, Reply, Slot};
-use super::app::{App, all_pages};
-use super::confirm::Confirm;
-use super::forms;
-use super::modal::Modal;
-use super::panes::PaneId;
-use super::panes::search::Input;
-use super::panes::wizard::Wizard;
-use super::widgets;
+use super::App;
 use crate::model::TimelineId;
-use crate::service::PageRequest;
+use crate::tui::action::Action;
+use crate::tui::confirm::Confirm;
+use crate::tui::forms;
+use crate::tui::modal::Modal;
+use crate::tui::panes::PaneId;
+use crate::tui::panes::wizard::Wizard;
+use crate::tui::picture::Picture;
 
 impl App {
     /// Focuses `pane`; the monitor and the log take the lower-right place as they get it.
@@ -72,19 +68,13 @@ impl App {
                 }
             }
             A::Filter => match self.focus {
-                PaneId::Timelines => {
-                    self.timelines.filter_input =
-                        Some(widgets::input(&self.timelines.filter, "name or id"));
-                }
+                PaneId::Timelines => self.timelines.start_filter(),
                 _ => {
                     self.focus = PaneId::Search;
-                    self.search.detail = false;
-                    self.search.editing = Some(Input::Location);
+                    self.search.start_editing();
                 }
             },
-            A::Command => {
-                self.modal = Some(Modal::Command(Box::new(widgets::input("", "command"))))
-            }
+            A::Command => self.modal = Some(Modal::Command(Box::default())),
             A::Refresh => {
                 self.refresh(true);
                 if self.search.searched {
@@ -154,19 +144,7 @@ impl App {
             A::Travel | A::ReturnToAnchor => {
                 let anchors_only = action == A::ReturnToAnchor;
                 self.modal = Some(Modal::Wizard(Box::new(Wizard::new(anchors_only))));
-                let svc = Arc::clone(&self.service);
-                self.spawn(Slot::WizardData, async move {
-                    let anchors = svc
-                        .list_anchors(PageRequest::first(PageRequest::MAX_LIMIT))
-                        .await?;
-                    let items = svc
-                        .list_items(PageRequest::first(PageRequest::MAX_LIMIT))
-                        .await?;
-                    Ok(Reply::WizardData {
-                        anchors: anchors.items,
-                        items: items.items,
-                    })
-                });
+                self.request_wizard_data();
             }
             A::RegisterItem => {
                 self.modal = Some(Modal::Form(Box::new(forms::register_item())));
@@ -198,15 +176,14 @@ impl App {
             // L shows the log in the monitor's place, and L again brings the monitor back.
             A::ShowLog if self.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
             A::ShowLog => self.dispatch_focus(PaneId::Log),
-            A::TimelineView => self.open_picture(),
-            A::Journeys => {
-                let svc = Arc::clone(&self.service);
-                self.spawn(Slot::Journeys, async move {
-                    all_pages(|page| svc.list_journeys(page))
-                        .await
-                        .map(Reply::Journeys)
-                });
+            A::TimelineView => {
+                let Some(timeline) = self.timelines.selected().map(|t| t.id.clone()) else {
+                    return self.flash_error("No timeline selected.");
+                };
+                self.modal = Some(Modal::Picture(Box::new(Picture::new(timeline.clone()))));
+                self.request_picture(timeline);
             }
+            A::Journeys => self.request_journeys(),
         }
     }
 

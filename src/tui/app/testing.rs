@@ -10,12 +10,12 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use tokio::sync::mpsc;
 
-use super::action::Msg;
-use super::app::{App, AppConfig};
-use super::keymap::{Key, KeyMap};
-use super::theme::{Palette, Theme};
+use super::{App, AppConfig};
 use crate::engine::Clock;
 use crate::service::TimelineService;
+use crate::tui::action::Msg;
+use crate::tui::keymap::{Key, KeyMap};
+use crate::tui::theme::{Palette, Theme};
 
 /// An [`App`] with its queue, driven by hand.
 pub struct Harness {
