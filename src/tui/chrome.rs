@@ -257,3 +257,70 @@ pub fn render_footer(
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{palette, screen};
+
+    #[test]
+    fn a_flash_goes_after_its_ticks_and_an_error_stays_longer() {
+        let ticks = |mut flash: Option<Flash>| {
+            let mut n = 0;
+            while let Some(f) = flash {
+                flash = f.aged();
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(ticks(Some(Flash::info("saved"))), FLASH_TICKS);
+        assert_eq!(ticks(Some(Flash::error("refused"))), FLASH_TICKS + 2);
+    }
+
+    #[test]
+    fn a_long_flash_gets_up_to_three_footer_lines_unless_the_command_line_is_open() {
+        let area = Rect::new(0, 0, 40, 30);
+        let long = Flash::error("x".repeat(200));
+        assert_eq!(layout(area, None, false).footer.height, 1);
+        assert_eq!(layout(area, Some(&long), false).footer.height, 3);
+        assert_eq!(layout(area, Some(&long), true).footer.height, 1);
+        let screen = layout(area, None, false);
+        assert_eq!(screen.panes.timelines.width, 24, "60% left");
+        assert_eq!(screen.panes.search.width, 40, "the search spans the width");
+    }
+
+    #[test]
+    fn a_narrow_header_keeps_the_state_and_drops_the_source() {
+        let p = palette();
+        let header = Header {
+            palette: &p,
+            source: "server: https://chronoscope.example.org",
+            connection: &Connection::Disconnected("refused".into()),
+            link: &Link::Polling("no stream".into()),
+            whoami: None,
+            last_refresh: None,
+            spinner: Some(0),
+        };
+        let wide = screen(140, 1, |f| header.render(f, f.area()));
+        assert!(wide.contains("chronoscope.example.org"), "{wide}");
+        assert!(wide.contains("disconnected (refused) — retrying"), "{wide}");
+        assert!(wide.contains("polling (no stream)"), "{wide}");
+        let narrow = screen(60, 1, |f| header.render(f, f.area()));
+        assert!(!narrow.contains("example.org"), "{narrow}");
+        assert!(narrow.contains("disconnected (refused)"), "{narrow}");
+        assert!(narrow.contains("⟳ polling"), "{narrow}");
+    }
+
+    #[test]
+    fn the_footer_shows_the_flash_else_the_hints_that_fit() {
+        let p = palette();
+        let hints = || vec![("tab".to_owned(), "next pane"), ("q".to_owned(), "quit")];
+        let text = screen(20, 1, |f| render_footer(f, f.area(), None, hints(), &p));
+        assert_eq!(text.trim_end(), " tab next pane");
+        let flash = Flash::info("Created.");
+        let text = screen(20, 1, |f| {
+            render_footer(f, f.area(), Some(&flash), hints(), &p)
+        });
+        assert_eq!(text.trim_end(), " Created.");
+    }
+}

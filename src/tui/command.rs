@@ -155,3 +155,71 @@ fn render(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{key, palette, screen, typed};
+
+    fn line(text: &str) -> CommandLine {
+        let mut line = CommandLine::default();
+        for k in typed(text) {
+            assert!(line.key(k).effects.is_empty());
+        }
+        line
+    }
+
+    #[test]
+    fn tab_completes_as_far_as_the_commands_agree_and_offers_them() {
+        let mut one = line("he");
+        let outcome = one.key(key("tab"));
+        assert_eq!(one.text(), "help");
+        assert!(!outcome.close && outcome.effects.is_empty());
+
+        let mut two = line("s");
+        let outcome = two.key(key("tab"));
+        assert_eq!(two.text(), "se");
+        assert!(!outcome.close);
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Info(choices)] if choices == "search   set_anchor"),
+            "{:?}",
+            outcome.effects
+        );
+    }
+
+    #[test]
+    fn enter_closes_the_line_with_what_the_command_asks_for() {
+        let run = |text: &str| {
+            let outcome = line(text).key(key("enter"));
+            assert!(outcome.close, "{text}");
+            outcome.effects
+        };
+        assert!(matches!(&run("search Paris")[..], [Effect::Search(p)] if p == "Paris"));
+        assert!(matches!(&run("filter tes")[..], [Effect::Filter(f)] if f == "tes"));
+        assert!(matches!(&run("q")[..], [Effect::Quit]));
+        assert!(matches!(
+            &run("monitor")[..],
+            [Effect::Focus(PaneId::Monitor)]
+        ));
+        assert!(matches!(&run("log")[..], [Effect::Action(Action::ShowLog)]));
+        assert!(
+            matches!(&run("frobnicate")[..], [Effect::Error(e)] if e.starts_with("unknown command ':frobnicate'"))
+        );
+        assert!(run("").is_empty());
+    }
+
+    #[test]
+    fn esc_closes_without_running_anything() {
+        let outcome = line("quit").key(key("esc"));
+        assert!(outcome.close && outcome.effects.is_empty());
+    }
+
+    #[test]
+    fn the_line_draws_a_colon_what_is_typed_and_the_flash_beside_it() {
+        let mut l = line("sear");
+        let flash = Flash::error("no such thing");
+        let text = screen(40, 1, |f| l.render(f, f.area(), Some(&flash), &palette()));
+        assert!(text.starts_with(":sear"), "{text}");
+        assert!(text.contains("no such thing"), "{text}");
+    }
+}

@@ -152,3 +152,83 @@ impl Confirm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::effect::Call;
+    use crate::tui::unit::{key, palette, screen};
+
+    fn delete() -> Confirm {
+        Confirm::DeleteTimeline(TimelineId::primary(), "Tesla 1889".into())
+    }
+
+    fn apply_anyway(form: bool) -> Confirm {
+        let change = Checked::AddEvent(
+            TimelineId::primary(),
+            NewEvent {
+                description: "Tesla stays".into(),
+                time: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+                location: "Paris".into(),
+                causes: Vec::new(),
+                fixed_point: false,
+                safety_check: true,
+            },
+        );
+        Confirm::ApplyAnyway {
+            change,
+            why: "It would add a causal loop.".into(),
+            form: form.then(|| Box::new(crate::tui::forms::register_item())),
+        }
+    }
+
+    #[test]
+    fn yes_deletes_no_and_esc_close_anything_else_keeps_asking() {
+        assert!(matches!(
+            delete().key(key("y")),
+            Answer::Closed(e) if matches!(&e[..], [Effect::Call(Call::Delete(_, name))] if name == "Tesla 1889")
+        ));
+        assert!(matches!(delete().key(key("n")), Answer::Closed(e) if e.is_empty()));
+        assert!(matches!(delete().key(key("esc")), Answer::Closed(e) if e.is_empty()));
+        assert!(matches!(delete().key(key("x")), Answer::Ask(_)));
+    }
+
+    #[test]
+    fn making_a_paradox_takes_an_explicit_y_and_brings_the_form_back_pending() {
+        assert!(matches!(
+            apply_anyway(true).key(key("enter")),
+            Answer::Ask(_)
+        ));
+        let Answer::Form(form, effects) = apply_anyway(true).key(key("y")) else {
+            panic!("y brings the form back");
+        };
+        assert!(form.pending && form.refusal.is_none());
+        assert!(matches!(
+            &effects[..],
+            [Effect::Call(Call::Unchecked(Checked::AddEvent(..)))]
+        ));
+        let Answer::Closed(effects) = apply_anyway(false).key(key("y")) else {
+            panic!("without a form the question just closes");
+        };
+        assert!(matches!(&effects[..], [Effect::Call(Call::Unchecked(_))]));
+    }
+
+    #[test]
+    fn no_brings_the_form_back_as_typed_with_the_reason() {
+        let Answer::Form(form, effects) = apply_anyway(true).key(key("n")) else {
+            panic!("n brings the form back");
+        };
+        assert!(effects.is_empty() && !form.pending);
+        assert_eq!(
+            form.refusal.as_deref(),
+            Some("Not applied. It would add a causal loop.")
+        );
+    }
+
+    #[test]
+    fn the_question_draws_what_it_asks_and_how_to_answer() {
+        let text = screen(80, 12, |f| delete().render(f, f.area(), &palette()));
+        assert!(text.contains("Delete timeline Tesla 1889"), "{text}");
+        assert!(text.contains("y yes   n no"), "{text}");
+    }
+}

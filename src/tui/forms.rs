@@ -363,3 +363,54 @@ impl From<Submission> for Call {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::effect::Call;
+    use crate::tui::unit::{key, typed};
+
+    fn type_into(form: &mut Form<FormKind>, text: &str) {
+        for k in typed(text) {
+            assert!(form.key(k).effects.is_empty());
+        }
+    }
+
+    #[test]
+    fn what_does_not_parse_is_refused_under_its_field_and_nothing_is_sent() {
+        let mut form = new_timeline("primary");
+        type_into(&mut form, "Tesla 1889");
+        form.key(key("tab"));
+        type_into(&mut form, "next tuesday");
+        form.key(key("tab"));
+        let outcome = form.key(key("enter"));
+        assert!(!outcome.close && outcome.effects.is_empty());
+        assert!(!form.pending);
+        assert_eq!(form.refusal_field, Some(1), "{:?}", form.refusal);
+    }
+
+    #[test]
+    fn enter_sends_once_and_the_form_waits_for_the_answer() {
+        let mut form = register_item();
+        type_into(&mut form, "Tesla's blueprint");
+        let outcome = form.key(key("enter"));
+        assert!(!outcome.close);
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Call(Call::Item(i))] if i.description == "Tesla's blueprint")
+        );
+        assert!(form.pending);
+        assert!(form.key(key("enter")).effects.is_empty(), "sent once");
+    }
+
+    #[test]
+    fn tab_moves_between_fields_and_esc_closes() {
+        let mut form = anchor(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
+        assert_eq!(form.focus, 0);
+        form.key(key("tab"));
+        assert_eq!(form.focus, 1);
+        form.key(key("backtab"));
+        assert_eq!(form.focus, 0);
+        let outcome = form.key(key("esc"));
+        assert!(outcome.close && outcome.effects.is_empty());
+    }
+}

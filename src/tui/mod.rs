@@ -22,6 +22,8 @@ pub mod picture;
 pub use app::testing;
 pub mod theme;
 pub mod tree;
+#[cfg(test)]
+mod unit;
 pub mod widgets;
 
 use std::io::{self, Stdout};

@@ -283,3 +283,115 @@ fn journey_lines(
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{key, palette, screen, typed};
+
+    struct World {
+        palette: Palette,
+        keymap: KeyMap,
+        timelines: TimelinesPane,
+        monitor: MonitorPane,
+    }
+
+    impl World {
+        fn new() -> Self {
+            Self {
+                palette: palette(),
+                keymap: KeyMap::default(),
+                timelines: TimelinesPane::default(),
+                monitor: MonitorPane::default(),
+            }
+        }
+
+        fn around(&self) -> Around<'_> {
+            Around {
+                palette: &self.palette,
+                keymap: &self.keymap,
+                timelines: &self.timelines,
+                monitor: &self.monitor,
+                whoami: None,
+                now: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            }
+        }
+    }
+
+    #[test]
+    fn the_help_scrolls_and_closes() {
+        let world = World::new();
+        let (next, effects) = Modal::Help(0).key(key("j"), &world.around());
+        assert!(matches!(next, Some(Modal::Help(1))) && effects.is_empty());
+        let (next, _) = Modal::Help(3).key(key("g"), &world.around());
+        assert!(matches!(next, Some(Modal::Help(0))));
+        for k in ["esc", "q", "?", "enter"] {
+            assert!(
+                Modal::Help(0).key(key(k), &world.around()).0.is_none(),
+                "{k}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_command_line_closes_with_what_it_ran() {
+        let world = World::new();
+        let mut modal = Modal::Command(Box::default());
+        for k in typed("help") {
+            modal = modal.key(k, &world.around()).0.expect("still typing");
+        }
+        let (next, effects) = modal.key(key("enter"), &world.around());
+        assert!(next.is_none());
+        assert!(matches!(
+            &effects[..],
+            [Effect::Action(super::super::action::Action::Help)]
+        ));
+    }
+
+    #[test]
+    fn a_question_about_a_form_gives_the_form_back() {
+        let world = World::new();
+        let confirm = Modal::Confirm(Confirm::ApplyAnyway {
+            change: super::super::confirm::Checked::Revert(crate::service::RevertRequest {
+                event_id: "event-5678abcd".parse().expect("an event id"),
+                timeline_id: None,
+                safety_check: true,
+            }),
+            why: "a loop".into(),
+            form: Some(Box::new(super::super::forms::register_item())),
+        });
+        let (next, effects) = confirm.key(key("n"), &world.around());
+        assert!(matches!(next, Some(Modal::Form(_))) && effects.is_empty());
+    }
+
+    #[test]
+    fn a_failed_check_sends_the_wizard_back_to_its_items() {
+        let mut modal = Modal::Wizard(Box::new(Wizard::new(false)));
+        modal.call_failed(Slot::WizardCheck);
+        let Modal::Wizard(w) = &modal else {
+            unreachable!()
+        };
+        assert!(!w.loading);
+        assert_eq!(w.step, wizard::Step::Items);
+        let mut picture = Modal::Picture(Box::new(Picture::new(TimelineId::primary())));
+        picture.call_failed(Slot::Search);
+        assert!(
+            matches!(&picture, Modal::Picture(p) if p.loading),
+            "not its call"
+        );
+        picture.call_failed(Slot::Picture);
+        assert!(matches!(&picture, Modal::Picture(p) if !p.loading));
+    }
+
+    #[test]
+    fn journeys_say_when_there_are_none_and_how_to_close() {
+        let world = World::new();
+        let mut modal = Modal::Journeys(Vec::new(), 0);
+        let text = screen(80, 20, |f| modal.render(f, f.area(), &world.around()));
+        assert!(
+            text.contains("No journeys yet. Press t to travel."),
+            "{text}"
+        );
+        assert!(text.contains("enter / esc close"), "{text}");
+    }
+}

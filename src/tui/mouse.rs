@@ -69,3 +69,76 @@ impl Areas {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyModifiers;
+
+    use super::*;
+
+    fn areas() -> Areas {
+        Areas {
+            timelines: Rect::new(0, 1, 60, 20),
+            search: Rect::new(0, 21, 100, 20),
+            lower: Rect::new(60, 1, 40, 20),
+        }
+    }
+
+    fn at(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+        MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }
+    }
+
+    #[test]
+    fn a_click_names_the_pane_and_the_list_row_under_it() {
+        let click = MouseEventKind::Down(MouseButton::Left);
+        assert_eq!(
+            areas().pointer(at(click, 5, 4), PaneId::Monitor),
+            Some(Pointer::Click {
+                pane: PaneId::Timelines,
+                row: Some(1)
+            })
+        );
+        // The search's first row is below its two inputs.
+        assert_eq!(
+            areas().pointer(at(click, 5, 26), PaneId::Monitor),
+            Some(Pointer::Click {
+                pane: PaneId::Search,
+                row: Some(0)
+            })
+        );
+        // On the border: focus, no row.
+        assert_eq!(
+            areas().pointer(at(click, 70, 1), PaneId::Log),
+            Some(Pointer::Click {
+                pane: PaneId::Log,
+                row: None
+            })
+        );
+        assert_eq!(areas().pointer(at(click, 5, 0), PaneId::Monitor), None);
+    }
+
+    #[test]
+    fn the_wheel_scrolls_three_rows_and_other_buttons_do_nothing() {
+        assert_eq!(
+            areas().pointer(at(MouseEventKind::ScrollUp, 70, 5), PaneId::Monitor),
+            Some(Pointer::Scroll {
+                pane: PaneId::Monitor,
+                rows: -3
+            })
+        );
+        assert_eq!(
+            areas().pointer(at(MouseEventKind::ScrollDown, 5, 5), PaneId::Monitor),
+            Some(Pointer::Scroll {
+                pane: PaneId::Timelines,
+                rows: 3
+            })
+        );
+        let right = MouseEventKind::Down(MouseButton::Right);
+        assert_eq!(areas().pointer(at(right, 5, 5), PaneId::Monitor), None);
+    }
+}

@@ -142,3 +142,56 @@ fn command_for(key: KeyEvent) -> Option<ViewCommand> {
             .then_some(*command)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{key, palette, screen, timeline};
+
+    fn panes() -> (TimelinesPane, MonitorPane) {
+        let mut timelines = TimelinesPane::default();
+        timelines.set(vec![timeline(0, "primary"), timeline(1, "Tesla 1889")]);
+        (timelines, MonitorPane::default())
+    }
+
+    #[test]
+    fn view_keys_zoom_and_esc_q_v_close() {
+        let (timelines, monitor) = panes();
+        let tesla = timeline(1, "Tesla 1889").id;
+        let scene = Scene::of(&tesla, &timelines, &monitor, None);
+        let mut picture = Picture::new(tesla.clone());
+        let outcome = picture.key(key("+"), &scene);
+        assert!(!outcome.close && outcome.effects.is_empty());
+        assert_ne!(picture.view, TimelineView::new(), "+ zooms in");
+        for k in ["esc", "q", "v"] {
+            assert!(Picture::new(tesla.clone()).key(key(k), &scene).close, "{k}");
+        }
+    }
+
+    #[test]
+    fn data_of_another_timeline_is_not_shown() {
+        let mut picture = Picture::new(TimelineId::primary());
+        picture.show(&timeline(1, "Tesla 1889").id, Vec::new(), Vec::new());
+        assert!(picture.loading, "still waiting for its own data");
+        picture.show(&TimelineId::primary(), Vec::new(), Vec::new());
+        assert!(!picture.loading);
+    }
+
+    #[test]
+    fn the_picture_draws_its_timeline_by_name() {
+        let (timelines, monitor) = panes();
+        let tesla = timeline(1, "Tesla 1889").id;
+        let scene = Scene::of(&tesla, &timelines, &monitor, None);
+        let mut picture = Picture::new(tesla);
+        let p = palette();
+        let ctx = Ctx {
+            palette: &p,
+            now: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            focused: false,
+            here: None,
+            pending: false,
+        };
+        let text = screen(80, 20, |f| picture.render(f, f.area(), &ctx, &scene));
+        assert!(text.contains("Tesla 1889"), "{text}");
+    }
+}

@@ -431,3 +431,43 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::tui::unit::{key, typed};
+
+    #[test]
+    fn tab_switches_inputs_and_enter_asks_for_the_search() {
+        let mut pane = SearchPane::default();
+        assert_eq!(pane.input_key(key("enter")), InputKey::NotEditing);
+        pane.detail = true;
+        pane.start_editing();
+        assert!(!pane.detail, "the results are in view while typing");
+        for k in typed("Paris") {
+            assert_eq!(pane.input_key(k), InputKey::Taken);
+        }
+        pane.input_key(key("tab"));
+        assert_eq!(pane.editing, Some(Input::Range));
+        for k in typed("1889-03-10") {
+            pane.input_key(k);
+        }
+        assert_eq!(pane.input_key(key("enter")), InputKey::Search);
+        assert_eq!(pane.editing, None);
+        let query = pane.query().expect("both inputs parse");
+        assert_eq!(query.location.as_deref(), Some("Paris"));
+        assert!(query.range.is_some());
+    }
+
+    #[test]
+    fn esc_leaves_the_inputs_as_typed() {
+        let mut pane = SearchPane::default();
+        pane.start_editing();
+        for k in typed("Rome") {
+            pane.input_key(k);
+        }
+        assert_eq!(pane.input_key(key("esc")), InputKey::Taken);
+        assert_eq!(pane.editing, None);
+        assert_eq!(widgets::input_text(&pane.location), "Rome");
+    }
+}

@@ -422,3 +422,46 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::tui::unit::{key, timeline, typed};
+
+    fn pane() -> TimelinesPane {
+        let mut pane = TimelinesPane::default();
+        pane.set(vec![
+            timeline(0, "primary"),
+            timeline(1, "Tesla 1889"),
+            timeline(2, "Paris 1900"),
+        ]);
+        pane
+    }
+
+    #[test]
+    fn the_filter_follows_what_is_typed_and_esc_clears_it() {
+        let mut pane = pane();
+        assert_eq!(pane.filter_key(key("t")), InputKey::NotEditing);
+        pane.start_filter();
+        for k in typed("tes") {
+            assert_eq!(pane.filter_key(k), InputKey::Taken);
+        }
+        assert_eq!(pane.len(), 1, "narrowed as typed");
+        assert_eq!(pane.filter_key(key("esc")), InputKey::Applied);
+        assert!(pane.filter_input.is_none());
+        assert_eq!(pane.len(), 3);
+    }
+
+    #[test]
+    fn enter_keeps_the_filter_and_closes_the_input() {
+        let mut pane = pane();
+        pane.start_filter();
+        for k in typed("paris") {
+            pane.filter_key(k);
+        }
+        assert_eq!(pane.filter_key(key("enter")), InputKey::Applied);
+        assert_eq!(pane.filter, "paris");
+        assert_eq!(pane.selected().map(|t| t.name.as_str()), Some("Paris 1900"));
+        assert_eq!(pane.filter_key(key("j")), InputKey::NotEditing);
+    }
+}

@@ -703,3 +703,86 @@ mod tests {
         assert_eq!(changes[0].time, Some(at("1900-01-01T00:00:00Z")));
     }
 }
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::tui::effect::{Call, Effect};
+    use crate::tui::unit::{key, palette, screen, timeline};
+
+    fn ready() -> Wizard {
+        let mut w = Wizard::new(false);
+        let timelines = [timeline(0, "primary"), timeline(1, "Tesla 1889")];
+        let now = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+        w.set_data(
+            &timelines,
+            Vec::new(),
+            Vec::new(),
+            now,
+            Some(&timelines[1].id),
+        );
+        w
+    }
+
+    fn verdict(timeline: TimelineId) -> Verdict {
+        Verdict {
+            report: ParadoxReport {
+                is_stable: true,
+                timeline_id: timeline,
+                paradoxes: Vec::new(),
+            },
+            standing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_steps_ask_for_a_check_then_travel_only_on_y() {
+        let mut w = ready();
+        let tesla = timeline(1, "Tesla 1889").id;
+        assert!(w.key(key("enter")).effects.is_empty());
+        assert_eq!(w.step, Step::Items);
+        let outcome = w.key(key("enter"));
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Call(Call::WizardCheck(r))] if r.timeline_id == tesla)
+        );
+        assert!(w.loading && w.step == Step::Check);
+        // Waiting: keys wait too, but esc abandons.
+        assert!(w.key(key("enter")).effects.is_empty());
+        w.checked(verdict(tesla.clone()));
+        w.key(key("enter"));
+        assert_eq!(w.step, Step::Confirm);
+        assert!(
+            w.key(key("enter")).effects.is_empty(),
+            "no stray enter travels"
+        );
+        let outcome = w.key(key("y"));
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Call(Call::Travel(r))] if r.destination == tesla.to_string())
+        );
+    }
+
+    #[test]
+    fn backspace_goes_back_a_step_and_esc_closes_from_any() {
+        let mut w = ready();
+        w.key(key("enter"));
+        w.key(key("backspace"));
+        assert_eq!(w.step, Step::Destination);
+        w.loading = true;
+        assert!(w.key(key("esc")).close);
+        let mut failed = ready();
+        failed.key(key("enter"));
+        failed.key(key("enter"));
+        failed.failed(true);
+        assert!(!failed.loading);
+        assert_eq!(failed.step, Step::Items);
+    }
+
+    #[test]
+    fn the_destination_step_lists_open_timelines_with_the_selected_one_chosen() {
+        let mut w = ready();
+        let name_of = |id: &TimelineId| id.to_string();
+        let text = screen(100, 20, |f| w.render(f, f.area(), &palette(), &name_of));
+        assert!(text.contains("Tesla 1889"), "{text}");
+        assert_eq!(w.dest_cursor.selected, 1);
+    }
+}
