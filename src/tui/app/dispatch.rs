@@ -10,6 +10,7 @@ use crate::tui::modal::Modal;
 use crate::tui::panes::PaneId;
 use crate::tui::panes::wizard::Wizard;
 use crate::tui::picture::Picture;
+use crate::tui::widgets::Cursor;
 
 impl App {
     /// Focuses `pane`; the monitor and the log take the lower-right place as they get it.
@@ -113,7 +114,7 @@ impl App {
                     .unwrap_or_else(|| chrono::SubsecRound::trunc_subsecs(self.now(), 0));
                 self.modal = Some(Modal::Form(Box::new(forms::add_event(t, time))));
             }
-            A::Manipulate => {
+            A::Manipulate | A::Revert => {
                 let (Some(event), Some(timeline)) = (
                     self.search.selected().cloned(),
                     self.search.timeline.clone(),
@@ -121,17 +122,11 @@ impl App {
                     return self
                         .flash_error("Search for an event and select it first (/ then enter).");
                 };
-                self.modal = Some(Modal::Form(Box::new(forms::manipulate(timeline, &event))));
-            }
-            A::Revert => {
-                let (Some(event), Some(timeline)) = (
-                    self.search.selected().cloned(),
-                    self.search.timeline.clone(),
-                ) else {
-                    return self
-                        .flash_error("Search for an event and select it first (/ then enter).");
-                };
-                self.modal = Some(Modal::Confirm(Confirm::Revert(timeline, event)));
+                self.modal = Some(if action == A::Manipulate {
+                    Modal::Form(Box::new(forms::manipulate(timeline, &event)))
+                } else {
+                    Modal::Confirm(Confirm::Revert(timeline, event))
+                });
             }
             A::SetAnchor => {
                 let at = self
@@ -189,26 +184,26 @@ impl App {
 
     /// Moves the focused pane's cursor by `delta` rows.
     pub(super) fn move_cursor(&mut self, delta: isize) {
-        match self.focus {
+        if let Some((cursor, len)) = self.cursor_of(self.focus) {
+            cursor.step(delta, len);
+        }
+        if self.focus == PaneId::Timelines {
+            self.selection_changed();
+        }
+    }
+
+    /// The cursor of `pane`'s list and the list's length; none while the search shows an
+    /// event's detail.
+    pub(super) fn cursor_of(&mut self, pane: PaneId) -> Option<(&mut Cursor, usize)> {
+        match pane {
             PaneId::Timelines => {
                 let len = self.timelines.len();
-                self.timelines.cursor.step(delta, len);
-                self.selection_changed();
+                Some((&mut self.timelines.cursor, len))
             }
-            PaneId::Search => {
-                if !self.search.detail {
-                    let len = self.search.results.len();
-                    self.search.cursor.step(delta, len);
-                }
-            }
-            PaneId::Monitor => {
-                let len = self.monitor.rows.len();
-                self.monitor.cursor.step(delta, len);
-            }
-            PaneId::Log => {
-                let len = self.log.entries.len();
-                self.log.cursor.step(delta, len);
-            }
+            PaneId::Search if self.search.detail => None,
+            PaneId::Search => Some((&mut self.search.cursor, self.search.results.len())),
+            PaneId::Monitor => Some((&mut self.monitor.cursor, self.monitor.rows.len())),
+            PaneId::Log => Some((&mut self.log.cursor, self.log.entries.len())),
         }
     }
 }

@@ -398,29 +398,12 @@ impl App {
         match self.areas.pointer(mouse, self.lower) {
             Some(Pointer::Click { pane, row }) => {
                 self.focus = pane;
-                let Some(row) = row else {
-                    return;
-                };
-                match pane {
-                    PaneId::Timelines => {
-                        let len = self.timelines.len();
-                        if self.timelines.cursor.click(row, len) {
-                            self.selection_changed();
-                        }
-                    }
-                    PaneId::Search if !self.search.detail => {
-                        let len = self.search.results.len();
-                        self.search.cursor.click(row, len);
-                    }
-                    PaneId::Monitor => {
-                        let len = self.monitor.rows.len();
-                        self.monitor.cursor.click(row, len);
-                    }
-                    PaneId::Log => {
-                        let len = self.log.entries.len();
-                        self.log.cursor.click(row, len);
-                    }
-                    PaneId::Search => {}
+                let clicked = row.is_some_and(|row| {
+                    self.cursor_of(pane)
+                        .is_some_and(|(cursor, len)| cursor.click(row, len))
+                });
+                if clicked && pane == PaneId::Timelines {
+                    self.selection_changed();
                 }
             }
             Some(Pointer::Scroll { pane, rows }) => {
