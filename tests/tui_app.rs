@@ -175,14 +175,12 @@ async fn the_detail_names_a_cause_the_search_range_left_out() {
     w.service
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Napoleon crowned".into(),
-                time: t("1804-12-02T10:00:00Z"),
-                location: "Paris, Notre-Dame".into(),
-                causes: vec![bastille.event_id],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(
+                "Napoleon crowned",
+                "1804-12-02T10:00:00Z",
+                "Paris, Notre-Dame",
+                &[&bastille.event_id],
+            ),
         )
         .await
         .unwrap();
@@ -1194,14 +1192,12 @@ async fn sell_souvenirs_before_the_tower(service: &Arc<dyn TimelineService>) {
     service
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Eiffel souvenirs sold".into(),
-                time: t("1790-01-01T12:00:00Z"),
-                location: "Paris".into(),
-                causes: vec![eiffel],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(
+                "Eiffel souvenirs sold",
+                "1790-01-01T12:00:00Z",
+                "Paris",
+                &[&eiffel],
+            ),
         )
         .await
         .unwrap();
@@ -1283,14 +1279,7 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
     let treaty = ada
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Treaty signed".into(),
-                time: t("1860-06-01T12:00:00Z"),
-                location: "Turin".into(),
-                causes: vec![],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event("Treaty signed", "1860-06-01T12:00:00Z", "Turin", &[]),
         )
         .await
         .unwrap();
@@ -1311,14 +1300,12 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
         .unwrap();
     ada.add_event(
         &TimelineId::primary(),
-        NewEvent {
-            description: "Treaty celebrated".into(),
-            time: t("1855-06-01T12:00:00Z"),
-            location: "Turin".into(),
-            causes: vec![moved.new_event_id.clone()],
-            fixed_point: false,
-            safety_check: false,
-        },
+        new_event(
+            "Treaty celebrated",
+            "1855-06-01T12:00:00Z",
+            "Turin",
+            &[&moved.new_event_id],
+        ),
     )
     .await
     .unwrap();
@@ -1358,14 +1345,12 @@ async fn a_refused_manipulation_can_be_applied_anyway() {
     w.service
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Bastille Day first held".into(),
-                time: t("1790-07-14T10:00:00Z"),
-                location: "Paris".into(),
-                causes: vec![bastille],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(
+                "Bastille Day first held",
+                "1790-07-14T10:00:00Z",
+                "Paris",
+                &[&bastille],
+            ),
         )
         .await
         .unwrap();

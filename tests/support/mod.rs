@@ -100,28 +100,43 @@ pub fn named(name: &str) -> NewTimeline {
 /// The secret the served engines sign tokens with.
 pub const SECRET: &[u8] = b"dashboard-remote-test-secret-for-hs256";
 
-/// `engine` served on a free loopback port: its URL and a read-write token for `traveller`.
-pub async fn serve(engine: Arc<Engine>, traveller: &str) -> (String, String) {
-    let secret = chronoscope::auth::Secret::from_bytes(SECRET.to_vec()).expect("secret");
-    let token = chronoscope::auth::issue_token(
-        &secret,
+fn secret() -> chronoscope::auth::Secret {
+    chronoscope::auth::Secret::from_bytes(SECRET.to_vec()).expect("secret")
+}
+
+/// A read-write token for `traveller`, for the servers [`serve_port`] starts.
+pub fn token(traveller: &str) -> String {
+    chronoscope::auth::issue_token(
+        &secret(),
         traveller,
         &chronoscope::auth::Scopes::parse("read write"),
         Duration::from_secs(3600),
     )
-    .expect("token");
+    .expect("token")
+}
+
+/// `engine` served on a free loopback port, over TLS with `tls`: the port.
+pub async fn serve_port(engine: Arc<Engine>, tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a free port");
-    let url = format!("http://{}", listener.local_addr().expect("bound"));
-    let config = chronoscope::server::ServerConfig::new(secret);
-    tokio::spawn(chronoscope::server::run(
-        listener,
-        config,
-        engine,
-        std::future::pending(),
-    ));
-    (url, token)
+    let port = listener.local_addr().expect("bound").port();
+    let config = chronoscope::server::ServerConfig::new(secret());
+    let forever = std::future::pending();
+    match tls {
+        Some(tls) => tokio::spawn(chronoscope::server::run_tls(
+            listener, tls, config, engine, forever,
+        )),
+        None => tokio::spawn(chronoscope::server::run(listener, config, engine, forever)),
+    };
+    port
+}
+
+/// `engine` served over http on a free loopback port: its URL and a read-write token for
+/// `traveller`.
+pub async fn serve(engine: Arc<Engine>, traveller: &str) -> (String, String) {
+    let port = serve_port(engine, None).await;
+    (format!("http://127.0.0.1:{port}"), token(traveller))
 }
 
 /// The dashboard on `service`, drawn on a `TestBackend`, its first answers applied.
