@@ -6,13 +6,13 @@ use std::sync::Arc;
 use chrono::Duration;
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
-use chronoscope::model::{EventId, Instant, TimeRange, TimelineId, parse_instant};
+use chronoscope::model::{EventId, TimeRange, TimelineId};
 use chronoscope::service::*;
 use chronoscope::store::MemoryStore;
 
-fn t(s: &str) -> Instant {
-    parse_instant("t", s).expect("test instant")
-}
+mod support;
+
+use support::{Fresh, t};
 
 struct Fixture {
     engine: Arc<Engine>,
@@ -25,16 +25,11 @@ struct Fixture {
 
 impl Fixture {
     async fn new() -> Self {
-        let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
-        let store = Arc::new(MemoryStore::new());
-        let engine = Engine::open(
-            store.clone(),
-            clock.clone(),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .expect("engine opens");
+        let Fresh {
+            engine,
+            clock,
+            store,
+        } = Fresh::new().await;
         let ada = engine.session("ada".parse().unwrap());
         let add = |d: &str, time: &str, causes: Vec<EventId>, fixed_point: bool| NewEvent {
             description: d.into(),

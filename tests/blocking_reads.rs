@@ -5,6 +5,8 @@
 //! The runtime here has one thread: were a scan to run on it, nothing else could make progress
 //! until the scan ended.
 
+mod support;
+
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -49,14 +51,7 @@ async fn engine_with_a_huge_timeline() -> Arc<Engine> {
         .await
         .expect("appended");
     // A second engine replays the log with the big timeline in it.
-    Engine::open(
-        store,
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("engine reopens")
+    support::engine_on(store, Arc::new(SystemClock)).await
 }
 
 /// Starts `read` on the one runtime thread, lets it begin, then makes a cheap read: were `read`

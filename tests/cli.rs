@@ -1,28 +1,19 @@
 //! The scriptable subcommands, parsed from real argument lists and run against an engine:
 //! what a person reads, and what a script parses with `--json`.
 
+mod support;
+
 use std::sync::Arc;
 
 use chronoscope::cli::{Cli, execute};
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::Engine;
 use chronoscope::error::ServiceError;
 use chronoscope::model::parse_instant;
 use chronoscope::service::TimelineService;
-use chronoscope::store::MemoryStore;
 use clap::Parser;
 
 async fn engine() -> Arc<Engine> {
-    let clock = Arc::new(ManualClock::new(
-        parse_instant("t", "2026-11-22T10:00:00Z").unwrap(),
-    ));
-    Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock,
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap()
+    support::Fresh::new().await.engine
 }
 
 async fn run(service: &dyn TimelineService, args: &[&str]) -> Result<String, ServiceError> {

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
+use chronoscope::engine::{Engine, SystemClock};
 use chronoscope::model::{ItemId, Traveller};
 use chronoscope::service::{NewItem, TimelineService};
 use chronoscope::store;
@@ -44,15 +44,7 @@ fn traveller() -> Traveller {
 }
 
 async fn engine(url: &str) -> Arc<Engine> {
-    let store = store::open(url).await.unwrap();
-    Engine::open(
-        store,
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap()
+    support::engine_on(store::open(url).await.unwrap(), Arc::new(SystemClock)).await
 }
 
 /// A log of `primary` and [`SNAPSHOT_WORLD_EVENTS`] events, when the store is empty.

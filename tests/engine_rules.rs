@@ -8,14 +8,13 @@ use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{
     AnchorStatus, EventId, EventStatus, Instant, TimelineId, TimelineStatus, Whereabouts,
-    parse_instant,
 };
 use chronoscope::service::*;
 use chronoscope::store::{MemoryStore, Store};
 
-fn t(s: &str) -> Instant {
-    parse_instant("t", s).expect("test instant")
-}
+mod support;
+
+use support::{Fresh, named, new_event, t};
 
 struct World {
     engine: Arc<Engine>,
@@ -25,16 +24,11 @@ struct World {
 
 impl World {
     async fn new() -> Self {
-        let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
-        let store = Arc::new(MemoryStore::new());
-        let engine = Engine::open(
-            store.clone(),
-            clock.clone(),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .expect("engine opens");
+        let Fresh {
+            engine,
+            clock,
+            store,
+        } = Fresh::new().await;
         Self {
             engine,
             clock,
@@ -67,24 +61,6 @@ impl World {
             "a refused call wrote to the log"
         );
         err
-    }
-}
-
-fn new_event(description: &str, time: &str, location: &str, causes: &[&EventId]) -> NewEvent {
-    NewEvent {
-        description: description.into(),
-        time: t(time),
-        location: location.into(),
-        causes: causes.iter().map(|c| (*c).clone()).collect(),
-        fixed_point: false,
-        safety_check: false,
-    }
-}
-
-fn named(name: &str) -> NewTimeline {
-    NewTimeline {
-        name: Some(name.into()),
-        ..Default::default()
     }
 }
 

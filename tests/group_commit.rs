@@ -2,11 +2,13 @@
 //! queued in the store while the one before it is written: concurrent writers through two
 //! engines (two processes' worth of writers on one file), and a store that fails some appends.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{ItemId, parse_instant};
 use chronoscope::service::{NewItem, PageRequest, TimelineService};
@@ -44,14 +46,7 @@ impl SqliteFile {
     }
 
     async fn engine(&self, store: Arc<dyn Store>) -> Arc<Engine> {
-        Engine::open(
-            store,
-            self.clock.clone(),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .unwrap()
+        support::engine_on(store, self.clock.clone()).await
     }
 
     /// Ada's items as a new engine replaying the file sees them.

@@ -7,35 +7,21 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed, SystemClock};
+use chronoscope::engine::{Engine, ManualClock, SystemClock};
 use chronoscope::model::{Instant, TimelineId, Traveller};
 use chronoscope::service::{
     ManipulateRequest, MonitorQuery, NewEvent, NewItem, NewOutcome, OutcomeChange, PageRequest,
     TimelineService,
 };
-use chronoscope::store::{self, MemoryStore};
+use chronoscope::store::{self};
 
 async fn replica(url: &str) -> Arc<Engine> {
-    Engine::open(
-        store::open(url).await.unwrap(),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap()
+    support::engine_on(store::open(url).await.unwrap(), Arc::new(SystemClock)).await
 }
 
 /// One engine on a log of its own, in memory: its head queries cost nothing.
 async fn memory_engine() -> Arc<Engine> {
-    Engine::open(
-        Arc::new(MemoryStore::new()),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap()
+    support::memory_engine().await
 }
 
 fn traveller(name: &str) -> Traveller {
@@ -170,14 +156,7 @@ fn instant(s: &str) -> Instant {
 }
 
 async fn engine_at(url: &str, clock: &Arc<ManualClock>) -> Arc<Engine> {
-    Engine::open(
-        store::open(url).await.unwrap(),
-        Arc::clone(clock) as Arc<_>,
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap()
+    support::engine_on(store::open(url).await.unwrap(), Arc::clone(clock) as Arc<_>).await
 }
 
 /// Makes a causal-order paradox in `primary` at the clock's time: the cause is moved after its

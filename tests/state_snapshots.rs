@@ -220,16 +220,8 @@ fn key() -> LogKey {
 }
 
 async fn open(store: Arc<dyn Store>) -> Arc<Engine> {
-    Engine::open(
-        store,
-        Arc::new(ManualClock::new(
-            parse_instant("t", "2026-06-01T00:00:00Z").unwrap(),
-        )),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap()
+    let clock = ManualClock::new(support::t("2026-06-01T00:00:00Z"));
+    support::engine_on(store, Arc::new(clock)).await
 }
 
 /// The state a full replay of `store`'s log gives, without any snapshot.

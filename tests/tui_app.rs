@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
-use chronoscope::model::{EventId, Instant, TimelineId, parse_instant};
+use chronoscope::model::{EventId, TimelineId};
 use chronoscope::service::{NewEvent, NewTimeline, PageRequest, SearchQuery, TimelineService};
 use chronoscope::store::MemoryStore;
 use chronoscope::tui::action::{Msg, Reply, Slot};
@@ -18,25 +18,18 @@ use chronoscope::tui::panes::wizard::{Step, Verdict};
 use chronoscope::tui::testing::Harness;
 
 mod http_support;
+mod support;
 
-fn t(s: &str) -> Instant {
-    parse_instant("t", s).unwrap()
-}
+use support::{START, dashboard, engine_on, new_event, serve, t};
 
 struct World {
     service: Arc<dyn TimelineService>,
     clock: Arc<ManualClock>,
 }
 
+/// An engine on a fresh store with three events in the primary timeline.
 async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock,
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let engine = engine_on(Arc::new(MemoryStore::new()), clock).await;
     let ada = engine.session("ada".parse().unwrap());
     for (description, time, location) in [
         ("Storming of the Bastille", "1789-07-14T15:00:00Z", "Paris"),
@@ -49,14 +42,7 @@ async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
     ] {
         ada.add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: description.into(),
-                time: t(time),
-                location: location.into(),
-                causes: vec![],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(description, time, location, &[]),
         )
         .await
         .unwrap();
@@ -66,7 +52,7 @@ async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
 
 /// The dashboard on the embedded engine.
 async fn world() -> World {
-    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
+    let clock = Arc::new(ManualClock::new(t(START)));
     let engine = engine(clock.clone()).await;
     let service: Arc<dyn TimelineService> = Arc::new(engine.session("ada".parse().unwrap()));
     World { service, clock }
@@ -74,27 +60,8 @@ async fn world() -> World {
 
 /// The dashboard on a real server on a loopback port, through `RemoteClient`.
 async fn remote_world() -> World {
-    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
-    let engine = engine(clock.clone()).await;
-    let secret =
-        chronoscope::auth::Secret::from_bytes(b"dashboard-remote-test-secret-for-hs256".to_vec())
-            .unwrap();
-    let token = chronoscope::auth::issue_token(
-        &secret,
-        "ada",
-        &chronoscope::auth::Scopes::parse("read write"),
-        std::time::Duration::from_secs(3600),
-    )
-    .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let config = chronoscope::server::ServerConfig::new(secret);
-    tokio::spawn(chronoscope::server::run(
-        listener,
-        config,
-        engine,
-        std::future::pending(),
-    ));
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let (url, token) = serve(engine(clock.clone()).await, "ada").await;
     let client = chronoscope::client::RemoteClient::new(&url, token).unwrap();
     World {
         service: Arc::new(client),
@@ -103,9 +70,7 @@ async fn remote_world() -> World {
 }
 
 async fn harness(w: &World) -> Harness {
-    let mut h = Harness::new(w.service.clone(), w.clock.clone());
-    h.settle().await;
-    h
+    dashboard(w.service.clone(), w.clock.clone()).await
 }
 
 /// The refusal line (marked ↑) comes right under the box of the field labelled `field` (three
@@ -210,14 +175,12 @@ async fn the_detail_names_a_cause_the_search_range_left_out() {
     w.service
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Napoleon crowned".into(),
-                time: t("1804-12-02T10:00:00Z"),
-                location: "Paris, Notre-Dame".into(),
-                causes: vec![bastille.event_id],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(
+                "Napoleon crowned",
+                "1804-12-02T10:00:00Z",
+                "Paris, Notre-Dame",
+                &[&bastille.event_id],
+            ),
         )
         .await
         .unwrap();
@@ -1229,14 +1192,12 @@ async fn sell_souvenirs_before_the_tower(service: &Arc<dyn TimelineService>) {
     service
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Eiffel souvenirs sold".into(),
-                time: t("1790-01-01T12:00:00Z"),
-                location: "Paris".into(),
-                causes: vec![eiffel],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(
+                "Eiffel souvenirs sold",
+                "1790-01-01T12:00:00Z",
+                "Paris",
+                &[&eiffel],
+            ),
         )
         .await
         .unwrap();
@@ -1318,14 +1279,7 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
     let treaty = ada
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Treaty signed".into(),
-                time: t("1860-06-01T12:00:00Z"),
-                location: "Turin".into(),
-                causes: vec![],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event("Treaty signed", "1860-06-01T12:00:00Z", "Turin", &[]),
         )
         .await
         .unwrap();
@@ -1346,14 +1300,12 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
         .unwrap();
     ada.add_event(
         &TimelineId::primary(),
-        NewEvent {
-            description: "Treaty celebrated".into(),
-            time: t("1855-06-01T12:00:00Z"),
-            location: "Turin".into(),
-            causes: vec![moved.new_event_id.clone()],
-            fixed_point: false,
-            safety_check: false,
-        },
+        new_event(
+            "Treaty celebrated",
+            "1855-06-01T12:00:00Z",
+            "Turin",
+            &[&moved.new_event_id],
+        ),
     )
     .await
     .unwrap();
@@ -1393,14 +1345,12 @@ async fn a_refused_manipulation_can_be_applied_anyway() {
     w.service
         .add_event(
             &TimelineId::primary(),
-            NewEvent {
-                description: "Bastille Day first held".into(),
-                time: t("1790-07-14T10:00:00Z"),
-                location: "Paris".into(),
-                causes: vec![bastille],
-                fixed_point: false,
-                safety_check: false,
-            },
+            new_event(
+                "Bastille Day first held",
+                "1790-07-14T10:00:00Z",
+                "Paris",
+                &[&bastille],
+            ),
         )
         .await
         .unwrap();

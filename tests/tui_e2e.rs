@@ -6,6 +6,7 @@
 
 #[path = "pki/mod.rs"]
 mod pki;
+mod support;
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -374,42 +375,16 @@ fn a_whole_mission_in_a_real_terminal() {
 
 #[test]
 fn the_dashboard_drives_a_server_over_https_with_a_private_ca() {
-    use chronoscope::auth::{Scopes, Secret, issue_token};
-    use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
     use chronoscope::service::{PageRequest, TimelineService};
 
     let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
     let pki = pki::Pki::new();
-    let secret = Secret::from_bytes("tui end-to-end secret, tests only").expect("a secret");
     let (engine, port) = runtime.block_on(async {
-        let engine = Engine::open(
-            Arc::new(chronoscope::store::MemoryStore::new()),
-            Arc::new(SystemClock),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .expect("an engine");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
-        let port = listener.local_addr().expect("an address").port();
-        tokio::spawn(chronoscope::server::run_tls(
-            listener,
-            pki.server_config(),
-            chronoscope::server::ServerConfig::new(secret.clone()),
-            Arc::clone(&engine),
-            std::future::pending(),
-        ));
+        let engine = support::memory_engine().await;
+        let port = support::serve_port(Arc::clone(&engine), Some(pki.server_config())).await;
         (engine, port)
     });
-    let token = issue_token(
-        &secret,
-        "ada",
-        &Scopes::parse("read write"),
-        Duration::from_secs(3600),
-    )
-    .expect("a token");
+    let token = support::token("ada");
     let dir = tempfile::tempdir().expect("temp dir");
     let remote = format!("https://localhost:{port}/v1");
     let ca = pki.ca();
@@ -507,32 +482,13 @@ fn a_panic_in_the_dashboard_restores_the_terminal_then_prints_the_report() {
 /// clears it, without a key pressed.
 #[test]
 fn another_clients_change_reaches_the_remote_dashboard_through_the_stream() {
-    use chronoscope::auth::{Scopes, Secret, issue_token};
-    use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
     use chronoscope::model::{TimelineId, parse_instant};
     use chronoscope::service::*;
 
     let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
-    let secret = Secret::from_bytes("tui end-to-end secret, tests only").expect("a secret");
     let (engine, port) = runtime.block_on(async {
-        let engine = Engine::open(
-            Arc::new(chronoscope::store::MemoryStore::new()),
-            Arc::new(SystemClock),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .expect("an engine");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
-        let port = listener.local_addr().expect("an address").port();
-        tokio::spawn(chronoscope::server::run(
-            listener,
-            chronoscope::server::ServerConfig::new(secret.clone()),
-            Arc::clone(&engine),
-            std::future::pending(),
-        ));
+        let engine = support::memory_engine().await;
+        let port = support::serve_port(Arc::clone(&engine), None).await;
         (engine, port)
     });
     let at = |s| parse_instant("t", s).expect("a time");
@@ -563,13 +519,7 @@ fn another_clients_change_reaches_the_remote_dashboard_through_the_stream() {
         .expect("an event")
     });
 
-    let token = issue_token(
-        &secret,
-        "ada",
-        &Scopes::parse("read write"),
-        Duration::from_secs(3600),
-    )
-    .expect("a token");
+    let token = support::token("ada");
     let dir = tempfile::tempdir().expect("temp dir");
     let remote = format!("http://127.0.0.1:{port}/v1");
     let mut s = Session::spawn(

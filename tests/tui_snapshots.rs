@@ -3,24 +3,23 @@
 
 use std::sync::Arc;
 
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::ManualClock;
 use chronoscope::error::ServiceError;
-use chronoscope::model::{AnomalyId, EventId, Instant, TimelineId, parse_instant};
+use chronoscope::model::{AnomalyId, EventId, TimelineId};
 use chronoscope::paradox::{Paradox, ParadoxKind};
 use chronoscope::service::{
     Anomaly, AnomalyKind, LogEntry, MonitorReport, NewEvent, NewTimeline, ParadoxReport,
     SearchQuery, Severity, TimelineService,
 };
-use chronoscope::store::MemoryStore;
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::testing::Harness;
 
 const W: u16 = 100;
 const H: u16 = 30;
 
-fn t(s: &str) -> Instant {
-    parse_instant("t", s).unwrap()
-}
+mod support;
+
+use support::{Fresh, dashboard, t};
 
 /// Replaces the characters after an id prefix with `#`, keeping the layout.
 fn redact(screen: &str) -> String {
@@ -53,18 +52,10 @@ struct World {
 }
 
 async fn empty_world() -> World {
-    let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let fresh = Fresh::new().await;
     World {
-        service: Arc::new(engine.session("ada".parse().unwrap())),
-        clock,
+        service: fresh.session("ada"),
+        clock: fresh.clock,
     }
 }
 
@@ -146,9 +137,7 @@ async fn world() -> World {
 }
 
 async fn harness(w: &World) -> Harness {
-    let mut h = Harness::new(w.service.clone(), w.clock.clone());
-    h.settle().await;
-    h
+    dashboard(w.service.clone(), w.clock.clone()).await
 }
 
 fn screen(h: &mut Harness) -> String {

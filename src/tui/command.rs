@@ -9,9 +9,8 @@ use ratatui::widgets::Paragraph;
 use ratatui_textarea::TextArea;
 
 use super::action::Action;
-use super::app::App;
 use super::chrome::Flash;
-use super::modal::Modal;
+use super::effect::{Effect, Outcome};
 use super::panes::PaneId;
 use super::theme::Palette;
 use super::widgets;
@@ -45,71 +44,92 @@ pub fn complete_command(line: &str) -> (String, Vec<&'static str>) {
     (first[..common].to_owned(), choices)
 }
 
-impl App {
-    /// A key on the command line: the line after it (or none when it closes or has run).
-    pub(super) fn command_key(
-        &mut self,
-        mut input: Box<TextArea<'static>>,
-        key: KeyEvent,
-    ) -> Option<Modal> {
-        match key.code {
-            KeyCode::Esc => None,
-            KeyCode::Tab => {
-                let line = widgets::input_text(&input);
-                let (completed, choices) = complete_command(&line);
-                if completed != line {
-                    input = Box::new(widgets::input(&completed, "command"));
-                }
-                if choices.len() > 1 {
-                    self.flash_info(choices.join("  "));
-                }
-                Some(Modal::Command(input))
-            }
-            KeyCode::Enter => {
-                let line = widgets::input_text(&input);
-                self.command(&line);
-                // The command may have opened a modal of its own.
-                self.modal.take()
-            }
-            _ => {
-                widgets::edit(&mut input, key);
-                Some(Modal::Command(input))
-            }
-        }
-    }
+/// The `:` command line being typed.
+#[derive(Debug)]
+pub struct CommandLine {
+    input: TextArea<'static>,
+}
 
-    /// Runs a `:` command: an action name, `q`, `search LOCATION`, `filter TEXT`.
-    fn command(&mut self, line: &str) {
-        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let rest = rest.trim();
-        match word {
-            "" => {}
-            "q" | "quit" => self.quit = true,
-            "search" => {
-                self.search.anywhere_at_any_time(rest);
-                self.focus = PaneId::Search;
-                self.request_search();
-            }
-            "filter" => {
-                self.focus = PaneId::Timelines;
-                self.timelines.set_filter(rest.to_owned());
-                self.selection_changed();
-            }
-            "monitor" => self.dispatch_focus(PaneId::Monitor),
-            "timelines" => self.dispatch_focus(PaneId::Timelines),
-            other => match Action::from_name(other) {
-                Some(action) => self.dispatch(action),
-                None => self.flash_error(format!(
-                    "unknown command ':{other}'; try :help, :search PLACE, :filter TEXT or any action name from the help screen"
-                )),
-            },
+impl Default for CommandLine {
+    fn default() -> Self {
+        Self {
+            input: widgets::input("", "command"),
         }
     }
 }
 
+impl CommandLine {
+    /// What is typed.
+    pub fn text(&self) -> String {
+        widgets::input_text(&self.input)
+    }
+
+    /// A key on the command line: Tab completes (and flashes the choices), Enter runs the
+    /// command and closes the line, Esc closes it.
+    pub fn key(&mut self, key: KeyEvent) -> Outcome {
+        match key.code {
+            KeyCode::Esc => Outcome::close(),
+            KeyCode::Tab => {
+                let line = self.text();
+                let (completed, choices) = complete_command(&line);
+                if completed != line {
+                    self.input = widgets::input(&completed, "command");
+                }
+                if choices.len() > 1 {
+                    Outcome::with(Effect::Info(choices.join("  ")))
+                } else {
+                    Outcome::keep()
+                }
+            }
+            KeyCode::Enter => Outcome {
+                close: true,
+                effects: run(&self.text()),
+            },
+            _ => {
+                widgets::edit(&mut self.input, key);
+                Outcome::keep()
+            }
+        }
+    }
+
+    /// Draws the line being typed in the footer's `area`, with the flash (what Tab offers, or
+    /// an error) beside it.
+    pub fn render(
+        &mut self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        flash: Option<&Flash>,
+        p: &Palette,
+    ) {
+        render(frame, area, &mut self.input, flash, p);
+    }
+}
+
+/// What a `:` command asks for: an action name, `q`, `search LOCATION`, `filter TEXT`,
+/// `monitor`, `timelines`.
+pub fn run(line: &str) -> Vec<Effect> {
+    let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let rest = rest.trim();
+    let effect = match word {
+        "" => return Vec::new(),
+        "q" | "quit" => Effect::Quit,
+        "search" => Effect::Search(rest.to_owned()),
+        "filter" => Effect::Filter(rest.to_owned()),
+        "monitor" => Effect::Focus(PaneId::Monitor),
+        "timelines" => Effect::Focus(PaneId::Timelines),
+        other => match Action::from_name(other) {
+            Some(action) => Effect::Action(action),
+            None => Effect::Error(format!(
+                "unknown command ':{other}'; try :help, :search PLACE, :filter TEXT or any action name from the help screen"
+            )),
+        },
+    };
+    vec![effect]
+}
+
 /// Draws the command line being typed in the footer's `area`, with the flash (what Tab offers,
 /// or an error) beside it.
-pub(super) fn render(
+fn render(
     frame: &mut Frame<'_>,
     area: Rect,
     input: &mut TextArea<'static>,
@@ -133,5 +153,73 @@ pub(super) fn render(
             Paragraph::new(Span::styled(flash.text.clone(), style)),
             aside,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{key, palette, screen, typed};
+
+    fn line(text: &str) -> CommandLine {
+        let mut line = CommandLine::default();
+        for k in typed(text) {
+            assert!(line.key(k).effects.is_empty());
+        }
+        line
+    }
+
+    #[test]
+    fn tab_completes_as_far_as_the_commands_agree_and_offers_them() {
+        let mut one = line("he");
+        let outcome = one.key(key("tab"));
+        assert_eq!(one.text(), "help");
+        assert!(!outcome.close && outcome.effects.is_empty());
+
+        let mut two = line("s");
+        let outcome = two.key(key("tab"));
+        assert_eq!(two.text(), "se");
+        assert!(!outcome.close);
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Info(choices)] if choices == "search   set_anchor"),
+            "{:?}",
+            outcome.effects
+        );
+    }
+
+    #[test]
+    fn enter_closes_the_line_with_what_the_command_asks_for() {
+        let run = |text: &str| {
+            let outcome = line(text).key(key("enter"));
+            assert!(outcome.close, "{text}");
+            outcome.effects
+        };
+        assert!(matches!(&run("search Paris")[..], [Effect::Search(p)] if p == "Paris"));
+        assert!(matches!(&run("filter tes")[..], [Effect::Filter(f)] if f == "tes"));
+        assert!(matches!(&run("q")[..], [Effect::Quit]));
+        assert!(matches!(
+            &run("monitor")[..],
+            [Effect::Focus(PaneId::Monitor)]
+        ));
+        assert!(matches!(&run("log")[..], [Effect::Action(Action::ShowLog)]));
+        assert!(
+            matches!(&run("frobnicate")[..], [Effect::Error(e)] if e.starts_with("unknown command ':frobnicate'"))
+        );
+        assert!(run("").is_empty());
+    }
+
+    #[test]
+    fn esc_closes_without_running_anything() {
+        let outcome = line("quit").key(key("esc"));
+        assert!(outcome.close && outcome.effects.is_empty());
+    }
+
+    #[test]
+    fn the_line_draws_a_colon_what_is_typed_and_the_flash_beside_it() {
+        let mut l = line("sear");
+        let flash = Flash::error("no such thing");
+        let text = screen(40, 1, |f| l.render(f, f.area(), Some(&flash), &palette()));
+        assert!(text.starts_with(":sear"), "{text}");
+        assert!(text.contains("no such thing"), "{text}");
     }
 }

@@ -4,23 +4,18 @@
 //! check refused) and draws itself; a [`Checked`] change is kept until its answer so that a
 //! refusal for paradoxes can be answered with "apply anyway?".
 
-use std::sync::Arc;
-
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::action::Reply;
-use super::app::App;
+use super::effect::{Call, Effect};
 use super::forms::FormKind;
-use super::modal::Modal;
 use super::theme::Palette;
 use super::widgets::{Form, centered, modal};
-use crate::error::ServiceError;
 use crate::model::TimelineId;
-use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest, TimelineService};
+use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest};
 
 /// A question before something that destroys.
 #[derive(Debug)]
@@ -52,37 +47,9 @@ pub enum Checked {
     Revert(RevertRequest),
 }
 
-impl Checked {
-    /// Sends the change, with or without the safety check.
-    pub(super) async fn send(
-        mut self,
-        svc: Arc<dyn TimelineService>,
-        safety_check: bool,
-    ) -> Result<Reply, ServiceError> {
-        match &mut self {
-            Checked::AddEvent(timeline, req) => {
-                req.safety_check = safety_check;
-                svc.add_event(timeline, req.clone())
-                    .await
-                    .map(Reply::EventAdded)
-            }
-            Checked::Manipulate(req) => {
-                req.safety_check = safety_check;
-                svc.manipulate_event(req.clone())
-                    .await
-                    .map(Reply::Manipulated)
-            }
-            Checked::Revert(req) => {
-                req.safety_check = safety_check;
-                svc.revert_event(req.clone()).await.map(Reply::Reverted)
-            }
-        }
-    }
-}
-
 impl Confirm {
     /// Draws the question as a modal over `area`, as tall as its wrapped text.
-    pub(super) fn render(&self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
         let (title, question) = match self {
             Confirm::DeleteTimeline(id, name) => (
                 "Delete timeline",
@@ -124,58 +91,144 @@ impl Confirm {
     }
 }
 
-impl App {
-    /// A key on a question: the modal after it (the question, the form it came from, or none).
-    pub(super) fn confirm_key(&mut self, confirm: Confirm, key: KeyEvent) -> Option<Modal> {
+/// What a question answers a key with.
+#[derive(Debug)]
+pub enum Answer {
+    /// Still asking.
+    Ask(Confirm),
+    /// Answered: the question closes, and the loop does what was said yes to (if anything).
+    Closed(Vec<Effect>),
+    /// Answered about a form's change: the form comes back into view (pending on yes, as
+    /// typed on no).
+    Form(Box<Form<FormKind>>, Vec<Effect>),
+}
+
+impl Confirm {
+    /// A key on the question.
+    pub fn key(self, key: KeyEvent) -> Answer {
         match key.code {
             // Making a paradox takes an explicit y: an Enter meant for the form is no yes.
-            KeyCode::Enter if matches!(confirm, Confirm::ApplyAnyway { .. }) => {
-                Some(Modal::Confirm(confirm))
-            }
-            // What is confirmed may bring its form back into view.
-            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
-                self.confirmed(confirm);
-                self.modal.take()
-            }
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => match confirm {
+            KeyCode::Enter if matches!(self, Confirm::ApplyAnyway { .. }) => Answer::Ask(self),
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => self.confirmed(),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => match self {
                 Confirm::ApplyAnyway {
                     form: Some(mut form),
                     why,
                     ..
                 } => {
                     form.refuse(format!("Not applied. {why}"), None);
-                    Some(Modal::Form(form))
+                    Answer::Form(form, Vec::new())
                 }
-                _ => None,
+                _ => Answer::Closed(Vec::new()),
             },
-            _ => Some(Modal::Confirm(confirm)),
+            _ => Answer::Ask(self),
         }
     }
 
-    /// Carries out what the user said yes to.
-    fn confirmed(&mut self, confirm: Confirm) {
-        let svc = Arc::clone(&self.service);
-        match confirm {
-            Confirm::DeleteTimeline(id, name) => self.mutate(async move {
-                svc.delete_timeline(&id)
-                    .await
-                    .map(|()| Reply::Deleted(name))
-            }),
-            Confirm::Revert(timeline, event) => {
-                self.mutate_checked(Checked::Revert(RevertRequest {
+    /// What the user said yes to.
+    fn confirmed(self) -> Answer {
+        match self {
+            Confirm::DeleteTimeline(id, name) => {
+                Answer::Closed(vec![Effect::Call(Call::Delete(id, name))])
+            }
+            Confirm::Revert(timeline, event) => Answer::Closed(vec![Effect::Call(Call::Checked(
+                Checked::Revert(RevertRequest {
                     event_id: event.event_id,
                     timeline_id: Some(timeline),
                     safety_check: true,
-                }))
-            }
+                }),
+            ))]),
             Confirm::ApplyAnyway { change, form, .. } => {
-                if let Some(mut form) = form {
-                    form.pending = true;
-                    form.clear_refusal();
-                    self.modal = Some(Modal::Form(form));
+                let send = vec![Effect::Call(Call::Unchecked(change))];
+                match form {
+                    Some(mut form) => {
+                        form.pending = true;
+                        form.clear_refusal();
+                        Answer::Form(form, send)
+                    }
+                    None => Answer::Closed(send),
                 }
-                self.mutate(change.send(svc, false));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::effect::Call;
+    use crate::tui::unit::{key, palette, screen};
+
+    fn delete() -> Confirm {
+        Confirm::DeleteTimeline(TimelineId::primary(), "Tesla 1889".into())
+    }
+
+    fn apply_anyway(form: bool) -> Confirm {
+        let change = Checked::AddEvent(
+            TimelineId::primary(),
+            NewEvent {
+                description: "Tesla stays".into(),
+                time: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+                location: "Paris".into(),
+                causes: Vec::new(),
+                fixed_point: false,
+                safety_check: true,
+            },
+        );
+        Confirm::ApplyAnyway {
+            change,
+            why: "It would add a causal loop.".into(),
+            form: form.then(|| Box::new(crate::tui::forms::register_item())),
+        }
+    }
+
+    #[test]
+    fn yes_deletes_no_and_esc_close_anything_else_keeps_asking() {
+        assert!(matches!(
+            delete().key(key("y")),
+            Answer::Closed(e) if matches!(&e[..], [Effect::Call(Call::Delete(_, name))] if name == "Tesla 1889")
+        ));
+        assert!(matches!(delete().key(key("n")), Answer::Closed(e) if e.is_empty()));
+        assert!(matches!(delete().key(key("esc")), Answer::Closed(e) if e.is_empty()));
+        assert!(matches!(delete().key(key("x")), Answer::Ask(_)));
+    }
+
+    #[test]
+    fn making_a_paradox_takes_an_explicit_y_and_brings_the_form_back_pending() {
+        assert!(matches!(
+            apply_anyway(true).key(key("enter")),
+            Answer::Ask(_)
+        ));
+        let Answer::Form(form, effects) = apply_anyway(true).key(key("y")) else {
+            panic!("y brings the form back");
+        };
+        assert!(form.pending && form.refusal.is_none());
+        assert!(matches!(
+            &effects[..],
+            [Effect::Call(Call::Unchecked(Checked::AddEvent(..)))]
+        ));
+        let Answer::Closed(effects) = apply_anyway(false).key(key("y")) else {
+            panic!("without a form the question just closes");
+        };
+        assert!(matches!(&effects[..], [Effect::Call(Call::Unchecked(_))]));
+    }
+
+    #[test]
+    fn no_brings_the_form_back_as_typed_with_the_reason() {
+        let Answer::Form(form, effects) = apply_anyway(true).key(key("n")) else {
+            panic!("n brings the form back");
+        };
+        assert!(effects.is_empty() && !form.pending);
+        assert_eq!(
+            form.refusal.as_deref(),
+            Some("Not applied. It would add a causal loop.")
+        );
+    }
+
+    #[test]
+    fn the_question_draws_what_it_asks_and_how_to_answer() {
+        let text = screen(80, 12, |f| delete().render(f, f.area(), &palette()));
+        assert!(text.contains("Delete timeline Tesla 1889"), "{text}");
+        assert!(text.contains("y yes   n no"), "{text}");
     }
 }

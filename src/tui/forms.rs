@@ -5,15 +5,10 @@
 //! submitting does. A submission is sent once; the form stays open, pending, until the answer
 //! closes it or puts the refusal under the field at fault.
 
-use std::sync::Arc;
-
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::action::Reply;
-use super::app::App;
 use super::confirm::Checked;
-use super::modal::Modal;
-use super::panes::wizard;
+use super::effect::{Call, Effect, Outcome};
 use super::widgets::{self, Form};
 use crate::model::{
     EventId, Instant, InvalidValue, TimelineId, format_instant, parse_typed_instant,
@@ -318,66 +313,104 @@ impl Form<FormKind> {
     }
 }
 
-impl App {
-    /// A key on the form on top: the form after it (or none when it closes).
-    pub(super) fn form_key(
-        &mut self,
-        mut form: Box<Form<FormKind>>,
-        key: KeyEvent,
-    ) -> Option<Modal> {
+impl Form<FormKind> {
+    /// A key on the form: Tab and Shift-Tab move between fields, Enter submits what is typed
+    /// (once: the form stays open, pending, until the answer), Esc closes it; a submission that
+    /// does not parse is refused under the field at fault.
+    pub fn key(&mut self, key: KeyEvent) -> Outcome {
         match key.code {
-            KeyCode::Esc => None,
+            KeyCode::Esc => Outcome::close(),
             KeyCode::Tab => {
-                form.cycle(true);
-                Some(Modal::Form(form))
+                self.cycle(true);
+                Outcome::keep()
             }
             KeyCode::BackTab => {
-                form.cycle(false);
-                Some(Modal::Form(form))
+                self.cycle(false);
+                Outcome::keep()
             }
             // Sent once; kept open (input and all) until the answer says it is done.
-            KeyCode::Enter if form.pending => Some(Modal::Form(form)),
-            KeyCode::Enter => match self.submit(&form) {
-                Ok(()) => {
-                    form.pending = true;
-                    form.clear_refusal();
-                    Some(Modal::Form(form))
+            KeyCode::Enter if self.pending => Outcome::keep(),
+            KeyCode::Enter => match self.submission() {
+                Ok(submission) => {
+                    self.pending = true;
+                    self.clear_refusal();
+                    Outcome::with(Effect::Call(submission.into()))
                 }
                 Err(message) => {
                     let field = message.split_once(':').map(|(f, _)| f.to_owned());
-                    form.refuse(message, field.as_deref());
-                    Some(Modal::Form(form))
+                    self.refuse(message, field.as_deref());
+                    Outcome::keep()
                 }
             },
             _ => {
-                if let Some(field) = form.fields.get_mut(form.focus) {
+                if let Some(field) = self.fields.get_mut(self.focus) {
                     widgets::edit(&mut field.input, key);
                 }
-                Some(Modal::Form(form))
+                Outcome::keep()
             }
         }
     }
+}
 
-    /// Sends what a form asks for; an error keeps the form open.
-    fn submit(&mut self, form: &Form<FormKind>) -> Result<(), String> {
-        let svc = Arc::clone(&self.service);
-        match form.submission()? {
-            Submission::Create(req) => {
-                self.mutate(async move { svc.create_timeline(req).await.map(Reply::Created) })
-            }
-            Submission::Checked(change) => self.mutate_checked(change),
-            Submission::Anchor(req) => {
-                self.mutate(async move { svc.set_anchor(req).await.map(Reply::AnchorSet) })
-            }
-            Submission::Item(req) => {
-                self.mutate(async move { svc.register_item(req).await.map(Reply::ItemRegistered) })
-            }
-            Submission::CheckDraft(req) => {
-                self.mutate(
-                    async move { wizard::Verdict::ask(svc, req).await.map(Reply::Checked) },
-                );
-            }
+impl From<Submission> for Call {
+    fn from(submission: Submission) -> Self {
+        match submission {
+            Submission::Create(req) => Call::Create(req),
+            Submission::Checked(change) => Call::Checked(change),
+            Submission::Anchor(req) => Call::Anchor(req),
+            Submission::Item(req) => Call::Item(req),
+            Submission::CheckDraft(req) => Call::CheckDraft(req),
         }
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::effect::Call;
+    use crate::tui::unit::{key, typed};
+
+    fn type_into(form: &mut Form<FormKind>, text: &str) {
+        for k in typed(text) {
+            assert!(form.key(k).effects.is_empty());
+        }
+    }
+
+    #[test]
+    fn what_does_not_parse_is_refused_under_its_field_and_nothing_is_sent() {
+        let mut form = new_timeline("primary");
+        type_into(&mut form, "Tesla 1889");
+        form.key(key("tab"));
+        type_into(&mut form, "next tuesday");
+        form.key(key("tab"));
+        let outcome = form.key(key("enter"));
+        assert!(!outcome.close && outcome.effects.is_empty());
+        assert!(!form.pending);
+        assert_eq!(form.refusal_field, Some(1), "{:?}", form.refusal);
+    }
+
+    #[test]
+    fn enter_sends_once_and_the_form_waits_for_the_answer() {
+        let mut form = register_item();
+        type_into(&mut form, "Tesla's blueprint");
+        let outcome = form.key(key("enter"));
+        assert!(!outcome.close);
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Call(Call::Item(i))] if i.description == "Tesla's blueprint")
+        );
+        assert!(form.pending);
+        assert!(form.key(key("enter")).effects.is_empty(), "sent once");
+    }
+
+    #[test]
+    fn tab_moves_between_fields_and_esc_closes() {
+        let mut form = anchor(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
+        assert_eq!(form.focus, 0);
+        form.key(key("tab"));
+        assert_eq!(form.focus, 1);
+        form.key(key("backtab"));
+        assert_eq!(form.focus, 0);
+        let outcome = form.key(key("esc"));
+        assert!(outcome.close && outcome.effects.is_empty());
     }
 }

@@ -4,25 +4,44 @@
 //! generations, and a draw only when the queue is drained. [`run`] owns the terminal: it enters
 //! the alternate screen and raw mode, and restores both on every way out (quit, error, panic,
 //! Ctrl-C).
+//!
+//! # Dashboard structure
+//!
+//! Components own their state, take their keys, draw themselves and answer with
+//! [`effect::Effect`]s: a [`effect::Call`] to the service, a flash, an intent to route (an
+//! [`action::Action`], a focus, a search). The panes ([`panes`]: timelines, search, monitor,
+//! log) sit side by side; one [`modal::Modal`] sits on top and takes keys first (forms,
+//! [`confirm`], the [`command`] line, the travel wizard, the [`picture`], the read-only
+//! help/report/journeys/anomaly views) and reads what it needs of the panes through
+//! [`modal::Around`]; [`chrome`] draws the header and footer from values; [`mouse`] turns a
+//! mouse event into a [`mouse::Pointer`]. Only the loop in [`app`] (the `App`, its `update`,
+//! the background calls with their slots and generations, routing, replies, drawing the
+//! frame) knows them all, and no component imports it. A new screen (a merge wizard, time
+//! controls, an anchors list, operator panes) is a component of its own: a pane in
+//! [`panes`] if it lives beside the others, else a `Modal` variant; it answers with
+//! `Effect`s (add a `Call` variant for a new service call and send it in `app/calls.rs`),
+//! its answers are routed in `app/replies.rs`, its opening action in `app/dispatch.rs`, and
+//! it gets unit tests of its own (keys in, effects and screen out; see `unit.rs`).
 
 pub mod action;
 pub mod app;
 pub mod chrome;
 pub mod command;
 pub mod confirm;
-mod dispatch;
+pub mod effect;
 pub mod forms;
 pub mod help;
 pub mod keymap;
 pub mod live;
 pub mod modal;
-mod mouse;
+pub mod mouse;
 pub mod panes;
-mod picture;
-mod replies;
-pub mod testing;
+pub mod picture;
+pub use app::testing;
 pub mod theme;
 pub mod tree;
+#[cfg(test)]
+mod unit;
 pub mod widgets;
 
 use std::io::{self, Stdout};

@@ -1,30 +1,33 @@
 //! What sits on top of the panes and takes keys first.
 //!
-//! [`Modal`] is the one slot on top: this module routes a key to whichever modal is open (a
-//! form, a question and the command line answer it from their own modules) and drives the
-//! travel wizard's steps, each of which may call the service (the wizard's state and drawing
-//! live in `panes::wizard`). It owns the read-only modals itself: the help screen, a paradox
-//! check's findings and the traveller's journeys, which scroll and close.
-
-use std::sync::Arc;
+//! [`Modal`] is the one slot on top: it hands a key to whichever component is open (a form, a
+//! question, the command line, the travel wizard, the picture: each answers from its own
+//! module with [`Effect`]s) and draws it with what it may read [`Around`] it. It owns the
+//! read-only modals itself: the help screen, a paradox check's findings, one anomaly and the
+//! traveller's journeys, which scroll and close.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
-use ratatui_textarea::TextArea;
 
-use super::action::{Reply, Slot};
-use super::app::App;
-use super::confirm::Confirm;
+use super::action::Slot;
+use super::command::CommandLine;
+use super::confirm::{Answer, Confirm};
+use super::effect::{Effect, Outcome};
 use super::forms::FormKind;
 use super::help;
-use super::panes::wizard::{self, Step, Wizard};
+use super::keymap::KeyMap;
+use super::panes::Ctx;
+use super::panes::monitor::MonitorPane;
+use super::panes::timelines::TimelinesPane;
+use super::panes::wizard::{self, Wizard};
+use super::picture::{Picture, Scene};
 use super::theme::Palette;
 use super::widgets::{Form, centered, fmt_time, modal};
-use crate::model::TimelineId;
-use crate::service::{ParadoxCheckRequest, TravelRequest};
+use crate::model::{Instant, TimelineId};
+use crate::service::TravellerStatus;
 
 /// What sits on top of the panes and takes keys first.
 #[derive(Debug)]
@@ -42,22 +45,42 @@ pub enum Modal {
     /// The traveller's journeys (oldest first), scrolled.
     Journeys(Vec<crate::service::Journey>, u16),
     /// The `:` command line.
-    Command(Box<TextArea<'static>>),
+    Command(Box<CommandLine>),
     /// The timeline picture.
-    Picture(Box<super::picture::Picture>),
+    Picture(Box<Picture>),
     /// One anomaly in full, scrolled.
     Anomaly(Box<crate::service::Anomaly>, u16),
 }
 
-impl App {
-    /// Hands a key to the modal on top; what it answers (itself, another modal, or none) takes
-    /// its place.
-    pub(super) fn modal_key(&mut self, key: KeyEvent) {
-        let Some(modal) = self.modal.take() else {
-            return;
-        };
-        self.modal = match modal {
-            Modal::Help(scroll) => match key.code {
+/// What a modal reads of the dashboard around it (to name timelines, draw the help, picture
+/// the monitor's anomalies); lent for one key or one frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Around<'a> {
+    /// Styles.
+    pub palette: &'a Palette,
+    /// Key bindings (the help screen lists them).
+    pub keymap: &'a KeyMap,
+    /// The timelines, to name them.
+    pub timelines: &'a TimelinesPane,
+    /// The monitor, for the anomalies the picture marks.
+    pub monitor: &'a MonitorPane,
+    /// Who and where the traveller is.
+    pub whoami: Option<&'a TravellerStatus>,
+    /// The dashboard clock's now.
+    pub now: Instant,
+}
+
+impl Modal {
+    /// Hands a key to the modal: what takes its place (itself, another modal, or none), and
+    /// what the loop should do.
+    pub fn key(self, key: KeyEvent, around: &Around<'_>) -> (Option<Modal>, Vec<Effect>) {
+        // A component that stays or closes, and what it asks for.
+        fn kept(modal: Modal, outcome: Outcome) -> (Option<Modal>, Vec<Effect>) {
+            ((!outcome.close).then_some(modal), outcome.effects)
+        }
+        let no_effects = |next: Option<Modal>| (next, Vec::new());
+        match self {
+            Modal::Help(scroll) => no_effects(match key.code {
                 KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') | KeyCode::Enter => None,
                 KeyCode::Down | KeyCode::Char('j') => Some(Modal::Help(scroll.saturating_add(1))),
                 KeyCode::Up | KeyCode::Char('k') => Some(Modal::Help(scroll.saturating_sub(1))),
@@ -67,112 +90,100 @@ impl App {
                 // Drawing brings it back to where the last line is in view.
                 KeyCode::End | KeyCode::Char('G') => Some(Modal::Help(u16::MAX)),
                 _ => Some(Modal::Help(scroll)),
-            },
+            }),
             Modal::Report(report, scroll) => {
-                scroll_key(key.code, scroll).map(|scroll| Modal::Report(report, scroll))
+                no_effects(scroll_key(key.code, scroll).map(|s| Modal::Report(report, s)))
             }
             Modal::Journeys(journeys, scroll) => {
-                scroll_key(key.code, scroll).map(|scroll| Modal::Journeys(journeys, scroll))
+                no_effects(scroll_key(key.code, scroll).map(|s| Modal::Journeys(journeys, s)))
             }
             Modal::Anomaly(anomaly, scroll) => {
-                scroll_key(key.code, scroll).map(|scroll| Modal::Anomaly(anomaly, scroll))
+                no_effects(scroll_key(key.code, scroll).map(|s| Modal::Anomaly(anomaly, s)))
             }
-            Modal::Picture(picture) => self.picture_key(picture, key),
-            Modal::Confirm(confirm) => self.confirm_key(confirm, key),
-            Modal::Command(input) => self.command_key(input, key),
-            Modal::Form(form) => self.form_key(form, key),
+            Modal::Picture(mut picture) => {
+                let scene = around.scene(&picture.timeline);
+                let outcome = picture.key(key, &scene);
+                kept(Modal::Picture(picture), outcome)
+            }
+            Modal::Confirm(confirm) => match confirm.key(key) {
+                Answer::Ask(confirm) => (Some(Modal::Confirm(confirm)), Vec::new()),
+                Answer::Closed(effects) => (None, effects),
+                Answer::Form(form, effects) => (Some(Modal::Form(form)), effects),
+            },
+            Modal::Command(mut line) => {
+                let outcome = line.key(key);
+                kept(Modal::Command(line), outcome)
+            }
+            Modal::Form(mut form) => {
+                let outcome = form.key(key);
+                kept(Modal::Form(form), outcome)
+            }
             Modal::Wizard(mut w) => {
-                let keep = self.wizard_key(&mut w, key);
-                keep.then_some(Modal::Wizard(w))
+                let outcome = w.key(key);
+                kept(Modal::Wizard(w), outcome)
             }
-        };
+        }
     }
 
-    /// Handles a key in the wizard; false closes it.
-    fn wizard_key(&mut self, w: &mut Wizard, key: KeyEvent) -> bool {
-        let code = key.code;
-        if w.loading {
-            return code != KeyCode::Esc; // esc abandons a pending step
-        }
-        // Esc closes the wizard from any step (as every modal); backspace goes back a step; a
-        // journey starts only on `y` at the confirm step, so no stray enter travels.
-        match (w.step, code) {
-            (_, KeyCode::Esc) | (Step::Done, KeyCode::Enter) => return false,
-            (_, KeyCode::Up | KeyCode::Char('k')) => w.step_cursor(-1),
-            (_, KeyCode::Down | KeyCode::Char('j')) => w.step_cursor(1),
-            (Step::Items, KeyCode::Char(' ') | KeyCode::Char('x')) => w.toggle(),
-            (Step::Destination, KeyCode::Enter) if w.destination().is_some() => {
-                w.step = Step::Items;
+    /// Whether it is a form whose submission waits for its answer.
+    pub fn pending_form(&self) -> bool {
+        matches!(self, Modal::Form(form) if form.pending)
+    }
+
+    /// A call of `slot` failed: a wizard or a picture waiting on it stops waiting (the picture
+    /// shows what it had; the flash says why there is no more).
+    pub fn call_failed(&mut self, slot: Slot) {
+        match self {
+            Modal::Wizard(w)
+                if matches!(slot, Slot::WizardData | Slot::WizardCheck | Slot::Mutation) =>
+            {
+                w.failed(slot == Slot::WizardCheck);
             }
-            (Step::Items, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Destination,
-            (Step::Items, KeyCode::Enter) => {
-                let Some(dest) = w.destination() else {
-                    return true;
-                };
-                let req = ParadoxCheckRequest {
-                    timeline_id: dest.timeline().clone(),
-                    proposed_changes: w.proposed_changes(),
-                };
-                w.step = Step::Check;
-                w.report = None;
-                w.loading = true;
-                let svc = Arc::clone(&self.service);
-                self.spawn(Slot::WizardCheck, async move {
-                    wizard::Verdict::ask(svc, req).await.map(Reply::WizardCheck)
-                });
-            }
-            (Step::Check, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Items,
-            (Step::Check, KeyCode::Enter) => w.step = Step::Confirm,
-            (Step::Confirm, KeyCode::Backspace | KeyCode::Left) => w.step = Step::Check,
-            (Step::Confirm, KeyCode::Char('y') | KeyCode::Char('Y')) => {
-                let Some(dest) = w.destination() else {
-                    return true;
-                };
-                let req = TravelRequest {
-                    destination: dest.request_id(),
-                    items_transported: w.carried(),
-                };
-                w.loading = true;
-                let svc = Arc::clone(&self.service);
-                self.mutate(async move { svc.travel(req).await.map(Reply::Journey) });
-            }
+            Modal::Picture(p) if slot == Slot::Picture => p.loading = false,
             _ => {}
         }
-        true
     }
 
-    /// Draws the modal on top, if any, over `area`.
-    pub(super) fn draw_modal(&mut self, frame: &mut Frame<'_>, area: Rect) {
-        let p = self.palette;
-        let timelines = &self.timelines;
-        let name_of = |id: &TimelineId| timelines.name_of(id);
-        match &mut self.modal {
-            None | Some(Modal::Command(_)) => {}
-            Some(Modal::Help(scroll)) => help::render(frame, area, &self.keymap, &p, scroll),
-            Some(Modal::Form(form)) => form.render(frame, area, &p),
-            Some(Modal::Wizard(w)) => w.render(frame, area, &p, &name_of),
-            Some(Modal::Journeys(journeys, scroll)) => {
-                let lines = journey_lines(journeys, &p, &name_of);
-                scrolling_modal(
-                    frame,
-                    area,
-                    "Your journeys, newest first",
-                    lines,
-                    scroll,
-                    &p,
-                );
+    /// Draws the modal over `area` (the command line draws in the footer instead).
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, around: &Around<'_>) {
+        let p = around.palette;
+        let name_of = |id: &TimelineId| around.timelines.name_of(id);
+        match self {
+            Modal::Command(_) => {}
+            Modal::Help(scroll) => help::render(frame, area, around.keymap, p, scroll),
+            Modal::Form(form) => form.render(frame, area, p),
+            Modal::Wizard(w) => w.render(frame, area, p, &name_of),
+            Modal::Journeys(journeys, scroll) => {
+                let lines = journey_lines(journeys, p, &name_of);
+                scrolling_modal(frame, area, "Your journeys, newest first", lines, scroll, p);
             }
-            Some(Modal::Report(report, scroll)) => {
-                let lines = wizard::report_lines(report, &p, &name_of);
-                scrolling_modal(frame, area, "Paradox check", lines, scroll, &p);
+            Modal::Report(report, scroll) => {
+                let lines = wizard::report_lines(report, p, &name_of);
+                scrolling_modal(frame, area, "Paradox check", lines, scroll, p);
             }
-            Some(Modal::Confirm(confirm)) => confirm.render(frame, area, &p),
-            Some(Modal::Anomaly(anomaly, scroll)) => {
-                let lines = super::panes::monitor::detail_lines(anomaly, &p);
-                scrolling_modal(frame, area, "Anomaly", lines, scroll, &p);
+            Modal::Confirm(confirm) => confirm.render(frame, area, p),
+            Modal::Anomaly(anomaly, scroll) => {
+                let lines = super::panes::monitor::detail_lines(anomaly, p);
+                scrolling_modal(frame, area, "Anomaly", lines, scroll, p);
             }
-            Some(Modal::Picture(_)) => self.draw_picture(frame, area),
+            Modal::Picture(picture) => {
+                let ctx = Ctx {
+                    palette: p,
+                    now: around.now,
+                    focused: true,
+                    here: around.whoami.map(|w| &w.timeline_id),
+                    pending: picture.loading,
+                };
+                let scene = around.scene(&picture.timeline);
+                picture.render(frame, area, &ctx, &scene);
+            }
         }
+    }
+}
+
+impl<'a> Around<'a> {
+    fn scene(&self, timeline: &TimelineId) -> Scene<'a> {
+        Scene::of(timeline, self.timelines, self.monitor, self.whoami)
     }
 }
 
@@ -271,4 +282,116 @@ fn journey_lines(
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{key, palette, screen, typed};
+
+    struct World {
+        palette: Palette,
+        keymap: KeyMap,
+        timelines: TimelinesPane,
+        monitor: MonitorPane,
+    }
+
+    impl World {
+        fn new() -> Self {
+            Self {
+                palette: palette(),
+                keymap: KeyMap::default(),
+                timelines: TimelinesPane::default(),
+                monitor: MonitorPane::default(),
+            }
+        }
+
+        fn around(&self) -> Around<'_> {
+            Around {
+                palette: &self.palette,
+                keymap: &self.keymap,
+                timelines: &self.timelines,
+                monitor: &self.monitor,
+                whoami: None,
+                now: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            }
+        }
+    }
+
+    #[test]
+    fn the_help_scrolls_and_closes() {
+        let world = World::new();
+        let (next, effects) = Modal::Help(0).key(key("j"), &world.around());
+        assert!(matches!(next, Some(Modal::Help(1))) && effects.is_empty());
+        let (next, _) = Modal::Help(3).key(key("g"), &world.around());
+        assert!(matches!(next, Some(Modal::Help(0))));
+        for k in ["esc", "q", "?", "enter"] {
+            assert!(
+                Modal::Help(0).key(key(k), &world.around()).0.is_none(),
+                "{k}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_command_line_closes_with_what_it_ran() {
+        let world = World::new();
+        let mut modal = Modal::Command(Box::default());
+        for k in typed("help") {
+            modal = modal.key(k, &world.around()).0.expect("still typing");
+        }
+        let (next, effects) = modal.key(key("enter"), &world.around());
+        assert!(next.is_none());
+        assert!(matches!(
+            &effects[..],
+            [Effect::Action(super::super::action::Action::Help)]
+        ));
+    }
+
+    #[test]
+    fn a_question_about_a_form_gives_the_form_back() {
+        let world = World::new();
+        let confirm = Modal::Confirm(Confirm::ApplyAnyway {
+            change: super::super::confirm::Checked::Revert(crate::service::RevertRequest {
+                event_id: "event-5678abcd".parse().expect("an event id"),
+                timeline_id: None,
+                safety_check: true,
+            }),
+            why: "a loop".into(),
+            form: Some(Box::new(super::super::forms::register_item())),
+        });
+        let (next, effects) = confirm.key(key("n"), &world.around());
+        assert!(matches!(next, Some(Modal::Form(_))) && effects.is_empty());
+    }
+
+    #[test]
+    fn a_failed_check_sends_the_wizard_back_to_its_items() {
+        let mut modal = Modal::Wizard(Box::new(Wizard::new(false)));
+        modal.call_failed(Slot::WizardCheck);
+        let Modal::Wizard(w) = &modal else {
+            unreachable!()
+        };
+        assert!(!w.loading);
+        assert_eq!(w.step, wizard::Step::Items);
+        let mut picture = Modal::Picture(Box::new(Picture::new(TimelineId::primary())));
+        picture.call_failed(Slot::Search);
+        assert!(
+            matches!(&picture, Modal::Picture(p) if p.loading),
+            "not its call"
+        );
+        picture.call_failed(Slot::Picture);
+        assert!(matches!(&picture, Modal::Picture(p) if !p.loading));
+    }
+
+    #[test]
+    fn journeys_say_when_there_are_none_and_how_to_close() {
+        let world = World::new();
+        let mut modal = Modal::Journeys(Vec::new(), 0);
+        let text = screen(80, 20, |f| modal.render(f, f.area(), &world.around()));
+        assert!(
+            text.contains("No journeys yet. Press t to travel."),
+            "{text}"
+        );
+        assert!(text.contains("enter / esc close"), "{text}");
+    }
 }

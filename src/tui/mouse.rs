@@ -1,90 +1,144 @@
 //! The mouse: a click focuses the pane under it and selects the row clicked, the wheel scrolls
-//! the pane under it. Where the panes are is what the last frame drew ([`Areas`]).
+//! the pane under it. Where the panes are is what the last frame drew ([`Areas`]); what a
+//! mouse event means there is a [`Pointer`] for the loop to route.
 
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
-use super::app::App;
 use super::panes::PaneId;
 
 /// Screen areas of the last frame, for the mouse.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Areas {
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Areas {
     /// The timelines pane.
-    pub(super) timelines: Rect,
+    pub timelines: Rect,
     /// The search pane.
-    pub(super) search: Rect,
+    pub search: Rect,
     /// The monitor or the log, whichever is shown.
-    pub(super) lower: Rect,
+    pub lower: Rect,
 }
 
-impl App {
-    /// Handles a mouse event; ignored while a modal is open or outside the panes.
-    pub(super) fn on_mouse(&mut self, mouse: MouseEvent) {
+/// What a mouse event over the panes asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pointer {
+    /// Focus `pane`; select its `row`-th visible row (counted from the first row of the
+    /// list), when the click is on one.
+    Click {
+        /// The pane under the pointer.
+        pane: PaneId,
+        /// The list row clicked, if the click is below the pane's header rows.
+        row: Option<usize>,
+    },
+    /// Focus `pane` and move its cursor by `rows`.
+    Scroll {
+        /// The pane under the pointer.
+        pane: PaneId,
+        /// How far, down when positive.
+        rows: isize,
+    },
+}
+
+impl Areas {
+    /// What `mouse` means over the panes, `lower` being the pane shown lower right; `None`
+    /// outside the panes and for other buttons.
+    pub fn pointer(&self, mouse: MouseEvent, lower: PaneId) -> Option<Pointer> {
         let at = Position::new(mouse.column, mouse.row);
-        let pane = if self.areas.timelines.contains(at) {
+        let pane = if self.timelines.contains(at) {
             PaneId::Timelines
-        } else if self.areas.search.contains(at) {
+        } else if self.search.contains(at) {
             PaneId::Search
-        } else if self.areas.lower.contains(at) {
-            self.lower
+        } else if self.lower.contains(at) {
+            lower
         } else {
-            return;
+            return None;
         };
-        if self.modal.is_some() {
-            return;
-        }
         match mouse.kind {
             MouseEventKind::Down(MouseButton::Left) => {
-                self.focus = pane;
                 // Rows start below the border and the header row (and the search inputs).
                 let (area, first_row) = match pane {
-                    PaneId::Timelines => (self.areas.timelines, 2),
-                    PaneId::Search => (self.areas.search, 5),
-                    _ => (self.areas.lower, 2),
+                    PaneId::Timelines => (self.timelines, 2),
+                    PaneId::Search => (self.search, 5),
+                    _ => (self.lower, 2),
                 };
-                let Some(row) = mouse.row.checked_sub(area.y + first_row) else {
-                    return;
-                };
-                let row = row as usize;
-                match pane {
-                    PaneId::Timelines => {
-                        let target = self.timelines.cursor.offset + row;
-                        if target < self.timelines.len() {
-                            self.timelines.cursor.selected = target;
-                            self.selection_changed();
-                        }
-                    }
-                    PaneId::Search if !self.search.detail => {
-                        let target = self.search.cursor.offset + row;
-                        if target < self.search.results.len() {
-                            self.search.cursor.selected = target;
-                        }
-                    }
-                    PaneId::Monitor => {
-                        let target = self.monitor.cursor.offset + row;
-                        if target < self.monitor.rows.len() {
-                            self.monitor.cursor.selected = target;
-                        }
-                    }
-                    PaneId::Log => {
-                        let target = self.log.cursor.offset + row;
-                        if target < self.log.entries.len() {
-                            self.log.cursor.selected = target;
-                        }
-                    }
-                    PaneId::Search => {}
-                }
+                let row = mouse.row.checked_sub(area.y + first_row).map(usize::from);
+                Some(Pointer::Click { pane, row })
             }
-            MouseEventKind::ScrollDown => {
-                self.focus = pane;
-                self.move_cursor(3);
-            }
-            MouseEventKind::ScrollUp => {
-                self.focus = pane;
-                self.move_cursor(-3);
-            }
-            _ => {}
+            MouseEventKind::ScrollDown => Some(Pointer::Scroll { pane, rows: 3 }),
+            MouseEventKind::ScrollUp => Some(Pointer::Scroll { pane, rows: -3 }),
+            _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyModifiers;
+
+    use super::*;
+
+    fn areas() -> Areas {
+        Areas {
+            timelines: Rect::new(0, 1, 60, 20),
+            search: Rect::new(0, 21, 100, 20),
+            lower: Rect::new(60, 1, 40, 20),
+        }
+    }
+
+    fn at(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+        MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }
+    }
+
+    #[test]
+    fn a_click_names_the_pane_and_the_list_row_under_it() {
+        let click = MouseEventKind::Down(MouseButton::Left);
+        assert_eq!(
+            areas().pointer(at(click, 5, 4), PaneId::Monitor),
+            Some(Pointer::Click {
+                pane: PaneId::Timelines,
+                row: Some(1)
+            })
+        );
+        // The search's first row is below its two inputs.
+        assert_eq!(
+            areas().pointer(at(click, 5, 26), PaneId::Monitor),
+            Some(Pointer::Click {
+                pane: PaneId::Search,
+                row: Some(0)
+            })
+        );
+        // On the border: focus, no row.
+        assert_eq!(
+            areas().pointer(at(click, 70, 1), PaneId::Log),
+            Some(Pointer::Click {
+                pane: PaneId::Log,
+                row: None
+            })
+        );
+        assert_eq!(areas().pointer(at(click, 5, 0), PaneId::Monitor), None);
+    }
+
+    #[test]
+    fn the_wheel_scrolls_three_rows_and_other_buttons_do_nothing() {
+        assert_eq!(
+            areas().pointer(at(MouseEventKind::ScrollUp, 70, 5), PaneId::Monitor),
+            Some(Pointer::Scroll {
+                pane: PaneId::Monitor,
+                rows: -3
+            })
+        );
+        assert_eq!(
+            areas().pointer(at(MouseEventKind::ScrollDown, 5, 5), PaneId::Monitor),
+            Some(Pointer::Scroll {
+                pane: PaneId::Timelines,
+                rows: 3
+            })
+        );
+        let right = MouseEventKind::Down(MouseButton::Right);
+        assert_eq!(areas().pointer(at(right, 5, 5), PaneId::Monitor), None);
     }
 }

@@ -1,26 +1,21 @@
 //! The timeline picture (`v`): the selected timeline's events along time, full screen, with its
-//! anomalies, the traveller and their anchors ([`TimelineView`] draws it). This module owns
-//! what the picture shows (fetched when it opens, and again when a change is pushed or the
-//! events change), its keys and where it is drawn.
-
-use std::sync::Arc;
+//! anomalies, the traveller and their anchors ([`TimelineView`] draws it). The [`Picture`] owns
+//! what it shows (the loop fetches it when it opens, and again when a change is pushed or the
+//! events change), its keys and its drawing; a [`Scene`] lends it what the panes know.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::widgets::Clear;
 
-use super::action::{Reply, Slot};
-use super::app::{App, all_pages};
+use super::effect::Outcome;
 use super::keymap::Key;
-use super::modal::Modal;
 use super::panes::Ctx;
+use super::panes::monitor::MonitorPane;
 use super::panes::timeline_view::{SUGGESTED_KEYS, TimelineView, ViewCommand, ViewData};
+use super::panes::timelines::TimelinesPane;
 use crate::model::{Anchor, TimelineId};
-use crate::service::{Anomaly, EventRecord, PageRequest, SearchQuery};
-
-/// Most events the picture fetches (the dashboard's row limit).
-const MOST_EVENTS: usize = super::app::MAX_ROWS;
+use crate::service::{Anomaly, EventRecord, TravellerStatus};
 
 /// What the picture shows and how it is zoomed.
 #[derive(Debug)]
@@ -38,13 +33,101 @@ pub struct Picture {
 }
 
 impl Picture {
-    fn new(timeline: TimelineId) -> Self {
+    /// The picture of `timeline`, waiting for its data.
+    pub fn new(timeline: TimelineId) -> Self {
         Self {
             timeline,
             events: Vec::new(),
             anchors: Vec::new(),
             view: TimelineView::new(),
             loading: true,
+        }
+    }
+
+    /// Its data arrived: shown if it is the data of the timeline drawn.
+    pub fn show(&mut self, timeline: &TimelineId, events: Vec<EventRecord>, anchors: Vec<Anchor>) {
+        if &self.timeline == timeline {
+            self.events = events;
+            self.anchors = anchors;
+            self.loading = false;
+        }
+    }
+
+    /// A key in the picture: a view command, or Esc / q / v to close it.
+    pub fn key(&mut self, key: KeyEvent, scene: &Scene<'_>) -> Outcome {
+        if matches!(
+            key.code,
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('v')
+        ) {
+            return Outcome::close();
+        }
+        if let Some(command) = command_for(key) {
+            let data = scene.data(&self.timeline, &self.events, &self.anchors);
+            self.view.apply(command, &data);
+        }
+        Outcome::keep()
+    }
+
+    /// Draws the picture over the panes in `area`.
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, ctx: &Ctx<'_>, scene: &Scene<'_>) {
+        let ctx = Ctx {
+            focused: true,
+            pending: self.loading,
+            ..*ctx
+        };
+        frame.render_widget(Clear, area);
+        let data = scene.data(&self.timeline, &self.events, &self.anchors);
+        self.view.render(frame, area, &ctx, &data);
+    }
+}
+
+/// What the picture draws of the dashboard around it: the open anomalies the monitor knows
+/// of in the timeline drawn (it watches the selected timeline), its name, and you.
+#[derive(Debug)]
+pub struct Scene<'a> {
+    name: String,
+    anomalies: Vec<&'a Anomaly>,
+    traveller: Option<&'a TravellerStatus>,
+}
+
+impl<'a> Scene<'a> {
+    /// The scene around the picture of `timeline`.
+    pub fn of(
+        timeline: &TimelineId,
+        timelines: &TimelinesPane,
+        monitor: &'a MonitorPane,
+        traveller: Option<&'a TravellerStatus>,
+    ) -> Self {
+        let anomalies = if monitor.timeline.as_ref() == Some(timeline) {
+            monitor
+                .rows
+                .iter()
+                .filter(|r| r.resolved.is_none())
+                .map(|r| &r.anomaly)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Self {
+            name: timelines.name_of(timeline),
+            anomalies,
+            traveller,
+        }
+    }
+
+    fn data<'b>(
+        &'b self,
+        timeline: &'b TimelineId,
+        events: &'b [EventRecord],
+        anchors: &'b [Anchor],
+    ) -> ViewData<'b> {
+        ViewData {
+            timeline,
+            name: &self.name,
+            events,
+            anomalies: &self.anomalies,
+            traveller: self.traveller,
+            anchors,
         }
     }
 }
@@ -60,139 +143,55 @@ fn command_for(key: KeyEvent) -> Option<ViewCommand> {
     })
 }
 
-impl App {
-    /// Opens the picture of the selected timeline and fetches what it shows.
-    pub(super) fn open_picture(&mut self) {
-        let Some(timeline) = self.timelines.selected().map(|t| t.id.clone()) else {
-            return self.flash_error("No timeline selected.");
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::{key, palette, screen, timeline};
+
+    fn panes() -> (TimelinesPane, MonitorPane) {
+        let mut timelines = TimelinesPane::default();
+        timelines.set(vec![timeline(0, "primary"), timeline(1, "Tesla 1889")]);
+        (timelines, MonitorPane::default())
+    }
+
+    #[test]
+    fn view_keys_zoom_and_esc_q_v_close() {
+        let (timelines, monitor) = panes();
+        let tesla = timeline(1, "Tesla 1889").id;
+        let scene = Scene::of(&tesla, &timelines, &monitor, None);
+        let mut picture = Picture::new(tesla.clone());
+        let outcome = picture.key(key("+"), &scene);
+        assert!(!outcome.close && outcome.effects.is_empty());
+        assert_ne!(picture.view, TimelineView::new(), "+ zooms in");
+        for k in ["esc", "q", "v"] {
+            assert!(Picture::new(tesla.clone()).key(key(k), &scene).close, "{k}");
+        }
+    }
+
+    #[test]
+    fn data_of_another_timeline_is_not_shown() {
+        let mut picture = Picture::new(TimelineId::primary());
+        picture.show(&timeline(1, "Tesla 1889").id, Vec::new(), Vec::new());
+        assert!(picture.loading, "still waiting for its own data");
+        picture.show(&TimelineId::primary(), Vec::new(), Vec::new());
+        assert!(!picture.loading);
+    }
+
+    #[test]
+    fn the_picture_draws_its_timeline_by_name() {
+        let (timelines, monitor) = panes();
+        let tesla = timeline(1, "Tesla 1889").id;
+        let scene = Scene::of(&tesla, &timelines, &monitor, None);
+        let mut picture = Picture::new(tesla);
+        let p = palette();
+        let ctx = Ctx {
+            palette: &p,
+            now: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            focused: false,
+            here: None,
+            pending: false,
         };
-        self.modal = Some(Modal::Picture(Box::new(Picture::new(timeline.clone()))));
-        self.request_picture(timeline);
-    }
-
-    /// Fetches the events of `timeline` (up to the row limit) and the traveller's anchors.
-    pub(super) fn request_picture(&mut self, timeline: TimelineId) {
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Picture, async move {
-            let query = |page: PageRequest| SearchQuery {
-                timeline_id: Some(timeline.clone()),
-                location: None,
-                time_range: None,
-                page,
-            };
-            let mut events = all_pages(|page| svc.search_events(query(page))).await?;
-            events.truncate(MOST_EVENTS);
-            let anchors = all_pages(|page| svc.list_anchors(page)).await?;
-            Ok(Reply::Picture {
-                timeline,
-                events,
-                anchors,
-            })
-        });
-    }
-
-    /// Fetches the picture's data again if it is open (something it shows has changed).
-    pub(super) fn refresh_picture(&mut self) {
-        if let Some(Modal::Picture(p)) = &self.modal {
-            let timeline = p.timeline.clone();
-            self.request_picture(timeline);
-        }
-    }
-
-    /// The picture's data arrived: shown if the picture of that timeline is still open.
-    pub(super) fn on_picture(
-        &mut self,
-        timeline: TimelineId,
-        events: Vec<EventRecord>,
-        anchors: Vec<Anchor>,
-    ) {
-        if let Some(Modal::Picture(p)) = &mut self.modal
-            && p.timeline == timeline
-        {
-            p.events = events;
-            p.anchors = anchors;
-            p.loading = false;
-        }
-    }
-
-    /// A key in the picture: a view command, or Esc / q / v to close it.
-    pub(super) fn picture_key(&mut self, mut p: Box<Picture>, key: KeyEvent) -> Option<Modal> {
-        if matches!(
-            key.code,
-            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('v')
-        ) {
-            return None;
-        }
-        if let Some(command) = command_for(key) {
-            let Picture {
-                timeline,
-                events,
-                anchors,
-                view,
-                ..
-            } = &mut *p;
-            self.with_view_data(timeline, events, anchors, |data| {
-                view.apply(command, data);
-            });
-        }
-        Some(Modal::Picture(p))
-    }
-
-    /// Runs `f` with what the view draws of `timeline`: its events and anchors as fetched, the
-    /// open anomalies the monitor knows of there (it watches the selected timeline), and you.
-    fn with_view_data<R>(
-        &self,
-        timeline: &TimelineId,
-        events: &[EventRecord],
-        anchors: &[Anchor],
-        f: impl FnOnce(&ViewData<'_>) -> R,
-    ) -> R {
-        let anomalies: Vec<&Anomaly> = if self.monitor.timeline.as_ref() == Some(timeline) {
-            self.monitor
-                .rows
-                .iter()
-                .filter(|r| r.resolved.is_none())
-                .map(|r| &r.anomaly)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let name = self.timelines.name_of(timeline);
-        f(&ViewData {
-            timeline,
-            name: &name,
-            events,
-            anomalies: &anomalies,
-            traveller: self.whoami.as_ref(),
-            anchors,
-        })
-    }
-
-    /// Draws the open picture over the panes in `area`.
-    pub(super) fn draw_picture(&mut self, frame: &mut Frame<'_>, area: Rect) {
-        let Some(Modal::Picture(mut p)) = self.modal.take() else {
-            return;
-        };
-        {
-            let Picture {
-                timeline,
-                events,
-                anchors,
-                view,
-                loading,
-            } = &mut *p;
-            let ctx = Ctx {
-                palette: &self.palette,
-                now: self.now(),
-                focused: true,
-                here: self.whoami.as_ref().map(|w| &w.timeline_id),
-                pending: *loading,
-            };
-            frame.render_widget(Clear, area);
-            self.with_view_data(timeline, events, anchors, |data| {
-                view.render(frame, area, &ctx, data);
-            });
-        }
-        self.modal = Some(Modal::Picture(p));
+        let text = screen(80, 20, |f| picture.render(f, f.area(), &ctx, &scene));
+        assert!(text.contains("Tesla 1889"), "{text}");
     }
 }

@@ -33,6 +33,16 @@ impl Cursor {
         self.selected = next.clamp(0, len as isize - 1) as usize;
     }
 
+    /// Selects the `row`-th visible row of `len`, if there is one there; true when it did.
+    pub fn click(&mut self, row: usize, len: usize) -> bool {
+        let target = self.offset + row;
+        let hit = target < len;
+        if hit {
+            self.selected = target;
+        }
+        hit
+    }
+
     /// Keeps the selection inside `len` rows (after the list shrank).
     pub fn clamp(&mut self, len: usize) {
         self.selected = self.selected.min(len.saturating_sub(1));
@@ -344,6 +354,21 @@ impl<K> Form<K> {
             frame.render_widget(Paragraph::new(Span::styled(note, palette.dim)), *last);
         }
     }
+}
+
+/// A buffer's symbols, one line per row, trailing spaces trimmed.
+pub fn buffer_text(buffer: &ratatui::buffer::Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let mut line = String::new();
+        for x in area.left()..area.right() {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Duration;
 
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
-use chronoscope::model::{Instant, parse_instant};
+use chronoscope::model::Instant;
 use chronoscope::service::{ServiceResult, TimelineService};
 use chronoscope::store::{MemoryStore, Store};
 use serde::Serialize;
@@ -27,13 +27,7 @@ use serde_json::Value;
 
 use super::remote::Server;
 
-/// Where both faces' clocks start.
-pub const START: &str = "2026-11-22T10:00:00Z";
-
-/// An instant written as RFC 3339 (test input, so a typo is a test bug).
-pub fn t(s: &str) -> Instant {
-    parse_instant("t", s).expect("test instant")
-}
+pub use crate::support::{START, t};
 
 /// Which face a scenario runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +54,7 @@ async fn fresh_engine() -> (Arc<Engine>, Arc<ManualClock>) {
 
 async fn engine_on(store: Arc<dyn Store>) -> (Arc<Engine>, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = Engine::open(store, clock.clone(), EngineConfig::default(), Seed::None)
-        .await
-        .expect("an engine opens on a fresh store");
+    let engine = crate::support::engine_on(store, clock.clone()).await;
     (engine, clock)
 }
 

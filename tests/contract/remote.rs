@@ -132,16 +132,7 @@ impl Drop for Server {
 }
 
 async fn engine() -> Arc<Engine> {
-    use chronoscope::engine::{EngineConfig, Seed, SystemClock};
-    use chronoscope::store::MemoryStore;
-    Engine::open(
-        Arc::new(MemoryStore::new()),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("a memory engine opens")
+    crate::support::memory_engine().await
 }
 
 #[tokio::test]

@@ -9,27 +9,10 @@ use chronoscope::model::{
 use chronoscope::service::*;
 
 use super::face::{Face, START, t};
+use crate::support::{named, new_event as event};
 
 fn primary() -> TimelineId {
     TimelineId::primary()
-}
-
-fn named(name: &str) -> NewTimeline {
-    NewTimeline {
-        name: Some(name.into()),
-        ..Default::default()
-    }
-}
-
-fn event(description: &str, time: &str, location: &str, causes: &[&EventId]) -> NewEvent {
-    NewEvent {
-        description: description.into(),
-        time: t(time),
-        location: location.into(),
-        causes: causes.iter().map(|c| (*c).clone()).collect(),
-        fixed_point: false,
-        safety_check: false,
-    }
 }
 
 fn search(timeline: &TimelineId) -> SearchQuery {

@@ -1,4 +1,6 @@
-//! Helpers shared by the store tests: a fresh PostgreSQL database per test, or a skip notice.
+//! Helpers shared by the tests: an engine on a fresh store, a server on a free port with a
+//! token, the dashboard on a `TestBackend`; and a fresh PostgreSQL database per test, or a skip
+//! notice.
 //!
 //! PostgreSQL tests run whenever the server at `CHRONOSCOPE_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`, an admin database) is reachable. When it is
@@ -9,10 +11,142 @@
 #![allow(dead_code)]
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::model::{EventId, Instant, parse_instant};
+use chronoscope::service::{NewEvent, NewTimeline, TimelineService};
+use chronoscope::store::{MemoryStore, Store};
+use chronoscope::tui::testing::Harness;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection};
+
+// ---------------------------------------------------------------- engines, servers, dashboards
+
+/// Where the tests' manual clocks start.
+pub const START: &str = "2026-11-22T10:00:00Z";
+
+/// The instant written `s` (RFC 3339 or the other forms a user may type).
+pub fn t(s: &str) -> Instant {
+    parse_instant("t", s).expect("test instant")
+}
+
+/// An engine on `store` with `clock`, nothing seeded.
+pub async fn engine_on(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Arc<Engine> {
+    Engine::open(store, clock, EngineConfig::default(), Seed::None)
+        .await
+        .expect("engine opens")
+}
+
+/// An engine on a fresh in-memory store on the system clock.
+pub async fn memory_engine() -> Arc<Engine> {
+    engine_on(
+        Arc::new(MemoryStore::new()),
+        Arc::new(chronoscope::engine::SystemClock),
+    )
+    .await
+}
+
+/// An engine on a fresh in-memory store, its clock at [`START`] and moved by hand.
+pub struct Fresh {
+    /// The engine.
+    pub engine: Arc<Engine>,
+    /// Its clock.
+    pub clock: Arc<ManualClock>,
+    /// Its store.
+    pub store: Arc<MemoryStore>,
+}
+
+impl Fresh {
+    /// A new engine on a new store.
+    pub async fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(t(START)));
+        let store = Arc::new(MemoryStore::new());
+        let engine = engine_on(store.clone(), clock.clone()).await;
+        Self {
+            engine,
+            clock,
+            store,
+        }
+    }
+
+    /// The traveller `name`'s view of the engine.
+    pub fn session(&self, name: &str) -> Arc<dyn TimelineService> {
+        Arc::new(self.engine.session(name.parse().expect("traveller name")))
+    }
+}
+
+/// A new event, not safety checked and not a fixed point.
+pub fn new_event(description: &str, time: &str, location: &str, causes: &[&EventId]) -> NewEvent {
+    NewEvent {
+        description: description.into(),
+        time: t(time),
+        location: location.into(),
+        causes: causes.iter().map(|c| (*c).clone()).collect(),
+        fixed_point: false,
+        safety_check: false,
+    }
+}
+
+/// A timeline named `name` branching from the primary one.
+pub fn named(name: &str) -> NewTimeline {
+    NewTimeline {
+        name: Some(name.into()),
+        ..NewTimeline::default()
+    }
+}
+
+/// The secret the served engines sign tokens with.
+pub const SECRET: &[u8] = b"dashboard-remote-test-secret-for-hs256";
+
+fn secret() -> chronoscope::auth::Secret {
+    chronoscope::auth::Secret::from_bytes(SECRET.to_vec()).expect("secret")
+}
+
+/// A read-write token for `traveller`, for the servers [`serve_port`] starts.
+pub fn token(traveller: &str) -> String {
+    chronoscope::auth::issue_token(
+        &secret(),
+        traveller,
+        &chronoscope::auth::Scopes::parse("read write"),
+        Duration::from_secs(3600),
+    )
+    .expect("token")
+}
+
+/// `engine` served on a free loopback port, over TLS with `tls`: the port.
+pub async fn serve_port(engine: Arc<Engine>, tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let port = listener.local_addr().expect("bound").port();
+    let config = chronoscope::server::ServerConfig::new(secret());
+    let forever = std::future::pending();
+    match tls {
+        Some(tls) => tokio::spawn(chronoscope::server::run_tls(
+            listener, tls, config, engine, forever,
+        )),
+        None => tokio::spawn(chronoscope::server::run(listener, config, engine, forever)),
+    };
+    port
+}
+
+/// `engine` served over http on a free loopback port: its URL and a read-write token for
+/// `traveller`.
+pub async fn serve(engine: Arc<Engine>, traveller: &str) -> (String, String) {
+    let port = serve_port(engine, None).await;
+    (format!("http://127.0.0.1:{port}"), token(traveller))
+}
+
+/// The dashboard on `service`, drawn on a `TestBackend`, its first answers applied.
+pub async fn dashboard(service: Arc<dyn TimelineService>, clock: Arc<dyn Clock>) -> Harness {
+    let mut h = Harness::new(service, clock);
+    h.settle().await;
+    h
+}
+
+// ---------------------------------------------------------------- PostgreSQL
 
 /// The admin URL used to create and drop test databases.
 pub fn admin_url() -> String {

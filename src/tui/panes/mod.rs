@@ -1,5 +1,5 @@
-//! The dashboard's panes. Each owns its state and draws itself; [`super::app`] routes
-//! messages to them.
+//! The dashboard's panes. Each owns its state, takes the keys of the input it is editing
+//! ([`InputKey`]) and draws itself; the app's loop routes keys and answers to them.
 
 pub mod log;
 pub mod monitor;
@@ -37,6 +37,19 @@ impl PaneId {
             (i + n - 1) % n
         }]
     }
+}
+
+/// What a key did in a pane that may be editing an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKey {
+    /// No input is being edited: the key is not the pane's.
+    NotEditing,
+    /// The input took it.
+    Taken,
+    /// The timelines filter closed, applied or cleared: the selection may have changed.
+    Applied,
+    /// Enter on the search inputs: search with them.
+    Search,
 }
 
 /// What every pane needs to draw itself.

@@ -3,13 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui_textarea::TextArea;
 
-use super::Ctx;
+use super::{Ctx, InputKey};
 use crate::model::{EventId, EventStatus, TimeRange, TimelineId};
 use crate::service::EventRecord;
 use crate::tui::theme::Palette;
@@ -175,6 +176,40 @@ impl SearchPane {
     /// The selected event.
     pub fn selected(&self) -> Option<&EventRecord> {
         self.results.get(self.cursor.selected)
+    }
+
+    /// A key while an input is edited: Enter searches with the inputs, Esc leaves them, Tab
+    /// goes to the other input, anything else edits.
+    pub fn input_key(&mut self, key: KeyEvent) -> InputKey {
+        if self.editing.is_none() {
+            return InputKey::NotEditing;
+        }
+        match key.code {
+            KeyCode::Enter => {
+                self.editing = None;
+                self.detail = false;
+                return InputKey::Search;
+            }
+            KeyCode::Esc => self.editing = None,
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.editing = Some(match self.editing {
+                    Some(Input::Location) => Input::Range,
+                    _ => Input::Location,
+                });
+            }
+            _ => {
+                if let Some(input) = self.editing_input() {
+                    widgets::edit(input, key);
+                }
+            }
+        }
+        InputKey::Taken
+    }
+
+    /// Starts editing the location, with the results list in view.
+    pub fn start_editing(&mut self) {
+        self.detail = false;
+        self.editing = Some(Input::Location);
     }
 
     /// The input being edited.
@@ -394,5 +429,45 @@ mod tests {
         for line in wrap_words("a fairly long sentence, wrapped into short lines", 7) {
             assert!(line.chars().count() <= 7, "{line:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::tui::unit::{key, typed};
+
+    #[test]
+    fn tab_switches_inputs_and_enter_asks_for_the_search() {
+        let mut pane = SearchPane::default();
+        assert_eq!(pane.input_key(key("enter")), InputKey::NotEditing);
+        pane.detail = true;
+        pane.start_editing();
+        assert!(!pane.detail, "the results are in view while typing");
+        for k in typed("Paris") {
+            assert_eq!(pane.input_key(k), InputKey::Taken);
+        }
+        pane.input_key(key("tab"));
+        assert_eq!(pane.editing, Some(Input::Range));
+        for k in typed("1889-03-10") {
+            pane.input_key(k);
+        }
+        assert_eq!(pane.input_key(key("enter")), InputKey::Search);
+        assert_eq!(pane.editing, None);
+        let query = pane.query().expect("both inputs parse");
+        assert_eq!(query.location.as_deref(), Some("Paris"));
+        assert!(query.range.is_some());
+    }
+
+    #[test]
+    fn esc_leaves_the_inputs_as_typed() {
+        let mut pane = SearchPane::default();
+        pane.start_editing();
+        for k in typed("Rome") {
+            pane.input_key(k);
+        }
+        assert_eq!(pane.input_key(key("esc")), InputKey::Taken);
+        assert_eq!(pane.editing, None);
+        assert_eq!(widgets::input_text(&pane.location), "Rome");
     }
 }

@@ -4,13 +4,14 @@
 
 use std::collections::HashMap;
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui_textarea::TextArea;
 
-use super::Ctx;
+use super::{Ctx, InputKey};
 use crate::model::{TimelineId, TimelineStatus};
 use crate::service::TimelineInfo;
 use crate::tui::tree::tree_order_of;
@@ -51,6 +52,38 @@ impl TimelinesPane {
         if let Some(id) = keep {
             self.select(&id);
         }
+    }
+
+    /// A key while the filter is typed: Enter applies it, Esc clears it, anything else edits
+    /// it (and the list follows as it is typed).
+    pub fn filter_key(&mut self, key: KeyEvent) -> InputKey {
+        let Some(input) = self.filter_input.as_mut() else {
+            return InputKey::NotEditing;
+        };
+        match key.code {
+            KeyCode::Enter => {
+                let text = widgets::input_text(input);
+                self.filter_input = None;
+                self.set_filter(text);
+                InputKey::Applied
+            }
+            KeyCode::Esc => {
+                self.filter_input = None;
+                self.set_filter(String::new());
+                InputKey::Applied
+            }
+            _ => {
+                widgets::edit(input, key);
+                let text = widgets::input_text(input);
+                self.set_filter(text);
+                InputKey::Taken
+            }
+        }
+    }
+
+    /// Starts typing the filter, from the one applied.
+    pub fn start_filter(&mut self) {
+        self.filter_input = Some(widgets::input(&self.filter, "name or id"));
     }
 
     /// Applies the filter text.
@@ -387,5 +420,48 @@ mod tests {
             tree_name("└─ ", "A very long timeline name", 12, true),
             "└ A very lo…"
         );
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::tui::unit::{key, timeline, typed};
+
+    fn pane() -> TimelinesPane {
+        let mut pane = TimelinesPane::default();
+        pane.set(vec![
+            timeline(0, "primary"),
+            timeline(1, "Tesla 1889"),
+            timeline(2, "Paris 1900"),
+        ]);
+        pane
+    }
+
+    #[test]
+    fn the_filter_follows_what_is_typed_and_esc_clears_it() {
+        let mut pane = pane();
+        assert_eq!(pane.filter_key(key("t")), InputKey::NotEditing);
+        pane.start_filter();
+        for k in typed("tes") {
+            assert_eq!(pane.filter_key(k), InputKey::Taken);
+        }
+        assert_eq!(pane.len(), 1, "narrowed as typed");
+        assert_eq!(pane.filter_key(key("esc")), InputKey::Applied);
+        assert!(pane.filter_input.is_none());
+        assert_eq!(pane.len(), 3);
+    }
+
+    #[test]
+    fn enter_keeps_the_filter_and_closes_the_input() {
+        let mut pane = pane();
+        pane.start_filter();
+        for k in typed("paris") {
+            pane.filter_key(k);
+        }
+        assert_eq!(pane.filter_key(key("enter")), InputKey::Applied);
+        assert_eq!(pane.filter, "paris");
+        assert_eq!(pane.selected().map(|t| t.name.as_str()), Some("Paris 1900"));
+        assert_eq!(pane.filter_key(key("j")), InputKey::NotEditing);
     }
 }

@@ -1,6 +1,7 @@
 //! The anchor/travel wizard: destination (timeline or anchor) → items to carry → paradox
 //! check → confirm → the journey as it happened.
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -13,8 +14,9 @@ use std::sync::Arc;
 use crate::paradox::{Paradox, ParadoxKind};
 use crate::service::{
     Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult, TimelineInfo,
-    TimelineService,
+    TimelineService, TravelRequest,
 };
+use crate::tui::effect::{Call, Effect, Outcome};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, centered, ellipsize, fmt_time, modal};
 
@@ -243,6 +245,81 @@ impl Wizard {
             Step::Destination => self.dest_cursor.step(delta, self.destinations.len()),
             Step::Items => self.item_cursor.step(delta, self.items.len()),
             _ => {}
+        }
+    }
+
+    /// A key in the wizard: Esc closes it from any step (as every modal), Backspace goes back
+    /// a step, Enter goes on; the paradox check and the journey are calls for the loop to make.
+    /// A journey starts only on `y` at the confirm step, so no stray Enter travels.
+    pub fn key(&mut self, key: KeyEvent) -> Outcome {
+        let code = key.code;
+        if self.loading {
+            // Esc abandons a pending step.
+            return if code == KeyCode::Esc {
+                Outcome::close()
+            } else {
+                Outcome::keep()
+            };
+        }
+        match (self.step, code) {
+            (_, KeyCode::Esc) | (Step::Done, KeyCode::Enter) => return Outcome::close(),
+            (_, KeyCode::Up | KeyCode::Char('k')) => self.step_cursor(-1),
+            (_, KeyCode::Down | KeyCode::Char('j')) => self.step_cursor(1),
+            (Step::Items, KeyCode::Char(' ') | KeyCode::Char('x')) => self.toggle(),
+            (Step::Destination, KeyCode::Enter) if self.destination().is_some() => {
+                self.step = Step::Items;
+            }
+            (Step::Items, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Destination,
+            (Step::Items, KeyCode::Enter) => {
+                let Some(dest) = self.destination() else {
+                    return Outcome::keep();
+                };
+                let req = ParadoxCheckRequest {
+                    timeline_id: dest.timeline().clone(),
+                    proposed_changes: self.proposed_changes(),
+                };
+                self.step = Step::Check;
+                self.report = None;
+                self.loading = true;
+                return Outcome::with(Effect::Call(Call::WizardCheck(req)));
+            }
+            (Step::Check, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Items,
+            (Step::Check, KeyCode::Enter) => self.step = Step::Confirm,
+            (Step::Confirm, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Check,
+            (Step::Confirm, KeyCode::Char('y') | KeyCode::Char('Y')) => {
+                let Some(dest) = self.destination() else {
+                    return Outcome::keep();
+                };
+                let req = TravelRequest {
+                    destination: dest.request_id(),
+                    items_transported: self.carried(),
+                };
+                self.loading = true;
+                return Outcome::with(Effect::Call(Call::Travel(req)));
+            }
+            _ => {}
+        }
+        Outcome::keep()
+    }
+
+    /// The verdict of the check it asked for arrived.
+    pub fn checked(&mut self, report: Verdict) {
+        self.report = Some(report);
+        self.loading = false;
+    }
+
+    /// The journey it asked for was made.
+    pub fn arrived(&mut self, journey: Journey) {
+        self.journey = Some(journey);
+        self.step = Step::Done;
+        self.loading = false;
+    }
+
+    /// A call it waited on failed: it stops waiting, and a failed check goes back to the items.
+    pub fn failed(&mut self, check: bool) {
+        self.loading = false;
+        if check {
+            self.step = Step::Items;
         }
     }
 
@@ -624,5 +701,88 @@ mod tests {
         let changes = wizard.proposed_changes();
         assert_eq!(changes.len(), 1, "the carried watch is checked");
         assert_eq!(changes[0].time, Some(at("1900-01-01T00:00:00Z")));
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::tui::effect::{Call, Effect};
+    use crate::tui::unit::{key, palette, screen, timeline};
+
+    fn ready() -> Wizard {
+        let mut w = Wizard::new(false);
+        let timelines = [timeline(0, "primary"), timeline(1, "Tesla 1889")];
+        let now = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+        w.set_data(
+            &timelines,
+            Vec::new(),
+            Vec::new(),
+            now,
+            Some(&timelines[1].id),
+        );
+        w
+    }
+
+    fn verdict(timeline: TimelineId) -> Verdict {
+        Verdict {
+            report: ParadoxReport {
+                is_stable: true,
+                timeline_id: timeline,
+                paradoxes: Vec::new(),
+            },
+            standing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_steps_ask_for_a_check_then_travel_only_on_y() {
+        let mut w = ready();
+        let tesla = timeline(1, "Tesla 1889").id;
+        assert!(w.key(key("enter")).effects.is_empty());
+        assert_eq!(w.step, Step::Items);
+        let outcome = w.key(key("enter"));
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Call(Call::WizardCheck(r))] if r.timeline_id == tesla)
+        );
+        assert!(w.loading && w.step == Step::Check);
+        // Waiting: keys wait too, but esc abandons.
+        assert!(w.key(key("enter")).effects.is_empty());
+        w.checked(verdict(tesla.clone()));
+        w.key(key("enter"));
+        assert_eq!(w.step, Step::Confirm);
+        assert!(
+            w.key(key("enter")).effects.is_empty(),
+            "no stray enter travels"
+        );
+        let outcome = w.key(key("y"));
+        assert!(
+            matches!(&outcome.effects[..], [Effect::Call(Call::Travel(r))] if r.destination == tesla.to_string())
+        );
+    }
+
+    #[test]
+    fn backspace_goes_back_a_step_and_esc_closes_from_any() {
+        let mut w = ready();
+        w.key(key("enter"));
+        w.key(key("backspace"));
+        assert_eq!(w.step, Step::Destination);
+        w.loading = true;
+        assert!(w.key(key("esc")).close);
+        let mut failed = ready();
+        failed.key(key("enter"));
+        failed.key(key("enter"));
+        failed.failed(true);
+        assert!(!failed.loading);
+        assert_eq!(failed.step, Step::Items);
+    }
+
+    #[test]
+    fn the_destination_step_lists_open_timelines_with_the_selected_one_chosen() {
+        let mut w = ready();
+        let name_of = |id: &TimelineId| id.to_string();
+        let text = screen(100, 20, |f| w.render(f, f.area(), &palette(), &name_of));
+        assert!(text.contains("Tesla 1889"), "{text}");
+        assert_eq!(w.dest_cursor.selected, 1);
     }
 }

@@ -1,50 +1,47 @@
-//! The dashboard's state and its one `update` function.
+//! The dashboard's loop: its state, its one `update` function, and where things go.
 //!
 //! Everything that happens arrives as a [`Msg`] on one queue; [`App::update`] is the only place
 //! state changes. Service calls are spawned in the background and answer on the same queue,
 //! tagged with their [`Slot`] and a generation number: an answer whose generation is no longer
 //! the newest of its slot is stale and dropped, so a slow reply never overwrites a newer one.
 //!
-//! This file keeps the loop: the queue's messages, the background calls and their slots, and
-//! where a key goes. What happens next lives with whoever owns it: `dispatch` (actions),
-//! [`super::modal`] (whatever is on top), [`super::forms`], [`super::confirm`],
-//! [`super::command`], `mouse`, `replies` (what an answer does); [`super::chrome`] draws the
-//! screen around the panes.
+//! [`App`] holds the components (the panes, the modal on top, the flash) and routes: a key to
+//! the modal, else to the input a pane is editing, else through the key map to an action
+//! (`dispatch`); what a component answers ([`Effect`]s) is carried out here; an answer is put
+//! where it belongs (`replies`); `calls` sends the background calls, `draw` lays out a frame.
+//! Nothing outside this folder extends `App`.
+
+mod calls;
+mod dispatch;
+mod draw;
+mod replies;
+pub mod testing;
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::action::{Msg, Reply, Slot};
+pub use super::chrome::Connection;
 use super::chrome::Flash;
 use super::confirm::Checked;
+use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
 use super::live::{self, Follower, Push};
-use super::modal::Modal;
-use super::mouse::Areas;
-use super::panes::PaneId;
+use super::modal::{Around, Modal};
+use super::mouse::{Areas, Pointer};
 use super::panes::log::LogPane;
 use super::panes::monitor::MonitorPane;
-use super::panes::search::{Input, SearchPane};
+use super::panes::search::SearchPane;
 use super::panes::timelines::TimelinesPane;
+use super::panes::{InputKey, PaneId};
 use super::theme::Palette;
-use super::widgets;
 use crate::engine::Clock;
 use crate::error::ServiceError;
 use crate::model::{Instant, TimelineId};
-use crate::service::{
-    LogQuery, MonitorChange, MonitorQuery, PageRequest, SearchQuery, SignificantEventQuery,
-    TimelineService, TravellerStatus,
-};
-
-/// Longest a background call may take before it counts as the service being unavailable.
-const CALL_TIMEOUT: Duration = Duration::from_secs(20);
-/// Most rows of a list fetched (timelines, journeys), in pages of [`PageRequest::MAX_LIMIT`].
-pub(super) const MAX_ROWS: usize = 10_000;
+use crate::service::{MonitorChange, TimelineService, TravellerStatus};
 
 /// What the dashboard is built from, besides the service.
 #[derive(Clone, Debug)]
@@ -62,21 +59,10 @@ pub struct AppConfig {
     pub push: bool,
 }
 
-/// Whether the service answers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Connection {
-    /// No answer yet.
-    Connecting,
-    /// The last call was answered.
-    Connected,
-    /// The last call failed as unavailable; retried every tick.
-    Disconnected(String),
-}
-
 /// The dashboard.
 pub struct App {
     /// Where every call goes.
-    pub(super) service: Arc<dyn TimelineService>,
+    service: Arc<dyn TimelineService>,
     tx: UnboundedSender<Msg>,
     clock: Arc<dyn Clock>,
     /// Key bindings.
@@ -113,15 +99,15 @@ pub struct App {
     generations: HashMap<Slot, u64>,
     in_flight: HashMap<Slot, usize>,
     /// The timeline to select when the list next arrives (one just created).
-    pub(super) select_after_refresh: Option<TimelineId>,
+    select_after_refresh: Option<TimelineId>,
     /// The safety-checked change in flight, if any.
-    pub(super) checking: Option<Checked>,
+    checking: Option<Checked>,
     /// The spinner's frame.
-    pub(super) spinner: usize,
+    spinner: usize,
     /// The user asked to quit.
-    pub(super) quit: bool,
+    quit: bool,
     /// Where the last frame put the panes, for the mouse.
-    pub(super) areas: Areas,
+    areas: Areas,
 }
 
 impl std::fmt::Debug for App {
@@ -197,172 +183,30 @@ impl App {
     }
 
     /// The dashboard clock's now.
-    pub(super) fn now(&self) -> Instant {
+    fn now(&self) -> Instant {
         self.clock.now()
     }
 
-    // ---------------------------------------------------------------- background calls
-
-    /// Runs `call` in the background; its answer comes back as [`Msg::Done`] in `slot`.
-    pub(super) fn spawn<F>(&mut self, slot: Slot, call: F)
-    where
-        F: Future<Output = Result<Reply, ServiceError>> + Send + 'static,
-    {
-        let generation = self.generation(slot) + 1;
-        self.generations.insert(slot, generation);
-        *self.in_flight.entry(slot).or_default() += 1;
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let result = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-                Ok(result) => result,
-                Err(_) => Err(ServiceError::Unavailable(format!(
-                    "no answer within {} s",
-                    CALL_TIMEOUT.as_secs()
-                ))),
-            };
-            // The receiver is gone only when the dashboard is closing.
-            let _ = tx.send(Msg::Done {
-                slot,
-                generation,
-                result,
-            });
-        });
+    /// Shows an informational flash.
+    pub fn flash_info(&mut self, text: impl Into<String>) {
+        self.flash = Some(Flash::info(text));
     }
 
-    /// Refreshes what the tick keeps fresh; `force` also re-asks slots already waiting.
-    pub(super) fn refresh(&mut self, force: bool) {
-        if force || !self.pending(Slot::Whoami) {
-            self.request_whoami();
+    /// Shows an error flash (stays a little longer).
+    pub fn flash_error(&mut self, text: impl Into<String>) {
+        self.flash = Some(Flash::error(text));
+    }
+
+    /// What a modal may read of the dashboard around it.
+    fn around(&self) -> Around<'_> {
+        Around {
+            palette: &self.palette,
+            keymap: &self.keymap,
+            timelines: &self.timelines,
+            monitor: &self.monitor,
+            whoami: self.whoami.as_ref(),
+            now: self.now(),
         }
-        if force || !self.pending(Slot::Timelines) {
-            self.request_timelines();
-        }
-        // While changes are pushed the monitor needs no polling.
-        let polled = force || !self.follower.is_live();
-        if polled && !self.monitor.frozen && (force || !self.pending(Slot::Monitor)) {
-            self.request_monitor();
-        }
-        if self.lower == PaneId::Log && (force || !self.pending(Slot::Log)) {
-            self.request_log();
-        }
-    }
-
-    /// Asks who and where the traveller is (the header, and whether the service answers).
-    fn request_whoami(&mut self) {
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Whoami, async move {
-            svc.whoami().await.map(Reply::Whoami)
-        });
-    }
-
-    /// Fetches the list of timelines.
-    pub(super) fn request_timelines(&mut self) {
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Timelines, async move {
-            all_pages(|page| svc.list_timelines(page))
-                .await
-                .map(Reply::Timelines)
-        });
-    }
-
-    /// Scans the watched timeline for anomalies.
-    pub(super) fn request_monitor(&mut self) {
-        let Some(timeline) = self.monitor.timeline.clone() else {
-            return;
-        };
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Monitor, async move {
-            svc.monitor_timeline(MonitorQuery {
-                timeline_id: timeline,
-                time_range: None,
-            })
-            .await
-            .map(Reply::Monitor)
-        });
-    }
-
-    /// Fetches the automation log.
-    pub(super) fn request_log(&mut self) {
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Log, async move {
-            svc.automation_log(LogQuery {
-                page: PageRequest::first(PageRequest::MAX_LIMIT),
-                ..LogQuery::default()
-            })
-            .await
-            .map(|p| Reply::Log(p.items))
-        });
-    }
-
-    /// Searches the selected timeline with the inputs as they are.
-    pub(super) fn request_search(&mut self) {
-        let query = match self.search.query() {
-            Ok(q) => q,
-            Err(e) => return self.flash_error(e),
-        };
-        let timeline = self
-            .timelines
-            .selected()
-            .map(|t| t.id.clone())
-            .unwrap_or_else(TimelineId::primary);
-        self.search.timeline = Some(timeline.clone());
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Search, async move {
-            svc.search_events(SearchQuery {
-                timeline_id: Some(timeline),
-                location: query.location,
-                time_range: query.range,
-                page: PageRequest::first(PageRequest::MAX_LIMIT),
-            })
-            .await
-            .map(|p| Reply::Search(p.items))
-        });
-    }
-
-    /// Looks up the causes of the event in the detail view that the results do not hold (the
-    /// search's range or location left them out), so the detail names them.
-    pub(super) fn request_causes(&mut self) {
-        let (Some(event), Some(timeline)) = (self.search.selected(), self.search.timeline.clone())
-        else {
-            return;
-        };
-        let unnamed = self.search.unnamed_causes(event);
-        if unnamed.is_empty() {
-            return;
-        }
-        let svc = Arc::clone(&self.service);
-        self.spawn(Slot::Causes, async move {
-            let mut found = Vec::new();
-            for id in unnamed {
-                let query = SignificantEventQuery {
-                    timeline_id: timeline.clone(),
-                    significant_event: id.to_string(),
-                };
-                // The lineage's event that stands now; a cause that cannot be found stays an id.
-                if let Ok(check) = svc.check_timeline(query).await
-                    && let Some(mut record) = check.event
-                {
-                    record.event_id = id;
-                    found.push(record);
-                }
-            }
-            Ok(Reply::Causes(found))
-        });
-    }
-
-    /// Sends a change; its answer comes back in [`Slot::Mutation`].
-    pub(super) fn mutate<F>(&mut self, call: F)
-    where
-        F: Future<Output = Result<Reply, ServiceError>> + Send + 'static,
-    {
-        self.spawn(Slot::Mutation, call);
-    }
-
-    /// Sends `change` safety checked: a refusal for paradoxes asks whether to apply it anyway.
-    pub(super) fn mutate_checked(&mut self, change: Checked) {
-        self.checking = Some(change.clone());
-        let call = change.send(Arc::clone(&self.service), true);
-        self.mutate(call);
     }
 
     // ---------------------------------------------------------------- update
@@ -433,7 +277,7 @@ impl App {
     }
 
     fn on_tick(&mut self) {
-        self.age_flash();
+        self.flash = self.flash.take().and_then(Flash::aged);
         if self.follower.is_live() && !self.monitor.frozen && self.monitor.status.is_some() {
             // Not polled while changes are pushed, but NEW marks and faded rows still age,
             // and the sparkline still takes one sample a tick.
@@ -456,7 +300,7 @@ impl App {
     }
 
     /// The selected timeline may have changed: watch it in the monitor.
-    pub(super) fn selection_changed(&mut self) {
+    fn selection_changed(&mut self) {
         let selected = self.timelines.selected().map(|t| t.id.clone());
         if self.monitor.timeline != selected {
             self.monitor.watch(selected.clone());
@@ -477,7 +321,7 @@ impl App {
     // ---------------------------------------------------------------- keys
 
     /// Where the keys go: the focused pane's bindings.
-    pub(super) fn context(&self) -> Context {
+    fn context(&self) -> Context {
         match self.focus {
             PaneId::Timelines => Context::Timelines,
             PaneId::Search => Context::Search,
@@ -497,76 +341,76 @@ impl App {
             self.quit = true;
             return;
         }
-        if self.modal.is_some() {
-            return self.modal_key(key);
+        if let Some(modal) = self.modal.take() {
+            let (next, effects) = modal.key(key, &self.around());
+            self.modal = next;
+            return self.apply_all(effects);
         }
-        if let Some(input) = self.timelines.filter_input.as_mut() {
-            match key.code {
-                KeyCode::Enter => {
-                    let text = widgets::input_text(input);
-                    self.timelines.filter_input = None;
-                    self.timelines.set_filter(text);
-                    self.selection_changed();
-                }
-                KeyCode::Esc => {
-                    self.timelines.filter_input = None;
-                    self.timelines.set_filter(String::new());
-                    self.selection_changed();
-                }
-                _ => {
-                    widgets::edit(input, key);
-                    let text = widgets::input_text(input);
-                    self.timelines.set_filter(text);
-                }
-            }
-            return;
+        match self.timelines.filter_key(key) {
+            InputKey::NotEditing => {}
+            InputKey::Applied => return self.selection_changed(),
+            _ => return,
         }
-        if self.search.editing.is_some() {
-            match key.code {
-                KeyCode::Enter => {
-                    self.search.editing = None;
-                    self.search.detail = false;
-                    self.request_search();
-                }
-                KeyCode::Esc => self.search.editing = None,
-                KeyCode::Tab | KeyCode::BackTab => {
-                    self.search.editing = Some(match self.search.editing {
-                        Some(Input::Location) => Input::Range,
-                        _ => Input::Location,
-                    });
-                }
-                _ => {
-                    if let Some(input) = self.search.editing_input() {
-                        widgets::edit(input, key);
-                    }
-                }
-            }
-            return;
+        match self.search.input_key(key) {
+            InputKey::NotEditing => {}
+            InputKey::Search => return self.request_search(),
+            _ => return,
         }
         if let Some(action) = self.keymap.resolve(Key::from_event(&key), self.context()) {
             self.dispatch(action);
         }
     }
-}
 
-/// Every page of a list, up to [`MAX_ROWS`] rows.
-pub(super) async fn all_pages<T, F, Fut>(mut list: F) -> Result<Vec<T>, ServiceError>
-where
-    F: FnMut(PageRequest) -> Fut,
-    Fut: Future<Output = Result<crate::service::Page<T>, ServiceError>>,
-{
-    let mut all = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = list(PageRequest {
-            limit: Some(PageRequest::MAX_LIMIT),
-            cursor,
-        })
-        .await?;
-        all.extend(page.items);
-        match page.next_cursor {
-            Some(next) if all.len() < MAX_ROWS => cursor = Some(next),
-            _ => return Ok(all),
+    /// Carries out what components answered, in order.
+    fn apply_all(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            self.apply(effect);
+        }
+    }
+
+    /// Carries out what a component answered.
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Call(call) => self.call(call),
+            Effect::Info(text) => self.flash_info(text),
+            Effect::Error(text) => self.flash_error(text),
+            Effect::Action(action) => self.dispatch(action),
+            Effect::Focus(pane) => self.dispatch_focus(pane),
+            Effect::Search(place) => {
+                self.search.anywhere_at_any_time(&place);
+                self.focus = PaneId::Search;
+                self.request_search();
+            }
+            Effect::Filter(text) => {
+                self.focus = PaneId::Timelines;
+                self.timelines.set_filter(text);
+                self.selection_changed();
+            }
+            Effect::Quit => self.quit = true,
+        }
+    }
+
+    /// Handles a mouse event; ignored while a modal is open or outside the panes.
+    fn on_mouse(&mut self, mouse: MouseEvent) {
+        if self.modal.is_some() {
+            return;
+        }
+        match self.areas.pointer(mouse, self.lower) {
+            Some(Pointer::Click { pane, row }) => {
+                self.focus = pane;
+                let clicked = row.is_some_and(|row| {
+                    self.cursor_of(pane)
+                        .is_some_and(|(cursor, len)| cursor.click(row, len))
+                });
+                if clicked && pane == PaneId::Timelines {
+                    self.selection_changed();
+                }
+            }
+            Some(Pointer::Scroll { pane, rows }) => {
+                self.focus = pane;
+                self.move_cursor(rows);
+            }
+            None => {}
         }
     }
 }

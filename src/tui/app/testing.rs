@@ -10,12 +10,13 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use tokio::sync::mpsc;
 
-use super::action::Msg;
-use super::app::{App, AppConfig};
-use super::keymap::{Key, KeyMap};
-use super::theme::{Palette, Theme};
+use super::{App, AppConfig};
 use crate::engine::Clock;
 use crate::service::TimelineService;
+use crate::tui::action::Msg;
+use crate::tui::keymap::{Key, KeyMap};
+use crate::tui::theme::{Palette, Theme};
+pub use crate::tui::widgets::buffer_text;
 
 /// An [`App`] with its queue, driven by hand.
 pub struct Harness {
@@ -149,19 +150,4 @@ impl Harness {
         }
         terminal.backend().buffer().clone()
     }
-}
-
-/// A buffer's symbols, one line per row, trailing spaces trimmed.
-pub fn buffer_text(buffer: &Buffer) -> String {
-    let area = buffer.area;
-    let mut out = String::new();
-    for y in area.top()..area.bottom() {
-        let mut line = String::new();
-        for x in area.left()..area.right() {
-            line.push_str(buffer[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }

@@ -1,19 +1,16 @@
 //! Carrying out a user intent: [`App::dispatch`] turns an [`Action`] (a key, a `:` command, a
 //! click) into focus and cursor moves, a modal opened, or a call in the background.
 
-use std::sync::Arc;
-
-use super::action::{Action, Reply, Slot};
-use super::app::{App, all_pages};
-use super::confirm::Confirm;
-use super::forms;
-use super::modal::Modal;
-use super::panes::PaneId;
-use super::panes::search::Input;
-use super::panes::wizard::Wizard;
-use super::widgets;
+use super::App;
 use crate::model::TimelineId;
-use crate::service::PageRequest;
+use crate::tui::action::Action;
+use crate::tui::confirm::Confirm;
+use crate::tui::forms;
+use crate::tui::modal::Modal;
+use crate::tui::panes::PaneId;
+use crate::tui::panes::wizard::Wizard;
+use crate::tui::picture::Picture;
+use crate::tui::widgets::Cursor;
 
 impl App {
     /// Focuses `pane`; the monitor and the log take the lower-right place as they get it.
@@ -72,19 +69,13 @@ impl App {
                 }
             }
             A::Filter => match self.focus {
-                PaneId::Timelines => {
-                    self.timelines.filter_input =
-                        Some(widgets::input(&self.timelines.filter, "name or id"));
-                }
+                PaneId::Timelines => self.timelines.start_filter(),
                 _ => {
                     self.focus = PaneId::Search;
-                    self.search.detail = false;
-                    self.search.editing = Some(Input::Location);
+                    self.search.start_editing();
                 }
             },
-            A::Command => {
-                self.modal = Some(Modal::Command(Box::new(widgets::input("", "command"))))
-            }
+            A::Command => self.modal = Some(Modal::Command(Box::default())),
             A::Refresh => {
                 self.refresh(true);
                 if self.search.searched {
@@ -123,7 +114,7 @@ impl App {
                     .unwrap_or_else(|| chrono::SubsecRound::trunc_subsecs(self.now(), 0));
                 self.modal = Some(Modal::Form(Box::new(forms::add_event(t, time))));
             }
-            A::Manipulate => {
+            A::Manipulate | A::Revert => {
                 let (Some(event), Some(timeline)) = (
                     self.search.selected().cloned(),
                     self.search.timeline.clone(),
@@ -131,17 +122,11 @@ impl App {
                     return self
                         .flash_error("Search for an event and select it first (/ then enter).");
                 };
-                self.modal = Some(Modal::Form(Box::new(forms::manipulate(timeline, &event))));
-            }
-            A::Revert => {
-                let (Some(event), Some(timeline)) = (
-                    self.search.selected().cloned(),
-                    self.search.timeline.clone(),
-                ) else {
-                    return self
-                        .flash_error("Search for an event and select it first (/ then enter).");
-                };
-                self.modal = Some(Modal::Confirm(Confirm::Revert(timeline, event)));
+                self.modal = Some(if action == A::Manipulate {
+                    Modal::Form(Box::new(forms::manipulate(timeline, &event)))
+                } else {
+                    Modal::Confirm(Confirm::Revert(timeline, event))
+                });
             }
             A::SetAnchor => {
                 let at = self
@@ -154,19 +139,7 @@ impl App {
             A::Travel | A::ReturnToAnchor => {
                 let anchors_only = action == A::ReturnToAnchor;
                 self.modal = Some(Modal::Wizard(Box::new(Wizard::new(anchors_only))));
-                let svc = Arc::clone(&self.service);
-                self.spawn(Slot::WizardData, async move {
-                    let anchors = svc
-                        .list_anchors(PageRequest::first(PageRequest::MAX_LIMIT))
-                        .await?;
-                    let items = svc
-                        .list_items(PageRequest::first(PageRequest::MAX_LIMIT))
-                        .await?;
-                    Ok(Reply::WizardData {
-                        anchors: anchors.items,
-                        items: items.items,
-                    })
-                });
+                self.request_wizard_data();
             }
             A::RegisterItem => {
                 self.modal = Some(Modal::Form(Box::new(forms::register_item())));
@@ -198,40 +171,39 @@ impl App {
             // L shows the log in the monitor's place, and L again brings the monitor back.
             A::ShowLog if self.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
             A::ShowLog => self.dispatch_focus(PaneId::Log),
-            A::TimelineView => self.open_picture(),
-            A::Journeys => {
-                let svc = Arc::clone(&self.service);
-                self.spawn(Slot::Journeys, async move {
-                    all_pages(|page| svc.list_journeys(page))
-                        .await
-                        .map(Reply::Journeys)
-                });
+            A::TimelineView => {
+                let Some(timeline) = self.timelines.selected().map(|t| t.id.clone()) else {
+                    return self.flash_error("No timeline selected.");
+                };
+                self.modal = Some(Modal::Picture(Box::new(Picture::new(timeline.clone()))));
+                self.request_picture(timeline);
             }
+            A::Journeys => self.request_journeys(),
         }
     }
 
     /// Moves the focused pane's cursor by `delta` rows.
     pub(super) fn move_cursor(&mut self, delta: isize) {
-        match self.focus {
+        if let Some((cursor, len)) = self.cursor_of(self.focus) {
+            cursor.step(delta, len);
+        }
+        if self.focus == PaneId::Timelines {
+            self.selection_changed();
+        }
+    }
+
+    /// The cursor of `pane`'s list and the list's length; none while the search shows an
+    /// event's detail.
+    pub(super) fn cursor_of(&mut self, pane: PaneId) -> Option<(&mut Cursor, usize)> {
+        match pane {
             PaneId::Timelines => {
                 let len = self.timelines.len();
-                self.timelines.cursor.step(delta, len);
-                self.selection_changed();
+                Some((&mut self.timelines.cursor, len))
             }
-            PaneId::Search => {
-                if !self.search.detail {
-                    let len = self.search.results.len();
-                    self.search.cursor.step(delta, len);
-                }
-            }
-            PaneId::Monitor => {
-                let len = self.monitor.rows.len();
-                self.monitor.cursor.step(delta, len);
-            }
-            PaneId::Log => {
-                let len = self.log.entries.len();
-                self.log.cursor.step(delta, len);
-            }
+            PaneId::Search if self.search.detail => None,
+            PaneId::Search => Some((&mut self.search.cursor, self.search.results.len())),
+            PaneId::Monitor => Some((&mut self.monitor.cursor, self.monitor.rows.len())),
+            PaneId::Log => Some((&mut self.log.cursor, self.log.entries.len())),
         }
     }
 }

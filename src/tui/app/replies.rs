@@ -2,13 +2,12 @@
 //! modal on top. A refusal stays under the form that asked; a safety check's refusal asks
 //! whether to apply the change anyway; any other error becomes a flash.
 
-use super::action::{Reply, Slot};
-use super::app::{App, Connection};
-use super::confirm::Confirm;
-use super::modal::Modal;
-use super::panes::wizard::Step;
-use super::widgets::fmt_time;
+use super::{App, Connection};
 use crate::error::ServiceError;
+use crate::tui::action::{Reply, Slot};
+use crate::tui::confirm::Confirm;
+use crate::tui::modal::Modal;
+use crate::tui::widgets::fmt_time;
 
 impl App {
     /// The answer of a call that is still the newest of its `slot`.
@@ -26,8 +25,8 @@ impl App {
                 }
             }
         }
-        let pending_form = slot == Slot::Mutation
-            && matches!(&self.modal, Some(Modal::Form(form)) if form.pending);
+        let pending_form =
+            slot == Slot::Mutation && self.modal.as_ref().is_some_and(Modal::pending_form);
         let checked = if slot == Slot::Mutation {
             self.checking.take()
         } else {
@@ -91,18 +90,8 @@ impl App {
     /// An error the user should see, unless the header already says it; a wizard waiting on
     /// the call stops waiting.
     fn on_error(&mut self, slot: Slot, e: ServiceError) {
-        if let Some(Modal::Wizard(w)) = &mut self.modal
-            && matches!(slot, Slot::WizardData | Slot::WizardCheck | Slot::Mutation)
-        {
-            w.loading = false;
-            if slot == Slot::WizardCheck {
-                w.step = Step::Items;
-            }
-        }
-        if let Some(Modal::Picture(p)) = &mut self.modal
-            && slot == Slot::Picture
-        {
-            p.loading = false; // it shows what it had; the flash says why there is no more
+        if let Some(modal) = &mut self.modal {
+            modal.call_failed(slot);
         }
         // The header already says the service is gone; don't repeat it every tick.
         if slot.is_background() && matches!(e, ServiceError::Unavailable(_)) {
@@ -163,8 +152,7 @@ impl App {
             }
             Reply::WizardCheck(report) => {
                 if let Some(Modal::Wizard(w)) = &mut self.modal {
-                    w.report = Some(report);
-                    w.loading = false;
+                    w.checked(report);
                 }
             }
             Reply::Journey(journey) => {
@@ -174,9 +162,7 @@ impl App {
                     fmt_time(&journey.arrival_time)
                 ));
                 if let Some(Modal::Wizard(w)) = &mut self.modal {
-                    w.journey = Some(journey);
-                    w.step = Step::Done;
-                    w.loading = false;
+                    w.arrived(journey);
                 }
                 self.refresh(true);
             }
@@ -224,7 +210,11 @@ impl App {
                 timeline,
                 events,
                 anchors,
-            } => self.on_picture(timeline, events, anchors),
+            } => {
+                if let Some(Modal::Picture(p)) = &mut self.modal {
+                    p.show(&timeline, events, anchors);
+                }
+            }
         }
     }
 

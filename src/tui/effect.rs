@@ -1,0 +1,86 @@
+//! What a component answers with: the [`Effect`]s the app's loop carries out for it (a
+//! service call to make, a flash to show, an intent to route), so that no component reaches
+//! into another's state or into the loop's.
+
+use super::action::Action;
+use super::confirm::Checked;
+use super::panes::PaneId;
+use crate::model::TimelineId;
+use crate::service::{NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, TravelRequest};
+
+/// Something a component wants done that it cannot do itself.
+#[derive(Clone, Debug)]
+pub enum Effect {
+    /// A service call to make.
+    Call(Call),
+    /// An informational flash in the footer.
+    Info(String),
+    /// An error flash in the footer.
+    Error(String),
+    /// A user intent, carried out as if its key were pressed.
+    Action(Action),
+    /// Focus a pane (the monitor and the log take the lower-right place as they get it).
+    Focus(PaneId),
+    /// Search everywhere at any time for events at this location (`:search PLACE`).
+    Search(String),
+    /// Filter the timelines by this text (`:filter TEXT`).
+    Filter(String),
+    /// Quit the dashboard.
+    Quit,
+}
+
+/// A change or check a component asks the service for; the loop sends it in the background
+/// and routes the answer back.
+#[derive(Clone, Debug)]
+pub enum Call {
+    /// Create a timeline.
+    Create(NewTimeline),
+    /// Delete a timeline (its name is for the flash that reports it).
+    Delete(TimelineId, String),
+    /// A change sent safety checked: a refusal for paradoxes asks "apply anyway?".
+    Checked(Checked),
+    /// A change sent without the safety check (the user said apply anyway).
+    Unchecked(Checked),
+    /// Set an anchor.
+    Anchor(NewAnchor),
+    /// Register an item.
+    Item(NewItem),
+    /// Check a draft change for paradoxes (nothing is written); the verdict opens a report.
+    CheckDraft(ParadoxCheckRequest),
+    /// The travel wizard's paradox check of the journey it proposes.
+    WizardCheck(ParadoxCheckRequest),
+    /// Make a journey.
+    Travel(TravelRequest),
+}
+
+/// What a component answers a key with: whether it closes, and what the loop should do.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The component is done and leaves the screen.
+    pub close: bool,
+    /// What the loop carries out, in order.
+    pub effects: Vec<Effect>,
+}
+
+impl Outcome {
+    /// The component stays, and wants nothing done.
+    pub fn keep() -> Self {
+        Self::default()
+    }
+
+    /// The component closes.
+    pub fn close() -> Self {
+        Self {
+            close: true,
+            effects: Vec::new(),
+        }
+    }
+
+    /// The component stays, and wants `effect` done.
+    pub fn with(effect: Effect) -> Self {
+        Self {
+            close: false,
+            effects: vec![effect],
+        }
+    }
+}
