@@ -67,6 +67,12 @@ pub trait Sessions: Send + Sync + 'static {
         idempotency: Option<Idempotency>,
         admin: bool,
     ) -> Arc<dyn TimelineService>;
+
+    /// Whether writes can be made now, as far as is known without making one (a store known
+    /// to be down, a full disk); `Err` says why, for the logs only. Never waits.
+    fn writable(&self) -> Result<(), crate::error::ServiceError> {
+        Ok(())
+    }
 }
 
 impl Sessions for Arc<Engine> {
@@ -83,6 +89,10 @@ impl Sessions for Arc<Engine> {
             }
             .with_admin(admin),
         )
+    }
+
+    fn writable(&self) -> Result<(), crate::error::ServiceError> {
+        self.store().writable().map_err(Into::into)
     }
 }
 
