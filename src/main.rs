@@ -404,6 +404,9 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,
         heartbeat: chronoscope::server::ServerConfig::DEFAULT_HEARTBEAT,
+        header_read_timeout: args.header_read_timeout,
+        idle_timeout: args.idle_timeout,
+        shutdown_timeout: args.shutdown_timeout,
     };
     let shutdown = chronoscope::server::shutdown_signal();
     let served = match tls {

@@ -360,6 +360,15 @@ pub struct ServeArgs {
     /// Longest a request may take before it is answered 503, e.g. 30s
     #[arg(long, env = "CHRONOSCOPE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// Longest a client may take to send a request's headers (over https also the TLS handshake), e.g. 10s; an HTTP/1.1 connection waiting for its next request is closed after it too
+    #[arg(long, env = "CHRONOSCOPE_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_positive_duration)]
+    pub header_read_timeout: Duration,
+    /// Close a connection on which no byte has been sent or received for this long, e.g. 60s (keep it above --request-timeout)
+    #[arg(long, env = "CHRONOSCOPE_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_positive_duration)]
+    pub idle_timeout: Duration,
+    /// On SIGTERM or Ctrl-C, how long requests in flight may go on before their connections are closed, e.g. 10s
+    #[arg(long, env = "CHRONOSCOPE_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Serve https with this certificate chain (PEM); needs --tls-key
     #[arg(
         long,
@@ -655,6 +664,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .filter(|ms| *ms <= MAX_DURATION_SECS * 1_000)
         .map(Duration::from_millis)
         .ok_or_else(|| format!("'{s}' is too long: at most 3660d (ten years)"))
+}
+
+/// A duration above zero, for timeouts that would cut every connection at once.
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!(
+            "'{s}' would close every connection at once; give more than 0"
+        ));
+    }
+    Ok(d)
 }
 
 /// `--read-index-interval`: a duration of at most a second, since a read under load may wait

@@ -31,6 +31,10 @@ use crate::error::ServiceError;
 /// the README's figures).
 pub const DEFAULT_INTERVAL: Duration = Duration::ZERO;
 
+/// The longest one round (its head query and the catch-up it starts) may take unless set
+/// otherwise; its reads are then answered "unavailable" rather than held by a stuck query.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
+
 /// One round: the reads that joined it wait for its outcome.
 #[derive(Debug, Default)]
 struct Round {
@@ -83,6 +87,36 @@ impl Drop for Sending {
     }
 }
 
+/// The task sending rounds, as long as it runs. Dropped without [`RoundsTask::ended`] (its
+/// runtime went away mid-round), it says no task is running and fails the round reads have
+/// joined, so that the next read starts a task again instead of waiting forever.
+struct RoundsTask<'a>(Option<&'a ReadBarrier>);
+
+impl RoundsTask<'_> {
+    /// The task stops on its own, having said so under the lock.
+    fn ended(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RoundsTask<'_> {
+    fn drop(&mut self) {
+        let Some(barrier) = self.0.take() else {
+            return;
+        };
+        let joined = {
+            let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
+            rounds.running = false;
+            std::mem::take(&mut rounds.wanted).then(|| std::mem::take(&mut rounds.next))
+        };
+        if let Some(round) = joined {
+            round.end(Err(ServiceError::Unavailable(
+                "the read barrier stopped; try again".into(),
+            )));
+        }
+    }
+}
+
 /// The round reads join, and whether a task is sending rounds.
 #[derive(Debug, Default)]
 struct Rounds {
@@ -102,6 +136,8 @@ pub(super) struct ReadBarrier {
     rounds: Mutex<Rounds>,
     /// The least time between two head queries, in nanoseconds.
     interval_ns: AtomicU64,
+    /// The longest a round may take, in nanoseconds.
+    deadline_ns: AtomicU64,
     /// Reads that passed the barrier.
     reads: AtomicU64,
     /// Rounds run (one head query each).
@@ -113,6 +149,7 @@ impl Default for ReadBarrier {
         Self {
             rounds: Mutex::default(),
             interval_ns: AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64),
+            deadline_ns: AtomicU64::new(DEFAULT_DEADLINE.as_nanos() as u64),
             reads: AtomicU64::new(0),
             queries: AtomicU64::new(0),
         }
@@ -136,6 +173,13 @@ impl Engine {
     pub fn pace_reads(&self, interval: Duration) {
         let ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
         self.barrier.interval_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// Sets the longest a read-barrier round may take (see [`DEFAULT_DEADLINE`]): the reads of
+    /// a round that takes longer are answered "unavailable", and the next round starts afresh.
+    pub fn set_read_deadline(&self, deadline: Duration) {
+        let ns = u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX);
+        self.barrier.deadline_ns.store(ns, Ordering::Relaxed);
     }
 
     /// Waits until the state holds every write acknowledged before this call, by any process.
@@ -164,6 +208,7 @@ impl Engine {
         };
         tokio::spawn(async move {
             let barrier = &engine.barrier;
+            let task = RoundsTask(Some(barrier));
             loop {
                 let interval = Duration::from_nanos(barrier.interval_ns.load(Ordering::Relaxed));
                 if !interval.is_zero() {
@@ -191,18 +236,32 @@ impl Engine {
                     Sending(Some(std::mem::take(&mut rounds.next)))
                 };
                 // A panic in a round fails its reads, and the next round is sent as usual.
-                let outcome = std::panic::AssertUnwindSafe(engine.round())
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(ServiceError::Internal(
-                            "the read barrier's round failed".into(),
-                        ))
-                    });
+                let deadline = Duration::from_nanos(barrier.deadline_ns.load(Ordering::Relaxed));
+                let outcome = tokio::time::timeout(
+                    deadline,
+                    std::panic::AssertUnwindSafe(engine.round()).catch_unwind(),
+                )
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::warn!(
+                        ?deadline,
+                        "a read-barrier round did not end within its deadline"
+                    );
+                    Ok(Err(ServiceError::Unavailable(format!(
+                        "the store did not answer within {} s; try again",
+                        deadline.as_secs_f64()
+                    ))))
+                })
+                .unwrap_or_else(|_| {
+                    Err(ServiceError::Internal(
+                        "the read barrier's round failed".into(),
+                    ))
+                });
                 round.end(outcome);
                 let mut rounds = barrier.rounds.lock().unwrap_or_else(|e| e.into_inner());
                 if !rounds.wanted {
                     rounds.running = false;
+                    task.ended();
                     return;
                 }
             }

@@ -2,6 +2,8 @@
 //! request, for [`super::extract::Caller`] to hand the engine a keyed session. The engine does
 //! the rest (`crate::engine::idempotency`): a repeat is answered from the log.
 
+use std::sync::Arc;
+
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, Method};
@@ -11,25 +13,42 @@ use sha2::{Digest, Sha256};
 
 use super::openapi::UNPROCESSABLE_ROUTES;
 use super::problem::Problem;
+use crate::auth::{Authenticated, Verifier};
 use crate::engine::idempotency::{Idempotency, IdempotencyKey};
 use crate::error;
+
+/// What the keyed layer needs: how much body it may read, and the token check that comes
+/// before reading any.
+#[derive(Clone, Debug)]
+pub(super) struct Keyed {
+    /// Largest body read (413 beyond).
+    pub(super) body_limit: usize,
+    /// Verifies the bearer token.
+    pub(super) verifier: Arc<Verifier>,
+}
 
 /// The request header.
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
-/// For a POST with an `Idempotency-Key`: checks the key, fingerprints the request and leaves
-/// both in the request's extensions. Anything else passes untouched.
-pub(super) async fn keyed(State(body_limit): State<usize>, req: Request, next: Next) -> Response {
-    if req.method() != Method::POST {
+/// For a POST with an `Idempotency-Key`: checks the token (a 401 before any of the body is
+/// read, so no client without one can hold a request open by stalling its body), checks the
+/// key, fingerprints the request and leaves both in the request's extensions. Anything else
+/// passes untouched.
+pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
         return next.run(req).await;
     }
-    let Some(raw) = req.headers().get(&IDEMPOTENCY_KEY) else {
-        return next.run(req).await;
+    let (parts, body) = req.into_parts();
+    if let Err(rejection) = Authenticated::from_parts(&parts, &keyed.verifier) {
+        return Problem::from(rejection).into_response();
+    }
+    let Some(raw) = parts.headers.get(&IDEMPOTENCY_KEY) else {
+        return next.run(Request::from_parts(parts, body)).await;
     };
     // Documented operations without a documented 400 answer validation errors 422.
     let unprocessable = UNPROCESSABLE_ROUTES
         .iter()
-        .any(|(method, path)| *method == "post" && *path == req.uri().path());
+        .any(|(method, path)| *method == "post" && *path == parts.uri.path());
     // Bytes that are not text become U+FFFD, which the key refuses by name.
     let key = match String::from_utf8_lossy(raw.as_bytes()).parse::<IdempotencyKey>() {
         Ok(key) => key,
@@ -39,8 +58,7 @@ pub(super) async fn keyed(State(body_limit): State<usize>, req: Request, next: N
                 .into_response();
         }
     };
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = to_bytes(body, body_limit).await else {
+    let Ok(bytes) = to_bytes(body, keyed.body_limit).await else {
         return Problem::of_kind(
             &error::PAYLOAD_TOO_LARGE,
             "body",

@@ -168,10 +168,10 @@ pub async fn by_address(
 pub async fn timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(resp) => resp,
-        Err(_) => Problem::from_error(ServiceError::Unavailable(format!(
+        Err(_) => Problem::unavailable(format!(
             "the request took longer than {} s and was abandoned; try again",
             limit.as_secs_f64()
-        )))
+        ))
         .into_response(),
     }
 }

@@ -20,6 +20,7 @@
 //! [`run_tls`] serves the same over https (see [`crate::tls::server_config`]). Every request is
 //! counted and timed by route for [`crate::metrics`].
 
+mod conn;
 mod extract;
 mod idempotency;
 mod limits;
@@ -66,6 +67,12 @@ pub trait Sessions: Send + Sync + 'static {
         idempotency: Option<Idempotency>,
         admin: bool,
     ) -> Arc<dyn TimelineService>;
+
+    /// Whether writes can be made now, as far as is known without making one (a store known
+    /// to be down, a full disk); `Err` says why, for the logs only. Never waits.
+    fn writable(&self) -> Result<(), crate::error::ServiceError> {
+        Ok(())
+    }
 }
 
 impl Sessions for Arc<Engine> {
@@ -82,6 +89,10 @@ impl Sessions for Arc<Engine> {
             }
             .with_admin(admin),
         )
+    }
+
+    fn writable(&self) -> Result<(), crate::error::ServiceError> {
+        self.store().writable().map_err(Into::into)
     }
 }
 
@@ -102,6 +113,17 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// How long an event stream stays silent before a heartbeat comment.
     pub heartbeat: Duration,
+    /// Longest a client may take to send a request's head (over https, also the TLS
+    /// handshake), counted from when the server starts waiting for it: on a new connection,
+    /// or after the previous answer on a kept-alive HTTP/1.1 one. The connection is closed
+    /// beyond it.
+    pub header_read_timeout: Duration,
+    /// A connection on which no byte has moved either way for this long is closed (keep it
+    /// above `request_timeout` and `heartbeat`).
+    pub idle_timeout: Duration,
+    /// Longest a graceful shutdown waits for in-flight requests before closing their
+    /// connections.
+    pub shutdown_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -111,6 +133,12 @@ impl ServerConfig {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
     /// Default heartbeat of event streams (proxies close connections quiet for longer).
     pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+    /// Default header-read timeout.
+    pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Default idle timeout.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Default deadline of a graceful shutdown.
+    pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
     /// The defaults, signing with `secret`.
     pub fn new(secret: Secret) -> Self {
@@ -121,6 +149,9 @@ impl ServerConfig {
             address_rate_limit: RateLimit::PER_ADDRESS,
             request_timeout: Self::DEFAULT_TIMEOUT,
             heartbeat: Self::DEFAULT_HEARTBEAT,
+            header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            shutdown_timeout: Self::DEFAULT_SHUTDOWN_TIMEOUT,
         }
     }
 }
@@ -243,9 +274,10 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
 fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stopping) -> Router {
     let (api, doc) = routes::api_router().split_for_parts();
     let doc = openapi::document(doc);
+    let verifier = Arc::new(Verifier::new(config.secret.clone()));
     let state = AppState {
         sessions: Arc::new(sessions),
-        verifier: Arc::new(Verifier::new(config.secret.clone())),
+        verifier: Arc::clone(&verifier),
         limiter: Arc::new(RateLimiter::new(config.rate_limit)),
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
@@ -255,12 +287,12 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         .fallback(routes::ops::not_found)
         .method_not_allowed_fallback(routes::ops::method_not_allowed)
         .with_state(state);
-    with_layers(router, &config)
+    with_layers(router, &config, verifier)
 }
 
 /// Wraps `router` in the layers every route shares (metrics, request id, tracing, request
-/// context, panic catching, idempotency, timeout, body limit).
-fn with_layers(router: Router, config: &ServerConfig) -> Router {
+/// context, panic catching, address rate limit, timeout, idempotency, body limit).
+fn with_layers(router: Router, config: &ServerConfig, verifier: Arc<Verifier>) -> Router {
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(
             Arc::new(crate::metrics::HttpMetrics::default()),
@@ -286,44 +318,48 @@ fn with_layers(router: Router, config: &ServerConfig) -> Router {
             )),
             limits::by_address,
         ))
-        .layer(middleware::from_fn_with_state(
-            config.body_limit,
-            idempotency::keyed,
-        ))
+        // The timeout is outside the keyed layer, which reads the body: a stalled body is
+        // cut like any slow request.
         .layer(middleware::from_fn_with_state(
             config.request_timeout,
             limits::timeout,
+        ))
+        .layer(middleware::from_fn_with_state(
+            idempotency::Keyed {
+                body_limit: config.body_limit,
+                verifier,
+            },
+            idempotency::keyed,
         ))
         .layer(DefaultBodyLimit::max(config.body_limit));
     router.layer(layers)
 }
 
-/// Serves until `shutdown` resolves, then lets in-flight requests finish.
+/// Serves until `shutdown` resolves, then lets in-flight requests finish for at most
+/// `config.shutdown_timeout`.
 pub async fn run(
     listener: tokio::net::TcpListener,
     config: ServerConfig,
     sessions: impl Sessions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (stop_streams, stopping) = Stopping::new();
-    let router = router_stopping(config, sessions, stopping);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "chronoscope serving");
     }
-    let shutdown = async move {
-        shutdown.await;
-        stop_streams.send_replace(true);
-    };
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    let (stop_streams, stopping) = Stopping::new();
+    let handle = stop_on(shutdown, stop_streams, config.shutdown_timeout);
+    let server = axum_server::from_tcp(listener.into_std()?)?
+        .acceptor(conn::IdleAcceptor::new(config.idle_timeout));
+    let server = with_connection_limits(server, &config, handle);
+    let router = router_stopping(config, sessions, stopping);
+    server
+        .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .await
 }
 
 /// Serves over https with `tls` (HTTP/2 or HTTP/1.1, as the client's ALPN asks) until
-/// `shutdown` resolves, then lets in-flight requests finish.
+/// `shutdown` resolves, then lets in-flight requests finish for at most
+/// `config.shutdown_timeout`.
 pub async fn run_tls(
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
@@ -331,24 +367,55 @@ pub async fn run_tls(
     sessions: impl Sessions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (stop_streams, stopping) = Stopping::new();
-    let router = router_stopping(config, sessions, stopping);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "chronoscope serving over https");
     }
+    let (stop_streams, stopping) = Stopping::new();
+    let handle = stop_on(shutdown, stop_streams, config.shutdown_timeout);
+    let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
+    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(tls)
+        .handshake_timeout(config.header_read_timeout)
+        .acceptor(conn::IdleAcceptor::new(config.idle_timeout));
+    let server = axum_server::from_tcp(listener.into_std()?)?.acceptor(acceptor);
+    let server = with_connection_limits(server, &config, handle);
+    let router = router_stopping(config, sessions, stopping);
+    server
+        .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .await
+}
+
+/// A handle that, once `shutdown` resolves, ends event streams and shuts the server down
+/// gracefully: no new connections, in-flight requests closed after `deadline`.
+fn stop_on(
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    stop_streams: tokio::sync::watch::Sender<bool>,
+    deadline: Duration,
+) -> axum_server::Handle<std::net::SocketAddr> {
     let handle = axum_server::Handle::new();
     let stop = handle.clone();
     tokio::spawn(async move {
         shutdown.await;
         stop_streams.send_replace(true);
-        // No deadline, like the plain server: in-flight requests end by their own timeout.
-        stop.graceful_shutdown(None);
+        stop.graceful_shutdown(Some(deadline));
     });
-    let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
-    axum_server::from_tcp_rustls(listener.into_std()?, tls)?
+    handle
+}
+
+/// The header-read timeout (hyper's, for HTTP/1.1 heads; axum-server's, until a first request
+/// of any protocol arrives) and the shutdown handle.
+fn with_connection_limits<A>(
+    server: axum_server::Server<std::net::SocketAddr, A>,
+    config: &ServerConfig,
+    handle: axum_server::Handle<std::net::SocketAddr>,
+) -> axum_server::Server<std::net::SocketAddr, A> {
+    let mut server = server
         .handle(handle)
-        .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .await
+        .first_request_timeout(config.header_read_timeout);
+    server
+        .http_builder()
+        .http1()
+        .header_read_timeout(config.header_read_timeout);
+    server
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
@@ -419,10 +486,9 @@ mod tests {
         }
         let secret = Secret::from_bytes("a test secret that is long enough for HS256")
             .unwrap_or_else(|e| panic!("{e}"));
-        let router = with_layers(
-            Router::new().route("/boom", get(boom)),
-            &ServerConfig::new(secret),
-        );
+        let config = ServerConfig::new(secret);
+        let verifier = Arc::new(Verifier::new(config.secret.clone()));
+        let router = with_layers(Router::new().route("/boom", get(boom)), &config, verifier);
         let req = Request::get("/boom")
             .header("x-request-id", "req-42")
             .body(Body::empty())

@@ -56,7 +56,14 @@ pub struct Problem {
     status: StatusCode,
     error: ServiceError,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// Whether an `unavailable` message was written by the server for callers (a timeout);
+    /// otherwise it may carry a database URL or driver text and is only logged.
+    shown: bool,
 }
+
+/// Seconds a 503 asks clients to wait: about how long the store's background probe takes to
+/// notice that it is back.
+pub const RETRY_UNAVAILABLE_SECS: u64 = 1;
 
 impl Problem {
     /// A problem of `kind`, answered with the catalogue's status.
@@ -66,16 +73,30 @@ impl Problem {
             status: StatusCode::from_u16(kind.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             error,
             headers: Vec::new(),
+            shown: false,
         }
+    }
+
+    /// A 503 whose `message` the server wrote for callers and which may be shown to them.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        let mut p = Self::from_error(ServiceError::Unavailable(message.into()));
+        p.shown = true;
+        p
     }
 
     /// The problem a [`ServiceError`] is answered with.
     pub fn from_error(error: ServiceError) -> Self {
         let kind = error.problem_type();
         let mut p = Self::new(kind, error);
-        if let ServiceError::RateLimited { retry_after_secs } = &p.error {
-            let secs = retry_after_secs.to_string();
-            p = p.with_header(RETRY_AFTER, &secs);
+        match &p.error {
+            ServiceError::RateLimited { retry_after_secs } => {
+                let secs = retry_after_secs.to_string();
+                p = p.with_header(RETRY_AFTER, &secs);
+            }
+            ServiceError::Unavailable(_) => {
+                p = p.with_header(RETRY_AFTER, &RETRY_UNAVAILABLE_SECS.to_string());
+            }
+            _ => {}
         }
         p
     }
@@ -130,8 +151,10 @@ impl Problem {
     /// The body, for the request being answered.
     pub fn body(&self, ctx: &RequestCtx) -> Value {
         let detail = match &self.error {
-            // Internal messages are for the logs, not for callers.
+            // Internal messages are for the logs, not for callers; so are the store's reasons
+            // for being unavailable (its URL, the driver's words).
             ServiceError::Internal(_) => self.kind.explanation.to_string(),
+            ServiceError::Unavailable(_) if !self.shown => self.kind.explanation.to_string(),
             e => e.to_string(),
         };
         let mut body = Map::new();
@@ -146,6 +169,7 @@ impl Problem {
         if ctx.full {
             let error = match &self.error {
                 ServiceError::Internal(_) => ServiceError::Internal(detail.clone()),
+                ServiceError::Unavailable(_) => ServiceError::Unavailable(detail.clone()),
                 e => e.clone(),
             };
             body.insert(
@@ -171,8 +195,10 @@ impl From<ServiceError> for Problem {
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        if let ServiceError::Internal(message) = &self.error {
-            tracing::error!(%message, "internal error");
+        match &self.error {
+            ServiceError::Internal(message) => tracing::error!(%message, "internal error"),
+            ServiceError::Unavailable(message) => tracing::warn!(%message, "answered 503"),
+            _ => {}
         }
         // The documented bodiless 409: only a Location naming what exists.
         if let ServiceError::AlreadyExists { location } = &self.error {

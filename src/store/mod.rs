@@ -14,6 +14,7 @@ mod memory;
 mod postgres;
 mod sqlite;
 mod sqlite_writer;
+mod watched;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ pub use chain::{ChainMeta, Link, LogKey};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use watched::{MIN_FREE_BYTES, Watched, free_bytes};
 
 /// The forms [`open`] accepts, for error messages and `--help`.
 pub const ACCEPTED_FORMS: &str = "sqlite://PATH, sqlite:PATH or a plain file path (SQLite); \
@@ -37,12 +39,41 @@ memory: (a throwaway log, lost on exit)";
 ///   created);
 /// - `postgres://user:password@host:5432/db` or `postgresql://...`: PostgreSQL;
 /// - `memory:` (or `sqlite::memory:`): an in-memory log, lost on exit.
+///
+/// SQLite and PostgreSQL stores are [`Watched`]: once found down they fail fast until they
+/// answer again, and they tell readiness whether writes can be made.
 pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
     Ok(match Location::parse(url)? {
-        Location::Sqlite(path) => Arc::new(SqliteStore::open(&path).await?),
-        Location::Postgres => Arc::new(PostgresStore::connect(url).await?),
+        Location::Sqlite(path) => {
+            let store = SqliteStore::open(&path)
+                .await
+                .map_err(|e| name_a_full_disk(e, free_bytes(&path)))?;
+            Arc::new(Watched::new(Arc::new(store), Some(&path)))
+        }
+        Location::Postgres => Arc::new(Watched::new(
+            Arc::new(PostgresStore::connect(url).await?),
+            None,
+        )),
         Location::Memory => Arc::new(MemoryStore::new()),
     })
+}
+
+/// A failure to open a SQLite file on a filesystem with (almost) no room left says so: SQLite
+/// reports most of those as "disk I/O error", which sends people looking for a broken disk.
+fn name_a_full_disk(e: StoreError, free: Option<u64>) -> StoreError {
+    match (e, free) {
+        (StoreError::Unavailable(reason), Some(free)) if free < MIN_FREE_BYTES => {
+            if reason.contains("the disk is full") {
+                StoreError::Unavailable(reason)
+            } else {
+                StoreError::Unavailable(format!(
+                    "the disk is full ({free} bytes free); free some space and start again \
+                     ({reason})"
+                ))
+            }
+        }
+        (e, _) => e,
+    }
 }
 
 /// Which backend a URL names (the PostgreSQL URL itself is passed on untouched).
@@ -281,6 +312,13 @@ pub trait Store: Send + Sync {
     fn read_staleness(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
+
+    /// Whether a write could be made now, as far as is known without making one (a store
+    /// known to be down, a write that just failed, a full disk); `Err` says why, for the logs.
+    /// Never waits.
+    fn writable(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// The log's write lock, held from [`Store::lock`] until [`LogLock::commit`] or
@@ -345,6 +383,25 @@ mod tests {
                 assert!(message.contains("postgres://"), "{message}");
             }
         }
+    }
+
+    #[test]
+    fn a_start_on_a_full_disk_says_the_disk_is_full() {
+        let io = || StoreError::Unavailable("cannot open /d/c.db: disk I/O error".into());
+        let Err(StoreError::Unavailable(said)) = Err::<(), _>(name_a_full_disk(io(), Some(0)))
+        else {
+            panic!("not unavailable");
+        };
+        assert!(
+            said.starts_with("the disk is full (0 bytes free)"),
+            "{said}"
+        );
+        // With room left, SQLite's own words stand.
+        let said = name_a_full_disk(io(), Some(MIN_FREE_BYTES * 100)).to_string();
+        assert!(!said.contains("full"), "{said}");
+        // SQLITE_FULL is named as such whatever the free space.
+        let said = sqlite::map_code(std::path::Path::new("/d/c.db"), "write", 13, "x").to_string();
+        assert!(said.contains("the disk is full"), "{said}");
     }
 
     #[test]

@@ -26,6 +26,17 @@ use super::{
 /// How long connecting (or waiting for a pooled connection) may take before the store is
 /// reported unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest one statement may run on the server: a query stuck behind a lock or a plan gone
+/// wrong ends with an error instead of holding its connection (and the reads waiting on it).
+const STATEMENT_TIMEOUT: &str = "30s";
+/// The server's TCP keepalives on our connections (idle seconds, interval, probes): a replica
+/// that vanished mid-transaction (the head row locked) is noticed in about 25 s, not hours.
+/// sqlx offers no client-side keepalive; the read barrier's deadline covers that side.
+const SERVER_KEEPALIVES: [(&str, &str); 3] = [
+    ("tcp_keepalives_idle", "10"),
+    ("tcp_keepalives_interval", "5"),
+    ("tcp_keepalives_count", "3"),
+];
 /// Connections per process: appends are serialized anyway; reads of several requests overlap.
 const POOL_SIZE: u32 = 8;
 /// A pooled connection idle for longer than this is pinged before use. Busier ones are not:
@@ -101,6 +112,9 @@ impl PostgresStore {
     /// Connects with ready-made options.
     pub async fn connect_with(options: PgConnectOptions) -> Result<Self, StoreError> {
         let shown = describe_options(&options);
+        let options = options
+            .options([("statement_timeout", STATEMENT_TIMEOUT)])
+            .options(SERVER_KEEPALIVES);
         let pool = PgPoolOptions::new()
             .max_connections(POOL_SIZE)
             .acquire_timeout(CONNECT_TIMEOUT)

@@ -41,7 +41,9 @@ pub async fn healthz() -> Response {
 /// The longest the readiness probe waits for the service.
 const READINESS_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Readiness: the service answers a `whoami` for a probe traveller.
+/// Readiness: writes can be made as far as is known (the store is not known to be down, the
+/// disk is not full) and the service answers a `whoami` for a probe traveller. Why not is
+/// logged, never answered: the caller is not authenticated.
 #[utoipa::path(get, path = "/readyz", tag = "Operations", operation_id = "readyz", security(()),
     responses(
         (status = 200, description = "The service answers", body = Health),
@@ -53,6 +55,12 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult {
     let traveller = super::super::READINESS_TRAVELLER
         .parse::<crate::model::Traveller>()
         .map_err(|e| Problem::from_error(e.into()))?;
+    if let Err(e) = state.sessions.writable() {
+        tracing::warn!(%e, "not ready: writes cannot be made");
+        return Err(Problem::unavailable(
+            "the service is not ready: writes cannot be made now",
+        ));
+    }
     let service = state.sessions.session(traveller, None, false);
     let wait = READINESS_TIMEOUT.min(state.config.request_timeout);
     match tokio::time::timeout(wait, service.whoami()).await {
@@ -62,13 +70,16 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult {
                 status: "ready".into(),
             },
         )),
-        Ok(Err(e)) => Err(Problem::from_error(ServiceError::Unavailable(format!(
-            "the service is not ready: {e}"
-        )))),
-        Err(_) => Err(Problem::from_error(ServiceError::Unavailable(format!(
+        Ok(Err(e)) => {
+            tracing::warn!(%e, "not ready: the service does not answer");
+            Err(Problem::unavailable(
+                "the service is not ready: it cannot answer now",
+            ))
+        }
+        Err(_) => Err(Problem::unavailable(format!(
             "the service did not answer within {} s",
             wait.as_secs_f64()
-        )))),
+        ))),
     }
 }
 
