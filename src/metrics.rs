@@ -149,6 +149,23 @@ fn describe() {
     );
 }
 
+/// Sets `timeline`'s anomaly gauges, one per severity, from a scan of the whole timeline.
+pub(crate) fn record_anomalies(
+    timeline: &crate::model::TimelineId,
+    anomalies: &[crate::monitor::Anomaly],
+) {
+    use crate::monitor::Severity;
+    for (severity, label) in [
+        (Severity::Critical, "critical"),
+        (Severity::Warning, "warning"),
+        (Severity::Info, "info"),
+    ] {
+        let n = anomalies.iter().filter(|a| a.severity == severity).count();
+        metrics::gauge!(ANOMALIES, "timeline" => timeline.to_string(), "severity" => label)
+            .set(n as f64);
+    }
+}
+
 /// The scrape endpoint alone: `GET /metrics` in the Prometheus text format.
 pub fn router(handle: PrometheusHandle) -> Router {
     Router::new().route(

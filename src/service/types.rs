@@ -98,8 +98,8 @@ pub struct TimelineInfo {
     /// How many events it now has.
     #[serde(default)]
     pub event_count: usize,
-    /// How many paradoxes stand in its history now (effects before their causes, causal
-    /// loops), whoever asks; a traveller's own paradoxes are in their paradox checks.
+    /// How many anomalies the monitor reports for it now (paradoxes, a closing window,
+    /// orphaned events, failed automation), whoever asks: the monitor's own count.
     #[serde(default)]
     pub paradoxes: usize,
     /// The traveller who created it; absent for `primary` and history as shipped.
