@@ -234,7 +234,9 @@ async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>>
         store,
         Arc::new(SystemClock),
         EngineConfig {
-            default_window: global.window,
+            default_window: global
+                .window
+                .unwrap_or(EngineConfig::default().default_window),
         },
         global.seed.unwrap_or(default_seed),
     )
@@ -259,6 +261,14 @@ async fn connect(
     default_seed: Seed,
 ) -> Result<(Arc<dyn TimelineService>, String)> {
     if let Some(url) = &global.remote {
+        if let Some(window) = global.window {
+            // The interface has no window to ask for: the server's own `serve --window` decides.
+            return Err(eyre!(
+                "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine and \
+                 `serve` only: with --remote the server decides how long new timelines stay \
+                 open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
+            ));
+        }
         let token = global
             .token
             .clone()

@@ -555,3 +555,29 @@ fn bad_input_is_one_line_without_a_backtrace_whatever_the_environment() {
     assert_eq!(problem["type"], "/problems/invalid-request", "{problem}");
     assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
 }
+
+#[test]
+fn a_window_is_refused_with_a_server_which_decides_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = ["--remote", "http://127.0.0.1:9", "--token", "t"];
+    let mut by_flag = remote.to_vec();
+    by_flag.extend(["--window", "2 hours", "timelines", "create", "Later"]);
+    let out = with_backtraces(dir.path(), &by_flag);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--window / CHRONOSCOPE_WINDOW (2 hours)"),
+        "{stderr}"
+    );
+    let by_env = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(remote)
+        .args(["timelines", "list"])
+        .env("CHRONOSCOPE_WINDOW", "10 minutes")
+        .output()
+        .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&by_env.stderr);
+    assert!(!by_env.status.success());
+    assert!(stderr.contains("the server decides"), "{stderr}");
+}
