@@ -112,6 +112,7 @@ pub fn plan(
                 } else {
                     ops.push(op);
                     LogEntry {
+                        owner: None,
                         timestamp: now,
                         event_id: action.event_id.clone(),
                         action_taken: taken,
@@ -143,6 +144,7 @@ fn failed(
     why: String,
 ) -> LogEntry {
     LogEntry {
+        owner: None,
         timestamp: now,
         event_id: action.event_id.clone(),
         action_taken: format!("{} failed: {why}", action.action_type),

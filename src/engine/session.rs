@@ -570,7 +570,7 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .scripts
                 .values()
-                .filter(|s| &s.owner == ctx.traveller)
+                .filter(|s| self.admin || &s.owner == ctx.traveller)
                 .map(|s| (s.id.to_string(), automation::script_view(s)))
                 .collect();
             paginate(keyed, &page)
@@ -643,7 +643,7 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .jobs
                 .values()
-                .filter(|j| &j.owner == ctx.traveller)
+                .filter(|j| self.admin || &j.owner == ctx.traveller)
                 .map(|j| (j.id.to_string(), automation::job_view(j)))
                 .collect();
             paginate(keyed, &page)
@@ -675,7 +675,8 @@ impl TimelineService for EngineSession {
                 .log
                 .iter()
                 .enumerate()
-                .filter(|(_, r)| &r.owner == ctx.traveller)
+                // Automation changes shared timelines: an admin sees everyone's.
+                .filter(|(_, r)| self.admin || &r.owner == ctx.traveller)
                 .filter(|(_, r)| {
                     req.timeline_id
                         .as_ref()
@@ -686,7 +687,13 @@ impl TimelineService for EngineSession {
                         .as_ref()
                         .is_none_or(|range| range.contains(&r.entry.timestamp))
                 })
-                .map(|(i, r)| (format!("{i:012}"), r.entry.clone()))
+                .map(|(i, r)| {
+                    let entry = LogEntry {
+                        owner: Some(r.owner.clone()),
+                        ..r.entry.clone()
+                    };
+                    (format!("{i:012}"), entry)
+                })
                 .collect();
             paginate(keyed, &req.page)
         })
