@@ -23,13 +23,59 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let json = cli.global.json;
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("Error: {e:?}");
+        Err(Failed::User(e)) => {
+            // The user's own mistake or a refusal: what to change, never a crash report.
+            if json {
+                eprintln!("{}", problem_json(&e));
+            } else {
+                eprintln!("error: {}", e.explain());
+            }
+            ExitCode::from(2)
+        }
+        Err(Failed::Report(e)) => {
+            if json {
+                eprintln!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+            } else {
+                eprintln!("Error: {e:?}");
+            }
             ExitCode::FAILURE
         }
     }
+}
+
+/// How a run failed: a refusal or bad input (a 4xx problem), or a real failure (the report).
+enum Failed {
+    User(ServiceError),
+    Report(color_eyre::Report),
+}
+
+impl From<color_eyre::Report> for Failed {
+    fn from(e: color_eyre::Report) -> Self {
+        Self::Report(e)
+    }
+}
+
+/// Sorts a service error: the user's (4xx) or a failure.
+fn failed(e: ServiceError) -> Failed {
+    if (400..500).contains(&e.problem_type().status) {
+        Failed::User(e)
+    } else {
+        Failed::Report(explain(e))
+    }
+}
+
+/// A user error as `--json` prints it: the problem body the server would answer with.
+fn problem_json(e: &ServiceError) -> serde_json::Value {
+    let kind = e.problem_type();
+    serde_json::json!({
+        "type": format!("/problems/{}", kind.slug),
+        "title": kind.title,
+        "status": kind.status,
+        "detail": e.to_string(),
+    })
 }
 
 /// color-eyre reports errors and panics: a panic gets the whole report (message, location, how
@@ -60,22 +106,22 @@ fn explain(e: ServiceError) -> color_eyre::Report {
     eyre!("{}", e.explain())
 }
 
-async fn run(cli: Cli) -> Result<()> {
+async fn run(cli: Cli) -> std::result::Result<(), Failed> {
     let global = cli.global;
     match cli.command {
-        None => dashboard(&global, cli.dashboard).await,
+        None => Ok(dashboard(&global, cli.dashboard).await?),
         Some(Command::Serve(args)) => {
             init_logging(&global.log);
-            serve(&global, args).await
+            Ok(serve(&global, args).await?)
         }
-        Some(Command::Token(args)) => token(&global, args),
-        Some(Command::Verify) => verify(&global).await,
+        Some(Command::Token(args)) => Ok(token(&global, args)?),
+        Some(Command::Verify) => Ok(verify(&global).await?),
         Some(Command::Completions { shell }) => {
             // Rendered first: the generator panics when it cannot write (a closed pipe).
             let mut script = Vec::new();
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "chronoscope", &mut script);
-            print_bytes(&script).wrap_err("cannot write the completion script")
+            Ok(print_bytes(&script).wrap_err("cannot write the completion script")?)
         }
         Some(Command::Man { out_dir: Some(dir) }) => {
             std::fs::create_dir_all(&dir)
@@ -91,7 +137,7 @@ async fn run(cli: Cli) -> Result<()> {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
                 .render(&mut page)
                 .wrap_err("cannot render the manual page")?;
-            print_bytes(&page).wrap_err("cannot write the manual page")
+            Ok(print_bytes(&page).wrap_err("cannot write the manual page")?)
         }
         Some(command) => {
             init_logging(&global.log);
@@ -99,7 +145,7 @@ async fn run(cli: Cli) -> Result<()> {
             let mut stdout = std::io::stdout().lock();
             chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
                 .await
-                .map_err(explain)
+                .map_err(failed)
         }
     }
 }
@@ -189,7 +235,9 @@ async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>>
         store,
         Arc::new(SystemClock),
         EngineConfig {
-            default_window: global.window,
+            default_window: global
+                .window
+                .unwrap_or(EngineConfig::default().default_window),
             log_key: log_key(global, &dir)?,
         },
         global.seed.unwrap_or(default_seed),
@@ -260,6 +308,14 @@ async fn connect(
     default_seed: Seed,
 ) -> Result<(Arc<dyn TimelineService>, String)> {
     if let Some(url) = &global.remote {
+        if let Some(window) = global.window {
+            // The interface has no window to ask for: the server's own `serve --window` decides.
+            return Err(eyre!(
+                "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine and \
+                 `serve` only: with --remote the server decides how long new timelines stay \
+                 open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
+            ));
+        }
         let token = global
             .token
             .clone()

@@ -19,7 +19,7 @@
 //! | `chronoscope_jobs_run_total` | counter | | scheduled jobs and scripts run by this process |
 //! | `chronoscope_jobs_failed_total` | counter | | of those, runs with a failed action |
 //! | `chronoscope_monitor_scans_total` | counter | | anomaly monitor scans |
-//! | `chronoscope_anomalies` | gauge | severity | anomalies found by the last scan, per severity |
+//! | `chronoscope_anomalies` | gauge | timeline, severity | each timeline's open anomalies per severity, as its last whole-timeline scan (a monitor call or stream, or a timelines list) found them |
 //! | `chronoscope_reads_total` | counter | | reads served |
 //! | `chronoscope_read_barriers_total` | counter | | read barrier rounds (one head query each, shared by every read that queued for it), or catch-ups before a read on a store that allows slightly stale reads |
 //! | `chronoscope_store_read_queries_total` | counter | | queries reading the store: head queries and record fetches (catch-ups); divided by reads, the database queries per read |
@@ -58,7 +58,7 @@ pub const JOBS_RUN: &str = "chronoscope_jobs_run_total";
 pub const JOBS_FAILED: &str = "chronoscope_jobs_failed_total";
 /// Monitor scans.
 pub const MONITOR_SCANS: &str = "chronoscope_monitor_scans_total";
-/// Anomalies of the last scan, by severity.
+/// Open anomalies of each timeline, by severity.
 pub const ANOMALIES: &str = "chronoscope_anomalies";
 /// Reads served.
 pub const READS: &str = "chronoscope_reads_total";
@@ -101,7 +101,32 @@ fn build() -> Result<PrometheusHandle, String> {
     metrics::set_global_recorder(recorder)
         .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
     describe();
+    register();
     Ok(handle)
+}
+
+/// Creates every series without per-request labels at zero, so a scrape right after start-up
+/// shows them all and Prometheus's `increase()` sees the first failure as one.
+fn register() {
+    for name in [
+        COMMIT_FAILURES,
+        COMMIT_RACES_LOST,
+        JOBS_RUN,
+        JOBS_FAILED,
+        MONITOR_SCANS,
+        READS,
+        READ_BARRIERS,
+        STORE_QUERIES,
+    ] {
+        metrics::counter!(name).increment(0);
+    }
+    for name in [LOG_POSITION, REPLICA_LAG] {
+        metrics::gauge!(name).increment(0.0);
+    }
+    for name in [COMMIT_BATCH_OPS, COMMIT_APPEND_SECONDS] {
+        // A handle registers the histogram; it shows with empty buckets until a sample.
+        let _ = metrics::histogram!(name);
+    }
 }
 
 fn describe() {
@@ -139,7 +164,7 @@ fn describe() {
     describe_counter!(MONITOR_SCANS, "Anomaly monitor scans");
     describe_gauge!(
         ANOMALIES,
-        "Anomalies found by the last monitor scan, by severity"
+        "Open anomalies of each timeline by severity, as its last whole-timeline scan found them"
     );
     describe_counter!(READS, "Reads served");
     describe_counter!(READ_BARRIERS, "Read barrier rounds (one head query each)");
@@ -147,6 +172,23 @@ fn describe() {
         STORE_QUERIES,
         "Queries reading the store: head queries and record fetches (per read: divide by chronoscope_reads_total)"
     );
+}
+
+/// Sets `timeline`'s anomaly gauges, one per severity, from a scan of the whole timeline.
+pub(crate) fn record_anomalies(
+    timeline: &crate::model::TimelineId,
+    anomalies: &[crate::monitor::Anomaly],
+) {
+    use crate::monitor::Severity;
+    for (severity, label) in [
+        (Severity::Critical, "critical"),
+        (Severity::Warning, "warning"),
+        (Severity::Info, "info"),
+    ] {
+        let n = anomalies.iter().filter(|a| a.severity == severity).count();
+        metrics::gauge!(ANOMALIES, "timeline" => timeline.to_string(), "severity" => label)
+            .set(n as f64);
+    }
 }
 
 /// The scrape endpoint alone: `GET /metrics` in the Prometheus text format.

@@ -480,7 +480,8 @@ async fn a_job_can_be_cancelled_until_it_runs() {
     f.engine.run_due().await.unwrap();
     let err = f.ada().delete_schedule(&now.schedule_id).await.unwrap_err();
     assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
-    let bob = f.engine.session("bob".parse().unwrap());
+    // A member without the admin scope (an admin would see ada's job, not delete it).
+    let bob = f.engine.session("bob".parse().unwrap()).with_admin(false);
     let err = bob.delete_schedule(&now.schedule_id).await.unwrap_err();
     assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
     assert!(
@@ -665,4 +666,67 @@ async fn the_guides_modify_event_is_a_manipulation() {
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].outcome, "done");
     assert!(log[0].action_taken.starts_with("manipulated "), "{log:?}");
+}
+
+#[tokio::test]
+async fn an_admin_sees_everyones_automation_with_its_owner_others_their_own() {
+    let f = Fixture::new().await;
+    let as_member = |name: &str| f.engine.session(name.parse().unwrap()).with_admin(false);
+    let s = as_member("ada")
+        .schedule_manipulation(NewSchedule {
+            event_id: f.launch.clone(),
+            scheduled_time: f.clock.now(),
+            manipulation_details: ManipulationDetails {
+                new_time: None,
+                new_details: Some("launch scrubbed".into()),
+            },
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(f.engine.run_due().await.unwrap(), 1);
+    let admin = f.engine.session("root".parse().unwrap()).with_admin(true);
+    let everything = || LogQuery {
+        timeline_id: None,
+        date_range: None,
+        page: PageRequest::default(),
+    };
+
+    let schedules = admin
+        .list_schedules(PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(schedules.len(), 1);
+    assert_eq!(schedules[0].schedule_id, s.schedule_id);
+    assert_eq!(schedules[0].owner, Some("ada".parse().unwrap()));
+    let log = admin.automation_log(everything()).await.unwrap().items;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].owner, Some("ada".parse().unwrap()));
+
+    // Another member still sees only their own; the author sees theirs.
+    let bob = as_member("bob");
+    assert!(
+        bob.list_schedules(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        bob.automation_log(everything())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        as_member("ada")
+            .list_schedules(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
 }

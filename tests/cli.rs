@@ -509,3 +509,66 @@ async fn monitor_follow_prints_the_anomalies_then_each_change_as_it_comes() {
     let err = both.expect_err("--follow with --range is refused");
     assert!(err.to_string().contains("--range"), "{err}");
 }
+
+/// The binary on a fresh data directory, with `RUST_BACKTRACE=1` as many developers set it.
+fn with_backtraces(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--seed", "demo"])
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the CLI runs")
+}
+
+#[test]
+fn bad_input_is_one_line_without_a_backtrace_whatever_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = with_backtraces(dir.path(), &["events", "manipulate", "event-5678abcd"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("BACKTRACE"), "{stderr}");
+    assert!(!stderr.contains("Location:"), "{stderr}");
+    assert!(stderr.starts_with("error: Invalid request: "), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+
+    // With --json the refusal is the problem body, for a script to parse.
+    let out = with_backtraces(
+        dir.path(),
+        &["--json", "events", "manipulate", "event-5678abcd"],
+    );
+    assert!(!out.status.success());
+    let problem: serde_json::Value = serde_json::from_slice(&out.stderr)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(problem["status"], 400, "{problem}");
+    assert_eq!(problem["type"], "/problems/invalid-request", "{problem}");
+    assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+#[test]
+fn a_window_is_refused_with_a_server_which_decides_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = ["--remote", "http://127.0.0.1:9", "--token", "t"];
+    let mut by_flag = remote.to_vec();
+    by_flag.extend(["--window", "2 hours", "timelines", "create", "Later"]);
+    let out = with_backtraces(dir.path(), &by_flag);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--window / CHRONOSCOPE_WINDOW (2 hours)"),
+        "{stderr}"
+    );
+    let by_env = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(remote)
+        .args(["timelines", "list"])
+        .env("CHRONOSCOPE_WINDOW", "10 minutes")
+        .output()
+        .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&by_env.stderr);
+    assert!(!by_env.status.success());
+    assert!(stderr.contains("the server decides"), "{stderr}");
+}

@@ -400,3 +400,67 @@ fn the_man_page_comes_from_the_same_definition() {
     assert!(pages.join("chronoscope.1").exists());
     assert!(pages.join("chronoscope-timelines-create.1").exists());
 }
+
+/// The metric names of the README's metrics table, each with whether it is there from start-up
+/// (rows whose label set is per request or per timeline appear with their first one).
+fn readme_metrics() -> Vec<(String, bool)> {
+    let readme = include_str!("../README.md");
+    let mut out = Vec::new();
+    for row in readme.lines().filter(|l| l.starts_with("| `chronoscope_")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let from_start = cells.get(2).is_some_and(|c| *c == "yes");
+        for name in cells[1]
+            .split('`')
+            .filter(|n| n.starts_with("chronoscope_"))
+        {
+            let name = name.split('{').next().unwrap_or(name).to_owned();
+            out.push((name, from_start));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_scrape_right_after_start_shows_every_series_the_readme_lists_at_zero() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut served = Served::start(
+        dir.path(),
+        &["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let metrics = served.wait_for("metrics on ");
+    let scrape = http_get(&metrics);
+    let (_, body) = scrape.split_once("\r\n\r\n").expect("headers, then a body");
+    let mut present: Vec<String> = body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(|n| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| n.strip_suffix(s))
+                .unwrap_or(n)
+                .to_owned()
+        })
+        .collect();
+    present.sort();
+    present.dedup();
+    let listed = readme_metrics();
+    assert!(
+        listed.len() >= 15,
+        "the README's table was not found: {listed:?}"
+    );
+    let mut expected: Vec<String> = listed
+        .iter()
+        .filter(|(_, from_start)| *from_start)
+        .map(|(n, _)| n.clone())
+        .collect();
+    expected.sort();
+    assert_eq!(present, expected, "scraped at start:\n{body}");
+    // Each of those is at zero: nothing has happened yet.
+    for line in body
+        .lines()
+        .filter(|l| l.starts_with("chronoscope_jobs_failed_total"))
+    {
+        assert!(line.ends_with(" 0"), "{line}");
+    }
+}

@@ -1502,3 +1502,65 @@ async fn a_check_refuses_an_event_id_that_names_nothing() {
         assert!(report.is_stable, "{words}: {report:?}");
     }
 }
+
+#[tokio::test]
+async fn every_traveller_sees_the_same_anomalies_and_the_list_counts_them() {
+    let w = World::new().await;
+    let tl = w.ada().create_timeline(named("shared")).await.unwrap().id;
+    let cause = w
+        .ada()
+        .add_event(&tl, new_event("cause", "1900-01-02T00:00:00Z", "Bern", &[]))
+        .await
+        .unwrap()
+        .event_id;
+    // Ada's event happens before its cause: her own doing, whoever looks.
+    w.ada()
+        .add_event(
+            &tl,
+            new_event("effect", "1900-01-01T00:00:00Z", "Bern", &[&cause]),
+        )
+        .await
+        .unwrap();
+    // Within the last tenth of the one-hour window: a warning besides the paradox.
+    w.clock.advance(Duration::minutes(55));
+    let (by_ada, ada_count) = look(&w.ada(), &tl).await;
+    let (by_bob, bob_count) = look(&w.bob(), &tl).await;
+    let seen = |v: &[Anomaly]| {
+        v.iter()
+            .map(|a| (a.anomaly_id.to_string(), a.kind))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seen(&by_ada), seen(&by_bob));
+    assert_eq!(
+        by_bob.iter().map(|a| a.kind).collect::<Vec<_>>(),
+        [
+            AnomalyKind::Paradox(chronoscope::paradox::ParadoxKind::Grandfather),
+            AnomalyKind::WindowClosing
+        ]
+    );
+    assert_eq!(
+        (ada_count, bob_count),
+        (2, 2),
+        "the list counts what the monitor shows"
+    );
+}
+
+/// The monitor's anomalies of `tl` as `who` sees them, and the count the timelines list shows.
+async fn look(who: &dyn TimelineService, tl: &TimelineId) -> (Vec<Anomaly>, usize) {
+    let report = who
+        .monitor_timeline(MonitorQuery {
+            timeline_id: tl.clone(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    let listed = who
+        .list_timelines(PageRequest::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|t| &t.id == tl)
+        .unwrap();
+    (report.anomalies, listed.paradoxes)
+}

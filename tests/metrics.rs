@@ -124,6 +124,15 @@ async fn a_scrape_shows_requests_commits_jobs_anomalies_and_reads_move() {
         })
         .await
         .expect("a scan");
+    // Another timeline looked at last does not replace primary's figures.
+    let calm = session
+        .monitor_timeline(MonitorQuery {
+            timeline_id: id.parse().expect("id"),
+            time_range: None,
+        })
+        .await
+        .expect("a scan");
+    assert!(calm.anomalies.is_empty(), "{calm:?}");
     // Histogram samples are folded into buckets at the latest when scraped.
     tokio::time::sleep(Duration::from_millis(10)).await;
     let after = scrape(&url).await;
@@ -166,7 +175,10 @@ async fn a_scrape_shows_requests_commits_jobs_anomalies_and_reads_move() {
         ) >= 1.0,
         "{after}"
     );
-    assert!(!after.contains(&id), "a raw path became a label");
+    assert!(
+        !after.contains(&format!("/v1/timeline/{id}")),
+        "a raw path became a label"
+    );
     assert_eq!(
         moved(
             "chronoscope_http_requests_total",
@@ -194,11 +206,19 @@ async fn a_scrape_shows_requests_commits_jobs_anomalies_and_reads_move() {
     );
     assert_eq!(moved("chronoscope_jobs_run_total", &[]), 2.0);
     assert_eq!(moved("chronoscope_jobs_failed_total", &[]), 1.0);
-    // The failed job is an anomaly of the timeline: the gauge shows the last scan.
-    assert!(moved("chronoscope_monitor_scans_total", &[]) >= 1.0);
+    // The failed job is an anomaly of primary: its gauges show its scan, each timeline its own.
+    assert!(moved("chronoscope_monitor_scans_total", &[]) >= 2.0);
     for severity in ["critical", "warning", "info"] {
-        let shown = sample(&after, "chronoscope_anomalies", &[("severity", severity)])
-            .unwrap_or_else(|| panic!("no {severity} gauge:\n{after}"));
+        let of = |timeline: &str| {
+            sample(
+                &after,
+                "chronoscope_anomalies",
+                &[("timeline", timeline), ("severity", severity)],
+            )
+            .unwrap_or_else(|| panic!("no {severity} gauge of {timeline}:\n{after}"))
+        };
+        assert_eq!(of(&id), 0.0, "{severity}");
+        let shown = of("primary");
         let found = report
             .anomalies
             .iter()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
-use chronoscope::store::{LogLock, MemoryStore, Record, Store, StoreError};
+use chronoscope::store::{ChainMeta, Link, LogLock, MemoryStore, Record, Store, StoreError};
 
 /// How long a test waits for a read that must end; far above the deadlines under test.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -43,6 +43,14 @@ impl Store for Hanging {
 
     fn describe(&self) -> String {
         "a log whose head query can hang".into()
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        self.inner.chain().await
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        self.inner.start_chain(meta, links).await
     }
 }
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
-use chronoscope::store::{LogLock, MemoryStore, Record, Store, StoreError, Watched};
+use chronoscope::store::{
+    ChainMeta, Entry, Link, LogLock, MemoryStore, Record, Store, StoreError, Watched,
+};
 use http_support::*;
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
@@ -251,9 +253,18 @@ impl Store for FullDisk {
         self.inner.lock().await
     }
 
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
         self.refuse()?;
-        self.inner.append(first_seq, bodies).await
+        self.inner.append(first_seq, entries).await
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        self.inner.chain().await
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        self.refuse()?;
+        self.inner.start_chain(meta, links).await
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {

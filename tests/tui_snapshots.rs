@@ -276,6 +276,7 @@ async fn automation_log() {
     let event: EventId = "event-5678abcd".parse().unwrap();
     h.app.log.set(vec![
         LogEntry {
+            owner: None,
             timestamp: t("2026-11-22T10:30:00Z"),
             event_id: event.clone(),
             action_taken: "manipulate: moved to 1889-03-11T00:00:00Z".into(),
@@ -285,6 +286,7 @@ async fn automation_log() {
             new_event_id: None,
         },
         LogEntry {
+            owner: None,
             timestamp: t("2026-11-22T10:31:00Z"),
             event_id: event,
             action_taken: "revert: nothing to revert".into(),

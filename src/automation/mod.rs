@@ -232,6 +232,7 @@ pub fn manipulation_for(
 pub fn script_view(s: &ScriptRecord) -> crate::service::Script {
     crate::service::Script {
         script_id: s.id.clone(),
+        owner: Some(s.owner.clone()),
         status: s.status.as_str().into(),
         script_name: s.name.clone(),
         trigger_event_id: s.trigger.clone(),
@@ -246,6 +247,7 @@ pub fn script_view(s: &ScriptRecord) -> crate::service::Script {
 pub fn job_view(j: &Job) -> crate::service::Schedule {
     crate::service::Schedule {
         schedule_id: j.id.clone(),
+        owner: Some(j.owner.clone()),
         status: j.status.as_str().into(),
         scheduled_time: j.due,
         timeline_id: j.timeline.clone(),

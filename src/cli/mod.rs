@@ -87,15 +87,10 @@ pub struct Global {
     )]
     pub traveller: Option<String>,
 
-    /// How long new timelines stay open, in words
-    #[arg(
-        long,
-        global = true,
-        env = "CHRONOSCOPE_WINDOW",
-        default_value = "1 hour",
-        value_name = "WORDS"
-    )]
-    pub window: Window,
+    /// How long new timelines stay open, in words [default: 1 hour]; the embedded engine and
+    /// `serve` only (a server decides for its own timelines, so --remote refuses it)
+    #[arg(long, global = true, env = "CHRONOSCOPE_WINDOW", value_name = "WORDS")]
+    pub window: Option<Window>,
 
     /// Print results as JSON (for scripts) instead of text
     #[arg(long, global = true, env = "CHRONOSCOPE_JSON")]

@@ -142,7 +142,7 @@ pub mod human {
         }
         let _ = writeln!(s, "  events:      {}", t.event_count);
         if t.paradoxes > 0 {
-            let _ = writeln!(s, "  paradoxes:   {} standing", t.paradoxes);
+            let _ = writeln!(s, "  anomalies:   {} open (see `monitor`)", t.paradoxes);
         }
         s
     }

@@ -12,7 +12,7 @@ use super::rules::{self, Ctx};
 use super::world::{Op, World};
 use crate::automation::{Due, ScriptStatus, manipulation_for};
 use crate::error::ServiceError;
-use crate::model::{EventId, Instant, TimelineId, Traveller};
+use crate::model::{EventId, Instant, TimelineId};
 use crate::service::{Action, LogEntry};
 
 /// What is due at `now`, oldest first.
@@ -112,6 +112,7 @@ pub fn plan(
                 } else {
                     ops.push(op);
                     LogEntry {
+                        owner: None,
                         timestamp: now,
                         event_id: action.event_id.clone(),
                         action_taken: taken,
@@ -143,6 +144,7 @@ fn failed(
     why: String,
 ) -> LogEntry {
     LogEntry {
+        owner: None,
         timestamp: now,
         event_id: action.event_id.clone(),
         action_taken: format!("{} failed: {why}", action.action_type),
@@ -249,18 +251,12 @@ impl Engine {
     }
 }
 
-/// Failed automation in `timeline` for `owner`, for the monitor.
-pub fn failures(
-    world: &World,
-    owner: &Traveller,
-    timeline: &TimelineId,
-) -> Vec<crate::monitor::AutomationFailure> {
+/// Failed automation in `timeline`, everyone's, for the monitor (shared like the timeline).
+pub fn failures(world: &World, timeline: &TimelineId) -> Vec<crate::monitor::AutomationFailure> {
     world
         .log
         .iter()
-        .filter(|r| {
-            &r.owner == owner && &r.entry.timeline_id == timeline && r.entry.outcome == "failed"
-        })
+        .filter(|r| &r.entry.timeline_id == timeline && r.entry.outcome == "failed")
         .map(|r| crate::monitor::AutomationFailure {
             source: r.entry.source.clone(),
             event_id: r.entry.event_id.clone(),

@@ -136,6 +136,8 @@ pub struct Engine {
     fetches: std::sync::atomic::AtomicU64,
     /// What was published, for change streams.
     published: feed::Published,
+    /// Each timeline's last rescan, for anomaly counts (see `watch`).
+    graphs: watch::Graphs,
 }
 
 impl std::fmt::Debug for Engine {
@@ -180,6 +182,7 @@ impl Engine {
             barrier: barrier::ReadBarrier::default(),
             fetches: std::sync::atomic::AtomicU64::new(0),
             published: feed::Published::default(),
+            graphs: watch::Graphs::default(),
         });
         engine.establish_chain().await?;
         engine.restore_snapshot().await?;

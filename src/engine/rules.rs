@@ -81,8 +81,8 @@ pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceErro
     }
 }
 
-/// The response form of a timeline.
-pub fn timeline_info(state: &TimelineState, now: Instant) -> TimelineInfo {
+/// The response form of a timeline, with the monitor's count of its open anomalies.
+pub fn timeline_info(state: &TimelineState, now: Instant, anomalies: usize) -> TimelineInfo {
     let t = &state.meta;
     TimelineInfo {
         id: t.id.clone(),
@@ -96,7 +96,7 @@ pub fn timeline_info(state: &TimelineState, now: Instant) -> TimelineInfo {
         parent: t.parent.clone(),
         closes_at: t.closes_at(),
         event_count: state.history.len(),
-        paradoxes: state.history.standing_paradoxes(),
+        paradoxes: anomalies,
         created_by: t.created_by.clone(),
     }
 }

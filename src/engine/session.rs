@@ -118,15 +118,18 @@ impl EngineSession {
     }
 }
 
-/// The last monitor scan, for [`crate::metrics`]: how many anomalies of each severity.
-fn record_scan(anomalies: &[Anomaly]) {
-    let count = |severity| anomalies.iter().filter(|a| a.severity == severity).count() as f64;
-    metrics::counter!(crate::metrics::MONITOR_SCANS).increment(1);
-    metrics::gauge!(crate::metrics::ANOMALIES, "severity" => "critical")
-        .set(count(Severity::Critical));
-    metrics::gauge!(crate::metrics::ANOMALIES, "severity" => "warning")
-        .set(count(Severity::Warning));
-    metrics::gauge!(crate::metrics::ANOMALIES, "severity" => "info").set(count(Severity::Info));
+impl EngineSession {
+    /// A timeline's response form, counting its anomalies as the monitor does (one number for
+    /// the list and the monitor).
+    fn info(
+        &self,
+        world: &super::World,
+        state: &super::TimelineState,
+        now: Instant,
+    ) -> TimelineInfo {
+        let open = super::watch::anomalies(&self.engine.graphs, world, state, now, None);
+        rules::timeline_info(state, now, open.len())
+    }
 }
 
 /// The page size asked for, validated.
@@ -207,7 +210,7 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .timelines
                 .values()
-                .map(|s| (timeline_key(&s.meta), rules::timeline_info(s, ctx.now)))
+                .map(|s| (timeline_key(&s.meta), self.info(world, s, ctx.now)))
                 .collect();
             paginate(keyed, &page)
         })
@@ -227,7 +230,7 @@ impl TimelineService for EngineSession {
             let info = created
                 .timelines
                 .get(&t.id)
-                .map(|state| rules::timeline_info(state, ctx.now))
+                .map(|state| self.info(&created, state, ctx.now))
                 .ok_or_else(|| ServiceError::Internal("a created timeline is missing".into()))?;
             Ok((vec![op], info))
         })
@@ -235,7 +238,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
-        self.read(|world, ctx| Ok(rules::timeline_info(rules::addressed(world, id)?, ctx.now)))
+        self.read(|world, ctx| Ok(self.info(world, rules::addressed(world, id)?, ctx.now)))
             .await
     }
 
@@ -499,9 +502,10 @@ impl TimelineService for EngineSession {
     }
 
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
+        let engine = Arc::clone(&self.engine);
         self.read_blocking(move |world, ctx| {
-            let report = super::watch::monitor_report(world, ctx, &req)?;
-            record_scan(&report.anomalies);
+            let report = super::watch::monitor_report(&engine.graphs, world, ctx.now, &req)?;
+            metrics::counter!(crate::metrics::MONITOR_SCANS).increment(1);
             Ok(report)
         })
         .await
@@ -566,7 +570,7 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .scripts
                 .values()
-                .filter(|s| &s.owner == ctx.traveller)
+                .filter(|s| self.admin || &s.owner == ctx.traveller)
                 .map(|s| (s.id.to_string(), automation::script_view(s)))
                 .collect();
             paginate(keyed, &page)
@@ -639,7 +643,7 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .jobs
                 .values()
-                .filter(|j| &j.owner == ctx.traveller)
+                .filter(|j| self.admin || &j.owner == ctx.traveller)
                 .map(|j| (j.id.to_string(), automation::job_view(j)))
                 .collect();
             paginate(keyed, &page)
@@ -671,7 +675,8 @@ impl TimelineService for EngineSession {
                 .log
                 .iter()
                 .enumerate()
-                .filter(|(_, r)| &r.owner == ctx.traveller)
+                // Automation changes shared timelines: an admin sees everyone's.
+                .filter(|(_, r)| self.admin || &r.owner == ctx.traveller)
                 .filter(|(_, r)| {
                     req.timeline_id
                         .as_ref()
@@ -682,7 +687,13 @@ impl TimelineService for EngineSession {
                         .as_ref()
                         .is_none_or(|range| range.contains(&r.entry.timestamp))
                 })
-                .map(|(i, r)| (format!("{i:012}"), r.entry.clone()))
+                .map(|(i, r)| {
+                    let entry = LogEntry {
+                        owner: Some(r.owner.clone()),
+                        ..r.entry.clone()
+                    };
+                    (format!("{i:012}"), entry)
+                })
                 .collect();
             paginate(keyed, &req.page)
         })

@@ -1,5 +1,5 @@
-//! The monitor, once and as a stream: [`monitor_report`] scans a timeline as one traveller sees
-//! it; [`watch_monitor`] rescans whenever the engine publishes a change (its own writes, or
+//! The monitor, once and as a stream: [`monitor_report`] scans a timeline (the same for every
+//! viewer); [`watch_monitor`] rescans whenever the engine publishes a change (its own writes, or
 //! another process's once caught up with) and tells what appeared and what resolved.
 //!
 //! A stream starts with a snapshot of every open anomaly, a resumed one too: the difference
@@ -7,19 +7,22 @@
 //! and go with time alone, at the same log position), so a client replaces what it knew with the
 //! snapshot. An anomaly whose words change (a window's time left) is told again as appeared.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::watch;
 
-use super::rules::{self, Ctx};
+use super::rules;
 use super::session::EngineSession;
-use super::{Engine, World};
+use super::{Engine, TimelineState, World};
 use crate::error::ServiceError;
-use crate::model::{AnomalyId, TimelineId, Traveller};
-use crate::monitor::{self, Scan};
+use crate::model::{
+    AnomalyId, History, Instant, Item, Position, TimeRange, TimelineId, Traveller, Whereabouts,
+};
+use crate::monitor::{self, Graph, Owner, Scan};
+use crate::paradox::Subject;
 use crate::service::{
     Anomaly, MonitorChange, MonitorEvent, MonitorQuery, MonitorReport, MonitorStream, MonitorWatch,
 };
@@ -33,25 +36,108 @@ const RESCAN_EVERY: Duration = Duration::from_secs(5);
 /// half its time scanning (a scan of a big timeline takes a while): changes are coalesced.
 const LEAST_GAP: Duration = Duration::from_millis(100);
 
-/// The monitor's report on `req`'s timeline at `world`, for `ctx`'s traveller.
-pub(super) fn monitor_report(
+/// Each timeline's last rescan ([`Graph`]), kept while its history is unchanged: the
+/// timelines list counts every timeline's anomalies, which must not rescan each of them on
+/// every read.
+#[derive(Debug, Default)]
+pub(crate) struct Graphs(Mutex<HashMap<TimelineId, (History, Arc<Graph>)>>);
+
+impl Graphs {
+    /// The rescan of `state`'s history, from the last one when the history is the same.
+    fn of(&self, world: &World, state: &TimelineState) -> Arc<Graph> {
+        let id = &state.meta.id;
+        if let Some((kept, graph)) = self.lock().get(id)
+            && kept.same_as(&state.history)
+        {
+            return Arc::clone(graph);
+        }
+        let graph = Arc::new(Graph::of(&state.history));
+        let mut kept = self.lock();
+        // Deleted timelines' rescans go.
+        kept.retain(|id, _| world.timelines.contains_key(id));
+        kept.insert(id.clone(), (state.history.clone(), Arc::clone(&graph)));
+        graph
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TimelineId, (History, Arc<Graph>)>> {
+        // A panic elsewhere leaves a usable cache: every entry is whole.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The open anomalies of `state`'s timeline at `world`: the same for every viewer (ids, kinds
+/// and count), so the timelines list and the monitor read one number.
+pub(super) fn anomalies(
+    graphs: &Graphs,
     world: &World,
-    ctx: &Ctx<'_>,
+    state: &TimelineState,
+    now: Instant,
+    range: Option<&TimeRange>,
+) -> Vec<Anomaly> {
+    let timeline = &state.meta.id;
+    let graph = graphs.of(world, state);
+    // Everyone's items that may be in this timeline, by owner, with the owner's position.
+    let mut by_owner: BTreeMap<&Traveller, Vec<Item>> = BTreeMap::new();
+    let mut positions: HashMap<&Traveller, Position> = HashMap::new();
+    for item in world.items.values() {
+        let position = positions
+            .entry(&item.owner)
+            .or_insert_with(|| world.position_of(&item.owner, now));
+        let here = &item.origin_timeline == timeline
+            || matches!(&item.whereabouts, Whereabouts::Left { timeline: t, .. } if t == timeline)
+            || (item.whereabouts == Whereabouts::Carried && &position.timeline == timeline);
+        if here {
+            by_owner
+                .entry(&item.owner)
+                .or_default()
+                .push((**item).clone());
+        }
+    }
+    let owners: Vec<Owner<'_>> = by_owner
+        .iter()
+        .filter_map(|(traveller, items)| {
+            let position = positions.get(traveller)?;
+            Some(Owner {
+                subject: Subject {
+                    timeline,
+                    history: &state.history,
+                    traveller,
+                    position,
+                    position_time: position.time_at(now),
+                    items,
+                },
+                arrived_at: (&position.timeline == timeline).then_some(position.arrived_at),
+            })
+        })
+        .collect();
+    let failures = super::jobs::failures(world, timeline);
+    let found = monitor::scan(&Scan {
+        timeline: &state.meta,
+        history: &state.history,
+        graph: &graph,
+        owners: &owners,
+        now,
+        touched: &state.touched,
+        range,
+        failures: &failures,
+    });
+    if range.is_none() {
+        crate::metrics::record_anomalies(timeline, &found);
+    }
+    found
+}
+
+/// The monitor's report on `req`'s timeline at `world` (the same whoever asks).
+pub(super) fn monitor_report(
+    graphs: &Graphs,
+    world: &World,
+    now: Instant,
     req: &MonitorQuery,
 ) -> Result<MonitorReport, ServiceError> {
     let state = rules::referenced(world, &req.timeline_id)?;
-    let position = world.position_of(ctx.traveller, ctx.now);
-    let items = rules::items_of(world, ctx.traveller);
-    let failures = super::jobs::failures(world, ctx.traveller, &req.timeline_id);
-    let anomalies = monitor::scan(&Scan {
-        timeline: &state.meta,
-        subject: rules::subject(ctx, state, &position, &items),
-        now: ctx.now,
-        touched: &state.touched,
-        arrived_at: (position.timeline == req.timeline_id).then_some(position.arrived_at),
-        range: req.time_range.as_ref(),
-        failures: &failures,
-    });
+    let anomalies = anomalies(graphs, world, state, now, req.time_range.as_ref());
     let status = if anomalies.is_empty() {
         "stable"
     } else {
@@ -61,14 +147,13 @@ pub(super) fn monitor_report(
         status: status.into(),
         anomalies,
         timeline_id: req.timeline_id.clone(),
-        checked_at: ctx.now,
+        checked_at: now,
     })
 }
 
-/// What one stream scans, and with whose eyes.
+/// What one stream scans.
 struct Watcher {
     engine: Arc<Engine>,
-    traveller: Traveller,
     timeline: TimelineId,
 }
 
@@ -77,33 +162,25 @@ impl Watcher {
     /// the timeline).
     async fn scan(&self, world: Arc<World>) -> Result<MonitorReport, ServiceError> {
         let engine = Arc::clone(&self.engine);
-        let traveller = self.traveller.clone();
         let req = MonitorQuery {
             timeline_id: self.timeline.clone(),
             time_range: None,
         };
         tokio::task::spawn_blocking(move || {
-            let mint = || engine.mint();
-            let ctx = Ctx {
-                traveller: &traveller,
-                now: engine.now(),
-                mint: &mint,
-            };
-            monitor_report(&world, &ctx, &req)
+            monitor_report(&engine.graphs, &world, engine.now(), &req)
         })
         .await
         .map_err(|e| ServiceError::Internal(format!("a monitor scan failed: {e}")))?
     }
 }
 
-/// Follows the anomalies of `req.timeline_id` as `session`'s traveller sees them.
+/// Follows the anomalies of `req.timeline_id` (the same whoever follows them).
 pub(super) async fn watch_monitor(
     session: &EngineSession,
     req: MonitorWatch,
 ) -> Result<MonitorStream, ServiceError> {
     let watcher = Watcher {
         engine: Arc::clone(&session.engine),
-        traveller: session.traveller.clone(),
         timeline: req.timeline_id.clone(),
     };
     // Subscribed before reading, so nothing published after this read goes unseen.

@@ -374,6 +374,12 @@ impl History {
         self.violations.len() + self.loops.len()
     }
 
+    /// Whether `other` is this history or an unchanged clone of it (O(1); `false` may also
+    /// mean a small history that was copied rather than shared).
+    pub(crate) fn same_as(&self, other: &History) -> bool {
+        self.nodes.ptr_eq(&other.nodes)
+    }
+
     /// Standing (effect, cause) pairs where the effect happens before its cause.
     pub(crate) fn standing_violations(&self) -> impl Iterator<Item = (Slot, Slot)> + '_ {
         self.violations.iter().copied()

@@ -12,9 +12,9 @@ use std::cmp::Reverse;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    AnomalyId, EventId, Instant, TimeRange, Timeline, TimelineStatus, format_instant,
+    AnomalyId, EventId, History, Instant, TimeRange, Timeline, TimelineStatus, format_instant,
 };
-use crate::paradox::{self, Subject};
+use crate::paradox::{self, Paradox, Subject};
 
 /// How serious an anomaly is.
 #[derive(
@@ -97,24 +97,56 @@ pub struct AutomationFailure {
     pub at: Instant,
 }
 
-/// What one scan reads.
+/// What a full rescan of a timeline's events finds. It depends on the events alone, not on
+/// who looks, so it can be kept while the timeline's history is unchanged.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// Causal-order, grandfather and loop paradoxes, sorted.
+    paradoxes: Vec<Paradox>,
+    /// (effect, cause) slots: the cause is not a current event.
+    orphans: Vec<(u32, u32)>,
+}
+
+impl Graph {
+    /// Rescans `history` (grows with the timeline).
+    pub fn of(history: &History) -> Self {
+        let (paradoxes, found) = paradox::standing(history);
+        let mut orphans = found.orphans;
+        orphans.sort_unstable();
+        Self { paradoxes, orphans }
+    }
+}
+
+/// A traveller whose items may be in the scanned timeline, and where they are.
+#[derive(Clone, Copy, Debug)]
+pub struct Owner<'a> {
+    /// The traveller, their position and their items, in the scanned timeline.
+    pub subject: Subject<'a>,
+    /// When they arrived in the scanned timeline, if they are in it (their item paradoxes
+    /// appear with the journey that brought the items).
+    pub arrived_at: Option<Instant>,
+}
+
+/// What one scan reads. Nothing here depends on who asks: every viewer of a timeline gets the
+/// same anomalies, ids and kinds.
 #[derive(Clone, Copy, Debug)]
 pub struct Scan<'a> {
     /// The timeline's attributes.
     pub timeline: &'a Timeline,
-    /// Its events, the traveller and their items.
-    pub subject: Subject<'a>,
+    /// Its events.
+    pub history: &'a History,
+    /// What a rescan of `history` found ([`Graph::of`]).
+    pub graph: &'a Graph,
+    /// Every traveller with items in the timeline (item paradoxes are the timeline's).
+    pub owners: &'a [Owner<'a>],
     /// The wall clock now (for the window check).
     pub now: Instant,
     /// When each event was last added, manipulated or restored by a traveller or automation
     /// (events missing here are history as shipped, there since the timeline was made).
     pub touched: &'a imbl::HashMap<EventId, Instant>,
-    /// When the traveller arrived in this timeline, if they are in it (item paradoxes appear
-    /// with the journey that brought the items).
-    pub arrived_at: Option<Instant>,
     /// Only look at events in this range.
     pub range: Option<&'a TimeRange>,
-    /// Failed automation in this timeline.
+    /// Failed automation in this timeline, everyone's.
     pub failures: &'a [AutomationFailure],
 }
 
@@ -129,42 +161,30 @@ pub struct Scan<'a> {
 /// only those involving an event in it are kept (item paradoxes involve no event and are
 /// always kept). Then the operational checks, each a warning.
 pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
-    let subject = &scan.subject;
-    let h = subject.history;
+    let h = scan.history;
     let in_range = |id: &EventId| {
         scan.range
             .is_none_or(|r| h.current(id).is_some_and(|e| r.contains(&e.time)))
     };
-    let (paradoxes, found) = paradox::standing(subject);
     let mut out = Vec::new();
-    for p in paradoxes {
+    for p in &scan.graph.paradoxes {
         if !p.events.is_empty() && !p.events.iter().any(in_range) {
             continue;
         }
-        let subjects: Vec<String> = p
-            .events
-            .iter()
-            .map(ToString::to_string)
-            .chain(p.items.iter().map(ToString::to_string))
-            .collect();
-        let mut at = appeared(scan, p.events.iter());
-        if !p.items.is_empty() {
-            at = at.max(scan.arrived_at.unwrap_or(at));
+        out.push(paradox_anomaly(p, appeared(scan, p.events.iter())));
+    }
+    for owner in scan.owners {
+        for p in paradox::standing_items(&owner.subject) {
+            let at = scan.timeline.created_at;
+            out.push(paradox_anomaly(
+                &p,
+                owner.arrived_at.map_or(at, |a| a.max(at)),
+            ));
         }
-        out.push(anomaly(
-            AnomalyKind::Paradox(p.kind),
-            Severity::Critical,
-            &format!("paradox:{}", p.kind.as_str()),
-            p.description,
-            subjects,
-            at,
-        ));
     }
     out.extend(window_closing(scan));
     // One anomaly per orphaned event, naming every cause it misses.
-    let mut orphans = found.orphans;
-    orphans.sort_unstable();
-    for group in orphans.chunk_by(|a, b| a.0 == b.0) {
+    for group in scan.graph.orphans.chunk_by(|a, b| a.0 == b.0) {
         let event = h.view(group[0].0);
         if !in_range(event.id) {
             continue;
@@ -230,6 +250,24 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
     });
     out.dedup_by(|a, b| a.anomaly_id == b.anomaly_id);
     out
+}
+
+/// A paradox as a critical anomaly, its id derived from its kind and subjects.
+fn paradox_anomaly(p: &Paradox, at: Instant) -> Anomaly {
+    let subjects: Vec<String> = p
+        .events
+        .iter()
+        .map(ToString::to_string)
+        .chain(p.items.iter().map(ToString::to_string))
+        .collect();
+    anomaly(
+        AnomalyKind::Paradox(p.kind),
+        Severity::Critical,
+        &format!("paradox:{}", p.kind.as_str()),
+        p.description.clone(),
+        subjects,
+        at,
+    )
 }
 
 /// The window closes within 10 % of its length (never for an unbounded or closed timeline).

@@ -39,12 +39,17 @@ fn run_touched(
     failures: &[AutomationFailure],
     touched: &imbl::HashMap<EventId, Instant>,
 ) -> Vec<Anomaly> {
+    let owners = [Owner {
+        subject: fx.subject(),
+        arrived_at: None,
+    }];
     scan(&Scan {
         timeline: tl,
-        subject: fx.subject(),
+        history: &fx.history,
+        graph: &Graph::of(&fx.history),
+        owners: &owners,
         now,
         touched,
-        arrived_at: None,
         range,
         failures,
     })
@@ -189,4 +194,22 @@ fn a_range_limits_the_scan_to_its_events() {
         end: at(100) + Duration::minutes(1),
     };
     assert!(run(&fx, &tl, at(5), Some(&empty), &[]).is_empty());
+}
+
+/// b (ada's doing) happens before its cause a; every viewer's scan reads the same.
+#[test]
+fn a_broken_effect_is_the_grandfather_paradox_of_its_author_whoever_looks() {
+    let mut b = ev("b", 10, &["a"]);
+    b.author = Some("ada".parse().unwrap());
+    let mut fx = Fixture::new(vec![ev("a", 20, &[]), b]);
+    let tl = timeline(Window::Unbounded);
+    let as_ada = run(&fx, &tl, at(5), None, &[]);
+    fx.traveller = "bob".parse().unwrap();
+    let as_bob = run(&fx, &tl, at(5), None, &[]);
+    assert_eq!(as_ada, as_bob);
+    assert_eq!(
+        kinds(&as_bob),
+        [AnomalyKind::Paradox(ParadoxKind::Grandfather)]
+    );
+    assert!(as_bob[0].description.contains("ada's own doing"));
 }

@@ -157,7 +157,7 @@ pub fn check(subject: &Subject<'_>, changes: &[Change]) -> Vec<Paradox> {
     let mut out = plan.fixed.clone();
     for (effect, cause) in edges {
         out.push(order_paradox(
-            subject,
+            Whose::Checker(subject.traveller),
             &plan.info(subject, h, effect),
             &plan.info(subject, h, cause),
         ));
@@ -202,17 +202,30 @@ pub fn full_check(subject: &Subject<'_>, changes: &[Change]) -> Vec<Paradox> {
     }
     let found = rescan(&h);
     let mut out = fixed;
-    out.extend(graph_paradoxes(subject, &h, &found));
+    out.extend(graph_paradoxes(
+        Whose::Checker(subject.traveller),
+        &h,
+        &found,
+    ));
     out.extend(items::item_paradoxes(subject, changes));
     finish(out)
 }
 
+/// Whose doing makes a causal-order violation a grandfather paradox.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Whose<'a> {
+    /// The checking traveller's own (a paradox check: DESIGN §3 rule 6).
+    Checker(&'a Traveller),
+    /// Whoever authored the broken effect (the monitor: the same for every viewer).
+    Author,
+}
+
 /// The causal-order, grandfather and loop paradoxes of a rescan of `h`, unsorted.
-pub(crate) fn graph_paradoxes(subject: &Subject<'_>, h: &History, found: &Found) -> Vec<Paradox> {
+pub(crate) fn graph_paradoxes(whose: Whose<'_>, h: &History, found: &Found) -> Vec<Paradox> {
     let mut out = Vec::with_capacity(found.violations.len() + found.loops.len());
     for &(effect, cause) in &found.violations {
         out.push(order_paradox(
-            subject,
+            whose,
             &Info::of(h, effect),
             &Info::of(h, cause),
         ));
@@ -225,13 +238,18 @@ pub(crate) fn graph_paradoxes(subject: &Subject<'_>, h: &History, found: &Found)
     out
 }
 
-/// The paradoxes of the timeline as it stands, by a full rescan, with what the rescan found
-/// (the monitor also reports its orphaned causes).
-pub(crate) fn standing(subject: &Subject<'_>) -> (Vec<Paradox>, Found) {
-    let found = rescan(subject.history);
-    let mut out = graph_paradoxes(subject, subject.history, &found);
-    out.extend(items::item_paradoxes(subject, &[]));
+/// The graph paradoxes of the timeline as it stands, by a full rescan, with what the rescan
+/// found (the monitor also reports its orphaned causes). Whoever looks gets the same: a broken
+/// effect some traveller authored is a grandfather paradox of theirs.
+pub(crate) fn standing(h: &History) -> (Vec<Paradox>, Found) {
+    let found = rescan(h);
+    let out = graph_paradoxes(Whose::Author, h, &found);
     (finish(out), found)
+}
+
+/// The item paradoxes of `subject`'s traveller's items in its timeline as they stand.
+pub(crate) fn standing_items(subject: &Subject<'_>) -> Vec<Paradox> {
+    finish(items::item_paradoxes(subject, &[]))
 }
 
 /// The event a [`Change::Add`] would put in the timeline.
@@ -359,7 +377,7 @@ impl<'a> Info<'a> {
     }
 }
 
-fn order_paradox(subject: &Subject<'_>, effect: &Info<'_>, cause: &Info<'_>) -> Paradox {
+fn order_paradox(whose: Whose<'_>, effect: &Info<'_>, cause: &Info<'_>) -> Paradox {
     let broken = format!(
         "{} at {} happens before its cause {} at {}",
         effect.name(),
@@ -367,16 +385,18 @@ fn order_paradox(subject: &Subject<'_>, effect: &Info<'_>, cause: &Info<'_>) -> 
         cause.name(),
         format_instant(&cause.time),
     );
-    let (kind, description) = if effect.author == Some(subject.traveller) {
-        (
+    let own = match whose {
+        Whose::Checker(traveller) => effect.author.filter(|a| *a == traveller),
+        Whose::Author => effect.author,
+    };
+    let (kind, description) = match own {
+        Some(traveller) => (
             ParadoxKind::Grandfather,
             format!(
-                "{broken}; it is {}'s own doing, so this would erase the cause of their own act.",
-                subject.traveller
+                "{broken}; it is {traveller}'s own doing, so this would erase the cause of their own act."
             ),
-        )
-    } else {
-        (ParadoxKind::CausalOrder, format!("{broken}."))
+        ),
+        None => (ParadoxKind::CausalOrder, format!("{broken}.")),
     };
     Paradox {
         kind,

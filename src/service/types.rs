@@ -98,8 +98,8 @@ pub struct TimelineInfo {
     /// How many events it now has.
     #[serde(default)]
     pub event_count: usize,
-    /// How many paradoxes stand in its history now (effects before their causes, causal
-    /// loops), whoever asks; a traveller's own paradoxes are in their paradox checks.
+    /// How many anomalies the monitor reports for it now (paradoxes, a closing window,
+    /// orphaned events, failed automation), whoever asks: the monitor's own count.
     #[serde(default)]
     pub paradoxes: usize,
     /// The traveller who created it; absent for `primary` and history as shipped.
@@ -515,6 +515,9 @@ pub struct NewScript {
 /// A stored script.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Script {
+    /// Whose it is (an admin sees everyone's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Traveller>,
     /// Its id.
     pub script_id: ScriptId,
     /// `active`, `fired` or `failed`.
@@ -592,6 +595,9 @@ pub struct ExternalTrigger {
 /// A scheduled or externally triggered job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Schedule {
+    /// Whose it is (an admin sees everyone's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Traveller>,
     /// Its id.
     pub schedule_id: ScheduleId,
     /// `scheduled`, `triggered`, `done`, `failed` or `cancelled`.
@@ -625,6 +631,9 @@ pub struct LogQuery {
 /// One automated action, done or failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LogEntry {
+    /// Whose it is (an admin sees everyone's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Traveller>,
     /// When it ran.
     #[schema(value_type = String, format = DateTime)]
     pub timestamp: Instant,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Appending, LogLock, Record, SnapshotInfo, Store, StoreError};
+use super::{Appending, ChainMeta, Entry, Link, LogLock, Record, SnapshotInfo, Store, StoreError};
 
 /// How often the probe asks a store known to be down whether it answers again.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
@@ -178,8 +178,8 @@ impl LogLock for WatchedLock {
         self.inner.last_seq()
     }
 
-    async fn commit(self: Box<Self>, bodies: &[String]) -> Result<(), StoreError> {
-        let outcome = self.inner.commit(bodies).await;
+    async fn commit(self: Box<Self>, entries: &[Entry]) -> Result<(), StoreError> {
+        let outcome = self.inner.commit(entries).await;
         self.shared.observe(outcome, true)
     }
 
@@ -200,19 +200,19 @@ impl Store for Watched {
         }))
     }
 
-    async fn append(&self, first_seq: u64, bodies: &[String]) -> Result<(), StoreError> {
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
         self.shared.check()?;
-        let outcome = self.shared.inner.append(first_seq, bodies).await;
+        let outcome = self.shared.inner.append(first_seq, entries).await;
         self.shared.observe(outcome, true)
     }
 
     /// Not failed fast: the backend's queue decides whether a chained append follows the one
     /// before it, so every queued append reaches it (only SQLite queues, a local file).
-    fn append_queued(&self, first_seq: u64, bodies: &[String], chained: bool) -> Option<Appending> {
+    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
         let appending = self
             .shared
             .inner
-            .append_queued(first_seq, bodies, chained)?;
+            .append_queued(first_seq, entries, chained)?;
         let shared = Arc::clone(&self.shared);
         Some(Box::pin(
             async move { shared.observe(appending.await, true) },
@@ -233,6 +233,18 @@ impl Store for Watched {
 
     fn describe(&self) -> String {
         self.shared.inner.describe()
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        self.shared.check()?;
+        let outcome = self.shared.inner.chain().await;
+        self.shared.observe(outcome, false)
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        self.shared.check()?;
+        let outcome = self.shared.inner.start_chain(meta, links).await;
+        self.shared.observe(outcome, true)
     }
 
     async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {

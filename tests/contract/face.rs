@@ -115,6 +115,19 @@ impl Face {
         }
     }
 
+    /// A traveller without the admin scope (the embedded engine's user owns the whole store;
+    /// a server's token grants read and write): they see only their own automation.
+    pub fn member(&self, name: &str) -> Arc<dyn TimelineService> {
+        match &self.server {
+            None => Arc::new(
+                self.engine
+                    .session(name.parse().expect("traveller name"))
+                    .with_admin(false),
+            ),
+            Some(server) => Arc::new(server.client_for(name)),
+        }
+    }
+
     /// Moves both the engine's clock forward (the server reads the same clock).
     pub fn advance(&self, by: Duration) {
         self.clock.advance(by);

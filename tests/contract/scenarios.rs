@@ -1732,7 +1732,7 @@ pub async fn automation_answers(face: &Face) {
     let bobs = face
         .ok(
             "bob's scripts",
-            face.traveller("bob").list_scripts(PageRequest::default()),
+            face.member("bob").list_scripts(PageRequest::default()),
         )
         .await;
     assert!(bobs.items.is_empty(), "scripts belong to their traveller");
