@@ -379,6 +379,9 @@ pub struct ServeArgs {
     /// Least time between two queries of the log's head by the read barrier (PostgreSQL), from 0 (back to back) to 1s, e.g. 1ms. Every read waits for one such query sent after it arrived, so that it sees every write any replica acknowledged before it; one query serves every read that arrived before it was sent. An interval caps the database queries a replica makes for reads at one per interval, and makes reads wait up to one interval longer
     #[arg(long, env = "CHRONOSCOPE_READ_INDEX_INTERVAL", default_value = "0", value_parser = parse_read_index_interval)]
     pub read_index_interval: Duration,
+    /// Idempotency keys remembered per traveller (at least 1; give every replica the same value): beyond it, that traveller's oldest keys are forgotten first, and a retry with a forgotten key is carried out again
+    #[arg(long, env = "CHRONOSCOPE_IDEMPOTENCY_KEYS_PER_TRAVELLER", default_value_t = crate::engine::idempotency::DEFAULT_KEYS_PER_TRAVELLER as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub idempotency_keys_per_traveller: u32,
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
     #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
