@@ -623,30 +623,28 @@ fn parse_range(s: &str) -> Result<TimeRange, String> {
 /// token lifetime, and far from the overflow of the clocks it is added to.
 pub const MAX_DURATION_SECS: u64 = 10 * 366 * 86_400;
 
-/// Parses `500ms`, `2s`, `30m`, `24h`, `7d`, at most ten years.
+/// Parses a duration as `humantime` reads it (`500ms`, `2s`, `30m`, `24h`, `7d`, `1h 30m`…; a
+/// bare number is seconds), at most ten years.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration like 500ms, 2s, 30m, 24h or 7d"))?;
-    let per_unit_ms: u64 = match unit {
-        "ms" => 1,
-        "s" | "" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => {
-            return Err(format!(
-                "'{s}': unknown unit '{unit}'; use ms, s, m, h or d"
-            ));
-        }
-    };
-    n.checked_mul(per_unit_ms)
-        .filter(|ms| *ms <= MAX_DURATION_SECS * 1_000)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("'{s}' is too long: at most 3660d (ten years)"))
+    let too_long = || format!("'{s}' is too long: at most 3660d (ten years)");
+    // A bare number has always meant seconds here; humantime wants a unit.
+    let parsed = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        s.parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| too_long())
+    } else {
+        humantime::parse_duration(s).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => too_long(),
+            e => format!("'{s}' is not a duration like 500ms, 2s, 30m, 24h, 7d or 1h 30m ({e})"),
+        })
+    }?;
+    if parsed.as_secs() > MAX_DURATION_SECS
+        || (parsed.as_secs() == MAX_DURATION_SECS && parsed.subsec_nanos() > 0)
+    {
+        return Err(too_long());
+    }
+    Ok(parsed)
 }
 
 /// `--read-index-interval`: a duration of at most a second, since a read under load may wait
@@ -677,7 +675,11 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        // Units combined, as humantime reads them.
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("2m30s"), Ok(Duration::from_secs(150)));
         for huge in ["3661d", "99999999999999999h", "18446744073709551615ms"] {
             let err = parse_duration(huge).unwrap_err();
             assert!(err.contains("at most 3660d"), "{huge}: {err}");
