@@ -24,7 +24,7 @@ fn usage() -> String {
     "usage: store_size --db FILE [--snapshots N]".to_string()
 }
 
-const MB: f64 = 1024.0 * 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// Prints the make-up of the file at `path`, under `label`.
 async fn report(path: &Path, label: &str) -> Result<()> {
@@ -61,15 +61,15 @@ async fn report(path: &Path, label: &str) -> Result<()> {
         .await?;
     conn.close().await?;
     println!(
-        "{label}: file {:.1} MB + WAL {:.1} MB; log {records} records, {:.1} MB; complete \
-         snapshots {:.1} MB; incomplete or orphaned chunks {:.1} MB; free pages {:.1} MB; \
+        "{label}: file {:.1} MiB + WAL {:.1} MiB; log {records} records, {:.1} MiB; complete \
+         snapshots {:.1} MiB; incomplete or orphaned chunks {:.1} MiB; free pages {:.1} MiB; \
          auto_vacuum {vacuum}",
-        size(path) as f64 / MB,
-        size(&wal) as f64 / MB,
-        log as f64 / MB,
-        complete as f64 / MB,
-        other as f64 / MB,
-        (free * page) as f64 / MB,
+        size(path) as f64 / MIB,
+        size(&wal) as f64 / MIB,
+        log as f64 / MIB,
+        complete as f64 / MIB,
+        other as f64 / MIB,
+        (free * page) as f64 / MIB,
     );
     Ok(())
 }
