@@ -411,6 +411,10 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         }
         None => None,
     };
+    // Before the log is folded: the cap applies as keys are remembered.
+    chronoscope::engine::idempotency::set_keys_per_traveller(
+        args.idempotency_keys_per_traveller as usize,
+    );
     let engine = open_engine(global, Seed::None).await?;
     engine.spawn_scheduler(SCHEDULER_PERIOD);
     engine.pace_reads(args.read_index_interval);

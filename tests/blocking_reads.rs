@@ -2,8 +2,8 @@
 //! description) run on tokio's blocking pool, so a scan of a huge timeline never holds up
 //! the cheap requests queued on the same runtime worker.
 //!
-//! The runtime here has one thread: were a scan to run on it, nothing else could make progress
-//! until the scan ended.
+//! The runtime here has one thread for tasks and one for blocking work, which the test takes:
+//! a scan on the blocking pool waits for it, a scan on the task thread would not.
 
 mod support;
 
@@ -54,51 +54,72 @@ async fn engine_with_a_huge_timeline() -> Arc<Engine> {
     support::engine_on(store, Arc::new(SystemClock)).await
 }
 
-/// Starts `read` on the one runtime thread, lets it begin, then makes a cheap read: were `read`
-/// running on that thread, it would have ended before the cheap read could start.
+/// A runtime with one thread for tasks and one for blocking work.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime")
+}
+
+/// Runs `read` while the only blocking thread is taken, and a cheap read beside it: the cheap
+/// read answers, and `read` cannot end until the blocking thread is let go. Had `read` run on
+/// the runtime's thread instead, nothing would hold it back and it would end first.
 async fn a_cheap_read_goes_first<T: Send + 'static>(
     engine: &Arc<Engine>,
     read: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
 ) -> T {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let blocker = tokio::task::spawn_blocking(move || held.recv());
     let heavy = tokio::spawn(read);
-    // Let it start: inline, it would run to its end right here.
-    tokio::task::yield_now().await;
-    assert!(
-        !heavy.is_finished(),
-        "the heavy read ran to its end on the runtime's only thread"
-    );
     let timelines = engine
         .session("bob".parse().expect("name"))
         .list_timelines(PageRequest::default())
         .await
         .expect("timelines listed");
     assert_eq!(timelines.items.len(), 1, "only primary");
+    // Every chance to end, were it running here.
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !heavy.is_finished(),
+        "the heavy read ended without the blocking pool: it ran on the runtime's thread"
+    );
+    release.send(()).expect("the blocker waits");
+    blocker
+        .await
+        .expect("blocker task")
+        .expect("released by the test");
     heavy.await.expect("task").expect("the heavy read answers")
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
-    let engine = engine_with_a_huge_timeline().await;
-    let ada = engine.session("ada".parse().expect("name"));
-    let report = a_cheap_read_goes_first(&engine, async move {
-        ada.monitor_timeline(MonitorQuery {
-            timeline_id: TimelineId::primary(),
-            time_range: None,
+#[test]
+fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
+    runtime().block_on(async {
+        let engine = engine_with_a_huge_timeline().await;
+        let ada = engine.session("ada".parse().expect("name"));
+        let report = a_cheap_read_goes_first(&engine, async move {
+            ada.monitor_timeline(MonitorQuery {
+                timeline_id: TimelineId::primary(),
+                time_range: None,
+            })
+            .await
         })
-        .await
-    })
-    .await;
-    assert!(!report.anomalies.is_empty(), "the scan reports the loop");
+        .await;
+        assert!(!report.anomalies.is_empty(), "the scan reports the loop");
 
-    // Looking an event up by its description reads every event.
-    let ada = engine.session("ada".parse().expect("name"));
-    let check = a_cheap_read_goes_first(&engine, async move {
-        ada.check_timeline(SignificantEventQuery {
-            timeline_id: TimelineId::primary(),
-            significant_event: "An event nobody recorded".into(),
+        // Looking an event up by its description reads every event.
+        let ada = engine.session("ada".parse().expect("name"));
+        let check = a_cheap_read_goes_first(&engine, async move {
+            ada.check_timeline(SignificantEventQuery {
+                timeline_id: TimelineId::primary(),
+                significant_event: "An event nobody recorded".into(),
+            })
+            .await
         })
-        .await
-    })
-    .await;
-    assert_eq!(check.status, "missing");
+        .await;
+        assert_eq!(check.status, "missing");
+    });
 }

@@ -5,9 +5,10 @@
 //! moment the call returns. The parent SIGKILLs it mid-stream, reopens the store with a fresh
 //! engine, and finds every acknowledged item.
 //!
-//! The binary has its own `main` (`harness = false`): the child's writing loop is not a test,
-//! so it is not counted as one, and a PostgreSQL test without a server says "skipped" in the
-//! summary instead of passing silently. It takes name filters like libtest.
+//! The binary has its own `main` (`harness = false`, the harness is `libtest-mimic`): the
+//! child's writing loop is not a test, so it is not counted as one, and a PostgreSQL test
+//! without a server is reported ignored instead of passing silently. It takes libtest's
+//! arguments.
 
 mod support;
 
@@ -241,7 +242,7 @@ async fn assert_all_acknowledged_writes_survived(url: &str, acked: &[(ItemId, St
         .unwrap();
 }
 
-async fn sqlite_keeps_acknowledged_writes_when_the_writer_is_killed() -> Verdict {
+async fn sqlite_keeps_acknowledged_writes_when_the_writer_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("chronoscope.db");
     let url = format!("sqlite://{}", path.display());
@@ -263,7 +264,6 @@ async fn sqlite_keeps_acknowledged_writes_when_the_writer_is_killed() -> Verdict
         conn.close().await.unwrap();
     }
     assert_all_acknowledged_writes_survived(&url, &acked).await;
-    Verdict::Passed
 }
 
 /// The state a fresh engine starts with (from the newest usable snapshot) is the state a
@@ -300,7 +300,7 @@ async fn assert_start_equals_full_replay(url: &str) {
     assert_eq!(started.first_difference(&full), None);
 }
 
-async fn sqlite_killed_while_writing_a_snapshot_loses_nothing() -> Verdict {
+async fn sqlite_killed_while_writing_a_snapshot_loses_nothing() {
     let mut cut_short_somewhere = false;
     for delay in KILL_DELAYS_MS {
         let dir = tempfile::tempdir().unwrap();
@@ -338,35 +338,26 @@ async fn sqlite_killed_while_writing_a_snapshot_loses_nothing() -> Verdict {
         cut_short_somewhere,
         "no kill landed while a snapshot's chunks were being written"
     );
-    Verdict::Passed
 }
 
-async fn postgres_killed_while_writing_a_snapshot_loses_nothing() -> Verdict {
-    let Some(db) = support::fresh_postgres().await else {
-        return Verdict::Skipped("no PostgreSQL server answered");
-    };
+async fn postgres_killed_while_writing_a_snapshot_loses_nothing() {
+    let db = support::fresh_postgres()
+        .await
+        .expect("PostgreSQL answered when the tests were chosen");
     let acked = kill_mid_snapshot(&db.url, Duration::from_millis(10)).await;
     assert_start_equals_full_replay(&db.url).await;
     assert_all_acknowledged_writes_survived(&db.url, &acked).await;
-    Verdict::Passed
 }
 
-async fn postgres_keeps_acknowledged_writes_when_the_writer_is_killed() -> Verdict {
-    let Some(db) = support::fresh_postgres().await else {
-        return Verdict::Skipped("no PostgreSQL server answered");
-    };
+async fn postgres_keeps_acknowledged_writes_when_the_writer_is_killed() {
+    let db = support::fresh_postgres()
+        .await
+        .expect("PostgreSQL answered when the tests were chosen");
     let acked = kill_mid_stream(&db.url).await;
     assert_all_acknowledged_writes_survived(&db.url, &acked).await;
-    Verdict::Passed
 }
 
-/// How a test that did not panic ended.
-enum Verdict {
-    Passed,
-    Skipped(&'static str),
-}
-
-type Test = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Verdict>>>;
+type Test = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -381,61 +372,44 @@ fn main() -> std::process::ExitCode {
         runtime().block_on(child_writer(&url));
         return std::process::ExitCode::SUCCESS;
     }
-    let tests: [(&str, Test); 4] = [
+    // (name, needs PostgreSQL, test)
+    let tests: [(&str, bool, Test); 4] = [
         (
             "sqlite_keeps_acknowledged_writes_when_the_writer_is_killed",
+            false,
             || Box::pin(sqlite_keeps_acknowledged_writes_when_the_writer_is_killed()),
         ),
         (
             "postgres_keeps_acknowledged_writes_when_the_writer_is_killed",
+            true,
             || Box::pin(postgres_keeps_acknowledged_writes_when_the_writer_is_killed()),
         ),
         (
             "sqlite_killed_while_writing_a_snapshot_loses_nothing",
+            false,
             || Box::pin(sqlite_killed_while_writing_a_snapshot_loses_nothing()),
         ),
         (
             "postgres_killed_while_writing_a_snapshot_loses_nothing",
+            true,
             || Box::pin(postgres_killed_while_writing_a_snapshot_loses_nothing()),
         ),
     ];
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        for (name, _) in &tests {
-            println!("{name}: test");
-        }
-        return std::process::ExitCode::SUCCESS;
-    }
-    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-    let chosen: Vec<_> = tests
-        .iter()
-        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+    let mut args = libtest_mimic::Arguments::from_args();
+    // One at a time: each kills a child in the middle of its writes.
+    args.test_threads = Some(1);
+    // Asked once: without a server (and without CHRONOSCOPE_REQUIRE_POSTGRES=1, which fails
+    // here) the PostgreSQL tests are reported ignored, not passed.
+    let postgres = !args.list && runtime().block_on(support::fresh_postgres()).is_some();
+    let trials = tests
+        .into_iter()
+        .map(|(name, needs_postgres, test)| {
+            libtest_mimic::Trial::test(name, move || {
+                runtime().block_on(test());
+                Ok(())
+            })
+            .with_ignored_flag(needs_postgres && !postgres)
+        })
         .collect();
-    println!("\nrunning {} tests", chosen.len());
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for (name, test) in chosen {
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime().block_on(test())));
-        match outcome {
-            Ok(Verdict::Passed) => {
-                passed += 1;
-                println!("test {name} ... ok");
-            }
-            Ok(Verdict::Skipped(why)) => {
-                skipped += 1;
-                println!("test {name} ... SKIPPED ({why})");
-            }
-            Err(_) => {
-                failed += 1;
-                println!("test {name} ... FAILED");
-            }
-        }
-    }
-    let result = if failed == 0 { "ok" } else { "FAILED" };
-    println!("\ntest result: {result}. {passed} passed; {failed} failed; {skipped} skipped\n");
-    if failed == 0 {
-        std::process::ExitCode::SUCCESS
-    } else {
-        std::process::ExitCode::FAILURE
-    }
+    libtest_mimic::run(&args, trials).exit_code()
 }

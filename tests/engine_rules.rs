@@ -1564,3 +1564,25 @@ async fn look(who: &dyn TimelineService, tl: &TimelineId) -> (Vec<Anomaly>, usiz
         .unwrap();
     (report.anomalies, listed.paradoxes)
 }
+
+/// A traveller who arrived at the last second of year 9999 stays there as their clock runs on:
+/// `whoami` answers the last printable instant, never `+10000-…`, which RFC 3339 cannot write.
+#[tokio::test]
+async fn a_travellers_clock_stops_at_the_last_printable_instant() {
+    let w = World::new().await;
+    let ada = w.ada();
+    ada.travel_to_time(TimeTravelRequest {
+        destination_time: t("9999-12-31T23:59:59Z"),
+        location: None,
+    })
+    .await
+    .unwrap();
+    w.clock.advance(chrono::Duration::seconds(2));
+    let me = ada.whoami().await.unwrap();
+    assert_eq!(me.time, chronoscope::model::MAX_INSTANT);
+    let json = serde_json::to_string(&me).unwrap();
+    assert!(
+        json.contains("\"9999-12-31T23:59:59.999999999Z\"") && !json.contains("+10000"),
+        "{json}"
+    );
+}

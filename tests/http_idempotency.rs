@@ -460,3 +460,34 @@ async fn the_remote_client_retries_a_post_whose_answer_was_lost_and_travels_once
     let made = client.list_journeys(PageRequest::default()).await.unwrap();
     assert_eq!(made.items.len(), 1, "carried out once: {:?}", made.items);
 }
+
+/// A retry that the client serialised again (other whitespace, other key order) is the same
+/// request: it gets the first answer, not a 422.
+#[tokio::test]
+async fn a_retry_with_the_body_laid_out_otherwise_is_the_same_request() {
+    let app = App::new().await;
+    let ada = token("ada");
+    let raw = |body: &str| {
+        Request::builder()
+            .method(Method::POST)
+            .uri("/v1/set-anchor")
+            .header("authorization", format!("Bearer {ada}"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", "laid-out")
+            .body(Body::from(body.to_owned()))
+            .unwrap()
+    };
+    let first = send(
+        &app.router,
+        raw(r#"{"timestamp":"2024-09-16T05:04:00Z","description":"lamp"}"#),
+    )
+    .await;
+    assert!(first.status.is_success(), "{}", first.text);
+    let retry = send(
+        &app.router,
+        raw("{\n  \"description\": \"lamp\",\n  \"timestamp\": \"2024-09-16T05:04:00Z\"\n}"),
+    )
+    .await;
+    assert_eq!(retry.status, first.status, "{}", retry.text);
+    assert_eq!(retry.json(), first.json());
+}

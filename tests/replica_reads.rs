@@ -83,9 +83,15 @@ async fn a_write_acknowledged_by_one_replica_is_seen_by_the_next_read_on_the_oth
         task.await.unwrap();
     }
     let after = b.read_stats();
+    // A query per read would be no batching at all: with two travellers reading back to back
+    // on B the whole time (and paced rounds half of it), some of its reads share a query.
+    let (queries, reads) = (
+        after.head_queries - before.head_queries,
+        after.reads - before.reads,
+    );
     assert!(
-        after.head_queries - before.head_queries <= after.reads - before.reads,
-        "never more than a query per read: {before:?} -> {after:?}"
+        queries < reads,
+        "{queries} head queries for {reads} reads: none shared ({before:?} -> {after:?})"
     );
 }
 

@@ -607,3 +607,191 @@ async fn the_background_task_writes_a_snapshot_when_due() {
     assert_eq!(listed.len(), 1, "no snapshot was written");
     assert_eq!(listed[0].seq, ops.len() as u64);
 }
+
+/// The size of a SQLite store on disk: the file and its WAL.
+fn sqlite_size(path: &std::path::Path) -> u64 {
+    let wal = path.with_extension("db-wal");
+    [path, wal.as_path()]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Runs `queries` on a connection of its own to the SQLite file at `path`, then empties the WAL
+/// into the file, as a crash followed by a restart would leave it.
+async fn sqlite_exec(path: &std::path::Path, queries: &[&'static str]) {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    for q in queries {
+        sqlx::query(*q).execute(&mut conn).await.unwrap();
+    }
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+async fn sqlite_count(path: &std::path::Path, query: &'static str) -> i64 {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    let n = sqlx::query_scalar(query)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    n
+}
+
+/// A snapshot cut short by a crash: its row, never completed, and 32 MB of its chunks.
+const PARTLY_WRITTEN: &[&str] = &[
+    "INSERT INTO snapshot (id, format, seq, bytes) VALUES (1000, 2, 1, 67108864)",
+    "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 15) \
+     INSERT INTO snapshot_chunk (snapshot_id, n, data) SELECT 1000, i, zeroblob(2097152) FROM n",
+];
+
+/// A crash in the middle of writing a snapshot leaves its chunks in the file; the next open
+/// deletes them and the file shrinks back, whether it was made with incremental auto-vacuum
+/// (this version) or without (older ones: converted once).
+#[tokio::test]
+async fn sqlite_a_partly_written_snapshot_is_gone_after_open_and_the_file_shrinks() {
+    for older_file in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let url = format!("sqlite://{}", path.display());
+        let ops = sample_log();
+        {
+            let store = store::open(&url).await.unwrap();
+            append_ops(&*store, &key(), &ops).await.unwrap();
+            open(Arc::clone(&store))
+                .await
+                .write_snapshot()
+                .await
+                .unwrap();
+        }
+        if older_file {
+            sqlite_exec(&path, &["PRAGMA auto_vacuum = NONE", "VACUUM"]).await;
+        }
+        let whole = sqlite_size(&path);
+        sqlite_exec(&path, PARTLY_WRITTEN).await;
+        let crashed = sqlite_size(&path);
+        assert!(crashed > whole + 30_000_000, "{whole} -> {crashed} bytes");
+
+        let store = store::open(&url).await.unwrap();
+        let reopened = sqlite_size(&path);
+        assert!(
+            reopened < whole + 1_000_000,
+            "older file: {older_file}; {whole} bytes, {crashed} after the crash, {reopened} after open"
+        );
+        assert_eq!(
+            sqlite_count(&path, "SELECT COUNT(*) FROM snapshot WHERE complete = 0").await,
+            0
+        );
+        assert_eq!(
+            sqlite_count(
+                &path,
+                "SELECT COUNT(*) FROM snapshot_chunk WHERE snapshot_id = 1000"
+            )
+            .await,
+            0
+        );
+        // The complete snapshot is kept and still starts the engine.
+        assert_eq!(store.snapshots().await.unwrap().len(), 1);
+        let world = open(Arc::clone(&store)).await.snapshot().await.unwrap();
+        assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    }
+}
+
+/// A snapshot left incomplete while a process runs is deleted once a newer one is complete,
+/// and the file gives its pages back.
+#[tokio::test]
+async fn sqlite_a_newer_complete_snapshot_deletes_an_incomplete_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db");
+    let url = format!("sqlite://{}", path.display());
+    let ops = sample_log();
+    let store = store::open(&url).await.unwrap();
+    append_ops(&*store, &key(), &ops).await.unwrap();
+    let engine = open(Arc::clone(&store)).await;
+    engine.write_snapshot().await.unwrap();
+    let whole = sqlite_size(&path);
+    sqlite_exec(&path, PARTLY_WRITTEN).await;
+    assert!(sqlite_size(&path) > whole + 30_000_000);
+
+    engine.write_snapshot().await.unwrap();
+    assert_eq!(
+        sqlite_count(&path, "SELECT COUNT(*) FROM snapshot WHERE complete = 0").await,
+        0
+    );
+    assert_eq!(
+        sqlite_count(
+            &path,
+            "SELECT COUNT(*) FROM snapshot_chunk WHERE snapshot_id = 1000"
+        )
+        .await,
+        0
+    );
+    // The file itself: its WAL keeps the size it grew to until the next open truncates it
+    // (bounded by the writer's checkpoints).
+    let file = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
+    let after = file(&path);
+    assert!(
+        after < whole + 4_000_000,
+        "{whole} bytes before, {after} after"
+    );
+}
+
+/// An incomplete snapshot row (an older version's, or a hand-made one) is deleted when a
+/// replica connects, chunks and all.
+#[tokio::test]
+async fn postgres_an_incomplete_snapshot_is_deleted_at_connect() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let store = store::open(&db.url).await.unwrap();
+    append_ops(&*store, &key(), &sample_log()).await.unwrap();
+    open(Arc::clone(&store))
+        .await
+        .write_snapshot()
+        .await
+        .unwrap();
+    let sql = |q: &'static str| {
+        let url = db.url.clone();
+        async move {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+            let n: i64 = sqlx::query_scalar(q).fetch_one(&mut conn).await.unwrap();
+            conn.close().await.unwrap();
+            n
+        }
+    };
+    sql(
+        "WITH s AS (INSERT INTO snapshot (format, seq, bytes) VALUES (2, 1, 4) RETURNING id) \
+         INSERT INTO snapshot_chunk (snapshot_id, n, data) SELECT id, 0, '\\x00010203' FROM s \
+         RETURNING snapshot_id",
+    )
+    .await;
+    assert_eq!(sql("SELECT COUNT(*) FROM snapshot").await, 2);
+
+    let _replica = store::open(&db.url).await.unwrap();
+    assert_eq!(
+        sql("SELECT COUNT(*) FROM snapshot WHERE NOT complete").await,
+        0
+    );
+    assert_eq!(
+        sql(
+            "SELECT COUNT(*) FROM snapshot_chunk WHERE snapshot_id NOT IN \
+                    (SELECT id FROM snapshot WHERE complete)"
+        )
+        .await,
+        0
+    );
+    assert_eq!(store.snapshots().await.unwrap().len(), 1);
+}

@@ -258,34 +258,27 @@ fn random_hex(n: usize) -> String {
 }
 
 /// Creates `path` holding `text`, readable by the owner only, unless it exists already. The
-/// file appears whole or not at all: `text` goes to a temporary file first, which is then
-/// hard-linked into place (a link, unlike a rename, never replaces what another process made
-/// meanwhile). So a second process starting at the same moment never reads a half-written
-/// secret.
+/// file appears whole or not at all: `text` goes to a temporary file beside it (tempfile makes
+/// it owner-only), which is then moved into place without replacing what another process made
+/// meanwhile (`persist_noclobber`). So a second process starting at the same moment never
+/// reads a half-written secret.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    let temporary = path.with_file_name(format!(
-        ".{}.{}.{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id(),
-        random_hex(4)
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options.open(&temporary).and_then(|mut file| {
-        file.write_all(text.as_bytes())?;
-        file.sync_all()
-    });
-    let linked = written.and_then(|()| match std::fs::hard_link(&temporary, path) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other,
-    });
-    let _ = std::fs::remove_file(&temporary);
-    linked
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut file = tempfile::Builder::new()
+        .prefix(".jwt-secret.")
+        .tempfile_in(dir)?;
+    file.write_all(text.as_bytes())?;
+    file.as_file().sync_all()?;
+    match file.persist_noclobber(path) {
+        Ok(_) => Ok(()),
+        // Another process made it first; ours is deleted as it is dropped.
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e.error),
+    }
 }
 
 #[cfg(unix)]

@@ -394,6 +394,9 @@ pub struct ServeArgs {
     /// Least time between two queries of the log's head by the read barrier (PostgreSQL), from 0 (back to back) to 1s, e.g. 1ms. Every read waits for one such query sent after it arrived, so that it sees every write any replica acknowledged before it; one query serves every read that arrived before it was sent. An interval caps the database queries a replica makes for reads at one per interval, and makes reads wait up to one interval longer
     #[arg(long, env = "CHRONOSCOPE_READ_INDEX_INTERVAL", default_value = "0", value_parser = parse_read_index_interval)]
     pub read_index_interval: Duration,
+    /// Idempotency keys remembered per traveller (at least 1; give every replica the same value): beyond it, that traveller's oldest keys are forgotten first, and a retry with a forgotten key is carried out again
+    #[arg(long, env = "CHRONOSCOPE_IDEMPOTENCY_KEYS_PER_TRAVELLER", default_value_t = crate::engine::idempotency::DEFAULT_KEYS_PER_TRAVELLER as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub idempotency_keys_per_traveller: u32,
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
     #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
@@ -635,30 +638,28 @@ fn parse_range(s: &str) -> Result<TimeRange, String> {
 /// token lifetime, and far from the overflow of the clocks it is added to.
 pub const MAX_DURATION_SECS: u64 = 10 * 366 * 86_400;
 
-/// Parses `500ms`, `2s`, `30m`, `24h`, `7d`, at most ten years.
+/// Parses a duration as `humantime` reads it (`500ms`, `2s`, `30m`, `24h`, `7d`, `1h 30m`…; a
+/// bare number is seconds), at most ten years.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration like 500ms, 2s, 30m, 24h or 7d"))?;
-    let per_unit_ms: u64 = match unit {
-        "ms" => 1,
-        "s" | "" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => {
-            return Err(format!(
-                "'{s}': unknown unit '{unit}'; use ms, s, m, h or d"
-            ));
-        }
-    };
-    n.checked_mul(per_unit_ms)
-        .filter(|ms| *ms <= MAX_DURATION_SECS * 1_000)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("'{s}' is too long: at most 3660d (ten years)"))
+    let too_long = || format!("'{s}' is too long: at most 3660d (ten years)");
+    // A bare number has always meant seconds here; humantime wants a unit.
+    let parsed = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        s.parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| too_long())
+    } else {
+        humantime::parse_duration(s).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => too_long(),
+            e => format!("'{s}' is not a duration like 500ms, 2s, 30m, 24h, 7d or 1h 30m ({e})"),
+        })
+    }?;
+    if parsed.as_secs() > MAX_DURATION_SECS
+        || (parsed.as_secs() == MAX_DURATION_SECS && parsed.subsec_nanos() > 0)
+    {
+        return Err(too_long());
+    }
+    Ok(parsed)
 }
 
 /// A duration above zero, for timeouts that would cut every connection at once.
@@ -700,7 +701,11 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        // Units combined, as humantime reads them.
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("2m30s"), Ok(Duration::from_secs(150)));
         for huge in ["3661d", "99999999999999999h", "18446744073709551615ms"] {
             let err = parse_duration(huge).unwrap_err();
             assert!(err.contains("at most 3660d"), "{huge}: {err}");

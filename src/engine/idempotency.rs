@@ -10,6 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,25 @@ use crate::model::{Instant, Traveller};
 
 /// How long a key is remembered after its write.
 pub const KEEP_FOR: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// How many keys a traveller's writes are remembered with at most, unless
+/// [`set_keys_per_traveller`] says otherwise: beyond it, their oldest keys are forgotten first
+/// (a retry with a forgotten key is done again).
+pub const DEFAULT_KEYS_PER_TRAVELLER: usize = 1_000;
+
+/// The cap in force (see [`set_keys_per_traveller`]).
+static KEYS_PER_TRAVELLER: AtomicUsize = AtomicUsize::new(DEFAULT_KEYS_PER_TRAVELLER);
+
+/// Sets how many keys are remembered per traveller (at least one), for the whole process: set
+/// once at start, before the log is folded, and alike on every replica, so that they forget
+/// the same keys.
+pub fn set_keys_per_traveller(cap: usize) {
+    KEYS_PER_TRAVELLER.store(cap.max(1), Ordering::Relaxed);
+}
+
+fn keys_per_traveller() -> usize {
+    KEYS_PER_TRAVELLER.load(Ordering::Relaxed)
+}
 
 /// Longest key accepted, in characters.
 pub const MAX_KEY_LEN: usize = 255;
@@ -108,6 +128,8 @@ pub struct Remembered {
 pub struct Keys {
     by_key: imbl::HashMap<(Traveller, IdempotencyKey), Arc<Remembered>>,
     by_age: imbl::OrdMap<(Instant, u64), (Traveller, IdempotencyKey)>,
+    /// Each traveller's keys by age, for the cap per traveller.
+    by_traveller: imbl::HashMap<Traveller, imbl::OrdMap<(Instant, u64), IdempotencyKey>>,
 }
 
 impl Keys {
@@ -144,12 +166,12 @@ impl Keys {
     pub(crate) fn from_entries(
         entries: impl IntoIterator<Item = (Traveller, IdempotencyKey, Remembered)>,
     ) -> Self {
+        let mut entries: Vec<_> = entries.into_iter().collect();
+        entries.sort_by_key(|(_, _, r)| (r.at, r.seq));
         let mut keys = Self::default();
+        let cap = keys_per_traveller();
         for (traveller, key, remembered) in entries {
-            let entry = (traveller, key);
-            keys.by_age
-                .insert((remembered.at, remembered.seq), entry.clone());
-            keys.by_key.insert(entry, Arc::new(remembered));
+            keys.remember_within(traveller, key, remembered, cap);
         }
         keys
     }
@@ -167,21 +189,56 @@ impl Keys {
         key: IdempotencyKey,
         remembered: Remembered,
     ) {
-        while let Some(((at, seq), _)) = self.by_age.get_min().map(|(k, v)| (*k, v.clone())) {
-            if at + KEEP_FOR > remembered.at {
+        self.remember_within(traveller, key, remembered, keys_per_traveller());
+    }
+
+    /// [`Keys::remember`], keeping at most `cap` keys of the traveller: their oldest go first.
+    fn remember_within(
+        &mut self,
+        traveller: Traveller,
+        key: IdempotencyKey,
+        remembered: Remembered,
+        cap: usize,
+    ) {
+        while let Some(age) = self.by_age.get_min().map(|(k, _)| *k) {
+            if age.0 + KEEP_FOR > remembered.at {
                 break;
             }
-            if let Some(entry) = self.by_age.remove(&(at, seq)) {
-                self.by_key.remove(&entry);
-            }
+            self.forget(age);
         }
         let entry = (traveller, key);
         if self.by_key.contains_key(&entry) {
             return;
         }
-        self.by_age
-            .insert((remembered.at, remembered.seq), entry.clone());
+        while let Some(oldest) = self
+            .by_traveller
+            .get(&entry.0)
+            .filter(|mine| mine.len() >= cap.max(1))
+            .and_then(|mine| mine.get_min().map(|(age, _)| *age))
+        {
+            self.forget(oldest);
+        }
+        let age = (remembered.at, remembered.seq);
+        self.by_traveller
+            .entry(entry.0.clone())
+            .or_default()
+            .insert(age, entry.1.clone());
+        self.by_age.insert(age, entry.clone());
         self.by_key.insert(entry, Arc::new(remembered));
+    }
+
+    /// Forgets the key remembered at `age`.
+    fn forget(&mut self, age: (Instant, u64)) {
+        let Some(entry) = self.by_age.remove(&age) else {
+            return;
+        };
+        self.by_key.remove(&entry);
+        if let Some(mine) = self.by_traveller.get_mut(&entry.0) {
+            mine.remove(&age);
+            if mine.is_empty() {
+                self.by_traveller.remove(&entry.0);
+            }
+        }
     }
 }
 
@@ -280,5 +337,30 @@ mod tests {
         keys.remember(ada.clone(), key("k2"), remembered(25, 3));
         assert_eq!(keys.len(), 1);
         assert!(keys.get(&ada, &key("k2"), at(25)).is_some());
+    }
+
+    #[test]
+    fn beyond_the_cap_a_travellers_oldest_keys_are_forgotten_first() {
+        let ada: Traveller = "ada".parse().unwrap();
+        let bob: Traveller = "bob".parse().unwrap();
+        let mut keys = Keys::default();
+        keys.remember_within(bob.clone(), key("b0"), remembered(0, 1), 3);
+        for i in 0..5 {
+            let seq = 2 + i as u64;
+            keys.remember_within(ada.clone(), key(&format!("a{i}")), remembered(1, seq), 3);
+        }
+        let kept: Vec<bool> = (0..5)
+            .map(|i| keys.get(&ada, &key(&format!("a{i}")), at(2)).is_some())
+            .collect();
+        assert_eq!(kept, [false, false, true, true, true]);
+        // Another traveller's keys are theirs: bob's older key stays.
+        assert!(keys.get(&bob, &key("b0"), at(2)).is_some());
+        assert_eq!(keys.len(), 4);
+        // A snapshot of them reads back as the same keys.
+        let entries: Vec<_> = keys
+            .entries()
+            .map(|(t, k, r)| (t.clone(), k.clone(), (**r).clone()))
+            .collect();
+        assert!(Keys::from_entries(entries).same_as(&keys));
     }
 }

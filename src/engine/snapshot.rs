@@ -99,16 +99,21 @@ pub fn encode(world: &World, key: &LogKey) -> Vec<u8> {
     let body = postcard::to_allocvec(&WorldImage::of(world))
         // Serializing plain structs into a Vec cannot fail; an empty body is refused on reading.
         .unwrap_or_default();
-    let link = world.link.unwrap_or_default();
+    frame(world.seq, world.link.unwrap_or_default(), &body, key)
+}
+
+/// `body` behind a header that says it folds the log up to `seq` (whose record's link is
+/// `link`), with its checksum, sealed with `key`.
+fn frame(seq: u64, link: Link, body: &[u8], key: &LogKey) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len() + SEAL_LEN);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(&world.seq.to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    let crc = checksum(&out[8..], &link, &body);
+    let crc = checksum(&out[8..], &link, body);
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&link);
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     let seal = key.seal(&out);
     out.extend_from_slice(&seal);
     out
@@ -403,5 +408,121 @@ impl WorldImage {
         }));
         world.index_owners();
         Ok(world)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Op;
+    use crate::model::{Event, EventStatus, Window};
+
+    fn timeline(id: &str, parent: Option<&str>) -> Timeline {
+        Timeline {
+            id: id.parse().expect("a timeline id"),
+            name: id.into(),
+            description: None,
+            variation: None,
+            destination_time: None,
+            created_at: Instant::from_timestamp(1_767_225_600, 0).unwrap_or_default(),
+            window: Window::Unbounded,
+            parent: parent.map(|p| p.parse().expect("a timeline id")),
+            created_by: None,
+        }
+    }
+
+    fn event(id: &str, minutes: i64) -> Event {
+        let id: EventId = id.parse().expect("an event id");
+        Event {
+            lineage: id.clone(),
+            id,
+            description: format!("event at +{minutes}m"),
+            time: Instant::from_timestamp(946_684_800 + minutes * 60, 0).unwrap_or_default(),
+            location: "Geneva".into(),
+            causes: Vec::new(),
+            fixed_point: false,
+            status: EventStatus::OnSchedule,
+            supersedes: None,
+            superseded_by: None,
+            author: None,
+        }
+    }
+
+    /// A timeline and a branch of it that gained an event, so the branch's history is written
+    /// against its parent's.
+    fn branched_world() -> World {
+        let ops = [
+            Op::CreateTimeline {
+                timeline: timeline("primary", None),
+            },
+            Op::AddEvents {
+                timeline: TimelineId::primary(),
+                events: (0..20).map(|i| event(&format!("evt_p{i}"), i)).collect(),
+                at: None,
+            },
+            Op::CreateTimeline {
+                timeline: timeline("tml_branch", Some("primary")),
+            },
+            Op::AddEvents {
+                timeline: "tml_branch".parse().expect("a timeline id"),
+                events: vec![event("evt_b", 7)],
+                at: None,
+            },
+        ];
+        let mut world = World::default();
+        for op in ops {
+            world.apply(world.seq + 1, op).expect("the op applies");
+        }
+        world
+    }
+
+    /// Where the forged-image test runs: in a child of this test binary whose address space is
+    /// capped, so an allocation sized by a forged length aborts it instead of being reserved
+    /// lazily (as it would be with overcommit, which hides the bug).
+    const CAPPED_CHILD: &str = "CHRONOSCOPE_CAPPED_CHILD";
+
+    #[test]
+    fn a_forged_history_length_is_refused_before_anything_is_allocated() {
+        if std::env::var_os(CAPPED_CHILD).is_none() {
+            let name = "engine::snapshot::tests::a_forged_history_length_is_refused_before_anything_is_allocated";
+            let exe = std::env::current_exe().expect("the test binary");
+            // 2 GiB of address space: ample for this test, half of what the forged length asks.
+            let out = std::process::Command::new("sh")
+                .args(["-c", "ulimit -v 2097152 && exec \"$0\" \"$@\""])
+                .arg(exe)
+                .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+                .env(CAPPED_CHILD, "1")
+                .output()
+                .expect("the child runs");
+            assert!(
+                out.status.success(),
+                "the capped child failed ({}): {}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        let world = branched_world();
+        let key = LogKey::development();
+        let good = encode(&world, &key);
+        let (seq, link, mut image) = parse(&good, &key).expect("a good snapshot parses");
+        assert_eq!(image.timelines.len(), 2);
+        assert!(image.timelines[1].base.is_some(), "the branch has a base");
+        image.timelines[1].history.forge_len(u32::MAX);
+        let body = postcard::to_allocvec(&image).expect("encodes");
+        // The checksum and the seal are made again (as by someone holding the key): only the
+        // bounds check stands between this and the heap.
+        let forged = frame(seq, link.unwrap_or_default(), &body, &key);
+        match decode(&forged, &key) {
+            Err(SnapshotError::Undecodable(why)) => {
+                assert!(why.contains("4294967295"), "{why}");
+            }
+            Err(other) => panic!("refused for another reason: {other}"),
+            Ok(_) => panic!("a forged length was accepted"),
+        }
+        // The same image with its true length still reads back.
+        let read = decode(&good, &key).expect("the unforged snapshot decodes");
+        assert_eq!(read.first_difference(&world), None);
     }
 }

@@ -8,7 +8,7 @@ mod ids;
 mod invalid;
 mod time;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use history::History;
@@ -18,7 +18,7 @@ pub use ids::{
 };
 pub use invalid::InvalidValue;
 pub use time::{
-    ACCEPTED_RANGE, Instant, TYPED_FORMS, TimeRange, Window, format_instant, in_range,
+    ACCEPTED_RANGE, Instant, MAX_INSTANT, TYPED_FORMS, TimeRange, Window, format_instant, in_range,
     opt_in_range, parse_instant, parse_typed_instant,
 };
 
@@ -58,11 +58,14 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// When the window closes, `None` if never (or beyond the last representable instant).
+    /// When the window closes, `None` if never; a window reaching past the last printable
+    /// instant closes there ([`time::MAX_INSTANT`]).
     pub fn closes_at(&self) -> Option<Instant> {
-        self.window
-            .duration()
-            .and_then(|d| self.created_at.checked_add_signed(d))
+        self.window.duration().map(|d| {
+            self.created_at
+                .checked_add_signed(d)
+                .map_or(time::MAX_INSTANT, |end| end.min(time::MAX_INSTANT))
+        })
     }
 
     /// `open` until `created_at + window`, then `closed`.
@@ -162,15 +165,15 @@ impl Position {
         }
     }
 
-    /// The traveller's time in their timeline at wall-clock `now`.
-    /// Saturates at the last representable instant rather than overflowing.
+    /// The traveller's time in their timeline at wall-clock `now`. Saturates at the last
+    /// printable instant ([`time::MAX_INSTANT`]) rather than running past year 9999.
     pub fn time_at(&self, now: Instant) -> Instant {
         let elapsed = now
             .signed_duration_since(self.arrived_at)
             .max(Duration::zero());
         self.arrival_time
             .checked_add_signed(elapsed)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+            .map_or(time::MAX_INSTANT, |t| t.min(time::MAX_INSTANT))
     }
 }
 

@@ -18,6 +18,17 @@ pub const MIN_YEAR: i32 = 1;
 /// Last year accepted from input. Far enough from chrono's own limits that arithmetic on an
 /// accepted instant (a traveller's clock running on, a window added) cannot overflow.
 pub const MAX_YEAR: i32 = 9999;
+/// The last instant the service accepts or prints, 9999-12-31T23:59:59.999999999Z: past it
+/// RFC 3339 has no four-digit year. Computed times (a traveller's clock running on, a window's
+/// end) saturate here; input past it is refused ([`in_range`]).
+pub const MAX_INSTANT: Instant = match chrono::NaiveDate::from_ymd_opt(MAX_YEAR, 12, 31) {
+    Some(day) => match day.and_hms_nano_opt(23, 59, 59, 999_999_999) {
+        Some(t) => t.and_utc(),
+        None => DateTime::<Utc>::MAX_UTC,
+    },
+    None => DateTime::<Utc>::MAX_UTC,
+};
+
 /// The accepted range, as error messages state it.
 pub const ACCEPTED_RANGE: &str =
     "years 0001 to 9999 (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z)";
@@ -527,10 +538,51 @@ mod tests {
             arrival_time: DateTime::<Utc>::MAX_UTC,
             arrived_at: t("2025-01-01T00:00:00Z"),
         };
+        assert_eq!(p.time_at(t("2026-01-01T00:00:00Z")), MAX_INSTANT);
+    }
+
+    #[test]
+    fn a_traveller_who_arrived_at_the_last_second_stays_printable() {
+        let p = crate::model::Position {
+            timeline: crate::model::TimelineId::primary(),
+            arrival_time: parse_instant("time", "9999-12-31T23:59:59Z").unwrap(),
+            arrived_at: t("2025-01-01T00:00:00Z"),
+        };
+        let later = p.time_at(t("2025-01-01T00:00:02Z"));
+        assert_eq!(later, MAX_INSTANT);
+        assert_eq!(format_instant(&later), "9999-12-31T23:59:59.999999999Z");
+        let json = serde_json::to_string(&later).unwrap();
+        assert_eq!(json, "\"9999-12-31T23:59:59.999999999Z\"");
+    }
+
+    #[test]
+    fn a_window_reaching_past_the_last_year_closes_at_the_last_instant() {
+        let tl = crate::model::Timeline {
+            id: crate::model::TimelineId::primary(),
+            name: "p".into(),
+            description: None,
+            variation: None,
+            destination_time: None,
+            created_at: t("9900-01-01T00:00:00Z"),
+            window: "10000 weeks".parse().unwrap(),
+            parent: None,
+            created_by: None,
+        };
+        assert_eq!(tl.closes_at(), Some(MAX_INSTANT));
+        let window = Window::Seconds(MAX_WINDOW_SECS);
+        let tl = crate::model::Timeline { window, ..tl };
+        assert_eq!(tl.closes_at(), Some(MAX_INSTANT));
+    }
+
+    #[test]
+    fn the_last_instant_is_accepted_and_a_nanosecond_later_refused() {
         assert_eq!(
-            p.time_at(t("2026-01-01T00:00:00Z")),
-            DateTime::<Utc>::MAX_UTC
+            parse_instant("time", "9999-12-31T23:59:59.999999999Z").unwrap(),
+            MAX_INSTANT
         );
+        let past = MAX_INSTANT + Duration::nanoseconds(1);
+        let err = in_range("time", past).unwrap_err().to_string();
+        assert!(err.contains("years 0001 to 9999"), "{err}");
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: Next) 
     digest.update(b" ");
     digest.update(target);
     digest.update(b"\n");
-    digest.update(&bytes);
+    digest.update(canonical_body(&bytes));
     let fingerprint = digest
         .finalize()
         .iter()
@@ -82,4 +82,37 @@ pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: Next) 
     req.extensions_mut()
         .insert(Idempotency { key, fingerprint });
     next.run(req).await
+}
+
+/// The body as the fingerprint reads it: a JSON body re-serialised compactly with its objects'
+/// keys sorted, so a retry that a client serialised again (other whitespace, other key order)
+/// is the same request; anything else byte for byte.
+fn canonical_body(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(mut value) => {
+            value.sort_all_objects();
+            serde_json::to_vec(&value).map_or(Cow::Borrowed(bytes), Cow::Owned)
+        }
+        Err(_) => Cow::Borrowed(bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_body;
+
+    #[test]
+    fn json_bodies_fingerprint_alike_whatever_their_layout() {
+        let compact = canonical_body(br#"{"b":{"y":1,"x":[1,2]},"a":"z"}"#).into_owned();
+        let spaced = canonical_body(b"{ \"a\" : \"z\",\n  \"b\": { \"x\": [1, 2], \"y\": 1 } }");
+        assert_eq!(compact, spaced.as_ref());
+        assert_eq!(compact, br#"{"a":"z","b":{"x":[1,2],"y":1}}"#);
+        // Another value is another request; bytes that are not JSON are taken as sent.
+        assert_ne!(
+            compact,
+            canonical_body(br#"{"a":"z","b":{"x":[2,1],"y":1}}"#).as_ref()
+        );
+        assert_eq!(canonical_body(b"not json {").as_ref(), b"not json {");
+    }
 }

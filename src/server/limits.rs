@@ -235,13 +235,36 @@ mod tests {
 
     #[test]
     fn extreme_rates_neither_panic_nor_block_forever() {
-        for per_second in [1e-300, f64::MIN_POSITIVE, 1e300, f64::INFINITY, f64::NAN] {
+        let ada = "ada".to_owned();
+        // Slower than one a year: the burst, then told to wait, and the allowance is back
+        // after a year (the longest period), not never.
+        for per_second in [1e-300, f64::MIN_POSITIVE, 1e-12] {
+            let clock = FakeRelativeClock::default();
+            let limiter: RateLimiter<String, _> = RateLimiter::with_clock(
+                RateLimit {
+                    per_second,
+                    burst: 1,
+                },
+                clock.clone(),
+            );
+            assert!(limiter.check(&ada).is_ok(), "{per_second}/s: the burst");
+            assert_eq!(
+                limiter.check(&ada),
+                Err(MAX_PERIOD.as_secs()),
+                "{per_second}/s: wait a year"
+            );
+            clock.advance(MAX_PERIOD);
+            assert!(limiter.check(&ada).is_ok(), "{per_second}/s: a year later");
+        }
+        // Faster than anything can send, or not a number: nothing is refused.
+        for per_second in [1e300, f64::INFINITY, f64::NAN] {
             let limiter: RateLimiter = RateLimiter::new(RateLimit {
                 per_second,
                 burst: 1,
             });
-            let _ = limiter.check(&"ada".to_owned());
-            let _ = limiter.check(&"ada".to_owned());
+            for _ in 0..100 {
+                assert!(limiter.check(&ada).is_ok(), "{per_second}/s");
+            }
         }
     }
 }

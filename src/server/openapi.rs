@@ -140,8 +140,12 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
                     "Makes the POST safe to retry: a repeat with the same key and the same \
                      request gets the first answer again (status, body, Location) without the \
                      change being made twice, on any replica, for 24 hours. Keys are per \
-                     traveller; reusing one for a different request is 422. Requests that \
-                     change nothing (checks, scans) are answered afresh.",
+                     traveller; reusing one for a different request is 422. A JSON body is \
+                     compared in canonical form (whitespace and key order do not matter). Each \
+                     traveller's newest keys are remembered, up to the server's \
+                     --idempotency-keys-per-traveller (1000 by default): beyond it the oldest \
+                     are forgotten first, and a retry with a forgotten key is carried out \
+                     again. Requests that change nothing (checks, scans) are answered afresh.",
                 ))
                 .schema(Some(
                     ObjectBuilder::new()

@@ -145,6 +145,12 @@ impl PostgresStore {
                 other => StoreError::Corrupt(format!("{shown}: {other}")),
             }
         })?;
+        // A snapshot is written in one transaction, so an incomplete row is never one being
+        // written: deleting them at start is always safe.
+        sqlx::query("DELETE FROM snapshot WHERE NOT complete")
+            .execute(&pool)
+            .await
+            .map_err(|e| map_err(&shown, "prepare", e))?;
         let (pushed, heads) = watch::channel(0);
         let appending = Arc::new(AtomicU64::new(0));
         tokio::spawn(listen_for_heads(
@@ -373,10 +379,11 @@ impl Store for PostgresStore {
                 .map_err(err)?;
         }
         tx.commit().await.map_err(err)?;
-        // Chunks go with their row (ON DELETE CASCADE).
+        // Chunks go with their row (ON DELETE CASCADE). Rows never complete (an older
+        // version's, or written by hand) go too: this one supersedes them.
         sqlx::query(
-            "DELETE FROM snapshot WHERE id IN (SELECT id FROM snapshot WHERE complete \
-             ORDER BY seq DESC, id DESC OFFSET $1)",
+            "DELETE FROM snapshot WHERE NOT complete OR id IN (SELECT id FROM snapshot \
+             WHERE complete ORDER BY seq DESC, id DESC OFFSET $1)",
         )
         .bind(SNAPSHOTS_KEPT as i64)
         .execute(&self.pool)

@@ -15,7 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
 };
 use sqlx::{Row, SqlSafeStr};
 
@@ -108,10 +109,12 @@ impl SqliteStore {
 
         // Creating the file, switching it to WAL and migrating it happen on a connection of
         // their own, closed before the writer opens.
+        // Incremental auto-vacuum, set before a new file's first table: deleted snapshots then
+        // give their pages back to the file system instead of staying in the file.
         let setup = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(BUSY_TIMEOUT * 3)
-            .connect_with(options.clone())
+            .connect_with(options.clone().auto_vacuum(SqliteAutoVacuum::Incremental))
             .await
             .map_err(|e| Opening::from_sqlx(path, e))?;
         let migrated = migrator().run(&setup).await.map_err(|e| {
@@ -121,6 +124,12 @@ impl SqliteStore {
                 e => Opening::Failed(map_migrate_err(path, e)),
             }
         });
+        if migrated.is_ok()
+            && let Err(e) = tidy_snapshots(&setup).await
+        {
+            // The log is intact either way; the next open tries again.
+            tracing::warn!(path = %path.display(), %e, "could not tidy the snapshots at open");
+        }
         setup.close().await;
         migrated?;
         let writer = Writer::start(path, BUSY_TIMEOUT)
@@ -279,7 +288,7 @@ impl Store for SqliteStore {
                 self.describe()
             )));
         }
-        self.prune_snapshots().await
+        self.prune_snapshots(id).await
     }
 
     async fn snapshots(&self) -> Result<Vec<SnapshotInfo>, StoreError> {
@@ -351,9 +360,11 @@ impl Store for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Deletes all but the newest [`SNAPSHOTS_KEPT`] complete snapshots, and incomplete ones
-    /// abandoned by a crash, a few chunks per transaction so appends go on meanwhile.
-    async fn prune_snapshots(&self) -> Result<(), StoreError> {
+    /// Deletes all but the newest [`SNAPSHOTS_KEPT`] complete snapshots, incomplete ones
+    /// begun before snapshot `completed` (it supersedes them) or abandoned by a crash, a few
+    /// chunks per transaction so appends go on meanwhile; then gives the freed pages back to
+    /// the file system.
+    async fn prune_snapshots(&self, completed: i64) -> Result<(), StoreError> {
         let doomed: Vec<i64> = sqlx::query_scalar(
             "SELECT id FROM snapshot WHERE complete = 1 ORDER BY seq DESC, id DESC \
              LIMIT -1 OFFSET ?1",
@@ -364,8 +375,9 @@ impl SqliteStore {
         .map_err(|e| self.err("read", e))?;
         let abandoned: Vec<i64> = sqlx::query_scalar(
             "SELECT id FROM snapshot WHERE complete = 0 \
-             AND created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)",
+             AND (id < ?1 OR created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?2))",
         )
+        .bind(completed)
         .bind(ABANDONED_AFTER)
         .fetch_all(&self.readers)
         .await
@@ -396,8 +408,105 @@ impl SqliteStore {
                 }
             }
         }
-        Ok(())
+        self.shrink().await
     }
+
+    /// Truncates the file's free pages a few at a time (appends go on between the steps),
+    /// then the WAL, which a snapshot's chunks passed through.
+    async fn shrink(&self) -> Result<(), StoreError> {
+        // A file without incremental auto-vacuum (converted at its next open) keeps its free
+        // pages: the next snapshot reuses them.
+        if self.incremental().await? {
+            loop {
+                let free = self
+                    .writer
+                    .exec(|conn, path| {
+                        vacuum_step(conn)
+                            .and_then(|()| {
+                                conn.query_row("PRAGMA freelist_count", [], |row| {
+                                    row.get::<_, i64>(0)
+                                })
+                            })
+                            .map_err(|e| writer_err(path, e))
+                    })
+                    .await?;
+                if free == 0 {
+                    break;
+                }
+            }
+        }
+        self.writer
+            .exec(|conn, path| {
+                // PASSIVE: never waits for readers; what they still use is truncated next time.
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    .map_err(|e| writer_err(path, e))
+            })
+            .await
+    }
+
+    /// Whether the file gives free pages back on `incremental_vacuum`.
+    async fn incremental(&self) -> Result<bool, StoreError> {
+        let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+            .fetch_one(&self.readers)
+            .await
+            .map_err(|e| self.err("read", e))?;
+        Ok(mode == 2)
+    }
+}
+
+/// Pages freed per step of [`SqliteStore::shrink`] (8 MB of 4 KiB pages): one short
+/// transaction each.
+const VACUUM_STEP: u32 = 2048;
+
+/// Frees up to [`VACUUM_STEP`] pages. The pragma frees one page per row it is stepped through,
+/// so every row is stepped through.
+fn vacuum_step(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let mut vacuum = conn.prepare_cached(&format!("PRAGMA incremental_vacuum({VACUUM_STEP})"))?;
+    let mut rows = vacuum.query([])?;
+    while rows.next()?.is_some() {}
+    Ok(())
+}
+
+/// At open: deletes what a crash or an interrupted write left of snapshots (incomplete ones,
+/// chunks whose row is gone), gives the freed pages back to the file system, and empties the
+/// WAL. An incomplete snapshot another process is writing at this moment is deleted too: its
+/// writer hears so when it finishes, and writes a new one later.
+async fn tidy_snapshots(setup: &SqlitePool) -> Result<(), sqlx::Error> {
+    let mut conn = setup.acquire().await?;
+    let rows = sqlx::query("DELETE FROM snapshot WHERE complete = 0")
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+    let chunks = sqlx::query(
+        "DELETE FROM snapshot_chunk WHERE snapshot_id NOT IN (SELECT id FROM snapshot)",
+    )
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if rows + chunks > 0 {
+        tracing::info!(snapshots = rows, chunks, "deleted incomplete snapshots");
+    }
+    let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+        .fetch_one(&mut *conn)
+        .await?;
+    if mode == 0 {
+        // A file made before incremental auto-vacuum: converted once (a VACUUM rewrites it,
+        // which takes a few seconds for a big log), so deleted snapshots shrink it from now on.
+        let started = std::time::Instant::now();
+        sqlx::query("VACUUM").execute(&mut *conn).await?;
+        tracing::info!(
+            ms = started.elapsed().as_millis() as u64,
+            "converted the file to incremental auto-vacuum"
+        );
+    } else {
+        sqlx::query("PRAGMA incremental_vacuum")
+            .execute(&mut *conn)
+            .await?;
+    }
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
 
 fn writer_err(path: &Path, e: rusqlite::Error) -> StoreError {

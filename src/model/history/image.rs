@@ -219,6 +219,14 @@ struct MapDiff<K, V> {
     set: Vec<(K, V)>,
 }
 
+#[cfg(test)]
+impl HistoryImage {
+    /// Overwrites the announced length, as a forger would.
+    pub(crate) fn forge_len(&mut self, len: u32) {
+        self.len = len;
+    }
+}
+
 /// Why a stored history cannot be read back.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -414,9 +422,17 @@ impl History {
         let Some(base) = base else {
             return Self::from_full_image(image);
         };
-        let mut h = base.clone();
         let len = image.len as usize;
-        let base_len = h.nodes.len();
+        let base_len = base.nodes.len();
+        // Every slot past the base's is stored, so a length the stored nodes cannot fill is
+        // forged or damaged: refused before anything is sized by it.
+        if len > base_len.saturating_add(image.nodes.len()) {
+            return Err(ImageError(format!(
+                "a length of {len} slots where the base has {base_len} and {} are stored",
+                image.nodes.len()
+            )));
+        }
+        let mut h = base.clone();
         let mut changed = vec![false; len.max(base_len)];
         for (slot, _) in image.nodes.iter() {
             let s = *slot as usize;
