@@ -1857,3 +1857,17 @@ async fn enter_on_an_anomaly_shows_it_whole() {
     h.press("esc");
     assert!(h.app.modal.is_none());
 }
+
+#[tokio::test]
+async fn a_call_that_panics_ends_as_an_error_and_frees_its_slot() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.app.spawn_panicking_call();
+    h.settle().await;
+    assert!(!h.app.busy(), "nothing is left pending");
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("Internal error: the call failed unexpectedly"),
+        "{screen}"
+    );
+}

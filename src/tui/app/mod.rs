@@ -15,6 +15,7 @@ mod calls;
 mod dispatch;
 mod draw;
 mod replies;
+#[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 
 use std::collections::HashMap;
