@@ -20,7 +20,7 @@ use chronoscope::tui::testing::Harness;
 mod http_support;
 mod support;
 
-use support::{START, dashboard, engine_on, new_event, serve, t};
+use support::{START, dashboard, engine_on, named, new_event, serve, t};
 
 struct World {
     service: Arc<dyn TimelineService>,
@@ -1771,6 +1771,7 @@ async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
         header.contains("⟳ polling (this server has no stream)"),
         "{header}"
     );
+    h.settle().await; // the poll that stands in for the stream's first snapshot
 
     paradox_elsewhere(&service).await;
     h.settle().await;
@@ -1870,4 +1871,30 @@ async fn a_call_that_panics_ends_as_an_error_and_frees_its_slot() {
         screen.contains("Internal error: the call failed unexpectedly"),
         "{screen}"
     );
+}
+
+#[tokio::test]
+async fn a_selection_change_scans_once_through_the_followed_stream() {
+    let w = world().await;
+    w.service.create_timeline(named("Second")).await.unwrap();
+    let mut h = Harness::pushed(w.service.clone(), w.clock.clone());
+    h.settle().await;
+    h.until("live stream", |app| app.follower.is_live()).await;
+    h.until("first snapshot", |app| app.monitor.status.is_some())
+        .await;
+    let before = h.app.monitor.timeline.clone();
+    h.press("j");
+    assert_ne!(
+        h.app.monitor.timeline, before,
+        "another timeline is watched"
+    );
+    assert!(
+        !h.app.pending(Slot::Monitor),
+        "no poll on top of the stream"
+    );
+    h.until("the new timeline's snapshot", |app| {
+        app.follower.is_live() && app.monitor.status.is_some()
+    })
+    .await;
+    assert!(!h.app.pending(Slot::Monitor), "the stream brought it");
 }

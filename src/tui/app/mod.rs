@@ -30,7 +30,7 @@ use super::chrome::Flash;
 use super::confirm::Checked;
 use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
-use super::live::{self, Follower, Push};
+use super::live::{self, Follower, Link, Push};
 use super::modal::{Around, Modal};
 use super::mouse::{Areas, Pointer};
 use super::panes::log::LogPane;
@@ -239,6 +239,10 @@ impl App {
                 // A lost stream often means a lost server: let the header say which now.
                 self.request_whoami();
             }
+            // The stream never brought its snapshot: the monitor is polled for it now.
+            if lost && self.monitor.status.is_none() && !self.pending(Slot::Monitor) {
+                self.request_monitor();
+            }
             return;
         };
         self.last_refresh = Some(self.now());
@@ -305,8 +309,12 @@ impl App {
         let selected = self.timelines.selected().map(|t| t.id.clone());
         if self.monitor.timeline != selected {
             self.monitor.watch(selected.clone());
-            self.request_monitor();
+            // One scan per selection change: a followed stream starts with a snapshot, so it
+            // is polled only when there is no stream to follow.
             self.follow_monitor();
+            if !self.push || !matches!(self.follower.link, Link::Connecting | Link::Live) {
+                self.request_monitor();
+            }
         }
         // A search follows the selected timeline too, with the same inputs (unless they were
         // edited into something that does not parse; that waits for the user's enter).
