@@ -388,7 +388,7 @@ async fn d_deletes_only_after_yes() {
 }
 
 #[tokio::test]
-async fn deleting_the_searched_timeline_empties_the_search() {
+async fn deleting_the_searched_timeline_moves_the_search_off_it() {
     let w = world().await;
     let doomed = w
         .service
@@ -413,8 +413,10 @@ async fn deleting_the_searched_timeline_empties_the_search() {
     h.send(Msg::Tick);
     h.settle().await;
     let screen = h.render(100, 30);
-    assert!(!screen.contains("Doomed"), "{screen}");
-    assert!(!screen.contains("Great Exhibition opens"), "{screen}");
+    // The search moves to the timeline selected now (issue 28: and says why, by name).
+    assert!(h.app.timelines.get(&doomed.id).is_none(), "{screen}");
+    assert!(!screen.contains("in Doomed"), "{screen}");
+    assert!(screen.contains("in Primary"), "{screen}");
 }
 
 #[tokio::test]
@@ -1897,4 +1899,40 @@ async fn a_selection_change_scans_once_through_the_followed_stream() {
     })
     .await;
     assert!(!h.app.pending(Slot::Monitor), "the stream brought it");
+}
+
+#[tokio::test]
+async fn a_timeline_deleted_elsewhere_is_said_by_name_and_the_search_moves_on() {
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap().id;
+    let mut h = harness(&w).await;
+    h.press("j");
+    h.settle().await;
+    assert_eq!(
+        h.app.timelines.selected().map(|t| t.id.clone()),
+        Some(doomed.clone())
+    );
+    h.press("tab /");
+    h.press("enter esc");
+    h.settle().await;
+    assert_eq!(h.app.search.timeline, Some(doomed.clone()), "searching it");
+
+    // Another process deletes it; the next tick finds out.
+    let elsewhere = w.service.clone();
+    elsewhere.delete_timeline(&doomed).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Timeline 'Doomed' was deleted."),
+        "{screen}"
+    );
+    assert!(!screen.contains("Unknown reference"), "{screen}");
+    assert_eq!(
+        h.app.search.timeline,
+        h.app.timelines.selected().map(|t| t.id.clone()),
+        "the search moved to the timeline selected now"
+    );
+    assert_ne!(h.app.search.timeline, Some(doomed));
+    assert!(h.app.search.searched, "and shows its events");
 }

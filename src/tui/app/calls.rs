@@ -251,7 +251,7 @@ impl App {
             Call::Delete(id, name) => self.spawn(Slot::Mutation, async move {
                 svc.delete_timeline(&id)
                     .await
-                    .map(|()| Reply::Deleted(name))
+                    .map(|()| Reply::Deleted(id, name))
             }),
             Call::Checked(change) => {
                 self.checking = Some(change.clone());

@@ -18,7 +18,7 @@ mod replies;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
@@ -101,6 +101,8 @@ pub struct App {
     in_flight: HashMap<Slot, usize>,
     /// The timeline to select when the list next arrives (one just created).
     select_after_refresh: Option<TimelineId>,
+    /// Timelines whose deletion was said (by this dashboard or found out): not said again.
+    said_gone: HashSet<TimelineId>,
     /// The safety-checked change in flight, if any.
     checking: Option<Checked>,
     /// The spinner's frame.
@@ -151,6 +153,7 @@ impl App {
             generations: HashMap::new(),
             in_flight: HashMap::new(),
             select_after_refresh: None,
+            said_gone: HashSet::new(),
             checking: None,
             spinner: 0,
             quit: false,
