@@ -20,7 +20,7 @@ use chronoscope::tui::testing::Harness;
 mod http_support;
 mod support;
 
-use support::{START, dashboard, engine_on, new_event, serve, t};
+use support::{START, dashboard, engine_on, named, new_event, serve, t};
 
 struct World {
     service: Arc<dyn TimelineService>,
@@ -388,7 +388,7 @@ async fn d_deletes_only_after_yes() {
 }
 
 #[tokio::test]
-async fn deleting_the_searched_timeline_empties_the_search() {
+async fn deleting_the_searched_timeline_moves_the_search_off_it() {
     let w = world().await;
     let doomed = w
         .service
@@ -413,8 +413,10 @@ async fn deleting_the_searched_timeline_empties_the_search() {
     h.send(Msg::Tick);
     h.settle().await;
     let screen = h.render(100, 30);
-    assert!(!screen.contains("Doomed"), "{screen}");
-    assert!(!screen.contains("Great Exhibition opens"), "{screen}");
+    // The search moves to the timeline selected now (issue 28: and says why, by name).
+    assert!(h.app.timelines.get(&doomed.id).is_none(), "{screen}");
+    assert!(!screen.contains("in Doomed"), "{screen}");
+    assert!(screen.contains("in Primary"), "{screen}");
 }
 
 #[tokio::test]
@@ -1771,6 +1773,7 @@ async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
         header.contains("⟳ polling (this server has no stream)"),
         "{header}"
     );
+    h.settle().await; // the poll that stands in for the stream's first snapshot
 
     paradox_elsewhere(&service).await;
     h.settle().await;
@@ -1856,4 +1859,80 @@ async fn enter_on_an_anomaly_shows_it_whole() {
     assert!(screen.contains(anomaly.anomaly_id.as_str()), "{screen}");
     h.press("esc");
     assert!(h.app.modal.is_none());
+}
+
+#[tokio::test]
+async fn a_call_that_panics_ends_as_an_error_and_frees_its_slot() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.app.spawn_panicking_call();
+    h.settle().await;
+    assert!(!h.app.busy(), "nothing is left pending");
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("Internal error: the call failed unexpectedly"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn a_selection_change_scans_once_through_the_followed_stream() {
+    let w = world().await;
+    w.service.create_timeline(named("Second")).await.unwrap();
+    let mut h = Harness::pushed(w.service.clone(), w.clock.clone());
+    h.settle().await;
+    h.until("live stream", |app| app.follower.is_live()).await;
+    h.until("first snapshot", |app| app.monitor.status.is_some())
+        .await;
+    let before = h.app.monitor.timeline.clone();
+    h.press("j");
+    assert_ne!(
+        h.app.monitor.timeline, before,
+        "another timeline is watched"
+    );
+    assert!(
+        !h.app.pending(Slot::Monitor),
+        "no poll on top of the stream"
+    );
+    h.until("the new timeline's snapshot", |app| {
+        app.follower.is_live() && app.monitor.status.is_some()
+    })
+    .await;
+    assert!(!h.app.pending(Slot::Monitor), "the stream brought it");
+}
+
+#[tokio::test]
+async fn a_timeline_deleted_elsewhere_is_said_by_name_and_the_search_moves_on() {
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap().id;
+    let mut h = harness(&w).await;
+    h.press("j");
+    h.settle().await;
+    assert_eq!(
+        h.app.timelines.selected().map(|t| t.id.clone()),
+        Some(doomed.clone())
+    );
+    h.press("tab /");
+    h.press("enter esc");
+    h.settle().await;
+    assert_eq!(h.app.search.timeline, Some(doomed.clone()), "searching it");
+
+    // Another process deletes it; the next tick finds out.
+    let elsewhere = w.service.clone();
+    elsewhere.delete_timeline(&doomed).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Timeline 'Doomed' was deleted."),
+        "{screen}"
+    );
+    assert!(!screen.contains("Unknown reference"), "{screen}");
+    assert_eq!(
+        h.app.search.timeline,
+        h.app.timelines.selected().map(|t| t.id.clone()),
+        "the search moved to the timeline selected now"
+    );
+    assert_ne!(h.app.search.timeline, Some(doomed));
+    assert!(h.app.search.searched, "and shows its events");
 }

@@ -477,6 +477,45 @@ fn a_panic_in_the_dashboard_restores_the_terminal_then_prints_the_report() {
     );
 }
 
+#[test]
+fn a_panicking_background_call_is_an_error_on_screen_and_the_dashboard_stays_up() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut s = Session::spawn(
+        dir.path(),
+        &["--seed", "none", "--as", "ada"],
+        &[(chronoscope::tui::TEST_PANIC_ENV, "call")],
+    );
+    s.wait_for("connected");
+    let before = s.termios_before.expect("the pty's settings");
+    s.send("x");
+    s.wait_for("the call failed unexpectedly");
+    assert_ne!(
+        termios(s.master.as_ref()),
+        Some(before),
+        "still in raw mode after a background panic"
+    );
+    {
+        let screen = s.screen.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(
+            screen.parser.screen().alternate_screen(),
+            "still on the alternate screen"
+        );
+    }
+    // The dashboard still takes keys, and quits cleanly.
+    s.send("?");
+    s.wait_for("Help");
+    s.send(ESC);
+    s.send("q");
+    let status = s.exit_status();
+    assert!(status.success(), "exit status {status:?}");
+    let screen = s.screen.lock().unwrap_or_else(|e| e.into_inner());
+    let shown = screen.parser.screen().contents();
+    assert!(
+        shown.contains("While the dashboard ran, a background task panicked"),
+        "the panic is reported once the terminal is back:\n{shown}"
+    );
+}
+
 /// With a tick of a minute, only the server's stream can bring another client's change to the
 /// screen within seconds: a paradox bob makes shows in ada's remote dashboard, and its revert
 /// clears it, without a key pressed.

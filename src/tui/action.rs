@@ -145,7 +145,7 @@ pub enum Reply {
     /// A timeline was created.
     Created(TimelineInfo),
     /// A timeline was deleted.
-    Deleted(String),
+    Deleted(crate::model::TimelineId, String),
     /// An event was added.
     EventAdded(EventRecord),
     /// An event was manipulated.

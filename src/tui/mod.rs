@@ -37,6 +37,7 @@ pub mod modal;
 pub mod mouse;
 pub mod panes;
 pub mod picture;
+#[cfg(any(test, feature = "test-hooks"))]
 pub use app::testing;
 pub mod theme;
 pub mod tree;
@@ -45,7 +46,8 @@ mod unit;
 pub mod widgets;
 
 use std::io::{self, Stdout};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use color_eyre::eyre::{WrapErr, eyre};
@@ -86,10 +88,77 @@ pub struct TuiOptions {
 /// Spinner frame rate while work is pending.
 const ANIMATE_EVERY: Duration = Duration::from_millis(120);
 
-/// **Test only.** With this variable set to `1` the dashboard panics on the first key it is
-/// given, so that a test can check the terminal is restored before the panic report is printed
+/// **Test only** (feature `test-hooks`, never in a release). With this variable set to `1` the
+/// dashboard panics on the first key it is given, so that a test can check the terminal is
+/// restored before the panic report is printed; set to `call`, the first key starts a
+/// background call that panics, which must end as an error while the dashboard stays up
 /// (tests/tui_e2e.rs). Read once at start; nobody else has a reason to set it.
+#[cfg(feature = "test-hooks")]
 pub const TEST_PANIC_ENV: &str = "CHRONOSCOPE_TEST_PANIC";
+
+/// The test hook [`TEST_PANIC_ENV`], read once at start.
+#[cfg(feature = "test-hooks")]
+mod hook {
+    use super::{App, TEST_PANIC_ENV};
+
+    /// What the test asked for.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum TestPanic {
+        /// Nothing: the dashboard as shipped.
+        No,
+        /// The UI panics on the first key.
+        Ui,
+        /// The first key starts a background call that panics.
+        Call,
+    }
+
+    impl TestPanic {
+        pub fn from_env() -> Self {
+            match std::env::var_os(TEST_PANIC_ENV) {
+                Some(v) if v == "1" => Self::Ui,
+                Some(v) if v == "call" => Self::Call,
+                _ => Self::No,
+            }
+        }
+
+        /// Does what was asked on a key; whether the key was taken.
+        pub fn on_key(&mut self, app: &mut App) -> bool {
+            match *self {
+                Self::No => false,
+                Self::Ui => panic!(
+                    "CHRONOSCOPE_TEST_PANIC=1: panicking on the first key, as asked (test only)"
+                ),
+                Self::Call => {
+                    *self = Self::No;
+                    app.spawn_panicking_call();
+                    true
+                }
+            }
+        }
+    }
+}
+
+/// A release has no test hooks.
+#[cfg(not(feature = "test-hooks"))]
+mod hook {
+    use super::App;
+
+    /// Nothing to do.
+    #[derive(Clone, Copy, Debug)]
+    pub struct TestPanic;
+
+    impl TestPanic {
+        pub fn from_env() -> Self {
+            Self
+        }
+
+        pub fn on_key(&mut self, _: &mut App) -> bool {
+            false
+        }
+    }
+}
+
+use hook::TestPanic;
 
 /// Runs the dashboard until the user quits. The terminal is restored on every exit path.
 pub async fn run(
@@ -114,11 +183,14 @@ pub async fn run(
         },
         tx,
     );
-    let test_panic = std::env::var_os(TEST_PANIC_ENV).is_some_and(|v| v == "1");
+    let test_panic = TestPanic::from_env();
     install_panic_hook(options.mouse);
     let mut terminal = enter(options.mouse).wrap_err("cannot set up the terminal")?;
+    OWNS_TERMINAL.store(true, Ordering::SeqCst);
     let result = event_loop(&mut terminal, &mut app, rx, &options, test_panic).await;
     let restored = leave(options.mouse);
+    OWNS_TERMINAL.store(false, Ordering::SeqCst);
+    report_other_panics();
     let _ = terminal.show_cursor();
     result?;
     restored.wrap_err("cannot restore the terminal")
@@ -156,14 +228,44 @@ fn leave(mouse: bool) -> io::Result<()> {
     screen
 }
 
-/// Restores the terminal, then hands the panic to the hook installed before (color-eyre's
-/// report, installed by `main`), so the report is printed on the normal screen and readable.
+/// Whether the dashboard owns the terminal (raw mode, alternate screen).
+static OWNS_TERMINAL: AtomicBool = AtomicBool::new(false);
+/// Most reports of panics in other threads kept for after the dashboard.
+const KEPT_PANICS: usize = 8;
+/// Panics of other threads while the dashboard owned the terminal, printed when it is left.
+static OTHER_PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// When the UI itself panics (the thread that runs the dashboard), restores the terminal, then
+/// hands the panic to the hook installed before (color-eyre's report, installed by `main`), so
+/// the report is printed on the normal screen and readable. A panic in another thread (a
+/// background call, caught and shown as an error) leaves the terminal to the dashboard, which
+/// goes on drawing: its report is kept and printed once the dashboard is left
+/// ([`report_other_panics`]), as printing it now would scribble over the screen.
 fn install_panic_hook(mouse: bool) {
+    let ui = std::thread::current().id();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let _ = leave(mouse);
-        previous(info);
+        let on_ui = std::thread::current().id() == ui;
+        if on_ui || !OWNS_TERMINAL.load(Ordering::SeqCst) {
+            if on_ui {
+                let _ = leave(mouse);
+            }
+            previous(info);
+        } else {
+            let mut kept = OTHER_PANICS.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() < KEPT_PANICS {
+                kept.push(info.to_string());
+            }
+        }
     }));
+}
+
+/// Prints what other threads' panics said while the dashboard owned the terminal.
+fn report_other_panics() {
+    let kept = std::mem::take(&mut *OTHER_PANICS.lock().unwrap_or_else(|e| e.into_inner()));
+    for report in kept {
+        eprintln!("While the dashboard ran, a background task {report}");
+    }
 }
 
 async fn event_loop(
@@ -171,7 +273,7 @@ async fn event_loop(
     app: &mut App,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     options: &TuiOptions,
-    test_panic: bool,
+    mut test_panic: TestPanic,
 ) -> color_eyre::Result<()> {
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(options.tick.max(Duration::from_millis(50)));
@@ -190,8 +292,8 @@ async fn event_loop(
             Some(msg) = rx.recv() => msg,
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
-                    if test_panic {
-                        panic!("{TEST_PANIC_ENV}=1: panicking on the first key, as asked (test only)");
+                    if test_panic.on_key(app) {
+                        continue;
                     }
                     Msg::Key(key)
                 }

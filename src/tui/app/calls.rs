@@ -2,9 +2,13 @@
 //! answers on the queue as [`Msg::Done`]. What the tick keeps fresh, what a pane asks for, and
 //! the [`Call`]s components answer with are all sent from here.
 
+use std::any::Any;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use super::App;
 use crate::error::ServiceError;
@@ -27,7 +31,7 @@ const MAX_ROWS: usize = 10_000;
 
 impl App {
     /// Runs `call` in the background; its answer comes back as [`Msg::Done`] in `slot`.
-    fn spawn<F>(&mut self, slot: Slot, call: F)
+    pub(super) fn spawn<F>(&mut self, slot: Slot, call: F)
     where
         F: Future<Output = Result<Reply, ServiceError>> + Send + 'static,
     {
@@ -36,8 +40,15 @@ impl App {
         *self.in_flight.entry(slot).or_default() += 1;
         let tx = self.tx.clone();
         tokio::spawn(async move {
+            // A call that panics still answers, as an error: else its slot stays pending and
+            // the spinner runs for good.
+            let call = AssertUnwindSafe(call).catch_unwind();
             let result = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-                Ok(result) => result,
+                Ok(Ok(result)) => result,
+                Ok(Err(panic)) => Err(ServiceError::Internal(format!(
+                    "the call failed unexpectedly ({})",
+                    panic_message(panic.as_ref())
+                ))),
                 Err(_) => Err(ServiceError::Unavailable(format!(
                     "no answer within {} s",
                     CALL_TIMEOUT.as_secs()
@@ -240,7 +251,7 @@ impl App {
             Call::Delete(id, name) => self.spawn(Slot::Mutation, async move {
                 svc.delete_timeline(&id)
                     .await
-                    .map(|()| Reply::Deleted(name))
+                    .map(|()| Reply::Deleted(id, name))
             }),
             Call::Checked(change) => {
                 self.checking = Some(change.clone());
@@ -264,6 +275,15 @@ impl App {
             }),
         }
     }
+}
+
+/// What a panic said, when it said it with a string (as `panic!` and `expect` do).
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
 }
 
 /// Sends `change`, with or without the safety check.

@@ -15,9 +15,10 @@ mod calls;
 mod dispatch;
 mod draw;
 mod replies;
+#[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
@@ -29,7 +30,7 @@ use super::chrome::Flash;
 use super::confirm::Checked;
 use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
-use super::live::{self, Follower, Push};
+use super::live::{self, Follower, Link, Push};
 use super::modal::{Around, Modal};
 use super::mouse::{Areas, Pointer};
 use super::panes::log::LogPane;
@@ -100,6 +101,8 @@ pub struct App {
     in_flight: HashMap<Slot, usize>,
     /// The timeline to select when the list next arrives (one just created).
     select_after_refresh: Option<TimelineId>,
+    /// Timelines whose deletion was said (by this dashboard or found out): not said again.
+    said_gone: HashSet<TimelineId>,
     /// The safety-checked change in flight, if any.
     checking: Option<Checked>,
     /// The spinner's frame.
@@ -150,6 +153,7 @@ impl App {
             generations: HashMap::new(),
             in_flight: HashMap::new(),
             select_after_refresh: None,
+            said_gone: HashSet::new(),
             checking: None,
             spinner: 0,
             quit: false,
@@ -238,6 +242,10 @@ impl App {
                 // A lost stream often means a lost server: let the header say which now.
                 self.request_whoami();
             }
+            // The stream never brought its snapshot: the monitor is polled for it now.
+            if lost && self.monitor.status.is_none() && !self.pending(Slot::Monitor) {
+                self.request_monitor();
+            }
             return;
         };
         self.last_refresh = Some(self.now());
@@ -304,8 +312,12 @@ impl App {
         let selected = self.timelines.selected().map(|t| t.id.clone());
         if self.monitor.timeline != selected {
             self.monitor.watch(selected.clone());
-            self.request_monitor();
+            // One scan per selection change: a followed stream starts with a snapshot, so it
+            // is polled only when there is no stream to follow.
             self.follow_monitor();
+            if !self.push || !matches!(self.follower.link, Link::Connecting | Link::Live) {
+                self.request_monitor();
+            }
         }
         // A search follows the selected timeline too, with the same inputs (unless they were
         // edited into something that does not parse; that waits for the user's enter).

@@ -4,6 +4,7 @@
 
 use super::{App, Connection};
 use crate::error::ServiceError;
+use crate::model::TimelineId;
 use crate::tui::action::{Reply, Slot};
 use crate::tui::confirm::Confirm;
 use crate::tui::modal::Modal;
@@ -97,7 +98,30 @@ impl App {
         if slot.is_background() && matches!(e, ServiceError::Unavailable(_)) {
             return;
         }
+        // A timeline we knew is unknown now: deleted elsewhere, which is news, not an error of
+        // a request the user made.
+        if let ServiceError::UnknownReference { what, id } = &e
+            && what == "timeline"
+        {
+            if self.said_gone.iter().any(|gone| gone.to_string() == *id) {
+                return;
+            }
+            if let Some(t) = self.timelines.all.iter().find(|t| t.id.to_string() == *id) {
+                let (id, name) = (t.id.clone(), t.name.clone());
+                return self.timeline_gone(id, &name);
+            }
+        }
         self.flash_error(e.explain());
+    }
+
+    /// Says once that the timeline `id` was deleted, and asks for the list again.
+    fn timeline_gone(&mut self, id: TimelineId, name: &str) {
+        if self.said_gone.insert(id) {
+            self.flash_info(format!("Timeline '{name}' was deleted."));
+        }
+        if !self.pending(Slot::Timelines) {
+            self.request_timelines();
+        }
     }
 
     /// A successful answer, put where it belongs.
@@ -109,12 +133,23 @@ impl App {
             }
             Reply::Timelines(list) => {
                 let first = !self.timelines.loaded;
+                let searched = self
+                    .search
+                    .timeline
+                    .as_ref()
+                    .map(|id| (id.clone(), self.timelines.name_of(id)));
                 self.timelines.set(list);
-                // A deleted timeline's results would offer events that are gone.
-                if let Some(gone) = &self.search.timeline
-                    && self.timelines.get(gone).is_none()
+                // A deleted timeline's results would offer events that are gone: the search
+                // moves to the timeline selected now, and says why.
+                let mut search_again = false;
+                if let Some((gone, name)) = searched
+                    && self.timelines.get(&gone).is_none()
                 {
+                    search_again = self.search.searched;
                     self.search.forget();
+                    if self.said_gone.insert(gone) {
+                        self.flash_info(format!("Timeline '{name}' was deleted."));
+                    }
                 }
                 if let Some(id) = self.select_after_refresh.take() {
                     self.timelines.select(&id);
@@ -124,6 +159,9 @@ impl App {
                     self.timelines.select(&here);
                 }
                 self.selection_changed();
+                if search_again && !self.pending(Slot::Search) {
+                    self.request_search();
+                }
             }
             Reply::Search(results) => {
                 self.search.set_results(results);
@@ -171,7 +209,8 @@ impl App {
                 self.select_after_refresh = Some(t.id);
                 self.request_timelines();
             }
-            Reply::Deleted(name) => {
+            Reply::Deleted(id, name) => {
+                self.said_gone.insert(id);
                 self.flash_info(format!("Deleted timeline {name}."));
                 self.request_timelines();
             }
