@@ -141,7 +141,7 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
         }
         Some(command) => {
             init_logging(&global.log);
-            let (service, _) = connect(&global, Seed::Demo).await?;
+            let (service, _) = connect(&global, Seed::Demo, Face::Command).await?;
             let mut stdout = std::io::stdout().lock();
             chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
                 .await
@@ -302,10 +302,26 @@ fn local_traveller(global: &Global) -> Result<Traveller> {
     name.parse::<Traveller>().map_err(|e| explain(e.into()))
 }
 
+/// Who uses a connection: a one-shot command waits out a server's rate limit (saying so on
+/// stderr); the dashboard, which owns the terminal, shows the refusal instead.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Face {
+    Command,
+    Dashboard,
+}
+
+/// How long a command waits out 429s: many parallel runs share one traveller's limit.
+const COMMAND_RATE_LIMIT_RETRY: chronoscope::client::RateLimitRetry =
+    chronoscope::client::RateLimitRetry {
+        attempts: 8,
+        total_wait: std::time::Duration::from_secs(30),
+    };
+
 /// The service every command talks to, and a label saying where it lives.
 async fn connect(
     global: &Global,
     default_seed: Seed,
+    face: Face,
 ) -> Result<(Arc<dyn TimelineService>, String)> {
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
@@ -324,6 +340,19 @@ async fn connect(
         if let Some(ca) = &global.ca_cert {
             client = client.ca_cert(ca);
         }
+        if face == Face::Command {
+            let shown = url.clone();
+            client = client
+                .retry_rate_limited(COMMAND_RATE_LIMIT_RETRY)
+                .on_rate_limit_wait(move |wait| {
+                    eprintln!(
+                        "note: {shown} is rate limiting requests (429); waiting {:.1} s and \
+                         trying again (at most {} s in all)",
+                        wait.as_secs_f32(),
+                        COMMAND_RATE_LIMIT_RETRY.total_wait.as_secs()
+                    );
+                });
+        }
         let client = client.build().map_err(explain)?;
         let label = format!("server {}", client.base_url());
         return Ok((Arc::new(client), label));
@@ -340,7 +369,7 @@ async fn connect(
 const SCHEDULER_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
 
 async fn dashboard(global: &Global, args: chronoscope::cli::DashboardArgs) -> Result<()> {
-    let (service, source) = connect(global, Seed::Demo).await?;
+    let (service, source) = connect(global, Seed::Demo, Face::Dashboard).await?;
     let options = chronoscope::tui::TuiOptions {
         tick: args.tick,
         mouse: args.mouse,

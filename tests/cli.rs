@@ -572,3 +572,52 @@ fn a_window_is_refused_with_a_server_which_decides_its_own() {
     assert!(!by_env.status.success());
     assert!(stderr.contains("the server decides"), "{stderr}");
 }
+
+/// Twenty parallel runs of the real binary against a server allowing 5 requests a second:
+/// each waits out its 429s (saying so once on stderr) instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_runs_wait_out_the_servers_rate_limit() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let port = listener.local_addr().expect("bound").port();
+    let secret = chronoscope::auth::Secret::from_bytes(support::SECRET.to_vec()).expect("secret");
+    let mut config = chronoscope::server::ServerConfig::new(secret);
+    config.rate_limit = chronoscope::server::RateLimit {
+        per_second: 5.0,
+        burst: 3,
+    };
+    tokio::spawn(chronoscope::server::run(
+        listener,
+        config,
+        engine().await,
+        std::future::pending(),
+    ));
+    let url = format!("http://127.0.0.1:{port}");
+    let token = support::token("ada");
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<_> = (0..20)
+        .map(|_| {
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+                .arg("--data-dir")
+                .arg(dir.path())
+                .args(["--remote", &url, "--token", &token, "--json"])
+                .args(["timelines", "list"])
+                .env("NO_COLOR", "1")
+                .output()
+        })
+        .collect();
+    let outputs = futures::future::join_all(runs).await;
+    let mut waited = 0;
+    for out in outputs {
+        let out = out.expect("the CLI runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "a run failed: {stderr}");
+        let notes = stderr
+            .matches("is rate limiting requests (429); waiting")
+            .count();
+        assert!(notes <= 1, "the wait is said once per run: {stderr}");
+        waited += notes;
+    }
+    assert!(waited > 0, "twenty runs at once exceed 5 a second");
+}
