@@ -406,11 +406,28 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
         return Err(eyre!("'{bad}' is not a scope; use read, write or admin"));
     }
     let scopes = chronoscope::auth::Scopes::parse(&args.scope.join(" "));
-    let secret = secret(
-        global,
-        args.jwt_secret.as_deref(),
-        args.jwt_secret_file.as_deref(),
-    )?;
+    let given = args.jwt_secret.as_deref().filter(|s| !s.trim().is_empty());
+    let secret = if given.is_none() && args.jwt_secret_file.is_none() {
+        // The data directory's secret: only a server on that directory checks with it.
+        let dir = data_dir(global)?;
+        let path = dir.join(chronoscope::auth::SECRET_FILE);
+        let (secret, created) =
+            chronoscope::auth::Secret::open_file(&path).map_err(|e| eyre!("{e}"))?;
+        let what = if created {
+            "created a new token secret"
+        } else {
+            "signed with the token secret"
+        };
+        eprintln!(
+            "note: {what} in {file}; only a server started with the data directory {dir} \
+             (or with --jwt-secret-file {file}) accepts this token",
+            file = path.display(),
+            dir = dir.display(),
+        );
+        secret
+    } else {
+        secret(global, given, args.jwt_secret_file.as_deref())?
+    };
     let token = chronoscope::auth::issue_token(&secret, &args.subject, &scopes, args.ttl)
         .map_err(|e| eyre!("{e}"))?;
     println!("{token}");

@@ -621,3 +621,63 @@ async fn parallel_runs_wait_out_the_servers_rate_limit() {
     }
     assert!(waited > 0, "twenty runs at once exceed 5 a second");
 }
+
+/// `token` without a secret signs with the data directory's, creating it the first time, and
+/// says which file that is and which servers accept the token.
+#[test]
+fn a_token_names_the_secret_file_it_was_signed_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let mint = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["token", "--subject", "ada"])
+            .env_remove("CHRONOSCOPE_JWT_SECRET")
+            .env_remove("CHRONOSCOPE_JWT_SECRET_FILE")
+            .output()
+            .expect("the CLI runs")
+    };
+    let file = dir.path().join("jwt-secret");
+    let first = mint();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(file.exists());
+    assert!(
+        stderr.contains(&format!("created a new token secret in {}", file.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "only a server started with the data directory {} (or with --jwt-secret-file {}) \
+             accepts this token",
+            dir.path().display(),
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&first.stdout).lines().count(), 1);
+
+    let again = mint();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "signed with the token secret in {}",
+            file.display()
+        )),
+        "{stderr}"
+    );
+
+    // A secret given explicitly needs no note.
+    let given = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["token", "--subject", "ada"])
+        .env(
+            "CHRONOSCOPE_JWT_SECRET",
+            "a secret that is long enough for HS256!",
+        )
+        .output()
+        .expect("the CLI runs");
+    assert!(given.status.success());
+    assert!(given.stderr.is_empty(), "{given:?}");
+}

@@ -216,6 +216,12 @@ impl Secret {
 
     /// Reads the secret file, creating it with 32 random bytes (hex) and mode 0600 when missing.
     pub fn from_file(path: &Path) -> Result<Self, AuthError> {
+        Self::open_file(path).map(|(secret, _)| secret)
+    }
+
+    /// [`Secret::from_file`], also saying whether this call created the file (so a token
+    /// minted with a brand-new secret can say which servers will accept it).
+    pub fn open_file(path: &Path) -> Result<(Self, bool), AuthError> {
         let io = |source| AuthError::Io {
             path: path.to_owned(),
             source,
@@ -223,13 +229,14 @@ impl Secret {
         match std::fs::read_to_string(path) {
             Ok(text) => {
                 check_private(path)?;
-                Self::from_bytes(text.trim().as_bytes()).map_err(|_| {
+                let secret = Self::from_bytes(text.trim().as_bytes()).map_err(|_| {
                     AuthError::BadSecret(format!(
                         "file {} is shorter than {MIN_SECRET_LEN} bytes; delete it to have a \
                          new one generated",
                         path.display()
                     ))
-                })
+                })?;
+                Ok((secret, false))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(dir) = path.parent() {
@@ -239,7 +246,7 @@ impl Secret {
                 write_private(path, &hex).map_err(io)?;
                 // Another process may have won the race to create it: use what is on disk.
                 let text = std::fs::read_to_string(path).map_err(io)?;
-                Self::from_bytes(text.trim().as_bytes())
+                Ok((Self::from_bytes(text.trim().as_bytes())?, true))
             }
             Err(e) => Err(io(e)),
         }
