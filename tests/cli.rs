@@ -681,3 +681,36 @@ fn a_token_names_the_secret_file_it_was_signed_with() {
     assert!(given.status.success());
     assert!(given.stderr.is_empty(), "{given:?}");
 }
+
+/// A server's 401 reaches the person at the CLI as the server's sentence, not a library's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_token_is_explained_with_what_to_do() {
+    let port = support::serve_port(engine().await, None).await;
+    let secret = chronoscope::auth::Secret::from_bytes(support::SECRET.to_vec()).expect("secret");
+    let expired = chronoscope::auth::sign(
+        &secret,
+        &chronoscope::auth::Claims {
+            sub: "ada".into(),
+            iat: 1_699_990_000,
+            exp: 1_700_000_000,
+            scope: "read write".into(),
+        },
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--remote", &format!("http://127.0.0.1:{port}")])
+        .args(["--token", &expired, "timelines", "list"])
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("the CLI runs");
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "error: Unauthorized: the token expired at 2023-11-14T22:13:20Z; mint a new one with \
+         `chronoscope token`"
+    );
+}
