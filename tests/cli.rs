@@ -714,3 +714,35 @@ async fn an_expired_token_is_explained_with_what_to_do() {
          `chronoscope token`"
     );
 }
+
+/// A subcommand's `--help` shows its own arguments and options first; the flags every command
+/// shares follow under their own heading.
+#[test]
+fn help_lists_a_commands_own_options_before_the_global_ones() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .expect("the CLI runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("utf-8 help")
+    };
+    for (args, own) in [
+        (&["items", "register"][..], "<DESCRIPTION>"),
+        (&["timelines", "create"][..], "--destination-time"),
+    ] {
+        let text = help(args);
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{args:?}: no {needle} in\n{text}"))
+        };
+        let global = at("\nGlobal options:\n");
+        assert!(
+            at(own) < global,
+            "{args:?}: own option after the global ones\n{text}"
+        );
+        assert!(at("--data-dir") > global, "{args:?}\n{text}");
+        assert!(at("--remote") > global, "{args:?}\n{text}");
+    }
+}
