@@ -15,7 +15,21 @@ use chronoscope::service::TimelineService;
 
 fn main() -> ExitCode {
     install_reporters();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version are answers; with --json a mistake in the arguments is a problem too.
+        Err(e) if e.use_stderr() && json_asked() => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let detail = first.trim_start_matches("error: ").to_owned();
+            eprintln!(
+                "{}",
+                problem_json(&ServiceError::invalid("arguments", detail))
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -24,9 +38,17 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.global.json;
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failed::User(e)) => {
+    let failure = match runtime.block_on(run(cli)) {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failed::Report(e)) => match e.downcast::<Explained>() {
+            // A service error met on the way (connecting, say) is sorted like the command's own.
+            Ok(Explained(e)) => failed(e),
+            Err(e) => Failed::Report(e),
+        },
+        Err(user) => user,
+    };
+    match failure {
+        Failed::User(e) => {
             // The user's own mistake or a refusal: what to change, never a crash report.
             if json {
                 eprintln!("{}", problem_json(&e));
@@ -35,9 +57,13 @@ fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
-        Err(Failed::Report(e)) => {
+        Failed::Report(e) => {
             if json {
-                eprintln!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+                let e = match e.downcast::<Explained>() {
+                    Ok(Explained(e)) => e,
+                    Err(e) => ServiceError::Internal(format!("{e:#}")),
+                };
+                eprintln!("{}", problem_json(&e));
             } else {
                 eprintln!("Error: {e:?}");
             }
@@ -45,6 +71,25 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Whether `--json` (or `CHRONOSCOPE_JSON`) was asked for, when the arguments did not parse.
+fn json_asked() -> bool {
+    std::env::args_os().skip(1).any(|a| a == "--json")
+        || std::env::var("CHRONOSCOPE_JSON")
+            .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes" | "on"))
+}
+
+/// A service error carried in a report, so that `--json` can still print its problem.
+#[derive(Debug)]
+struct Explained(ServiceError);
+
+impl std::fmt::Display for Explained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.explain())
+    }
+}
+
+impl std::error::Error for Explained {}
 
 /// How a run failed: a refusal or bad input (a 4xx problem), or a real failure (the report).
 enum Failed {
@@ -103,7 +148,7 @@ fn install_reporters() {
 
 /// A service error as a person reads it (see [`ServiceError::explain`]).
 fn explain(e: ServiceError) -> color_eyre::Report {
-    eyre!("{}", e.explain())
+    color_eyre::Report::new(Explained(e))
 }
 
 async fn run(cli: Cli) -> std::result::Result<(), Failed> {
@@ -332,10 +377,12 @@ async fn connect(
                  open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
             ));
         }
-        let token = global
-            .token
-            .clone()
-            .ok_or_else(|| eyre!("--remote needs --token (see `chronoscope token --help`)"))?;
+        let token = global.token.clone().ok_or_else(|| {
+            explain(ServiceError::invalid(
+                "token",
+                "--remote needs --token (see `chronoscope token --help`)",
+            ))
+        })?;
         let mut client = chronoscope::client::RemoteClient::builder(url, token);
         if let Some(ca) = &global.ca_cert {
             client = client.ca_cert(ca);

@@ -746,3 +746,64 @@ fn help_lists_a_commands_own_options_before_the_global_ones() {
         assert!(at("--remote") > global, "{args:?}\n{text}");
     }
 }
+
+/// With `--json` every failure on stderr is a problem body a script can parse: a server that
+/// cannot be reached, a missing token, arguments that do not parse.
+#[test]
+fn with_json_every_failure_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let problem = |args: &[&str]| {
+        let out = with_backtraces(dir.path(), args);
+        assert!(!out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"));
+        (value, out.status.code())
+    };
+    let (unreachable, code) = problem(&[
+        "--json",
+        "--remote",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        "timelines",
+        "list",
+    ]);
+    assert_eq!(unreachable["status"], 503, "{unreachable}");
+    assert_eq!(unreachable["type"], "/problems/unavailable");
+    assert_eq!(
+        unreachable["detail"],
+        "cannot reach http://127.0.0.1:9: connection refused"
+    );
+    assert_eq!(code, Some(1), "a failure, not the user's mistake");
+
+    let (no_token, code) = problem(&["--json", "--remote", "http://127.0.0.1:9", "items", "list"]);
+    assert_eq!(no_token["status"], 400, "{no_token}");
+    assert_eq!(no_token["type"], "/problems/invalid-request");
+    assert!(
+        no_token["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("--remote needs --token")),
+        "{no_token}"
+    );
+    assert_eq!(code, Some(2));
+
+    let (bad_args, code) = problem(&["--json", "timelines", "bogus"]);
+    assert_eq!(bad_args["status"], 400, "{bad_args}");
+    assert_eq!(
+        bad_args["detail"],
+        "arguments: unrecognized subcommand 'bogus'"
+    );
+    assert_eq!(code, Some(2));
+
+    // Without --json the missing token is one line too, not a crash report.
+    let out = with_backtraces(
+        dir.path(),
+        &["--remote", "http://127.0.0.1:9", "items", "list"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "error: Invalid request: token: --remote needs --token (see `chronoscope token --help`)"
+    );
+}
