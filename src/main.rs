@@ -15,7 +15,21 @@ use chronoscope::service::TimelineService;
 
 fn main() -> ExitCode {
     install_reporters();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version are answers; with --json a mistake in the arguments is a problem too.
+        Err(e) if e.use_stderr() && json_asked() => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let detail = first.trim_start_matches("error: ").to_owned();
+            eprintln!(
+                "{}",
+                problem_json(&ServiceError::invalid("arguments", detail))
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -24,9 +38,17 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.global.json;
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failed::User(e)) => {
+    let failure = match runtime.block_on(run(cli)) {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failed::Report(e)) => match e.downcast::<Explained>() {
+            // A service error met on the way (connecting, say) is sorted like the command's own.
+            Ok(Explained(e)) => failed(e),
+            Err(e) => Failed::Report(e),
+        },
+        Err(user) => user,
+    };
+    match failure {
+        Failed::User(e) => {
             // The user's own mistake or a refusal: what to change, never a crash report.
             if json {
                 eprintln!("{}", problem_json(&e));
@@ -35,9 +57,13 @@ fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
-        Err(Failed::Report(e)) => {
+        Failed::Report(e) => {
             if json {
-                eprintln!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+                let e = match e.downcast::<Explained>() {
+                    Ok(Explained(e)) => e,
+                    Err(e) => ServiceError::Internal(format!("{e:#}")),
+                };
+                eprintln!("{}", problem_json(&e));
             } else {
                 eprintln!("Error: {e:?}");
             }
@@ -45,6 +71,25 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Whether `--json` (or `CHRONOSCOPE_JSON`) was asked for, when the arguments did not parse.
+fn json_asked() -> bool {
+    std::env::args_os().skip(1).any(|a| a == "--json")
+        || std::env::var("CHRONOSCOPE_JSON")
+            .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes" | "on"))
+}
+
+/// A service error carried in a report, so that `--json` can still print its problem.
+#[derive(Debug)]
+struct Explained(ServiceError);
+
+impl std::fmt::Display for Explained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.explain())
+    }
+}
+
+impl std::error::Error for Explained {}
 
 /// How a run failed: a refusal or bad input (a 4xx problem), or a real failure (the report).
 enum Failed {
@@ -103,7 +148,7 @@ fn install_reporters() {
 
 /// A service error as a person reads it (see [`ServiceError::explain`]).
 fn explain(e: ServiceError) -> color_eyre::Report {
-    eyre!("{}", e.explain())
+    color_eyre::Report::new(Explained(e))
 }
 
 async fn run(cli: Cli) -> std::result::Result<(), Failed> {
@@ -141,7 +186,7 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
         }
         Some(command) => {
             init_logging(&global.log);
-            let (service, _) = connect(&global, Seed::Demo).await?;
+            let (service, _) = connect(&global, Seed::Demo, Face::Command).await?;
             let mut stdout = std::io::stdout().lock();
             chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
                 .await
@@ -302,10 +347,26 @@ fn local_traveller(global: &Global) -> Result<Traveller> {
     name.parse::<Traveller>().map_err(|e| explain(e.into()))
 }
 
+/// Who uses a connection: a one-shot command waits out a server's rate limit (saying so on
+/// stderr); the dashboard, which owns the terminal, shows the refusal instead.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Face {
+    Command,
+    Dashboard,
+}
+
+/// How long a command waits out 429s: many parallel runs share one traveller's limit.
+const COMMAND_RATE_LIMIT_RETRY: chronoscope::client::RateLimitRetry =
+    chronoscope::client::RateLimitRetry {
+        attempts: 8,
+        total_wait: std::time::Duration::from_secs(30),
+    };
+
 /// The service every command talks to, and a label saying where it lives.
 async fn connect(
     global: &Global,
     default_seed: Seed,
+    face: Face,
 ) -> Result<(Arc<dyn TimelineService>, String)> {
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
@@ -316,13 +377,28 @@ async fn connect(
                  open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
             ));
         }
-        let token = global
-            .token
-            .clone()
-            .ok_or_else(|| eyre!("--remote needs --token (see `chronoscope token --help`)"))?;
+        let token = global.token.clone().ok_or_else(|| {
+            explain(ServiceError::invalid(
+                "token",
+                "--remote needs --token (see `chronoscope token --help`)",
+            ))
+        })?;
         let mut client = chronoscope::client::RemoteClient::builder(url, token);
         if let Some(ca) = &global.ca_cert {
             client = client.ca_cert(ca);
+        }
+        if face == Face::Command {
+            let shown = url.clone();
+            client = client
+                .retry_rate_limited(COMMAND_RATE_LIMIT_RETRY)
+                .on_rate_limit_wait(move |wait| {
+                    eprintln!(
+                        "note: {shown} is rate limiting requests (429); waiting {:.1} s and \
+                         trying again (at most {} s in all)",
+                        wait.as_secs_f32(),
+                        COMMAND_RATE_LIMIT_RETRY.total_wait.as_secs()
+                    );
+                });
         }
         let client = client.build().map_err(explain)?;
         let label = format!("server {}", client.base_url());
@@ -340,7 +416,7 @@ async fn connect(
 const SCHEDULER_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
 
 async fn dashboard(global: &Global, args: chronoscope::cli::DashboardArgs) -> Result<()> {
-    let (service, source) = connect(global, Seed::Demo).await?;
+    let (service, source) = connect(global, Seed::Demo, Face::Dashboard).await?;
     let options = chronoscope::tui::TuiOptions {
         tick: args.tick,
         mouse: args.mouse,
@@ -377,11 +453,28 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
         return Err(eyre!("'{bad}' is not a scope; use read, write or admin"));
     }
     let scopes = chronoscope::auth::Scopes::parse(&args.scope.join(" "));
-    let secret = secret(
-        global,
-        args.jwt_secret.as_deref(),
-        args.jwt_secret_file.as_deref(),
-    )?;
+    let given = args.jwt_secret.as_deref().filter(|s| !s.trim().is_empty());
+    let secret = if given.is_none() && args.jwt_secret_file.is_none() {
+        // The data directory's secret: only a server on that directory checks with it.
+        let dir = data_dir(global)?;
+        let path = dir.join(chronoscope::auth::SECRET_FILE);
+        let (secret, created) =
+            chronoscope::auth::Secret::open_file(&path).map_err(|e| eyre!("{e}"))?;
+        let what = if created {
+            "created a new token secret"
+        } else {
+            "signed with the token secret"
+        };
+        eprintln!(
+            "note: {what} in {file}; only a server started with the data directory {dir} \
+             (or with --jwt-secret-file {file}) accepts this token",
+            file = path.display(),
+            dir = dir.display(),
+        );
+        secret
+    } else {
+        secret(global, given, args.jwt_secret_file.as_deref())?
+    };
     let token = chronoscope::auth::issue_token(&secret, &args.subject, &scopes, args.ttl)
         .map_err(|e| eyre!("{e}"))?;
     println!("{token}");

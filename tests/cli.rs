@@ -572,3 +572,238 @@ fn a_window_is_refused_with_a_server_which_decides_its_own() {
     assert!(!by_env.status.success());
     assert!(stderr.contains("the server decides"), "{stderr}");
 }
+
+/// Twenty parallel runs of the real binary against a server allowing 5 requests a second:
+/// each waits out its 429s (saying so once on stderr) instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_runs_wait_out_the_servers_rate_limit() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let port = listener.local_addr().expect("bound").port();
+    let secret = chronoscope::auth::Secret::from_bytes(support::SECRET.to_vec()).expect("secret");
+    let mut config = chronoscope::server::ServerConfig::new(secret);
+    config.rate_limit = chronoscope::server::RateLimit {
+        per_second: 5.0,
+        burst: 3,
+    };
+    tokio::spawn(chronoscope::server::run(
+        listener,
+        config,
+        engine().await,
+        std::future::pending(),
+    ));
+    let url = format!("http://127.0.0.1:{port}");
+    let token = support::token("ada");
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<_> = (0..20)
+        .map(|_| {
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+                .arg("--data-dir")
+                .arg(dir.path())
+                .args(["--remote", &url, "--token", &token, "--json"])
+                .args(["timelines", "list"])
+                .env("NO_COLOR", "1")
+                .output()
+        })
+        .collect();
+    let outputs = futures::future::join_all(runs).await;
+    let mut waited = 0;
+    for out in outputs {
+        let out = out.expect("the CLI runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "a run failed: {stderr}");
+        let notes = stderr
+            .matches("is rate limiting requests (429); waiting")
+            .count();
+        assert!(notes <= 1, "the wait is said once per run: {stderr}");
+        waited += notes;
+    }
+    assert!(waited > 0, "twenty runs at once exceed 5 a second");
+}
+
+/// `token` without a secret signs with the data directory's, creating it the first time, and
+/// says which file that is and which servers accept the token.
+#[test]
+fn a_token_names_the_secret_file_it_was_signed_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let mint = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["token", "--subject", "ada"])
+            .env_remove("CHRONOSCOPE_JWT_SECRET")
+            .env_remove("CHRONOSCOPE_JWT_SECRET_FILE")
+            .output()
+            .expect("the CLI runs")
+    };
+    let file = dir.path().join("jwt-secret");
+    let first = mint();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(file.exists());
+    assert!(
+        stderr.contains(&format!("created a new token secret in {}", file.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "only a server started with the data directory {} (or with --jwt-secret-file {}) \
+             accepts this token",
+            dir.path().display(),
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&first.stdout).lines().count(), 1);
+
+    let again = mint();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "signed with the token secret in {}",
+            file.display()
+        )),
+        "{stderr}"
+    );
+
+    // A secret given explicitly needs no note.
+    let given = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["token", "--subject", "ada"])
+        .env(
+            "CHRONOSCOPE_JWT_SECRET",
+            "a secret that is long enough for HS256!",
+        )
+        .output()
+        .expect("the CLI runs");
+    assert!(given.status.success());
+    assert!(given.stderr.is_empty(), "{given:?}");
+}
+
+/// A server's 401 reaches the person at the CLI as the server's sentence, not a library's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_token_is_explained_with_what_to_do() {
+    let port = support::serve_port(engine().await, None).await;
+    let secret = chronoscope::auth::Secret::from_bytes(support::SECRET.to_vec()).expect("secret");
+    let expired = chronoscope::auth::sign(
+        &secret,
+        &chronoscope::auth::Claims {
+            sub: "ada".into(),
+            iat: 1_699_990_000,
+            exp: 1_700_000_000,
+            scope: "read write".into(),
+        },
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--remote", &format!("http://127.0.0.1:{port}")])
+        .args(["--token", &expired, "timelines", "list"])
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("the CLI runs");
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "error: Unauthorized: the token expired at 2023-11-14T22:13:20Z; mint a new one with \
+         `chronoscope token`"
+    );
+}
+
+/// A subcommand's `--help` shows its own arguments and options first; the flags every command
+/// shares follow under their own heading.
+#[test]
+fn help_lists_a_commands_own_options_before_the_global_ones() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .expect("the CLI runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("utf-8 help")
+    };
+    for (args, own) in [
+        (&["items", "register"][..], "<DESCRIPTION>"),
+        (&["timelines", "create"][..], "--destination-time"),
+    ] {
+        let text = help(args);
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{args:?}: no {needle} in\n{text}"))
+        };
+        let global = at("\nGlobal options:\n");
+        assert!(
+            at(own) < global,
+            "{args:?}: own option after the global ones\n{text}"
+        );
+        assert!(at("--data-dir") > global, "{args:?}\n{text}");
+        assert!(at("--remote") > global, "{args:?}\n{text}");
+    }
+}
+
+/// With `--json` every failure on stderr is a problem body a script can parse: a server that
+/// cannot be reached, a missing token, arguments that do not parse.
+#[test]
+fn with_json_every_failure_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let problem = |args: &[&str]| {
+        let out = with_backtraces(dir.path(), args);
+        assert!(!out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"));
+        (value, out.status.code())
+    };
+    let (unreachable, code) = problem(&[
+        "--json",
+        "--remote",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        "timelines",
+        "list",
+    ]);
+    assert_eq!(unreachable["status"], 503, "{unreachable}");
+    assert_eq!(unreachable["type"], "/problems/unavailable");
+    assert_eq!(
+        unreachable["detail"],
+        "cannot reach http://127.0.0.1:9: connection refused"
+    );
+    assert_eq!(code, Some(1), "a failure, not the user's mistake");
+
+    let (no_token, code) = problem(&["--json", "--remote", "http://127.0.0.1:9", "items", "list"]);
+    assert_eq!(no_token["status"], 400, "{no_token}");
+    assert_eq!(no_token["type"], "/problems/invalid-request");
+    assert!(
+        no_token["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("--remote needs --token")),
+        "{no_token}"
+    );
+    assert_eq!(code, Some(2));
+
+    let (bad_args, code) = problem(&["--json", "timelines", "bogus"]);
+    assert_eq!(bad_args["status"], 400, "{bad_args}");
+    assert_eq!(
+        bad_args["detail"],
+        "arguments: unrecognized subcommand 'bogus'"
+    );
+    assert_eq!(code, Some(2));
+
+    // Without --json the missing token is one line too, not a crash report.
+    let out = with_backtraces(
+        dir.path(),
+        &["--remote", "http://127.0.0.1:9", "items", "list"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "error: Invalid request: token: --remote needs --token (see `chronoscope token --help`)"
+    );
+}

@@ -191,3 +191,42 @@ async fn a_token_within_the_leeway_is_still_accepted() {
     .unwrap();
     assert_eq!(app.get("/v1/me", &just_expired).await.status.as_u16(), 200);
 }
+
+#[tokio::test]
+async fn each_refused_token_is_explained_in_a_sentence() {
+    let app = App::new().await;
+    let long_ago = Claims {
+        iat: 1_699_990_000,
+        ..claims("ada", 1_700_000_000)
+    };
+    let expired = chronoscope::auth::sign(&secret(), &long_ago).unwrap();
+    let mut bad = bad_authorizations();
+    bad.push(("long expired", Some(format!("Bearer {expired}"))));
+    let expected = [
+        ("malformed", "the token is not a well-formed JWT (three base64url parts joined by dots); was it pasted whole?".to_owned()),
+        ("long expired", "the token expired at 2023-11-14T22:13:20Z; mint a new one with `chronoscope token`".to_owned()),
+        ("tampered", "the token's signature does not match this server's secret".to_owned()),
+        ("foreign secret", "the token's signature does not match this server's secret".to_owned()),
+        ("alg none", "the token is signed with none, and this server accepts HS256 tokens only".to_owned()),
+        ("HS512", "the token is signed with HS512, and this server accepts HS256 tokens only".to_owned()),
+    ];
+    for (name, wording) in expected {
+        let auth = bad
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, a)| a.clone())
+            .unwrap();
+        let req = Request::builder()
+            .uri("/v1/me")
+            .header("authorization", auth)
+            .body(Body::empty())
+            .unwrap();
+        let problem = app.send(req).await.assert_problem(401, "unauthorized");
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(detail.starts_with(&wording), "{name}: {detail}");
+        assert!(
+            !detail.contains("Signature") && !detail.contains("InvalidToken"),
+            "{name}: no library names: {detail}"
+        );
+    }
+}

@@ -404,3 +404,93 @@ async fn shutting_down_ends_open_streams_instead_of_waiting_for_them() {
         "no change after shutdown: {end:?}"
     );
 }
+
+/// The served description names each event of the stream and the JSON its `data` carries
+/// (the form schemathesis checks each event against): every event a real stream sends
+/// (snapshot, appeared, resolved, error) matches exactly one documented event, with the
+/// fields and the required members of its `data` the description asks for.
+#[tokio::test]
+async fn every_event_on_the_wire_is_one_the_description_names() {
+    let server = Served::start(config()).await;
+    let doc = chronoscope::server::openapi();
+    let op = &doc["paths"]["/v1/monitor-timeline/stream"]["get"];
+    let documented = op["responses"]["200"]["content"]["text/event-stream"]["schema"]["oneOf"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no event schemas: {}", op["responses"]["200"]))
+        .clone();
+    assert!(
+        op["responses"]["400"]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("unknown timeline")),
+        "the 400 says it stands for an unknown timeline"
+    );
+
+    let ada = server.client("ada");
+    let made = ada
+        .create_timeline(NewTimeline {
+            name: Some("Watched".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let celebration = treaty_and_celebration(&ada, &made.id).await;
+    let mut resp = reqwest::Client::new()
+        .get(format!(
+            "{}/v1/monitor-timeline/stream?timeline_id={}",
+            server.base, made.id
+        ))
+        .bearer_auth(token("ada"))
+        .send()
+        .await
+        .unwrap();
+    let mut text = read_until(&mut resp, "event: snapshot", Duration::from_secs(5)).await;
+    celebrate_early(&ada, &made.id, &celebration).await;
+    text += &read_until(&mut resp, "event: appeared", Duration::from_secs(5)).await;
+    ada.delete_timeline(&made.id).await.unwrap();
+    text += &read_until(&mut resp, "event: error", Duration::from_secs(5)).await;
+    text += &read_until(&mut resp, "\n\n", Duration::from_secs(1)).await;
+
+    let mut seen = Vec::new();
+    for block in text.split("\n\n").filter(|b| b.contains("data:")) {
+        let field = |name: &str| {
+            block
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+                .map(str::to_owned)
+        };
+        let name = field("event").unwrap_or_else(|| "message".into());
+        let matching: Vec<_> = documented
+            .iter()
+            .filter(|s| s["properties"]["event"]["const"] == name.as_str())
+            .collect();
+        assert_eq!(
+            matching.len(),
+            1,
+            "event '{name}' is documented once: {block}"
+        );
+        let schema = matching[0];
+        for required in schema["required"].as_array().unwrap() {
+            let required = required.as_str().unwrap();
+            assert!(
+                required == "event" || field(required).is_some(),
+                "'{name}' lacks {required}: {block}"
+            );
+        }
+        let data: serde_json::Value = serde_json::from_str(&field("data").unwrap())
+            .unwrap_or_else(|e| panic!("'{name}' data is not JSON ({e}): {block}"));
+        let component = schema["properties"]["data"]["contentSchema"]["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .unwrap_or_else(|| panic!("'{name}' names its data's schema"));
+        let component = &doc["components"]["schemas"][component];
+        for member in component["required"].as_array().unwrap() {
+            let member = member.as_str().unwrap();
+            assert!(
+                data.get(member).is_some(),
+                "'{name}' data lacks {member}: {data}"
+            );
+        }
+        seen.push(name);
+    }
+    assert_eq!(seen, ["snapshot", "appeared", "error"], "{text}");
+}

@@ -6,7 +6,7 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use super::{Claims, Scopes, Verifier};
+use super::{AuthError, Claims, Scopes, TokenRefusal, Verifier};
 use crate::model::Traveller;
 
 /// A caller whose token verified: who they are and what they may do.
@@ -25,8 +25,10 @@ pub struct Authenticated {
 pub enum AuthRejection {
     /// No `Authorization: Bearer` header.
     Missing,
-    /// A token that is malformed, expired, tampered with or not HS256.
+    /// An `Authorization` header that does not carry a bearer token.
     Invalid(String),
+    /// A bearer token that is malformed, expired, tampered with or not HS256.
+    Refused(TokenRefusal),
 }
 
 impl AuthRejection {
@@ -38,6 +40,7 @@ impl AuthRejection {
                     .into()
             }
             AuthRejection::Invalid(why) => format!("the bearer token was refused: {why}"),
+            AuthRejection::Refused(why) => why.to_string(),
         }
     }
 }
@@ -60,9 +63,10 @@ impl Authenticated {
                 "the {scheme} scheme is not accepted; use Bearer"
             )));
         }
-        let claims = verifier
-            .verify(token.trim())
-            .map_err(|e| AuthRejection::Invalid(e.to_string()))?;
+        let claims = verifier.verify(token.trim()).map_err(|e| match e {
+            AuthError::InvalidToken(why) => AuthRejection::Refused(why),
+            other => AuthRejection::Invalid(other.to_string()),
+        })?;
         let traveller = claims
             .sub
             .parse()

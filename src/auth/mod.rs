@@ -147,12 +147,131 @@ pub enum AuthError {
     /// The secret given is unusable.
     #[error("the token secret {0}")]
     BadSecret(String),
-    /// The token is missing, malformed, expired, tampered with or not HS256.
-    #[error("invalid token: {0}")]
-    InvalidToken(String),
+    /// The token is malformed, expired, tampered with or not HS256.
+    #[error("{0}")]
+    InvalidToken(TokenRefusal),
     /// A token could not be signed.
     #[error("cannot sign a token: {0}")]
     Signing(String),
+}
+
+/// Why a token was refused, worded for the person holding it: what is wrong, and what to do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRefusal {
+    /// Its `exp` has passed.
+    #[error("the token expired at {at}; mint a new one with `chronoscope token`")]
+    Expired {
+        /// When, RFC 3339 in UTC.
+        at: String,
+    },
+    /// Signed with another secret, or altered.
+    #[error(
+        "the token's signature does not match this server's secret (was it minted for another \
+         server, or altered?); mint one with `chronoscope token` on the server's data directory \
+         or with its --jwt-secret-file"
+    )]
+    BadSignature,
+    /// Not three base64url parts of JSON joined by dots.
+    #[error(
+        "the token is not a well-formed JWT (three base64url parts joined by dots); was it \
+         pasted whole? `chronoscope token` mints one"
+    )]
+    Malformed,
+    /// Signed with an algorithm other than HS256.
+    #[error(
+        "the token is signed with {alg}, and this server accepts HS256 tokens only; mint one \
+         with `chronoscope token`"
+    )]
+    WrongAlgorithm {
+        /// The `alg` its header names.
+        alg: String,
+    },
+    /// A claim every chronoscope token carries is missing or not of its type.
+    #[error(
+        "the token's '{claim}' claim is missing or malformed; mint one with `chronoscope token`"
+    )]
+    BadClaim {
+        /// The claim.
+        claim: String,
+    },
+    /// Its `iat` is ahead of this server's clock.
+    #[error(
+        "the token was issued at {at}, which is in this server's future; is the clock of the \
+         machine that minted it (or of the server) wrong?"
+    )]
+    IssuedInFuture {
+        /// When, RFC 3339 in UTC.
+        at: String,
+    },
+    /// Its `sub` is not a traveller name.
+    #[error("the token's subject cannot be a traveller: {0}")]
+    BadSubject(String),
+    /// Anything else the JWT library refuses.
+    #[error("the token was refused: {0}")]
+    Other(String),
+}
+
+impl TokenRefusal {
+    /// The refusal `e` stands for, for `token` (whose header and claims it may read again).
+    fn of(e: &jsonwebtoken::errors::Error, token: &str) -> Self {
+        use jsonwebtoken::errors::ErrorKind as K;
+        match e.kind() {
+            // The signature was checked before the expiry, so the claims are the issuer's.
+            K::ExpiredSignature => {
+                match jsonwebtoken::dangerous::insecure_decode_claims::<Claims>(token) {
+                    Ok(claims) => Self::expired(claims.exp),
+                    Err(_) => Self::Expired {
+                        at: "an earlier time".into(),
+                    },
+                }
+            }
+            K::InvalidSignature => Self::BadSignature,
+            K::InvalidAlgorithm | K::InvalidAlgorithmName | K::UnsupportedAlgorithm => {
+                Self::WrongAlgorithm {
+                    alg: header_alg(token).unwrap_or_else(|| "another algorithm".into()),
+                }
+            }
+            K::InvalidToken | K::Base64(_) | K::Utf8(_) => Self::Malformed,
+            // The header names an algorithm jsonwebtoken does not know ("none", say).
+            K::Json(_) if header_alg(token).is_some_and(|alg| alg != "HS256") => {
+                Self::WrongAlgorithm {
+                    alg: header_alg(token).unwrap_or_default(),
+                }
+            }
+            K::Json(_) => Self::Malformed,
+            K::MissingRequiredClaim(claim) | K::InvalidClaimFormat(claim) => Self::BadClaim {
+                claim: claim.clone(),
+            },
+            _ => Self::Other(e.to_string()),
+        }
+    }
+
+    /// Expired at `exp` (seconds since the epoch).
+    fn expired(exp: u64) -> Self {
+        Self::Expired { at: rfc3339(exp) }
+    }
+}
+
+/// Seconds since the epoch as RFC 3339 (UTC, whole seconds).
+fn rfc3339(secs: u64) -> String {
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map_or_else(
+            || format!("{secs} s after 1970"),
+            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        )
+}
+
+/// The `alg` a token's header names, read without trusting it.
+fn header_alg(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let header = token.split('.').next()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header.trim_end_matches('='))
+        .ok()?;
+    let header: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    header.get("alg")?.as_str().map(str::to_owned)
 }
 
 /// The HMAC secret tokens are signed with. Never printed.
@@ -216,6 +335,12 @@ impl Secret {
 
     /// Reads the secret file, creating it with 32 random bytes (hex) and mode 0600 when missing.
     pub fn from_file(path: &Path) -> Result<Self, AuthError> {
+        Self::open_file(path).map(|(secret, _)| secret)
+    }
+
+    /// [`Secret::from_file`], also saying whether this call created the file (so a token
+    /// minted with a brand-new secret can say which servers will accept it).
+    pub fn open_file(path: &Path) -> Result<(Self, bool), AuthError> {
         let io = |source| AuthError::Io {
             path: path.to_owned(),
             source,
@@ -223,13 +348,14 @@ impl Secret {
         match std::fs::read_to_string(path) {
             Ok(text) => {
                 check_private(path)?;
-                Self::from_bytes(text.trim().as_bytes()).map_err(|_| {
+                let secret = Self::from_bytes(text.trim().as_bytes()).map_err(|_| {
                     AuthError::BadSecret(format!(
                         "file {} is shorter than {MIN_SECRET_LEN} bytes; delete it to have a \
                          new one generated",
                         path.display()
                     ))
-                })
+                })?;
+                Ok((secret, false))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(dir) = path.parent() {
@@ -239,7 +365,7 @@ impl Secret {
                 write_private(path, &hex).map_err(io)?;
                 // Another process may have won the race to create it: use what is on disk.
                 let text = std::fs::read_to_string(path).map_err(io)?;
-                Self::from_bytes(text.trim().as_bytes())
+                Ok((Self::from_bytes(text.trim().as_bytes())?, true))
             }
             Err(e) => Err(io(e)),
         }
@@ -334,15 +460,17 @@ pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
         &DecodingKey::from_secret(secret.bytes()),
         &validation,
     )
-    .map_err(|e| AuthError::InvalidToken(e.to_string()))?;
+    .map_err(|e| AuthError::InvalidToken(TokenRefusal::of(&e, token)))?;
     let claims = data.claims;
     if claims.iat > now_secs() + LEEWAY_SECS {
-        return Err(AuthError::InvalidToken("issued in the future".into()));
+        return Err(AuthError::InvalidToken(TokenRefusal::IssuedInFuture {
+            at: rfc3339(claims.iat),
+        }));
     }
     claims
         .sub
         .parse::<Traveller>()
-        .map_err(|e| AuthError::InvalidToken(format!("sub: {e}")))?;
+        .map_err(|e| AuthError::InvalidToken(TokenRefusal::BadSubject(e.to_string())))?;
     Ok(claims)
 }
 
@@ -410,12 +538,7 @@ impl Verifier {
                 return Ok(claims);
             }
             self.verified.invalidate(token);
-            return Err(AuthError::InvalidToken(
-                jsonwebtoken::errors::Error::from(
-                    jsonwebtoken::errors::ErrorKind::ExpiredSignature,
-                )
-                .to_string(),
-            ));
+            return Err(AuthError::InvalidToken(TokenRefusal::expired(claims.exp)));
         }
         let claims = verify(&self.secret, token)?;
         self.verified.insert(token.to_owned(), claims.clone());
@@ -494,7 +617,10 @@ mod tests {
         assert!(verifier.verify_at(&token, claims.exp + LEEWAY_SECS).is_ok());
         let expired = verifier.verify_at(&token, claims.exp + LEEWAY_SECS + 1);
         assert!(
-            matches!(&expired, Err(AuthError::InvalidToken(why)) if why.contains("Expired")),
+            matches!(
+                &expired,
+                Err(AuthError::InvalidToken(TokenRefusal::Expired { .. }))
+            ),
             "{expired:?}"
         );
 

@@ -38,6 +38,8 @@ pub struct Cli {
 
 /// Flags every subcommand shares.
 #[derive(Debug, Args, Clone)]
+// Under their own heading, so each subcommand's own options come first in its --help.
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Where the SQLite file and the server's token secret live [default: the user's data directory]
     #[arg(long, global = true, env = "CHRONOSCOPE_DATA_DIR", value_name = "DIR")]

@@ -14,6 +14,7 @@ mod problem;
 mod stream;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -38,6 +39,30 @@ const RETRIES: u32 = 2;
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Wait before the first retry; doubled for the next.
 const DEFAULT_BACKOFF: Duration = Duration::from_millis(150);
+/// Most random time added to a `Retry-After` wait, so that clients told the same second do
+/// not all come back in the same instant and be refused together again.
+const RATE_LIMIT_JITTER_MS: u64 = 300;
+
+/// Called with the wait before the first retry after a 429 (once per client and its clones).
+pub type RateLimitNotice = Arc<dyn Fn(Duration) + Send + Sync>;
+
+/// How a client answers a 429 (too many requests): the server refused it before doing any of
+/// it, so any request may be sent again once `Retry-After` has passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimitRetry {
+    /// How many times one request is sent again after a 429 (0: never).
+    pub attempts: u32,
+    /// The longest one request waits in all; a `Retry-After` beyond what is left gives up.
+    pub total_wait: Duration,
+}
+
+impl RateLimitRetry {
+    /// A 429 is the caller's answer at once.
+    pub const OFF: RateLimitRetry = RateLimitRetry {
+        attempts: 0,
+        total_wait: Duration::ZERO,
+    };
+}
 
 /// The service on a chronoscope server, acting as the traveller its token names.
 #[derive(Clone)]
@@ -51,6 +76,10 @@ pub struct RemoteClient {
     connect_timeout: Duration,
     request_timeout: Duration,
     backoff: Duration,
+    rate_limited: RateLimitRetry,
+    notice: Option<RateLimitNotice>,
+    /// Shared by clones, so the notice is given once.
+    noticed: Arc<Once>,
 }
 
 impl std::fmt::Debug for RemoteClient {
@@ -73,6 +102,8 @@ pub struct RemoteClientBuilder {
     request_timeout: Duration,
     backoff: Duration,
     ca_cert: Option<PathBuf>,
+    rate_limited: RateLimitRetry,
+    notice: Option<RateLimitNotice>,
 }
 
 impl std::fmt::Debug for RemoteClientBuilder {
@@ -109,6 +140,19 @@ impl RemoteClientBuilder {
     /// Wait before retrying a safe request (default 150 ms, doubled for the second retry).
     pub fn retry_backoff(mut self, backoff: Duration) -> Self {
         self.backoff = backoff;
+        self
+    }
+
+    /// Send a request again after a 429, waiting as long as `Retry-After` says, within
+    /// `retry` (default [`RateLimitRetry::OFF`]).
+    pub fn retry_rate_limited(mut self, retry: RateLimitRetry) -> Self {
+        self.rate_limited = retry;
+        self
+    }
+
+    /// Tell someone, once, that the client is waiting out a rate limit (e.g. on stderr).
+    pub fn on_rate_limit_wait(mut self, notice: impl Fn(Duration) + Send + Sync + 'static) -> Self {
+        self.notice = Some(Arc::new(notice));
         self
     }
 
@@ -163,6 +207,9 @@ impl RemoteClientBuilder {
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             backoff: self.backoff,
+            rate_limited: self.rate_limited,
+            notice: self.notice,
+            noticed: Arc::new(Once::new()),
         })
     }
 }
@@ -368,6 +415,8 @@ impl RemoteClient {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             backoff: DEFAULT_BACKOFF,
             ca_cert: None,
+            rate_limited: RateLimitRetry::OFF,
+            notice: None,
         }
     }
 
@@ -401,6 +450,8 @@ impl RemoteClient {
         let route = call.route();
         let retry = call.retry();
         let mut attempt = 0;
+        let mut limited = 0;
+        let mut waited = Duration::ZERO;
         let response = loop {
             let mut request = self
                 .http
@@ -417,6 +468,21 @@ impl RemoteClient {
             }
             let again = attempt < RETRIES;
             match request.send().await {
+                Ok(r) if r.status() == StatusCode::TOO_MANY_REQUESTS => {
+                    let wait = self.rate_limit_wait(r.headers());
+                    if limited >= self.rate_limited.attempts
+                        || waited + wait > self.rate_limited.total_wait
+                    {
+                        break r;
+                    }
+                    if let Some(notice) = &self.notice {
+                        self.noticed.call_once(|| notice(wait));
+                    }
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                    limited += 1;
+                    continue;
+                }
                 Ok(r)
                     if r.status() == StatusCode::SERVICE_UNAVAILABLE
                         && matches!(retry, Retry::Safe | Retry::Keyed)
@@ -443,6 +509,15 @@ impl RemoteClient {
             });
         }
         Err(failure(status, &headers, &body, &route))
+    }
+
+    /// How long to wait after a 429: its `Retry-After`, plus a little at random.
+    fn rate_limit_wait(&self, headers: &HeaderMap) -> Duration {
+        use rand::Rng;
+        let secs =
+            problem::retry_after_secs(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()));
+        let jitter = rand::rng().random_range(0..=RATE_LIMIT_JITTER_MS);
+        Duration::from_secs(secs) + Duration::from_millis(jitter)
     }
 
     /// The error for a server that could not be reached or did not answer.
@@ -755,6 +830,7 @@ impl TimelineService for RemoteClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn the_base_url_is_an_http_or_https_server_root() {
@@ -937,6 +1013,75 @@ mod tests {
             .retry_backoff(Duration::from_millis(1))
             .build()
             .unwrap()
+    }
+
+    /// A server that answers every request 429 with `Retry-After: {retry_after}`.
+    async fn always_limited(retry_after: &'static str) -> (String, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&calls);
+        let router = axum::Router::new().route(
+            "/v1/timelines",
+            axum::routing::get(move || {
+                seen.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    (
+                        axum::http::StatusCode::TOO_MANY_REQUESTS,
+                        [(axum::http::header::RETRY_AFTER, retry_after)],
+                        "",
+                    )
+                }
+            }),
+        );
+        (stand_in::serve(router).await, calls)
+    }
+
+    #[tokio::test]
+    async fn a_429_is_sent_again_a_bounded_number_of_times_and_said_once() {
+        let (base, calls) = always_limited("0").await;
+        let told = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&told);
+        let c = RemoteClient::builder(&base, "t")
+            .retry_rate_limited(RateLimitRetry {
+                attempts: 2,
+                total_wait: Duration::from_secs(30),
+            })
+            .on_rate_limit_wait(move |_| {
+                count.fetch_add(1, Ordering::SeqCst);
+            })
+            .build()
+            .unwrap();
+        assert!(matches!(
+            c.list_timelines(PageRequest::default()).await,
+            Err(ServiceError::RateLimited { .. })
+        ));
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            3,
+            "the first try and two more"
+        );
+        assert_eq!(told.load(Ordering::SeqCst), 1);
+        // Without retries (the default) a 429 is the answer at once.
+        let _ = quick(&base).list_timelines(PageRequest::default()).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_beyond_the_budget_is_the_answer_without_waiting() {
+        let (base, calls) = always_limited("3600").await;
+        let c = RemoteClient::builder(&base, "t")
+            .retry_rate_limited(RateLimitRetry {
+                attempts: 5,
+                total_wait: Duration::from_secs(30),
+            })
+            .build()
+            .unwrap();
+        assert_eq!(
+            c.list_timelines(PageRequest::default()).await,
+            Err(ServiceError::RateLimited {
+                retry_after_secs: 3600
+            })
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

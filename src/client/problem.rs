@@ -202,7 +202,7 @@ fn slug_of(kind: &str) -> Option<&str> {
 }
 
 /// `Retry-After` in seconds; an HTTP date or garbage waits one second.
-fn retry_after_secs(header: Option<&str>) -> u64 {
+pub(crate) fn retry_after_secs(header: Option<&str>) -> u64 {
     header
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(1)

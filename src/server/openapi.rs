@@ -81,7 +81,75 @@ pub fn openapi() -> serde_json::Value {
 pub(super) fn document(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
     let mut value = serde_json::to_value(finish(doc)).unwrap_or_default();
     constrain(&mut value);
+    describe_stream(&mut value);
     value
+}
+
+/// The monitor's event stream, one schema per event name.
+const STREAM_PATH: &str = "/v1/monitor-timeline/stream";
+
+/// The schema of one event of the monitor's stream, as OpenAPI 3.2 (`itemSchema`) and
+/// schemathesis read it: an object of the event's `event`, `id` and `data` fields, `data`
+/// being JSON (`contentMediaType`) of the named component (`contentSchema`). In this 3.1
+/// document it stands as the `schema` of `text/event-stream`, which schemathesis applies to
+/// each event.
+fn stream_event(
+    name: &str,
+    component: &str,
+    with_id: bool,
+    description: &str,
+) -> serde_json::Value {
+    let mut required = vec!["event", "data"];
+    if with_id {
+        required.push("id");
+    }
+    serde_json::json!({
+        "type": "object",
+        "description": description,
+        "required": required,
+        "properties": {
+            "event": { "const": name },
+            "id": {
+                "type": "string",
+                "pattern": "^[0-9]+$",
+                "description": "The log position the change was seen at; send it back as `Last-Event-ID` to resume",
+            },
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": { "$ref": format!("#/components/schemas/{component}") },
+            },
+        },
+    })
+}
+
+/// Replaces the stream's generated `type: string` with each event's shape, and says what its
+/// 400 stands for.
+fn describe_stream(doc: &mut serde_json::Value) {
+    let Some(responses) = doc.pointer_mut(&format!(
+        "/paths/{}/get/responses",
+        STREAM_PATH.replace('/', "~1")
+    )) else {
+        return;
+    };
+    if let Some(media) = responses.pointer_mut("/200/content/text~1event-stream") {
+        media["schema"] = serde_json::json!({
+            "oneOf": [
+                stream_event("snapshot", "MonitorReport", true,
+                    "First (also after a reconnection): every open anomaly; replaces what the client knew"),
+                stream_event("appeared", "Anomaly", true, "An anomaly that appeared"),
+                stream_event("resolved", "Anomaly", true, "An anomaly that was resolved"),
+                stream_event("error", "Problem", false,
+                    "Why the stream ends (e.g. the timeline was deleted); nothing follows it"),
+            ],
+        });
+    }
+    if let Some(bad) = responses.pointer_mut("/400/description") {
+        *bad = serde_json::Value::from(
+            "An unknown timeline (unknown-reference), a malformed `timeline_id` or \
+             `Last-Event-ID`, or an unknown `view`; answered before the stream starts",
+        );
+    }
 }
 
 fn problem_response(description: &str) -> utoipa::openapi::Response {
