@@ -57,6 +57,10 @@ fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
+        Failed::Finding(what) => {
+            eprintln!("error: {what}");
+            ExitCode::FAILURE
+        }
         Failed::Report(e) => {
             if json {
                 let e = match e.downcast::<Explained>() {
@@ -95,6 +99,8 @@ impl std::error::Error for Explained {}
 enum Failed {
     User(ServiceError),
     Report(color_eyre::Report),
+    /// What a check found (`verify`): said in one line, exit status 1, never a crash report.
+    Finding(String),
 }
 
 impl From<color_eyre::Report> for Failed {
@@ -160,7 +166,7 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
             Ok(serve(&global, args).await?)
         }
         Some(Command::Token(args)) => Ok(token(&global, args)?),
-        Some(Command::Verify) => Ok(verify(&global).await?),
+        Some(Command::Verify) => verify(&global).await,
         Some(Command::Completions { shell }) => {
             // Rendered first: the generator panics when it cannot write (a closed pipe).
             let mut script = Vec::new();
@@ -297,7 +303,7 @@ fn log_key(global: &Global, dir: &Path) -> Result<chronoscope::store::LogKey> {
 }
 
 /// `chronoscope verify`: every record of the store against the log key, read-only.
-async fn verify(global: &Global) -> Result<()> {
+async fn verify(global: &Global) -> std::result::Result<(), Failed> {
     let dir = data_dir(global)?;
     let url = database_url(global, &dir);
     let store = chronoscope::store::open(&url)
@@ -327,12 +333,10 @@ async fn verify(global: &Global) -> Result<()> {
     }
     match audit.problem {
         None => Ok(()),
-        Some(problem) => Err(eyre!(
+        Some(problem) => Err(Failed::Finding(format!(
             "{}: {} ({} records before it verify)",
-            audit.store,
-            problem.reason,
-            audit.verified
-        )),
+            audit.store, problem.reason, audit.verified
+        ))),
     }
 }
 
