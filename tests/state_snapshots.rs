@@ -690,23 +690,28 @@ async fn sqlite_a_partly_written_snapshot_is_gone_after_open_and_the_file_shrink
             reopened < whole + 1_000_000,
             "older file: {older_file}; {whole} bytes, {crashed} after the crash, {reopened} after open"
         );
-        assert_eq!(
-            sqlite_count(&path, "SELECT COUNT(*) FROM snapshot WHERE complete = 0").await,
-            0
-        );
-        assert_eq!(
-            sqlite_count(
-                &path,
-                "SELECT COUNT(*) FROM snapshot_chunk WHERE snapshot_id = 1000"
-            )
-            .await,
-            0
-        );
+        assert_partly_written_snapshot_gone(&path).await;
         // The complete snapshot is kept and still starts the engine.
         assert_eq!(store.snapshots().await.unwrap().len(), 1);
         let world = open(Arc::clone(&store)).await.snapshot().await.unwrap();
         assert_eq!(world.first_difference(&full_replay(&*store).await), None);
     }
+}
+
+/// Neither the row nor the chunks of the partly written snapshot ([`PARTLY_WRITTEN`]) are left.
+async fn assert_partly_written_snapshot_gone(path: &std::path::Path) {
+    assert_eq!(
+        sqlite_count(path, "SELECT COUNT(*) FROM snapshot WHERE complete = 0").await,
+        0
+    );
+    assert_eq!(
+        sqlite_count(
+            path,
+            "SELECT COUNT(*) FROM snapshot_chunk WHERE snapshot_id = 1000"
+        )
+        .await,
+        0
+    );
 }
 
 /// A snapshot left incomplete while a process runs is deleted once a newer one is complete,
@@ -726,18 +731,7 @@ async fn sqlite_a_newer_complete_snapshot_deletes_an_incomplete_one() {
     assert!(sqlite_size(&path) > whole + 30_000_000);
 
     engine.write_snapshot().await.unwrap();
-    assert_eq!(
-        sqlite_count(&path, "SELECT COUNT(*) FROM snapshot WHERE complete = 0").await,
-        0
-    );
-    assert_eq!(
-        sqlite_count(
-            &path,
-            "SELECT COUNT(*) FROM snapshot_chunk WHERE snapshot_id = 1000"
-        )
-        .await,
-        0
-    );
+    assert_partly_written_snapshot_gone(&path).await;
     // The file itself: its WAL keeps the size it grew to until the next open truncates it
     // (bounded by the writer's checkpoints).
     let file = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
