@@ -47,9 +47,36 @@ fn ctx(palette: &Palette) -> Ctx<'_> {
     }
 }
 
-/// How many times `glyph` is drawn outside the legend (which shows each once).
+/// How many times `glyph` is drawn in the chart: the rows between the title and the axis
+/// (the legend and the list of events below the axis repeat the glyphs).
 fn drawn(screen: &str, glyph: &str) -> usize {
-    screen.matches(glyph).count().saturating_sub(1)
+    screen
+        .lines()
+        .skip(1)
+        .take_while(|line| !line.contains('┬'))
+        .map(|line| line.matches(glyph).count())
+        .sum()
+}
+
+/// The rows of the list of events in view, below the axis: a mark, then a date.
+fn listed(screen: &str) -> Vec<&str> {
+    let marks = ["●", "▲", "◆", "⚠"];
+    screen
+        .lines()
+        .skip_while(|line| !line.contains('┬'))
+        .map(|line| {
+            line.trim_start_matches('│')
+                .trim_end_matches('│')
+                .trim_end()
+        })
+        .filter(|line| {
+            marks.iter().any(|m| {
+                line.strip_prefix(m)
+                    .and_then(|rest| rest.strip_prefix(' '))
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        })
+        .collect()
 }
 
 /// Draws with `draw` on a `width` x `height` test terminal.
@@ -247,15 +274,14 @@ impl Fixture {
 }
 
 /// Each mark with its words in the legend.
-const LEGEND: [(&str, &str); 8] = [
+const LEGEND: [(&str, &str); 7] = [
     ("●", "on schedule"),
     ("▲", "manipulated"),
-    ("○", "reverted"),
-    ("×", "superseded"),
     ("◆", "fixed point"),
     ("⚠", "anomaly"),
     ("┃", "you"),
     ("┆", "anchor"),
+    ("▁▄█", "events per cell"),
 ];
 
 /// Whether the traveller's label is drawn (`▼ you`, or `you ▼` near the right edge).
@@ -285,9 +311,27 @@ fn timeline_view_fitted() {
             assert!(screen.contains(&legend), "no '{legend}' in\n{screen}");
         }
         // At this zoom the anchor shares your column, and you are drawn over it.
-        for glyph in ["●", "▲", "○", "×", "◆", "⚠", "┃"] {
+        for glyph in ["●", "▲", "◆", "⚠", "┃"] {
             assert!(drawn(&screen, glyph) >= 1, "no {glyph} drawn in\n{screen}");
         }
+        // Versions that no longer stand (superseded, reverted) are not drawn nor listed.
+        for glyph in ["○", "×"] {
+            assert!(!screen.contains(glyph), "{glyph} drawn in\n{screen}");
+        }
+        // The lanes are compact: one row each, one under the other, then the density row.
+        let lanes: Vec<usize> = ["anomalies", "fixed points", "on schedule", "manipulated"]
+            .iter()
+            .map(|lane| {
+                let row = screen.lines().position(|l| l.contains(lane));
+                row.unwrap_or_else(|| panic!("no lane '{lane}' in\n{screen}"))
+            })
+            .collect();
+        assert_eq!(lanes, [2, 3, 4, 5], "{screen}");
+        let density = screen.lines().nth(6).unwrap_or_default();
+        assert!(density.contains("per cell"), "{screen}");
+        // Two events share the last column (a year and more per cell): the fullest bar
+        // there, the lowest for a cell of one.
+        assert!(density.contains('█') && density.contains('▁'), "{screen}");
         assert!(shows_you(&screen), "{screen}");
         assert!(!screen.contains("elsewhere") && !screen.contains("spent"));
         assert!(title_of(&screen).contains("(fit)"), "{screen}");
@@ -316,12 +360,12 @@ fn timeline_view_zoomed_to_a_day_then_panned() {
         );
         // Hours are labelled as such, midnight by its date; what is out of view is counted.
         assert!(day.contains("12:00") && day.contains("03-11"), "{day}");
-        assert!(day.contains("◀ 4") && day.contains("1 ▶"), "{day}");
+        assert!(day.contains("◀ 3") && day.contains("1 ▶"), "{day}");
         assert!(shows_you(&day) && day.contains("▽ home"), "{day}");
-        for glyph in ["●", "○", "⚠", "┃", "┆"] {
+        for glyph in ["●", "⚠", "┃", "┆"] {
             assert!(drawn(&day, glyph) >= 1, "no {glyph} drawn in\n{day}");
         }
-        for glyph in ["▲", "×", "◆"] {
+        for glyph in ["▲", "◆"] {
             assert_eq!(drawn(&day, glyph), 0, "{glyph} is out of view:\n{day}");
         }
 
@@ -394,7 +438,7 @@ fn panning_past_the_calendar_stays_at_its_end() {
         "{screen}"
     );
     assert!(
-        screen.contains("No events in view (9 earlier, 0 later).") && screen.contains("◀ 9"),
+        screen.contains("No events in view (7 earlier, 0 later).") && screen.contains("◀ 7"),
         "{screen}"
     );
     for _ in 0..30 {
@@ -447,10 +491,7 @@ fn kinds_of_event_differ_in_colour_as_well_as_glyph() {
             .find(|c| c.symbol() == glyph)
             .map(|c| c.fg)
     };
-    let colours: Vec<_> = ["●", "▲", "○", "◆", "⚠"]
-        .map(style_of)
-        .into_iter()
-        .collect();
+    let colours: Vec<_> = ["●", "▲", "◆", "⚠"].map(style_of).into_iter().collect();
     assert!(colours.iter().all(Option::is_some), "{colours:?}");
     for (i, a) in colours.iter().enumerate() {
         for b in &colours[i + 1..] {
@@ -478,6 +519,48 @@ fn ten_thousand_events_in_one_cell_draw_one_mark() {
     view.zoom_to(chrono::Duration::days(365 * 100));
     let screen = f.screen(&mut view, 140);
     assert_eq!(drawn(&screen, "●"), 1, "{screen}");
+    // The density row says the cell is full, and the list says how many it leaves out.
+    assert_eq!(drawn(&screen, "█"), 1, "{screen}");
+    assert!(screen.contains("… 9997 more in view"), "{screen}");
+}
+
+#[test]
+fn the_height_left_lists_the_events_in_view_most_telling_first() {
+    let f = fixture();
+    // Tall enough for every standing event: all five, in time order, none that no longer
+    // stands.
+    let tall = buffer_text(&draw(140, 30, |frame, area| {
+        let anomalies: Vec<&Anomaly> = f.anomalies.iter().collect();
+        let data = ViewData {
+            timeline: &f.timeline,
+            name: "Tesla 1889",
+            events: &f.events,
+            anomalies: &anomalies,
+            traveller: Some(&f.traveller),
+            anchors: &f.anchors,
+        };
+        TimelineView::new().render(frame, area, &ctx(&plain()), &data)
+    }));
+    let rows = listed(&tall);
+    assert_eq!(rows.len(), 5, "{tall}");
+    for (row, (mark, what)) in rows.iter().zip([
+        ("●", "1789-07-14 15:00  Storming of the Bastille · Paris"),
+        ("◆", "1804-12-02 10:00  Napoleon crowned"),
+        ("▲", "1851-09-01 11:00  Great Exhibition opens (moved)"),
+        ("⚠", "1889-03-10 23:50  Tesla meets Edison"),
+        ("●", "1889-03-31 12:00  Eiffel Tower opens"),
+    ]) {
+        assert!(row.starts_with(&format!("{mark} {what}")), "{row}\n{tall}");
+    }
+    assert!(!tall.contains("more in view"), "{tall}");
+
+    // Short: the anomaly's event and the fixed point before the ones on schedule.
+    let short = f.screen(&mut TimelineView::new(), 80);
+    let rows = listed(&short);
+    assert_eq!(rows.len(), 2, "{short}");
+    assert!(rows[0].contains("Napoleon crowned"), "{short}");
+    assert!(rows[1].contains("Tesla meets Edison"), "{short}");
+    assert!(short.contains("… 3 more in view"), "{short}");
 }
 
 fn timeline(n: u128, name: &str, parent: Option<u128>, minute: i64) -> TimelineInfo {

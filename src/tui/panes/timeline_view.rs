@@ -360,45 +360,39 @@ impl TimelineView {
     }
 }
 
-/// The kinds of mark, a lane each, top to bottom.
+/// The kinds of mark, a lane each, top to bottom. The picture shows the timeline as it
+/// stands: the events a search finds. A superseded or reverted version of an event is not
+/// standing, so it has no lane (the event's detail in the search pane shows its lineage).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mark {
     Anomaly,
     Fixed,
     OnSchedule,
     Manipulated,
-    Reverted,
-    Superseded,
 }
 
 impl Mark {
-    const LANES: [Mark; 6] = [
+    const LANES: [Mark; 4] = [
         Mark::Anomaly,
         Mark::Fixed,
         Mark::OnSchedule,
         Mark::Manipulated,
-        Mark::Reverted,
-        Mark::Superseded,
     ];
     /// When all share one lane, the mark a cell shows: the most telling.
-    const PRIORITY: [Mark; 6] = [
+    const PRIORITY: [Mark; 4] = [
         Mark::Anomaly,
         Mark::Fixed,
         Mark::Manipulated,
-        Mark::Reverted,
-        Mark::Superseded,
         Mark::OnSchedule,
     ];
 
-    fn of(event: &EventRecord) -> Mark {
-        if event.fixed_point {
-            return Mark::Fixed;
-        }
+    /// The mark of a standing event; `None` for a version that no longer stands.
+    fn of(event: &EventRecord) -> Option<Mark> {
         match event.status {
-            EventStatus::OnSchedule => Mark::OnSchedule,
-            EventStatus::Manipulated => Mark::Manipulated,
-            EventStatus::Reverted => Mark::Reverted,
-            EventStatus::Superseded => Mark::Superseded,
+            EventStatus::Superseded | EventStatus::Reverted => None,
+            _ if event.fixed_point => Some(Mark::Fixed),
+            EventStatus::OnSchedule => Some(Mark::OnSchedule),
+            EventStatus::Manipulated => Some(Mark::Manipulated),
         }
     }
 
@@ -412,8 +406,6 @@ impl Mark {
             Mark::Fixed => "◆",
             Mark::OnSchedule => "●",
             Mark::Manipulated => "▲",
-            Mark::Reverted => "○",
-            Mark::Superseded => "×",
         }
     }
 
@@ -424,8 +416,6 @@ impl Mark {
             Mark::Fixed => "fixed points",
             Mark::OnSchedule => "on schedule",
             Mark::Manipulated => "manipulated",
-            Mark::Reverted => "reverted",
-            Mark::Superseded => "superseded",
         }
     }
 
@@ -436,8 +426,6 @@ impl Mark {
             Mark::Fixed => "fixed point",
             Mark::OnSchedule => "on schedule",
             Mark::Manipulated => "manipulated",
-            Mark::Reverted => "reverted",
-            Mark::Superseded => "superseded",
         }
     }
 
@@ -447,7 +435,6 @@ impl Mark {
             Mark::Fixed => p.title,
             Mark::OnSchedule => p.ok,
             Mark::Manipulated => p.warn,
-            Mark::Reverted | Mark::Superseded => p.dim,
         }
     }
 }
@@ -460,6 +447,69 @@ const ANCHOR_LINE: &str = "┆";
 const ANCHOR_GLYPH: &str = "▽";
 /// The width of the lane names' column, when there is room for it.
 const LANE_NAMES: u16 = 13;
+/// The density row's bars, from one event in a cell to the most in any cell.
+const BARS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+
+/// The bar for `count` events in a cell when the fullest cell holds `most`: the lowest bar
+/// for one event, the full bar only for the fullest cells.
+fn bar(count: u32, most: u32) -> Option<&'static str> {
+    if count == 0 || most == 0 {
+        return None;
+    }
+    let level = if most == 1 {
+        BARS.len() - 1
+    } else {
+        // 1 → 0, most → 7, linear between.
+        ((u64::from(count - 1) * (BARS.len() as u64 - 1)).div_ceil(u64::from(most - 1))) as usize
+    };
+    BARS.get(level.min(BARS.len() - 1)).copied()
+}
+
+/// Where each part of the chart goes, top to bottom, for an area `height` rows high: the
+/// labels row, the lanes (one row each, or one shared lane when short), the density row, the
+/// axis and its tick labels, then the legend and the list of events in view on what is left.
+#[derive(Debug, PartialEq, Eq)]
+struct Rows {
+    /// The lanes and their rows; `None` is the shared lane.
+    lanes: Vec<(Option<Mark>, u16)>,
+    density: Option<u16>,
+    axis: u16,
+    legend: u16,
+    /// The first row of the list of events in view, and how many rows it has.
+    list: Option<(u16, u16)>,
+}
+
+impl Rows {
+    fn new(top: u16, height: u16, legend_lines: u16) -> Rows {
+        let full = Mark::LANES.len() as u16;
+        // Labels, lanes, density, axis, ticks.
+        let (lanes, density): (Vec<(Option<Mark>, u16)>, bool) = if height >= full + 4 {
+            let rows = Mark::LANES
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| (Some(m), top + 1 + i as u16))
+                .collect();
+            (rows, true)
+        } else {
+            (vec![(None, top + 1)], height >= 5)
+        };
+        let after_lanes = top + 1 + lanes.len() as u16;
+        let density = density.then_some(after_lanes);
+        let axis = after_lanes + u16::from(density.is_some());
+        let left = (top + height).saturating_sub(axis + 2);
+        let legend = legend_lines.min(left);
+        // A blank row, then the list, when at least two events' lines fit.
+        let list_top = axis + 2 + legend + 1;
+        let list_rows = (top + height).saturating_sub(list_top);
+        Rows {
+            lanes,
+            density,
+            axis,
+            legend,
+            list: (list_rows >= 2).then_some((list_top, list_rows)),
+        }
+    }
+}
 
 /// One frame of the chart: the part of time shown and where it goes.
 struct Chart<'p> {
@@ -489,41 +539,25 @@ impl Chart<'_> {
             width: area.width - names,
             ..area
         };
-        let legend = legend_lines(area.width);
-        // Rows: labels, lanes, axis, tick labels, legend (dropped first when short).
-        let legend_rows = if area.height >= 5 + legend.len() as u16 {
-            legend.len() as u16
-        } else if area.height >= 6 {
-            1
-        } else {
-            0
-        };
-        let lane_rows = area.height - 3 - legend_rows;
         let top = area.y;
-        let axis = top + 1 + lane_rows;
-        let lanes: Vec<(Option<Mark>, u16)> = if lane_rows >= Mark::LANES.len() as u16 {
-            let n = Mark::LANES.len() as u16;
-            // Spread evenly over the rows there are.
-            Mark::LANES
-                .iter()
-                .enumerate()
-                .map(|(i, &m)| (Some(m), top + 1 + (2 * i as u16 + 1) * lane_rows / (2 * n)))
-                .collect()
-        } else {
-            vec![(None, top + 1 + lane_rows / 2)]
-        };
 
-        // One pass over the events: a bit per kind per column, and what is out of view.
+        // One pass over the events: a bit per kind and a count per column, and what is out
+        // of view.
         let width = plot.width;
         let mut cells = vec![0u8; usize::from(width)];
-        let (mut earlier, mut later, mut shown) = (0usize, 0usize, 0usize);
+        let mut counts = vec![0u32; usize::from(width)];
+        let mut in_view: Vec<(&EventRecord, Mark)> = Vec::new();
+        let (mut earlier, mut later) = (0usize, 0usize);
         let anomalous: HashSet<&str> = data
             .anomalies
             .iter()
             .flat_map(|a| a.subjects.iter().map(String::as_str))
             .collect();
         let end = self.start + self.span;
-        for event in data.events {
+        let standing = data.events.iter().filter_map(|e| Some((e, Mark::of(e)?)));
+        let mut total = 0usize;
+        for (event, mark) in standing {
+            total += 1;
             let t = event.time.timestamp();
             if t < self.start {
                 earlier += 1;
@@ -536,13 +570,22 @@ impl Chart<'_> {
             let Some(col) = self.column(t, width) else {
                 continue;
             };
-            shown += 1;
-            let mut bits = Mark::of(event).bit();
-            if !anomalous.is_empty() && anomalous.contains(event.event_id.as_str()) {
+            let mut bits = mark.bit();
+            let shown = if !anomalous.is_empty() && anomalous.contains(event.event_id.as_str()) {
                 bits |= Mark::Anomaly.bit();
-            }
+                Mark::Anomaly
+            } else {
+                mark
+            };
+            in_view.push((event, shown));
             cells[usize::from(col)] |= bits;
+            counts[usize::from(col)] = counts[usize::from(col)].saturating_add(1);
         }
+        let most = counts.iter().copied().max().unwrap_or(0);
+        let legend = legend_lines(area.width, most);
+        let rows = Rows::new(top, area.height, legend.len() as u16);
+        let axis = rows.axis;
+        let marks_end = rows.density.map_or(axis, |d| d + 1);
 
         // Vertical lines first, so marks are drawn over them.
         let here = data.here().and_then(|t| self.column(t.timestamp(), width));
@@ -550,7 +593,7 @@ impl Chart<'_> {
             .anchors()
             .filter_map(|a| Some((self.column(a.timestamp.timestamp(), width)?, a)))
             .collect();
-        for y in top + 1..axis {
+        for y in top + 1..marks_end {
             for (col, _) in &anchors {
                 set(buf, plot.x + col, y, ANCHOR_LINE, p.text);
             }
@@ -559,7 +602,7 @@ impl Chart<'_> {
             }
         }
 
-        for &(lane, y) in &lanes {
+        for &(lane, y) in &rows.lanes {
             if names > 0 {
                 let name = lane.map_or("events", Mark::lane);
                 buf.set_stringn(area.x, y, name, usize::from(names - 1), p.dim);
@@ -574,13 +617,26 @@ impl Chart<'_> {
                 }
             }
         }
-        if shown == 0 {
-            let message = if data.events.is_empty() {
+        if let Some(y) = rows.density {
+            if names > 0 {
+                buf.set_stringn(area.x, y, "per cell", usize::from(names - 1), p.dim);
+            }
+            for (col, &count) in counts.iter().enumerate() {
+                if let Some(b) = bar(count, most) {
+                    set(buf, plot.x + col as u16, y, b, p.text);
+                }
+            }
+        }
+        if in_view.is_empty() {
+            let message = if total == 0 {
                 format!("No events in {} yet.", data.name)
             } else {
                 format!("No events in view ({earlier} earlier, {later} later).")
             };
-            let y = lanes.get(lanes.len() / 2).map_or(top + 1, |l| l.1);
+            let y = rows
+                .lanes
+                .get(rows.lanes.len() / 2)
+                .map_or(top + 1, |l| l.1);
             let len = message.chars().count() as u16;
             let x = plot.x + width.saturating_sub(len) / 2;
             buf.set_stringn(x, y, &message, usize::from(width), p.dim);
@@ -646,14 +702,54 @@ impl Chart<'_> {
         }
 
         // The legend, on the rows left.
-        for (i, line) in legend.iter().take(usize::from(legend_rows)).enumerate() {
+        for (i, line) in legend.iter().take(usize::from(rows.legend)).enumerate() {
             let y = axis + 2 + i as u16;
             let mut x = area.x;
             for entry in line {
                 buf.set_string(x, y, entry.glyph(), entry.style(p));
-                buf.set_string(x + 2, y, entry.words(), p.text);
+                let words = entry.words();
+                buf.set_string(x + entry.glyph_width(), y, &words, p.text);
                 x += entry.width() as u16 + 2;
             }
+        }
+
+        if let Some((y, height)) = rows.list {
+            self.list(buf, Rect::new(area.x, y, area.width, height), in_view);
+        }
+    }
+
+    /// The events in view, one a line, in time order: all of them when they fit, else the
+    /// most telling (anomalies, fixed points, manipulations, then the rest) and a count of
+    /// the others.
+    fn list(&self, buf: &mut Buffer, area: Rect, mut events: Vec<(&EventRecord, Mark)>) {
+        let p = self.palette;
+        let total = events.len();
+        if total == 0 {
+            return;
+        }
+        let room = usize::from(area.height);
+        let shown = if total <= room { total } else { room - 1 };
+        if shown < total {
+            let rank = |m: Mark| Mark::PRIORITY.iter().position(|&x| x == m);
+            events.sort_by_key(|(e, m)| (rank(*m), e.time, e.event_id.clone()));
+            events.truncate(shown);
+        }
+        events.sort_by_key(|(e, _)| (e.time, e.event_id.clone()));
+        let width = usize::from(area.width);
+        for (i, (event, mark)) in events.iter().enumerate() {
+            let y = area.y + i as u16;
+            set(buf, area.x, y, mark.glyph(), mark.style(p));
+            let when = event.time.format("%Y-%m-%d %H:%M").to_string();
+            buf.set_stringn(area.x + 2, y, &when, width.saturating_sub(2), p.dim);
+            let x = 2 + when.chars().count() + 2;
+            let what = format!("{} · {}", event.description, event.location);
+            let what = ellipsize(&what, width.saturating_sub(x));
+            buf.set_stringn(area.x + x as u16, y, what, width.saturating_sub(x), p.text);
+        }
+        if shown < total {
+            let y = area.y + shown as u16;
+            let more = format!("… {} more in view; zoom in (+) to see them", total - shown);
+            buf.set_stringn(area.x + 2, y, more, width.saturating_sub(2), p.dim);
         }
     }
 }
@@ -671,33 +767,43 @@ enum Entry {
     Mark(Mark),
     You,
     Anchor,
+    /// The density row's bars, with the most events in one cell.
+    Density(u32),
 }
 
 impl Entry {
-    const ALL: [Entry; 8] = [
-        Entry::Mark(Mark::OnSchedule),
-        Entry::Mark(Mark::Manipulated),
-        Entry::Mark(Mark::Reverted),
-        Entry::Mark(Mark::Superseded),
-        Entry::Mark(Mark::Fixed),
-        Entry::Mark(Mark::Anomaly),
-        Entry::You,
-        Entry::Anchor,
-    ];
+    fn all(most: u32) -> [Entry; 7] {
+        [
+            Entry::Mark(Mark::OnSchedule),
+            Entry::Mark(Mark::Manipulated),
+            Entry::Mark(Mark::Fixed),
+            Entry::Mark(Mark::Anomaly),
+            Entry::You,
+            Entry::Anchor,
+            Entry::Density(most),
+        ]
+    }
 
     fn glyph(self) -> &'static str {
         match self {
             Entry::Mark(m) => m.glyph(),
             Entry::You => YOU_LINE,
             Entry::Anchor => ANCHOR_LINE,
+            Entry::Density(_) => "▁▄█",
         }
     }
 
-    fn words(self) -> &'static str {
+    fn glyph_width(self) -> u16 {
+        self.glyph().chars().count() as u16 + 1
+    }
+
+    fn words(self) -> String {
         match self {
-            Entry::Mark(m) => m.legend(),
-            Entry::You => "you",
-            Entry::Anchor => "anchor",
+            Entry::Mark(m) => m.legend().to_owned(),
+            Entry::You => "you".to_owned(),
+            Entry::Anchor => "anchor".to_owned(),
+            Entry::Density(most) if most > 1 => format!("events per cell (1…{most})"),
+            Entry::Density(_) => "events per cell".to_owned(),
         }
     }
 
@@ -705,21 +811,21 @@ impl Entry {
         match self {
             Entry::Mark(m) => m.style(p),
             Entry::You => p.key,
-            Entry::Anchor => p.text,
+            Entry::Anchor | Entry::Density(_) => p.text,
         }
     }
 
     /// Cells it takes: glyph, space, words.
     fn width(self) -> usize {
-        2 + self.words().chars().count()
+        usize::from(self.glyph_width()) + self.words().chars().count()
     }
 }
 
 /// The legend's entries, wrapped to lines of `width`, two spaces apart.
-fn legend_lines(width: u16) -> Vec<Vec<Entry>> {
+fn legend_lines(width: u16, most: u32) -> Vec<Vec<Entry>> {
     let mut lines: Vec<Vec<Entry>> = vec![Vec::new()];
     let mut used = 0usize;
-    for entry in Entry::ALL {
+    for entry in Entry::all(most) {
         if used > 0 && used + entry.width() > usize::from(width) {
             lines.push(Vec::new());
             used = 0;
