@@ -109,6 +109,12 @@ fn read_certificates(
     Ok(certs)
 }
 
+/// Words that begin every explanation [`explain_failure`] gives of a failure that trying
+/// again cannot mend: a certificate refused, or a server that does not speak TLS.
+pub const LASTING: [&str; 2] = ["the server's certificate", NOT_TLS];
+
+const NOT_TLS: &str = "the server did not answer in TLS";
+
 /// What went wrong in a TLS handshake, for a person, when `e` (or an error behind it) is one.
 pub fn explain_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use rustls::{CertificateError, Error};
@@ -135,7 +141,7 @@ pub fn explain_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> 
             other => format!("the server's certificate was refused ({other:?})"),
         },
         Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => {
-            "the server did not answer in TLS; does it serve plain http:// there?".to_owned()
+            format!("{NOT_TLS}; does it serve plain http:// there?")
         }
         other => format!("the TLS handshake failed: {other}"),
     };

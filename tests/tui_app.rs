@@ -850,8 +850,9 @@ async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
     });
     assert!(matches!(h.app.connection, Connection::Disconnected(_)));
     let screen = h.render(100, 30);
+    assert!(screen.contains("✗ disconnected — retrying"), "{screen}");
     assert!(
-        screen.contains("disconnected (connection refused)"),
+        screen.contains("✗ Connection refused. Asking again every few seconds"),
         "{screen}"
     );
     assert!(
@@ -862,6 +863,68 @@ async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
     h.send(Msg::Tick);
     h.settle().await;
     assert_eq!(h.app.connection, Connection::Connected);
+}
+
+/// The answer of this tick's `whoami` call: `result`.
+fn answer_whoami(h: &mut Harness, result: Result<Reply, ServiceError>) {
+    h.send(Msg::Tick);
+    let generation = h.app.generation(Slot::Whoami);
+    h.send(Msg::Done {
+        slot: Slot::Whoami,
+        generation,
+        result,
+    });
+}
+
+#[tokio::test]
+async fn a_refused_token_is_said_in_the_header_until_an_answer_comes() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    answer_whoami(
+        &mut h,
+        Err(ServiceError::Unauthorized("the token has expired".into())),
+    );
+    assert!(matches!(h.app.connection, Connection::TokenRefused(_)));
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        assert!(!screen.contains("● connected"), "{screen}");
+        assert!(screen.contains("✗ token refused"), "{screen}");
+        assert!(
+            screen.contains("The server refused the token: The token has expired."),
+            "{screen}"
+        );
+    }
+    assert!(
+        h.app.flash.is_none(),
+        "the header says it; no flash every tick"
+    );
+    // The next answer (the embedded engine answers) says it is over.
+    h.settle().await;
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert_eq!(h.app.connection, Connection::Connected);
+    assert!(h.render(100, 30).contains("● connected"));
+}
+
+#[tokio::test]
+async fn an_untrusted_certificate_is_shown_whole_and_not_promised_a_retry() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    let why = "cannot reach https://localhost:19443: the server's certificate is not trusted \
+               (unknown issuer); if a private CA signed it, pass that CA with --ca-cert FILE \
+               (or CHRONOSCOPE_CA_CERT)";
+    answer_whoami(&mut h, Err(ServiceError::Unavailable(why.into())));
+    assert!(matches!(h.app.connection, Connection::Unusable(_)));
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = words.to_lowercase();
+        let want = why.split_whitespace().collect::<Vec<_>>().join(" ");
+        let want = want.to_lowercase();
+        assert!(words.contains(&want), "{screen}");
+        assert!(screen.contains("✗ cannot connect"), "{screen}");
+        assert!(!screen.contains("retrying"), "{screen}");
+    }
 }
 
 #[tokio::test]

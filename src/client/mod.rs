@@ -547,7 +547,7 @@ impl RemoteClient {
                 _ => root_cause(e),
             }
         } else if self.base.scheme() == "http" && root_cause(e).contains("invalid HTTP version") {
-            "the server did not answer in plain HTTP; does it serve https:// there?".to_owned()
+            format!("{PLAIN_HTTP_EXPECTED}; does it serve https:// there?")
         } else {
             root_cause(e)
         };
@@ -562,6 +562,23 @@ impl RemoteClient {
         self.send(Call::get(segments).page(page)).await?.list()
     }
 }
+
+/// Whether `err`, from this client, comes back however often the call is made again: the
+/// server's certificate is not trusted or not for this host name, or the server speaks plain
+/// HTTP where https was asked (or the reverse). Only a change of configuration mends it, so a
+/// dashboard says so rather than "retrying".
+pub fn is_lasting(err: &ServiceError) -> bool {
+    match err {
+        ServiceError::Unavailable(why) => crate::tls::LASTING
+            .iter()
+            .chain([PLAIN_HTTP_EXPECTED].iter())
+            .any(|words| why.contains(words)),
+        _ => false,
+    }
+}
+
+/// What [`RemoteClient`] says when an http:// server answers in TLS.
+const PLAIN_HTTP_EXPECTED: &str = "the server did not answer in plain HTTP";
 
 /// The error a non-2xx answer stands for (its problem, decoded).
 fn failure(status: StatusCode, headers: &HeaderMap, body: &[u8], route: &str) -> ServiceError {

@@ -22,8 +22,47 @@ pub enum Connection {
     Connecting,
     /// The last call was answered.
     Connected,
-    /// The last call failed as unavailable; retried every tick.
+    /// The last call failed as unavailable (the server is down, restarting, or slow); asked
+    /// again every tick.
     Disconnected(String),
+    /// The server cannot be used as configured, and asking again will not change that: its
+    /// certificate is not trusted or not for this name, or it speaks http where https was
+    /// asked (or the reverse). Still asked every tick, in case the server changes.
+    Unusable(String),
+    /// The server answers but refuses the token (expired, or signed with another secret).
+    TokenRefused(String),
+}
+
+impl Connection {
+    /// The whole story of a failed connection, for the banner under the header; `None` when
+    /// there is nothing wrong.
+    pub fn banner(&self) -> Option<String> {
+        let sentence = |s: &str| {
+            let s = s.trim_end_matches('.');
+            let mut chars = s.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect::<String>() + "."
+            })
+        };
+        match self {
+            Connection::Connecting | Connection::Connected => None,
+            Connection::Disconnected(why) => Some(format!(
+                "✗ {} Asking again every few seconds; what is on screen may be stale.",
+                sentence(why)
+            )),
+            Connection::Unusable(why) => Some(format!(
+                "✗ {} Asking again will not help: change the configuration and start the \
+                 dashboard again.",
+                sentence(why)
+            )),
+            Connection::TokenRefused(why) => Some(format!(
+                "✗ The server refused the token: {} Nothing on screen is being updated. Get a \
+                 new token (`chronoscope token`, with the server's secret) and start the \
+                 dashboard again with it (--token or CHRONOSCOPE_TOKEN).",
+                sentence(why)
+            )),
+        }
+    }
 }
 
 /// How many ticks a flash message stays.
@@ -73,6 +112,8 @@ impl Flash {
 pub struct Screen {
     /// The header line.
     pub header: Rect,
+    /// Under the header, what is wrong with the connection, whole (no rows when nothing is).
+    pub banner: Rect,
     /// Everything between header and footer (modals draw over it).
     pub body: Rect,
     /// The footer.
@@ -83,17 +124,23 @@ pub struct Screen {
 
 /// Lays out a frame of `area`: the timelines top left, the monitor or the log top right, the
 /// search below; a long `flash` (a problem's detail) gets up to three footer lines rather than
-/// being cut, unless the command line takes the footer.
-pub fn layout(area: Rect, flash: Option<&Flash>, command_line: bool) -> Screen {
+/// being cut, unless the command line takes the footer; a `banner` (what is wrong with the
+/// connection) gets the lines it needs under the header, up to four.
+pub fn layout(
+    area: Rect,
+    flash: Option<&Flash>,
+    command_line: bool,
+    banner: Option<&str>,
+) -> Screen {
+    let width = usize::from(area.width.max(1));
     let footer_lines = match flash {
-        Some(f) if !command_line => {
-            let width = usize::from(area.width.max(1));
-            (f.text.chars().count() + 1).div_ceil(width).clamp(1, 3) as u16
-        }
+        Some(f) if !command_line => (f.text.chars().count() + 1).div_ceil(width).clamp(1, 3) as u16,
         _ => 1,
     };
-    let [header, body, footer] = Layout::vertical([
+    let banner_lines = banner.map_or(0, |b| wrapped_lines(b, width).clamp(1, 4));
+    let [header, banner, body, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(banner_lines),
         Constraint::Min(6),
         Constraint::Length(footer_lines),
     ])
@@ -104,6 +151,7 @@ pub fn layout(area: Rect, flash: Option<&Flash>, command_line: bool) -> Screen {
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
     Screen {
         header,
+        banner,
         body,
         footer,
         panes: Areas {
@@ -147,17 +195,16 @@ impl Header<'_> {
                 (Connection::Connecting, true) => Span::styled(" ○ ", p.dim),
                 (Connection::Connected, false) => Span::styled(" ● connected ", p.ok),
                 (Connection::Connected, true) => Span::styled(" ● ", p.ok),
-                (Connection::Disconnected(why), false) => Span::styled(
-                    format!(
-                        " ✗ disconnected ({}) — retrying ",
-                        widgets::ellipsize(why, 40)
-                    ),
-                    p.error,
-                ),
-                (Connection::Disconnected(why), true) => Span::styled(
-                    format!(" ✗ disconnected ({}) ", widgets::ellipsize(why, 40)),
-                    p.error,
-                ),
+                // The banner under the header says why, whole.
+                (Connection::Disconnected(_), false) => {
+                    Span::styled(" ✗ disconnected — retrying ", p.error)
+                }
+                (Connection::Disconnected(_), true) => Span::styled(" ✗ disconnected ", p.error),
+                (Connection::Unusable(_), _) => Span::styled(" ✗ cannot connect ", p.error),
+                (Connection::TokenRefused(_), false) => {
+                    Span::styled(" ✗ token refused — not updating ", p.error)
+                }
+                (Connection::TokenRefused(_), true) => Span::styled(" ✗ token refused ", p.error),
             });
             // How the monitor learns of changes: pushed, or polled when there is no stream.
             match (self.link, compact) {
@@ -206,6 +253,41 @@ impl Header<'_> {
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), area);
     }
+}
+
+/// How many lines `text` takes wrapped at word boundaries to `width` (as [`render_banner`]
+/// wraps it).
+fn wrapped_lines(text: &str, width: usize) -> u16 {
+    let mut lines = 1u16;
+    let mut used = 0usize;
+    for word in text.split(' ') {
+        let len = word.chars().count();
+        let need = if used == 0 { len } else { used + 1 + len };
+        if used > 0 && need > width {
+            lines = lines.saturating_add(1);
+            used = len;
+        } else {
+            used = need;
+        }
+        // A word longer than the line is broken across lines.
+        while used > width {
+            lines = lines.saturating_add(1);
+            used -= width;
+        }
+    }
+    lines
+}
+
+/// Draws the connection's banner: the whole reason, wrapped.
+pub fn render_banner(frame: &mut Frame<'_>, area: Rect, text: &str, p: &Palette) {
+    if area.height == 0 {
+        return;
+    }
+    frame.render_widget(
+        Paragraph::new(Span::styled(text.to_owned(), p.error))
+            .wrap(ratatui::widgets::Wrap { trim: true }),
+        area,
+    );
 }
 
 /// The picture's own keys, as footer hints (it takes every key while it is open).
@@ -281,10 +363,10 @@ mod tests {
     fn a_long_flash_gets_up_to_three_footer_lines_unless_the_command_line_is_open() {
         let area = Rect::new(0, 0, 40, 30);
         let long = Flash::error("x".repeat(200));
-        assert_eq!(layout(area, None, false).footer.height, 1);
-        assert_eq!(layout(area, Some(&long), false).footer.height, 3);
-        assert_eq!(layout(area, Some(&long), true).footer.height, 1);
-        let screen = layout(area, None, false);
+        assert_eq!(layout(area, None, false, None).footer.height, 1);
+        assert_eq!(layout(area, Some(&long), false, None).footer.height, 3);
+        assert_eq!(layout(area, Some(&long), true, None).footer.height, 1);
+        let screen = layout(area, None, false, None);
         assert_eq!(screen.panes.timelines.width, 24, "60% left");
         assert_eq!(screen.panes.search.width, 40, "the search spans the width");
     }
@@ -295,7 +377,7 @@ mod tests {
         let header = Header {
             palette: &p,
             source: "server: https://chronoscope.example.org",
-            connection: &Connection::Disconnected("refused".into()),
+            connection: &Connection::Disconnected("connection refused".into()),
             link: &Link::Polling("no stream".into()),
             whoami: None,
             last_refresh: None,
@@ -303,12 +385,108 @@ mod tests {
         };
         let wide = screen(140, 1, |f| header.render(f, f.area()));
         assert!(wide.contains("chronoscope.example.org"), "{wide}");
-        assert!(wide.contains("disconnected (refused) — retrying"), "{wide}");
+        assert!(wide.contains("✗ disconnected — retrying"), "{wide}");
         assert!(wide.contains("polling (no stream)"), "{wide}");
         let narrow = screen(60, 1, |f| header.render(f, f.area()));
         assert!(!narrow.contains("example.org"), "{narrow}");
-        assert!(narrow.contains("disconnected (refused)"), "{narrow}");
+        assert!(narrow.contains("✗ disconnected"), "{narrow}");
         assert!(narrow.contains("⟳ polling"), "{narrow}");
+    }
+
+    /// The header and the banner of `connection` on a `width` x 12 screen, and the rows the
+    /// banner was given.
+    fn header_and_banner(connection: &Connection, width: u16) -> (String, Rect) {
+        let p = palette();
+        let banner = connection.banner();
+        let mut banner_area = Rect::default();
+        let text = screen(width, 12, |f| {
+            let s = layout(f.area(), None, false, banner.as_deref());
+            banner_area = s.banner;
+            Header {
+                palette: &p,
+                source: "server: https://localhost:19443",
+                connection,
+                link: &Link::Off,
+                whoami: None,
+                last_refresh: None,
+                spinner: None,
+            }
+            .render(f, s.header);
+            if let Some(b) = &banner {
+                render_banner(f, s.banner, b, &p);
+            }
+        });
+        (text, banner_area)
+    }
+
+    /// The words of a screen, across its lines.
+    fn words(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn a_connection_that_cannot_work_is_said_whole_and_not_promised_a_retry() {
+        let why = "cannot reach https://localhost:19443: the server's certificate is not \
+                   trusted (unknown issuer); if a private CA signed it, pass that CA with \
+                   --ca-cert FILE (or CHRONOSCOPE_CA_CERT)";
+        for width in [80, 140] {
+            let (text, banner) = header_and_banner(&Connection::Unusable(why.into()), width);
+            let header = text.lines().next().unwrap_or_default();
+            assert!(header.contains("✗ cannot connect"), "{text}");
+            assert!(!text.contains("retrying"), "{text}");
+            // Every word of the reason, none cut, on the rows the banner was given.
+            let said = words(&text).to_lowercase();
+            let why = words(why).to_lowercase();
+            assert!(said.contains(&why) && !text.contains('…'), "{text}");
+            assert!(
+                words(&text).contains("Asking again will not help"),
+                "{text}"
+            );
+            let lines: Vec<&str> = text.lines().collect();
+            let last = usize::from(banner.bottom()) - 1;
+            assert!(!lines[last].trim().is_empty(), "{text}");
+            assert!(lines[last + 1].trim().is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_refused_token_is_said_as_such_and_a_passing_outage_as_retried() {
+        let expired = Connection::TokenRefused("the token has expired".into());
+        for width in [80, 140] {
+            let (text, _) = header_and_banner(&expired, width);
+            assert!(
+                text.lines()
+                    .next()
+                    .unwrap_or_default()
+                    .contains("✗ token refused")
+            );
+            assert!(!text.contains("● connected"), "{text}");
+            assert!(
+                words(&text).contains("The server refused the token: The token has expired."),
+                "{text}"
+            );
+            assert!(words(&text).contains("--token"), "{text}");
+        }
+        let down = Connection::Disconnected("cannot reach http://x: connection refused".into());
+        let (text, _) = header_and_banner(&down, 80);
+        assert!(text.contains("✗ disconnected"), "{text}");
+        assert!(
+            words(&text).contains("Cannot reach http://x: connection refused. Asking again"),
+            "{text}"
+        );
+        for fine in [Connection::Connected, Connection::Connecting] {
+            assert_eq!(fine.banner(), None);
+            let (text, banner) = header_and_banner(&fine, 80);
+            assert_eq!(banner.height, 0, "{text}");
+        }
+    }
+
+    #[test]
+    fn wrapped_lines_counts_what_the_banner_draws() {
+        assert_eq!(wrapped_lines("one two three", 13), 1);
+        assert_eq!(wrapped_lines("one two three", 12), 2);
+        assert_eq!(wrapped_lines("abcdefghij", 4), 3);
+        assert_eq!(wrapped_lines("", 10), 1);
     }
 
     #[test]

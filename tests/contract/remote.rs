@@ -193,12 +193,13 @@ async fn a_stopped_server_is_unavailable_naming_its_url() {
         .await
         .expect("the server answers while it runs");
     server.stop().await;
+    let err = client.whoami().await.expect_err("the server is stopped");
     assert_eq!(
-        client.whoami().await,
-        Err(ServiceError::Unavailable(format!(
-            "cannot reach {base}: connection refused"
-        )))
+        err,
+        ServiceError::Unavailable(format!("cannot reach {base}: connection refused"))
     );
+    // It may come back: worth trying again, unlike a refused certificate.
+    assert!(!chronoscope::client::is_lasting(&err), "{err:?}");
 }
 
 #[tokio::test]
@@ -314,6 +315,8 @@ async fn a_certificate_from_another_ca_is_refused_in_words_and_not_retried() {
             )),
             "with CA {ca:?}"
         );
+        // A dashboard says this will not mend by itself rather than "retrying".
+        assert!(chronoscope::client::is_lasting(&err), "{err:?}");
     }
 }
 
@@ -330,6 +333,7 @@ async fn plain_http_to_an_https_server_and_back_is_explained() {
         err.to_string().contains("does it serve https:// there?"),
         "{err}"
     );
+    assert!(chronoscope::client::is_lasting(&err), "{err:?}");
 
     let plain_server = Server::start(engine().await).await;
     let tls = plain_server.base_url.replacen("http://", "https://", 1);
@@ -343,4 +347,5 @@ async fn plain_http_to_an_https_server_and_back_is_explained() {
             .contains("does it serve plain http:// there?"),
         "{err}"
     );
+    assert!(chronoscope::client::is_lasting(&err), "{err:?}");
 }

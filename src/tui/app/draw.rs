@@ -13,7 +13,13 @@ impl App {
     /// Draws the whole screen.
     pub fn draw(&mut self, frame: &mut Frame<'_>) {
         let command_line = matches!(self.modal, Some(Modal::Command(_)));
-        let screen = chrome::layout(frame.area(), self.flash.as_ref(), command_line);
+        let banner = self.connection.banner();
+        let screen = chrome::layout(
+            frame.area(),
+            self.flash.as_ref(),
+            command_line,
+            banner.as_deref(),
+        );
         self.areas = screen.panes;
         let here_name = self
             .whoami
@@ -30,6 +36,9 @@ impl App {
         }
         .render(frame, screen.header);
         let p = self.palette;
+        if let Some(banner) = &banner {
+            chrome::render_banner(frame, screen.banner, banner, &p);
+        }
         let now = self.now();
         let here = self.whoami.as_ref().map(|w| w.timeline_id.clone());
         let ctx = |focused: bool, pending: bool| Ctx {

@@ -14,14 +14,28 @@ impl App {
     /// The answer of a call that is still the newest of its `slot`.
     pub(super) fn on_answer(&mut self, slot: Slot, result: Result<Reply, ServiceError>) {
         match &result {
-            Err(ServiceError::Unavailable(why)) => {
-                self.connection = Connection::Disconnected(why.clone());
+            Err(e @ ServiceError::Unavailable(why)) => {
+                self.connection = if crate::client::is_lasting(e) {
+                    Connection::Unusable(why.clone())
+                } else {
+                    Connection::Disconnected(why.clone())
+                };
             }
-            Err(_) | Ok(_) => {
-                if matches!(self.connection, Connection::Disconnected(_)) && result.is_ok() {
+            Err(ServiceError::Unauthorized(why)) => {
+                self.connection = Connection::TokenRefused(why.clone());
+            }
+            Ok(_) => {
+                if !matches!(
+                    self.connection,
+                    Connection::Connected | Connection::Connecting
+                ) {
                     self.flash_info("Reconnected.");
                 }
-                if result.is_ok() || self.connection == Connection::Connecting {
+                self.connection = Connection::Connected;
+            }
+            // Any other answer is an answer: the server is there.
+            Err(_) => {
+                if self.connection == Connection::Connecting {
                     self.connection = Connection::Connected;
                 }
             }
@@ -94,8 +108,14 @@ impl App {
         if let Some(modal) = &mut self.modal {
             modal.call_failed(slot);
         }
-        // The header already says the service is gone; don't repeat it every tick.
-        if slot.is_background() && matches!(e, ServiceError::Unavailable(_)) {
+        // The header and its banner already say the service is gone or refuses the token;
+        // don't repeat it every tick.
+        if slot.is_background()
+            && matches!(
+                e,
+                ServiceError::Unavailable(_) | ServiceError::Unauthorized(_)
+            )
+        {
             return;
         }
         // A timeline we knew is unknown now: deleted elsewhere, which is news, not an error of
