@@ -890,7 +890,7 @@ async fn a_refused_token_is_said_in_the_header_until_an_answer_comes() {
         assert!(!screen.contains("● connected"), "{screen}");
         assert!(screen.contains("✗ token refused"), "{screen}");
         assert!(
-            screen.contains("The server refused the token: The token has expired."),
+            screen.contains("The server refused the token: the token has expired."),
             "{screen}"
         );
     }

@@ -56,10 +56,9 @@ impl Connection {
                 sentence(why)
             )),
             Connection::TokenRefused(why) => Some(format!(
-                "✗ The server refused the token: {} Nothing on screen is being updated. Get a \
-                 new token (`chronoscope token`, with the server's secret) and start the \
-                 dashboard again with it (--token or CHRONOSCOPE_TOKEN).",
-                sentence(why)
+                "✗ The server refused the token: {}. Nothing on screen is updated; start the \
+                 dashboard again with a valid token (--token or CHRONOSCOPE_TOKEN).",
+                why.trim_end_matches('.')
             )),
         }
     }
@@ -125,7 +124,7 @@ pub struct Screen {
 /// Lays out a frame of `area`: the timelines top left, the monitor or the log top right, the
 /// search below; a long `flash` (a problem's detail) gets up to three footer lines rather than
 /// being cut, unless the command line takes the footer; a `banner` (what is wrong with the
-/// connection) gets the lines it needs under the header, up to four.
+/// connection) gets the lines it needs under the header, up to six.
 pub fn layout(
     area: Rect,
     flash: Option<&Flash>,
@@ -137,7 +136,7 @@ pub fn layout(
         Some(f) if !command_line => (f.text.chars().count() + 1).div_ceil(width).clamp(1, 3) as u16,
         _ => 1,
     };
-    let banner_lines = banner.map_or(0, |b| wrapped_lines(b, width).clamp(1, 4));
+    let banner_lines = banner.map_or(0, |b| wrapped_lines(b, width).clamp(1, 6));
     let [header, banner, body, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(banner_lines),
@@ -462,7 +461,7 @@ mod tests {
             );
             assert!(!text.contains("● connected"), "{text}");
             assert!(
-                words(&text).contains("The server refused the token: The token has expired."),
+                words(&text).contains("The server refused the token: the token has expired."),
                 "{text}"
             );
             assert!(words(&text).contains("--token"), "{text}");
