@@ -57,7 +57,7 @@ for b in "${binaries[@]}"; do
 done
 
 start_work_dir
-export CHRONOSCOPE_LOG=info
+export CHRONOSCOPE_LOG=info NO_COLOR=1
 
 # Seconds since the epoch, with nanoseconds.
 now() { date +%s.%N; }
@@ -102,8 +102,11 @@ EOF
   done
   ready="$(now)"
   # Where the start began: the snapshot's record, or 0 (the whole log replayed).
-  snap="$(grep 'started from a snapshot' "$log" | grep -o 'seq=[0-9]*' | head -n 1 | cut -d= -f2)"
+  snap="$( (sed 's/\x1b\[[0-9;]*m//g' "$log" | grep "started from a snapshot" || true) \
+    | grep -o "seq=[0-9]*" | head -n 1 | cut -d= -f2 || true)"
+  # (wrk counts the answers it read; a few more may have been written as it stopped.)
   replayed=$(( written + 1 - ${snap:-0} ))
+  [ "$replayed" -ge 0 ] || replayed=0
   stop_all
   printf '  %-10s %-5s %9s events  stop %6ss  tail ≈%8s records  to /readyz %6ss\n' \
     "$label" "$sig" "$written" "$(elapsed "$stop_began" "$stopped")" "$replayed" \
