@@ -10,9 +10,13 @@
 # blocking pool keeps it near the quiet figure (the scans still take CPU).
 #
 # usage: scripts/monitor-load.sh [--events N] [--duration SECS] [--connections N]
-#                                [--monitors N] [--compare BIN]
+#                                [--monitors N] [--compare BIN] [--streams N]
 #   --compare BIN   also measure another build of chronoscope (e.g. an older release binary) on
 #                   the same log, after this one, and print both.
+#   --streams N     instead: open N monitor streams of primary (examples/monitor_streams.rs) and
+#                   print, per phase (idle; 3 item registrations; 3 events added to another
+#                   timeline; 3 to primary), the server's CPU seconds, the scans /metrics counted
+#                   and the stream events delivered.
 # Env: LOAD_EVENTS (1000000), LOAD_DURATION (10), LOAD_CONNECTIONS (8), LOAD_MONITORS (2),
 # CHRONOSCOPE_BIN (default: this tree's release build). wrk is installed from Debian's packages
 # when missing. Every process this script starts is stopped when it ends, however it ends.
@@ -23,6 +27,7 @@ duration="${LOAD_DURATION:-10}"
 connections="${LOAD_CONNECTIONS:-8}"
 monitors="${LOAD_MONITORS:-2}"
 compare=""
+streams=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --events) events="$2"; shift 2 ;;
@@ -30,11 +35,12 @@ while [ $# -gt 0 ]; do
     --connections) connections="$2"; shift 2 ;;
     --monitors) monitors="$2"; shift 2 ;;
     --compare) compare="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --streams) streams="$2"; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "monitor-load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for n in "$events" "$duration" "$connections" "$monitors"; do
+for n in "$events" "$duration" "$connections" "$monitors" ${streams:+"$streams"}; do
   case "$n" in ''|*[!0-9]*|0) echo "monitor-load.sh: counts and durations are positive integers" >&2; exit 2 ;; esac
 done
 if [ -n "$compare" ] && [ ! -x "$compare" ]; then
@@ -46,8 +52,8 @@ cd "$repo"
 . "$repo/scripts/lib/load-common.sh"
 ensure_wrk
 
-echo "==> cargo build --release (chronoscope, examples/big_log)"
-cargo build --release --locked --bin chronoscope --example big_log
+echo "==> cargo build --release (chronoscope, examples/big_log, examples/monitor_streams)"
+cargo build --release --locked --bin chronoscope --example big_log --example monitor_streams
 target="${CARGO_TARGET_DIR:-$repo/target}/release"
 bin="${CHRONOSCOPE_BIN:-$target/chronoscope}"
 
@@ -129,6 +135,43 @@ run_build() {
     printf '    (%s monitor scans completed during the %s s run and the 1 s before it)\n' "$scans" "$duration"
   } >>"$work/summary"
 }
+
+# Opens $streams streams on one build ($1 label, $2 binary) and measures the phases.
+run_streams() {
+  local label="$1" exe="$2" port mport data log extra=() token
+  port="$(free_port)"; mport="$(free_port)"
+  data="$work/data-$label"
+  log="$work/serve-$label.log"
+  mkdir -p "$data"
+  # Builds from before the caps have no --max-streams-per-traveller (and no cap).
+  if "$exe" serve --help 2>/dev/null | grep -q -- '--max-streams-per-traveller'; then
+    extra=(--max-streams-per-traveller "$streams" --max-streams "$streams")
+  fi
+  echo "==> $label: serve ($exe), $streams streams"
+  "$exe" --data-dir "$data" --database "sqlite://$work/big.db" serve \
+    --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$mport" --rate-limit 0 \
+    --address-rate-limit 0 "${extra[@]}" >"$log" 2>&1 &
+  pids+=($!)
+  wait_ready "http://127.0.0.1:$port/readyz" "${pids[-1]}" "$log" 300
+  token="$("$exe" --data-dir "$data" --database "sqlite://$work/big.db" token \
+    --subject load --scope read,write --ttl 1h)"
+  {
+    echo "  $label ($exe):"
+    "$target/examples/monitor_streams" --base "http://127.0.0.1:$port" --token "$token" \
+      --pid "${pids[-1]}" --metrics "http://127.0.0.1:$mport/metrics" --streams "$streams" \
+      | sed 's/^/    /'
+  } | tee -a "$work/summary"
+  stop_all
+}
+
+if [ -n "$streams" ]; then
+  run_streams this "$bin"
+  [ -n "$compare" ] && run_streams compared "$compare"
+  echo
+  echo "monitor streams: $events events in primary, $streams streams of it, loopback, SQLite"
+  cat "$work/summary"
+  exit 0
+fi
 
 run_build this "$bin"
 [ -n "$compare" ] && run_build compared "$compare"

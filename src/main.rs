@@ -515,10 +515,13 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     let engine = open_engine(global, Seed::None).await?;
     engine.spawn_scheduler(SCHEDULER_PERIOD);
     engine.pace_reads(args.read_index_interval);
-    engine.spawn_snapshots(chronoscope::engine::SnapshotPolicy {
+    let snapshots = chronoscope::engine::SnapshotPolicy {
         every_records: args.snapshot_records,
         every: args.snapshot_interval,
-    });
+    };
+    engine.spawn_snapshots(snapshots);
+    // Kept for the snapshot written once the service has stopped.
+    let kept = Arc::clone(&engine);
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .wrap_err_with(|| format!("cannot listen on {}", args.listen))?;
@@ -564,6 +567,8 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         header_read_timeout: args.header_read_timeout,
         idle_timeout: args.idle_timeout,
         shutdown_timeout: args.shutdown_timeout,
+        max_streams_per_traveller: args.max_streams_per_traveller as usize,
+        max_streams: args.max_streams as usize,
     };
     let shutdown = chronoscope::server::shutdown_signal();
     let served = match tls {
@@ -573,6 +578,19 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     if let Some(metrics) = metrics {
         // Scrapes are cheap and repeatable: no need to let one finish.
         metrics.abort();
+    }
+    // Stopped by a signal (not by an error): a long tail becomes a snapshot, so the next start
+    // replays little. A failure is logged; the log is intact either way.
+    if served.is_ok() {
+        match kept.snapshot_before_exit(snapshots).await {
+            Ok(Some(seq)) => {
+                eprintln!("chronoscope wrote a snapshot at record {seq} before stopping")
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(%e, "writing a snapshot before stopping failed; the log is intact")
+            }
+        }
     }
     served.wrap_err("the server stopped with an error")
 }

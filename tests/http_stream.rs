@@ -494,3 +494,223 @@ async fn every_event_on_the_wire_is_one_the_description_names() {
     }
     assert_eq!(seen, ["snapshot", "appeared", "error"], "{text}");
 }
+
+/// Reads each stream's first change (its snapshot).
+async fn opened(streams: &mut [MonitorStream]) {
+    for stream in streams.iter_mut() {
+        let first = next(stream).await;
+        assert!(
+            matches!(first.change, MonitorChange::Snapshot(_)),
+            "{first:?}"
+        );
+    }
+}
+
+/// Waits until `scans` no longer grows for a while; answers the count then.
+async fn settled(engine: &Engine) -> u64 {
+    let mut seen = engine.monitor_scans();
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = engine.monitor_scans();
+        if now == seen {
+            return now;
+        }
+        seen = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_streams_of_a_timeline_cost_one_scan_per_write_to_it_and_none_otherwise() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let primary = TimelineId::primary();
+    let celebration = treaty_and_celebration(&ada, &primary).await;
+    let other = ada
+        .create_timeline(NewTimeline {
+            name: Some("Elsewhere".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let mut streams = Vec::new();
+    for _ in 0..1000 {
+        streams.push(
+            ada.watch_monitor(MonitorWatch {
+                timeline_id: primary.clone(),
+                after: None,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    opened(&mut streams).await;
+    assert_eq!(
+        engine.watched_timelines(),
+        1,
+        "one watcher for all the streams"
+    );
+    let before = settled(&engine).await;
+
+    // A write to another timeline, and an item registration: no scan, nothing told.
+    ada.add_event(&other, event("Elsewhere", "1900-01-01T00:00:00Z", &[]))
+        .await
+        .unwrap();
+    ada.register_item(NewItem {
+        description: "A compass".into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        settled(&engine).await,
+        before,
+        "writes elsewhere cost scans"
+    );
+    for stream in &mut streams {
+        let quiet = tokio::time::timeout(Duration::from_millis(1), stream.next()).await;
+        assert!(quiet.is_err(), "a stream was told something: {quiet:?}");
+    }
+
+    // A write to the timeline: one scan, and every stream is told.
+    celebrate_early(&ada, &primary, &celebration).await;
+    for stream in &mut streams {
+        let change = next(stream).await;
+        assert!(
+            matches!(change.change, MonitorChange::Appeared(_)),
+            "{change:?}"
+        );
+    }
+    assert_eq!(
+        settled(&engine).await,
+        before + 1,
+        "one scan for 1,000 streams"
+    );
+    // A monitor call reads the same scan; the timelines list too, scanning only the other
+    // timeline, which changed since it was last scanned.
+    ada.monitor_timeline(MonitorQuery {
+        timeline_id: primary.clone(),
+        time_range: None,
+    })
+    .await
+    .unwrap();
+    assert_eq!(engine.monitor_scans(), before + 1);
+    ada.list_timelines(PageRequest::default()).await.unwrap();
+    assert_eq!(engine.monitor_scans(), before + 2);
+    ada.list_timelines(PageRequest::default()).await.unwrap();
+    assert_eq!(engine.monitor_scans(), before + 2);
+
+    drop(streams);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        engine.watched_timelines(),
+        0,
+        "the watcher stops with its last stream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_stream_scans_only_at_its_windows_boundaries() {
+    let engine = Engine::open(
+        Arc::new(chronoscope::store::MemoryStore::new()),
+        Arc::new(chronoscope::engine::SystemClock),
+        chronoscope::engine::EngineConfig {
+            default_window: chronoscope::model::Window::Seconds(4),
+            ..chronoscope::engine::EngineConfig::default()
+        },
+        chronoscope::engine::Seed::None,
+    )
+    .await
+    .unwrap();
+    let ada = engine.session("ada".parse().unwrap());
+    let brief = ada
+        .create_timeline(NewTimeline {
+            name: Some("Brief".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let mut stream = ada
+        .watch_monitor(MonitorWatch {
+            timeline_id: brief.clone(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    // The stream's first scan is done; from here on only the boundaries may cost scans.
+    let before = engine.monitor_scans();
+    let first = next(&mut stream).await;
+    let MonitorChange::Snapshot(report) = first.change else {
+        panic!("{first:?}");
+    };
+    assert!(report.anomalies.is_empty(), "{report:?}");
+    // The last tenth of 4 s begins at 3.6 s: the warning appears, once, then resolves at the
+    // close (4 s); a scan at each boundary and none between them.
+    let appeared = next(&mut stream).await;
+    let MonitorChange::Appeared(warning) = &appeared.change else {
+        panic!("{appeared:?}");
+    };
+    assert!(warning.description.contains("closes at"), "{warning:?}");
+    let resolved = next(&mut stream).await;
+    assert_eq!(resolved.change, MonitorChange::Resolved(warning.clone()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(engine.monitor_scans(), before + 2);
+}
+
+#[tokio::test]
+async fn streams_beyond_the_caps_are_refused_with_retry_after() {
+    let server = Served::start(ServerConfig {
+        max_streams_per_traveller: 2,
+        max_streams: 3,
+        ..config()
+    })
+    .await;
+    let watch = MonitorWatch {
+        timeline_id: TimelineId::primary(),
+        after: None,
+    };
+    let ada = server.client("ada");
+    let mut first = ada.watch_monitor(watch.clone()).await.unwrap();
+    next(&mut first).await;
+    let _second = ada.watch_monitor(watch.clone()).await.unwrap();
+    match ada.watch_monitor(watch.clone()).await {
+        Err(ServiceError::RateLimited { retry_after_secs }) => assert!(retry_after_secs > 0),
+        other => panic!("a third stream of ada: {:?}", other.map(|_| "a stream")),
+    }
+    let _bob = server
+        .client("bob")
+        .watch_monitor(watch.clone())
+        .await
+        .unwrap();
+    // Three in all: cy is refused too, on the wire a 429 problem with Retry-After.
+    let refused = reqwest::Client::new()
+        .get(format!(
+            "{}/v1/monitor-timeline/stream?timeline_id=primary",
+            server.base
+        ))
+        .bearer_auth(token("cy"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(
+        refused.headers()["content-type"],
+        "application/problem+json"
+    );
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["detail"].as_str().unwrap().contains("--max-streams"),
+        "{body}"
+    );
+    // A closed stream gives its place back.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match ada.watch_monitor(watch.clone()).await {
+            Ok(_) => break,
+            Err(e) => assert!(std::time::Instant::now() < deadline, "still refused: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

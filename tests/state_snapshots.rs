@@ -608,6 +608,77 @@ async fn the_background_task_writes_a_snapshot_when_due() {
     assert_eq!(listed[0].seq, ops.len() as u64);
 }
 
+/// Waits up to 5 s for a snapshot of `engine`'s head in `store`.
+async fn snapshot_of_the_head(store: &dyn Store, engine: &Engine, what: &str) {
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let newest = store.snapshots().await.unwrap().first().map(|s| s.seq);
+        if newest == Some(engine.snapshot().await.unwrap().seq) {
+            return;
+        }
+    }
+    panic!("{what}: no snapshot of the head within 5 s");
+}
+
+/// Snapshots due by records follow one another as fast as they are written (no 30 s spacing),
+/// so the tail a start replays stays bounded under any write rate.
+#[tokio::test]
+async fn snapshots_due_by_records_are_not_held_back_by_time() {
+    let ops = sample_log();
+    let (head, tail) = ops.split_at(ops.len() / 2);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    append_ops(&*store, &key(), head).await.unwrap();
+    let engine = open(Arc::clone(&store)).await;
+    engine.spawn_snapshots(chronoscope::engine::SnapshotPolicy {
+        every_records: 50,
+        every: std::time::Duration::from_secs(3600),
+    });
+    snapshot_of_the_head(&*store, &engine, "the first").await;
+    append_ops(&*store, &key(), tail).await.unwrap();
+    // Another process's appends, folded in by a read.
+    assert_eq!(engine.snapshot().await.unwrap().seq, ops.len() as u64);
+    snapshot_of_the_head(&*store, &engine, "the second, seconds after the first").await;
+}
+
+/// A graceful stop writes a snapshot when the tail after the newest one is long, and none
+/// when it is short.
+#[tokio::test]
+async fn a_graceful_stop_writes_a_snapshot_when_the_tail_is_long() {
+    let ops = sample_log();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    append_ops(&*store, &key(), &ops[..ops.len() - 10])
+        .await
+        .unwrap();
+    let engine = open(Arc::clone(&store)).await;
+    let policy = chronoscope::engine::SnapshotPolicy {
+        every_records: 100,
+        every: std::time::Duration::from_secs(3600),
+    };
+    assert!(store.snapshots().await.unwrap().is_empty());
+    let written = engine.snapshot_before_exit(policy).await.unwrap();
+    assert_eq!(written, Some(ops.len() as u64 - 10));
+    assert_eq!(
+        store.snapshots().await.unwrap()[0].seq,
+        ops.len() as u64 - 10
+    );
+    // Ten records more: replaying them is quick, no snapshot.
+    append_ops(&*store, &key(), &ops[ops.len() - 10..])
+        .await
+        .unwrap();
+    engine.snapshot().await.unwrap();
+    assert_eq!(engine.snapshot_before_exit(policy).await.unwrap(), None);
+    // With snapshots turned off, none either.
+    let off = chronoscope::engine::SnapshotPolicy {
+        every_records: 0,
+        ..policy
+    };
+    assert_eq!(engine.snapshot_before_exit(off).await.unwrap(), None);
+    // A restart from it equals a replay of the whole log.
+    let restarted = open(Arc::clone(&store)).await;
+    let world = restarted.snapshot().await.unwrap();
+    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+}
+
 /// The size of a SQLite store on disk: the file and its WAL.
 fn sqlite_size(path: &std::path::Path) -> u64 {
     let wal = path.with_extension("db-wal");

@@ -399,6 +399,12 @@ pub struct ServeArgs {
     /// Idempotency keys remembered per traveller (at least 1; give every replica the same value): beyond it, that traveller's oldest keys are forgotten first, and a retry with a forgotten key is carried out again
     #[arg(long, env = "CHRONOSCOPE_IDEMPOTENCY_KEYS_PER_TRAVELLER", default_value_t = crate::engine::idempotency::DEFAULT_KEYS_PER_TRAVELLER as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub idempotency_keys_per_traveller: u32,
+    /// Monitor streams (GET /v1/monitor-timeline/stream) one traveller may have open at once; beyond it, 429 with Retry-After
+    #[arg(long, env = "CHRONOSCOPE_MAX_STREAMS_PER_TRAVELLER", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_streams_per_traveller: u32,
+    /// Monitor streams the server keeps open at once, everyone's; beyond it, 429 with Retry-After (streams of one timeline share one scan per change, so a stream costs its connection)
+    #[arg(long, env = "CHRONOSCOPE_MAX_STREAMS", default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_streams: u32,
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
     #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,

@@ -91,12 +91,18 @@ impl Default for SnapshotPolicy {
     }
 }
 
-/// Two snapshots written by one process are at least this far apart, however fast the log
-/// grows: writing one of a big world costs seconds of a core.
+/// Two snapshots written by one process for time alone ([`SnapshotPolicy::every`]) are at
+/// least this far apart. Snapshots due by records are not spaced: the tail a start replays is
+/// bounded by what is appended while one snapshot is written, whatever the write rate.
 const SNAPSHOT_MIN_GAP: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// How often the snapshot task looks at the log's position.
+/// How often the snapshot task looks at the clock when nothing is published.
 const SNAPSHOT_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A graceful stop writes a snapshot when at least this many records (or
+/// [`SnapshotPolicy::every_records`], if fewer) were appended since the newest one, so the
+/// next start replays nothing long ([`Engine::snapshot_before_exit`]).
+pub const EXIT_SNAPSHOT_RECORDS: u64 = 1_000;
 
 /// Settings of an engine.
 #[derive(Clone, Debug)]
@@ -136,8 +142,12 @@ pub struct Engine {
     fetches: std::sync::atomic::AtomicU64,
     /// What was published, for change streams.
     published: feed::Published,
-    /// Each timeline's last rescan, for anomaly counts (see `watch`).
-    graphs: watch::Graphs,
+    /// Held while a snapshot is written, so a process writes one at a time.
+    snapshotting: tokio::sync::Mutex<()>,
+    /// Each timeline's open anomalies, kept while unchanged (see `watch`).
+    reports: watch::Reports,
+    /// One task per watched timeline, shared by its streams (see `watch`).
+    hubs: watch::Hubs,
 }
 
 impl std::fmt::Debug for Engine {
@@ -182,7 +192,9 @@ impl Engine {
             barrier: barrier::ReadBarrier::default(),
             fetches: std::sync::atomic::AtomicU64::new(0),
             published: feed::Published::default(),
-            graphs: watch::Graphs::default(),
+            snapshotting: tokio::sync::Mutex::new(()),
+            reports: watch::Reports::default(),
+            hubs: watch::Hubs::default(),
         });
         engine.establish_chain().await?;
         engine.restore_snapshot().await?;
@@ -541,6 +553,12 @@ impl Engine {
     /// runs on a blocking thread; the store writes it without holding up appends. Answers the
     /// log position it folds up to (`None` when the log is empty).
     pub async fn write_snapshot(&self) -> Result<Option<u64>, ServiceError> {
+        let _writing = self.snapshotting.lock().await;
+        self.write_snapshot_held().await
+    }
+
+    /// [`Engine::write_snapshot`], with `snapshotting` held by the caller.
+    async fn write_snapshot_held(&self) -> Result<Option<u64>, ServiceError> {
         let world = self.snapshot_now();
         if world.seq == 0 {
             return Ok(None);
@@ -557,6 +575,29 @@ impl Engine {
         Ok(Some(seq))
     }
 
+    /// On a graceful stop: writes a snapshot when the tail after the newest one is long
+    /// ([`EXIT_SNAPSHOT_RECORDS`]), after the one being written, if any, is done. Answers the
+    /// log position it folds up to, `None` when none was needed (or `policy` writes none).
+    pub async fn snapshot_before_exit(
+        &self,
+        policy: SnapshotPolicy,
+    ) -> Result<Option<u64>, ServiceError> {
+        if policy.every_records == 0 {
+            return Ok(None);
+        }
+        let _writing = self.snapshotting.lock().await;
+        let seq = self.snapshot_now().seq;
+        let stored = self.store.snapshots().await?.first().map_or(0, |s| s.seq);
+        if seq.saturating_sub(stored) < EXIT_SNAPSHOT_RECORDS.min(policy.every_records) {
+            return Ok(None);
+        }
+        tracing::info!(
+            records = seq - stored,
+            "writing a snapshot before stopping, so the next start replays no long tail"
+        );
+        self.write_snapshot_held().await
+    }
+
     /// Writes snapshots in the background as `policy` says, until the engine is dropped. Any
     /// replica may write one; each first looks at the newest one in the store, so replicas do
     /// not repeat each other's. A failure is logged and tried again later: the log is intact
@@ -566,12 +607,24 @@ impl Engine {
             return;
         }
         let engine = self.me.clone();
+        let mut position = self.position();
         tokio::spawn(async move {
             let mut newest: Option<u64> = None;
             let mut since = std::time::Instant::now();
             let mut last_try: Option<std::time::Instant> = None;
+            // A failed write is tried again after the spacing, not on every publication.
+            let mut failed_at: Option<std::time::Instant> = None;
             loop {
-                tokio::time::sleep(SNAPSHOT_TICK).await;
+                // A publication may make one due by records; the tick, one due by time.
+                tokio::select! {
+                    changed = position.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        position.borrow_and_update();
+                    }
+                    () = tokio::time::sleep(SNAPSHOT_TICK) => {}
+                }
                 let Some(engine) = engine.upgrade() else {
                     return;
                 };
@@ -589,9 +642,12 @@ impl Engine {
                         found
                     }
                 };
-                let due = seq.saturating_sub(stored) >= policy.every_records
-                    || (seq > stored && since.elapsed() >= policy.every);
-                if !due || last_try.is_some_and(|t| t.elapsed() < SNAPSHOT_MIN_GAP) {
+                let by_records = seq.saturating_sub(stored) >= policy.every_records;
+                let by_time = seq > stored && since.elapsed() >= policy.every;
+                let spaced = |at: Option<std::time::Instant>| {
+                    at.is_none_or(|t| t.elapsed() >= SNAPSHOT_MIN_GAP)
+                };
+                if !(by_records || by_time && spaced(last_try)) || !spaced(failed_at) {
                     continue;
                 }
                 // Another replica may have written one meanwhile.
@@ -606,13 +662,29 @@ impl Engine {
                 last_try = Some(std::time::Instant::now());
                 match engine.write_snapshot().await {
                     Ok(written) => {
+                        failed_at = None;
                         newest = Some(written.unwrap_or(stored));
                         since = std::time::Instant::now();
                     }
-                    Err(e) => tracing::warn!(%e, "writing a snapshot failed; the log is intact"),
+                    Err(e) => {
+                        failed_at = Some(std::time::Instant::now());
+                        tracing::warn!(%e, "writing a snapshot failed; the log is intact");
+                    }
                 }
             }
         });
+    }
+
+    /// How many scans of a timeline's events the monitor made (`chronoscope_monitor_scans_total`
+    /// counts the same): a kept answer for an unchanged timeline is not a scan.
+    pub fn monitor_scans(&self) -> u64 {
+        self.reports.scans()
+    }
+
+    /// How many timelines have a task watching them for change streams (one each, whatever
+    /// the number of streams).
+    pub fn watched_timelines(&self) -> usize {
+        self.hubs.len()
     }
 
     /// The log position readers see; it changes whenever a write of this process or, once

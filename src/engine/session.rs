@@ -127,7 +127,7 @@ impl EngineSession {
         state: &super::TimelineState,
         now: Instant,
     ) -> TimelineInfo {
-        let open = super::watch::anomalies(&self.engine.graphs, world, state, now, None);
+        let open = super::watch::open_anomalies(&self.engine.reports, world, state, now);
         rules::timeline_info(state, now, open.len())
     }
 }
@@ -504,9 +504,7 @@ impl TimelineService for EngineSession {
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
         let engine = Arc::clone(&self.engine);
         self.read_blocking(move |world, ctx| {
-            let report = super::watch::monitor_report(&engine.graphs, world, ctx.now, &req)?;
-            metrics::counter!(crate::metrics::MONITOR_SCANS).increment(1);
-            Ok(report)
+            super::watch::monitor_report(&engine.reports, world, ctx.now, &req)
         })
         .await
     }

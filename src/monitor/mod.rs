@@ -173,15 +173,7 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
         }
         out.push(paradox_anomaly(p, appeared(scan, p.events.iter())));
     }
-    for owner in scan.owners {
-        for p in paradox::standing_items(&owner.subject) {
-            let at = scan.timeline.created_at;
-            out.push(paradox_anomaly(
-                &p,
-                owner.arrived_at.map_or(at, |a| a.max(at)),
-            ));
-        }
-    }
+    out.extend(item_anomalies(scan.timeline, scan.owners));
     out.extend(window_closing(scan));
     // One anomaly per orphaned event, naming every cause it misses.
     for group in scan.graph.orphans.chunk_by(|a, b| a.0 == b.0) {
@@ -239,7 +231,28 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
             failure.at,
         ));
     }
-    // Critical first, then by kind and subjects: the same timeline lists the same way.
+    sorted(out)
+}
+
+/// The item paradoxes of `owners`' items in `timeline`: the part of a [`scan`] that reads
+/// items and positions only, never the timeline's events.
+pub fn item_anomalies(timeline: &Timeline, owners: &[Owner<'_>]) -> Vec<Anomaly> {
+    let mut out = Vec::new();
+    for owner in owners {
+        for p in paradox::standing_items(&owner.subject) {
+            let at = timeline.created_at;
+            out.push(paradox_anomaly(
+                &p,
+                owner.arrived_at.map_or(at, |a| a.max(at)),
+            ));
+        }
+    }
+    out
+}
+
+/// `found` in the order a [`scan`] answers, each anomaly once: critical first, then by kind
+/// and subjects, so the same timeline lists the same way.
+pub fn sorted(mut out: Vec<Anomaly>) -> Vec<Anomaly> {
     out.sort_by(|a, b| {
         (Reverse(a.severity), a.kind, &a.subjects, &a.description).cmp(&(
             Reverse(b.severity),
@@ -270,27 +283,68 @@ fn paradox_anomaly(p: &Paradox, at: Instant) -> Anomaly {
     )
 }
 
+/// Where a timeline's window stands at an instant: the only thing about a timeline that
+/// changes with time alone, so an anomaly report stays right until the phase changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowPhase {
+    /// Unbounded, or more than a tenth of its window left.
+    Open,
+    /// Open, within the last tenth of its window.
+    Closing,
+    /// Closed.
+    Closed,
+}
+
+impl WindowPhase {
+    /// `timeline`'s phase at `now`.
+    pub fn of(timeline: &Timeline, now: Instant) -> Self {
+        let (Some(length), Some(remaining)) =
+            (timeline.window.duration(), timeline.remaining_at(now))
+        else {
+            return Self::Open;
+        };
+        if timeline.status_at(now) != TimelineStatus::Open {
+            Self::Closed
+        } else if remaining.checked_mul(10).is_none_or(|r| r >= length) {
+            Self::Open
+        } else {
+            Self::Closing
+        }
+    }
+}
+
+/// The next instant after `now` at which `timeline`'s anomalies may change with time alone
+/// (its window entering its last tenth, or closing); `None` when nothing ever will. A watcher
+/// sets its timer for it instead of rescanning on a period.
+pub fn next_change(timeline: &Timeline, now: Instant) -> Option<Instant> {
+    let length = timeline.window.duration()?;
+    let closes = timeline.closes_at()?;
+    match WindowPhase::of(timeline, now) {
+        WindowPhase::Open => Some((closes - length / 10).max(now)),
+        WindowPhase::Closing => Some(closes),
+        WindowPhase::Closed => None,
+    }
+}
+
 /// The window closes within 10 % of its length (never for an unbounded or closed timeline).
+/// The words name when it closes, not the time left, so they stay the same while it is open:
+/// a watcher is told about it once, not again every second.
 fn window_closing(scan: &Scan<'_>) -> Option<Anomaly> {
     let tl = scan.timeline;
-    let length = tl.window.duration()?;
-    let remaining = tl.remaining_at(scan.now)?;
-    if tl.status_at(scan.now) != TimelineStatus::Open
-        || remaining.checked_mul(10).is_none_or(|r| r >= length)
-    {
+    if WindowPhase::of(tl, scan.now) != WindowPhase::Closing {
         return None;
     }
+    let length = tl.window.duration()?;
     let closes = tl.closes_at()?;
     Some(anomaly(
         AnomalyKind::WindowClosing,
         Severity::Warning,
         "window_closing",
         format!(
-            "Timeline {} closes at {} ({} of its {} window left); after that it can no longer \
-             be travelled to or changed.",
+            "Timeline {} closes at {}, less than a tenth of its {} window from now; after \
+             that it can no longer be travelled to or changed.",
             tl.id,
             format_instant(&closes),
-            words(remaining),
             tl.window,
         ),
         vec![tl.id.to_string()],
@@ -333,14 +387,5 @@ fn list(ids: &[&EventId]) -> String {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
         None => String::new(),
-    }
-}
-
-/// A remaining time in words, rounded down to whole seconds.
-fn words(d: chrono::Duration) -> String {
-    let secs = d.num_seconds().max(0);
-    match crate::model::Window::Seconds(secs) {
-        w if secs > 0 => w.to_string(),
-        _ => "less than a second".into(),
     }
 }

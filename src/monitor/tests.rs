@@ -124,11 +124,29 @@ fn a_window_closing_within_a_tenth_of_its_length_is_reported() {
     let found = run(&fx, &tl, at(55), None, &[]);
     assert_eq!(kinds(&found), [AnomalyKind::WindowClosing]);
     assert_eq!(found[0].subjects, ["tml_x"]);
-    assert!(found[0].description.contains("5 minutes"));
+    assert!(
+        found[0].description.contains("closes at"),
+        "{}",
+        found[0].description
+    );
     assert_eq!(found[0].detected_at, at(54), "when its last tenth began");
+    // Its words do not count down: a watcher is told once, not every second.
+    assert_eq!(run(&fx, &tl, at(58), None, &[]), found);
     // Closed timelines and unbounded ones have no window to warn about.
     assert!(run(&fx, &tl, at(60), None, &[]).is_empty());
     assert!(run(&fx, &timeline(Window::Unbounded), at(55), None, &[]).is_empty());
+}
+
+#[test]
+fn the_next_time_driven_change_is_the_last_tenth_then_the_close() {
+    let tl = timeline(Window::Seconds(3600));
+    assert_eq!(next_change(&tl, at(10)), Some(at(54)));
+    assert_eq!(WindowPhase::of(&tl, at(10)), WindowPhase::Open);
+    assert_eq!(WindowPhase::of(&tl, at(55)), WindowPhase::Closing);
+    assert_eq!(next_change(&tl, at(55)), Some(at(60)));
+    assert_eq!(WindowPhase::of(&tl, at(60)), WindowPhase::Closed);
+    assert_eq!(next_change(&tl, at(60)), None);
+    assert_eq!(next_change(&timeline(Window::Unbounded), at(10)), None);
 }
 
 #[test]

@@ -268,3 +268,115 @@ mod tests {
         }
     }
 }
+
+/// Caps on the monitor streams open at once: per traveller and in all. A stream holds a
+/// [`StreamSlot`] for as long as it is open; beyond a cap a new one is answered 429.
+#[derive(Debug)]
+pub struct StreamSlots {
+    per_traveller: usize,
+    total: usize,
+    /// Open streams in all, and per traveller (travellers with none are not listed).
+    open: std::sync::Mutex<(usize, std::collections::HashMap<String, usize>)>,
+}
+
+/// Seconds a refused stream is told to wait: streams last long, so a slot frees up slowly.
+pub const STREAM_RETRY_AFTER_SECS: u64 = 5;
+
+/// One open stream's place under the caps; given back when dropped.
+#[derive(Debug)]
+pub struct StreamSlot {
+    slots: Arc<StreamSlots>,
+    traveller: String,
+}
+
+impl StreamSlots {
+    /// Caps of `per_traveller` streams per traveller and `total` in all.
+    pub fn new(per_traveller: usize, total: usize) -> Self {
+        Self {
+            per_traveller,
+            total,
+            open: std::sync::Mutex::default(),
+        }
+    }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, (usize, std::collections::HashMap<String, usize>)> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A slot for one more stream of `traveller`, or the 429 problem saying which cap is
+    /// reached.
+    pub fn take(self: &Arc<Self>, traveller: &str) -> Result<StreamSlot, Problem> {
+        let mut open = self.open();
+        let (total, by_traveller) = &mut *open;
+        let theirs = by_traveller.get(traveller).copied().unwrap_or(0);
+        let refused = if theirs >= self.per_traveller {
+            Some(format!(
+                "{traveller} has {theirs} monitor streams open, the most one traveller may \
+                 (--max-streams-per-traveller); close one, or follow the same timeline from \
+                 one stream"
+            ))
+        } else if *total >= self.total {
+            Some(format!(
+                "the server has {total} monitor streams open, the most it serves at once \
+                 (--max-streams); try again later"
+            ))
+        } else {
+            None
+        };
+        if let Some(detail) = refused {
+            return Err(
+                Problem::of_kind(&crate::error::RATE_LIMITED, "monitor streams", detail)
+                    .with_header(
+                        axum::http::header::RETRY_AFTER,
+                        &STREAM_RETRY_AFTER_SECS.to_string(),
+                    ),
+            );
+        }
+        *total += 1;
+        *by_traveller.entry(traveller.to_owned()).or_default() += 1;
+        Ok(StreamSlot {
+            slots: Arc::clone(self),
+            traveller: traveller.to_owned(),
+        })
+    }
+
+    /// Streams open now, in all.
+    pub fn open_now(&self) -> usize {
+        self.open().0
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open();
+        let (total, by_traveller) = &mut *open;
+        *total = total.saturating_sub(1);
+        if let Some(n) = by_traveller.get_mut(&self.traveller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                by_traveller.remove(&self.traveller);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_capped_per_traveller_and_in_all_and_slots_come_back() {
+        let slots = Arc::new(StreamSlots::new(2, 3));
+        let a1 = slots.take("ada").unwrap();
+        let _a2 = slots.take("ada").unwrap();
+        let refused = slots.take("ada").unwrap_err();
+        assert_eq!(refused.status(), axum::http::StatusCode::TOO_MANY_REQUESTS);
+        let _b1 = slots.take("bob").unwrap();
+        assert!(slots.take("cy").is_err(), "three in all");
+        drop(a1);
+        assert_eq!(slots.open_now(), 2);
+        let _a3 = slots.take("ada").unwrap();
+    }
+}

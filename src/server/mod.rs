@@ -45,7 +45,7 @@ use tower_http::request_id::{
 use tower_http::trace::TraceLayer;
 
 pub use extract::{BodyOrQuery, Caller, JsonBody, QueryParams};
-pub use limits::{RateLimit, RateLimiter};
+pub use limits::{RateLimit, RateLimiter, StreamSlot, StreamSlots};
 pub use openapi::openapi;
 pub use problem::{PROBLEM_JSON, Problem, RequestCtx};
 pub use views::View;
@@ -124,6 +124,10 @@ pub struct ServerConfig {
     /// Longest a graceful shutdown waits for in-flight requests before closing their
     /// connections.
     pub shutdown_timeout: Duration,
+    /// Monitor streams one traveller may have open at once (429 beyond).
+    pub max_streams_per_traveller: usize,
+    /// Monitor streams the server keeps open at once, everyone's (429 beyond).
+    pub max_streams: usize,
 }
 
 impl ServerConfig {
@@ -139,6 +143,11 @@ impl ServerConfig {
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
     /// Default deadline of a graceful shutdown.
     pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Default cap of monitor streams per traveller: a few dashboards and `monitor --follow`s.
+    pub const DEFAULT_MAX_STREAMS_PER_TRAVELLER: usize = 20;
+    /// Default cap of monitor streams in all. Streams of one timeline share one scan per
+    /// change, so their cost is the connections and the events written to them.
+    pub const DEFAULT_MAX_STREAMS: usize = 2000;
 
     /// The defaults, signing with `secret`.
     pub fn new(secret: Secret) -> Self {
@@ -152,6 +161,8 @@ impl ServerConfig {
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             shutdown_timeout: Self::DEFAULT_SHUTDOWN_TIMEOUT,
+            max_streams_per_traveller: Self::DEFAULT_MAX_STREAMS_PER_TRAVELLER,
+            max_streams: Self::DEFAULT_MAX_STREAMS,
         }
     }
 }
@@ -165,6 +176,7 @@ pub struct AppState {
     openapi: Arc<String>,
     config: Arc<ServerConfig>,
     stopping: Stopping,
+    streams: Arc<StreamSlots>,
 }
 
 /// Tells long-lived answers (event streams) that the server is shutting down, so that a
@@ -190,6 +202,12 @@ impl Stopping {
 impl FromRef<AppState> for Arc<ServerConfig> {
     fn from_ref(state: &AppState) -> Self {
         Arc::clone(&state.config)
+    }
+}
+
+impl FromRef<AppState> for Arc<StreamSlots> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.streams)
     }
 }
 
@@ -282,6 +300,10 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
         stopping,
+        streams: Arc::new(StreamSlots::new(
+            config.max_streams_per_traveller,
+            config.max_streams,
+        )),
     };
     let router = api
         .fallback(routes::ops::not_found)

@@ -7,7 +7,10 @@
 //! `appeared` and `resolved` (data: the anomaly), `error` (data: a problem; the stream then
 //! ends, e.g. when the timeline was deleted). A `: heartbeat` comment comes every 15 s of
 //! silence; the stream ends cleanly when the server shuts down. It is authenticated and counted
-//! in the rate limits like every other call, once per connection.
+//! in the rate limits like every other call, once per connection. Open streams are capped per
+//! traveller and in all (`--max-streams-per-traveller`, `--max-streams`): beyond, 429 with
+//! `Retry-After`. Every stream of one timeline reads one shared scan per change (see
+//! `crate::engine` `watch`), so a stream costs its connection, not a scan.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use super::ApiResult;
 use crate::model::TimelineId;
 use crate::server::extract::{Caller, QueryParams};
 use crate::server::problem::{Problem, RequestCtx};
-use crate::server::{ServerConfig, Stopping};
+use crate::server::{ServerConfig, Stopping, StreamSlots};
 use crate::service::{MonitorChange, MonitorWatch};
 
 /// The query of the stream.
@@ -44,12 +47,14 @@ pub struct StreamQuery {
     responses((status = 200, content_type = "text/event-stream", body = String,
         description = "An event stream: `snapshot` (data: the monitor's report), then \
             `appeared` and `resolved` (data: the anomaly), each with `id:` its log position; \
-            `error` (data: a problem) ends it; a `: heartbeat` comment every 15 s of silence"))
+            `error` (data: a problem) ends it; a `: heartbeat` comment every 15 s of silence; \
+            429 when the caller or the server has as many streams open as allowed"))
 )]
 pub async fn stream_monitor_timeline(
     caller: Caller,
     State(stopping): State<Stopping>,
     State(config): State<Arc<ServerConfig>>,
+    State(slots): State<Arc<StreamSlots>>,
     headers: HeaderMap,
     QueryParams(q): QueryParams<StreamQuery>,
 ) -> ApiResult {
@@ -68,6 +73,8 @@ pub async fn stream_monitor_timeline(
                 })?,
         ),
     };
+    // Held by the stream for as long as it is open.
+    let slot = slots.take(caller.traveller.as_str())?;
     let changes = caller
         .service
         .watch_monitor(MonitorWatch {
@@ -78,6 +85,7 @@ pub async fn stream_monitor_timeline(
     let ctx = RequestCtx::current();
     let events = changes
         .map(move |item| {
+            let _held = &slot;
             let event = match item {
                 Ok(change) => {
                     let event = Event::default()
