@@ -239,6 +239,16 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn render(&self, view: &mut TimelineView, width: u16, palette: &Palette) -> Buffer {
+        self.render_sized(view, width, HEIGHT, palette)
+    }
+
+    fn render_sized(
+        &self,
+        view: &mut TimelineView,
+        width: u16,
+        height: u16,
+        palette: &Palette,
+    ) -> Buffer {
         let anomalies: Vec<&Anomaly> = self.anomalies.iter().collect();
         let data = ViewData {
             timeline: &self.timeline,
@@ -248,7 +258,7 @@ impl Fixture {
             traveller: Some(&self.traveller),
             anchors: &self.anchors,
         };
-        draw(width, HEIGHT, |f, area| {
+        draw(width, height, |f, area| {
             view.render(f, area, &ctx(palette), &data)
         })
     }
@@ -529,18 +539,7 @@ fn the_height_left_lists_the_events_in_view_most_telling_first() {
     let f = fixture();
     // Tall enough for every standing event: all five, in time order, none that no longer
     // stands.
-    let tall = buffer_text(&draw(140, 30, |frame, area| {
-        let anomalies: Vec<&Anomaly> = f.anomalies.iter().collect();
-        let data = ViewData {
-            timeline: &f.timeline,
-            name: "Tesla 1889",
-            events: &f.events,
-            anomalies: &anomalies,
-            traveller: Some(&f.traveller),
-            anchors: &f.anchors,
-        };
-        TimelineView::new().render(frame, area, &ctx(&plain()), &data)
-    }));
+    let tall = buffer_text(&f.render_sized(&mut TimelineView::new(), 140, 30, &plain()));
     let rows = listed(&tall);
     assert_eq!(rows.len(), 5, "{tall}");
     for (row, (mark, what)) in rows.iter().zip([
