@@ -120,7 +120,13 @@ impl SqliteStore {
         let migrated = migrator().run(&setup).await.map_err(|e| {
             use sqlx::migrate::MigrateError as M;
             match e {
-                M::Execute(e) | M::ExecuteMigration(e, _) => Opening::from_sqlx(path, e),
+                M::Execute(e) => Opening::from_sqlx(path, e),
+                // Another process may have applied this migration between our reading the
+                // applied list and running it ("duplicate column name", "table already
+                // exists"). Each migration runs in its own transaction, so the failed one left
+                // nothing; the retry reads the list again and skips it. A migration that truly
+                // cannot run fails the same way on every attempt and is reported.
+                M::ExecuteMigration(e, _) => Opening::Raced(map_err(path, "open", e)),
                 e => Opening::Failed(map_migrate_err(path, e)),
             }
         });
