@@ -2,7 +2,10 @@
 # Runs the public Warp guides' requests verbatim (tests/guides/warp-guides.txt: method, path
 # and JSON body character for character, only host and token substituted) with curl against a
 # fresh `chronoscope serve --seed demo` on a free loopback port. Each request must answer 2xx
-# and satisfy the guide's `check:` lines (jq, on the response body). Each guide runs as its own
+# and satisfy the guide's `check:` lines (jq, on the response body). A `capture: <jq> as <literal>`
+# line takes a value from the answer (an id the service minted, such as an anchor's) and puts it
+# in place of `<literal>` in the later requests of the same guide, as a person following the guide
+# does with the id they got back; the bodies stay verbatim otherwise. Each guide runs as its own
 # traveller, in file order. Any failure fails the run; every request runs either way.
 #
 # Env: CHRONOSCOPE_BIN (default: target/release/chronoscope, built here with cargo when it is
@@ -36,7 +39,7 @@ for line in open(src, encoding="utf-8").read().split("\n"):
         blocks.append(cur)
     elif cur is None:
         continue
-    elif not cur["body"] and (not cur["head"] or line.startswith("check: ")):
+    elif not cur["body"] and (not cur["head"] or line.startswith(("check: ", "capture: "))):
         cur["head"].append(line)
     else:
         cur["body"].append(line)
@@ -47,7 +50,10 @@ for n, b in enumerate(blocks):
     d = os.path.join(out, f"{n:03d}")
     os.makedirs(d)
     for name, text in [("guide", guide), ("step", step), ("method", method), ("path", path),
-                       ("checks", "\n".join(l[len("check: "):] for l in b["head"][1:])),
+                       ("checks", "".join(l[len("check: "):] + "\n"
+                                          for l in b["head"][1:] if l.startswith("check: "))),
+                       ("captures", "".join(l[len("capture: "):] + "\n"
+                                            for l in b["head"][1:] if l.startswith("capture: "))),
                        ("body", body)]:
         with open(os.path.join(d, name), "w", encoding="utf-8") as f:
             f.write(text)
@@ -61,17 +67,30 @@ for dir in "$work"/requests/*/; do
   guide="$(cat "$dir/guide")"
   if [ "$guide" != "$current_guide" ]; then
     current_guide="$guide"
+    # Captured values belong to the guide that captured them.
+    : >"$work/captured"
     subject="guide-$(basename "$guide" .md)"
     token="$("$bin" --data-dir "$data" token --subject "$subject" --scope read,write --ttl 1h)"
     printf '\n## %s (traveller %s)\n' "$guide" "$subject"
   fi
   method="$(cat "$dir/method")"
   path="$(cat "$dir/path")"
+  cp "$dir/body" "$dir/sent"
+  while IFS=$'\t' read -r literal value; do
+    [ -z "$literal" ] && continue
+    path="${path//"$literal"/"$value"}"
+    LITERAL="$literal" VALUE="$value" python3 -c '
+import os, sys
+p = sys.argv[1]
+text = open(p, encoding="utf-8").read()
+open(p, "w", encoding="utf-8").write(text.replace(os.environ["LITERAL"], os.environ["VALUE"]))
+' "$dir/sent"
+  done <"$work/captured"
   printf -- '-- %s: curl -X %s %s -d @body\n' "$(cat "$dir/step")" "$method" "$path"
   status="$(curl -sS -X "$method" "$base$path" \
     -H "Content-Type: application/json" \
     -H "Authorization: Bearer $token" \
-    --data-binary @"$dir/body" -o "$dir/answer" -w '%{http_code}' || echo 000)"
+    --data-binary @"$dir/sent" -o "$dir/answer" -w '%{http_code}' || echo 000)"
   ok=1
   case "$status" in
     2??) ;;
@@ -85,6 +104,19 @@ for dir in "$work"/requests/*/; do
         echo "   FAIL: not true of the answer: $check"
       fi
     done <"$dir/checks"
+    while IFS= read -r capture; do
+      [ -z "$capture" ] && continue
+      expr="${capture% as *}"
+      literal="${capture##* as }"
+      value="$(jq -r "$expr // empty" "$dir/answer" 2>/dev/null || true)"
+      if [ -z "$value" ]; then
+        ok=0
+        echo "   FAIL: nothing to capture with $expr"
+      else
+        printf '%s\t%s\n' "$literal" "$value" >>"$work/captured"
+        echo "   captured $literal = $value"
+      fi
+    done <"$dir/captures"
   fi
   if [ "$ok" = 1 ]; then
     passed=$((passed + 1))

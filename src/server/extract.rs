@@ -20,7 +20,15 @@ use crate::error::{self, ServiceError};
 use crate::model::Traveller;
 use crate::service::TimelineService;
 
-/// The caller: authenticated, allowed by scope for this method, within their rate limit.
+/// The scope a route needs when it is not the one its method suggests (GET and HEAD read,
+/// everything else writes): the scope follows what an operation does. `retrieve-item` is a GET
+/// that writes; `decrypt-data` is a POST that only reads. Set on the route with
+/// `.route_layer(Extension(RouteScope(Scope::Write)))`.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteScope(pub Scope);
+
+/// The caller: authenticated, allowed by the route's scope (by default the method's: GET and
+/// HEAD read, everything else writes), within their rate limit.
 pub struct Caller {
     /// Who is calling.
     pub traveller: Traveller,
@@ -35,10 +43,10 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         let auth = Authenticated::from_request_parts(parts, state).await?;
-        let needed = if parts.method == Method::GET || parts.method == Method::HEAD {
-            Scope::Read
-        } else {
-            Scope::Write
+        let needed = match parts.extensions.get::<RouteScope>() {
+            Some(RouteScope(scope)) => *scope,
+            None if parts.method == Method::GET || parts.method == Method::HEAD => Scope::Read,
+            None => Scope::Write,
         };
         if !auth.scopes.allows(needed) {
             return Err(Problem::from_error(ServiceError::Forbidden(format!(
@@ -151,6 +159,28 @@ where
     }
 }
 
+/// A JSON body that may be left out: operations the guides send with
+/// `Content-Type: application/json` and no body (`pause-time`, `list-anchors`, …). An empty body
+/// counts as `{}`; a body that is there must be JSON and parse like any other.
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<T, S> FromRequest<S> for OptionalJsonBody<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
+        let headers = req.headers().clone();
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return parse_json(b"{}").map(OptionalJsonBody);
+        }
+        json_body(&headers, &bytes).map(OptionalJsonBody)
+    }
+}
+
 /// Query parameters, refused as problem+json.
 pub struct QueryParams<T, const UNPROCESSABLE: bool = false>(pub T);
 
@@ -238,4 +268,53 @@ where
 pub fn path_id<T: std::str::FromStr>(what: &str, raw: &str) -> Result<T, Problem> {
     raw.parse()
         .map_err(|_| Problem::from_error(ServiceError::not_found(what, raw)))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Paging {
+        #[serde(default)]
+        limit: Option<u32>,
+    }
+
+    async fn optional(content_type: Option<&str>, body: &str) -> Result<Paging, Problem> {
+        let mut req = axum::http::Request::builder().method("POST").uri("/v1/x");
+        if let Some(ct) = content_type {
+            req = req.header(CONTENT_TYPE, ct);
+        }
+        let req = req.body(Body::from(body.to_owned())).expect("a request");
+        OptionalJsonBody::<Paging>::from_request(req, &())
+            .await
+            .map(|OptionalJsonBody(p)| p)
+    }
+
+    #[tokio::test]
+    async fn an_absent_optional_body_counts_as_an_empty_object() {
+        assert_eq!(
+            optional(Some("application/json"), "").await.ok(),
+            Some(Paging { limit: None })
+        );
+        assert_eq!(optional(None, " \n").await.ok(), Some(Paging { limit: None }));
+    }
+
+    #[tokio::test]
+    async fn a_present_optional_body_is_read_like_any_other() {
+        assert_eq!(
+            optional(Some("application/json"), r#"{"limit": 3}"#).await.ok(),
+            Some(Paging { limit: Some(3) })
+        );
+        let wrong_type = optional(Some("text/plain"), r#"{"limit": 3}"#).await;
+        assert_eq!(
+            wrong_type.err().map(|p| p.status()),
+            Some(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        );
+        let malformed = optional(Some("application/json"), "{").await;
+        assert_eq!(malformed.err().map(|p| p.status()), Some(StatusCode::BAD_REQUEST));
+    }
 }
