@@ -43,7 +43,10 @@ fn main() -> ExitCode {
         Err(Failed::Report(e)) => match e.downcast::<Explained>() {
             // A service error met on the way (connecting, say) is sorted like the command's own.
             Ok(Explained(e)) => failed(e),
-            Err(e) => Failed::Report(e),
+            Err(e) => match e.downcast::<Misconfigured>() {
+                Ok(Misconfigured(what)) => Failed::Misconfigured(what),
+                Err(e) => Failed::Report(e),
+            },
         },
         Err(user) => user,
     };
@@ -55,6 +58,10 @@ fn main() -> ExitCode {
             } else {
                 eprintln!("error: {}", e.explain());
             }
+            ExitCode::from(2)
+        }
+        Failed::Misconfigured(what) => {
+            eprintln!("error: {what}");
             ExitCode::from(2)
         }
         Failed::Finding(what) => {
@@ -101,6 +108,25 @@ enum Failed {
     Report(color_eyre::Report),
     /// What a check found (`verify`): said in one line, exit status 1, never a crash report.
     Finding(String),
+    /// Settings that cannot work, said in one line (exit status 2): the operator's to change.
+    Misconfigured(String),
+}
+
+/// Settings that cannot work (a flag naming a file that is not there, say), carried in a
+/// report so that it is printed as one line instead of a crash report.
+#[derive(Debug)]
+struct Misconfigured(String);
+
+impl std::fmt::Display for Misconfigured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Misconfigured {}
+
+fn misconfigured(what: impl Into<String>) -> color_eyre::Report {
+    color_eyre::Report::new(Misconfigured(what.into()))
 }
 
 impl From<color_eyre::Report> for Failed {
@@ -163,7 +189,7 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
         None => Ok(dashboard(&global, cli.dashboard).await?),
         Some(Command::Serve(args)) => {
             init_logging(&global.log);
-            Ok(serve(&global, args).await?)
+            Ok(serve(&global, *args).await?)
         }
         Some(Command::Token(args)) => Ok(token(&global, args)?),
         Some(Command::Verify) => verify(&global).await,
@@ -485,12 +511,65 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
     Ok(())
 }
 
+/// The identity provider's keys, from `--jwks-file` or `--jwks-url`. A URL's set is fetched
+/// once now (a failure is logged, and retried while the server runs, so an identity provider
+/// that is down does not keep the server from starting) and kept current in the background.
+async fn identity_keys(args: &ServeArgs) -> Result<Option<Arc<chronoscope::auth::IdentityKeys>>> {
+    use chronoscope::auth::{IdentityChecks, IdentityKeys};
+    let checks = IdentityChecks {
+        issuer: args.jwt_issuer.clone().filter(|s| !s.trim().is_empty()),
+        audience: args.jwt_audience.clone().filter(|s| !s.trim().is_empty()),
+    };
+    let has_checks = checks != IdentityChecks::default();
+    if let Some(path) = &args.jwks_file {
+        return Ok(Some(
+            IdentityKeys::from_file(path, checks).map_err(|e| misconfigured(e.to_string()))?,
+        ));
+    }
+    let Some(url) = &args.jwks_url else {
+        if has_checks {
+            return Err(misconfigured(
+                "--jwt-issuer and --jwt-audience check an identity provider's tokens: give its \
+                 keys with --jwks-file or --jwks-url",
+            ));
+        }
+        return Ok(None);
+    };
+    let url = reqwest::Url::parse(url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| {
+            misconfigured(format!(
+                "--jwks-url {url} is not an http:// or https:// URL"
+            ))
+        })?;
+    chronoscope::tls::install_default_provider();
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(10))
+        .user_agent(concat!("chronoscope/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| eyre!("cannot set up the HTTP client for --jwks-url: {e}"))?;
+    let keys = IdentityKeys::at_url(&url, checks);
+    let first_wait = match keys.fetch(&http, &url).await {
+        Ok(keep) => keep,
+        Err(e) => {
+            tracing::warn!(%e, "the identity provider's keys could not be fetched; its tokens \
+                                are refused until a retry succeeds");
+            chronoscope::auth::jwks::RETRY_AFTER_FAILURE
+        }
+    };
+    tokio::spawn(Arc::clone(&keys).refresh_from(http, url, first_wait));
+    Ok(Some(keys))
+}
+
 async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     let secret = secret(
         global,
         args.jwt_secret.as_deref(),
         args.jwt_secret_file.as_deref(),
     )?;
+    let identity = identity_keys(&args).await?;
     // Certificates and the metrics listener are checked before the store is opened, so a typo
     // in a path costs nothing.
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -553,6 +632,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     };
     let config = chronoscope::server::ServerConfig {
         secret,
+        identity,
         rate_limit: chronoscope::server::RateLimit {
             per_second: f64::from(args.rate_limit),
             burst: args.rate_burst,

@@ -807,3 +807,26 @@ fn with_json_every_failure_is_a_problem() {
         "error: Invalid request: token: --remote needs --token (see `chronoscope token --help`)"
     );
 }
+
+#[test]
+fn identity_provider_settings_that_cannot_work_stop_serve_before_it_listens() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = |extra: &[&str]| {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let out = with_backtraces(dir.path(), &args);
+        assert!(!out.status.success(), "serve {extra:?} started");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = serve(&["--jwt-audience", "chronoscope"]);
+    assert!(stderr.contains("--jwks-file or --jwks-url"), "{stderr}");
+    let stderr = serve(&["--jwks-url", "ftp://id.example/jwks"]);
+    assert!(
+        stderr.contains("not an http:// or https:// URL"),
+        "{stderr}"
+    );
+    let missing = dir.path().join("no-such-jwks.json");
+    let stderr = serve(&["--jwks-file", missing.to_str().unwrap()]);
+    assert!(stderr.contains("no-such-jwks.json"), "{stderr}");
+    assert!(!stderr.contains("BACKTRACE"), "{stderr}");
+}

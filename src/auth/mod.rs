@@ -6,9 +6,11 @@
 //! so `chronoscope token` and `chronoscope serve` on one data directory agree.
 
 mod extract;
+pub mod jwks;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -17,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::Traveller;
 
 pub use extract::{AuthRejection, Authenticated};
+pub use jwks::{IdentityChecks, IdentityKeys};
 
 /// Environment variable holding the signing secret.
 pub const SECRET_ENV: &str = "CHRONOSCOPE_JWT_SECRET";
@@ -150,6 +153,9 @@ pub enum AuthError {
     /// The token is malformed, expired, tampered with or not HS256.
     #[error("{0}")]
     InvalidToken(TokenRefusal),
+    /// An identity provider's key set cannot be read or used.
+    #[error("{0}")]
+    KeySet(String),
     /// A token could not be signed.
     #[error("cannot sign a token: {0}")]
     Signing(String),
@@ -206,6 +212,60 @@ pub enum TokenRefusal {
     /// Its `sub` is not a traveller name.
     #[error("the token's subject cannot be a traveller: {0}")]
     BadSubject(String),
+    /// Signed with an identity provider's key that is not in its key set (yet).
+    #[error(
+        "the token is signed with the key '{kid}', which is not in the identity provider's key \
+         set ({keys}); the set is being fetched again, so retry in a few seconds if the \
+         provider has just rotated its keys"
+    )]
+    UnknownKey {
+        /// The key id the token names.
+        kid: String,
+        /// Where the keys come from.
+        keys: String,
+    },
+    /// The identity provider's keys have not been fetched yet.
+    #[error(
+        "this server could not fetch its identity provider's keys from {keys} yet; retry \
+         shortly (the server's log says why)"
+    )]
+    ProviderKeysMissing {
+        /// Where the keys come from.
+        keys: String,
+    },
+    /// The signature does not verify with the identity provider's key.
+    #[error(
+        "the token's signature does not verify with the identity provider's key from {keys} \
+         (was it altered, or issued by another provider?)"
+    )]
+    ProviderSignature {
+        /// Where the keys come from.
+        keys: String,
+    },
+    /// Signed with an algorithm the named key is not for.
+    #[error("the token is signed with {alg}, which its key '{kid}' is not for")]
+    KeyForAnotherAlgorithm {
+        /// The `alg` of the token's header.
+        alg: String,
+        /// The key id.
+        kid: String,
+    },
+    /// Its `iss` is not the configured issuer.
+    #[error(
+        "the token was not issued by {expected}, the issuer this server accepts (--jwt-issuer)"
+    )]
+    WrongIssuer {
+        /// The issuer configured.
+        expected: String,
+    },
+    /// Its `aud` does not name the configured audience.
+    #[error(
+        "the token is not meant for {expected}, the audience this server accepts (--jwt-audience)"
+    )]
+    WrongAudience {
+        /// The audience configured.
+        expected: String,
+    },
     /// Anything else the JWT library refuses.
     #[error("the token was refused: {0}")]
     Other(String),
@@ -502,6 +562,8 @@ impl moka::Expiry<String, Claims> for UntilExpiry {
 /// used tokens go first) and forgets each token when it expires.
 pub struct Verifier {
     secret: Secret,
+    /// An identity provider's keys, for its asymmetric (RS256, ES256, …) tokens.
+    identity: Option<Arc<IdentityKeys>>,
     verified: moka::sync::Cache<String, Claims>,
 }
 
@@ -516,8 +578,15 @@ impl fmt::Debug for Verifier {
 impl Verifier {
     /// A verifier for tokens signed with `secret`.
     pub fn new(secret: Secret) -> Self {
+        Self::with_identity(secret, None)
+    }
+
+    /// A verifier for tokens signed with `secret` (HS256) and, when given, for an identity
+    /// provider's tokens signed with one of `identity`'s keys.
+    pub fn with_identity(secret: Secret, identity: Option<Arc<IdentityKeys>>) -> Self {
         Self {
             secret,
+            identity,
             verified: moka::sync::Cache::builder()
                 .max_capacity(REMEMBERED_TOKENS)
                 .expire_after(UntilExpiry)
@@ -540,9 +609,23 @@ impl Verifier {
             self.verified.invalidate(token);
             return Err(AuthError::InvalidToken(TokenRefusal::expired(claims.exp)));
         }
-        let claims = verify(&self.secret, token)?;
+        let claims = self.verify_signed(token)?;
         self.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
+    }
+}
+
+impl Verifier {
+    /// Checks `token` with the key its header asks for: an asymmetric algorithm goes to the
+    /// identity provider's keys when there are any, everything else to the server's secret.
+    fn verify_signed(&self, token: &str) -> Result<Claims, AuthError> {
+        if let Some(identity) = &self.identity
+            && let Ok(header) = jsonwebtoken::decode_header(token)
+            && header.alg != Algorithm::HS256
+        {
+            return identity.verify(token, &header);
+        }
+        verify(&self.secret, token)
     }
 }
 

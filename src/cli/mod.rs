@@ -142,7 +142,7 @@ pub struct DashboardArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP service (https with --tls-cert and --tls-key)
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print a bearer token for the server that uses this data directory
     Token(TokenArgs),
     /// Check every record of the store against the log key and report the first bad one (read-only; exit status 1 when one is found)
@@ -339,6 +339,23 @@ pub struct ServeArgs {
     /// Read the HS256 secret (at least 32 bytes, surrounding whitespace ignored) from this file
     #[arg(long, env = "CHRONOSCOPE_JWT_SECRET_FILE", value_name = "FILE")]
     pub jwt_secret_file: Option<PathBuf>,
+    /// Also accept your identity provider's tokens (RS256, ES256, …), verified with the JSON Web Key Set in this file (read at start); `sub` names the traveller, `scope` or `scp` grants read/write/admin
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_JWKS_FILE",
+        value_name = "FILE",
+        conflicts_with = "jwks_url"
+    )]
+    pub jwks_file: Option<PathBuf>,
+    /// Like --jwks-file, with the key set fetched from this URL at start, again when its Cache-Control max-age runs out (1 minute to 1 day, 15 minutes without one), and early when a token names an unknown key id
+    #[arg(long, env = "CHRONOSCOPE_JWKS_URL", value_name = "URL")]
+    pub jwks_url: Option<String>,
+    /// The `iss` the identity provider's tokens must carry (checked when set)
+    #[arg(long, env = "CHRONOSCOPE_JWT_ISSUER", value_name = "ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// An audience the identity provider's tokens' `aud` must name (checked when set)
+    #[arg(long, env = "CHRONOSCOPE_JWT_AUDIENCE", value_name = "AUDIENCE")]
+    pub jwt_audience: Option<String>,
     /// Requests per second allowed per traveller (0 = no limit)
     #[arg(long, env = "CHRONOSCOPE_RATE_LIMIT", default_value_t = 50)]
     pub rate_limit: u32,

@@ -50,7 +50,7 @@ pub use openapi::openapi;
 pub use problem::{PROBLEM_JSON, Problem, RequestCtx};
 pub use views::View;
 
-use crate::auth::{Secret, Verifier};
+use crate::auth::{IdentityKeys, Secret, Verifier};
 use crate::engine::Engine;
 use crate::engine::idempotency::Idempotency;
 use crate::model::Traveller;
@@ -101,6 +101,8 @@ impl Sessions for Arc<Engine> {
 pub struct ServerConfig {
     /// The secret bearer tokens are signed with.
     pub secret: Secret,
+    /// An identity provider's keys: its RS256/ES256 tokens are accepted beside the secret's.
+    pub identity: Option<Arc<IdentityKeys>>,
     /// Largest request body accepted (413 beyond).
     pub body_limit: usize,
     /// Per-traveller rate limit (429 beyond); [`RateLimit::OFF`] turns it off.
@@ -153,6 +155,7 @@ impl ServerConfig {
     pub fn new(secret: Secret) -> Self {
         Self {
             secret,
+            identity: None,
             body_limit: Self::DEFAULT_BODY_LIMIT,
             rate_limit: RateLimit::default(),
             address_rate_limit: RateLimit::PER_ADDRESS,
@@ -292,7 +295,10 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
 fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stopping) -> Router {
     let (api, doc) = routes::api_router().split_for_parts();
     let doc = openapi::document(doc);
-    let verifier = Arc::new(Verifier::new(config.secret.clone()));
+    let verifier = Arc::new(Verifier::with_identity(
+        config.secret.clone(),
+        config.identity.clone(),
+    ));
     let state = AppState {
         sessions: Arc::new(sessions),
         verifier: Arc::clone(&verifier),
@@ -508,7 +514,10 @@ mod tests {
         let secret = Secret::from_bytes("a test secret that is long enough for HS256")
             .unwrap_or_else(|e| panic!("{e}"));
         let config = ServerConfig::new(secret);
-        let verifier = Arc::new(Verifier::new(config.secret.clone()));
+        let verifier = Arc::new(Verifier::with_identity(
+            config.secret.clone(),
+            config.identity.clone(),
+        ));
         let router = with_layers(Router::new().route("/boom", get(boom)), &config, verifier);
         let req = Request::get("/boom")
             .header("x-request-id", "req-42")
