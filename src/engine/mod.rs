@@ -13,6 +13,7 @@ mod commit;
 mod feed;
 pub mod idempotency;
 mod jobs;
+mod merge;
 pub(crate) mod rules;
 mod seed;
 mod session;

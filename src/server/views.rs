@@ -14,8 +14,8 @@ use crate::model::{
     TimelineStatus, Window,
 };
 use crate::service::{
-    EventRecord, LogEntry, ManipulationResult, MonitorReport, PageRequest, ParadoxReport,
-    RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
+    EventRecord, LogEntry, ManipulationResult, MergeResult, MonitorReport, PageRequest,
+    ParadoxReport, RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
 };
 
 /// Which view a request asked for (`view=documented` by default, or `view=full`).
@@ -415,6 +415,27 @@ impl From<&RevertResult> for RevertedDoc {
     }
 }
 
+/// `merge-timelines` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MergedDoc {
+    /// `merged` or `up_to_date`.
+    pub status: String,
+    /// The destination.
+    pub merged_timeline_id: TimelineId,
+    /// Whether every conflict was settled.
+    pub conflicts_resolved: bool,
+}
+
+impl From<&MergeResult> for MergedDoc {
+    fn from(r: &MergeResult) -> Self {
+        Self {
+            status: r.status.clone(),
+            merged_timeline_id: r.merged_timeline_id.clone(),
+            conflicts_resolved: r.conflicts_resolved,
+        }
+    }
+}
+
 /// `set-anchor` as the guide shows it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnchorSetDoc {
@@ -609,6 +630,8 @@ view_enum! {
     StabilityView = StabilityDoc | ParadoxReport;
     /// A revert.
     RevertedView = RevertedDoc | RevertResult;
+    /// A merge.
+    MergedView = MergedDoc | MergeResult;
     /// A set anchor (guide).
     AnchorSetView = AnchorSetDoc | Anchor;
     /// A stored script.
