@@ -51,6 +51,7 @@ const CONTRACT: &[(&str, &str)] = &[
     ("post", "/v1/merge-timelines"),
     ("get", "/v1/merges"),
     ("get", "/v1/merges/{merge_id}"),
+    ("post", "/v1/correct-dissonance"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/v1/openapi.json"),

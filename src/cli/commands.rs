@@ -199,6 +199,18 @@ pub async fn execute(
                 warn_introduced(service, &tl, before).await;
                 out.print(&result, human::revert)
             }
+            EventCommand::Align { ids, timeline: tl } => {
+                let result = service
+                    .correct_dissonance(DissonanceRequest {
+                        timeline_id: timeline(&tl)?,
+                        conflicting_events: ids
+                            .iter()
+                            .map(|id| id.parse())
+                            .collect::<Result<_, _>>()?,
+                    })
+                    .await?;
+                out.print(&result, human::aligned)
+            }
         },
         Command::Items(cmd) => match cmd {
             ItemCommand::Register { description } => out.print(

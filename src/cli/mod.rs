@@ -597,6 +597,16 @@ pub enum EventCommand {
         #[arg(long)]
         safety_check: bool,
     },
+    /// Correct dissonance: move each named event that happens before one of its causes to
+    /// one second after its latest cause (refused whole if that cannot restore order)
+    Align {
+        /// Event ids (1 to 100)
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
+    },
 }
 
 /// `items …`.

@@ -67,9 +67,9 @@ pub mod human {
 
     use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
     use crate::service::{
-        EventRecord, LogEntry, ManipulationResult, Merge, MergeResult, MonitorReport, Page,
-        ParadoxReport, RevertResult, Schedule, Script, TimelineCheck, TimelineInfo,
-        TravellerStatus,
+        DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge, MergeResult,
+        MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, TimelineCheck,
+        TimelineInfo, TravellerStatus,
     };
 
     /// Formats rows as left-aligned columns under a header.
@@ -400,6 +400,21 @@ pub mod human {
             s.timeline_id,
             s.actions.len()
         )
+    }
+
+    /// What a dissonance correction did.
+    pub fn aligned(r: &DissonanceResult) -> String {
+        let mut out = format!("{} in {}\n", r.status, r.timeline_id);
+        for m in &r.moves {
+            out.push_str(&format!(
+                "  moved {} from {} to {} (now {})\n",
+                m.event_id,
+                format_instant(&m.from),
+                format_instant(&m.to),
+                m.new_event_id
+            ));
+        }
+        out
     }
 
     /// What a merge did.

@@ -857,6 +857,12 @@ impl TimelineService for RemoteClient {
         let id = segment("merge", id.as_str())?;
         self.send(Call::get(&["v1", "merges", id])).await?.json()
     }
+
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
+        self.send(Call::post(&["v1", "correct-dissonance"], &req)?)
+            .await?
+            .json()
+    }
 }
 
 #[cfg(test)]

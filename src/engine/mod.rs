@@ -10,6 +10,7 @@ pub mod audit;
 mod barrier;
 mod clock;
 mod commit;
+mod dissonance;
 mod feed;
 pub mod idempotency;
 mod jobs;

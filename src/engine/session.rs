@@ -725,4 +725,9 @@ impl TimelineService for EngineSession {
         })
         .await
     }
+
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
+        self.write(|world, ctx| super::dissonance::correct(world, ctx, &req))
+            .await
+    }
 }

@@ -14,8 +14,8 @@ use crate::model::{
     TimelineStatus, Window,
 };
 use crate::service::{
-    EventRecord, LogEntry, ManipulationResult, MergeResult, MonitorReport, PageRequest,
-    ParadoxReport, RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
+    DissonanceResult, EventRecord, LogEntry, ManipulationResult, MergeResult, MonitorReport,
+    PageRequest, ParadoxReport, RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
 };
 
 /// Which view a request asked for (`view=documented` by default, or `view=full`).
@@ -436,6 +436,24 @@ impl From<&MergeResult> for MergedDoc {
     }
 }
 
+/// `correct-dissonance` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AlignedDoc {
+    /// `aligned` or `already_aligned`.
+    pub status: String,
+    /// The event ids as given.
+    pub aligned_events: Vec<EventId>,
+}
+
+impl From<&DissonanceResult> for AlignedDoc {
+    fn from(r: &DissonanceResult) -> Self {
+        Self {
+            status: r.status.clone(),
+            aligned_events: r.aligned_events.clone(),
+        }
+    }
+}
+
 /// `set-anchor` as the guide shows it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnchorSetDoc {
@@ -632,6 +650,8 @@ view_enum! {
     RevertedView = RevertedDoc | RevertResult;
     /// A merge.
     MergedView = MergedDoc | MergeResult;
+    /// A dissonance correction.
+    AlignedView = AlignedDoc | DissonanceResult;
     /// A set anchor (guide).
     AnchorSetView = AnchorSetDoc | Anchor;
     /// A stored script.

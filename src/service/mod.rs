@@ -123,4 +123,7 @@ pub trait TimelineService: Send + Sync {
     async fn list_merges(&self, page: PageRequest) -> ServiceResult<Page<Merge>>;
     /// One recorded merge.
     async fn get_merge(&self, id: &MergeId) -> ServiceResult<Merge>;
+
+    /// Moves named events that happen before one of their causes to just after it.
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult>;
 }

@@ -778,3 +778,42 @@ pub struct MergeResult {
     /// Paradoxes the merge added (only when applied with `safety_check: false`).
     pub paradoxes: Vec<Paradox>,
 }
+
+/// The guide `correct-dissonance`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DissonanceRequest {
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// The events to align (1 to 100): each one that happens before one of its causes is
+    /// moved to just after its latest cause.
+    pub conflicting_events: Vec<EventId>,
+}
+
+/// One event `correct-dissonance` moved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DissonanceMove {
+    /// The event as it stood.
+    pub event_id: EventId,
+    /// Its time.
+    #[schema(value_type = String, format = DateTime)]
+    pub from: Instant,
+    /// Its new time: one second after its latest cause.
+    #[schema(value_type = String, format = DateTime)]
+    pub to: Instant,
+    /// The new head of its lineage.
+    pub new_event_id: EventId,
+}
+
+/// What `correct-dissonance` did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DissonanceResult {
+    /// `aligned`, or `already_aligned` when no named event happened before a cause (nothing
+    /// was written).
+    pub status: String,
+    /// The event ids as given.
+    pub aligned_events: Vec<EventId>,
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// The events moved, in the order they were moved.
+    pub moves: Vec<DissonanceMove>,
+}

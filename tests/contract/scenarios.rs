@@ -2148,3 +2148,149 @@ pub async fn merge_timelines(face: &Face) {
         .await;
     assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
 }
+
+/// correct-dissonance (§4): an event before its cause moves to one second after it, and its
+/// named effect follows; in order already is `already_aligned`; a fixed point is locked; a
+/// move that would put an unnamed effect before its cause is refused whole; bad requests.
+pub async fn correct_dissonance(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face.ok("create", ada.create_timeline(named("D"))).await;
+    let add = |what: &'static str, at: &'static str, causes: Vec<EventId>| {
+        let ada = ada.clone();
+        let tl = tl.id.clone();
+        async move {
+            let causes: Vec<&EventId> = causes.iter().collect();
+            ada.add_event(&tl, event(what, at, "Lab", &causes)).await
+        }
+    };
+    let cause = face
+        .ok("add cause", add("cause", "1900-01-01T12:00:00Z", vec![]))
+        .await;
+    let early = face
+        .ok(
+            "add an effect before its cause",
+            add(
+                "early",
+                "1900-01-01T10:00:00Z",
+                vec![cause.event_id.clone()],
+            ),
+        )
+        .await;
+    let later = face
+        .ok(
+            "add its effect, also too early",
+            add(
+                "later",
+                "1900-01-01T11:00:00Z",
+                vec![early.event_id.clone()],
+            ),
+        )
+        .await;
+    let req = |ids: Vec<EventId>| DissonanceRequest {
+        timeline_id: tl.id.clone(),
+        conflicting_events: ids,
+    };
+
+    let ok = face
+        .ok(
+            "align both",
+            ada.correct_dissonance(req(vec![later.event_id.clone(), early.event_id.clone()])),
+        )
+        .await;
+    assert_eq!(ok.status, "aligned");
+    assert_eq!(
+        ok.aligned_events,
+        vec![later.event_id.clone(), early.event_id.clone()]
+    );
+    assert_eq!(ok.moves.len(), 2, "{:?}", ok.moves);
+    assert_eq!(ok.moves[0].event_id, early.event_id, "causes move first");
+    assert_eq!(ok.moves[0].to, t("1900-01-01T12:00:01Z"));
+    assert_eq!(
+        ok.moves[1].to,
+        t("1900-01-01T12:00:02Z"),
+        "the effect is pushed"
+    );
+    let report = face
+        .ok(
+            "stable afterwards",
+            ada.check_stability(StabilityQuery {
+                timeline_id: tl.id.clone(),
+                after_event_id: None,
+            }),
+        )
+        .await;
+    assert!(report.is_stable, "{report:?}");
+    let again = face
+        .ok(
+            "align again",
+            ada.correct_dissonance(req(vec![early.event_id.clone(), later.event_id.clone()])),
+        )
+        .await;
+    assert_eq!(again.status, "already_aligned");
+    assert!(again.moves.is_empty());
+
+    // Moving `first` after its cause would put its unnamed effect before it.
+    let c2 = face
+        .ok(
+            "add a second cause",
+            add("c2", "1900-02-01T12:00:00Z", vec![]),
+        )
+        .await;
+    let first = face
+        .ok(
+            "add an early event",
+            add("first", "1900-02-01T10:00:00Z", vec![c2.event_id.clone()]),
+        )
+        .await;
+    face.ok(
+        "add its unnamed effect",
+        add(
+            "effect",
+            "1900-02-01T11:00:00Z",
+            vec![first.event_id.clone()],
+        ),
+    )
+    .await;
+    let err = face
+        .err(
+            "a move that breaks an unnamed effect",
+            ada.correct_dissonance(req(vec![first.event_id.clone()])),
+        )
+        .await;
+    assert!(
+        matches!(err, ServiceError::ParadoxDetected { .. }),
+        "{err:?}"
+    );
+
+    let fixed = face
+        .ok(
+            "add a fixed point before its cause",
+            ada.add_event(
+                &tl.id,
+                NewEvent {
+                    fixed_point: true,
+                    ..event("fixed", "1900-01-01T09:00:00Z", "Lab", &[&cause.event_id])
+                },
+            ),
+        )
+        .await;
+    let err = face
+        .err(
+            "a fixed point cannot move",
+            ada.correct_dissonance(req(vec![fixed.event_id.clone()])),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+
+    let err = face
+        .err("nothing named", ada.correct_dissonance(req(vec![])))
+        .await;
+    assert_invalid(&err, "conflicting_events");
+    let err = face
+        .err(
+            "an unknown event",
+            ada.correct_dissonance(req(vec!["evt_nowhere".parse().expect("id")])),
+        )
+        .await;
+    assert_unknown(&err, "event", "evt_nowhere");
+}

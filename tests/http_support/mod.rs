@@ -323,4 +323,5 @@ wrapped! {
     merge_timelines(req: MergeRequest) -> MergeResult;
     list_merges(page: PageRequest) -> Page<Merge>;
     get_merge(id: &MergeId) -> Merge;
+    correct_dissonance(req: DissonanceRequest) -> DissonanceResult;
 }

@@ -7,8 +7,8 @@ use super::{ApiResult, json, located, projected, with_next};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::views::*;
 use crate::service::{
-    ExternalTrigger, Journey, ManipulateRequest, MergeRequest, MonitorQuery, MonitorReport,
-    NewAnchor, NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery,
+    DissonanceRequest, ExternalTrigger, Journey, ManipulateRequest, MergeRequest, MonitorQuery,
+    MonitorReport, NewAnchor, NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery,
     SignificantEventQuery, StabilityQuery, TimeTravelRequest, TimelineCheck,
 };
 
@@ -132,6 +132,24 @@ pub async fn revert_event(caller: Caller, JsonBody(req): JsonBody<RevertRequest>
 pub async fn merge_timelines(caller: Caller, JsonBody(req): JsonBody<MergeRequest>) -> ApiResult {
     let r = caller.service.merge_timelines(req).await?;
     Ok(projected(StatusCode::OK, &r, MergedDoc::from))
+}
+
+/// Align named events that happen before one of their causes: each is moved to one second
+/// after its latest cause (a new version of it, by you), causes before their effects. Refused
+/// whole with `paradox-detected` when a named event would still be out of order (a causal loop:
+/// moving cannot break it) or a move would put an unnamed effect before its cause; with
+/// `event-locked` when a fixed point would have to move. Status `aligned`, or
+/// `already_aligned` when none needed moving (nothing is written).
+#[utoipa::path(post, path = "/v1/correct-dissonance", tag = "Guide", operation_id = "correctDissonance",
+    request_body = DissonanceRequest,
+    responses((status = 200, description = "The events are in causal order", body = AlignedView))
+)]
+pub async fn correct_dissonance(
+    caller: Caller,
+    JsonBody(req): JsonBody<DissonanceRequest>,
+) -> ApiResult {
+    let r = caller.service.correct_dissonance(req).await?;
+    Ok(projected(StatusCode::OK, &r, AlignedDoc::from))
 }
 
 /// Set an anchor (a return ticket) in your current timeline.
