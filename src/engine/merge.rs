@@ -439,7 +439,7 @@ fn causal_order<'a>(s: &History, added: impl Iterator<Item = &'a EventId>) -> Ve
                 if let Some(cl) = cl
                     && let Some(member) = set.get(&cl)
                 {
-                    visit(*member, s, set, done, out);
+                    visit(member, s, set, done, out);
                 }
             }
         }
