@@ -346,6 +346,7 @@ fn branching(c: &mut Criterion, sizes: &[(&str, &Setup)]) {
                 meta: Arc::new(setup.timeline.clone()),
                 history: setup.history.clone(),
                 touched: Default::default(),
+                base: None,
             },
         );
         let op = Op::CreateTimeline {

@@ -78,6 +78,8 @@ macro_rules! contract {
 
 contract! {
     timelines_list_create_get,
+    merge_timelines,
+    correct_dissonance,
     timeline_delete_refusals,
     events_add_and_search,
     manipulate_revert_and_check_timeline,

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use super::output::{Output, human};
 use super::{
-    ActionArgs, AnchorCommand, CheckArgs, Command, EventCommand, ItemCommand, PageArgs,
-    ScheduleCommand, ScriptCommand, TimelineCommand,
+    ActionArgs, AnchorCommand, CheckArgs, Command, EventCommand, ItemCommand, MergeCommand,
+    MergeStrategyArg, PageArgs, ScheduleCommand, ScriptCommand, TimelineCommand,
 };
 use crate::error::ServiceError;
 use crate::model::{EventId, ItemId, TimelineId, parse_instant};
@@ -73,6 +73,36 @@ pub async fn execute(
                 out.print(&serde_json::json!({ "deleted": id }), |_| {
                     format!("deleted timeline {id}\n")
                 })
+            }
+            TimelineCommand::Merge {
+                source,
+                destination,
+                strategy,
+                no_safety_check,
+            } => {
+                let merged = service
+                    .merge_timelines(MergeRequest {
+                        source_timeline_id: timeline(&source)?,
+                        destination_timeline_id: timeline(&destination)?,
+                        conflict_resolution: match strategy {
+                            MergeStrategyArg::SourceOverwrite => MergeStrategy::SourceOverwrite,
+                            MergeStrategyArg::DestinationPreserve => {
+                                MergeStrategy::DestinationPreserve
+                            }
+                            MergeStrategyArg::ManualReview => MergeStrategy::ManualReview,
+                        },
+                        safety_check: !no_safety_check,
+                    })
+                    .await?;
+                out.print(&merged, human::merged)
+            }
+        },
+        Command::Merges(cmd) => match cmd {
+            MergeCommand::List(p) => {
+                out.print(&service.list_merges(page(&p)).await?, human::merges)
+            }
+            MergeCommand::Show { id } => {
+                out.print(&service.get_merge(&id.parse()?).await?, human::merge)
             }
         },
         Command::Events(cmd) => match cmd {
@@ -168,6 +198,18 @@ pub async fn execute(
                     .await?;
                 warn_introduced(service, &tl, before).await;
                 out.print(&result, human::revert)
+            }
+            EventCommand::Align { ids, timeline: tl } => {
+                let result = service
+                    .correct_dissonance(DissonanceRequest {
+                        timeline_id: timeline(&tl)?,
+                        conflicting_events: ids
+                            .iter()
+                            .map(|id| id.parse())
+                            .collect::<Result<_, _>>()?,
+                    })
+                    .await?;
+                out.print(&result, human::aligned)
             }
         },
         Command::Items(cmd) => match cmd {

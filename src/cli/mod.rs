@@ -155,6 +155,9 @@ pub enum Command {
     /// Search, add, manipulate and revert events
     #[command(subcommand)]
     Events(EventCommand),
+    /// List and show recorded merges (`timelines merge` makes them)
+    #[command(subcommand)]
+    Merges(MergeCommand),
     /// Register and list your items
     #[command(subcommand)]
     Items(ItemCommand),
@@ -500,6 +503,43 @@ pub enum TimelineCommand {
         /// Timeline id
         id: String,
     },
+    /// Merge SOURCE into DESTINATION (one must descend from the other): what the source
+    /// changed since the branch point is written into the destination in one write
+    Merge {
+        /// The timeline whose changes are brought over
+        source: String,
+        /// The timeline written into
+        destination: String,
+        /// How a lineage both sides changed differently is treated
+        #[arg(long, value_enum, default_value = "destination-preserve")]
+        strategy: MergeStrategyArg,
+        /// Apply even if the merge adds paradoxes (they are listed)
+        #[arg(long)]
+        no_safety_check: bool,
+    },
+}
+
+/// `timelines merge --strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MergeStrategyArg {
+    /// The source's outcome wins
+    SourceOverwrite,
+    /// The destination keeps its outcome
+    DestinationPreserve,
+    /// Each conflict waits for a resolution
+    ManualReview,
+}
+
+/// `merges …`.
+#[derive(Debug, Subcommand)]
+pub enum MergeCommand {
+    /// List recorded merges, oldest first
+    List(PageArgs),
+    /// Show one merge, lineage by lineage
+    Show {
+        /// Merge id
+        id: String,
+    },
 }
 
 /// `events …`.
@@ -573,6 +613,16 @@ pub enum EventCommand {
         /// Check for paradoxes first and refuse a revert that would add any
         #[arg(long)]
         safety_check: bool,
+    },
+    /// Correct dissonance: move each named event that happens before one of its causes to
+    /// one second after its latest cause (refused whole if that cannot restore order)
+    Align {
+        /// Event ids (1 to 100)
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Timeline id
+        #[arg(long, default_value = "primary")]
+        timeline: String,
     },
 }
 

@@ -67,8 +67,9 @@ pub mod human {
 
     use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
     use crate::service::{
-        EventRecord, LogEntry, ManipulationResult, MonitorReport, Page, ParadoxReport,
-        RevertResult, Schedule, Script, TimelineCheck, TimelineInfo, TravellerStatus,
+        DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge, MergeResult,
+        MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, TimelineCheck,
+        TimelineInfo, TravellerStatus,
     };
 
     /// Formats rows as left-aligned columns under a header.
@@ -399,6 +400,100 @@ pub mod human {
             s.timeline_id,
             s.actions.len()
         )
+    }
+
+    /// What a dissonance correction did.
+    pub fn aligned(r: &DissonanceResult) -> String {
+        let mut out = format!("{} in {}\n", r.status, r.timeline_id);
+        for m in &r.moves {
+            out.push_str(&format!(
+                "  moved {} from {} to {} (now {})\n",
+                m.event_id,
+                format_instant(&m.from),
+                format_instant(&m.to),
+                m.new_event_id
+            ));
+        }
+        out
+    }
+
+    /// What a merge did.
+    pub fn merged(r: &MergeResult) -> String {
+        let mut out = match &r.merge_id {
+            Some(id) => format!(
+                "{} into {} ({id}): {} incoming, {} added, {} conflict(s), {} convergent, {} kept\n",
+                r.status,
+                r.merged_timeline_id,
+                r.incoming,
+                r.added,
+                r.conflicts,
+                r.convergent,
+                r.kept
+            ),
+            None => format!(
+                "{}: {} has everything to merge already\n",
+                r.status, r.merged_timeline_id
+            ),
+        };
+        for w in &r.written {
+            out.push_str(&format!("  wrote {} (lineage {})\n", w.event_id, w.lineage));
+        }
+        for p in &r.paradoxes {
+            out.push_str(&format!("  paradox added: {}\n", p.description));
+        }
+        out
+    }
+
+    /// Recorded merges.
+    pub fn merges(page: &Page<Merge>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|m| {
+                vec![
+                    m.merge_id.to_string(),
+                    m.status.clone(),
+                    m.source_timeline_id.to_string(),
+                    m.destination_timeline_id.to_string(),
+                    m.strategy.as_str().to_owned(),
+                    format_instant(&m.at),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(
+                &["MERGE", "STATUS", "SOURCE", "DESTINATION", "STRATEGY", "AT"],
+                rows,
+            ),
+        )
+    }
+
+    /// One merge, lineage by lineage.
+    pub fn merge(m: &Merge) -> String {
+        let mut out = format!(
+            "{}  {}: {} into {} ({}) by {} at {}\n",
+            m.merge_id,
+            m.status,
+            m.source_timeline_id,
+            m.destination_timeline_id,
+            m.strategy.as_str(),
+            m.by,
+            format_instant(&m.at)
+        );
+        for d in &m.decisions {
+            out.push_str(&format!(
+                "  {} {}: {}{}\n",
+                d.class,
+                d.lineage,
+                d.decision,
+                d.written_event
+                    .as_ref()
+                    .map(|e| format!(" -> {e}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
     }
 
     /// A page of scripts.

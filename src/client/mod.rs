@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, ItemId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 use crate::service::*;
 
 /// Default time allowed to open a connection.
@@ -841,6 +841,27 @@ impl TimelineService for RemoteClient {
             items: body.log_entries,
             next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
         })
+    }
+
+    async fn merge_timelines(&self, req: MergeRequest) -> ServiceResult<MergeResult> {
+        self.send(Call::post(&["v1", "merge-timelines"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn list_merges(&self, page: PageRequest) -> ServiceResult<Page<Merge>> {
+        self.list(&["v1", "merges"], &page).await
+    }
+
+    async fn get_merge(&self, id: &MergeId) -> ServiceResult<Merge> {
+        let id = segment("merge", id.as_str())?;
+        self.send(Call::get(&["v1", "merges", id])).await?.json()
+    }
+
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
+        self.send(Call::post(&["v1", "correct-dissonance"], &req)?)
+            .await?
+            .json()
     }
 }
 

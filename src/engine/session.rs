@@ -13,8 +13,8 @@ use super::rules::{self, Ctx};
 use crate::automation;
 use crate::error::ServiceError;
 use crate::model::{
-    AnchorId, EventId, EventStatus, Instant, ItemId, ScheduleId, ScriptId, TimelineId, Traveller,
-    parse_instant,
+    AnchorId, EventId, EventStatus, Instant, ItemId, MergeId, ScheduleId, ScriptId, TimelineId,
+    Traveller, parse_instant,
 };
 use crate::paradox;
 use crate::service::*;
@@ -696,5 +696,38 @@ impl TimelineService for EngineSession {
             paginate(keyed, &req.page)
         })
         .await
+    }
+
+    async fn merge_timelines(&self, req: MergeRequest) -> ServiceResult<MergeResult> {
+        self.write(|world, ctx| super::merge::merge(world, ctx, &req))
+            .await
+    }
+
+    async fn list_merges(&self, page: PageRequest) -> ServiceResult<Page<Merge>> {
+        self.read(|world, _ctx| {
+            let keyed = world
+                .merges
+                .values()
+                .map(|m| (m.merge_id.to_string(), (**m).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+
+    async fn get_merge(&self, id: &MergeId) -> ServiceResult<Merge> {
+        self.read(|world, _ctx| {
+            world
+                .merges
+                .get(id)
+                .map(|m| (**m).clone())
+                .ok_or_else(|| ServiceError::not_found("merge", id))
+        })
+        .await
+    }
+
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
+        self.write(|world, ctx| super::dissonance::correct(world, ctx, &req))
+            .await
     }
 }

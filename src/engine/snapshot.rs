@@ -36,7 +36,7 @@ use crate::store::{Link, LogKey};
 /// a snapshot of another format is ignored and the log replayed in full.
 /// Format 2: a history's nodes are written in chunks that are decoded on every core.
 /// Format 3: the head link of the log's chain, and the seal.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 /// Magic, format, position, body length, CRC-32, head link.
@@ -215,6 +215,9 @@ struct TimelineImage {
     /// The timeline whose history this one is written against (its parent, when it exists).
     base: Option<TimelineId>,
     history: HistoryImage,
+    /// Its creation-time copy of its parent's history, written against the parent as it
+    /// stands (like `history`); `None` for a root timeline.
+    base_history: Option<HistoryImage>,
     /// Entries of `touched` that differ from the base's, and keys the base has and this lacks.
     touched: Vec<(EventId, (i64, u32))>,
     untouched: Vec<EventId>,
@@ -231,6 +234,8 @@ struct Records {
     jobs: Vec<Job>,
     log: Vec<LogRecord>,
     keys: Vec<KeyImage>,
+    #[serde(default)]
+    merges: Vec<crate::service::Merge>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -296,6 +301,10 @@ impl WorldImage {
                     meta: serde_json::to_string(&*state.meta).unwrap_or_default(),
                     base: base_id.cloned(),
                     history: state.history.image(base.map(|b| &b.history)),
+                    base_history: state
+                        .base
+                        .as_ref()
+                        .map(|h| h.image(base.map(|b| &b.history))),
                     touched,
                     untouched,
                 })
@@ -313,6 +322,7 @@ impl WorldImage {
             scripts: world.scripts.values().map(|s| (**s).clone()).collect(),
             jobs: world.jobs.values().map(|j| (**j).clone()).collect(),
             log: world.log.iter().map(|r| (**r).clone()).collect(),
+            merges: world.merges.values().map(|m| (**m).clone()).collect(),
             keys: world
                 .keys
                 .entries()
@@ -347,6 +357,11 @@ impl WorldImage {
                 };
             let history = History::from_image(t.history, base.map(|b| &b.history))
                 .map_err(|e| format!("timeline {}: {e}", meta.id))?;
+            let base_history = t
+                .base_history
+                .map(|image| History::from_image(image, base.map(|b| &b.history)))
+                .transpose()
+                .map_err(|e| format!("timeline {}'s base: {e}", meta.id))?;
             let mut touched = base.map(|b| b.touched.clone()).unwrap_or_default();
             for k in &t.untouched {
                 touched.remove(k);
@@ -362,6 +377,7 @@ impl WorldImage {
                     meta: Arc::new(meta),
                     history,
                     touched,
+                    base: base_history,
                 },
             );
         }
@@ -394,6 +410,11 @@ impl WorldImage {
             .map(|j| (j.id.clone(), Arc::new(j)))
             .collect();
         world.log = r.log.into_iter().map(Arc::new).collect::<Vector<_>>();
+        world.merges = r
+            .merges
+            .into_iter()
+            .map(|m| (m.merge_id.clone(), Arc::new(m)))
+            .collect();
         world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
             (
                 k.traveller,

@@ -156,6 +156,11 @@ pub enum Op {
         /// When.
         at: Instant,
     },
+    /// A merge recorded, after the changes it wrote into its destination (same batch).
+    Merge {
+        /// The record.
+        merge: crate::service::Merge,
+    },
     /// A script or job ran; logged in the same batch as the changes it made.
     Ran {
         /// What ran.
@@ -177,6 +182,9 @@ pub struct TimelineState {
     /// When travellers and automation last added, manipulated or restored each event, from the
     /// log (history as shipped is not here): when an anomaly involving it appeared.
     pub touched: HashMap<EventId, Instant>,
+    /// Its parent's history as it was when this timeline was created (a structurally shared
+    /// copy): the base a merge compares both sides against. `None` for root timelines.
+    pub base: Option<History>,
 }
 
 /// Everything the engine knows, at log position `seq`. Cloning is cheap (shared maps).
@@ -204,6 +212,8 @@ pub struct World {
     pub log: Vector<Arc<LogRecord>>,
     /// Keyed writes remembered for their retries.
     pub keys: Keys,
+    /// Recorded merges by id (creation order).
+    pub merges: OrdMap<crate::model::MergeId, Arc<crate::service::Merge>>,
     /// What each traveller owns, so per-traveller reads do not scan everyone's records.
     owned: HashMap<Traveller, Owned>,
 }
@@ -317,6 +327,13 @@ impl World {
                         .err()
                         .map(|e| format!("timeline {id}: {e}"))
                 })
+                .or_else(|| match (&a.base, &b.base) {
+                    (None, None) => None,
+                    (Some(x), Some(y)) => crate::model::same_history(x, y)
+                        .err()
+                        .map(|e| format!("timeline {id}'s base: {e}")),
+                    _ => Some(format!("timeline {id}: a base on one side only")),
+                })
             {
                 return Some(d);
             }
@@ -328,6 +345,7 @@ impl World {
             .or_else(|| differ("scripts", &self.scripts, &other.scripts))
             .or_else(|| differ("jobs", &self.jobs, &other.jobs))
             .or_else(|| differ("automation log", &self.log, &other.log))
+            .or_else(|| differ("merges", &self.merges, &other.merges))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })
@@ -361,15 +379,19 @@ impl World {
         }
         match op {
             Op::CreateTimeline { timeline } => {
-                let (history, touched) = match &timeline.parent {
+                let (history, touched, base) = match &timeline.parent {
                     Some(parent) => {
                         let parent = self
                             .timelines
                             .get(parent)
                             .ok_or_else(|| fail(format!("unknown parent timeline {parent}")))?;
-                        (parent.history.clone(), parent.touched.clone())
+                        (
+                            parent.history.clone(),
+                            parent.touched.clone(),
+                            Some(parent.history.clone()),
+                        )
                     }
-                    None => (History::default(), HashMap::new()),
+                    None => (History::default(), HashMap::new(), None),
                 };
                 self.timelines.insert(
                     timeline.id.clone(),
@@ -377,6 +399,7 @@ impl World {
                         meta: Arc::new(timeline),
                         history,
                         touched,
+                        base,
                     },
                 );
             }
@@ -456,6 +479,9 @@ impl World {
                 self.jobs.insert(job.id.clone(), Arc::new(job));
             }
             Op::CancelJob { id } => self.set_job_status(&id, JobStatus::Cancelled),
+            Op::Merge { merge } => {
+                self.merges.insert(merge.merge_id.clone(), Arc::new(merge));
+            }
             Op::Ran {
                 due,
                 succeeded,

@@ -401,6 +401,29 @@ impl History {
 
     // ----- maintenance -----
 
+    /// The lineages whose current event differs between `base` and this history (one a
+    /// structurally shared copy of the other, as a branch's base is): every lineage a
+    /// manipulation, a revert or an addition touched since. Found by diffing the persistent
+    /// time indexes, which skips the subtrees both still share, so the cost grows with the
+    /// changes since the copy, not with the timeline's size. The caller compares outcomes.
+    pub fn changed_lineages(&self, base: &History) -> std::collections::BTreeSet<EventId> {
+        let mut out = std::collections::BTreeSet::new();
+        for item in base.by_time.diff(&self.by_time) {
+            let (from, (_, slot)) = match item {
+                imbl::ordset::DiffItem::Add(k) => (self, k),
+                imbl::ordset::DiffItem::Remove(k) => (base, k),
+            };
+            if let Some(e) = from
+                .nodes
+                .get(*slot as usize)
+                .and_then(|n| n.event.as_ref())
+            {
+                out.insert(e.lineage.clone());
+            }
+        }
+        out
+    }
+
     fn node(&self, slot: Slot) -> &Node {
         &self.nodes[slot as usize]
     }

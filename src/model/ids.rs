@@ -165,6 +165,10 @@ id_type!(
     ScheduleId, "sch_", "schedule"
 );
 id_type!(
+    /// A merge of one timeline into another.
+    MergeId, "mrg_", "merge"
+);
+id_type!(
     /// An anomaly found by the monitor; derived from its cause, so stable across calls.
     AnomalyId, "anm_", "anomaly"
 );

@@ -14,8 +14,8 @@ use crate::model::{
     TimelineStatus, Window,
 };
 use crate::service::{
-    EventRecord, LogEntry, ManipulationResult, MonitorReport, PageRequest, ParadoxReport,
-    RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
+    DissonanceResult, EventRecord, LogEntry, ManipulationResult, MergeResult, MonitorReport,
+    PageRequest, ParadoxReport, RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
 };
 
 /// Which view a request asked for (`view=documented` by default, or `view=full`).
@@ -415,6 +415,45 @@ impl From<&RevertResult> for RevertedDoc {
     }
 }
 
+/// `merge-timelines` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MergedDoc {
+    /// `merged` or `up_to_date`.
+    pub status: String,
+    /// The destination.
+    pub merged_timeline_id: TimelineId,
+    /// Whether every conflict was settled.
+    pub conflicts_resolved: bool,
+}
+
+impl From<&MergeResult> for MergedDoc {
+    fn from(r: &MergeResult) -> Self {
+        Self {
+            status: r.status.clone(),
+            merged_timeline_id: r.merged_timeline_id.clone(),
+            conflicts_resolved: r.conflicts_resolved,
+        }
+    }
+}
+
+/// `correct-dissonance` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AlignedDoc {
+    /// `aligned` or `already_aligned`.
+    pub status: String,
+    /// The event ids as given.
+    pub aligned_events: Vec<EventId>,
+}
+
+impl From<&DissonanceResult> for AlignedDoc {
+    fn from(r: &DissonanceResult) -> Self {
+        Self {
+            status: r.status.clone(),
+            aligned_events: r.aligned_events.clone(),
+        }
+    }
+}
+
 /// `set-anchor` as the guide shows it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnchorSetDoc {
@@ -609,6 +648,10 @@ view_enum! {
     StabilityView = StabilityDoc | ParadoxReport;
     /// A revert.
     RevertedView = RevertedDoc | RevertResult;
+    /// A merge.
+    MergedView = MergedDoc | MergeResult;
+    /// A dissonance correction.
+    AlignedView = AlignedDoc | DissonanceResult;
     /// A set anchor (guide).
     AnchorSetView = AnchorSetDoc | Anchor;
     /// A stored script.

@@ -37,7 +37,7 @@ use async_trait::async_trait;
 pub use types::*;
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, ItemId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 
 /// Result of every service call.
 pub type ServiceResult<T> = Result<T, ServiceError>;
@@ -116,4 +116,14 @@ pub trait TimelineService: Send + Sync {
     async fn delete_schedule(&self, id: &ScheduleId) -> ServiceResult<()>;
     /// Automated actions, filtered by timeline and date range.
     async fn automation_log(&self, req: LogQuery) -> ServiceResult<Page<LogEntry>>;
+
+    /// Merges one timeline into an ancestor or a descendant of it, in one write.
+    async fn merge_timelines(&self, req: MergeRequest) -> ServiceResult<MergeResult>;
+    /// Recorded merges, oldest first.
+    async fn list_merges(&self, page: PageRequest) -> ServiceResult<Page<Merge>>;
+    /// One recorded merge.
+    async fn get_merge(&self, id: &MergeId) -> ServiceResult<Merge>;
+
+    /// Moves named events that happen before one of their causes to just after it.
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult>;
 }

@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    EventId, EventStatus, Instant, ItemId, Position, ScheduleId, ScriptId, TimeRange, TimelineId,
-    TimelineStatus, Traveller, Window,
+    EventId, EventStatus, Instant, ItemId, MergeId, Position, ScheduleId, ScriptId, TimeRange,
+    TimelineId, TimelineStatus, Traveller, Window,
 };
 use crate::paradox::Paradox;
 
@@ -650,4 +650,170 @@ pub struct LogEntry {
     /// The event the action produced, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_event_id: Option<EventId>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a merge treats a conflict: the same lineage changed on both sides since the branch
+/// point, to different outcomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeStrategy {
+    /// The source's outcome is written into the destination.
+    SourceOverwrite,
+    /// The destination keeps its outcome.
+    DestinationPreserve,
+    /// Each conflict waits for a person's resolution.
+    #[default]
+    ManualReview,
+}
+
+impl MergeStrategy {
+    /// The word used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SourceOverwrite => "source_overwrite",
+            Self::DestinationPreserve => "destination_preserve",
+            Self::ManualReview => "manual_review",
+        }
+    }
+}
+
+/// The guide `merge-timelines`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MergeRequest {
+    /// The timeline whose changes are brought over (it is not changed).
+    pub source_timeline_id: TimelineId,
+    /// The timeline written into; it must be open, and an ancestor or a descendant of the
+    /// source.
+    pub destination_timeline_id: TimelineId,
+    /// How conflicts are treated (default `manual_review`).
+    #[serde(default)]
+    pub conflict_resolution: MergeStrategy,
+    /// Refuse a merge that would add a paradox to the destination (default true); with
+    /// `false` it is applied anyway and the full answer lists what it added.
+    #[serde(default = "yes")]
+    pub safety_check: bool,
+}
+
+/// What a merge decided for one lineage it wrote or weighed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MergeDecision {
+    /// The lineage (the id of its first event).
+    pub lineage: EventId,
+    /// `incoming` (changed in the source only), `added` (new in the source) or `conflict`
+    /// (changed on both sides, to different outcomes).
+    pub class: String,
+    /// `source` (the source's outcome was written) or `destination` (the destination kept
+    /// its own).
+    pub decision: String,
+    /// The source's current event of the lineage.
+    pub source_event: Option<EventId>,
+    /// The destination's current event of the lineage before the merge.
+    pub destination_event: Option<EventId>,
+    /// The destination's current event after the merge, when it was written.
+    pub written_event: Option<EventId>,
+}
+
+/// A recorded merge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Merge {
+    /// The merge.
+    pub merge_id: MergeId,
+    /// Where the changes came from.
+    pub source_timeline_id: TimelineId,
+    /// Where they were written.
+    pub destination_timeline_id: TimelineId,
+    /// How conflicts were treated.
+    pub strategy: MergeStrategy,
+    /// The branch whose creation-time copy of its parent was the base of the comparison.
+    pub base_timeline_id: TimelineId,
+    /// Who merged.
+    #[schema(value_type = String)]
+    pub by: Traveller,
+    /// When.
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Instant,
+    /// `merged`.
+    pub status: String,
+    /// Every lineage the merge weighed, except those only the destination changed.
+    pub decisions: Vec<MergeDecision>,
+}
+
+/// A lineage's event written by a merge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WrittenEvent {
+    /// The lineage.
+    pub lineage: EventId,
+    /// The destination's event of it now.
+    pub event_id: EventId,
+}
+
+/// What `merge-timelines` did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MergeResult {
+    /// `merged`, or `up_to_date` when the source had nothing the destination lacks (nothing
+    /// was written).
+    pub status: String,
+    /// The destination.
+    pub merged_timeline_id: TimelineId,
+    /// Whether every conflict was settled.
+    pub conflicts_resolved: bool,
+    /// The merge record (absent when nothing was written).
+    pub merge_id: Option<MergeId>,
+    /// Lineages changed in the source only.
+    pub incoming: usize,
+    /// Lineages new in the source.
+    pub added: usize,
+    /// Lineages changed on both sides to different outcomes.
+    pub conflicts: usize,
+    /// Lineages changed on both sides to the same outcome.
+    pub convergent: usize,
+    /// Lineages changed in the destination only (left alone).
+    pub kept: usize,
+    /// The destination's events the merge wrote.
+    pub written: Vec<WrittenEvent>,
+    /// Paradoxes the merge added (only when applied with `safety_check: false`).
+    pub paradoxes: Vec<Paradox>,
+}
+
+/// The guide `correct-dissonance`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DissonanceRequest {
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// The events to align (1 to 100): each one that happens before one of its causes is
+    /// moved to just after its latest cause.
+    pub conflicting_events: Vec<EventId>,
+}
+
+/// One event `correct-dissonance` moved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DissonanceMove {
+    /// The event as it stood.
+    pub event_id: EventId,
+    /// Its time.
+    #[schema(value_type = String, format = DateTime)]
+    pub from: Instant,
+    /// Its new time: one second after its latest cause.
+    #[schema(value_type = String, format = DateTime)]
+    pub to: Instant,
+    /// The new head of its lineage.
+    pub new_event_id: EventId,
+}
+
+/// What `correct-dissonance` did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DissonanceResult {
+    /// `aligned`, or `already_aligned` when no named event happened before a cause (nothing
+    /// was written).
+    pub status: String,
+    /// The event ids as given.
+    pub aligned_events: Vec<EventId>,
+    /// The timeline.
+    pub timeline_id: TimelineId,
+    /// The events moved, in the order they were moved.
+    pub moves: Vec<DissonanceMove>,
 }

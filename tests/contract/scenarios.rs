@@ -1852,3 +1852,445 @@ pub async fn automation_answers(face: &Face) {
     let statuses: Vec<_> = schedules.items.iter().map(|j| j.status.as_str()).collect();
     assert_eq!(statuses, ["cancelled", "done"]);
 }
+
+fn merge_req(source: &TimelineId, destination: &TimelineId, how: MergeStrategy) -> MergeRequest {
+    MergeRequest {
+        source_timeline_id: source.clone(),
+        destination_timeline_id: destination.clone(),
+        conflict_resolution: how,
+        safety_check: true,
+    }
+}
+
+/// The current event of each lineage in a timeline, as (lineage, description).
+async fn outcomes(
+    face: &Face,
+    who: &dyn TimelineService,
+    label: &str,
+    tl: &TimelineId,
+) -> Vec<(EventId, String)> {
+    let page = face.ok(label, who.search_events(search(tl))).await;
+    let mut out: Vec<(EventId, String)> = page
+        .items
+        .into_iter()
+        .map(|e| (e.lineage, e.description))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Merges (§3): changes made in a branch since it was created come over, each class as the
+/// strategy says; a second merge is up to date and writes nothing; a merge that would add a
+/// paradox is refused whole; siblings, the same timeline twice and unknown timelines are
+/// refused; merges are recorded and listed.
+pub async fn merge_timelines(face: &Face) {
+    let ada = face.traveller("ada");
+    let a = face.ok("create A", ada.create_timeline(named("A"))).await;
+    let add =
+        |what: &'static str, at: &'static str| ada.add_event(&a.id, event(what, at, "Lab", &[]));
+    let e1 = face.ok("add e1", add("e1", "1900-01-01T10:00:00Z")).await;
+    let e2 = face.ok("add e2", add("e2", "1900-01-01T11:00:00Z")).await;
+    let e4 = face.ok("add e4", add("e4", "1900-01-01T12:00:00Z")).await;
+    let cause = face
+        .ok("add cause", add("cause", "1900-01-02T10:00:00Z"))
+        .await;
+    let effect = face
+        .ok(
+            "add effect",
+            ada.add_event(
+                &a.id,
+                event("effect", "1900-01-02T11:00:00Z", "Lab", &[&cause.event_id]),
+            ),
+        )
+        .await;
+    let b = face
+        .ok(
+            "branch B from A",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some(a.id.clone()),
+                ..named("B")
+            }),
+        )
+        .await;
+    let c = face
+        .ok(
+            "branch C from A",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some(a.id.clone()),
+                ..named("C")
+            }),
+        )
+        .await;
+
+    let fresh = face
+        .ok(
+            "merge a fresh branch",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_eq!(fresh.status, "up_to_date");
+    assert_eq!(fresh.merge_id, None);
+    assert!(fresh.conflicts_resolved);
+
+    // B changes e1 (incoming) and e4 (conflict) and adds e3; A changes e2 (kept) and e4.
+    let e1_in_b = face
+        .ok(
+            "B changes e1",
+            ada.manipulate_event(manipulate(&b.id, &e1.event_id, "e1 in B")),
+        )
+        .await;
+    face.ok(
+        "B changes e4",
+        ada.manipulate_event(manipulate(&b.id, &e4.event_id, "e4 in B")),
+    )
+    .await;
+    face.ok(
+        "A changes e2",
+        ada.manipulate_event(manipulate(&a.id, &e2.event_id, "e2 in A")),
+    )
+    .await;
+    face.ok(
+        "A changes e4",
+        ada.manipulate_event(manipulate(&a.id, &e4.event_id, "e4 in A")),
+    )
+    .await;
+    let e3 = face
+        .ok(
+            "B adds e3",
+            ada.add_event(
+                &b.id,
+                event(
+                    "e3",
+                    "1900-01-01T13:00:00Z",
+                    "Lab",
+                    &[&e1_in_b.new_event_id],
+                ),
+            ),
+        )
+        .await;
+
+    let err = face
+        .err(
+            "manual review with a conflict",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+
+    let kept = face
+        .ok(
+            "merge B into A, destination preserved",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::DestinationPreserve)),
+        )
+        .await;
+    assert_eq!(kept.status, "merged");
+    assert_eq!(kept.merged_timeline_id, a.id);
+    assert_eq!(
+        (kept.incoming, kept.added, kept.conflicts, kept.kept),
+        (1, 1, 1, 1)
+    );
+    let now = outcomes(face, &*ada, "A after the first merge", &a.id).await;
+    let of = |l: &EventId| now.iter().find(|(x, _)| x == l).map(|(_, d)| d.as_str());
+    assert_eq!(of(&e1.event_id), Some("e1 in B"), "incoming written");
+    assert_eq!(of(&e2.event_id), Some("e2 in A"), "kept left alone");
+    assert_eq!(
+        of(&e4.event_id),
+        Some("e4 in A"),
+        "conflict kept by destination_preserve"
+    );
+    assert_eq!(of(&e3.event_id), Some("e3"), "added copied");
+
+    let again = face
+        .ok(
+            "merge B into A again, destination preserved",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::DestinationPreserve)),
+        )
+        .await;
+    assert_eq!(again.status, "up_to_date");
+    assert_eq!(again.merge_id, None);
+
+    let taken = face
+        .ok(
+            "merge B into A, source overwrites",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_eq!(taken.status, "merged");
+    assert_eq!(taken.conflicts, 1);
+    let now = outcomes(face, &*ada, "A after the second merge", &a.id).await;
+    assert!(
+        now.contains(&(e4.event_id.clone(), "e4 in B".into())),
+        "{now:?}"
+    );
+    assert!(
+        now.contains(&(e2.event_id.clone(), "e2 in A".into())),
+        "{now:?}"
+    );
+    let again = face
+        .ok(
+            "merge B into A again, source overwrites",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_eq!(again.status, "up_to_date");
+
+    // Moving the cause after its effect in B would put it after its effect in A too.
+    face.ok(
+        "B moves the cause late",
+        ada.manipulate_event(ManipulateRequest {
+            new_outcome: NewOutcome {
+                description: None,
+                changes: vec![OutcomeChange {
+                    action: None,
+                    time: Some(t("1900-01-02T12:00:00Z")),
+                }],
+            },
+            ..manipulate(&b.id, &cause.event_id, "")
+        }),
+    )
+    .await;
+    let err = face
+        .err(
+            "a merge adding a paradox",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert!(
+        matches!(err, ServiceError::ParadoxDetected { .. }),
+        "{err:?}"
+    );
+    let still = outcomes(face, &*ada, "A after the refused merge", &a.id).await;
+    assert_eq!(still, now, "nothing was written");
+    let unchecked = face
+        .ok(
+            "the same merge unchecked",
+            ada.merge_timelines(MergeRequest {
+                safety_check: false,
+                ..merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)
+            }),
+        )
+        .await;
+    assert_eq!(unchecked.status, "merged");
+    assert!(
+        unchecked
+            .paradoxes
+            .iter()
+            .any(|p| p.events.contains(&effect.event_id) || p.description.contains("effect")),
+        "{:?}",
+        unchecked.paradoxes
+    );
+
+    // Parent into child works too: A's changes since C was created come over to C.
+    let down = face
+        .ok(
+            "merge A into its branch C (it carries A's paradox along)",
+            ada.merge_timelines(MergeRequest {
+                safety_check: false,
+                ..merge_req(&a.id, &c.id, MergeStrategy::SourceOverwrite)
+            }),
+        )
+        .await;
+    assert_eq!(down.status, "merged");
+    let in_c = outcomes(face, &*ada, "C after the merge", &c.id).await;
+    assert!(
+        in_c.contains(&(e2.event_id.clone(), "e2 in A".into())),
+        "{in_c:?}"
+    );
+
+    let err = face
+        .err(
+            "siblings",
+            ada.merge_timelines(merge_req(&b.id, &c.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    let err = face
+        .err(
+            "the same timeline twice",
+            ada.merge_timelines(merge_req(&a.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_invalid(&err, "destination_timeline_id");
+    let nowhere: TimelineId = "tml_nowhere".parse().expect("an id");
+    let err = face
+        .err(
+            "an unknown source",
+            ada.merge_timelines(merge_req(&nowhere, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nowhere");
+
+    let listed = face
+        .ok("list merges", ada.list_merges(PageRequest::default()))
+        .await;
+    assert_eq!(listed.items.len(), 4, "four merges wrote something");
+    let first = &listed.items[0];
+    assert_eq!(first.strategy, MergeStrategy::DestinationPreserve);
+    assert_eq!(first.source_timeline_id, b.id);
+    assert_eq!(first.base_timeline_id, b.id);
+    let shown = face
+        .ok("show a merge", ada.get_merge(&first.merge_id))
+        .await;
+    assert_eq!(&shown, first);
+    assert!(
+        shown
+            .decisions
+            .iter()
+            .any(|d| d.lineage == e3.event_id && d.class == "added"),
+        "{:?}",
+        shown.decisions
+    );
+    let err = face
+        .err(
+            "an unknown merge",
+            ada.get_merge(&"mrg_nowhere".parse().expect("an id")),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+}
+
+/// correct-dissonance (§4): an event before its cause moves to one second after it, and its
+/// named effect follows; in order already is `already_aligned`; a fixed point is locked; a
+/// move that would put an unnamed effect before its cause is refused whole; bad requests.
+pub async fn correct_dissonance(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face.ok("create", ada.create_timeline(named("D"))).await;
+    let add = |what: &'static str, at: &'static str, causes: Vec<EventId>| {
+        let ada = ada.clone();
+        let tl = tl.id.clone();
+        async move {
+            let causes: Vec<&EventId> = causes.iter().collect();
+            ada.add_event(&tl, event(what, at, "Lab", &causes)).await
+        }
+    };
+    let cause = face
+        .ok("add cause", add("cause", "1900-01-01T12:00:00Z", vec![]))
+        .await;
+    let early = face
+        .ok(
+            "add an effect before its cause",
+            add(
+                "early",
+                "1900-01-01T10:00:00Z",
+                vec![cause.event_id.clone()],
+            ),
+        )
+        .await;
+    let later = face
+        .ok(
+            "add its effect, also too early",
+            add(
+                "later",
+                "1900-01-01T11:00:00Z",
+                vec![early.event_id.clone()],
+            ),
+        )
+        .await;
+    let req = |ids: Vec<EventId>| DissonanceRequest {
+        timeline_id: tl.id.clone(),
+        conflicting_events: ids,
+    };
+
+    let ok = face
+        .ok(
+            "align both",
+            ada.correct_dissonance(req(vec![later.event_id.clone(), early.event_id.clone()])),
+        )
+        .await;
+    assert_eq!(ok.status, "aligned");
+    assert_eq!(
+        ok.aligned_events,
+        vec![later.event_id.clone(), early.event_id.clone()]
+    );
+    assert_eq!(ok.moves.len(), 2, "{:?}", ok.moves);
+    assert_eq!(ok.moves[0].event_id, early.event_id, "causes move first");
+    assert_eq!(ok.moves[0].to, t("1900-01-01T12:00:01Z"));
+    assert_eq!(
+        ok.moves[1].to,
+        t("1900-01-01T12:00:02Z"),
+        "the effect is pushed"
+    );
+    let report = face
+        .ok(
+            "stable afterwards",
+            ada.check_stability(StabilityQuery {
+                timeline_id: tl.id.clone(),
+                after_event_id: None,
+            }),
+        )
+        .await;
+    assert!(report.is_stable, "{report:?}");
+    let again = face
+        .ok(
+            "align again",
+            ada.correct_dissonance(req(vec![early.event_id.clone(), later.event_id.clone()])),
+        )
+        .await;
+    assert_eq!(again.status, "already_aligned");
+    assert!(again.moves.is_empty());
+
+    // Moving `first` after its cause would put its unnamed effect before it.
+    let c2 = face
+        .ok(
+            "add a second cause",
+            add("c2", "1900-02-01T12:00:00Z", vec![]),
+        )
+        .await;
+    let first = face
+        .ok(
+            "add an early event",
+            add("first", "1900-02-01T10:00:00Z", vec![c2.event_id.clone()]),
+        )
+        .await;
+    face.ok(
+        "add its unnamed effect",
+        add(
+            "effect",
+            "1900-02-01T11:00:00Z",
+            vec![first.event_id.clone()],
+        ),
+    )
+    .await;
+    let err = face
+        .err(
+            "a move that breaks an unnamed effect",
+            ada.correct_dissonance(req(vec![first.event_id.clone()])),
+        )
+        .await;
+    assert!(
+        matches!(err, ServiceError::ParadoxDetected { .. }),
+        "{err:?}"
+    );
+
+    let fixed = face
+        .ok(
+            "add a fixed point before its cause",
+            ada.add_event(
+                &tl.id,
+                NewEvent {
+                    fixed_point: true,
+                    ..event("fixed", "1900-01-01T09:00:00Z", "Lab", &[&cause.event_id])
+                },
+            ),
+        )
+        .await;
+    let err = face
+        .err(
+            "a fixed point cannot move",
+            ada.correct_dissonance(req(vec![fixed.event_id.clone()])),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+
+    let err = face
+        .err("nothing named", ada.correct_dissonance(req(vec![])))
+        .await;
+    assert_invalid(&err, "conflicting_events");
+    let err = face
+        .err(
+            "an unknown event",
+            ada.correct_dissonance(req(vec!["evt_nowhere".parse().expect("id")])),
+        )
+        .await;
+    assert_unknown(&err, "event", "evt_nowhere");
+}

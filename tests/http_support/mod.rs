@@ -320,4 +320,8 @@ wrapped! {
     list_schedules(page: PageRequest) -> Page<Schedule>;
     delete_schedule(id: &ScheduleId) -> ();
     automation_log(req: LogQuery) -> Page<LogEntry>;
+    merge_timelines(req: MergeRequest) -> MergeResult;
+    list_merges(page: PageRequest) -> Page<Merge>;
+    get_merge(id: &MergeId) -> Merge;
+    correct_dissonance(req: DissonanceRequest) -> DissonanceResult;
 }

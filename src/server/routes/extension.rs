@@ -7,13 +7,13 @@ use axum::response::IntoResponse;
 
 use super::{ApiResult, json, with_next};
 use crate::error::ServiceError;
-use crate::model::{AnchorId, ItemId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 use crate::server::extract::{Caller, JsonBody, QueryParams, path_id};
 use crate::server::problem::Problem;
 use crate::server::views::*;
 use crate::service::{
-    Anchor, EventRecord, Item, Journey, NewEvent, PageRequest, Schedule, Script, SearchQuery,
-    TravellerStatus,
+    Anchor, EventRecord, Item, Journey, Merge, NewEvent, PageRequest, Schedule, Script,
+    SearchQuery, TravellerStatus,
 };
 
 /// Who you are and where you are now.
@@ -141,6 +141,24 @@ list_route!(
     Schedule,
     "Your scheduled and triggered jobs."
 );
+list_route!(
+    list_merges,
+    "/v1/merges",
+    "listMerges",
+    list_merges,
+    Merge,
+    "Recorded merges, oldest first."
+);
+
+/// One recorded merge: what it weighed and wrote, lineage by lineage.
+#[utoipa::path(get, path = "/v1/merges/{merge_id}", tag = "Extensions", operation_id = "getMerge",
+    params(("merge_id" = String, Path, description = "The merge")),
+    responses((status = 200, description = "The merge", body = Merge))
+)]
+pub async fn get_merge(caller: Caller, Path(merge_id): Path<String>) -> ApiResult {
+    let id: MergeId = path_id("merge", &merge_id)?;
+    Ok(json(StatusCode::OK, &caller.service.get_merge(&id).await?))
+}
 
 /// One of your items.
 #[utoipa::path(get, path = "/v1/items/{item_id}", tag = "Extensions", operation_id = "getItem",

@@ -7,9 +7,9 @@ use super::{ApiResult, json, located, projected, with_next};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::views::*;
 use crate::service::{
-    ExternalTrigger, Journey, ManipulateRequest, MonitorQuery, MonitorReport, NewAnchor,
-    NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery, SignificantEventQuery,
-    StabilityQuery, TimeTravelRequest, TimelineCheck,
+    DissonanceRequest, ExternalTrigger, Journey, ManipulateRequest, MergeRequest, MonitorQuery,
+    MonitorReport, NewAnchor, NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery,
+    SignificantEventQuery, StabilityQuery, TimeTravelRequest, TimelineCheck,
 };
 
 async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
@@ -116,6 +116,40 @@ pub async fn check_paradox(
 pub async fn revert_event(caller: Caller, JsonBody(req): JsonBody<RevertRequest>) -> ApiResult {
     let r = caller.service.revert_event(req).await?;
     Ok(projected(StatusCode::OK, &r, RevertedDoc::from))
+}
+
+/// Merge a timeline into an ancestor or a descendant of it: the changes the source made since
+/// the branch point are written into the destination in one write, conflicts (a lineage both
+/// changed, differently) treated as `conflict_resolution` says. Refused whole with
+/// `paradox-detected` when it would add a paradox (unless `safety_check` is false), with 409
+/// `conflict` for timelines not on one line of descent (and, for now, for `manual_review` with
+/// conflicts), with `event-locked` when `source_overwrite` would change a fixed point. Status
+/// `merged`, or `up_to_date` when there was nothing to bring over (nothing is written).
+#[utoipa::path(post, path = "/v1/merge-timelines", tag = "Guide", operation_id = "mergeTimelines",
+    request_body = MergeRequest,
+    responses((status = 200, description = "The merge was applied, or there was nothing to merge", body = MergedView))
+)]
+pub async fn merge_timelines(caller: Caller, JsonBody(req): JsonBody<MergeRequest>) -> ApiResult {
+    let r = caller.service.merge_timelines(req).await?;
+    Ok(projected(StatusCode::OK, &r, MergedDoc::from))
+}
+
+/// Align named events that happen before one of their causes: each is moved to one second
+/// after its latest cause (a new version of it, by you), causes before their effects. Refused
+/// whole with `paradox-detected` when a named event would still be out of order (a causal loop:
+/// moving cannot break it) or a move would put an unnamed effect before its cause; with
+/// `event-locked` when a fixed point would have to move. Status `aligned`, or
+/// `already_aligned` when none needed moving (nothing is written).
+#[utoipa::path(post, path = "/v1/correct-dissonance", tag = "Guide", operation_id = "correctDissonance",
+    request_body = DissonanceRequest,
+    responses((status = 200, description = "The events are in causal order", body = AlignedView))
+)]
+pub async fn correct_dissonance(
+    caller: Caller,
+    JsonBody(req): JsonBody<DissonanceRequest>,
+) -> ApiResult {
+    let r = caller.service.correct_dissonance(req).await?;
+    Ok(projected(StatusCode::OK, &r, AlignedDoc::from))
 }
 
 /// Set an anchor (a return ticket) in your current timeline.

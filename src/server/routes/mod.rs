@@ -66,6 +66,10 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(guide::scan_events))
         .routes(routes!(guide::monitor_paradox))
         .routes(routes!(guide::check_timeline))
+        .routes(routes!(guide::merge_timelines))
+        .routes(routes!(guide::correct_dissonance))
+        .routes(routes!(extension::list_merges))
+        .routes(routes!(extension::get_merge))
         .merge(ops::open_router())
 }
 

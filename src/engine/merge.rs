@@ -1,0 +1,452 @@
+//! Merging a timeline into an ancestor or a descendant of it (guide §3): a three-way
+//! comparison of both sides against the branch point's base, and the writes it decides, all in
+//! one append with the merge record.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::ServiceError;
+use crate::model::{Event, EventId, EventStatus, History, Instant, MergeId, TimelineId};
+use crate::service::{
+    Merge, MergeDecision, MergeRequest, MergeResult, MergeStrategy, WrittenEvent,
+};
+
+use super::rules::{self, Ctx};
+use super::world::{Op, World};
+
+/// What a side's current event of a lineage says: its description and time.
+type Outcome<'a> = (&'a str, Instant);
+
+fn outcome(e: &Event) -> Outcome<'_> {
+    (e.description.as_str(), e.time)
+}
+
+/// The event that stands for lineage `lineage` in `history`, if the lineage is there.
+fn head<'h>(history: &'h History, lineage: &EventId) -> Option<&'h Event> {
+    history.head_of(lineage).map(|e| &**e)
+}
+
+/// The timelines from `id` up to its root, `id` first.
+fn ancestry(world: &World, id: &TimelineId) -> Vec<TimelineId> {
+    let mut out = vec![id.clone()];
+    let mut at = id.clone();
+    while let Some(parent) = world.timelines.get(&at).and_then(|t| t.meta.parent.clone()) {
+        if out.contains(&parent) {
+            break;
+        }
+        out.push(parent.clone());
+        at = parent;
+    }
+    out
+}
+
+/// The branch whose creation-time copy of its parent is the base of a merge between
+/// `source` and `destination`: the child of the ancestor that lies on the path to the
+/// descendant. Refuses timelines that are not on one line of descent.
+fn base_branch(
+    world: &World,
+    source: &TimelineId,
+    destination: &TimelineId,
+) -> Result<TimelineId, ServiceError> {
+    let up_from_source = ancestry(world, source);
+    let up_from_destination = ancestry(world, destination);
+    let (descendant_line, ancestor) = if let Some(i) =
+        up_from_source.iter().position(|t| t == destination)
+    {
+        (&up_from_source[..i], destination)
+    } else if let Some(i) = up_from_destination.iter().position(|t| t == source) {
+        (&up_from_destination[..i], source)
+    } else {
+        let common = up_from_source
+            .iter()
+            .find(|t| up_from_destination.contains(t));
+        return Err(ServiceError::Conflict(match common {
+            Some(c) => format!(
+                "timelines '{source}' and '{destination}' are not on one line of descent (neither \
+                 is an ancestor of the other); merge each of them into their common ancestor \
+                 '{c}' instead"
+            ),
+            None => format!(
+                "timelines '{source}' and '{destination}' are not on one line of descent and \
+                 share no ancestor, so they cannot be merged"
+            ),
+        }));
+    };
+    descendant_line
+        .last()
+        .cloned()
+        .ok_or_else(|| ServiceError::Internal(format!("no branch between {ancestor} and itself")))
+}
+
+/// How one lineage compares across the base, the source and the destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Incoming,
+    Added,
+    Conflict,
+    Convergent,
+    Kept,
+}
+
+impl Class {
+    fn word(self) -> &'static str {
+        match self {
+            Class::Incoming => "incoming",
+            Class::Added => "added",
+            Class::Conflict => "conflict",
+            Class::Convergent => "convergent",
+            Class::Kept => "kept",
+        }
+    }
+}
+
+fn classify(base: Option<&Event>, s: Option<&Event>, d: Option<&Event>) -> Option<Class> {
+    let changed = |side: Option<&Event>| side.map(outcome) != base.map(outcome);
+    match (base, s, d) {
+        (None, Some(_), None) => Some(Class::Added),
+        (None, None, Some(_)) => Some(Class::Kept),
+        (None, Some(s), Some(d)) => Some(if outcome(s) == outcome(d) {
+            Class::Convergent
+        } else {
+            Class::Conflict
+        }),
+        (None, None, None) => None,
+        (Some(_), Some(s), Some(d)) => match (changed(Some(s)), changed(Some(d))) {
+            (false, false) => None,
+            (true, false) => Some(Class::Incoming),
+            (false, true) => Some(Class::Kept),
+            (true, true) if outcome(s) == outcome(d) => Some(Class::Convergent),
+            (true, true) => Some(Class::Conflict),
+        },
+        // Lineages never disappear from a timeline; a side without one has nothing to say.
+        (Some(_), _, _) => None,
+    }
+}
+
+/// Applies `op` to the working copy and keeps it.
+fn push(work: &mut World, ops: &mut Vec<Op>, op: Op) -> Result<(), ServiceError> {
+    work.apply(work.seq + 1, op.clone())
+        .map_err(|e| ServiceError::Internal(format!("merge: {e}")))?;
+    ops.push(op);
+    Ok(())
+}
+
+/// The destination's event of each cause's lineage, so a copied event is caused by what
+/// stands in the destination.
+fn mapped_causes(source: &History, dest: &History, causes: &[EventId]) -> Vec<EventId> {
+    causes
+        .iter()
+        .map(|c| {
+            let lineage = source.get(c).map(|e| e.lineage.clone());
+            lineage
+                .and_then(|l| dest.head_of(&l))
+                .map(|e| e.id.clone())
+                .unwrap_or_else(|| c.clone())
+        })
+        .collect()
+}
+
+/// Decides a merge: the ops to log (the writes into the destination, then the merge record;
+/// none when it is up to date) and the answer.
+pub fn merge(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &MergeRequest,
+) -> Result<(Vec<Op>, MergeResult), ServiceError> {
+    let (src, dst) = (&req.source_timeline_id, &req.destination_timeline_id);
+    if src == dst {
+        return Err(ServiceError::invalid(
+            "destination_timeline_id",
+            format!("is the source '{src}' too; name two different timelines"),
+        ));
+    }
+    let s_state = rules::referenced(world, src)?;
+    let d_state = rules::referenced(world, dst)?;
+    rules::require_open(&d_state.meta, ctx.now)?;
+    let base_id = base_branch(world, src, dst)?;
+    let base = world
+        .timelines
+        .get(&base_id)
+        .and_then(|t| t.base.as_ref())
+        .ok_or_else(|| ServiceError::Internal(format!("timeline {base_id} has no base")))?;
+    let (s, d) = (&s_state.history, &d_state.history);
+
+    let mut lineages: BTreeSet<EventId> = s.changed_lineages(base);
+    lineages.extend(d.changed_lineages(base));
+    let mut classes: BTreeMap<EventId, Class> = BTreeMap::new();
+    for l in lineages {
+        if let Some(c) = classify(head(base, &l), head(s, &l), head(d, &l)) {
+            classes.insert(l, c);
+        }
+    }
+    let count = |c: Class| classes.values().filter(|x| **x == c).count();
+    let conflicts = count(Class::Conflict);
+    if req.conflict_resolution == MergeStrategy::ManualReview && conflicts > 0 {
+        return Err(ServiceError::Conflict(format!(
+            "{conflicts} lineage(s) changed differently in '{src}' and '{dst}' since the branch \
+             point; manual review of conflicts is not available on this server yet: merge with \
+             conflict_resolution 'source_overwrite' or 'destination_preserve'"
+        )));
+    }
+
+    let mut work = world.clone();
+    let mut ops = Vec::new();
+    let mut decisions = Vec::new();
+    let mut written = Vec::new();
+    // Changed lineages first (in lineage order), then the added ones in causal order.
+    for (l, class) in &classes {
+        let take_source = match class {
+            Class::Incoming => true,
+            Class::Conflict => req.conflict_resolution == MergeStrategy::SourceOverwrite,
+            _ => false,
+        };
+        if !matches!(class, Class::Incoming | Class::Conflict) {
+            continue;
+        }
+        let (Some(s_head), Some(d_head)) = (head(s, l), head(d, l)) else {
+            continue;
+        };
+        let mut decision = MergeDecision {
+            lineage: l.clone(),
+            class: class.word().into(),
+            decision: "destination".into(),
+            source_event: Some(s_head.id.clone()),
+            destination_event: Some(d_head.id.clone()),
+            written_event: None,
+        };
+        if take_source && d_head.fixed_point {
+            if req.conflict_resolution == MergeStrategy::SourceOverwrite {
+                return Err(ServiceError::EventLocked {
+                    event: d_head.id.to_string(),
+                    reason: format!(
+                        "it is a fixed point in '{dst}', so the merge cannot give it the \
+                         source's outcome; merge with conflict_resolution 'destination_preserve'"
+                    ),
+                });
+            }
+            decisions.push(decision);
+            continue;
+        }
+        if take_source {
+            write_source_outcome(&mut work, &mut ops, ctx, dst, s_head, d_head)?;
+            let now = work
+                .timelines
+                .get(dst)
+                .and_then(|t| t.history.head_of(l))
+                .map(|e| e.id.clone())
+                .ok_or_else(|| ServiceError::Internal(format!("merge lost lineage {l}")))?;
+            decision.decision = "source".into();
+            decision.written_event = Some(now.clone());
+            written.push(WrittenEvent {
+                lineage: l.clone(),
+                event_id: now,
+            });
+        }
+        decisions.push(decision);
+    }
+    let added: Vec<&EventId> = causal_order(
+        s,
+        classes
+            .iter()
+            .filter(|(_, c)| **c == Class::Added)
+            .map(|(l, _)| l),
+    );
+    for l in added {
+        let (Some(root), Some(s_head)) = (s.get(l), head(s, l)) else {
+            continue;
+        };
+        let dest_now = &work
+            .timelines
+            .get(dst)
+            .ok_or_else(|| ServiceError::unknown("timeline", dst))?
+            .history;
+        let mut first = (**root).clone();
+        first.causes = mapped_causes(s, dest_now, &root.causes);
+        first.superseded_by = None;
+        first.supersedes = None;
+        first.status = EventStatus::OnSchedule;
+        let copy_head = (s_head.id != root.id).then(|| {
+            let mut h = s_head.clone();
+            h.causes = mapped_causes(s, dest_now, &s_head.causes);
+            h
+        });
+        push(
+            &mut work,
+            &mut ops,
+            Op::AddEvents {
+                timeline: dst.clone(),
+                events: vec![first],
+                at: Some(ctx.now),
+            },
+        )?;
+        if let Some(h) = copy_head {
+            push(
+                &mut work,
+                &mut ops,
+                Op::Manipulate {
+                    timeline: dst.clone(),
+                    old: root.id.clone(),
+                    new: h,
+                    at: Some(ctx.now),
+                },
+            )?;
+        }
+        decisions.push(MergeDecision {
+            lineage: l.clone(),
+            class: Class::Added.word().into(),
+            decision: "source".into(),
+            source_event: Some(s_head.id.clone()),
+            destination_event: None,
+            written_event: Some(s_head.id.clone()),
+        });
+        written.push(WrittenEvent {
+            lineage: l.clone(),
+            event_id: s_head.id.clone(),
+        });
+    }
+
+    let mut result = MergeResult {
+        status: "up_to_date".into(),
+        merged_timeline_id: dst.clone(),
+        conflicts_resolved: true,
+        merge_id: None,
+        incoming: count(Class::Incoming),
+        added: count(Class::Added),
+        conflicts,
+        convergent: count(Class::Convergent),
+        kept: count(Class::Kept),
+        written,
+        paradoxes: Vec::new(),
+    };
+    if ops.is_empty() {
+        return Ok((ops, result));
+    }
+    match rules::refuse_introduced(world, ctx, dst, &ops) {
+        Ok(()) => {}
+        Err(ServiceError::ParadoxDetected { paradoxes, .. }) if !req.safety_check => {
+            result.paradoxes = paradoxes;
+        }
+        Err(e) => return Err(e),
+    }
+    let merge_id = MergeId::from_ulid((ctx.mint)());
+    ops.push(Op::Merge {
+        merge: Merge {
+            merge_id: merge_id.clone(),
+            source_timeline_id: src.clone(),
+            destination_timeline_id: dst.clone(),
+            strategy: req.conflict_resolution,
+            base_timeline_id: base_id,
+            by: ctx.traveller.clone(),
+            at: ctx.now,
+            status: "merged".into(),
+            decisions,
+        },
+    });
+    result.status = "merged".into();
+    result.merge_id = Some(merge_id);
+    Ok((ops, result))
+}
+
+/// Gives the destination's lineage the source's outcome: reverts back to it when it is an
+/// earlier version there, otherwise a new version made by the merging traveller.
+fn write_source_outcome(
+    work: &mut World,
+    ops: &mut Vec<Op>,
+    ctx: &Ctx<'_>,
+    dst: &TimelineId,
+    s_head: &Event,
+    d_head: &Event,
+) -> Result<(), ServiceError> {
+    let history = &work
+        .timelines
+        .get(dst)
+        .ok_or_else(|| ServiceError::unknown("timeline", dst))?
+        .history;
+    // The chain of versions back from the destination's head.
+    let mut chain = vec![d_head.id.clone()];
+    let mut at = d_head.supersedes.clone();
+    let mut steps = None;
+    while let Some(prev) = at {
+        let Some(e) = history.get(&prev) else { break };
+        if outcome(e) == outcome(s_head) {
+            steps = Some(chain.len());
+            break;
+        }
+        chain.push(prev.clone());
+        at = e.supersedes.clone();
+    }
+    match steps {
+        Some(n) => {
+            for head in chain.into_iter().take(n) {
+                push(
+                    work,
+                    ops,
+                    Op::Revert {
+                        timeline: dst.clone(),
+                        head,
+                        at: Some(ctx.now),
+                    },
+                )?;
+            }
+        }
+        None => {
+            let new = Event {
+                id: EventId::from_ulid((ctx.mint)()),
+                description: s_head.description.clone(),
+                time: s_head.time,
+                location: d_head.location.clone(),
+                causes: d_head.causes.clone(),
+                fixed_point: false,
+                status: EventStatus::Manipulated,
+                supersedes: Some(d_head.id.clone()),
+                superseded_by: None,
+                lineage: d_head.lineage.clone(),
+                author: Some(ctx.traveller.clone()),
+            };
+            push(
+                work,
+                ops,
+                Op::Manipulate {
+                    timeline: dst.clone(),
+                    old: d_head.id.clone(),
+                    new,
+                    at: Some(ctx.now),
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The added lineages with each one's causes among them first.
+fn causal_order<'a>(s: &History, added: impl Iterator<Item = &'a EventId>) -> Vec<&'a EventId> {
+    let added: Vec<&EventId> = added.collect();
+    let set: BTreeSet<&EventId> = added.iter().copied().collect();
+    let mut done: BTreeSet<&EventId> = BTreeSet::new();
+    let mut out = Vec::with_capacity(added.len());
+    fn visit<'a>(
+        l: &'a EventId,
+        s: &History,
+        set: &BTreeSet<&'a EventId>,
+        done: &mut BTreeSet<&'a EventId>,
+        out: &mut Vec<&'a EventId>,
+    ) {
+        if !done.insert(l) {
+            return;
+        }
+        if let Some(h) = s.head_of(l) {
+            for c in &h.causes {
+                let cl = s.get(c).map(|e| e.lineage.clone());
+                if let Some(cl) = cl
+                    && let Some(member) = set.get(&cl)
+                {
+                    visit(member, s, set, done, out);
+                }
+            }
+        }
+        out.push(l);
+    }
+    for l in &added {
+        visit(l, s, &set, &mut done, &mut out);
+    }
+    out
+}
