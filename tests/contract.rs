@@ -90,4 +90,5 @@ contract! {
     paradox_check_validation,
     monitor_clean_timeline,
     automation_answers,
+    guide_travel_switch_and_return,
 }

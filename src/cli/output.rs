@@ -68,7 +68,7 @@ pub mod human {
     use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
     use crate::service::{
         EventRecord, LogEntry, ManipulationResult, MonitorReport, Page, ParadoxReport,
-        RevertResult, Schedule, Script, TimelineCheck, TimelineInfo, TravellerStatus,
+        RevertResult, Schedule, Script, Switched, TimelineCheck, TimelineInfo, TravellerStatus,
     };
 
     /// Formats rows as left-aligned columns under a header.
@@ -322,6 +322,17 @@ pub mod human {
     }
 
     /// One journey.
+    pub fn switched(s: &Switched) -> String {
+        match &s.journey {
+            Some(j) => journey(j),
+            None => format!(
+                "already in {} ({})\n",
+                s.timeline_id,
+                format_instant(&s.current_time)
+            ),
+        }
+    }
+
     pub fn journey(j: &Journey) -> String {
         let mut s = format!(
             "{}: {} ({}) -> {} ({})\n",

@@ -696,6 +696,24 @@ impl TimelineService for RemoteClient {
             .json()
     }
 
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "travel"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "return"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched> {
+        self.send(Call::post(&["v1", "switch-timeline"], &req)?)
+            .await?
+            .json()
+    }
+
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
         self.list(&["v1", "travels"], &page).await
     }

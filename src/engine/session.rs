@@ -169,6 +169,22 @@ fn paginate<T>(mut keyed: Vec<(String, T)>, page: &PageRequest) -> Result<Page<T
 }
 
 /// Sort key of a timeline in lists: `primary` first, then by creation.
+/// The items a journey takes: those listed, or every item the traveller carries.
+fn listed_or_carried(
+    world: &super::World,
+    traveller: &Traveller,
+    listed: &Option<Vec<ItemId>>,
+) -> Vec<ItemId> {
+    match listed {
+        Some(items) => items.clone(),
+        None => world
+            .items_of(traveller)
+            .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
+            .map(|i| i.id.clone())
+            .collect(),
+    }
+}
+
 fn timeline_key(t: &crate::model::Timeline) -> String {
     if t.id.is_primary() {
         String::new()
@@ -285,6 +301,93 @@ impl TimelineService for EngineSession {
                 logged.location = location.clone();
             }
             Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey> {
+        let location = req
+            .location
+            .as_deref()
+            .map(|l| rules::text("location", l))
+            .transpose()?;
+        self.write(|world, ctx| {
+            let timeline = match &req.timeline_id {
+                Some(named) => rules::referenced(world, named)?.meta.id.clone(),
+                None => world.position_of(ctx.traveller, ctx.now).timeline,
+            };
+            let travel = TravelRequest {
+                destination: timeline.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
+            };
+            let (mut op, mut journey) =
+                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
+            journey.location = location.clone();
+            if let super::Op::Travel { journey: logged } = &mut op {
+                logged.location = location.clone();
+            }
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey> {
+        self.write(|world, ctx| {
+            let raw = req.anchor_id.trim();
+            let known = raw.parse::<AnchorId>().ok().filter(|id| {
+                world
+                    .anchors
+                    .get(id)
+                    .is_some_and(|a| &a.owner == ctx.traveller)
+            });
+            if known.is_none() {
+                return Err(ServiceError::unknown("anchor", raw));
+            }
+            let travel = TravelRequest {
+                destination: raw.to_owned(),
+                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, None).map_err(|e| match e {
+                ServiceError::InvalidInput { field, message } if field == "destination" => {
+                    ServiceError::invalid("anchor_id", message)
+                }
+                other => other,
+            })?;
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched> {
+        self.write(|world, ctx| {
+            let target = rules::referenced(world, &req.timeline_id)?;
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if position.timeline == target.meta.id {
+                return Ok((
+                    Vec::new(),
+                    Switched {
+                        status: "already_there".into(),
+                        timeline_id: position.timeline.clone(),
+                        current_time: time,
+                        journey: None,
+                    },
+                ));
+            }
+            let travel = TravelRequest {
+                destination: target.meta.id.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &None),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, Some(time))?;
+            Ok((
+                vec![op],
+                Switched {
+                    status: "switched".into(),
+                    timeline_id: journey.to_timeline.clone(),
+                    current_time: journey.arrival_time,
+                    journey: Some(journey),
+                },
+            ))
         })
         .await
     }

@@ -15,6 +15,10 @@
 //! | `DELETE /timeline/{id}` | [`TimelineService::delete_timeline`] |
 //! | `POST /travels` | [`TimelineService::travel`] |
 //! | `/api/v1/travel` | [`TimelineService::travel_to_time`] |
+//! | `travel` | [`TimelineService::travel_in_time`] |
+//! | `return` | [`TimelineService::return_to_anchor`] |
+//! | `switch-timeline` | [`TimelineService::switch_timeline`] |
+//! | `list-timelines` | [`TimelineService::list_timelines`] |
 //! | `POST /items` | [`TimelineService::register_item`] |
 //! | `POST /events`, `manipulate-event` | [`TimelineService::manipulate_event`] |
 //! | `POST /anchors`, `set-anchor` | [`TimelineService::set_anchor`] |
@@ -61,6 +65,14 @@ pub trait TimelineService: Send + Sync {
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey>;
     /// Travels to a time in `primary`.
     async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey>;
+    /// Travels to a time in a timeline (the caller's own unless named), at a place, carrying
+    /// every item carried unless told otherwise.
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey>;
+    /// Returns to one of the caller's active anchors, carrying every item carried unless told
+    /// otherwise.
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey>;
+    /// The same time in another timeline; no journey when the caller is already there.
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched>;
     /// The caller's journeys, oldest first.
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>>;
 

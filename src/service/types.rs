@@ -150,6 +150,55 @@ pub struct TimeTravelRequest {
     pub location: Option<String>,
 }
 
+/// The guide `travel`: to a time in a timeline (the traveller's own unless named), at a place.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct GuideTravelRequest {
+    /// The time to arrive at.
+    #[schema(value_type = String, format = DateTime)]
+    pub destination_time: Instant,
+    /// Where (recorded with the journey).
+    #[serde(default)]
+    pub location: Option<String>,
+    /// The timeline to travel in; the traveller's own timeline when absent.
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+    /// Items to carry; every item carried when absent.
+    #[serde(default)]
+    pub items_transported: Option<Vec<ItemId>>,
+}
+
+/// The guide `return`: back to one of the caller's active anchors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReturnRequest {
+    /// One of the caller's active anchors.
+    pub anchor_id: String,
+    /// Items to carry; every item carried when absent.
+    #[serde(default)]
+    pub items_transported: Option<Vec<ItemId>>,
+}
+
+/// The guide `switch-timeline`: the same time in another timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SwitchRequest {
+    /// The timeline to switch to.
+    pub timeline_id: TimelineId,
+}
+
+/// What a switch did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Switched {
+    /// `switched`, or `already_there` (no journey, nothing written).
+    pub status: String,
+    /// The timeline the traveller is in now.
+    pub timeline_id: TimelineId,
+    /// The traveller's time there.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+    /// The journey made, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journey: Option<Journey>,
+}
+
 /// Registering an item.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewItem {

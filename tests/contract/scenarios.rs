@@ -1852,3 +1852,161 @@ pub async fn automation_answers(face: &Face) {
     let statuses: Vec<_> = schedules.items.iter().map(|j| j.status.as_str()).collect();
     assert_eq!(statuses, ["cancelled", "done"]);
 }
+
+/// The guide's time navigation: `travel` acts where the traveller is, `switch-timeline` moves
+/// them sideways at their own time, `return` brings them back to an anchor; what they carry
+/// comes along unless they list what does; every refusal names its field or reference.
+pub async fn guide_travel_switch_and_return(face: &Face) {
+    let ada = face.traveller("ada");
+    let watch = face.ok("register watch", ada.register_item(item("watch"))).await;
+    let trip = face
+        .ok(
+            "travel in time",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1889-03-10T23:45:00Z"),
+                location: Some("Tesla's Lab".into()),
+                timeline_id: None,
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_eq!(trip.to_timeline, primary(), "a new traveller is in primary");
+    assert_eq!(trip.arrival_time, t("1889-03-10T23:45:00Z"));
+    assert_eq!(trip.location.as_deref(), Some("Tesla's Lab"));
+    assert_eq!(trip.items_transported, std::slice::from_ref(&watch.id));
+    let home = face
+        .ok(
+            "set anchor",
+            ada.set_anchor(anchor("2024-09-01T00:00:00Z", "Starting Point")),
+        )
+        .await;
+
+    let alt = face.ok("create alt", ada.create_timeline(named("alt"))).await;
+    let switched = face
+        .ok(
+            "switch",
+            ada.switch_timeline(SwitchRequest {
+                timeline_id: alt.id.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(switched.status, "switched");
+    assert_eq!(switched.timeline_id, alt.id);
+    assert_eq!(switched.current_time, t("1889-03-10T23:45:00Z"), "same time");
+    let journey = switched.journey.expect("a switch is a journey");
+    assert_eq!(journey.items_transported, std::slice::from_ref(&watch.id));
+    let again = face
+        .ok(
+            "switch again",
+            ada.switch_timeline(SwitchRequest {
+                timeline_id: alt.id.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(again.status, "already_there");
+    assert_eq!(again.journey, None);
+
+    let there = face
+        .ok(
+            "travel where I am",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-01T00:00:00Z"),
+                location: None,
+                timeline_id: None,
+                items_transported: Some(Vec::new()),
+            }),
+        )
+        .await;
+    assert_eq!(there.to_timeline, alt.id, "travel acts where the traveller is");
+    assert_eq!(there.location, None);
+    assert!(there.items_transported.is_empty(), "an empty list carries nothing");
+    assert_eq!(there.items_left.len(), 1, "the watch stays behind");
+
+    let err = face
+        .err(
+            "travel to unknown timeline",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-01T00:00:00Z"),
+                location: None,
+                timeline_id: Some("tml_nope".parse().expect("id")),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "travel to an empty location",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-01T00:00:00Z"),
+                location: Some("  ".into()),
+                timeline_id: None,
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_invalid(&err, "location");
+    let err = face
+        .err(
+            "switch to unknown",
+            ada.switch_timeline(SwitchRequest {
+                timeline_id: "tml_nope".parse().expect("id"),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "return to unknown",
+            ada.return_to_anchor(ReturnRequest {
+                anchor_id: "anc_nope".into(),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "anchor", "anc_nope");
+
+    face.advance(Duration::minutes(61));
+    let err = face
+        .err(
+            "travel in my closed timeline",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-02T00:00:00Z"),
+                location: None,
+                timeline_id: None,
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::TimelineClosed { timeline, .. } if *timeline == alt.id.to_string()),
+        "{err:?}"
+    );
+
+    let back = face
+        .ok(
+            "return",
+            ada.return_to_anchor(ReturnRequest {
+                anchor_id: home.id.to_string(),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_eq!(back.to_timeline, primary());
+    assert_eq!(back.arrival_time, t("2024-09-01T00:00:00Z"));
+    assert_eq!(back.anchor.as_ref(), Some(&home.id));
+    let me = face.ok("whoami", ada.whoami()).await;
+    assert_eq!(me.timeline_id, primary());
+    let spent = face.ok("anchor", ada.get_anchor(&home.id)).await;
+    assert_eq!(spent.status, AnchorStatus::Spent);
+    let err = face
+        .err(
+            "return to spent",
+            ada.return_to_anchor(ReturnRequest {
+                anchor_id: home.id.to_string(),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_invalid(&err, "anchor_id");
+}

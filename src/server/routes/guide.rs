@@ -7,7 +7,8 @@ use super::{ApiResult, json, located, projected, with_next};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::views::*;
 use crate::service::{
-    ExternalTrigger, Journey, ManipulateRequest, MonitorQuery, MonitorReport, NewAnchor,
+    ExternalTrigger, GuideTravelRequest, Journey, ManipulateRequest, MonitorQuery, MonitorReport,
+    NewAnchor, PageRequest, ReturnRequest, SwitchRequest,
     NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery, SignificantEventQuery,
     StabilityQuery, TimeTravelRequest, TimelineCheck,
 };
@@ -271,4 +272,82 @@ pub async fn check_timeline(
         StatusCode::OK,
         &caller.service.check_timeline(q).await?,
     ))
+}
+
+/// Travel to a time, at a place, in your current timeline unless `timeline_id` names another.
+/// Everything you carry comes along unless `items_transported` lists what does.
+#[utoipa::path(post, path = "/v1/travel", tag = "Guide", operation_id = "guideTravel",
+    request_body = GuideTravelRequest,
+    responses((status = 200, description = "The journey (`status` is `travelled`)", body = TravelledView))
+)]
+pub async fn travel(caller: Caller, JsonBody(req): JsonBody<GuideTravelRequest>) -> ApiResult {
+    let j = caller.service.travel_in_time(req).await?;
+    Ok(projected(StatusCode::OK, &j, TravelledDoc::from))
+}
+
+/// Return to one of your active anchors: arrival at its timestamp in its timeline; the anchor
+/// becomes spent. Only you move: changes made to timelines are not undone (that is
+/// `revert-event`).
+#[utoipa::path(post, path = "/v1/return", tag = "Guide", operation_id = "guideReturn",
+    request_body = ReturnRequest,
+    responses((status = 200, description = "The journey (`status` is `returned`)", body = ReturnedView))
+)]
+pub async fn return_to_anchor(
+    caller: Caller,
+    JsonBody(req): JsonBody<ReturnRequest>,
+) -> ApiResult {
+    let j = caller.service.return_to_anchor(req).await?;
+    Ok(projected(StatusCode::OK, &j, ReturnedDoc::from))
+}
+
+/// The timelines you may read, `primary` first, then by creation, as the guide shows them.
+#[utoipa::path(get, path = "/v1/list-timelines", tag = "Guide", operation_id = "guideListTimelines",
+    params(ListTimelinesParams),
+    request_body(content = ListTimelinesParams, description = "The same fields as a JSON body, instead of the query (usually none)"),
+    responses((status = 200, description = "A page of timelines", body = TimelinesView,
+        headers(("Link" = String, description = "`<...cursor=...>; rel=\"next\"` when there is a next page"))))
+)]
+pub async fn list_timelines(
+    caller: Caller,
+    uri: Uri,
+    BodyOrQuery(q): BodyOrQuery<ListTimelinesParams>,
+) -> ApiResult {
+    let page = caller
+        .service
+        .list_timelines(PageRequest {
+            limit: q.limit,
+            cursor: q.cursor,
+        })
+        .await?;
+    let resp = match view() {
+        View::Full => json(
+            StatusCode::OK,
+            &TimelinesFull {
+                timelines: page.items.clone(),
+                next_cursor: page.next_cursor.clone(),
+            },
+        ),
+        View::Documented => json(
+            StatusCode::OK,
+            &TimelinesDoc {
+                timelines: page.items.iter().map(ListedTimelineDoc::from).collect(),
+            },
+        ),
+    };
+    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+}
+
+/// Switch to another timeline at your current time (a sideways journey; what you carry comes
+/// along). Anchors, items and the guide operations that name no timeline then act there.
+/// Switching to the timeline you are in answers `already_there` and writes nothing.
+#[utoipa::path(post, path = "/v1/switch-timeline", tag = "Guide", operation_id = "switchTimeline",
+    request_body = SwitchRequest,
+    responses((status = 200, description = "Where you are now (`switched` or `already_there`)", body = SwitchedView))
+)]
+pub async fn switch_timeline(
+    caller: Caller,
+    JsonBody(req): JsonBody<SwitchRequest>,
+) -> ApiResult {
+    let s = caller.service.switch_timeline(req).await?;
+    Ok(projected(StatusCode::OK, &s, SwitchedDoc::from))
 }

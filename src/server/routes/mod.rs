@@ -66,6 +66,10 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(guide::scan_events))
         .routes(routes!(guide::monitor_paradox))
         .routes(routes!(guide::check_timeline))
+        .routes(routes!(guide::travel))
+        .routes(routes!(guide::return_to_anchor))
+        .routes(routes!(guide::list_timelines))
+        .routes(routes!(guide::switch_timeline))
         .merge(ops::open_router())
 }
 
