@@ -264,6 +264,16 @@ pub async fn execute(
                 .await?;
             out.print(&switched, human::switched)
         }
+        Command::Pause => out.print(&service.pause_time().await?, human::clock),
+        Command::Resume => out.print(&service.resume_time().await?, human::clock),
+        Command::FastForward { duration } => out.print(
+            &service.fast_forward(ShiftRequest { duration }).await?,
+            human::journey,
+        ),
+        Command::Rewind { duration } => out.print(
+            &service.rewind(ShiftRequest { duration }).await?,
+            human::journey,
+        ),
         Command::Journeys(p) => out.print(&service.list_journeys(page(&p)).await?, human::journeys),
         Command::Check(args) => {
             let request = check_request(&args)?;

@@ -172,6 +172,20 @@ pub enum Command {
         /// Timeline id
         timeline: String,
     },
+    /// Pause your own clock (the shared world goes on)
+    Pause,
+    /// Let your paused clock run on from where it stood
+    Resume,
+    /// Move forward in your timeline by a duration (10m, 1h30m, 1d, PT10M, P1M, ...)
+    FastForward {
+        /// The duration
+        duration: String,
+    },
+    /// Move back in your timeline by a duration (5m, 1h30m, 1d, PT5M, P1Y, ...)
+    Rewind {
+        /// The duration
+        duration: String,
+    },
     /// List your journeys
     Journeys(PageArgs),
     /// Check proposed changes to a timeline for paradoxes (nothing is written)
@@ -602,7 +616,7 @@ pub struct TravelArgs {
     /// A timeline id, or one of your anchor ids to return (or use --to-time)
     #[arg(required_unless_present = "to_time")]
     pub destination: Option<String>,
-    /// Travel to this time in the primary timeline instead, carrying what you carry
+    /// Travel to this time in the timeline you are in instead, carrying what you carry
     #[arg(long, value_parser = parse_time, conflicts_with = "destination")]
     pub to_time: Option<Instant>,
     /// With --to-time: the place you arrive at

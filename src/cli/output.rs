@@ -67,7 +67,7 @@ pub mod human {
 
     use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
     use crate::service::{
-        EventRecord, LogEntry, ManipulationResult, MonitorReport, Page, ParadoxReport,
+        ClockState, EventRecord, LogEntry, ManipulationResult, MonitorReport, Page, ParadoxReport,
         RevertResult, Schedule, Script, Switched, TimelineCheck, TimelineInfo, TravellerStatus,
     };
 
@@ -322,6 +322,15 @@ pub mod human {
     }
 
     /// One journey.
+    pub fn clock(c: &ClockState) -> String {
+        format!(
+            "{}: {} in {}\n",
+            c.status,
+            format_instant(&c.time),
+            c.position.timeline
+        )
+    }
+
     pub fn switched(s: &Switched) -> String {
         match &s.journey {
             Some(j) => journey(j),

@@ -14,8 +14,8 @@ use crate::model::{
     TimelineStatus, Window,
 };
 use crate::service::{
-    EventRecord, LogEntry, ManipulationResult, MonitorReport, PageRequest, ParadoxReport,
-    RevertResult, Schedule, Script, SearchQuery, Switched, TimelineInfo,
+    ClockState, EventRecord, LogEntry, ManipulationResult, MonitorReport, PageRequest,
+    ParadoxReport, RevertResult, Schedule, Script, SearchQuery, Switched, TimelineInfo,
 };
 
 /// Which view a request asked for (`view=documented` by default, or `view=full`).
@@ -74,7 +74,7 @@ impl From<PageParams> for PageRequest {
 #[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
-    /// The timeline (default `primary`).
+    /// The timeline (default: where the traveller is).
     #[param(value_type = Option<String>)]
     #[schema(value_type = Option<String>)]
     pub timeline_id: Option<TimelineId>,
@@ -467,6 +467,36 @@ impl From<&Journey> for ReturnedDoc {
     }
 }
 
+/// `pause-time` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PausedDoc {
+    /// `paused`, or `already_paused` (nothing was written).
+    pub status: String,
+    /// Your time, which stands still until you resume.
+    #[schema(value_type = String, format = DateTime)]
+    pub paused_at: Instant,
+}
+
+/// `resume-time` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResumedDoc {
+    /// `resumed`, or `not_paused` (nothing was written).
+    pub status: String,
+    /// Your time, which runs on from here.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+}
+
+/// `fast-forward` / `rewind` as the guide shows them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShiftedDoc {
+    /// `fast_forwarded` or `rewound`.
+    pub status: String,
+    /// The traveller's time after the journey.
+    #[schema(value_type = String, format = DateTime)]
+    pub new_time: Instant,
+}
+
 /// `switch-timeline` as the guide shows it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SwitchedDoc {
@@ -734,4 +764,10 @@ view_enum! {
     ReturnedView = ReturnedDoc | Journey;
     /// A switch of timeline.
     SwitchedView = SwitchedDoc | Switched;
+    /// A fast-forward or rewind.
+    ShiftedView = ShiftedDoc | Journey;
+    /// A pause of your clock.
+    PausedView = PausedDoc | ClockState;
+    /// A resumption of your clock.
+    ResumedView = ResumedDoc | ClockState;
 }

@@ -139,10 +139,10 @@ pub struct TravelRequest {
     pub items_transported: Vec<ItemId>,
 }
 
-/// `/api/v1/travel`: to a time in the primary timeline, at a place.
+/// `/api/v1/travel`: to a time in the traveller's timeline, at a place.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TimeTravelRequest {
-    /// The time to arrive at in `primary`.
+    /// The time to arrive at in the traveller's timeline.
     #[schema(value_type = String, format = DateTime)]
     pub destination_time: Instant,
     /// Where (recorded with the journey).
@@ -199,6 +199,26 @@ pub struct Switched {
     pub journey: Option<Journey>,
 }
 
+/// What `pause-time` or `resume-time` did to the caller's clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ClockState {
+    /// `paused` or `already_paused`; `resumed` or `not_paused` (these two wrote nothing).
+    pub status: String,
+    /// The caller's time: where it stands (paused) or runs on from (resumed).
+    #[schema(value_type = String, format = DateTime)]
+    pub time: Instant,
+    /// Where the caller is now.
+    pub position: Position,
+}
+
+/// The guide `fast-forward` / `rewind`: a journey within the traveller's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ShiftRequest {
+    /// How far: `10m`, `1h`, `1d`, `2w`, combinations (`1h30m`; `m` is minutes), or ISO 8601
+    /// (`PT10M`, `P1D`, `P1M`, `P1Y`; months and years follow the calendar).
+    pub duration: String,
+}
+
 /// Registering an item.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewItem {
@@ -243,7 +263,7 @@ pub struct NewOutcome {
 /// Manipulating an event (`POST /events` and the guide `manipulate-event`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ManipulateRequest {
-    /// The timeline (guide operation: defaults to `primary`).
+    /// The timeline (guide operation: defaults to where the traveller is).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
     /// The event, or any event of its lineage (the current head is changed).
@@ -453,7 +473,7 @@ pub struct EventRecord {
 /// Searching events (`search-events`, `scan-events`, the events extension).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SearchQuery {
-    /// The timeline (default `primary`).
+    /// The timeline (default: where the traveller is).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
     /// Location, matched case-insensitively, whole or as a substring.
@@ -494,7 +514,7 @@ pub struct NewEvent {
 pub struct RevertRequest {
     /// The manipulated event, or any event of its lineage (its latest change is undone).
     pub event_id: EventId,
-    /// The timeline (default `primary`).
+    /// The timeline (default: where the traveller is).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
     /// Check for paradoxes first and refuse a revert that would add any (400
