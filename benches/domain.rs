@@ -188,6 +188,7 @@ impl Setup {
             timeline: TimelineId::primary(),
             arrival_time: start(),
             arrived_at: start(),
+            paused: false,
         };
         let items = (0..2u128)
             .map(|k| Item {

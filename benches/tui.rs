@@ -225,6 +225,7 @@ fn timeline_view(c: &mut Criterion) {
             timeline: timeline.clone(),
             arrival_time: t("1850-06-01T00:00:00Z"),
             arrived_at: now,
+            paused: false,
         },
     };
     let anchors = [Anchor {

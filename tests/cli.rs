@@ -99,6 +99,59 @@ async fn a_mission_from_the_command_line() {
 }
 
 #[tokio::test]
+async fn the_guides_time_controls_run_from_the_command_line() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let anchor = json(&ada, &["anchors", "set", "2024-09-01T00:00:00Z"]).await;
+    let anchor = anchor["id"].as_str().unwrap().to_owned();
+    let jump = run(
+        &ada,
+        &["jump", "1889-03-10T23:45:00Z", "--location", "Tesla's Lab"],
+    )
+    .await
+    .unwrap();
+    assert!(jump.contains("-> primary (1889-03-10T23:45:00Z)"), "{jump}");
+    let paused = run(&ada, &["pause"]).await.unwrap();
+    assert!(
+        paused.starts_with("paused: 1889-03-10T23:45:00"),
+        "{paused}"
+    );
+    let ff = json(&ada, &["fast-forward", "1h30m"]).await;
+    assert!(
+        ff["arrival_time"]
+            .as_str()
+            .unwrap()
+            .starts_with("1889-03-11T01:15:00"),
+        "{ff}"
+    );
+    let rw = json(&ada, &["rewind", "P1D"]).await;
+    assert!(
+        rw["arrival_time"]
+            .as_str()
+            .unwrap()
+            .starts_with("1889-03-10T01:15:00"),
+        "{rw}"
+    );
+    let resumed = run(&ada, &["resume"]).await.unwrap();
+    assert!(
+        resumed.starts_with("resumed: 1889-03-10T01:15:00"),
+        "{resumed}"
+    );
+    let bad = run(&ada, &["rewind", "ten minutes"]).await.unwrap_err();
+    assert!(bad.to_string().contains("duration"), "{bad}");
+    let tl = json(&ada, &["timelines", "create", "alt"]).await;
+    let tl = tl["id"].as_str().unwrap().to_owned();
+    let switched = json(&ada, &["switch", &tl]).await;
+    assert_eq!(switched["status"], "switched");
+    let again = run(&ada, &["switch", &tl]).await.unwrap();
+    assert!(again.starts_with(&format!("already in {tl}")), "{again}");
+    let back = run(&ada, &["return", &anchor]).await.unwrap();
+    assert!(back.contains("now spent"), "{back}");
+    let me = json(&ada, &["whoami"]).await;
+    assert_eq!(me["timeline_id"], "primary");
+}
+
+#[tokio::test]
 async fn events_are_added_searched_manipulated_and_reverted() {
     let engine = engine().await;
     let ada = engine.session("ada".parse().unwrap());

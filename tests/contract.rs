@@ -92,4 +92,7 @@ contract! {
     paradox_check_validation,
     monitor_clean_timeline,
     automation_answers,
+    guide_travel_switch_and_return,
+    guide_fast_forward_and_rewind,
+    guide_pause_and_resume,
 }

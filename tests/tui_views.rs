@@ -193,6 +193,7 @@ fn fixture() -> Fixture {
             timeline: tesla(),
             arrival_time: t("1889-03-11T01:00:00Z"),
             arrived_at: now(),
+            paused: false,
         },
     };
     let anchor = |n: u128, timeline: TimelineId, at: &str, what: &str, status| Anchor {

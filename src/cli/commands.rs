@@ -268,6 +268,54 @@ pub async fn execute(
             };
             out.print(&journey, human::journey)
         }
+        Command::Jump(args) => {
+            let items = args
+                .items
+                .iter()
+                .map(|i| i.parse::<ItemId>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let journey = service
+                .travel_in_time(GuideTravelRequest {
+                    destination_time: args.time,
+                    location: args.location,
+                    timeline_id: args.timeline.as_deref().map(timeline).transpose()?,
+                    items_transported: (!items.is_empty()).then_some(items),
+                })
+                .await?;
+            out.print(&journey, human::journey)
+        }
+        Command::Return(args) => {
+            let items = args
+                .items
+                .iter()
+                .map(|i| i.parse::<ItemId>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let journey = service
+                .return_to_anchor(ReturnRequest {
+                    anchor_id: args.anchor,
+                    items_transported: (!items.is_empty()).then_some(items),
+                })
+                .await?;
+            out.print(&journey, human::journey)
+        }
+        Command::Switch { timeline: id } => {
+            let switched = service
+                .switch_timeline(SwitchRequest {
+                    timeline_id: timeline(&id)?,
+                })
+                .await?;
+            out.print(&switched, human::switched)
+        }
+        Command::Pause => out.print(&service.pause_time().await?, human::clock),
+        Command::Resume => out.print(&service.resume_time().await?, human::clock),
+        Command::FastForward { duration } => out.print(
+            &service.fast_forward(ShiftRequest { duration }).await?,
+            human::journey,
+        ),
+        Command::Rewind { duration } => out.print(
+            &service.rewind(ShiftRequest { duration }).await?,
+            human::journey,
+        ),
         Command::Journeys(p) => out.print(&service.list_journeys(page(&p)).await?, human::journeys),
         Command::Check(args) => {
             let request = check_request(&args)?;

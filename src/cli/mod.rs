@@ -166,6 +166,29 @@ pub enum Command {
     Anchors(AnchorCommand),
     /// Travel to a timeline or return to one of your anchors
     Travel(TravelArgs),
+    /// Travel to a time in your current timeline (or --timeline), carrying what you carry
+    Jump(JumpArgs),
+    /// Return to one of your active anchors, carrying what you carry
+    Return(ReturnArgs),
+    /// Switch to another timeline at your current time, carrying what you carry
+    Switch {
+        /// Timeline id
+        timeline: String,
+    },
+    /// Pause your own clock (the shared world goes on)
+    Pause,
+    /// Let your paused clock run on from where it stood
+    Resume,
+    /// Move forward in your timeline by a duration (10m, 1h30m, 1d, PT10M, P1M, ...)
+    FastForward {
+        /// The duration
+        duration: String,
+    },
+    /// Move back in your timeline by a duration (5m, 1h30m, 1d, PT5M, P1Y, ...)
+    Rewind {
+        /// The duration
+        duration: String,
+    },
     /// List your journeys
     Journeys(PageArgs),
     /// Check proposed changes to a timeline for paradoxes (nothing is written)
@@ -660,13 +683,40 @@ pub struct TravelArgs {
     /// A timeline id, or one of your anchor ids to return (or use --to-time)
     #[arg(required_unless_present = "to_time")]
     pub destination: Option<String>,
-    /// Travel to this time in the primary timeline instead, carrying what you carry
+    /// Travel to this time in the timeline you are in instead, carrying what you carry
     #[arg(long, value_parser = parse_time, conflicts_with = "destination")]
     pub to_time: Option<Instant>,
     /// With --to-time: the place you arrive at
     #[arg(long, requires = "to_time")]
     pub location: Option<String>,
     /// An item to carry (repeat for several); items not listed stay behind
+    #[arg(long = "item")]
+    pub items: Vec<String>,
+}
+
+/// `jump`.
+#[derive(Debug, Args)]
+pub struct JumpArgs {
+    /// The time to arrive at (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
+    #[arg(value_parser = parse_time)]
+    pub time: Instant,
+    /// The place you arrive at
+    #[arg(long)]
+    pub location: Option<String>,
+    /// The timeline to travel in (default: the one you are in)
+    #[arg(long)]
+    pub timeline: Option<String>,
+    /// An item to carry (repeat for several); without any, everything you carry comes along
+    #[arg(long = "item")]
+    pub items: Vec<String>,
+}
+
+/// `return`.
+#[derive(Debug, Args)]
+pub struct ReturnArgs {
+    /// One of your active anchor ids
+    pub anchor: String,
+    /// An item to carry (repeat for several); without any, everything you carry comes along
     #[arg(long = "item")]
     pub items: Vec<String>,
 }

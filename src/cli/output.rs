@@ -67,9 +67,9 @@ pub mod human {
 
     use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
     use crate::service::{
-        DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge, MergeResult,
-        MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, TimelineCheck,
-        TimelineInfo, TravellerStatus,
+        ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge,
+        MergeResult, MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, Switched,
+        TimelineCheck, TimelineInfo, TravellerStatus,
     };
 
     /// Formats rows as left-aligned columns under a header.
@@ -323,6 +323,26 @@ pub mod human {
     }
 
     /// One journey.
+    pub fn clock(c: &ClockState) -> String {
+        format!(
+            "{}: {} in {}\n",
+            c.status,
+            format_instant(&c.time),
+            c.position.timeline
+        )
+    }
+
+    pub fn switched(s: &Switched) -> String {
+        match &s.journey {
+            Some(j) => journey(j),
+            None => format!(
+                "already in {} ({})\n",
+                s.timeline_id,
+                format_instant(&s.current_time)
+            ),
+        }
+    }
+
     pub fn journey(j: &Journey) -> String {
         let mut s = format!(
             "{}: {} ({}) -> {} ({})\n",

@@ -696,6 +696,48 @@ impl TimelineService for RemoteClient {
             .json()
     }
 
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "travel"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "return"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched> {
+        self.send(Call::post(&["v1", "switch-timeline"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn pause_time(&self) -> ServiceResult<ClockState> {
+        self.send(Call::post(&["v1", "pause-time"], &serde_json::json!({}))?)
+            .await?
+            .json()
+    }
+
+    async fn resume_time(&self) -> ServiceResult<ClockState> {
+        self.send(Call::post(&["v1", "resume-time"], &serde_json::json!({}))?)
+            .await?
+            .json()
+    }
+
+    async fn fast_forward(&self, req: ShiftRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "fast-forward"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn rewind(&self, req: ShiftRequest) -> ServiceResult<Journey> {
+        self.send(Call::post(&["v1", "rewind"], &req)?)
+            .await?
+            .json()
+    }
+
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
         self.list(&["v1", "travels"], &page).await
     }

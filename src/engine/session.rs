@@ -80,6 +80,23 @@ impl EngineSession {
             .await
     }
 
+    /// `fast-forward` / `rewind`: a journey within the caller's timeline from their time t to
+    /// t ± the duration; what they carry comes along.
+    async fn shift(&self, req: ShiftRequest, forward: bool) -> ServiceResult<Journey> {
+        let duration = crate::model::TravelDuration::parse("duration", &req.duration)?;
+        self.write(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let to_time = duration.shift("duration", position.time_at(ctx.now), forward)?;
+            let travel = TravelRequest {
+                destination: position.timeline.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &None),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, Some(to_time))?;
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
     async fn read<T>(
         &self,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
@@ -169,6 +186,29 @@ fn paginate<T>(mut keyed: Vec<(String, T)>, page: &PageRequest) -> Result<Page<T
 }
 
 /// Sort key of a timeline in lists: `primary` first, then by creation.
+/// The timeline an operation acts on: the one named, else where the traveller is (DESIGN §4).
+fn here(world: &super::World, ctx: &Ctx<'_>, named: &Option<TimelineId>) -> TimelineId {
+    named
+        .clone()
+        .unwrap_or_else(|| world.position_of(ctx.traveller, ctx.now).timeline)
+}
+
+/// The items a journey takes: those listed, or every item the traveller carries.
+fn listed_or_carried(
+    world: &super::World,
+    traveller: &Traveller,
+    listed: &Option<Vec<ItemId>>,
+) -> Vec<ItemId> {
+    match listed {
+        Some(items) => items.clone(),
+        None => world
+            .items_of(traveller)
+            .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
+            .map(|i| i.id.clone())
+            .collect(),
+    }
+}
+
 fn timeline_key(t: &crate::model::Timeline) -> String {
     if t.id.is_primary() {
         String::new()
@@ -266,13 +306,16 @@ impl TimelineService for EngineSession {
             .as_deref()
             .map(|l| rules::text("location", l))
             .transpose()?;
-        let travel = TravelRequest {
-            destination: TimelineId::primary().to_string(),
-            items_transported: Vec::new(),
-        };
         self.write(|world, ctx| {
-            // Everything carried comes along on a plain trip through time.
-            let mut travel = travel.clone();
+            // Where the traveller is (DESIGN §4); everything carried comes along on a plain
+            // trip through time.
+            let mut travel = TravelRequest {
+                destination: world
+                    .position_of(ctx.traveller, ctx.now)
+                    .timeline
+                    .to_string(),
+                items_transported: Vec::new(),
+            };
             travel.items_transported = world
                 .items_of(ctx.traveller)
                 .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
@@ -287,6 +330,165 @@ impl TimelineService for EngineSession {
             Ok((vec![op], journey))
         })
         .await
+    }
+
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey> {
+        let location = req
+            .location
+            .as_deref()
+            .map(|l| rules::text("location", l))
+            .transpose()?;
+        self.write(|world, ctx| {
+            let timeline = match &req.timeline_id {
+                Some(named) => rules::referenced(world, named)?.meta.id.clone(),
+                None => world.position_of(ctx.traveller, ctx.now).timeline,
+            };
+            let travel = TravelRequest {
+                destination: timeline.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
+            };
+            let (mut op, mut journey) =
+                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
+            journey.location = location.clone();
+            if let super::Op::Travel { journey: logged } = &mut op {
+                logged.location = location.clone();
+            }
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey> {
+        self.write(|world, ctx| {
+            let raw = req.anchor_id.trim();
+            let known = raw.parse::<AnchorId>().ok().filter(|id| {
+                world
+                    .anchors
+                    .get(id)
+                    .is_some_and(|a| &a.owner == ctx.traveller)
+            });
+            if known.is_none() {
+                return Err(ServiceError::unknown("anchor", raw));
+            }
+            let travel = TravelRequest {
+                destination: raw.to_owned(),
+                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, None).map_err(|e| match e {
+                ServiceError::InvalidInput { field, message } if field == "destination" => {
+                    ServiceError::invalid("anchor_id", message)
+                }
+                other => other,
+            })?;
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched> {
+        self.write(|world, ctx| {
+            let target = rules::referenced(world, &req.timeline_id)?;
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if position.timeline == target.meta.id {
+                return Ok((
+                    Vec::new(),
+                    Switched {
+                        status: "already_there".into(),
+                        timeline_id: position.timeline.clone(),
+                        current_time: time,
+                        journey: None,
+                    },
+                ));
+            }
+            let travel = TravelRequest {
+                destination: target.meta.id.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &None),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, Some(time))?;
+            Ok((
+                vec![op],
+                Switched {
+                    status: "switched".into(),
+                    timeline_id: journey.to_timeline.clone(),
+                    current_time: journey.arrival_time,
+                    journey: Some(journey),
+                },
+            ))
+        })
+        .await
+    }
+
+    async fn pause_time(&self) -> ServiceResult<ClockState> {
+        self.write(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if position.paused {
+                let state = ClockState {
+                    status: "already_paused".into(),
+                    time,
+                    position,
+                };
+                return Ok((Vec::new(), state));
+            }
+            let op = super::Op::Pause {
+                traveller: ctx.traveller.clone(),
+                time,
+                at: ctx.now,
+            };
+            let position = crate::model::Position {
+                arrival_time: time,
+                arrived_at: ctx.now,
+                paused: true,
+                ..position
+            };
+            let state = ClockState {
+                status: "paused".into(),
+                time,
+                position,
+            };
+            Ok((vec![op], state))
+        })
+        .await
+    }
+
+    async fn resume_time(&self) -> ServiceResult<ClockState> {
+        self.write(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if !position.paused {
+                let state = ClockState {
+                    status: "not_paused".into(),
+                    time,
+                    position,
+                };
+                return Ok((Vec::new(), state));
+            }
+            let op = super::Op::Resume {
+                traveller: ctx.traveller.clone(),
+                at: ctx.now,
+            };
+            let position = crate::model::Position {
+                arrived_at: ctx.now,
+                paused: false,
+                ..position
+            };
+            let state = ClockState {
+                status: "resumed".into(),
+                time,
+                position,
+            };
+            Ok((vec![op], state))
+        })
+        .await
+    }
+
+    async fn fast_forward(&self, req: ShiftRequest) -> ServiceResult<Journey> {
+        self.shift(req, true).await
+    }
+
+    async fn rewind(&self, req: ShiftRequest) -> ServiceResult<Journey> {
+        self.shift(req, false).await
     }
 
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
@@ -363,8 +565,8 @@ impl TimelineService for EngineSession {
     }
 
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
-        self.read(|world, _| {
-            let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        self.read(|world, ctx| {
+            let timeline = here(world, ctx, &req.timeline_id);
             let state = rules::referenced(world, &timeline)?;
             let limit = limit(&req.page)?;
             let after = req
@@ -410,8 +612,8 @@ impl TimelineService for EngineSession {
     }
 
     async fn manipulate_event(&self, req: ManipulateRequest) -> ServiceResult<ManipulationResult> {
-        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
         self.write(|world, ctx| {
+            let timeline = here(world, ctx, &req.timeline_id);
             let (op, new) = rules::manipulate(world, ctx, &timeline, &req)?;
             rules::refuse_no_op(world, &timeline, &req)?;
             let result = ManipulationResult {
@@ -431,8 +633,8 @@ impl TimelineService for EngineSession {
     }
 
     async fn revert_event(&self, req: RevertRequest) -> ServiceResult<RevertResult> {
-        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
         self.write(|world, ctx| {
+            let timeline = here(world, ctx, &req.timeline_id);
             let (op, original, reverted) = rules::revert(world, ctx, &timeline, &req.event_id)?;
             let ops = vec![op];
             if req.safety_check {

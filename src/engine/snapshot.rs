@@ -36,7 +36,9 @@ use crate::store::{Link, LogKey};
 /// a snapshot of another format is ignored and the log replayed in full.
 /// Format 2: a history's nodes are written in chunks that are decoded on every core.
 /// Format 3: the head link of the log's chain, and the seal.
-pub const FORMAT: u32 = 4;
+/// Format 4: each timeline's base (its parent's history when it was created) and the merges.
+/// Format 5: a position says whether the traveller's clock is paused.
+pub const FORMAT: u32 = 5;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 /// Magic, format, position, body length, CRC-32, head link.

@@ -123,6 +123,22 @@ pub enum Op {
         /// The journey.
         journey: Journey,
     },
+    /// A traveller's clock paused: their time stands still at `time` until they resume.
+    Pause {
+        /// Whose clock.
+        traveller: Traveller,
+        /// Their time when paused.
+        time: Instant,
+        /// Wall-clock instant of the pause.
+        at: Instant,
+    },
+    /// A traveller's paused clock runs on from where it stood.
+    Resume {
+        /// Whose clock.
+        traveller: Traveller,
+        /// Wall-clock instant of the resumption.
+        at: Instant,
+    },
     /// A script stored.
     CreateScript {
         /// The script.
@@ -469,6 +485,23 @@ impl World {
                 self.anchors.insert(anchor.id.clone(), Arc::new(anchor));
             }
             Op::Travel { journey } => self.apply_travel(journey),
+            Op::Pause {
+                traveller,
+                time,
+                at,
+            } => {
+                let mut position = self.position_of(&traveller, at);
+                position.arrival_time = time;
+                position.arrived_at = at;
+                position.paused = true;
+                self.positions.insert(traveller, position);
+            }
+            Op::Resume { traveller, at } => {
+                let mut position = self.position_of(&traveller, at);
+                position.arrived_at = at;
+                position.paused = false;
+                self.positions.insert(traveller, position);
+            }
             Op::CreateScript { script } => {
                 self.scripts.insert(script.id.clone(), Arc::new(script));
             }
@@ -610,12 +643,15 @@ impl World {
             spent.status = AnchorStatus::Spent;
             self.anchors.insert(anchor_id.clone(), Arc::new(spent));
         }
+        // A paused traveller arrives paused: their time stands at the arrival time.
+        let paused = self.positions.get(owner).is_some_and(|p| p.paused);
         self.positions.insert(
             owner.clone(),
             Position {
                 timeline: journey.to_timeline.clone(),
                 arrival_time: journey.arrival_time,
                 arrived_at: journey.departed_at,
+                paused,
             },
         );
         let traveller = journey.traveller.clone();

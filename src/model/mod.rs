@@ -19,8 +19,8 @@ pub use ids::{
 };
 pub use invalid::InvalidValue;
 pub use time::{
-    ACCEPTED_RANGE, Instant, MAX_INSTANT, TYPED_FORMS, TimeRange, Window, format_instant, in_range,
-    opt_in_range, parse_instant, parse_typed_instant,
+    ACCEPTED_RANGE, Instant, MAX_INSTANT, TYPED_FORMS, TimeRange, TravelDuration, Window,
+    format_instant, in_range, opt_in_range, parse_instant, parse_typed_instant,
 };
 
 /// Whether a timeline can still be travelled to and changed.
@@ -151,9 +151,12 @@ pub struct Position {
     /// The time they arrived at.
     #[schema(value_type = String, format = DateTime)]
     pub arrival_time: Instant,
-    /// The wall-clock instant they arrived.
+    /// The wall-clock instant they arrived (or paused, or resumed).
     #[schema(value_type = String, format = DateTime)]
     pub arrived_at: Instant,
+    /// Their clock is paused: their time stands still at `arrival_time` until they resume.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 impl Position {
@@ -163,12 +166,16 @@ impl Position {
             timeline: TimelineId::primary(),
             arrival_time: now,
             arrived_at: now,
+            paused: false,
         }
     }
 
     /// The traveller's time in their timeline at wall-clock `now`. Saturates at the last
     /// printable instant ([`time::MAX_INSTANT`]) rather than running past year 9999.
     pub fn time_at(&self, now: Instant) -> Instant {
+        if self.paused {
+            return self.arrival_time;
+        }
         let elapsed = now
             .signed_duration_since(self.arrived_at)
             .max(Duration::zero());
@@ -332,6 +339,7 @@ mod tests {
             timeline: TimelineId::primary(),
             arrival_time: t("1889-03-10T23:50:00Z"),
             arrived_at: t("2026-01-01T00:00:00Z"),
+            paused: false,
         };
         assert_eq!(
             p.time_at(t("2026-01-01T00:05:00Z")),

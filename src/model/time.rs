@@ -300,6 +300,144 @@ fn add_iso_duration(field: &str, at: Instant, s: &str, sign: i32) -> Result<Inst
     moved.ok_or_else(too_long)
 }
 
+/// A stretch of a traveller's time for `fast-forward` and `rewind`: `10m`, `1h`, `1d`, `2w`,
+/// `30s` and combinations (`1h30m`; `m` is minutes), or ISO 8601 (`PT10M`, `P1D`, `P2W`,
+/// `P1M`, `P1Y2M3DT4H`). Months and years exist only in the ISO form and follow the calendar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TravelDuration {
+    /// Calendar months (years are 12 months).
+    pub months: u32,
+    /// Everything else, in seconds.
+    pub seconds: i64,
+}
+
+/// The longest stretch accepted, about 10,000 years: more cannot stay inside 0001–9999.
+const MAX_DURATION_SECS: i64 = 10_000 * 31_556_952;
+
+impl TravelDuration {
+    /// Parses `s`, naming `field` in every refusal; zero is refused.
+    pub fn parse(field: &str, s: &str) -> Result<Self, InvalidValue> {
+        let text = s.trim();
+        let bad = |why: &str| {
+            InvalidValue::new(
+                field,
+                format!(
+                    "'{text}' {why}; write a positive duration such as 10m, 1h30m, 1d, 2w, or \
+                     ISO 8601 such as PT10M, P1D, P1M, P1Y"
+                ),
+            )
+        };
+        if text.is_empty() {
+            return Err(bad("is empty"));
+        }
+        let parsed = if let Some(iso) = text.strip_prefix(['P', 'p']) {
+            Self::parse_iso(iso)
+        } else {
+            Self::parse_compact(text)
+        }
+        .ok_or_else(|| bad("is not a duration"))?;
+        if parsed.months == 0 && parsed.seconds == 0 {
+            return Err(bad("is zero"));
+        }
+        if parsed.months > 10_000 * 12 || parsed.seconds > MAX_DURATION_SECS {
+            return Err(bad("is longer than 10000 years"));
+        }
+        Ok(parsed)
+    }
+
+    fn parse_compact(text: &str) -> Option<Self> {
+        let mut seconds: i64 = 0;
+        let mut number = String::new();
+        for c in text.chars() {
+            if c.is_ascii_digit() {
+                number.push(c);
+                continue;
+            }
+            let unit = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3_600,
+                'd' => 86_400,
+                'w' => 7 * 86_400,
+                _ => return None,
+            };
+            let n: i64 = number.parse().ok()?;
+            number.clear();
+            seconds = seconds.checked_add(n.checked_mul(unit)?)?;
+        }
+        number.is_empty().then_some(Self { months: 0, seconds })
+    }
+
+    fn parse_iso(text: &str) -> Option<Self> {
+        let mut months: u32 = 0;
+        let mut seconds: i64 = 0;
+        let mut number = String::new();
+        let mut in_time = false;
+        let mut any = false;
+        for c in text.chars() {
+            let c = c.to_ascii_uppercase();
+            if c.is_ascii_digit() {
+                number.push(c);
+                continue;
+            }
+            if c == 'T' {
+                if in_time || !number.is_empty() {
+                    return None;
+                }
+                in_time = true;
+                continue;
+            }
+            let n: u64 = number.parse().ok()?;
+            number.clear();
+            any = true;
+            match (in_time, c) {
+                (false, 'Y') => {
+                    months = months.checked_add(u32::try_from(n).ok()?.checked_mul(12)?)?
+                }
+                (false, 'M') => months = months.checked_add(u32::try_from(n).ok()?)?,
+                (false, 'W') => {
+                    seconds =
+                        seconds.checked_add(i64::try_from(n).ok()?.checked_mul(7 * 86_400)?)?
+                }
+                (false, 'D') => {
+                    seconds = seconds.checked_add(i64::try_from(n).ok()?.checked_mul(86_400)?)?
+                }
+                (true, 'H') => {
+                    seconds = seconds.checked_add(i64::try_from(n).ok()?.checked_mul(3_600)?)?
+                }
+                (true, 'M') => {
+                    seconds = seconds.checked_add(i64::try_from(n).ok()?.checked_mul(60)?)?
+                }
+                (true, 'S') => seconds = seconds.checked_add(i64::try_from(n).ok()?)?,
+                _ => return None,
+            }
+        }
+        (any && number.is_empty()).then_some(Self { months, seconds })
+    }
+
+    /// `t` moved forward (`forward`) or back by this duration, inside 0001–9999 (`field` is
+    /// named when the result falls outside).
+    pub fn shift(&self, field: &str, t: Instant, forward: bool) -> Result<Instant, InvalidValue> {
+        let outside = || {
+            InvalidValue::new(
+                field,
+                format!("the result falls outside the accepted range: {ACCEPTED_RANGE}"),
+            )
+        };
+        let months = chrono::Months::new(self.months);
+        let span = Duration::try_seconds(self.seconds).ok_or_else(outside)?;
+        let moved = if forward {
+            t.checked_add_months(months)
+                .and_then(|t| t.checked_add_signed(span))
+        } else {
+            t.checked_sub_months(months)
+                .and_then(|t| t.checked_sub_signed(span))
+        }
+        .ok_or_else(outside)?;
+        in_range(field, moved).map_err(|_| outside())
+    }
+}
+
 /// How long a timeline stays open to travel into, counted from its creation.
 /// Written in words: `12 minutes`, `1 hour 30 minutes`, `unbounded`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -537,6 +675,7 @@ mod tests {
             timeline: crate::model::TimelineId::primary(),
             arrival_time: DateTime::<Utc>::MAX_UTC,
             arrived_at: t("2025-01-01T00:00:00Z"),
+            paused: false,
         };
         assert_eq!(p.time_at(t("2026-01-01T00:00:00Z")), MAX_INSTANT);
     }
@@ -547,6 +686,7 @@ mod tests {
             timeline: crate::model::TimelineId::primary(),
             arrival_time: parse_instant("time", "9999-12-31T23:59:59Z").unwrap(),
             arrived_at: t("2025-01-01T00:00:00Z"),
+            paused: false,
         };
         let later = p.time_at(t("2025-01-01T00:00:02Z"));
         assert_eq!(later, MAX_INSTANT);

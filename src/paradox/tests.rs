@@ -61,6 +61,7 @@ impl Fixture {
                 timeline: TimelineId::primary(),
                 arrival_time: at(0),
                 arrived_at: at(0),
+                paused: false,
             },
             items: Vec::new(),
         }
@@ -248,6 +249,7 @@ fn the_worked_mission_is_stable() {
         timeline: fx.timeline.clone(),
         arrival_time: arrival,
         arrived_at: at(0),
+        paused: false,
     };
     fx.item("blueprint", "tml_x", 0);
     fx.items[0].origin_time = arrival;

@@ -14,8 +14,9 @@ use crate::model::{
     TimelineStatus, Window,
 };
 use crate::service::{
-    DissonanceResult, EventRecord, LogEntry, ManipulationResult, MergeResult, MonitorReport,
-    PageRequest, ParadoxReport, RevertResult, Schedule, Script, SearchQuery, TimelineInfo,
+    ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, MergeResult,
+    MonitorReport, PageRequest, ParadoxReport, RevertResult, Schedule, Script, SearchQuery,
+    Switched, TimelineInfo,
 };
 
 /// Which view a request asked for (`view=documented` by default, or `view=full`).
@@ -74,7 +75,7 @@ impl From<PageParams> for PageRequest {
 #[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
-    /// The timeline (default `primary`).
+    /// The timeline (default: where the traveller is).
     #[param(value_type = Option<String>)]
     #[schema(value_type = Option<String>)]
     pub timeline_id: Option<TimelineId>,
@@ -379,6 +380,143 @@ impl From<&TimelineInfo> for CreatedTimelineDoc {
     }
 }
 
+/// `list-timelines` parameters (body or query; usually neither).
+#[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListTimelinesParams {
+    /// Most timelines to return (1 to 1000, default 100).
+    pub limit: Option<u32>,
+    /// The cursor of the next page.
+    pub cursor: Option<String>,
+}
+
+/// One timeline as `list-timelines` shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListedTimelineDoc {
+    /// Its id.
+    pub timeline_id: TimelineId,
+    /// Its description, else its name.
+    pub description: String,
+    /// `open` or `closed` (the guide's "Active" is `open`).
+    pub status: TimelineStatus,
+}
+
+impl From<&TimelineInfo> for ListedTimelineDoc {
+    fn from(t: &TimelineInfo) -> Self {
+        Self {
+            timeline_id: t.id.clone(),
+            description: t.description.clone().unwrap_or_else(|| t.name.clone()),
+            status: t.status,
+        }
+    }
+}
+
+/// `list-timelines` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TimelinesDoc {
+    /// The timelines, `primary` first, then by creation.
+    pub timelines: Vec<ListedTimelineDoc>,
+}
+
+/// `list-timelines` with `view=full`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TimelinesFull {
+    /// The timelines, `primary` first, then by creation.
+    pub timelines: Vec<TimelineInfo>,
+    /// The cursor of the next page, when there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// `travel` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TravelledDoc {
+    /// `travelled`.
+    pub status: String,
+    /// The arrival time.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+    /// The place arrived at, as given; null when none was given.
+    pub location: Option<String>,
+}
+
+impl From<&Journey> for TravelledDoc {
+    fn from(j: &Journey) -> Self {
+        Self {
+            status: "travelled".into(),
+            current_time: j.arrival_time,
+            location: j.location.clone(),
+        }
+    }
+}
+
+/// `return` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReturnedDoc {
+    /// `returned`.
+    pub status: String,
+    /// The anchor's timestamp: the arrival time.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+}
+
+impl From<&Journey> for ReturnedDoc {
+    fn from(j: &Journey) -> Self {
+        Self {
+            status: "returned".into(),
+            current_time: j.arrival_time,
+        }
+    }
+}
+
+/// `pause-time` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PausedDoc {
+    /// `paused`, or `already_paused` (nothing was written).
+    pub status: String,
+    /// Your time, which stands still until you resume.
+    #[schema(value_type = String, format = DateTime)]
+    pub paused_at: Instant,
+}
+
+/// `resume-time` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResumedDoc {
+    /// `resumed`, or `not_paused` (nothing was written).
+    pub status: String,
+    /// Your time, which runs on from here.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+}
+
+/// `fast-forward` / `rewind` as the guide shows them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShiftedDoc {
+    /// `fast_forwarded` or `rewound`.
+    pub status: String,
+    /// The traveller's time after the journey.
+    #[schema(value_type = String, format = DateTime)]
+    pub new_time: Instant,
+}
+
+/// `switch-timeline` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SwitchedDoc {
+    /// `switched`, or `already_there` (nothing was written).
+    pub status: String,
+    /// The traveller's time in the timeline switched to.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+}
+
+impl From<&Switched> for SwitchedDoc {
+    fn from(s: &Switched) -> Self {
+        Self {
+            status: s.status.clone(),
+            current_time: s.current_time,
+        }
+    }
+}
+
 /// `check-paradox` as the guide shows it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StabilityDoc {
@@ -607,8 +745,9 @@ macro_rules! view_enum {
     ($(#[$doc:meta] $name:ident = $doc_ty:ty | $full_ty:ty;)*) => {
         $(
             #[$doc]
-            // Never built: these only describe responses in the OpenAPI document.
-            #[allow(dead_code)]
+            // Never built: these only describe responses in the OpenAPI document (so the
+            // size of their variants does not matter either).
+            #[allow(dead_code, clippy::large_enum_variant)]
             #[derive(Debug, Serialize, ToSchema)]
             #[serde(untagged)]
             pub enum $name {
@@ -662,4 +801,18 @@ view_enum! {
     TriggeredView = TriggeredDoc | Schedule;
     /// The automation log.
     AutomationLogView = AutomationLogDoc | AutomationLogFull;
+    /// The guide's list of timelines.
+    TimelinesView = TimelinesDoc | TimelinesFull;
+    /// A journey in time (guide `travel`).
+    TravelledView = TravelledDoc | Journey;
+    /// A return to an anchor (guide `return`).
+    ReturnedView = ReturnedDoc | Journey;
+    /// A switch of timeline.
+    SwitchedView = SwitchedDoc | Switched;
+    /// A fast-forward or rewind.
+    ShiftedView = ShiftedDoc | Journey;
+    /// A pause of your clock.
+    PausedView = PausedDoc | ClockState;
+    /// A resumption of your clock.
+    ResumedView = ResumedDoc | ClockState;
 }

@@ -15,6 +15,12 @@
 //! | `DELETE /timeline/{id}` | [`TimelineService::delete_timeline`] |
 //! | `POST /travels` | [`TimelineService::travel`] |
 //! | `/api/v1/travel` | [`TimelineService::travel_to_time`] |
+//! | `travel` | [`TimelineService::travel_in_time`] |
+//! | `return` | [`TimelineService::return_to_anchor`] |
+//! | `switch-timeline` | [`TimelineService::switch_timeline`] |
+//! | `list-timelines` | [`TimelineService::list_timelines`] |
+//! | `pause-time`, `resume-time` | [`TimelineService::pause_time`], [`TimelineService::resume_time`] |
+//! | `fast-forward`, `rewind` | [`TimelineService::fast_forward`], [`TimelineService::rewind`] |
 //! | `POST /items` | [`TimelineService::register_item`] |
 //! | `POST /events`, `manipulate-event` | [`TimelineService::manipulate_event`] |
 //! | `POST /anchors`, `set-anchor` | [`TimelineService::set_anchor`] |
@@ -59,8 +65,26 @@ pub trait TimelineService: Send + Sync {
 
     /// Travels to a timeline or returns to one of the caller's active anchors.
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey>;
-    /// Travels to a time in `primary`.
+    /// Travels to a time in the caller's timeline.
     async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey>;
+    /// Travels to a time in a timeline (the caller's own unless named), at a place, carrying
+    /// every item carried unless told otherwise.
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey>;
+    /// Returns to one of the caller's active anchors, carrying every item carried unless told
+    /// otherwise.
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey>;
+    /// The same time in another timeline; no journey when the caller is already there.
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched>;
+    /// Stops the caller's own clock: their time stands still until they resume (the shared
+    /// world does not pause). Pausing a paused clock writes nothing.
+    async fn pause_time(&self) -> ServiceResult<ClockState>;
+    /// Lets the caller's paused clock run on from where it stood. Resuming a running clock
+    /// writes nothing.
+    async fn resume_time(&self) -> ServiceResult<ClockState>;
+    /// Moves the caller forward in their own timeline by a duration, carrying what they carry.
+    async fn fast_forward(&self, req: ShiftRequest) -> ServiceResult<Journey>;
+    /// Moves the caller back in their own timeline by a duration, carrying what they carry.
+    async fn rewind(&self, req: ShiftRequest) -> ServiceResult<Journey>;
     /// The caller's journeys, oldest first.
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>>;
 

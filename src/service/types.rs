@@ -139,15 +139,84 @@ pub struct TravelRequest {
     pub items_transported: Vec<ItemId>,
 }
 
-/// `/api/v1/travel`: to a time in the primary timeline, at a place.
+/// `/api/v1/travel`: to a time in the traveller's timeline, at a place.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TimeTravelRequest {
-    /// The time to arrive at in `primary`.
+    /// The time to arrive at in the traveller's timeline.
     #[schema(value_type = String, format = DateTime)]
     pub destination_time: Instant,
     /// Where (recorded with the journey).
     #[serde(default)]
     pub location: Option<String>,
+}
+
+/// The guide `travel`: to a time in a timeline (the traveller's own unless named), at a place.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct GuideTravelRequest {
+    /// The time to arrive at.
+    #[schema(value_type = String, format = DateTime)]
+    pub destination_time: Instant,
+    /// Where (recorded with the journey).
+    #[serde(default)]
+    pub location: Option<String>,
+    /// The timeline to travel in; the traveller's own timeline when absent.
+    #[serde(default)]
+    pub timeline_id: Option<TimelineId>,
+    /// Items to carry; every item carried when absent.
+    #[serde(default)]
+    pub items_transported: Option<Vec<ItemId>>,
+}
+
+/// The guide `return`: back to one of the caller's active anchors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReturnRequest {
+    /// One of the caller's active anchors.
+    pub anchor_id: String,
+    /// Items to carry; every item carried when absent.
+    #[serde(default)]
+    pub items_transported: Option<Vec<ItemId>>,
+}
+
+/// The guide `switch-timeline`: the same time in another timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SwitchRequest {
+    /// The timeline to switch to.
+    pub timeline_id: TimelineId,
+}
+
+/// What a switch did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Switched {
+    /// `switched`, or `already_there` (no journey, nothing written).
+    pub status: String,
+    /// The timeline the traveller is in now.
+    pub timeline_id: TimelineId,
+    /// The traveller's time there.
+    #[schema(value_type = String, format = DateTime)]
+    pub current_time: Instant,
+    /// The journey made, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journey: Option<Journey>,
+}
+
+/// What `pause-time` or `resume-time` did to the caller's clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ClockState {
+    /// `paused` or `already_paused`; `resumed` or `not_paused` (these two wrote nothing).
+    pub status: String,
+    /// The caller's time: where it stands (paused) or runs on from (resumed).
+    #[schema(value_type = String, format = DateTime)]
+    pub time: Instant,
+    /// Where the caller is now.
+    pub position: Position,
+}
+
+/// The guide `fast-forward` / `rewind`: a journey within the traveller's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ShiftRequest {
+    /// How far: `10m`, `1h`, `1d`, `2w`, combinations (`1h30m`; `m` is minutes), or ISO 8601
+    /// (`PT10M`, `P1D`, `P1M`, `P1Y`; months and years follow the calendar).
+    pub duration: String,
 }
 
 /// Registering an item.
@@ -194,7 +263,7 @@ pub struct NewOutcome {
 /// Manipulating an event (`POST /events` and the guide `manipulate-event`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ManipulateRequest {
-    /// The timeline (guide operation: defaults to `primary`).
+    /// The timeline (guide operation: defaults to where the traveller is).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
     /// The event, or any event of its lineage (the current head is changed).
@@ -404,7 +473,7 @@ pub struct EventRecord {
 /// Searching events (`search-events`, `scan-events`, the events extension).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SearchQuery {
-    /// The timeline (default `primary`).
+    /// The timeline (default: where the traveller is).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
     /// Location, matched case-insensitively, whole or as a substring.
@@ -445,7 +514,7 @@ pub struct NewEvent {
 pub struct RevertRequest {
     /// The manipulated event, or any event of its lineage (its latest change is undone).
     pub event_id: EventId,
-    /// The timeline (default `primary`).
+    /// The timeline (default: where the traveller is).
     #[serde(default)]
     pub timeline_id: Option<TimelineId>,
     /// Check for paradoxes first and refuse a revert that would add any (400

@@ -2294,3 +2294,364 @@ pub async fn correct_dissonance(face: &Face) {
         .await;
     assert_unknown(&err, "event", "evt_nowhere");
 }
+
+/// The guide's time navigation: `travel` acts where the traveller is, `switch-timeline` moves
+/// them sideways at their own time, `return` brings them back to an anchor; what they carry
+/// comes along unless they list what does; every refusal names its field or reference.
+pub async fn guide_travel_switch_and_return(face: &Face) {
+    let ada = face.traveller("ada");
+    let watch = face
+        .ok("register watch", ada.register_item(item("watch")))
+        .await;
+    let trip = face
+        .ok(
+            "travel in time",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1889-03-10T23:45:00Z"),
+                location: Some("Tesla's Lab".into()),
+                timeline_id: None,
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_eq!(trip.to_timeline, primary(), "a new traveller is in primary");
+    assert_eq!(trip.arrival_time, t("1889-03-10T23:45:00Z"));
+    assert_eq!(trip.location.as_deref(), Some("Tesla's Lab"));
+    assert_eq!(trip.items_transported, std::slice::from_ref(&watch.id));
+    let home = face
+        .ok(
+            "set anchor",
+            ada.set_anchor(anchor("2024-09-01T00:00:00Z", "Starting Point")),
+        )
+        .await;
+
+    let alt = face
+        .ok("create alt", ada.create_timeline(named("alt")))
+        .await;
+    let switched = face
+        .ok(
+            "switch",
+            ada.switch_timeline(SwitchRequest {
+                timeline_id: alt.id.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(switched.status, "switched");
+    assert_eq!(switched.timeline_id, alt.id);
+    assert_eq!(
+        switched.current_time,
+        t("1889-03-10T23:45:00Z"),
+        "same time"
+    );
+    let journey = switched.journey.expect("a switch is a journey");
+    assert_eq!(journey.items_transported, std::slice::from_ref(&watch.id));
+    let again = face
+        .ok(
+            "switch again",
+            ada.switch_timeline(SwitchRequest {
+                timeline_id: alt.id.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(again.status, "already_there");
+    assert_eq!(again.journey, None);
+
+    // Operations that name no timeline act where the traveller is (DESIGN §4).
+    let launch = face
+        .ok(
+            "add to alt",
+            ada.add_event(
+                &alt.id,
+                event("launch", "2025-01-01T00:00:00Z", "Cape", &[]),
+            ),
+        )
+        .await;
+    let found = face
+        .ok(
+            "search where I am",
+            ada.search_events(SearchQuery::default()),
+        )
+        .await;
+    assert_eq!(found.items.len(), 1);
+    assert_eq!(found.items[0].event_id, launch.event_id);
+    let changed = face
+        .ok(
+            "manipulate where I am",
+            ada.manipulate_event(ManipulateRequest {
+                timeline_id: None,
+                ..manipulate(&alt.id, &launch.event_id, "scrubbed")
+            }),
+        )
+        .await;
+    assert_eq!(changed.timeline_id, alt.id);
+    let reverted = face
+        .ok(
+            "revert where I am",
+            ada.revert_event(RevertRequest {
+                event_id: changed.new_event_id.clone(),
+                timeline_id: None,
+                safety_check: false,
+            }),
+        )
+        .await;
+    assert_eq!(reverted.timeline_id, alt.id);
+    let in_primary = face
+        .ok("search primary", ada.search_events(search(&primary())))
+        .await;
+    assert!(in_primary.items.is_empty(), "primary is untouched");
+
+    let there = face
+        .ok(
+            "travel where I am",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-01T00:00:00Z"),
+                location: None,
+                timeline_id: None,
+                items_transported: Some(Vec::new()),
+            }),
+        )
+        .await;
+    assert_eq!(
+        there.to_timeline, alt.id,
+        "travel acts where the traveller is"
+    );
+    assert_eq!(there.location, None);
+    assert!(
+        there.items_transported.is_empty(),
+        "an empty list carries nothing"
+    );
+    assert_eq!(there.items_left.len(), 1, "the watch stays behind");
+
+    let err = face
+        .err(
+            "travel to unknown timeline",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-01T00:00:00Z"),
+                location: None,
+                timeline_id: Some("tml_nope".parse().expect("id")),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "travel to an empty location",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-01T00:00:00Z"),
+                location: Some("  ".into()),
+                timeline_id: None,
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_invalid(&err, "location");
+    let err = face
+        .err(
+            "switch to unknown",
+            ada.switch_timeline(SwitchRequest {
+                timeline_id: "tml_nope".parse().expect("id"),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let err = face
+        .err(
+            "return to unknown",
+            ada.return_to_anchor(ReturnRequest {
+                anchor_id: "anc_nope".into(),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "anchor", "anc_nope");
+
+    face.advance(Duration::minutes(61));
+    let err = face
+        .err(
+            "travel in my closed timeline",
+            ada.travel_in_time(GuideTravelRequest {
+                destination_time: t("1890-01-02T00:00:00Z"),
+                location: None,
+                timeline_id: None,
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::TimelineClosed { timeline, .. } if *timeline == alt.id.to_string()),
+        "{err:?}"
+    );
+
+    let back = face
+        .ok(
+            "return",
+            ada.return_to_anchor(ReturnRequest {
+                anchor_id: home.id.to_string(),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_eq!(back.to_timeline, primary());
+    assert_eq!(back.arrival_time, t("2024-09-01T00:00:00Z"));
+    assert_eq!(back.anchor.as_ref(), Some(&home.id));
+    let me = face.ok("whoami", ada.whoami()).await;
+    assert_eq!(me.timeline_id, primary());
+    let spent = face.ok("anchor", ada.get_anchor(&home.id)).await;
+    assert_eq!(spent.status, AnchorStatus::Spent);
+    let err = face
+        .err(
+            "return to spent",
+            ada.return_to_anchor(ReturnRequest {
+                anchor_id: home.id.to_string(),
+                items_transported: None,
+            }),
+        )
+        .await;
+    assert_invalid(&err, "anchor_id");
+}
+
+/// The guide's fast-forward and rewind: a journey within the traveller's own timeline by a
+/// duration in the guide's short form or ISO 8601 (months and years follow the calendar);
+/// every malformed, empty, zero or out-of-range duration is refused on `duration`.
+pub async fn guide_fast_forward_and_rewind(face: &Face) {
+    let ada = face.traveller("ada");
+    let watch = face
+        .ok("register watch", ada.register_item(item("watch")))
+        .await;
+    face.ok(
+        "travel",
+        ada.travel_in_time(GuideTravelRequest {
+            destination_time: t("2024-09-01T00:00:00Z"),
+            location: None,
+            timeline_id: None,
+            items_transported: None,
+        }),
+    )
+    .await;
+    let shift = |d: &str| ShiftRequest { duration: d.into() };
+    let ff = face
+        .ok("fast-forward 10m", ada.fast_forward(shift("10m")))
+        .await;
+    assert_eq!(ff.arrival_time, t("2024-09-01T00:10:00Z"));
+    assert_eq!(ff.to_timeline, primary());
+    assert_eq!(ff.items_transported, std::slice::from_ref(&watch.id));
+    let rw = face.ok("rewind 5m", ada.rewind(shift("5m"))).await;
+    assert_eq!(rw.arrival_time, t("2024-09-01T00:05:00Z"));
+    let ff = face
+        .ok("fast-forward 1h30m", ada.fast_forward(shift("1h30m")))
+        .await;
+    assert_eq!(ff.arrival_time, t("2024-09-01T01:35:00Z"));
+    let ff = face
+        .ok("fast-forward P1M", ada.fast_forward(shift("P1M")))
+        .await;
+    assert_eq!(
+        ff.arrival_time,
+        t("2024-10-01T01:35:00Z"),
+        "a calendar month"
+    );
+    let rw = face.ok("rewind P1Y", ada.rewind(shift("P1Y"))).await;
+    assert_eq!(
+        rw.arrival_time,
+        t("2023-10-01T01:35:00Z"),
+        "a calendar year"
+    );
+    let rw = face
+        .ok("rewind PT1H35M", ada.rewind(shift("PT1H35M")))
+        .await;
+    assert_eq!(rw.arrival_time, t("2023-10-01T00:00:00Z"));
+    let ff = face
+        .ok("fast-forward 2w1d", ada.fast_forward(shift("2w1d")))
+        .await;
+    assert_eq!(ff.arrival_time, t("2023-10-16T00:00:00Z"));
+    let me = face.ok("whoami", ada.whoami()).await;
+    assert_eq!(me.time, t("2023-10-16T00:00:00Z"));
+
+    for bad in [
+        "10x", "", "0m", "PT0S", "-5m", "m", "P", "PT", "1.5h", "P1H",
+    ] {
+        let err = face
+            .err(
+                &format!("fast-forward '{bad}'"),
+                ada.fast_forward(shift(bad)),
+            )
+            .await;
+        assert_invalid(&err, "duration");
+    }
+    let err = face
+        .err("rewind before year 1", ada.rewind(shift("P3000Y")))
+        .await;
+    assert_invalid(&err, "duration");
+    let err = face
+        .err("fast-forward past 9999", ada.fast_forward(shift("P8000Y")))
+        .await;
+    assert_invalid(&err, "duration");
+    let me = face.ok("whoami after refusals", ada.whoami()).await;
+    assert_eq!(me.time, t("2023-10-16T00:00:00Z"), "a refusal moves nobody");
+}
+
+/// The guide's pause-time and resume-time stop and restart the traveller's own clock: their
+/// time stands still while paused (journeys keep the pause, items found then are found at the
+/// paused time), and runs on from where it stood; repeating either writes nothing.
+pub async fn guide_pause_and_resume(face: &Face) {
+    let ada = face.traveller("ada");
+    face.ok(
+        "travel",
+        ada.travel_in_time(GuideTravelRequest {
+            destination_time: t("2024-09-01T00:00:00Z"),
+            location: None,
+            timeline_id: None,
+            items_transported: None,
+        }),
+    )
+    .await;
+    let not = face.ok("resume a running clock", ada.resume_time()).await;
+    assert_eq!(not.status, "not_paused");
+    face.advance(Duration::minutes(5));
+    let paused = face.ok("pause", ada.pause_time()).await;
+    assert_eq!(paused.status, "paused");
+    assert_eq!(paused.time, t("2024-09-01T00:05:00Z"));
+    assert!(paused.position.paused);
+    let again = face.ok("pause again", ada.pause_time()).await;
+    assert_eq!(again.status, "already_paused");
+    assert_eq!(again.time, t("2024-09-01T00:05:00Z"));
+
+    face.advance(Duration::minutes(10));
+    let me = face.ok("whoami paused", ada.whoami()).await;
+    assert_eq!(me.time, t("2024-09-01T00:05:00Z"), "time stands still");
+    let found = face
+        .ok("register while paused", ada.register_item(item("map")))
+        .await;
+    assert_eq!(found.origin_time, t("2024-09-01T00:05:00Z"));
+    let ff = face
+        .ok(
+            "fast-forward while paused",
+            ada.fast_forward(ShiftRequest {
+                duration: "10m".into(),
+            }),
+        )
+        .await;
+    assert_eq!(ff.arrival_time, t("2024-09-01T00:15:00Z"));
+    face.advance(Duration::minutes(1));
+    let me = face.ok("whoami after the journey", ada.whoami()).await;
+    assert_eq!(
+        me.time,
+        t("2024-09-01T00:15:00Z"),
+        "a journey keeps the pause"
+    );
+    assert!(me.position.paused);
+
+    let resumed = face.ok("resume", ada.resume_time()).await;
+    assert_eq!(resumed.status, "resumed");
+    assert_eq!(resumed.time, t("2024-09-01T00:15:00Z"));
+    assert!(!resumed.position.paused);
+    let not = face.ok("resume again", ada.resume_time()).await;
+    assert_eq!(not.status, "not_paused");
+    face.advance(Duration::minutes(2));
+    let me = face.ok("whoami running", ada.whoami()).await;
+    assert_eq!(
+        me.time,
+        t("2024-09-01T00:17:00Z"),
+        "it runs on from where it stood"
+    );
+}

@@ -296,6 +296,13 @@ wrapped! {
     delete_timeline(id: &TimelineId) -> ();
     travel(req: TravelRequest) -> Journey;
     travel_to_time(req: TimeTravelRequest) -> Journey;
+    travel_in_time(req: GuideTravelRequest) -> Journey;
+    return_to_anchor(req: ReturnRequest) -> Journey;
+    switch_timeline(req: SwitchRequest) -> Switched;
+    fast_forward(req: ShiftRequest) -> Journey;
+    pause_time() -> ClockState;
+    resume_time() -> ClockState;
+    rewind(req: ShiftRequest) -> Journey;
     list_journeys(page: PageRequest) -> Page<Journey>;
     register_item(req: NewItem) -> Item;
     get_item(id: &ItemId) -> Item;

@@ -4,12 +4,13 @@
 use axum::http::{StatusCode, Uri};
 
 use super::{ApiResult, json, located, projected, with_next};
-use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
+use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody};
 use crate::server::views::*;
 use crate::service::{
-    DissonanceRequest, ExternalTrigger, Journey, ManipulateRequest, MergeRequest, MonitorQuery,
-    MonitorReport, NewAnchor, NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery,
-    SignificantEventQuery, StabilityQuery, TimeTravelRequest, TimelineCheck,
+    DissonanceRequest, ExternalTrigger, GuideTravelRequest, Journey, ManipulateRequest,
+    MergeRequest, MonitorQuery, MonitorReport, NewAnchor, NewSchedule, NewScript, NewTimeline,
+    PageRequest, ReturnRequest, RevertRequest, SearchQuery, ShiftRequest, SignificantEventQuery,
+    StabilityQuery, SwitchRequest, TimeTravelRequest, TimelineCheck,
 };
 
 async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
@@ -34,7 +35,7 @@ async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
 
 use super::view;
 
-/// Search a timeline's events by location and time range (`primary` unless `timeline_id`).
+/// Search a timeline's events by location and time range (where you are unless `timeline_id`).
 #[utoipa::path(get, path = "/v1/search-events", tag = "Guide", operation_id = "searchEvents",
     params(SearchParams),
     request_body(content = SearchParams, description = "The same fields as a JSON body, instead of the query"),
@@ -48,7 +49,7 @@ pub async fn search_events(
     events(&caller, &uri, q.into()).await
 }
 
-/// Manipulate an event (`timeline_id` defaults to `primary`).
+/// Manipulate an event (`timeline_id` defaults to the timeline you are in).
 #[utoipa::path(post, path = "/v1/manipulate-event", tag = "Guide", operation_id = "guideManipulateEvent",
     request_body = ManipulateRequest,
     responses((status = 200, description = "The event was manipulated", body = ManipulatedView))
@@ -241,7 +242,7 @@ pub async fn automation_log(
     Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
 }
 
-/// Travel to a time in `primary`, at a place.
+/// Travel to a time in the timeline you are in, at a place.
 #[utoipa::path(post, path = "/api/v1/travel", tag = "Guide", operation_id = "travelToTime",
     request_body = TimeTravelRequest,
     responses((status = 200, description = "The journey", body = Journey))
@@ -305,4 +306,144 @@ pub async fn check_timeline(
         StatusCode::OK,
         &caller.service.check_timeline(q).await?,
     ))
+}
+
+/// Travel to a time, at a place, in your current timeline unless `timeline_id` names another.
+/// Everything you carry comes along unless `items_transported` lists what does.
+#[utoipa::path(post, path = "/v1/travel", tag = "Guide", operation_id = "guideTravel",
+    request_body = GuideTravelRequest,
+    responses((status = 200, description = "The journey (`status` is `travelled`)", body = TravelledView))
+)]
+pub async fn travel(caller: Caller, JsonBody(req): JsonBody<GuideTravelRequest>) -> ApiResult {
+    let j = caller.service.travel_in_time(req).await?;
+    Ok(projected(StatusCode::OK, &j, TravelledDoc::from))
+}
+
+/// Return to one of your active anchors: arrival at its timestamp in its timeline; the anchor
+/// becomes spent. Only you move: changes made to timelines are not undone (that is
+/// `revert-event`).
+#[utoipa::path(post, path = "/v1/return", tag = "Guide", operation_id = "guideReturn",
+    request_body = ReturnRequest,
+    responses((status = 200, description = "The journey (`status` is `returned`)", body = ReturnedView))
+)]
+pub async fn return_to_anchor(caller: Caller, JsonBody(req): JsonBody<ReturnRequest>) -> ApiResult {
+    let j = caller.service.return_to_anchor(req).await?;
+    Ok(projected(StatusCode::OK, &j, ReturnedDoc::from))
+}
+
+/// The timelines you may read, `primary` first, then by creation, as the guide shows them.
+#[utoipa::path(get, path = "/v1/list-timelines", tag = "Guide", operation_id = "guideListTimelines",
+    params(ListTimelinesParams),
+    request_body(content = ListTimelinesParams, description = "The same fields as a JSON body, instead of the query (usually none)"),
+    responses((status = 200, description = "A page of timelines", body = TimelinesView,
+        headers(("Link" = String, description = "`<...cursor=...>; rel=\"next\"` when there is a next page"))))
+)]
+pub async fn list_timelines(
+    caller: Caller,
+    uri: Uri,
+    BodyOrQuery(q): BodyOrQuery<ListTimelinesParams>,
+) -> ApiResult {
+    let page = caller
+        .service
+        .list_timelines(PageRequest {
+            limit: q.limit,
+            cursor: q.cursor,
+        })
+        .await?;
+    let resp = match view() {
+        View::Full => json(
+            StatusCode::OK,
+            &TimelinesFull {
+                timelines: page.items.clone(),
+                next_cursor: page.next_cursor.clone(),
+            },
+        ),
+        View::Documented => json(
+            StatusCode::OK,
+            &TimelinesDoc {
+                timelines: page.items.iter().map(ListedTimelineDoc::from).collect(),
+            },
+        ),
+    };
+    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+}
+
+/// Switch to another timeline at your current time (a sideways journey; what you carry comes
+/// along). Anchors, items and the guide operations that name no timeline then act there.
+/// Switching to the timeline you are in answers `already_there` and writes nothing.
+#[utoipa::path(post, path = "/v1/switch-timeline", tag = "Guide", operation_id = "switchTimeline",
+    request_body = SwitchRequest,
+    responses((status = 200, description = "Where you are now (`switched` or `already_there`)", body = SwitchedView))
+)]
+pub async fn switch_timeline(caller: Caller, JsonBody(req): JsonBody<SwitchRequest>) -> ApiResult {
+    let s = caller.service.switch_timeline(req).await?;
+    Ok(projected(StatusCode::OK, &s, SwitchedDoc::from))
+}
+
+/// Move forward in your own timeline by a duration (`10m`, `1h30m`, `1d`, `PT10M`, `P1M`, …);
+/// what you carry comes along.
+#[utoipa::path(post, path = "/v1/fast-forward", tag = "Guide", operation_id = "fastForward",
+    request_body = ShiftRequest,
+    responses((status = 200, description = "The journey (`status` is `fast_forwarded`)", body = ShiftedView))
+)]
+pub async fn fast_forward(caller: Caller, JsonBody(req): JsonBody<ShiftRequest>) -> ApiResult {
+    let j = caller.service.fast_forward(req).await?;
+    Ok(projected(StatusCode::OK, &j, |j| ShiftedDoc {
+        status: "fast_forwarded".into(),
+        new_time: j.arrival_time,
+    }))
+}
+
+/// Move back in your own timeline by a duration (`5m`, `1h30m`, `1d`, `PT5M`, `P1Y`, …); what
+/// you carry comes along.
+#[utoipa::path(post, path = "/v1/rewind", tag = "Guide", operation_id = "rewind",
+    request_body = ShiftRequest,
+    responses((status = 200, description = "The journey (`status` is `rewound`)", body = ShiftedView))
+)]
+pub async fn rewind(caller: Caller, JsonBody(req): JsonBody<ShiftRequest>) -> ApiResult {
+    let j = caller.service.rewind(req).await?;
+    Ok(projected(StatusCode::OK, &j, |j| ShiftedDoc {
+        status: "rewound".into(),
+        new_time: j.arrival_time,
+    }))
+}
+
+/// Your clock, paused or resumed: no fields (an empty body counts as `{}`).
+#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+pub struct NoFields {}
+
+/// Pause your own clock: your time stands still until you resume. The shared world does not
+/// pause (other travellers, automation and timeline windows go on); for an isolated
+/// environment, create a branch. Pausing while paused answers `already_paused` and writes
+/// nothing.
+#[utoipa::path(post, path = "/v1/pause-time", tag = "Guide", operation_id = "pauseTime",
+    request_body(content = NoFields, description = "No fields; the body may be empty"),
+    responses((status = 200, description = "Your clock (`paused` or `already_paused`)", body = PausedView))
+)]
+pub async fn pause_time(
+    caller: Caller,
+    OptionalJsonBody(_none): OptionalJsonBody<NoFields>,
+) -> ApiResult {
+    let c = caller.service.pause_time().await?;
+    Ok(projected(StatusCode::OK, &c, |c| PausedDoc {
+        status: c.status.clone(),
+        paused_at: c.time,
+    }))
+}
+
+/// Let your paused clock run on from where it stood. Resuming a running clock answers
+/// `not_paused` and writes nothing.
+#[utoipa::path(post, path = "/v1/resume-time", tag = "Guide", operation_id = "resumeTime",
+    request_body(content = NoFields, description = "No fields; the body may be empty"),
+    responses((status = 200, description = "Your clock (`resumed` or `not_paused`)", body = ResumedView))
+)]
+pub async fn resume_time(
+    caller: Caller,
+    OptionalJsonBody(_none): OptionalJsonBody<NoFields>,
+) -> ApiResult {
+    let c = caller.service.resume_time().await?;
+    Ok(projected(StatusCode::OK, &c, |c| ResumedDoc {
+        status: c.status.clone(),
+        current_time: c.time,
+    }))
 }

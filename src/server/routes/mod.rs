@@ -70,6 +70,14 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(guide::correct_dissonance))
         .routes(routes!(extension::list_merges))
         .routes(routes!(extension::get_merge))
+        .routes(routes!(guide::travel))
+        .routes(routes!(guide::return_to_anchor))
+        .routes(routes!(guide::list_timelines))
+        .routes(routes!(guide::switch_timeline))
+        .routes(routes!(guide::fast_forward))
+        .routes(routes!(guide::rewind))
+        .routes(routes!(guide::pause_time))
+        .routes(routes!(guide::resume_time))
         .merge(ops::open_router())
 }
 
