@@ -300,13 +300,18 @@ mod tests {
             optional(Some("application/json"), "").await.ok(),
             Some(Paging { limit: None })
         );
-        assert_eq!(optional(None, " \n").await.ok(), Some(Paging { limit: None }));
+        assert_eq!(
+            optional(None, " \n").await.ok(),
+            Some(Paging { limit: None })
+        );
     }
 
     #[tokio::test]
     async fn a_present_optional_body_is_read_like_any_other() {
         assert_eq!(
-            optional(Some("application/json"), r#"{"limit": 3}"#).await.ok(),
+            optional(Some("application/json"), r#"{"limit": 3}"#)
+                .await
+                .ok(),
             Some(Paging { limit: Some(3) })
         );
         let wrong_type = optional(Some("text/plain"), r#"{"limit": 3}"#).await;
@@ -315,6 +320,9 @@ mod tests {
             Some(StatusCode::UNSUPPORTED_MEDIA_TYPE)
         );
         let malformed = optional(Some("application/json"), "{").await;
-        assert_eq!(malformed.err().map(|p| p.status()), Some(StatusCode::BAD_REQUEST));
+        assert_eq!(
+            malformed.err().map(|p| p.status()),
+            Some(StatusCode::BAD_REQUEST)
+        );
     }
 }

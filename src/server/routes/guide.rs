@@ -7,7 +7,7 @@ use super::{ApiResult, json, located, projected, with_next};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::views::*;
 use crate::service::{
-    ExternalTrigger, Journey, ManipulateRequest, MonitorQuery, MonitorReport, NewAnchor,
+    ExternalTrigger, Journey, ManipulateRequest, MonitorQuery, MonitorReport, NewPreciseAnchor,
     NewSchedule, NewScript, NewTimeline, RevertRequest, SearchQuery, SignificantEventQuery,
     StabilityQuery, TimeTravelRequest, TimelineCheck,
 };
@@ -118,14 +118,18 @@ pub async fn revert_event(caller: Caller, JsonBody(req): JsonBody<RevertRequest>
     Ok(projected(StatusCode::OK, &r, RevertedDoc::from))
 }
 
-/// Set an anchor (a return ticket) in your current timeline.
+/// Set an anchor (a return ticket) in your current timeline. One active anchor per timeline,
+/// timestamp and description (the same again answers 409 with its `Location`). With an
+/// `accuracy`, the timestamp is printed with exactly that many fraction digits, and a finer one
+/// is refused. `environment` and `quantum_state` are recorded as the traveller gives them and
+/// echoed: Chronoscope measures nothing physical.
 #[utoipa::path(post, path = "/v1/set-anchor", tag = "Guide", operation_id = "guideSetAnchor",
-    request_body = NewAnchor,
+    request_body = NewPreciseAnchor,
     responses((status = 201, description = "The anchor was set", body = AnchorSetView,
         headers(("Location" = String, description = "/v1/anchors/{id}"))))
 )]
-pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewAnchor>) -> ApiResult {
-    let a = caller.service.set_anchor(req).await?;
+pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewPreciseAnchor>) -> ApiResult {
+    let a = caller.service.set_precise_anchor(req).await?;
     let resp = projected(StatusCode::CREATED, &a, AnchorSetDoc::from);
     Ok(located(resp, &format!("/v1/anchors/{}", a.id)))
 }
