@@ -255,7 +255,7 @@ impl Accuracy {
     /// Whether `t` is given no more finely than this accuracy.
     pub fn holds(self, t: &Instant) -> bool {
         use chrono::Timelike;
-        t.nanosecond() % 10u32.pow(9 - self.digits()) == 0
+        t.nanosecond().is_multiple_of(10u32.pow(9 - self.digits()))
     }
 
     /// `t` printed with exactly this accuracy's fraction digits (RFC 3339, `Z`).
