@@ -2148,7 +2148,7 @@ pub async fn wormhole_simulation(face: &Face) {
     assert_eq!(sim.time_difference, "3 days 4 hours");
     assert_eq!(sim.direction, Direction::Future);
     assert_eq!(sim.stability, WormholeStability::NotChecked);
-    assert_eq!(sim.items, [watch.id.clone()]);
+    assert_eq!(sim.items, std::slice::from_ref(&watch.id));
 
     let tl = face.ok("create", ada.create_timeline(named("short"))).await;
     face.advance(Duration::minutes(61));
