@@ -157,10 +157,15 @@ async fn a_mission_items_anchors_travel_and_bodiless_conflicts() {
         Some(format!("/v1/anchors/{anchor_id}").as_str())
     );
 
-    // Same timestamp again: 409, no body, Location of the existing anchor.
+    // The same timeline, timestamp and description again: 409, no body, Location of the
+    // existing anchor.
     for path in ["/v1/anchors", "/v1/set-anchor"] {
         let again = app
-            .post(path, &t, json!({"timestamp": "2024-09-16T05:04:00Z"}))
+            .post(
+                path,
+                &t,
+                json!({"timestamp": "2024-09-16T05:04:00Z", "description": "Home"}),
+            )
             .await;
         assert_eq!(again.status, StatusCode::CONFLICT, "{path}");
         assert!(again.text.is_empty(), "{path}: {}", again.text);
