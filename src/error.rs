@@ -71,6 +71,8 @@ problem_types! {
         "This client address or traveller sent more requests than the server allows; wait for the number of seconds in Retry-After.";
     INTERNAL = "internal", 500, "Internal error",
         "Something went wrong on our side. Nothing was written; the request can be tried again.";
+    UNSUPPORTED_OPERATION = "unsupported-operation", 501, "Unsupported operation",
+        "The service has no state this operation could act on, so any answer would be invented. The detail says why and what to use instead.";
     UNAVAILABLE = "unavailable", 503, "Service unavailable",
         "The service cannot answer now (storage unreachable, timed out or shutting down); try again shortly.";
 }
@@ -169,6 +171,11 @@ pub enum ServiceError {
         /// Seconds to wait.
         retry_after_secs: u64,
     },
+    /// The operation has nothing in this service to act on (answered 501); the message says
+    /// why and what to use instead.
+    #[error("{0}")]
+    #[serde(with = "message")]
+    Unsupported(String),
     /// The storage or a remote server cannot be reached, or took too long.
     #[error("{0}")]
     #[serde(with = "message")]
@@ -278,6 +285,7 @@ impl ServiceError {
             Self::Forbidden(_) => &FORBIDDEN,
             Self::IdempotencyKeyReused { .. } => &IDEMPOTENCY_KEY_REUSED,
             Self::RateLimited { .. } => &RATE_LIMITED,
+            Self::Unsupported(_) => &UNSUPPORTED_OPERATION,
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,
         }
@@ -333,6 +341,7 @@ mod tests {
             ServiceError::Unauthorized("no".into()),
             ServiceError::Forbidden("no".into()),
             ServiceError::Unavailable("down".into()),
+            ServiceError::Unsupported("no particles".into()),
             ServiceError::Internal("bug".into()),
             ServiceError::RateLimited {
                 retry_after_secs: 3,

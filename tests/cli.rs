@@ -883,3 +883,69 @@ fn identity_provider_settings_that_cannot_work_stop_serve_before_it_listens() {
     assert!(stderr.contains("no-such-jwks.json"), "{stderr}");
     assert!(!stderr.contains("BACKTRACE"), "{stderr}");
 }
+
+#[tokio::test]
+async fn anchors_are_set_precisely_adjusted_checked_and_deleted_from_the_command_line() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let set = run(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2024-09-01T00:00:00.123456Z",
+            "--description",
+            "lab",
+            "--accuracy",
+            "microsecond",
+            "--env",
+            "temperature=20C",
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(
+        set.contains("timestamp 2024-09-01T00:00:00.123456Z"),
+        "{set}"
+    );
+    assert!(set.contains("environment temperature: 20C"), "{set}");
+    let id = set.split_whitespace().next().unwrap().to_owned();
+
+    let adjusted = json(
+        &ada,
+        &["anchors", "adjust", &id, "--env", "temperature=22C"],
+    )
+    .await;
+    assert_eq!(adjusted["environment"]["temperature"], "22C");
+    let stability = run(&ada, &["anchors", "stability", &id]).await.unwrap();
+    assert!(stability.contains("stable"), "{stability}");
+    assert!(stability.contains("temperature: 22C"), "{stability}");
+
+    let err = run(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2024-09-01T00:00:00.123456Z",
+            "--accuracy",
+            "millisecond",
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert!(err.explain().contains("finely"), "{}", err.explain());
+    let parse = Cli::try_parse_from([
+        "chronoscope",
+        "anchors",
+        "set",
+        "2024-09-01",
+        "--accuracy",
+        "eon",
+    ]);
+    assert!(parse.is_err());
+
+    let deleted = run(&ada, &["anchors", "delete", &id]).await.unwrap();
+    assert_eq!(deleted, format!("deleted anchor {id}\n"));
+    let active = json(&ada, &["anchors", "list", "--active"]).await;
+    assert_eq!(active["items"].as_array().unwrap().len(), 0, "{active}");
+}

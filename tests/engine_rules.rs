@@ -768,7 +768,7 @@ async fn anchors_are_return_tickets_spent_on_return() {
     let err = w
         .refused(ada.set_anchor(NewAnchor {
             timestamp: t("2024-09-16T07:04:00+02:00"),
-            description: None,
+            description: Some("Home Base".into()),
         }))
         .await;
     assert_eq!(

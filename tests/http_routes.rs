@@ -157,10 +157,15 @@ async fn a_mission_items_anchors_travel_and_bodiless_conflicts() {
         Some(format!("/v1/anchors/{anchor_id}").as_str())
     );
 
-    // Same timestamp again: 409, no body, Location of the existing anchor.
+    // The same timeline, timestamp and description again: 409, no body, Location of the
+    // existing anchor.
     for path in ["/v1/anchors", "/v1/set-anchor"] {
         let again = app
-            .post(path, &t, json!({"timestamp": "2024-09-16T05:04:00Z"}))
+            .post(
+                path,
+                &t,
+                json!({"timestamp": "2024-09-16T05:04:00Z", "description": "Home"}),
+            )
             .await;
         assert_eq!(again.status, StatusCode::CONFLICT, "{path}");
         assert!(again.text.is_empty(), "{path}: {}", again.text);
@@ -627,4 +632,137 @@ async fn request_ids_are_echoed_generated_and_named_in_problems() {
     let r = app.call(Method::GET, "/healthz", None, None).await;
     let id = r.header("x-request-id").expect("generated id");
     assert_eq!(id.len(), 26, "a ULID: {id}");
+}
+
+#[tokio::test]
+async fn guide_anchor_operations_answer_the_guides_shapes() {
+    let app = App::new().await;
+    let t = token("ada");
+    let r = app
+        .post(
+            "/v1/set-anchor",
+            &t,
+            json!({"timestamp": "2024-09-01T00:00:00.1Z", "description": "lab", "accuracy": "microsecond",
+                   "environment": {"temperature": "20C"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let set = r.json();
+    assert_eq!(
+        keys(&set),
+        [
+            "accuracy",
+            "anchor_id",
+            "environment",
+            "status",
+            "timestamp"
+        ]
+    );
+    assert_eq!(set["timestamp"], "2024-09-01T00:00:00.100000Z");
+    let id = set["anchor_id"].as_str().unwrap().to_owned();
+    app.post(
+        "/v1/set-anchor",
+        &t,
+        json!({"timestamp": "2024-09-01T00:00:00.1234Z", "accuracy": "millisecond"}),
+    )
+    .await
+    .assert_problem(400, "invalid-request");
+
+    // No body at all, with the JSON content type, as the guide sends it.
+    let r = app
+        .send(
+            Request::builder()
+                .method(Method::GET)
+                .uri("/v1/list-anchors")
+                .header("authorization", format!("Bearer {t}"))
+                .header("content-type", "application/json")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        r.json(),
+        json!({"anchors": [{"anchor_id": id, "timestamp": "2024-09-01T00:00:00.100000Z", "description": "lab"}]})
+    );
+    app.call(
+        Method::GET,
+        "/v1/list-anchors?limit=5",
+        Some(&t),
+        Some(json!({"limit": 6})),
+    )
+    .await
+    .assert_problem(400, "invalid-request");
+
+    let r = app
+        .call(
+            Method::GET,
+            "/v1/check-anchor-stability",
+            Some(&t),
+            Some(json!({"anchor_id": id})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        r.json(),
+        json!({"status": "stable", "current_conditions": {"temperature": "20C"}})
+    );
+    let r = app
+        .post(
+            "/v1/adjust-anchor",
+            &t,
+            json!({"anchor_id": id, "new_environment": {"temperature": "22C"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        r.json(),
+        json!({"status": "adjusted", "new_conditions": {"temperature": "22C"}})
+    );
+    let r = app
+        .delete(&format!("/v1/delete-anchor?anchor_id={id}"), &t)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.json(), json!({"status": "deleted"}));
+    app.call(
+        Method::DELETE,
+        "/v1/delete-anchor",
+        Some(&t),
+        Some(json!({"anchor_id": id})),
+    )
+    .await
+    .assert_problem(400, "unknown-reference");
+}
+
+#[tokio::test]
+async fn simulate_wormhole_only_reads_and_the_unsupported_operations_say_why() {
+    let app = App::new().await;
+    let reader = token_with_scope("ada", "read");
+    let r = app
+        .post(
+            "/v1/simulate-wormhole",
+            &reader,
+            json!({"entry_point": "2024-09-01T00:00:00Z", "exit_point": "1924-09-01T00:00:00Z", "stability_check": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        r.json(),
+        json!({"status": "simulated", "stability": "stable", "time_difference": "100 years"})
+    );
+    let writer = token("ada");
+    for (path, hint) in [
+        ("/v1/shard-data", "create-index"),
+        ("/v1/entangle-particles", "check-paradox"),
+    ] {
+        let r = app.post(path, &writer, json!({"anything": 1})).await;
+        let problem = r.assert_problem(501, "unsupported-operation");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(hint),
+            "{problem}"
+        );
+        app.call(Method::POST, path, None, Some(json!({})))
+            .await
+            .assert_problem(401, "unauthorized");
+    }
 }

@@ -23,6 +23,30 @@ fn timeline(id: &str) -> Result<TimelineId, ServiceError> {
     Ok(id.parse()?)
 }
 
+/// `KEY=VALUE` arguments as recorded conditions (`None` when there are none).
+fn conditions(
+    flag: &str,
+    pairs: &[String],
+) -> Result<Option<crate::model::Conditions>, ServiceError> {
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let mut map = crate::model::Conditions::new();
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(ServiceError::invalid(
+                flag,
+                format!("expected KEY=VALUE, got '{pair}'"),
+            ));
+        };
+        map.insert(
+            key.trim().to_owned(),
+            serde_json::Value::String(value.to_owned()),
+        );
+    }
+    Ok(Some(map))
+}
+
 /// Runs one subcommand (not `serve`, `token`, `completions`, `man` or the dashboard) and prints
 /// its result.
 pub async fn execute(
@@ -223,19 +247,82 @@ pub async fn execute(
             AnchorCommand::Set {
                 timestamp,
                 description,
+                accuracy,
+                environment,
+                quantum_state,
             } => out.print(
                 &service
-                    .set_anchor(NewAnchor {
+                    .set_precise_anchor(NewPreciseAnchor {
                         timestamp,
                         description,
+                        accuracy,
+                        environment: conditions("--env", &environment)?,
+                        quantum_state: conditions("--quantum", &quantum_state)?,
                     })
                     .await?,
-                human::anchor,
+                human::anchor_record,
             ),
-            AnchorCommand::List(p) => {
-                out.print(&service.list_anchors(page(&p)).await?, human::anchors)
+            AnchorCommand::List {
+                active: false,
+                page: p,
+            } => out.print(&service.list_anchors(page(&p)).await?, human::anchors),
+            AnchorCommand::List {
+                active: true,
+                page: p,
+            } => out.print(
+                &service
+                    .find_anchors(AnchorListQuery {
+                        include_spent: Some(false),
+                        limit: p.limit,
+                        cursor: p.cursor,
+                    })
+                    .await?,
+                human::anchor_records,
+            ),
+            AnchorCommand::Delete { id } => {
+                service
+                    .delete_anchor(AnchorRef {
+                        anchor_id: id.parse()?,
+                    })
+                    .await?;
+                out.print(&serde_json::json!({ "deleted": id }), |_| {
+                    format!("deleted anchor {id}\n")
+                })
             }
+            AnchorCommand::Stability { id } => out.print(
+                &service
+                    .check_anchor_stability(AnchorRef {
+                        anchor_id: id.parse()?,
+                    })
+                    .await?,
+                human::anchor_stability,
+            ),
+            AnchorCommand::Adjust { id, environment } => out.print(
+                &service
+                    .adjust_anchor(AdjustAnchorRequest {
+                        anchor_id: id.parse()?,
+                        new_environment: conditions("--env", &environment)?.unwrap_or_default(),
+                    })
+                    .await?,
+                human::anchor_record,
+            ),
         },
+        Command::Wormhole {
+            entry,
+            exit,
+            timeline: tl,
+            no_check,
+        } => out.print(
+            &service
+                .simulate_wormhole(WormholeRequest {
+                    entry_point: entry,
+                    exit_point: exit,
+                    stability_check: Some(!no_check),
+                    timeline_id: tl.as_deref().map(timeline).transpose()?,
+                })
+                .await?,
+            human::wormhole,
+        ),
         Command::Travel(args) => {
             let journey = match (args.destination, args.to_time) {
                 (_, Some(destination_time)) => {

@@ -212,6 +212,22 @@ pub enum Command {
         #[arg(long, default_value = "primary")]
         timeline: String,
     },
+    /// Simulate a journey from one time to another (nothing is written): the time between them
+    /// and whether arriving with what you carry would add a paradox
+    Wormhole {
+        /// Where the journey leaves (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
+        #[arg(value_parser = parse_time)]
+        entry: Instant,
+        /// Where it arrives
+        #[arg(value_parser = parse_time)]
+        exit: Instant,
+        /// The timeline (default: where you are)
+        #[arg(long)]
+        timeline: Option<String>,
+        /// Skip the paradox check
+        #[arg(long)]
+        no_check: bool,
+    },
     /// Store, list and delete automation scripts
     #[command(subcommand)]
     Scripts(ScriptCommand),
@@ -672,9 +688,42 @@ pub enum AnchorCommand {
         /// What it is for
         #[arg(long)]
         description: Option<String>,
+        /// How finely the timestamp is given: second, millisecond, microsecond or nanosecond
+        #[arg(long, value_parser = parse_accuracy)]
+        accuracy: Option<crate::model::Accuracy>,
+        /// An environmental condition to record, KEY=VALUE (repeatable)
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        environment: Vec<String>,
+        /// A quantum-state parameter to record, KEY=VALUE (repeatable)
+        #[arg(long = "quantum", value_name = "KEY=VALUE")]
+        quantum_state: Vec<String>,
     },
     /// List your anchors
-    List(PageArgs),
+    List {
+        /// Only those you can still return to
+        #[arg(long)]
+        active: bool,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+    /// Delete one of your anchors (active or spent)
+    Delete {
+        /// The anchor
+        id: String,
+    },
+    /// Can you still return to an anchor, and safely?
+    Stability {
+        /// The anchor
+        id: String,
+    },
+    /// Replace an active anchor's recorded environment
+    Adjust {
+        /// The anchor
+        id: String,
+        /// A condition of the new environment, KEY=VALUE (repeatable; at least one)
+        #[arg(long = "env", value_name = "KEY=VALUE", required = true)]
+        environment: Vec<String>,
+    },
 }
 
 /// `travel`.
@@ -749,6 +798,11 @@ pub struct MonitorArgs {
     /// where it left off. With --json, one JSON object per line.
     #[arg(long, short = 'f')]
     pub follow: bool,
+}
+
+fn parse_accuracy(s: &str) -> Result<crate::model::Accuracy, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|_| "expected second, millisecond, microsecond or nanosecond".to_owned())
 }
 
 fn parse_time(s: &str) -> Result<Instant, String> {

@@ -298,6 +298,84 @@ pub mod human {
         )
     }
 
+    /// A simulated journey.
+    pub fn wormhole(w: &crate::service::WormholeSimulation) -> String {
+        let verdict = match w.stability {
+            crate::service::WormholeStability::Stable => "stable",
+            crate::service::WormholeStability::Unstable => "unstable",
+            crate::service::WormholeStability::NotChecked => "not checked",
+        };
+        let direction = match w.direction {
+            crate::service::Direction::Past => "into the past",
+            crate::service::Direction::Future => "into the future",
+        };
+        let mut out = format!(
+            "{} {direction} in {}: {verdict}\n",
+            w.time_difference, w.timeline_id
+        );
+        if let Some(why) = &w.refused {
+            let _ = writeln!(out, "  - {why}");
+        }
+        for p in &w.paradoxes {
+            let _ = writeln!(out, "  - {}", p.description);
+        }
+        out
+    }
+
+    /// An anchor with what was recorded with it.
+    pub fn anchor_record(a: &crate::model::AnchorRecord) -> String {
+        let mut out = anchor(&a.anchor);
+        if let Some(accuracy) = a.details.accuracy {
+            let _ = writeln!(out, "  timestamp {}", accuracy.print(&a.timestamp));
+        }
+        for (what, conditions) in [
+            ("environment", &a.details.environment),
+            ("quantum state", &a.details.quantum_state),
+        ] {
+            for (key, value) in conditions.iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "  {what} {key}: {}",
+                    value
+                        .as_str()
+                        .map_or_else(|| value.to_string(), str::to_owned)
+                );
+            }
+        }
+        out
+    }
+
+    /// A page of anchors with their details.
+    pub fn anchor_records(page: &Page<crate::model::AnchorRecord>) -> String {
+        anchors(&Page {
+            items: page.items.iter().map(|a| a.anchor.clone()).collect(),
+            next_cursor: page.next_cursor.clone(),
+        })
+    }
+
+    /// An anchor's stability verdict and why.
+    pub fn anchor_stability(s: &crate::service::AnchorStability) -> String {
+        let verdict = match s.status {
+            crate::service::AnchorVerdict::Stable => "stable",
+            crate::service::AnchorVerdict::AtRisk => "at risk",
+            crate::service::AnchorVerdict::Unstable => "unstable",
+        };
+        let mut out = format!("{}  {verdict} (in {})\n", s.anchor_id, s.timeline_id);
+        for reason in &s.reasons {
+            let _ = writeln!(out, "  - {reason}");
+        }
+        for (key, value) in &s.current_conditions {
+            let _ = writeln!(
+                out,
+                "  {key}: {}",
+                value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned)
+            );
+        }
+        out
+    }
+
     /// A page of anchors.
     pub fn anchors(page: &Page<Anchor>) -> String {
         let rows = page

@@ -390,6 +390,14 @@ struct EventsBody {
     next_cursor: Option<String>,
 }
 
+/// `{"anchors": [...], "next_cursor": ...}` (list-anchors, full view).
+#[derive(serde::Deserialize)]
+struct AnchorsBody {
+    anchors: Vec<AnchorRecord>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
 /// `{"status": "ok", "log_entries": [...], "next_cursor": ...}` (automation-log, full view).
 #[derive(serde::Deserialize)]
 struct LogBody {
@@ -768,6 +776,49 @@ impl TimelineService for RemoteClient {
 
     async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
         self.list(&["v1", "anchors"], &page).await
+    }
+
+    async fn set_precise_anchor(&self, req: NewPreciseAnchor) -> ServiceResult<AnchorRecord> {
+        self.send(Call::post(&["v1", "set-anchor"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn find_anchors(&self, req: AnchorListQuery) -> ServiceResult<Page<AnchorRecord>> {
+        let call = Call::get(&["v1", "list-anchors"])
+            .param("include_spent", req.include_spent)
+            .param("limit", req.limit)
+            .param("cursor", req.cursor.as_ref());
+        let answer = self.send(call).await?;
+        let body: AnchorsBody = answer.json()?;
+        Ok(Page {
+            items: body.anchors,
+            next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
+        })
+    }
+
+    async fn delete_anchor(&self, req: AnchorRef) -> ServiceResult<()> {
+        let call = Call::delete(&["v1", "delete-anchor"]).param("anchor_id", Some(&req.anchor_id));
+        self.send(call).await?;
+        Ok(())
+    }
+
+    async fn check_anchor_stability(&self, req: AnchorRef) -> ServiceResult<AnchorStability> {
+        let call =
+            Call::get(&["v1", "check-anchor-stability"]).param("anchor_id", Some(&req.anchor_id));
+        self.send(call).await?.json()
+    }
+
+    async fn simulate_wormhole(&self, req: WormholeRequest) -> ServiceResult<WormholeSimulation> {
+        self.send(Call::post(&["v1", "simulate-wormhole"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn adjust_anchor(&self, req: AdjustAnchorRequest) -> ServiceResult<AnchorRecord> {
+        self.send(Call::post(&["v1", "adjust-anchor"], &req)?)
+            .await?
+            .json()
     }
 
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {

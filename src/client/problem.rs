@@ -135,6 +135,7 @@ fn fallback(f: Failure<'_>, problem: ProblemBody) -> ServiceError {
             retry_after_secs: retry_after_secs(f.retry_after),
         },
         "unavailable" => ServiceError::Unavailable(detail),
+        "unsupported-operation" => ServiceError::Unsupported(detail),
         "internal" | "method-not-allowed" => ServiceError::Internal(detail),
         // invalid-request, unprocessable, payload-too-large, unsupported-media-type.
         _ => invalid(&detail),

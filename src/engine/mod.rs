@@ -6,6 +6,7 @@
 //! Another process writing the same store (a CLI next to the dashboard, a second server replica)
 //! is seen on the next call, and a write that raced one is decided again on the new state.
 
+mod anchors;
 pub mod audit;
 mod barrier;
 mod clock;
@@ -21,6 +22,7 @@ mod session;
 pub mod snapshot;
 mod watch;
 mod world;
+mod wormhole;
 
 use std::sync::{Arc, Mutex, RwLock};
 

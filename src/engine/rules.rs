@@ -3,14 +3,14 @@
 
 use crate::error::ServiceError;
 use crate::model::{
-    Anchor, AnchorId, AnchorStatus, Event, EventId, EventStatus, Instant, Item, ItemId, Journey,
-    JourneyId, LeftItem, Position, Timeline, TimelineId, TimelineStatus, Traveller, Whereabouts,
-    format_instant, in_range, opt_in_range,
+    Anchor, AnchorDetails, AnchorId, AnchorRecord, AnchorStatus, Event, EventId, EventStatus,
+    Instant, Item, ItemId, Journey, JourneyId, LeftItem, Position, Timeline, TimelineId,
+    TimelineStatus, Traveller, Whereabouts, format_instant, in_range, opt_in_range,
 };
 use crate::paradox::{self, Change, Paradox, Subject};
 use crate::service::{
-    EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewTimeline, ParadoxCheckRequest,
-    TimelineInfo, TravelRequest,
+    EventRecord, ManipulateRequest, NewEvent, NewItem, NewPreciseAnchor, NewTimeline,
+    ParadoxCheckRequest, TimelineInfo, TravelRequest,
 };
 
 use super::world::{Op, TimelineState, World};
@@ -283,30 +283,67 @@ pub fn register_item(
     Ok((Op::RegisterItem { item: item.clone() }, item))
 }
 
-/// Setting an anchor in the traveller's current timeline; one active anchor per timestamp.
+/// Setting an anchor in the traveller's current timeline. One active anchor per timeline,
+/// timestamp and description: the same instant in another timeline, or for another purpose, is
+/// another return point (DESIGN §3).
 pub fn set_anchor(
     world: &World,
     ctx: &Ctx<'_>,
-    req: &NewAnchor,
-) -> Result<(Op, Anchor), ServiceError> {
+    req: &NewPreciseAnchor,
+) -> Result<(Op, AnchorRecord), ServiceError> {
     let description = optional_text("description", req.description.as_ref())?;
     in_range("timestamp", req.timestamp)?;
-    if let Some(existing) = world
-        .anchors_of(ctx.traveller)
-        .find(|a| a.status == AnchorStatus::Active && a.timestamp == req.timestamp)
+    if let Some(accuracy) = req.accuracy
+        && !accuracy.holds(&req.timestamp)
     {
+        return Err(ServiceError::invalid(
+            "timestamp",
+            format!(
+                "is given more finely than the accuracy '{}' ({} fraction digits at most)",
+                serde_json::to_value(accuracy)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                accuracy.digits()
+            ),
+        ));
+    }
+    for (field, value) in [
+        ("environment", &req.environment),
+        ("quantum_state", &req.quantum_state),
+    ] {
+        if let Some(value) = value {
+            super::anchors::conditions(field, value)?;
+        }
+    }
+    let timeline = world.position_of(ctx.traveller, ctx.now).timeline;
+    if let Some(existing) = world.anchors_of(ctx.traveller).find(|a| {
+        a.status == AnchorStatus::Active
+            && a.timeline == timeline
+            && a.timestamp == req.timestamp
+            && a.description == description
+    }) {
         return Err(ServiceError::AlreadyExists {
             location: format!("/v1/anchors/{}", existing.id),
         });
     }
-    let anchor = Anchor {
-        id: AnchorId::from_ulid((ctx.mint)()),
-        owner: ctx.traveller.clone(),
-        timeline: world.position_of(ctx.traveller, ctx.now).timeline,
-        timestamp: req.timestamp,
-        description,
-        status: AnchorStatus::Active,
-        created_at: ctx.now,
+    let anchor = AnchorRecord {
+        anchor: Anchor {
+            id: AnchorId::from_ulid((ctx.mint)()),
+            owner: ctx.traveller.clone(),
+            timeline,
+            timestamp: req.timestamp,
+            description,
+            status: AnchorStatus::Active,
+            created_at: ctx.now,
+        },
+        details: AnchorDetails {
+            // The traveller's position has no location yet.
+            location: None,
+            accuracy: req.accuracy,
+            environment: req.environment.clone(),
+            quantum_state: req.quantum_state.clone(),
+        },
     };
     Ok((
         Op::SetAnchor {

@@ -27,8 +27,8 @@ use super::idempotency::{IdempotencyKey, Keys, Remembered};
 use super::{TimelineState, World};
 use crate::automation::{Job, LogRecord, ScriptRecord};
 use crate::model::{
-    Anchor, EventId, History, HistoryImage, Instant, Item, Journey, Position, Timeline, TimelineId,
-    Traveller,
+    AnchorRecord, EventId, History, HistoryImage, Instant, Item, Journey, Position, Timeline,
+    TimelineId, Traveller,
 };
 use crate::store::{Link, LogKey};
 
@@ -229,7 +229,7 @@ struct TimelineImage {
 #[derive(Serialize, Deserialize)]
 struct Records {
     items: Vec<Item>,
-    anchors: Vec<Anchor>,
+    anchors: Vec<AnchorRecord>,
     journeys: Vec<Journey>,
     positions: Vec<(Traveller, Position)>,
     scripts: Vec<ScriptRecord>,

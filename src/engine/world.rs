@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::idempotency::{IdempotencyKey, Keys, Remembered};
 use crate::automation::{Due, Job, JobStatus, LogRecord, ScriptRecord, ScriptStatus};
 use crate::model::{
-    Anchor, AnchorId, AnchorStatus, Event, EventId, History, Instant, Item, ItemId, Journey,
+    AnchorId, AnchorRecord, AnchorStatus, Event, EventId, History, Instant, Item, ItemId, Journey,
     JourneyId, Position, ScheduleId, ScriptId, Timeline, TimelineId, Traveller, Whereabouts,
 };
 use crate::service::LogEntry;
@@ -115,8 +115,20 @@ pub enum Op {
     },
     /// An anchor set.
     SetAnchor {
-        /// The anchor.
-        anchor: Anchor,
+        /// The anchor with its details (older records have none).
+        anchor: AnchorRecord,
+    },
+    /// An anchor's recorded environment replaced (the previous one stays in the log).
+    AdjustAnchor {
+        /// Which.
+        id: AnchorId,
+        /// The environment now recorded.
+        environment: crate::model::Conditions,
+    },
+    /// An anchor removed from its traveller's state (journeys and the log still name it).
+    DeleteAnchor {
+        /// Which.
+        id: AnchorId,
     },
     /// A journey made.
     Travel {
@@ -215,7 +227,7 @@ pub struct World {
     /// Items by id (every traveller's).
     pub items: OrdMap<ItemId, Arc<Item>>,
     /// Anchors by id (every traveller's).
-    pub anchors: OrdMap<AnchorId, Arc<Anchor>>,
+    pub anchors: OrdMap<AnchorId, Arc<AnchorRecord>>,
     /// Journeys by id, which is creation order.
     pub journeys: OrdMap<JourneyId, Arc<Journey>>,
     /// Where each traveller who ever travelled is.
@@ -274,7 +286,7 @@ impl World {
     pub fn anchors_of<'a>(
         &'a self,
         traveller: &'a Traveller,
-    ) -> impl Iterator<Item = &'a Arc<Anchor>> {
+    ) -> impl Iterator<Item = &'a Arc<AnchorRecord>> {
         self.owned
             .get(traveller)
             .into_iter()
@@ -483,6 +495,22 @@ impl World {
                     .anchors
                     .insert(anchor.id.clone());
                 self.anchors.insert(anchor.id.clone(), Arc::new(anchor));
+            }
+            Op::AdjustAnchor { id, environment } => {
+                let anchor = self
+                    .anchors
+                    .get(&id)
+                    .ok_or_else(|| fail(format!("unknown anchor {id}")))?;
+                let mut adjusted = (**anchor).clone();
+                adjusted.details.environment = Some(environment);
+                self.anchors.insert(id, Arc::new(adjusted));
+            }
+            Op::DeleteAnchor { id } => {
+                let anchor = self
+                    .anchors
+                    .remove(&id)
+                    .ok_or_else(|| fail(format!("unknown anchor {id}")))?;
+                self.owned_by(&anchor.owner).anchors.remove(&id);
             }
             Op::Travel { journey } => self.apply_travel(journey),
             Op::Pause {

@@ -235,6 +235,53 @@ pub enum AnchorStatus {
     Spent,
 }
 
+/// How finely an anchor's timestamp is given: its digits after the second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Accuracy {
+    /// Whole seconds.
+    Second,
+    /// 3 fraction digits.
+    Millisecond,
+    /// 6 fraction digits.
+    Microsecond,
+    /// 9 fraction digits.
+    Nanosecond,
+}
+
+impl Accuracy {
+    /// Fraction digits printed at this accuracy.
+    pub fn digits(self) -> u32 {
+        match self {
+            Self::Second => 0,
+            Self::Millisecond => 3,
+            Self::Microsecond => 6,
+            Self::Nanosecond => 9,
+        }
+    }
+
+    /// Whether `t` is given no more finely than this accuracy.
+    pub fn holds(self, t: &Instant) -> bool {
+        use chrono::Timelike;
+        t.nanosecond().is_multiple_of(10u32.pow(9 - self.digits()))
+    }
+
+    /// `t` printed with exactly this accuracy's fraction digits (RFC 3339, `Z`).
+    pub fn print(self, t: &Instant) -> String {
+        let format = match self {
+            Self::Second => chrono::SecondsFormat::Secs,
+            Self::Millisecond => chrono::SecondsFormat::Millis,
+            Self::Microsecond => chrono::SecondsFormat::Micros,
+            Self::Nanosecond => chrono::SecondsFormat::Nanos,
+        };
+        t.to_rfc3339_opts(format, true)
+    }
+}
+
+/// Recorded conditions (an anchor's environment or quantum state): data the traveller gives,
+/// at most 32 keys of up to 64 characters, each value a string, number or bool.
+pub type Conditions = serde_json::Map<String, serde_json::Value>;
+
 /// A return ticket: a traveller's point to come back to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Anchor {
@@ -254,6 +301,51 @@ pub struct Anchor {
     /// Wall-clock instant it was set.
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Instant,
+}
+
+/// What an anchor records beyond its return point: where the traveller was, how finely the
+/// timestamp was given, and the conditions the traveller recorded (measured by no one here).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AnchorDetails {
+    /// Where the traveller was when it was set, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// How finely its timestamp was given, when the traveller said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Accuracy>,
+    /// The environment the traveller recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub environment: Option<Conditions>,
+    /// The quantum state the traveller recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub quantum_state: Option<Conditions>,
+}
+
+/// An anchor with its details, as the engine keeps it and the guide operations answer it: the
+/// anchor's fields and the details' side by side in one JSON object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AnchorRecord {
+    /// The anchor.
+    #[serde(flatten)]
+    pub anchor: Anchor,
+    /// Its details.
+    #[serde(flatten)]
+    pub details: AnchorDetails,
+}
+
+impl std::ops::Deref for AnchorRecord {
+    type Target = Anchor;
+    fn deref(&self) -> &Anchor {
+        &self.anchor
+    }
+}
+
+impl std::ops::DerefMut for AnchorRecord {
+    fn deref_mut(&mut self) -> &mut Anchor {
+        &mut self.anchor
+    }
 }
 
 /// An item that did not travel, and why.

@@ -592,24 +592,41 @@ impl From<&DissonanceResult> for AlignedDoc {
     }
 }
 
-/// `set-anchor` as the guide shows it.
+/// `set-anchor` as the guide shows it; the high-precision fields are echoed when given.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnchorSetDoc {
     /// The anchor's id.
     pub anchor_id: crate::model::AnchorId,
     /// `set`.
     pub status: String,
-    /// The time it returns to.
+    /// The time it returns to, with exactly the accuracy's fraction digits when one was given.
     #[schema(value_type = String, format = DateTime)]
-    pub timestamp: Instant,
+    pub timestamp: String,
+    /// The accuracy given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<crate::model::Accuracy>,
+    /// The environment recorded (the traveller's data; nothing is measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub environment: Option<crate::model::Conditions>,
+    /// The quantum state recorded (the traveller's data; nothing is measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub quantum_state: Option<crate::model::Conditions>,
 }
 
-impl From<&Anchor> for AnchorSetDoc {
-    fn from(a: &Anchor) -> Self {
+impl From<&crate::model::AnchorRecord> for AnchorSetDoc {
+    fn from(a: &crate::model::AnchorRecord) -> Self {
         Self {
             anchor_id: a.id.clone(),
             status: "set".into(),
-            timestamp: a.timestamp,
+            timestamp: match a.details.accuracy {
+                Some(accuracy) => accuracy.print(&a.timestamp),
+                None => crate::model::format_instant(&a.timestamp),
+            },
+            accuracy: a.details.accuracy,
+            environment: a.details.environment.clone(),
+            quantum_state: a.details.quantum_state.clone(),
         }
     }
 }
@@ -792,7 +809,7 @@ view_enum! {
     /// A dissonance correction.
     AlignedView = AlignedDoc | DissonanceResult;
     /// A set anchor (guide).
-    AnchorSetView = AnchorSetDoc | Anchor;
+    AnchorSetView = AnchorSetDoc | crate::model::AnchorRecord;
     /// A stored script.
     ScriptView = ScriptDoc | Script;
     /// A scheduled manipulation.

@@ -24,6 +24,12 @@
 //! | `POST /items` | [`TimelineService::register_item`] |
 //! | `POST /events`, `manipulate-event` | [`TimelineService::manipulate_event`] |
 //! | `POST /anchors`, `set-anchor` | [`TimelineService::set_anchor`] |
+//! | `set-anchor` with `accuracy`, `environment`, `quantum_state` | [`TimelineService::set_precise_anchor`] |
+//! | `list-anchors` | [`TimelineService::find_anchors`] |
+//! | `delete-anchor` | [`TimelineService::delete_anchor`] |
+//! | `check-anchor-stability` | [`TimelineService::check_anchor_stability`] |
+//! | `simulate-wormhole` | [`TimelineService::simulate_wormhole`] |
+//! | `adjust-anchor` | [`TimelineService::adjust_anchor`] |
 //! | `POST /paradox-checks` | [`TimelineService::check_paradox`] |
 //! | `check-paradox` | [`TimelineService::check_stability`] |
 //! | `GET /monitor-timeline`, `/api/v1/monitor-paradox` | [`TimelineService::monitor_timeline`] |
@@ -101,6 +107,19 @@ pub trait TimelineService: Send + Sync {
     async fn get_anchor(&self, id: &AnchorId) -> ServiceResult<Anchor>;
     /// The caller's anchors, active and spent.
     async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>>;
+    /// Sets an anchor with an accuracy, a recorded environment or quantum state.
+    async fn set_precise_anchor(&self, req: NewPreciseAnchor) -> ServiceResult<AnchorRecord>;
+    /// The caller's anchors in creation order: only the active ones unless `include_spent`.
+    async fn find_anchors(&self, req: AnchorListQuery) -> ServiceResult<Page<AnchorRecord>>;
+    /// Deletes one of the caller's anchors, active or spent: it is no longer a destination.
+    async fn delete_anchor(&self, req: AnchorRef) -> ServiceResult<()>;
+    /// Whether the caller can still return to an anchor, and safely; nothing is written.
+    async fn check_anchor_stability(&self, req: AnchorRef) -> ServiceResult<AnchorStability>;
+    /// A journey's dry run: the time between two points and whether arriving at the second
+    /// with what the caller carries would add a paradox. Nothing is written.
+    async fn simulate_wormhole(&self, req: WormholeRequest) -> ServiceResult<WormholeSimulation>;
+    /// Replaces an active anchor's recorded environment.
+    async fn adjust_anchor(&self, req: AdjustAnchorRequest) -> ServiceResult<AnchorRecord>;
 
     /// Searches a timeline's current events by location and time range, in time order.
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;

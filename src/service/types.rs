@@ -7,12 +7,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    EventId, EventStatus, Instant, ItemId, MergeId, Position, ScheduleId, ScriptId, TimeRange,
-    TimelineId, TimelineStatus, Traveller, Window,
+    Accuracy, AnchorId, Conditions, EventId, EventStatus, Instant, ItemId, MergeId, Position,
+    ScheduleId, ScriptId, TimeRange, TimelineId, TimelineStatus, Traveller, Window,
 };
 use crate::paradox::Paradox;
 
-pub use crate::model::{Anchor, Item, Journey, LeftItem};
+pub use crate::model::{Anchor, AnchorDetails, AnchorRecord, Item, Journey, LeftItem};
 pub use crate::monitor::{Anomaly, AnomalyKind, Severity};
 
 /// Asking for one page of a list.
@@ -235,6 +235,120 @@ pub struct NewAnchor {
     /// What it is for.
     #[serde(default)]
     pub description: Option<String>,
+}
+
+/// Setting an anchor with the high-precision guide's fields (`set-anchor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct NewPreciseAnchor {
+    /// The time to return to.
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: Instant,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How finely `timestamp` is given: it is printed with exactly that many fraction digits,
+    /// and a timestamp finer than it is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Accuracy>,
+    /// Environmental conditions the traveller records (at most 32 keys of up to 64 characters;
+    /// values strings, numbers or booleans of up to 1000 characters). Chronoscope measures
+    /// nothing physical: this is the traveller's record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub environment: Option<Conditions>,
+    /// A quantum state the traveller records (same limits as `environment`; measured by no one
+    /// here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub quantum_state: Option<Conditions>,
+}
+
+impl From<NewAnchor> for NewPreciseAnchor {
+    fn from(a: NewAnchor) -> Self {
+        Self {
+            timestamp: a.timestamp,
+            description: a.description,
+            ..Self::default()
+        }
+    }
+}
+
+/// Listing the caller's anchors (guide `list-anchors`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AnchorListQuery {
+    /// Also list spent anchors (default false: only those that can still be returned to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_spent: Option<bool>,
+    /// Most anchors to return (1 to 1000, default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The cursor of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Naming one of the caller's anchors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AnchorRef {
+    /// The anchor.
+    #[schema(value_type = String)]
+    pub anchor_id: AnchorId,
+}
+
+/// Replacing an anchor's recorded environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdjustAnchorRequest {
+    /// The anchor (active: a spent anchor is history).
+    #[schema(value_type = String)]
+    pub anchor_id: AnchorId,
+    /// The environment now recorded (same limits as `set-anchor`'s).
+    #[schema(value_type = Object)]
+    pub new_environment: Conditions,
+}
+
+/// Whether an anchor can still be returned to, and safely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorVerdict {
+    /// A return would be accepted and would add no paradox.
+    Stable,
+    /// A return would be accepted, but its window is closing or it lands among paradoxes.
+    AtRisk,
+    /// A return would be refused (spent, or its timeline deleted, closed or unreadable).
+    Unstable,
+}
+
+/// `check-anchor-stability`: the verdict and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AnchorStability {
+    /// The anchor.
+    #[schema(value_type = String)]
+    pub anchor_id: AnchorId,
+    /// The verdict.
+    pub status: AnchorVerdict,
+    /// The recorded environment (`{}` when none).
+    #[schema(value_type = Object)]
+    pub current_conditions: Conditions,
+    /// A sentence per reason for a verdict other than `stable`.
+    pub reasons: Vec<String>,
+    /// The anchor's timeline.
+    #[schema(value_type = String)]
+    pub timeline_id: TimelineId,
+    /// That timeline's status now (`None` when it was deleted).
+    pub timeline_status: Option<TimelineStatus>,
+    /// When its window closes, if it does.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub closes_at: Option<Instant>,
+    /// Standing paradoxes around the timestamp, and those a return with the carried items
+    /// would add.
+    pub paradoxes: Vec<Paradox>,
+    /// The recorded quantum state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub quantum_state: Option<Conditions>,
+    /// The timestamp's accuracy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Accuracy>,
 }
 
 /// One step of a new outcome.
@@ -885,4 +999,67 @@ pub struct DissonanceResult {
     pub timeline_id: TimelineId,
     /// The events moved, in the order they were moved.
     pub moves: Vec<DissonanceMove>,
+}
+
+/// `simulate-wormhole`: a journey's dry run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WormholeRequest {
+    /// Where the journey leaves the timeline.
+    #[schema(value_type = String, format = DateTime)]
+    pub entry_point: Instant,
+    /// Where it arrives.
+    #[schema(value_type = String, format = DateTime)]
+    pub exit_point: Instant,
+    /// Whether to check arriving with what the caller carries (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability_check: Option<bool>,
+    /// The timeline (default: where the caller is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub timeline_id: Option<TimelineId>,
+}
+
+/// The checker's verdict on a simulated journey.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WormholeStability {
+    /// Arriving with what is carried adds no paradox.
+    Stable,
+    /// It would add a paradox, or the journey would be refused.
+    Unstable,
+    /// `stability_check` was false.
+    NotChecked,
+}
+
+/// Which way a journey goes in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// To an earlier time (or the same).
+    Past,
+    /// To a later time.
+    Future,
+}
+
+/// A simulated journey; nothing is written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WormholeSimulation {
+    /// The timeline simulated.
+    #[schema(value_type = String)]
+    pub timeline_id: TimelineId,
+    /// The verdict.
+    pub stability: WormholeStability,
+    /// The time between the two points in calendar words, the two largest units
+    /// ("100 years", "3 days 4 hours").
+    pub time_difference: String,
+    /// Which way the journey goes.
+    pub direction: Direction,
+    /// What would be carried.
+    #[schema(value_type = Vec<String>)]
+    pub items: Vec<ItemId>,
+    /// What the checker found.
+    pub paradoxes: Vec<Paradox>,
+    /// Why the journey would be refused, if it would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }

@@ -1002,8 +1002,8 @@ pub async fn items_register_get_list(face: &Face) {
     assert_eq!(ids, [&watch.id, &lamp.id]);
 }
 
-/// Anchors: set, the same timestamp again is 409 with the existing anchor's location, another
-/// timestamp is a new anchor; get, list.
+/// Anchors: set, the same timeline, timestamp and description again is 409 with the existing
+/// anchor's location, another timestamp is a new anchor; get, list.
 pub async fn anchors_set_get_list(face: &Face) {
     let ada = face.traveller("ada");
     let home = face
@@ -1018,8 +1018,8 @@ pub async fn anchors_set_get_list(face: &Face) {
     assert_eq!(home.description.as_deref(), Some("home"));
     let err = face
         .err(
-            "set same timestamp",
-            ada.set_anchor(anchor("2026-11-22T11:00:00+01:00", "home again")),
+            "set same timestamp and purpose",
+            ada.set_anchor(anchor("2026-11-22T11:00:00+01:00", "home")),
         )
         .await;
     assert_eq!(
@@ -1045,7 +1045,7 @@ pub async fn anchors_set_get_list(face: &Face) {
     let err = face
         .err(
             "set to the same nanosecond",
-            ada.set_anchor(anchor("2026-11-22T12:00:00.000000001Z", "again")),
+            ada.set_anchor(anchor("2026-11-22T12:00:00.000000001Z", "just after lunch")),
         )
         .await;
     assert_eq!(
@@ -2654,4 +2654,331 @@ pub async fn guide_pause_and_resume(face: &Face) {
         t("2024-09-01T00:17:00Z"),
         "it runs on from where it stood"
     );
+}
+
+fn precise(at: &str, description: &str) -> NewPreciseAnchor {
+    NewPreciseAnchor {
+        timestamp: t(at),
+        description: Some(description.into()),
+        ..NewPreciseAnchor::default()
+    }
+}
+
+fn conditions(pairs: &[(&str, &str)]) -> chronoscope::model::Conditions {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), serde_json::Value::String((*v).to_owned())))
+        .collect()
+}
+
+/// The high-precision guide's anchors: three at one instant for three purposes (the identity
+/// is timeline + timestamp + description), the accuracy kept and a finer timestamp refused,
+/// the recorded conditions' limits, adjusting (spent anchors are history), and the stability
+/// verdict as the anchor's timeline window closes and once it is spent.
+pub async fn anchors_precise_adjust_stability(face: &Face) {
+    use chronoscope::model::Accuracy;
+    let ada = face.traveller("ada");
+    let at = "2024-09-01T00:00:00.123456Z";
+    let micro = face
+        .ok(
+            "set with accuracy",
+            ada.set_precise_anchor(NewPreciseAnchor {
+                accuracy: Some(Accuracy::Microsecond),
+                ..precise(at, "quantum experiment")
+            }),
+        )
+        .await;
+    assert_eq!(micro.details.accuracy, Some(Accuracy::Microsecond));
+    assert_eq!(micro.timestamp, t(at));
+    let env = conditions(&[("temperature", "20C"), ("humidity", "50%")]);
+    let with_env = face
+        .ok(
+            "same instant, another purpose",
+            ada.set_precise_anchor(NewPreciseAnchor {
+                environment: Some(env.clone()),
+                ..precise(at, "environment")
+            }),
+        )
+        .await;
+    assert_ne!(with_env.id, micro.id);
+    assert_eq!(with_env.details.environment.as_ref(), Some(&env));
+    let err = face
+        .err(
+            "same instant and purpose",
+            ada.set_precise_anchor(precise(at, "environment")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", with_env.id)
+        }
+    );
+    let err = face
+        .err(
+            "finer than the accuracy",
+            ada.set_precise_anchor(NewPreciseAnchor {
+                accuracy: Some(Accuracy::Millisecond),
+                ..precise(at, "too fine")
+            }),
+        )
+        .await;
+    assert_invalid(&err, "timestamp");
+    let too_many: chronoscope::model::Conditions = (0..33)
+        .map(|i| (format!("k{i}"), serde_json::Value::Bool(true)))
+        .collect();
+    let err = face
+        .err(
+            "33 conditions",
+            ada.set_precise_anchor(NewPreciseAnchor {
+                quantum_state: Some(too_many),
+                ..precise(at, "crowded")
+            }),
+        )
+        .await;
+    assert_invalid(&err, "quantum_state");
+
+    // Only active anchors are listed by default, in creation order.
+    let list = face
+        .ok("list active", ada.find_anchors(AnchorListQuery::default()))
+        .await;
+    assert_eq!(list.items, [micro.clone(), with_env.clone()]);
+
+    let stable = face
+        .ok(
+            "stability",
+            ada.check_anchor_stability(AnchorRef {
+                anchor_id: with_env.id.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(stable.status, AnchorVerdict::Stable);
+    assert_eq!(stable.current_conditions, env);
+    assert!(stable.reasons.is_empty(), "{:?}", stable.reasons);
+
+    let new_env = conditions(&[("temperature", "22C")]);
+    let adjusted = face
+        .ok(
+            "adjust",
+            ada.adjust_anchor(AdjustAnchorRequest {
+                anchor_id: with_env.id.clone(),
+                new_environment: new_env.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(adjusted.details.environment.as_ref(), Some(&new_env));
+    assert_eq!(adjusted.timestamp, with_env.timestamp);
+    let got = face.ok("get adjusted", ada.get_anchor(&with_env.id)).await;
+    assert_eq!(got, adjusted.anchor);
+    let err = face
+        .err(
+            "adjust a value that is an object",
+            ada.adjust_anchor(AdjustAnchorRequest {
+                anchor_id: with_env.id.clone(),
+                new_environment: [("nested".to_owned(), serde_json::json!({"a": 1}))]
+                    .into_iter()
+                    .collect(),
+            }),
+        )
+        .await;
+    assert_invalid(&err, "new_environment.nested");
+    let err = face
+        .err(
+            "bob adjusts ada's anchor",
+            face.traveller("bob").adjust_anchor(AdjustAnchorRequest {
+                anchor_id: with_env.id.clone(),
+                new_environment: new_env.clone(),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "anchor", with_env.id.as_str());
+
+    // An anchor in a branch: at risk in its window's last tenth, unstable once it closed.
+    let tl = face.ok("create", ada.create_timeline(named("brief"))).await;
+    face.ok("travel there", ada.travel(to(tl.id.as_str(), &[])))
+        .await;
+    let there = face
+        .ok(
+            "anchor in the branch",
+            ada.set_anchor(anchor("2026-11-22T10:30:00Z", "in the branch")),
+        )
+        .await;
+    assert_eq!(there.timeline, tl.id);
+    let check = |id: &chronoscope::model::AnchorId| {
+        ada.check_anchor_stability(AnchorRef {
+            anchor_id: id.clone(),
+        })
+    };
+    face.advance(Duration::minutes(55));
+    let risky = face.ok("stability at 55 min", check(&there.id)).await;
+    assert_eq!(risky.status, AnchorVerdict::AtRisk);
+    assert!(
+        risky.reasons[0].contains("last tenth"),
+        "{:?}",
+        risky.reasons
+    );
+    face.advance(Duration::minutes(6));
+    let closed = face.ok("stability at 61 min", check(&there.id)).await;
+    assert_eq!(closed.status, AnchorVerdict::Unstable);
+    assert!(closed.reasons[0].contains("closed"), "{:?}", closed.reasons);
+
+    // Returning spends an anchor: it is unstable, cannot be adjusted, and is listed only
+    // with include_spent.
+    face.ok("return", ada.travel(to(micro.id.as_str(), &[])))
+        .await;
+    let spent = face.ok("stability spent", check(&micro.id)).await;
+    assert_eq!(spent.status, AnchorVerdict::Unstable);
+    let err = face
+        .err(
+            "adjust spent",
+            ada.adjust_anchor(AdjustAnchorRequest {
+                anchor_id: micro.id.clone(),
+                new_environment: new_env.clone(),
+            }),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    let active = face
+        .ok("list active", ada.find_anchors(AnchorListQuery::default()))
+        .await;
+    assert_eq!(
+        active.items.iter().map(|a| &a.id).collect::<Vec<_>>(),
+        [&with_env.id, &there.id]
+    );
+    let all = face
+        .ok(
+            "list with spent",
+            ada.find_anchors(AnchorListQuery {
+                include_spent: Some(true),
+                ..AnchorListQuery::default()
+            }),
+        )
+        .await;
+    assert_eq!(all.items.len(), 3);
+}
+
+/// Deleting an anchor: it stops being a destination and is listed nowhere; another
+/// traveller's or an already deleted one is an unknown reference; the point may be set again.
+pub async fn anchors_delete(face: &Face) {
+    let ada = face.traveller("ada");
+    let home = face
+        .ok(
+            "set",
+            ada.set_anchor(anchor("2026-11-22T09:00:00Z", "home")),
+        )
+        .await;
+    let err = face
+        .err(
+            "bob deletes ada's",
+            face.traveller("bob").delete_anchor(AnchorRef {
+                anchor_id: home.id.clone(),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "anchor", home.id.as_str());
+    face.ok(
+        "delete",
+        ada.delete_anchor(AnchorRef {
+            anchor_id: home.id.clone(),
+        }),
+    )
+    .await;
+    let err = face.err("get deleted", ada.get_anchor(&home.id)).await;
+    assert_eq!(err, ServiceError::not_found("anchor", home.id.as_str()));
+    let all = face
+        .ok("list all", ada.list_anchors(PageRequest::default()))
+        .await;
+    assert!(all.items.is_empty(), "{:?}", all.items);
+    let err = face
+        .err("travel to deleted", ada.travel(to(home.id.as_str(), &[])))
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+    let err = face
+        .err(
+            "delete again",
+            ada.delete_anchor(AnchorRef {
+                anchor_id: home.id.clone(),
+            }),
+        )
+        .await;
+    assert_unknown(&err, "anchor", home.id.as_str());
+    let again = face
+        .ok(
+            "set the same point again",
+            ada.set_anchor(anchor("2026-11-22T09:00:00Z", "home")),
+        )
+        .await;
+    assert_ne!(again.id, home.id);
+}
+
+/// A journey's dry run: the time between the points in calendar words, the direction, what
+/// would be carried; not checked on request; a closed timeline is unstable (the journey would
+/// be refused); an unknown timeline is an unknown reference; nothing is written.
+pub async fn wormhole_simulation(face: &Face) {
+    let ada = face.traveller("ada");
+    let req = |entry: &str, exit: &str| WormholeRequest {
+        entry_point: t(entry),
+        exit_point: t(exit),
+        ..WormholeRequest::default()
+    };
+    let sim = face
+        .ok(
+            "simulate",
+            ada.simulate_wormhole(req("2024-09-01T00:00:00Z", "1924-09-01T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(sim.time_difference, "100 years");
+    assert_eq!(sim.direction, Direction::Past);
+    assert_eq!(sim.stability, WormholeStability::Stable);
+    assert_eq!(sim.timeline_id, primary());
+    assert!(sim.items.is_empty());
+
+    let watch = face
+        .ok("register watch", ada.register_item(item("Pocket watch")))
+        .await;
+    let sim = face
+        .ok(
+            "simulate unchecked",
+            ada.simulate_wormhole(WormholeRequest {
+                stability_check: Some(false),
+                ..req("2024-09-01T00:00:00Z", "2024-09-04T04:00:00Z")
+            }),
+        )
+        .await;
+    assert_eq!(sim.time_difference, "3 days 4 hours");
+    assert_eq!(sim.direction, Direction::Future);
+    assert_eq!(sim.stability, WormholeStability::NotChecked);
+    assert_eq!(sim.items, std::slice::from_ref(&watch.id));
+
+    let tl = face.ok("create", ada.create_timeline(named("short"))).await;
+    face.advance(Duration::minutes(61));
+    let sim = face
+        .ok(
+            "simulate in a closed timeline",
+            ada.simulate_wormhole(WormholeRequest {
+                timeline_id: Some(tl.id.clone()),
+                ..req("2024-09-01T00:00:00Z", "1924-09-01T00:00:00Z")
+            }),
+        )
+        .await;
+    assert_eq!(sim.stability, WormholeStability::Unstable);
+    assert!(
+        sim.refused.as_deref().is_some_and(|r| r.contains("closed")),
+        "{sim:?}"
+    );
+    let err = face
+        .err(
+            "simulate in an unknown timeline",
+            ada.simulate_wormhole(WormholeRequest {
+                timeline_id: Some("tml_nope".parse().expect("id")),
+                ..req("2024-09-01T00:00:00Z", "1924-09-01T00:00:00Z")
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+    let me = face.ok("whoami", ada.whoami()).await;
+    assert_eq!(me.timeline_id, primary(), "nothing travelled");
 }

@@ -310,6 +310,12 @@ wrapped! {
     set_anchor(req: NewAnchor) -> Anchor;
     get_anchor(id: &AnchorId) -> Anchor;
     list_anchors(page: PageRequest) -> Page<Anchor>;
+    set_precise_anchor(req: NewPreciseAnchor) -> AnchorRecord;
+    find_anchors(req: AnchorListQuery) -> Page<AnchorRecord>;
+    delete_anchor(req: AnchorRef) -> ();
+    check_anchor_stability(req: AnchorRef) -> AnchorStability;
+    adjust_anchor(req: AdjustAnchorRequest) -> AnchorRecord;
+    simulate_wormhole(req: WormholeRequest) -> WormholeSimulation;
     search_events(req: SearchQuery) -> Page<EventRecord>;
     add_event(timeline: &TimelineId, req: NewEvent) -> EventRecord;
     manipulate_event(req: ManipulateRequest) -> ManipulationResult;

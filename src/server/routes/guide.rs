@@ -8,9 +8,9 @@ use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody};
 use crate::server::views::*;
 use crate::service::{
     DissonanceRequest, ExternalTrigger, GuideTravelRequest, Journey, ManipulateRequest,
-    MergeRequest, MonitorQuery, MonitorReport, NewAnchor, NewSchedule, NewScript, NewTimeline,
-    PageRequest, ReturnRequest, RevertRequest, SearchQuery, ShiftRequest, SignificantEventQuery,
-    StabilityQuery, SwitchRequest, TimeTravelRequest, TimelineCheck,
+    MergeRequest, MonitorQuery, MonitorReport, NewPreciseAnchor, NewSchedule, NewScript,
+    NewTimeline, PageRequest, ReturnRequest, RevertRequest, SearchQuery, ShiftRequest,
+    SignificantEventQuery, StabilityQuery, SwitchRequest, TimeTravelRequest, TimelineCheck,
 };
 
 async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
@@ -153,14 +153,18 @@ pub async fn correct_dissonance(
     Ok(projected(StatusCode::OK, &r, AlignedDoc::from))
 }
 
-/// Set an anchor (a return ticket) in your current timeline.
+/// Set an anchor (a return ticket) in your current timeline. One active anchor per timeline,
+/// timestamp and description (the same again answers 409 with its `Location`). With an
+/// `accuracy`, the timestamp is printed with exactly that many fraction digits, and a finer one
+/// is refused. `environment` and `quantum_state` are recorded as the traveller gives them and
+/// echoed: Chronoscope measures nothing physical.
 #[utoipa::path(post, path = "/v1/set-anchor", tag = "Guide", operation_id = "guideSetAnchor",
-    request_body = NewAnchor,
+    request_body = NewPreciseAnchor,
     responses((status = 201, description = "The anchor was set", body = AnchorSetView,
         headers(("Location" = String, description = "/v1/anchors/{id}"))))
 )]
-pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewAnchor>) -> ApiResult {
-    let a = caller.service.set_anchor(req).await?;
+pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewPreciseAnchor>) -> ApiResult {
+    let a = caller.service.set_precise_anchor(req).await?;
     let resp = projected(StatusCode::CREATED, &a, AnchorSetDoc::from);
     Ok(located(resp, &format!("/v1/anchors/{}", a.id)))
 }

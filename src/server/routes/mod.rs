@@ -1,10 +1,14 @@
 //! The routes: documented operations, guide operations, extensions, and the open endpoints.
 
+mod anchors;
 mod documented;
 mod extension;
 mod guide;
 pub(super) mod ops;
 mod stream;
+mod tutorial;
+mod unsupported;
+mod wormhole;
 
 use axum::Json;
 use axum::http::header::{LINK, LOCATION};
@@ -12,6 +16,7 @@ use axum::http::{HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouterExt;
 use utoipa_axum::routes;
 
 use super::AppState;
@@ -78,6 +83,16 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(guide::rewind))
         .routes(routes!(guide::pause_time))
         .routes(routes!(guide::resume_time))
+        .routes(routes!(anchors::list_anchors))
+        .routes(routes!(anchors::delete_anchor))
+        .routes(routes!(anchors::check_anchor_stability))
+        .routes(routes!(anchors::adjust_anchor))
+        .routes(routes!(tutorial::manipulate_event))
+        .routes(routes!(unsupported::shard_data))
+        .routes(routes!(unsupported::entangle_particles))
+        .routes(routes!(wormhole::simulate_wormhole).layer(axum::Extension(
+            super::extract::RouteScope(crate::auth::Scope::Read),
+        )))
         .merge(ops::open_router())
 }
 
