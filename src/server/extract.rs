@@ -159,9 +159,15 @@ where
     }
 }
 
+/// The body of a guide operation is a JSON object of named fields.
+fn not_an_object() -> Problem {
+    Problem::invalid("body", "the body must be a JSON object of named fields")
+}
+
 /// A JSON body that may be left out: operations the guides send with
 /// `Content-Type: application/json` and no body (`pause-time`, `list-anchors`, …). An empty body
-/// counts as `{}`; a body that is there must be JSON and parse like any other.
+/// counts as `{}`, and so does a JSON `null` (the description marks such a body optional, which
+/// OpenAPI says as "may be null"); a body that is there must be JSON and parse like any other.
 pub struct OptionalJsonBody<T>(pub T);
 
 impl<T, S> FromRequest<S> for OptionalJsonBody<T>
@@ -177,7 +183,11 @@ where
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return parse_json(b"{}").map(OptionalJsonBody);
         }
-        json_body(&headers, &bytes).map(OptionalJsonBody)
+        match json_body::<serde_json::Value>(&headers, &bytes)? {
+            serde_json::Value::Null => parse_json(b"{}").map(OptionalJsonBody),
+            serde_json::Value::Object(_) => parse_json(&bytes).map(OptionalJsonBody),
+            _ => Err(not_an_object()),
+        }
     }
 }
 
@@ -223,6 +233,10 @@ where
             return parse_query(&uri).map(BodyOrQuery);
         }
         let body: serde_json::Value = json_body(&headers, &bytes)?;
+        // serde would read a struct from a JSON array too (its fields in order).
+        if !body.is_object() {
+            return Err(not_an_object());
+        }
         let from_body: T = parse_json(&bytes)?;
         let query: Vec<(String, String)> = serde_urlencoded::from_str(uri.query().unwrap_or(""))
             .map_err(|e| Problem::invalid("query", e.to_string()))?;
@@ -304,6 +318,10 @@ mod tests {
             optional(None, " \n").await.ok(),
             Some(Paging { limit: None })
         );
+        assert_eq!(
+            optional(Some("application/json"), "null").await.ok(),
+            Some(Paging { limit: None })
+        );
     }
 
     #[tokio::test]
@@ -318,6 +336,11 @@ mod tests {
         assert_eq!(
             wrong_type.err().map(|p| p.status()),
             Some(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        );
+        let listed = optional(Some("application/json"), "[3]").await;
+        assert_eq!(
+            listed.err().map(|p| p.status()),
+            Some(StatusCode::BAD_REQUEST)
         );
         let malformed = optional(Some("application/json"), "{").await;
         assert_eq!(

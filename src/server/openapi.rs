@@ -35,6 +35,8 @@ const CONFLICT_ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/timeline/{timeline_id}"),
     ("delete", "/v1/scripts/{script_id}"),
     ("delete", "/v1/schedules/{schedule_id}"),
+    ("post", "/v1/merge-timelines"),
+    ("post", "/v1/adjust-anchor"),
 ];
 
 #[derive(OpenApi)]
@@ -334,7 +336,8 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         add(
             "409",
             problem_response(
-                "Refused in the current state (branches or travellers in it, or the job already ran)",
+                "Refused in the current state (branches or travellers in it, the job already ran, \
+                 timelines not on one line of descent, or a spent anchor)",
             ),
         );
     }

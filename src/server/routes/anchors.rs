@@ -161,7 +161,7 @@ pub struct AnchorIdParam {
 /// `include_spent`.
 #[utoipa::path(get, path = "/v1/list-anchors", tag = "Guide", operation_id = "listGuideAnchors",
     params(AnchorListParams),
-    request_body(content = AnchorListParams, description = "The same fields as a JSON body, instead of the query; may be left out"),
+    request_body(content = Option<AnchorListParams>, description = "The same fields as a JSON body, instead of the query; may be left out"),
     responses((status = 200, description = "Your anchors", body = AnchorsView))
 )]
 pub async fn list_anchors(
@@ -221,8 +221,19 @@ fn once<T: PartialEq>(
 )]
 pub async fn delete_anchor(
     caller: Caller,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
     BodyOrQuery(q): BodyOrQuery<AnchorIdParam>,
 ) -> ApiResult {
+    // A delete names exactly what it deletes: a query field this operation does not know (a
+    // typo of `anchor_id`, say) is refused rather than ignored.
+    let fields: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).unwrap_or_default();
+    if let Some((unknown, _)) = fields.iter().find(|(k, _)| k != "anchor_id" && k != "view") {
+        return Err(Problem::invalid(
+            unknown,
+            "unknown query parameter; delete-anchor takes anchor_id (and view)",
+        ));
+    }
     caller
         .service
         .delete_anchor(AnchorRef {

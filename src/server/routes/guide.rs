@@ -421,7 +421,7 @@ pub struct NoFields {}
 /// environment, create a branch. Pausing while paused answers `already_paused` and writes
 /// nothing.
 #[utoipa::path(post, path = "/v1/pause-time", tag = "Guide", operation_id = "pauseTime",
-    request_body(content = NoFields, description = "No fields; the body may be empty"),
+    request_body(content = Option<NoFields>, description = "No fields; the body may be empty"),
     responses((status = 200, description = "Your clock (`paused` or `already_paused`)", body = PausedView))
 )]
 pub async fn pause_time(
@@ -438,7 +438,7 @@ pub async fn pause_time(
 /// Let your paused clock run on from where it stood. Resuming a running clock answers
 /// `not_paused` and writes nothing.
 #[utoipa::path(post, path = "/v1/resume-time", tag = "Guide", operation_id = "resumeTime",
-    request_body(content = NoFields, description = "No fields; the body may be empty"),
+    request_body(content = Option<NoFields>, description = "No fields; the body may be empty"),
     responses((status = 200, description = "Your clock (`resumed` or `not_paused`)", body = ResumedView))
 )]
 pub async fn resume_time(
