@@ -949,3 +949,22 @@ async fn anchors_are_set_precisely_adjusted_checked_and_deleted_from_the_command
     let active = json(&ada, &["anchors", "list", "--active"]).await;
     assert_eq!(active["items"].as_array().unwrap().len(), 0, "{active}");
 }
+
+#[test]
+fn monitor_counts_one_anomaly_in_the_singular() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let moved = with_backtraces(
+        dir.path(),
+        &[
+            "events",
+            "manipulate",
+            "sidereus-nuncius-published",
+            "--time",
+            "1600-01-01",
+        ],
+    );
+    assert!(moved.status.success(), "{moved:?}");
+    let scan = with_backtraces(dir.path(), &["monitor", "primary"]);
+    let text = String::from_utf8_lossy(&scan.stdout);
+    assert_eq!(text.lines().next(), Some("primary: 1 anomaly"), "{text}");
+}

@@ -679,10 +679,11 @@ pub mod human {
                 ]
             })
             .collect();
+        let n = r.anomalies.len();
         format!(
-            "{}: {} anomalies\n{}",
+            "{}: {n} {}\n{}",
             r.timeline_id,
-            r.anomalies.len(),
+            if n == 1 { "anomaly" } else { "anomalies" },
             table(&["ANOMALY", "SEVERITY", "DESCRIPTION"], rows)
         )
     }
