@@ -322,6 +322,34 @@ async fn two_postgres_replicas_show_every_traveller_the_same_anomaly() {
             "{who} on {replica} is shown what ada is on A"
         );
     }
+    // And over HTTP, as two dashboards on the two replicas read it.
+    let ada_on_a = monitor_over_http(&a, "ada").await;
+    assert_eq!(ada_on_a[0]["anomaly_id"], by_ada_on_a.0[0].0.as_str());
+    assert_eq!(monitor_over_http(&b, "bob").await, ada_on_a);
+}
+
+/// `GET /v1/monitor-timeline?timeline_id=primary&view=full` through a server over `engine`,
+/// with a token of `who`: the anomalies as JSON.
+async fn monitor_over_http(engine: &Arc<Engine>, who: &str) -> serde_json::Value {
+    use chronoscope::auth::{Scope, Scopes, Secret, issue_token};
+    use tower::ServiceExt;
+    let secret = Secret::from_bytes("replica reads test secret, long enough for HS256").unwrap();
+    let scopes: Scopes = [Scope::Read].into_iter().collect();
+    let token = issue_token(&secret, who, &scopes, std::time::Duration::from_secs(60)).unwrap();
+    let router = chronoscope::server::build_router(
+        chronoscope::server::ServerConfig::new(secret),
+        Arc::clone(engine),
+    );
+    let req = axum::http::Request::get("/v1/monitor-timeline?timeline_id=primary&view=full")
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let resp = router.oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    serde_json::from_slice::<serde_json::Value>(&body).unwrap()["anomalies"].clone()
 }
 
 #[tokio::test]
