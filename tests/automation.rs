@@ -480,7 +480,7 @@ async fn a_job_can_be_cancelled_until_it_runs() {
     f.engine.run_due().await.unwrap();
     let err = f.ada().delete_schedule(&now.schedule_id).await.unwrap_err();
     assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
-    // A member without the admin scope (an admin would see ada's job, not delete it).
+    // A member without the admin scope (an admin could cancel ada's job while it waits).
     let bob = f.engine.session("bob".parse().unwrap()).with_admin(false);
     let err = bob.delete_schedule(&now.schedule_id).await.unwrap_err();
     assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
@@ -728,5 +728,80 @@ async fn an_admin_sees_everyones_automation_with_its_owner_others_their_own() {
             .items
             .len(),
         1
+    );
+}
+
+/// A script and a waiting job of ada's are removed by an admin, never by another member; the
+/// admin sees both, each naming ada.
+#[tokio::test]
+async fn an_admin_removes_anyones_script_and_waiting_job_another_member_cannot() {
+    let f = Fixture::new().await;
+    let as_member = |name: &str| f.engine.session(name.parse().unwrap()).with_admin(false);
+    let ada = as_member("ada");
+    let script = ada
+        .create_script(NewScript {
+            script_name: "keep deploy in step".into(),
+            trigger_event_id: f.launch.clone(),
+            conditions: ScriptConditions::default(),
+            actions: vec![manipulate(&f.deploy, "deploy rescheduled")],
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+    let job = ada
+        .schedule_manipulation(NewSchedule {
+            event_id: f.launch.clone(),
+            scheduled_time: f.clock.now() + Duration::hours(1),
+            manipulation_details: ManipulationDetails {
+                new_time: None,
+                new_details: Some("launch scrubbed".into()),
+            },
+            timeline_id: None,
+        })
+        .await
+        .unwrap();
+
+    let bob = as_member("bob");
+    let err = bob.delete_script(&script.script_id).await.unwrap_err();
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    let err = bob.delete_schedule(&job.schedule_id).await.unwrap_err();
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+
+    let admin = f.engine.session("root".parse().unwrap()).with_admin(true);
+    let scripts = admin
+        .list_scripts(PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(
+        scripts
+            .iter()
+            .map(|s| (&s.script_id, s.owner.as_ref().map(|o| o.as_str())))
+            .collect::<Vec<_>>(),
+        [(&script.script_id, Some("ada"))]
+    );
+    admin.delete_script(&script.script_id).await.unwrap();
+    admin.delete_schedule(&job.schedule_id).await.unwrap();
+
+    // Gone for ada too: the trigger fires nothing and the job never runs.
+    assert!(
+        ada.list_scripts(PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let jobs = ada
+        .list_schedules(PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].status, "cancelled");
+    f.clock.advance(Duration::hours(2));
+    assert_eq!(
+        f.engine.run_due().await.unwrap(),
+        0,
+        "a cancelled job never runs"
     );
 }

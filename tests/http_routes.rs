@@ -766,3 +766,127 @@ async fn simulate_wormhole_only_reads_and_the_unsupported_operations_say_why() {
             .assert_problem(401, "unauthorized");
     }
 }
+
+/// Automation changes shared timelines: an admin token lists everyone's scripts, jobs and log
+/// entries, each naming its owner, and removes them; another member sees and touches none.
+#[tokio::test]
+async fn an_admin_sees_and_removes_everyones_automation_another_member_nothing() {
+    let app = App::new().await;
+    let (ada, bob) = (token("ada"), token("bob"));
+    let root = token_with_scope("root", "admin");
+    let launch = add_event(
+        &app,
+        &ada,
+        "primary",
+        "launch",
+        "2025-03-01T12:00:00Z",
+        "Cape Canaveral",
+    )
+    .await["event_id"]
+        .clone();
+    // Nothing touches the script's trigger: it stays active and fires nothing here.
+    let quiet = add_event(
+        &app,
+        &ada,
+        "primary",
+        "countdown",
+        "2025-03-01T11:00:00Z",
+        "Cape Canaveral",
+    )
+    .await["event_id"]
+        .clone();
+    let action =
+        json!({"action_type": "manipulate", "event_id": launch, "new_details": "scrubbed"});
+    let script = app
+        .post(
+            "/v1/create-script",
+            &ada,
+            json!({"script_name": "follow", "trigger_event_id": quiet,
+                   "conditions": {}, "actions": [action]}),
+        )
+        .await;
+    assert_eq!(script.status, StatusCode::CREATED, "{}", script.text);
+    let script = script.json()["script_id"].as_str().unwrap().to_owned();
+    let waiting = app
+        .post(
+            "/v1/schedule-manipulation",
+            &ada,
+            json!({"event_id": launch, "scheduled_time": "2099-01-01T00:00:00Z",
+                   "manipulation_details": {"new_details": "much later"}}),
+        )
+        .await;
+    assert_eq!(waiting.status, StatusCode::CREATED, "{}", waiting.text);
+    let now = app
+        .post(
+            "/v1/trigger-external-manipulation",
+            &ada,
+            json!({"external_system": "ci", "trigger_conditions": {"build_status": "success"},
+                   "actions": [action]}),
+        )
+        .await;
+    assert_eq!(now.status, StatusCode::ACCEPTED, "{}", now.text);
+    assert_eq!(app.engine.run_due().await.unwrap(), 1);
+
+    // Bob, a member: nothing of ada's, and no way to remove it.
+    assert_eq!(app.get("/v1/scripts", &bob).await.json(), json!([]));
+    assert_eq!(app.get("/v1/schedules", &bob).await.json(), json!([]));
+    assert_eq!(
+        app.get("/v1/automation-log?view=full", &bob).await.json()["log_entries"],
+        json!([])
+    );
+    app.delete(&format!("/v1/scripts/{script}"), &bob)
+        .await
+        .assert_problem(404, "not-found");
+
+    // The admin: everything of ada's, named as hers.
+    let scripts = app.get("/v1/scripts", &root).await.json();
+    assert_eq!(scripts.as_array().unwrap().len(), 1, "{scripts}");
+    assert_eq!(scripts[0]["script_id"], script.as_str());
+    assert_eq!(scripts[0]["owner"], "ada");
+    let jobs = app.get("/v1/schedules", &root).await.json();
+    let owners: Vec<&Value> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| &j["owner"])
+        .collect();
+    assert_eq!(owners, [&json!("ada"), &json!("ada")], "{jobs}");
+    let log = app.get("/v1/automation-log?view=full", &root).await.json();
+    assert_eq!(log["log_entries"].as_array().unwrap().len(), 1, "{log}");
+    assert_eq!(log["log_entries"][0]["owner"], "ada");
+    // The documented view keeps the guide's shape.
+    let log = app.get("/v1/automation-log", &root).await.json();
+    assert_eq!(
+        keys(&log["log_entries"][0]),
+        ["action_taken", "event_id", "timestamp"]
+    );
+
+    let waiting = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["status"] == "scheduled")
+        .unwrap_or_else(|| panic!("a waiting job: {jobs}"))["schedule_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.delete(&format!("/v1/schedules/{waiting}"), &bob)
+        .await
+        .assert_problem(404, "not-found");
+    for uri in [
+        format!("/v1/scripts/{script}"),
+        format!("/v1/schedules/{waiting}"),
+    ] {
+        let r = app.delete(&uri, &root).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{uri}: {}", r.text);
+    }
+    assert_eq!(app.get("/v1/scripts", &ada).await.json(), json!([]));
+    let jobs = app.get("/v1/schedules", &ada).await.json();
+    assert!(
+        jobs.as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["schedule_id"] == waiting.as_str() && j["status"] == "cancelled"),
+        "{jobs}"
+    );
+}

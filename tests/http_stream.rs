@@ -714,3 +714,104 @@ async fn streams_beyond_the_caps_are_refused_with_retry_after() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// What `who` is shown of `timeline`'s anomalies: (id, kind) through the monitor, through its
+/// stream's snapshot, and as the raw `view=full` JSON; and the timelines list's count.
+async fn shown_to(
+    server: &Served,
+    who: &str,
+    timeline: &TimelineId,
+) -> (
+    Vec<(String, AnomalyKind)>,
+    Vec<(String, AnomalyKind)>,
+    serde_json::Value,
+    usize,
+) {
+    let client = server.client(who);
+    let ids = |anomalies: &[Anomaly]| -> Vec<(String, AnomalyKind)> {
+        anomalies
+            .iter()
+            .map(|a| (a.anomaly_id.to_string(), a.kind))
+            .collect()
+    };
+    let polled = client
+        .monitor_timeline(MonitorQuery {
+            timeline_id: timeline.clone(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    let mut stream = client
+        .watch_monitor(MonitorWatch {
+            timeline_id: timeline.clone(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    let first = next(&mut stream).await;
+    let MonitorChange::Snapshot(streamed) = first.change else {
+        panic!("a stream starts with a snapshot: {first:?}");
+    };
+    let raw: serde_json::Value = reqwest::Client::new()
+        .get(format!(
+            "{}/v1/monitor-timeline?timeline_id={timeline}&view=full",
+            server.base
+        ))
+        .bearer_auth(token(who))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = client
+        .list_timelines(PageRequest::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|t| &t.id == timeline)
+        .expect("the timeline is listed")
+        .paradoxes;
+    (
+        ids(&polled.anomalies),
+        ids(&streamed.anomalies),
+        raw["anomalies"].clone(),
+        listed,
+    )
+}
+
+/// Ada moves her own celebration before the treaty it celebrates: the grandfather paradox of
+/// her doing. Bob, looking at the same timeline, is shown the same anomaly (id and kind) on
+/// every face, and the list's count is the monitor's.
+#[tokio::test]
+async fn two_travellers_are_shown_one_anomaly_identity_and_the_list_counts_it() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let primary = TimelineId::primary();
+    let celebration = treaty_and_celebration(&ada, &primary).await;
+    celebrate_early(&ada, &primary, &celebration).await;
+
+    let (polled, streamed, raw, listed) = shown_to(&server, "ada", &primary).await;
+    assert_eq!(
+        polled.iter().map(|(_, kind)| *kind).collect::<Vec<_>>(),
+        [AnomalyKind::Paradox(
+            chronoscope::paradox::ParadoxKind::Grandfather
+        )],
+        "{raw}"
+    );
+    assert_eq!(streamed, polled, "the stream shows what the monitor does");
+    assert_eq!(raw[0]["anomaly_id"], polled[0].0.as_str());
+    assert_eq!(
+        listed,
+        polled.len(),
+        "the list counts what the monitor shows"
+    );
+
+    let by_bob = shown_to(&server, "bob", &primary).await;
+    assert_eq!(
+        by_bob,
+        (polled, streamed, raw, listed),
+        "bob is shown what ada is"
+    );
+}

@@ -1,6 +1,6 @@
 //! What replicas agree on: a write acknowledged by one replica is seen by the next read on any
-//! other, while reads share their store queries; and anomalies carry the same `detected_at`
-//! on every replica and after every restart.
+//! other, while reads share their store queries; and anomalies carry the same id, kind and
+//! `detected_at` for every viewer, on every replica and after every restart.
 
 mod support;
 
@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use chronoscope::engine::{Engine, ManualClock, SystemClock};
 use chronoscope::model::{Instant, TimelineId, Traveller};
+use chronoscope::paradox::ParadoxKind;
 use chronoscope::service::{
-    ManipulateRequest, MonitorQuery, NewEvent, NewItem, NewOutcome, OutcomeChange, PageRequest,
-    TimelineService,
+    AnomalyKind, ManipulateRequest, MonitorQuery, NewEvent, NewItem, NewOutcome, OutcomeChange,
+    PageRequest, TimelineService,
 };
 use chronoscope::store::{self};
 
@@ -210,24 +211,13 @@ async fn make_a_paradox(engine: &Arc<Engine>) {
     .unwrap();
 }
 
-async fn anomalies(engine: &Arc<Engine>) -> Vec<(String, Instant)> {
-    let report = engine
-        .session(traveller("bob"))
-        .monitor_timeline(MonitorQuery {
-            timeline_id: TimelineId::primary(),
-            time_range: None,
-        })
-        .await
-        .unwrap();
-    report
-        .anomalies
-        .into_iter()
-        .map(|a| (a.anomaly_id.to_string(), a.detected_at))
-        .collect()
+/// The anomalies of `primary` as bob is shown them through `engine`: (id, kind, date).
+async fn anomalies(engine: &Arc<Engine>) -> Vec<(String, AnomalyKind, Instant)> {
+    shown(engine, "bob").await.0
 }
 
 #[tokio::test]
-async fn an_anomaly_is_detected_at_the_same_time_after_a_restart() {
+async fn an_anomaly_keeps_its_id_kind_and_date_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("c.db").display());
     let clock = Arc::new(ManualClock::new(instant("2030-01-01T00:00:00Z")));
@@ -240,6 +230,11 @@ async fn an_anomaly_is_detected_at_the_same_time_after_a_restart() {
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(
         first[0].1,
+        AnomalyKind::Paradox(ParadoxKind::Grandfather),
+        "ada's doing, whoever looks"
+    );
+    assert_eq!(
+        first[0].2,
         instant("2030-01-01T00:00:00Z"),
         "when it was made"
     );
@@ -264,7 +259,97 @@ async fn two_postgres_replicas_date_an_anomaly_alike() {
     let seen_by_b = anomalies(&b).await;
     clock_a.advance(chrono::TimeDelta::days(9));
     assert_eq!(anomalies(&a).await, seen_by_b);
-    assert_eq!(seen_by_b[0].1, instant("2030-01-01T00:00:00Z"));
+    assert_eq!(seen_by_b[0].2, instant("2030-01-01T00:00:00Z"));
+}
+
+/// What `who` is shown of `primary`'s anomalies through `engine`: (id, kind, date) as the
+/// monitor reports them, and the count the timelines list shows.
+async fn shown(engine: &Arc<Engine>, who: &str) -> (Vec<(String, AnomalyKind, Instant)>, usize) {
+    let session = engine.session(traveller(who)).with_admin(false);
+    let report = session
+        .monitor_timeline(MonitorQuery {
+            timeline_id: TimelineId::primary(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    let listed = session
+        .list_timelines(PageRequest::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|t| t.id.is_primary())
+        .expect("primary is listed")
+        .paradoxes;
+    let anomalies = report
+        .anomalies
+        .into_iter()
+        .map(|a| (a.anomaly_id.to_string(), a.kind, a.detected_at))
+        .collect();
+    (anomalies, listed)
+}
+
+/// Ada makes a paradox of her own doing through A. Whoever looks, through either replica, is
+/// shown one anomaly: the same id, kind and date, and the list counts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_postgres_replicas_show_every_traveller_the_same_anomaly() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let clock = Arc::new(ManualClock::new(instant("2030-01-01T00:00:00Z")));
+    let (a, b) = (
+        engine_at(&db.url, &clock).await,
+        engine_at(&db.url, &clock).await,
+    );
+    make_a_paradox(&a).await;
+    let by_ada_on_a = shown(&a, "ada").await;
+    let (anomalies, listed) = &by_ada_on_a;
+    assert_eq!(
+        anomalies.iter().map(|a| a.1).collect::<Vec<_>>(),
+        [AnomalyKind::Paradox(ParadoxKind::Grandfather)],
+        "{anomalies:?}"
+    );
+    assert_eq!(
+        *listed,
+        anomalies.len(),
+        "the list counts what the monitor shows"
+    );
+    for (engine, replica, who) in [(&b, "B", "bob"), (&b, "B", "ada"), (&a, "A", "bob")] {
+        assert_eq!(
+            shown(engine, who).await,
+            by_ada_on_a,
+            "{who} on {replica} is shown what ada is on A"
+        );
+    }
+    // And over HTTP, as two dashboards on the two replicas read it.
+    let ada_on_a = monitor_over_http(&a, "ada").await;
+    assert_eq!(ada_on_a[0]["anomaly_id"], by_ada_on_a.0[0].0.as_str());
+    assert_eq!(monitor_over_http(&b, "bob").await, ada_on_a);
+}
+
+/// `GET /v1/monitor-timeline?timeline_id=primary&view=full` through a server over `engine`,
+/// with a token of `who`: the anomalies as JSON.
+async fn monitor_over_http(engine: &Arc<Engine>, who: &str) -> serde_json::Value {
+    use chronoscope::auth::{Scope, Scopes, Secret, issue_token};
+    use tower::ServiceExt;
+    let secret = Secret::from_bytes("replica reads test secret, long enough for HS256").unwrap();
+    let scopes: Scopes = [Scope::Read].into_iter().collect();
+    let token = issue_token(&secret, who, &scopes, std::time::Duration::from_secs(60)).unwrap();
+    let router = chronoscope::server::build_router(
+        chronoscope::server::ServerConfig::new(secret),
+        Arc::clone(engine),
+    );
+    let req = axum::http::Request::get("/v1/monitor-timeline?timeline_id=primary&view=full")
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let resp = router.oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    serde_json::from_slice::<serde_json::Value>(&body).unwrap()["anomalies"].clone()
 }
 
 #[tokio::test]

@@ -49,7 +49,8 @@ pub enum ParadoxKind {
     DuplicateItem,
     /// An item is brought into its own origin timeline before its origin time and left there.
     ItemWithoutOrigin,
-    /// A causal-order violation whose broken effect is the checking traveller's own doing.
+    /// A causal-order violation whose broken effect is someone's own doing: in a check, the
+    /// checking traveller's (DESIGN §3 rule 6); in the monitor, its author's, whoever looks.
     Grandfather,
 }
 

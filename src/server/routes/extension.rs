@@ -131,7 +131,7 @@ list_route!(
     "listScripts",
     list_scripts,
     Script,
-    "Your scripts."
+    "Your scripts; with the `admin` scope, everyone's (each names its `owner`)."
 );
 list_route!(
     list_schedules,
@@ -139,7 +139,7 @@ list_route!(
     "listSchedules",
     list_schedules,
     Schedule,
-    "Your scheduled and triggered jobs."
+    "Your scheduled and triggered jobs; with the `admin` scope, everyone's (each names its `owner`)."
 );
 list_route!(
     list_merges,
@@ -180,7 +180,7 @@ pub async fn get_anchor(caller: Caller, Path(anchor_id): Path<String>) -> ApiRes
     Ok(json(StatusCode::OK, &caller.service.get_anchor(&id).await?))
 }
 
-/// Delete one of your scripts.
+/// Delete one of your scripts (with the `admin` scope, anyone's).
 #[utoipa::path(delete, path = "/v1/scripts/{script_id}", tag = "Extensions", operation_id = "deleteScript",
     params(("script_id" = String, Path, description = "The script")),
     responses((status = 204, description = "Script deleted"))
@@ -191,7 +191,7 @@ pub async fn delete_script(caller: Caller, Path(script_id): Path<String>) -> Api
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// Cancel one of your jobs that has not run yet.
+/// Cancel one of your jobs that has not run yet (with the `admin` scope, anyone's).
 #[utoipa::path(delete, path = "/v1/schedules/{schedule_id}", tag = "Extensions", operation_id = "deleteSchedule",
     params(("schedule_id" = String, Path, description = "The scheduled or triggered job")),
     responses((status = 204, description = "Job cancelled"))

@@ -213,6 +213,8 @@ pub async fn trigger_external_manipulation(
 }
 
 /// Automated actions, filtered by timeline and date range.
+///
+/// Your own; with the `admin` scope, everyone's (with `view=full`, each entry names its `owner`).
 #[utoipa::path(get, path = "/v1/automation-log", tag = "Guide", operation_id = "automationLog",
     params(LogParams),
     request_body(content = LogParams, description = "The same fields as a JSON body, instead of the query"),
