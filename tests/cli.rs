@@ -658,14 +658,14 @@ fn remote_run(url: &str, dir: &std::path::Path, args: &[&str]) -> tokio::process
     command
 }
 
-/// Twenty parallel runs of the real binary, reads and writes, against a server allowing 5
-/// requests a second: each waits out its 429s (saying so once on stderr) instead of failing,
-/// and each write is done once.
+/// Forty parallel runs of the real binary, reads and writes, against a server allowing 2
+/// requests a second: the last is served some 20 s after the first, yet each waits its turn
+/// (saying so once on stderr) instead of failing, and each write is done once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_runs_wait_out_the_servers_rate_limit() {
-    let url = rate_limited_server(5.0, 3).await;
+    let url = rate_limited_server(2.0, 2).await;
     let dir = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = (0..20)
+    let runs: Vec<_> = (0..40)
         .map(|i| {
             let parcel = format!("parcel {i}");
             let args = if i % 2 == 0 {
@@ -688,11 +688,15 @@ async fn parallel_runs_wait_out_the_servers_rate_limit() {
         assert!(notes <= 1, "the wait is said once per run: {stderr}");
         waited += notes;
     }
-    assert!(waited > 0, "twenty runs at once exceed 5 a second");
-    let listed = remote_run(&url, dir.path(), &["--json", "items", "list"])
-        .output()
-        .await
-        .expect("the CLI runs");
+    assert!(waited > 0, "forty runs at once exceed 2 a second");
+    let listed = remote_run(
+        &url,
+        dir.path(),
+        &["--json", "items", "list", "--limit", "100"],
+    )
+    .output()
+    .await
+    .expect("the CLI runs");
     let items: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}",
@@ -700,7 +704,7 @@ async fn parallel_runs_wait_out_the_servers_rate_limit() {
         )
     });
     let text = items.to_string();
-    for i in (1..20).step_by(2) {
+    for i in (1..40).step_by(2) {
         assert_eq!(
             text.matches(&format!("\"parcel {i}\"")).count(),
             1,
