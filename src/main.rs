@@ -55,13 +55,13 @@ fn main() -> ExitCode {
             // The user's own mistake or a refusal: what to change, never a crash report.
             if json {
                 eprintln!("{}", problem_json(&e));
-            } else if let ServiceError::RateLimited { .. } = e {
+            } else if let ServiceError::RateLimited { retry_after_secs } = e {
                 // The command waited already (see `connect`): say so, and what is left to do.
                 eprintln!(
-                    "error: {}; still refused after waiting as long as a command does (at most \
-                     {} times and {} s in all): run fewer commands at once, or ask for a \
-                     higher `serve --rate-limit`",
-                    e.explain(),
+                    "error: {}: still refused after waiting as long as a command does (at most \
+                     {} times and {} s in all; the server asks for {retry_after_secs} s more): \
+                     run fewer commands at once, or ask for a higher `serve --rate-limit`",
+                    e.problem_type().title,
                     COMMAND_RATE_LIMIT_RETRY.attempts,
                     COMMAND_RATE_LIMIT_RETRY.total_wait.as_secs()
                 );
@@ -538,6 +538,11 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
         )));
     }
     let scopes = chronoscope::auth::Scopes::parse(&args.scope.join(" "));
+    // Checked before a secret is read or created: a mistake here leaves nothing behind.
+    let subject = args
+        .subject
+        .parse::<chronoscope::model::Traveller>()
+        .map_err(|e| explain(e.into()))?;
     let given = args.jwt_secret.as_deref().filter(|s| !s.trim().is_empty());
     let secret = if given.is_none() && args.jwt_secret_file.is_none() {
         // The data directory's secret: only a server on that directory checks with it.
@@ -560,10 +565,6 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
     } else {
         secret(global, given, args.jwt_secret_file.as_deref())?
     };
-    let subject = args
-        .subject
-        .parse::<chronoscope::model::Traveller>()
-        .map_err(|e| explain(e.into()))?;
     let token = chronoscope::auth::issue_token(&secret, subject.as_str(), &scopes, args.ttl)
         .map_err(|e| eyre!("{e}"))?;
     println!("{token}");

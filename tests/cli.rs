@@ -732,14 +732,15 @@ async fn a_rate_limit_beyond_what_a_command_waits_is_said_with_what_to_do() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.starts_with("error: Too many requests: too many requests; retry in "),
+        stderr.starts_with(
+            "error: Too many requests: still refused after waiting as long as a command does \
+             (at most 30 times and 60 s in all; the server asks for "
+        ),
         "{stderr}"
     );
     assert!(
-        stderr.contains(
-            "still refused after waiting as long as a command does (at most 30 times \
-             and 60 s in all): run fewer commands at once, or ask for a higher \
-             `serve --rate-limit`"
+        stderr.ends_with(
+            " s more): run fewer commands at once, or ask for a higher `serve --rate-limit`\n"
         ),
         "{stderr}"
     );
@@ -968,10 +969,14 @@ fn settings_that_cannot_work_are_one_line_or_one_problem() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-secret");
     let missing = missing.to_str().expect("a UTF-8 path");
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["token", "--subject", "ada", "--scope", "read,root"],
             "Invalid request: scope: 'root' is not a scope; use read, write or admin",
+        ),
+        (
+            &["token", "--subject", ""],
+            "Invalid request: traveller: a traveller name is 1 to 128 printable characters",
         ),
         (
             &["token", "--subject", "ada", "--jwt-secret-file", missing],
@@ -1020,6 +1025,11 @@ fn settings_that_cannot_work_are_one_line_or_one_problem() {
         assert!(detail.contains(says), "{args:?}: {problem}");
         assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
     }
+    // A token refused for its input leaves no new secret behind.
+    let fresh = tempfile::tempdir().unwrap();
+    let out = with_backtraces(fresh.path(), &["token", "--subject", ""]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!fresh.path().join("jwt-secret").exists());
 }
 
 #[test]
