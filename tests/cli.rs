@@ -151,6 +151,68 @@ async fn the_guides_time_controls_run_from_the_command_line() {
     assert_eq!(me["timeline_id"], "primary");
 }
 
+/// Event commands that name no timeline act where the traveller is (DESIGN §4), as the
+/// server does: after travelling, `events search`, `manipulate` and `revert` work there.
+#[tokio::test]
+async fn event_commands_without_a_timeline_act_where_the_traveller_is() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let made = json(&ada, &["timelines", "create", "Elsewhere"]).await;
+    let tl = made["id"].as_str().expect("an id").to_owned();
+    let fair = json(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Village fair",
+            "--time",
+            "2026-06-01T12:00:00Z",
+            "--location",
+            "Bern",
+            "--timeline",
+            &tl,
+        ],
+    )
+    .await;
+    let fair = fair["event_id"].as_str().expect("an event id").to_owned();
+    run(&ada, &["travel", &tl]).await.expect("ada travels");
+
+    let found = run(&ada, &["events", "search", "--location", "bern"])
+        .await
+        .expect("a search where ada is");
+    assert!(found.contains("Village fair"), "{found}");
+    let moved = json(
+        &ada,
+        &[
+            "events",
+            "manipulate",
+            &fair,
+            "--description",
+            "Fair in the rain",
+        ],
+    )
+    .await;
+    assert!(moved.to_string().contains("Fair in the rain"), "{moved}");
+    run(&ada, &["events", "revert", &fair])
+        .await
+        .expect("reverted where ada is");
+    // Primary, where ada is not, never had the fair.
+    let primary = run(
+        &ada,
+        &[
+            "events",
+            "search",
+            "--location",
+            "bern",
+            "--timeline",
+            "primary",
+        ],
+    )
+    .await
+    .expect("a search of primary");
+    assert!(!primary.contains("fair"), "{primary}");
+}
+
 #[tokio::test]
 async fn events_are_added_searched_manipulated_and_reverted() {
     let engine = engine().await;
