@@ -183,8 +183,19 @@ const SEVERITIES: [(crate::monitor::Severity, &str); 3] = [
 /// Each timeline's open anomalies per severity (as [`SEVERITIES`]). Kept here rather than in
 /// the recorder, which cannot forget a series: a deleted timeline's gauges must go with it,
 /// or an alert on them would fire forever.
-static ANOMALY_GAUGES: RwLock<std::collections::BTreeMap<String, [usize; 3]>> =
-    RwLock::new(std::collections::BTreeMap::new());
+static ANOMALY_GAUGES: RwLock<AnomalyGauges> = RwLock::new(AnomalyGauges {
+    open: std::collections::BTreeMap::new(),
+    deleted: std::collections::BTreeSet::new(),
+});
+
+/// What [`ANOMALY_GAUGES`] keeps.
+struct AnomalyGauges {
+    /// Each timeline's open anomalies per severity (as [`SEVERITIES`]).
+    open: std::collections::BTreeMap<String, [usize; 3]>,
+    /// Timelines deleted (ids are never given again): a scan that began before the deletion
+    /// and records after it must not bring their gauges back.
+    deleted: std::collections::BTreeSet<String>,
+}
 
 /// Sets `timeline`'s anomaly gauges, one per severity, from a scan of the whole timeline.
 pub(crate) fn record_anomalies(
@@ -197,10 +208,10 @@ pub(crate) fn record_anomalies(
     }
     let counts =
         SEVERITIES.map(|(severity, _)| anomalies.iter().filter(|a| a.severity == severity).count());
-    ANOMALY_GAUGES
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(timeline.to_string(), counts);
+    let mut gauges = ANOMALY_GAUGES.write().unwrap_or_else(|e| e.into_inner());
+    if !gauges.deleted.contains(timeline.as_str()) {
+        gauges.open.insert(timeline.to_string(), counts);
+    }
 }
 
 /// Drops `timeline`'s anomaly gauges: it was deleted.
@@ -208,10 +219,9 @@ pub(crate) fn forget_timeline(timeline: &crate::model::TimelineId) {
     if HANDLE.get().is_none() {
         return;
     }
-    ANOMALY_GAUGES
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(timeline.as_str());
+    let mut gauges = ANOMALY_GAUGES.write().unwrap_or_else(|e| e.into_inner());
+    gauges.open.remove(timeline.as_str());
+    gauges.deleted.insert(timeline.to_string());
 }
 
 /// The anomaly gauges in the Prometheus text format, appended to the recorder's.
@@ -223,7 +233,7 @@ fn render_anomalies(out: &mut String) {
     }
     let _ = writeln!(out, "# HELP {ANOMALIES} {ANOMALIES_HELP}");
     let _ = writeln!(out, "# TYPE {ANOMALIES} gauge");
-    for (timeline, counts) in gauges.iter() {
+    for (timeline, counts) in &gauges.open {
         // Timeline ids are lowercase letters, digits and `_`; escaped all the same.
         let timeline = timeline
             .replace('\\', "\\\\")
