@@ -55,17 +55,44 @@ fn main() -> ExitCode {
             // The user's own mistake or a refusal: what to change, never a crash report.
             if json {
                 eprintln!("{}", problem_json(&e));
+            } else if let ServiceError::RateLimited { retry_after_secs } = e {
+                // The command waited already (see `connect`): say so, and what is left to do.
+                eprintln!(
+                    "error: {}: still refused after waiting as long as a command does (at most \
+                     {} times and {} s in all; the server asks for {retry_after_secs} s more): \
+                     run fewer commands at once, or ask for a higher `serve --rate-limit`",
+                    e.problem_type().title,
+                    COMMAND_RATE_LIMIT_RETRY.attempts,
+                    COMMAND_RATE_LIMIT_RETRY.total_wait.as_secs()
+                );
             } else {
                 eprintln!("error: {}", e.explain());
             }
             ExitCode::from(2)
         }
         Failed::Misconfigured(what) => {
-            eprintln!("error: {what}");
+            // Settings the operator must change: bad input as much as a wrong argument is.
+            if json {
+                eprintln!("{}", problem_json(&ServiceError::invalid("settings", what)));
+            } else {
+                eprintln!("error: {what}");
+            }
             ExitCode::from(2)
         }
+        Failed::Down(e) => {
+            // Not a bug: the message says all there is (what could not be reached, and why).
+            if json {
+                eprintln!("{}", problem_json(&e));
+            } else {
+                eprintln!("error: {}", e.explain());
+            }
+            ExitCode::FAILURE
+        }
         Failed::Finding(what) => {
-            eprintln!("error: {what}");
+            // With --json the finding is in the report on stdout, for the script to read.
+            if !json {
+                eprintln!("error: {what}");
+            }
             ExitCode::FAILURE
         }
         Failed::Report(e) => {
@@ -102,9 +129,14 @@ impl std::fmt::Display for Explained {
 
 impl std::error::Error for Explained {}
 
-/// How a run failed: a refusal or bad input (a 4xx problem), or a real failure (the report).
+/// How a run failed: a refusal or bad input (a 4xx problem), a service that is down, or a
+/// real failure (the report).
 enum Failed {
     User(ServiceError),
+    /// A server or store that cannot be reached or answer now (5xx, not a bug): one line,
+    /// exit status 1.
+    Down(ServiceError),
+    /// A bug or an I/O failure: the whole report, with a backtrace when asked for.
     Report(color_eyre::Report),
     /// What a check found (`verify`): said in one line, exit status 1, never a crash report.
     Finding(String),
@@ -135,13 +167,25 @@ impl From<color_eyre::Report> for Failed {
     }
 }
 
-/// Sorts a service error: the user's (4xx) or a failure.
+/// Sorts a service error: the user's (4xx), a service that is down, or a bug.
 fn failed(e: ServiceError) -> Failed {
-    if (400..500).contains(&e.problem_type().status) {
-        Failed::User(e)
-    } else {
-        Failed::Report(explain(e))
+    match e {
+        ServiceError::Internal(_) => Failed::Report(explain(e)),
+        _ if (400..500).contains(&e.problem_type().status) => Failed::User(e),
+        _ => Failed::Down(e),
     }
+}
+
+/// The store at `url`, or why it cannot be opened: a database that cannot be reached, or a
+/// URL that names none, is said in one line; anything else is a report.
+async fn open_store(url: &str) -> Result<Arc<dyn chronoscope::store::Store>> {
+    use chronoscope::store::StoreError;
+    chronoscope::store::open(url).await.map_err(|e| match e {
+        StoreError::Unavailable(why) => explain(ServiceError::Unavailable(format!(
+            "cannot open the store {url}: {why}"
+        ))),
+        e => color_eyre::Report::new(e).wrap_err(format!("cannot open the store {url}")),
+    })
 }
 
 /// A user error as `--json` prints it: the problem body the server would answer with.
@@ -262,7 +306,7 @@ fn data_dir(global: &Global) -> Result<PathBuf> {
         Some(dir) => dir.clone(),
         None => directories::ProjectDirs::from("", "", "chronoscope")
             .map(|p| p.data_dir().to_path_buf())
-            .ok_or_else(|| eyre!("cannot find your data directory; pass --data-dir"))?,
+            .ok_or_else(|| misconfigured("cannot find your data directory; pass --data-dir"))?,
     };
     if !dir.is_dir() {
         let mut builder = std::fs::DirBuilder::new();
@@ -305,9 +349,7 @@ async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>>
     if global.database.is_none() {
         private_database_file(&dir.join("chronoscope.db"))?;
     }
-    let store = chronoscope::store::open(&url)
-        .await
-        .wrap_err_with(|| format!("cannot open the store {url}"))?;
+    let store = open_store(&url).await?;
     Engine::open(
         store,
         Arc::new(SystemClock),
@@ -325,16 +367,15 @@ async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>>
 
 /// The log key: `--log-key-file`, else the one in the data directory (made when missing).
 fn log_key(global: &Global, dir: &Path) -> Result<chronoscope::store::LogKey> {
-    chronoscope::store::LogKey::load(global.log_key_file.as_deref(), dir).map_err(|e| eyre!("{e}"))
+    chronoscope::store::LogKey::load(global.log_key_file.as_deref(), dir)
+        .map_err(|e| misconfigured(e.to_string()))
 }
 
 /// `chronoscope verify`: every record of the store against the log key, read-only.
 async fn verify(global: &Global) -> std::result::Result<(), Failed> {
     let dir = data_dir(global)?;
     let url = database_url(global, &dir);
-    let store = chronoscope::store::open(&url)
-        .await
-        .wrap_err_with(|| format!("cannot open the store {url}"))?;
+    let store = open_store(&url).await?;
     let audit = chronoscope::engine::audit::audit(store.as_ref(), &log_key(global, &dir)?)
         .await
         .map_err(explain)?;
@@ -385,11 +426,12 @@ enum Face {
     Dashboard,
 }
 
-/// How long a command waits out 429s: many parallel runs share one traveller's limit.
+/// How long a command waits out 429s: many parallel runs share one traveller's limit, and
+/// each waits its turn (150 runs at once against 5 requests a second all finish).
 const COMMAND_RATE_LIMIT_RETRY: chronoscope::client::RateLimitRetry =
     chronoscope::client::RateLimitRetry {
-        attempts: 8,
-        total_wait: std::time::Duration::from_secs(30),
+        attempts: 30,
+        total_wait: std::time::Duration::from_secs(60),
     };
 
 /// The service every command talks to, and a label saying where it lives.
@@ -401,11 +443,14 @@ async fn connect(
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
             // The interface has no window to ask for: the server's own `serve --window` decides.
-            return Err(eyre!(
-                "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine and \
-                 `serve` only: with --remote the server decides how long new timelines stay \
-                 open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
-            ));
+            return Err(explain(ServiceError::invalid(
+                "window",
+                format!(
+                    "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine and \
+                     `serve` only: with --remote the server decides how long new timelines \
+                     stay open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
+                ),
+            )));
         }
         let token = global.token.clone().ok_or_else(|| {
             explain(ServiceError::invalid(
@@ -421,11 +466,17 @@ async fn connect(
             let shown = url.clone();
             client = client
                 .retry_rate_limited(COMMAND_RATE_LIMIT_RETRY)
-                .on_rate_limit_wait(move |wait| {
+                .on_rate_limit_wait(move |waiting| {
+                    let why = if waiting.status == 429 {
+                        "is rate limiting requests (429)"
+                    } else {
+                        "is unavailable for now (503)"
+                    };
                     eprintln!(
-                        "note: {shown} is rate limiting requests (429); waiting {:.1} s and \
-                         trying again (at most {} s in all)",
-                        wait.as_secs_f32(),
+                        "note: {shown} {why}; waiting {:.1} s and trying again (at most {} \
+                         times and {} s in all)",
+                        waiting.wait.as_secs_f32(),
+                        COMMAND_RATE_LIMIT_RETRY.attempts,
                         COMMAND_RATE_LIMIT_RETRY.total_wait.as_secs()
                     );
                 });
@@ -468,10 +519,11 @@ fn secret(
     file: Option<&Path>,
 ) -> Result<chronoscope::auth::Secret> {
     if let Some(file) = file {
-        return chronoscope::auth::Secret::from_secret_file(file).map_err(|e| eyre!("{e}"));
+        return chronoscope::auth::Secret::from_secret_file(file)
+            .map_err(|e| misconfigured(e.to_string()));
     }
     let dir = data_dir(global)?;
-    chronoscope::auth::Secret::load(explicit, &dir).map_err(|e| eyre!("{e}"))
+    chronoscope::auth::Secret::load(explicit, &dir).map_err(|e| misconfigured(e.to_string()))
 }
 
 fn token(global: &Global, args: TokenArgs) -> Result<()> {
@@ -480,16 +532,24 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
         .iter()
         .find(|s| chronoscope::auth::Scope::parse(s.trim()).is_none())
     {
-        return Err(eyre!("'{bad}' is not a scope; use read, write or admin"));
+        return Err(explain(ServiceError::invalid(
+            "scope",
+            format!("'{bad}' is not a scope; use read, write or admin"),
+        )));
     }
     let scopes = chronoscope::auth::Scopes::parse(&args.scope.join(" "));
+    // Checked before a secret is read or created: a mistake here leaves nothing behind.
+    let subject = args
+        .subject
+        .parse::<chronoscope::model::Traveller>()
+        .map_err(|e| explain(e.into()))?;
     let given = args.jwt_secret.as_deref().filter(|s| !s.trim().is_empty());
     let secret = if given.is_none() && args.jwt_secret_file.is_none() {
         // The data directory's secret: only a server on that directory checks with it.
         let dir = data_dir(global)?;
         let path = dir.join(chronoscope::auth::SECRET_FILE);
-        let (secret, created) =
-            chronoscope::auth::Secret::open_file(&path).map_err(|e| eyre!("{e}"))?;
+        let (secret, created) = chronoscope::auth::Secret::open_file(&path)
+            .map_err(|e| misconfigured(e.to_string()))?;
         let what = if created {
             "created a new token secret"
         } else {
@@ -505,7 +565,7 @@ fn token(global: &Global, args: TokenArgs) -> Result<()> {
     } else {
         secret(global, given, args.jwt_secret_file.as_deref())?
     };
-    let token = chronoscope::auth::issue_token(&secret, &args.subject, &scopes, args.ttl)
+    let token = chronoscope::auth::issue_token(&secret, subject.as_str(), &scopes, args.ttl)
         .map_err(|e| eyre!("{e}"))?;
     println!("{token}");
     Ok(())

@@ -19,7 +19,7 @@
 //! | `chronoscope_jobs_run_total` | counter | | scheduled jobs and scripts run by this process |
 //! | `chronoscope_jobs_failed_total` | counter | | of those, runs with a failed action |
 //! | `chronoscope_monitor_scans_total` | counter | | anomaly monitor scans |
-//! | `chronoscope_anomalies` | gauge | timeline, severity | each timeline's open anomalies per severity, as its last whole-timeline scan (a monitor call or stream, or a timelines list) found them |
+//! | `chronoscope_anomalies` | gauge | timeline, severity | each timeline's open anomalies per severity, as its last whole-timeline scan (a monitor call or stream, or a timelines list) found them; removed when the timeline is deleted |
 //! | `chronoscope_reads_total` | counter | | reads served |
 //! | `chronoscope_read_barriers_total` | counter | | read barrier rounds (one head query each, shared by every read that queued for it), or catch-ups before a read on a store that allows slightly stale reads |
 //! | `chronoscope_store_read_queries_total` | counter | | queries reading the store: head queries and record fetches (catch-ups); divided by reads, the database queries per read |
@@ -60,6 +60,9 @@ pub const JOBS_FAILED: &str = "chronoscope_jobs_failed_total";
 pub const MONITOR_SCANS: &str = "chronoscope_monitor_scans_total";
 /// Open anomalies of each timeline, by severity.
 pub const ANOMALIES: &str = "chronoscope_anomalies";
+/// What [`ANOMALIES`] is, as a scrape's `# HELP` says.
+const ANOMALIES_HELP: &str =
+    "Open anomalies of each timeline by severity, as its last whole-timeline scan found them";
 /// Reads served.
 pub const READS: &str = "chronoscope_reads_total";
 /// Read barrier rounds (or catch-ups before a read where slightly stale reads are allowed).
@@ -162,10 +165,6 @@ fn describe() {
     describe_counter!(JOBS_RUN, "Scheduled jobs and scripts run by this process");
     describe_counter!(JOBS_FAILED, "Job and script runs with a failed action");
     describe_counter!(MONITOR_SCANS, "Anomaly monitor scans");
-    describe_gauge!(
-        ANOMALIES,
-        "Open anomalies of each timeline by severity, as its last whole-timeline scan found them"
-    );
     describe_counter!(READS, "Reads served");
     describe_counter!(READ_BARRIERS, "Read barrier rounds (one head query each)");
     describe_counter!(
@@ -174,21 +173,80 @@ fn describe() {
     );
 }
 
+/// Severities of the anomaly gauges, in the order they are kept and shown.
+const SEVERITIES: [(crate::monitor::Severity, &str); 3] = [
+    (crate::monitor::Severity::Critical, "critical"),
+    (crate::monitor::Severity::Warning, "warning"),
+    (crate::monitor::Severity::Info, "info"),
+];
+
+/// Each timeline's open anomalies per severity (as [`SEVERITIES`]). Kept here rather than in
+/// the recorder, which cannot forget a series: a deleted timeline's gauges must go with it,
+/// or an alert on them would fire forever.
+static ANOMALY_GAUGES: RwLock<AnomalyGauges> = RwLock::new(AnomalyGauges {
+    open: std::collections::BTreeMap::new(),
+    deleted: std::collections::BTreeSet::new(),
+});
+
+/// What [`ANOMALY_GAUGES`] keeps.
+struct AnomalyGauges {
+    /// Each timeline's open anomalies per severity (as [`SEVERITIES`]).
+    open: std::collections::BTreeMap<String, [usize; 3]>,
+    /// Timelines deleted (ids are never given again): a scan that began before the deletion
+    /// and records after it must not bring their gauges back.
+    deleted: std::collections::BTreeSet<String>,
+}
+
 /// Sets `timeline`'s anomaly gauges, one per severity, from a scan of the whole timeline.
 pub(crate) fn record_anomalies(
     timeline: &crate::model::TimelineId,
     anomalies: &[crate::monitor::Anomaly],
 ) {
-    use crate::monitor::Severity;
-    for (severity, label) in [
-        (Severity::Critical, "critical"),
-        (Severity::Warning, "warning"),
-        (Severity::Info, "info"),
-    ] {
-        let n = anomalies.iter().filter(|a| a.severity == severity).count();
-        metrics::gauge!(ANOMALIES, "timeline" => timeline.to_string(), "severity" => label)
-            .set(n as f64);
+    // Nothing to keep where nobody scrapes (the dashboard, the CLI).
+    if HANDLE.get().is_none() {
+        return;
     }
+    let counts =
+        SEVERITIES.map(|(severity, _)| anomalies.iter().filter(|a| a.severity == severity).count());
+    let mut gauges = ANOMALY_GAUGES.write().unwrap_or_else(|e| e.into_inner());
+    if !gauges.deleted.contains(timeline.as_str()) {
+        gauges.open.insert(timeline.to_string(), counts);
+    }
+}
+
+/// Drops `timeline`'s anomaly gauges: it was deleted.
+pub(crate) fn forget_timeline(timeline: &crate::model::TimelineId) {
+    if HANDLE.get().is_none() {
+        return;
+    }
+    let mut gauges = ANOMALY_GAUGES.write().unwrap_or_else(|e| e.into_inner());
+    gauges.open.remove(timeline.as_str());
+    gauges.deleted.insert(timeline.to_string());
+}
+
+/// The anomaly gauges in the Prometheus text format, appended to the recorder's.
+fn render_anomalies(out: &mut String) {
+    use std::fmt::Write as _;
+    let gauges = ANOMALY_GAUGES.read().unwrap_or_else(|e| e.into_inner());
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let _ = writeln!(out, "# HELP {ANOMALIES} {ANOMALIES_HELP}");
+    let _ = writeln!(out, "# TYPE {ANOMALIES} gauge");
+    for (timeline, counts) in &gauges.open {
+        // Timeline ids are lowercase letters, digits and `_`; escaped all the same.
+        let timeline = timeline
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n");
+        for ((_, severity), n) in SEVERITIES.iter().zip(counts) {
+            let _ = writeln!(
+                out,
+                "{ANOMALIES}{{timeline=\"{timeline}\",severity=\"{severity}\"}} {n}"
+            );
+        }
+    }
+    out.push('\n');
 }
 
 /// The scrape endpoint alone: `GET /metrics` in the Prometheus text format.
@@ -203,7 +261,11 @@ pub fn router(handle: PrometheusHandle) -> Router {
                         header::CONTENT_TYPE,
                         "text/plain; version=0.0.4; charset=utf-8",
                     )],
-                    handle.render(),
+                    {
+                        let mut text = handle.render();
+                        render_anomalies(&mut text);
+                        text
+                    },
                 )
             }
         }),

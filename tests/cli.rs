@@ -151,6 +151,68 @@ async fn the_guides_time_controls_run_from_the_command_line() {
     assert_eq!(me["timeline_id"], "primary");
 }
 
+/// Event commands that name no timeline act where the traveller is (DESIGN §4), as the
+/// server does: after travelling, `events search`, `manipulate` and `revert` work there.
+#[tokio::test]
+async fn event_commands_without_a_timeline_act_where_the_traveller_is() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let made = json(&ada, &["timelines", "create", "Elsewhere"]).await;
+    let tl = made["id"].as_str().expect("an id").to_owned();
+    let fair = json(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Village fair",
+            "--time",
+            "2026-06-01T12:00:00Z",
+            "--location",
+            "Bern",
+            "--timeline",
+            &tl,
+        ],
+    )
+    .await;
+    let fair = fair["event_id"].as_str().expect("an event id").to_owned();
+    run(&ada, &["travel", &tl]).await.expect("ada travels");
+
+    let found = run(&ada, &["events", "search", "--location", "bern"])
+        .await
+        .expect("a search where ada is");
+    assert!(found.contains("Village fair"), "{found}");
+    let moved = json(
+        &ada,
+        &[
+            "events",
+            "manipulate",
+            &fair,
+            "--description",
+            "Fair in the rain",
+        ],
+    )
+    .await;
+    assert!(moved.to_string().contains("Fair in the rain"), "{moved}");
+    run(&ada, &["events", "revert", &fair])
+        .await
+        .expect("reverted where ada is");
+    // Primary, where ada is not, never had the fair.
+    let primary = run(
+        &ada,
+        &[
+            "events",
+            "search",
+            "--location",
+            "bern",
+            "--timeline",
+            "primary",
+        ],
+    )
+    .await
+    .expect("a search of primary");
+    assert!(!primary.contains("fair"), "{primary}");
+}
+
 #[tokio::test]
 async fn events_are_added_searched_manipulated_and_reverted() {
     let engine = engine().await;
@@ -626,38 +688,54 @@ fn a_window_is_refused_with_a_server_which_decides_its_own() {
     assert!(stderr.contains("the server decides"), "{stderr}");
 }
 
-/// Twenty parallel runs of the real binary against a server allowing 5 requests a second:
-/// each waits out its 429s (saying so once on stderr) instead of failing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parallel_runs_wait_out_the_servers_rate_limit() {
+/// A server on a free port whose travellers may each send `per_second` requests a second, in
+/// bursts of `burst`; its URL.
+async fn rate_limited_server(per_second: f64, burst: u32) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a free port");
     let port = listener.local_addr().expect("bound").port();
     let secret = chronoscope::auth::Secret::from_bytes(support::SECRET.to_vec()).expect("secret");
     let mut config = chronoscope::server::ServerConfig::new(secret);
-    config.rate_limit = chronoscope::server::RateLimit {
-        per_second: 5.0,
-        burst: 3,
-    };
+    config.rate_limit = chronoscope::server::RateLimit { per_second, burst };
     tokio::spawn(chronoscope::server::run(
         listener,
         config,
         engine().await,
         std::future::pending(),
     ));
-    let url = format!("http://127.0.0.1:{port}");
-    let token = support::token("ada");
+    format!("http://127.0.0.1:{port}")
+}
+
+/// The real binary against `url` as ada, with `args`.
+fn remote_run(url: &str, dir: &std::path::Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"));
+    command
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--remote", url, "--token", &support::token("ada")])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("RUST_BACKTRACE", "1");
+    command
+}
+
+/// Forty parallel runs of the real binary, reads and writes, against a server allowing 2
+/// requests a second: the last is served some 20 s after the first, yet each waits its turn
+/// (saying so once on stderr) instead of failing, and each write is done once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_runs_wait_out_the_servers_rate_limit() {
+    let url = rate_limited_server(2.0, 2).await;
     let dir = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = (0..20)
-        .map(|_| {
-            tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
-                .arg("--data-dir")
-                .arg(dir.path())
-                .args(["--remote", &url, "--token", &token, "--json"])
-                .args(["timelines", "list"])
-                .env("NO_COLOR", "1")
-                .output()
+    let runs: Vec<_> = (0..40)
+        .map(|i| {
+            let parcel = format!("parcel {i}");
+            let args = if i % 2 == 0 {
+                vec!["--json", "timelines", "list"]
+            } else {
+                vec!["--json", "items", "register", &parcel]
+            };
+            remote_run(&url, dir.path(), &args).output()
         })
         .collect();
     let outputs = futures::future::join_all(runs).await;
@@ -672,7 +750,63 @@ async fn parallel_runs_wait_out_the_servers_rate_limit() {
         assert!(notes <= 1, "the wait is said once per run: {stderr}");
         waited += notes;
     }
-    assert!(waited > 0, "twenty runs at once exceed 5 a second");
+    assert!(waited > 0, "forty runs at once exceed 2 a second");
+    let listed = remote_run(
+        &url,
+        dir.path(),
+        &["--json", "items", "list", "--limit", "100"],
+    )
+    .output()
+    .await
+    .expect("the CLI runs");
+    let items: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&listed.stderr)
+        )
+    });
+    let text = items.to_string();
+    for i in (1..40).step_by(2) {
+        assert_eq!(
+            text.matches(&format!("\"parcel {i}\"")).count(),
+            1,
+            "{items}"
+        );
+    }
+}
+
+/// A server whose `Retry-After` is beyond what a command waits is not waited for: the refusal
+/// is one line saying that the command did wait, and what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_beyond_what_a_command_waits_is_said_with_what_to_do() {
+    // One request per 100 s: the first passes, the next is told to come back much later.
+    let url = rate_limited_server(0.01, 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = remote_run(&url, dir.path(), &["timelines", "list"])
+        .output()
+        .await
+        .expect("the CLI runs");
+    assert!(first.status.success(), "{first:?}");
+    let refused = remote_run(&url, dir.path(), &["timelines", "list"])
+        .output()
+        .await
+        .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "error: Too many requests: still refused after waiting as long as a command does \
+             (at most 30 times and 60 s in all; the server asks for "
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with(
+            " s more): run fewer commands at once, or ask for a higher `serve --rate-limit`\n"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 
 /// `token` without a secret signs with the data directory's, creating it the first time, and
@@ -800,6 +934,16 @@ fn help_lists_a_commands_own_options_before_the_global_ones() {
     }
 }
 
+/// A command against a server that is not there (nothing listens on port 9).
+const UNREACHABLE: &[&str] = &[
+    "--remote",
+    "http://127.0.0.1:9",
+    "--token",
+    "t",
+    "timelines",
+    "list",
+];
+
 /// With `--json` every failure on stderr is a problem body a script can parse: a server that
 /// cannot be reached, a missing token, arguments that do not parse.
 #[test]
@@ -813,15 +957,9 @@ fn with_json_every_failure_is_a_problem() {
             .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"));
         (value, out.status.code())
     };
-    let (unreachable, code) = problem(&[
-        "--json",
-        "--remote",
-        "http://127.0.0.1:9",
-        "--token",
-        "t",
-        "timelines",
-        "list",
-    ]);
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(UNREACHABLE);
+    let (unreachable, code) = problem(&with_json);
     assert_eq!(unreachable["status"], 503, "{unreachable}");
     assert_eq!(unreachable["type"], "/problems/unavailable");
     assert_eq!(
@@ -859,6 +997,101 @@ fn with_json_every_failure_is_a_problem() {
         stderr.trim_end(),
         "error: Invalid request: token: --remote needs --token (see `chronoscope token --help`)"
     );
+}
+
+/// A server or a store that cannot be reached is not a crash: one line saying what and why,
+/// exit status 1, whatever `RUST_BACKTRACE` says.
+#[test]
+fn what_cannot_be_reached_is_one_line_not_a_crash_report() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, said) in [
+        (
+            UNREACHABLE,
+            "error: Service unavailable: cannot reach http://127.0.0.1:9: connection refused",
+        ),
+        (
+            &["--database", "mysql://db.example/x", "timelines", "list"][..],
+            "error: Service unavailable: cannot open the store mysql://db.example/x: unsupported \
+             database `mysql:...`; use ",
+        ),
+    ] {
+        let out = with_backtraces(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with(said), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+/// Settings that cannot work and input `token` refuses are the user's to change: one line
+/// without a crash report whatever `RUST_BACKTRACE` says, and with `--json` a problem body,
+/// exit status 2 either way.
+#[test]
+fn settings_that_cannot_work_are_one_line_or_one_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-secret");
+    let missing = missing.to_str().expect("a UTF-8 path");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["token", "--subject", "ada", "--scope", "read,root"],
+            "Invalid request: scope: 'root' is not a scope; use read, write or admin",
+        ),
+        (
+            &["token", "--subject", ""],
+            "Invalid request: traveller: a traveller name is 1 to 128 printable characters",
+        ),
+        (
+            &["token", "--subject", "ada", "--jwt-secret-file", missing],
+            "no-such-secret",
+        ),
+        (
+            &[
+                "--remote",
+                "http://127.0.0.1:9",
+                "--token",
+                "t",
+                "--window",
+                "2 hours",
+                "timelines",
+                "list",
+            ],
+            "Invalid request: window: --window / CHRONOSCOPE_WINDOW (2 hours) applies",
+        ),
+        (
+            &["serve", "--listen", "127.0.0.1:0", "--jwt-audience", "x"],
+            "--jwks-file or --jwks-url",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = with_backtraces(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let out = with_backtraces(dir.path(), &with_json);
+        let problem: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {problem}");
+        assert_eq!(problem["status"], 400, "{args:?}: {problem}");
+        assert_eq!(problem["type"], "/problems/invalid-request", "{problem}");
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        let says = says.trim_start_matches("Invalid request: ");
+        assert!(detail.contains(says), "{args:?}: {problem}");
+        assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
+    }
+    // A token refused for its input leaves no new secret behind.
+    let fresh = tempfile::tempdir().unwrap();
+    let out = with_backtraces(fresh.path(), &["token", "--subject", ""]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!fresh.path().join("jwt-secret").exists());
 }
 
 #[test]

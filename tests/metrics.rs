@@ -28,6 +28,15 @@ fn sample(scrape: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     })
 }
 
+/// The gauge of `timeline`'s open anomalies of `severity`, if the scrape has it.
+fn anomalies(scrape: &str, timeline: &str, severity: &str) -> Option<f64> {
+    sample(
+        scrape,
+        "chronoscope_anomalies",
+        &[("timeline", timeline), ("severity", severity)],
+    )
+}
+
 /// `sample`, or 0 when the series does not exist yet.
 fn value(scrape: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     sample(scrape, name, labels).unwrap_or(0.0)
@@ -210,12 +219,8 @@ async fn a_scrape_shows_requests_commits_jobs_anomalies_and_reads_move() {
     assert!(moved("chronoscope_monitor_scans_total", &[]) >= 2.0);
     for severity in ["critical", "warning", "info"] {
         let of = |timeline: &str| {
-            sample(
-                &after,
-                "chronoscope_anomalies",
-                &[("timeline", timeline), ("severity", severity)],
-            )
-            .unwrap_or_else(|| panic!("no {severity} gauge of {timeline}:\n{after}"))
+            anomalies(&after, timeline, severity)
+                .unwrap_or_else(|| panic!("no {severity} gauge of {timeline}:\n{after}"))
         };
         assert_eq!(of(&id), 0.0, "{severity}");
         let shown = of("primary");
@@ -235,5 +240,25 @@ async fn a_scrape_shows_requests_commits_jobs_anomalies_and_reads_move() {
     assert_eq!(
         sample(&after, "chronoscope_replica_lag_records", &[]),
         Some(0.0)
+    );
+
+    // A deleted timeline's gauges go with it: left behind, an alert on them would never clear.
+    session
+        .delete_timeline(&id.parse().expect("id"))
+        .await
+        .expect("the timeline is deleted");
+    let gone = scrape(&url).await;
+    for severity in ["critical", "warning", "info"] {
+        assert_eq!(
+            anomalies(&gone, &id, severity),
+            None,
+            "{severity} of a deleted timeline:\n{gone}"
+        );
+        assert!(anomalies(&gone, "primary", severity).is_some(), "{gone}");
+    }
+    assert_eq!(
+        gone.matches("# TYPE chronoscope_anomalies gauge").count(),
+        1,
+        "{gone}"
     );
 }

@@ -236,7 +236,7 @@ impl IdentityKeys {
             });
         }
         let key = DecodingKey::from_jwk(jwk)
-            .map_err(|e| AuthError::InvalidToken(TokenRefusal::Other(e.to_string())))?;
+            .map_err(|e| AuthError::InvalidToken(TokenRefusal::key_trouble(&e)))?;
         let mut validation = Validation::new(header.alg);
         validation.leeway = LEEWAY_SECS;
         validation.validate_exp = true;

@@ -266,7 +266,22 @@ pub enum TokenRefusal {
         /// The audience configured.
         expected: String,
     },
-    /// Anything else the JWT library refuses.
+    /// Its `nbf` (not before) is ahead of this server's clock.
+    #[error("the token is not valid before {at}; use it then, or mint one valid now")]
+    NotYetValid {
+        /// When it becomes valid, RFC 3339 in UTC.
+        at: String,
+    },
+    /// Its `sub` is not the subject this server expects.
+    #[error("the token names a subject this server does not accept")]
+    WrongSubject,
+    /// The key this server would check the token with cannot be used (a server-side problem).
+    #[error(
+        "this server cannot check the token: the key it would use is unusable ({0}); the \
+         server's operator must fix its key settings"
+    )]
+    UnusableKey(String),
+    /// Anything else the JWT library refuses, in words (never the library's error name).
     #[error("the token was refused: {0}")]
     Other(String),
 }
@@ -302,14 +317,52 @@ impl TokenRefusal {
             K::MissingRequiredClaim(claim) | K::InvalidClaimFormat(claim) => Self::BadClaim {
                 claim: claim.clone(),
             },
-            _ => Self::Other(e.to_string()),
+            K::ImmatureSignature => {
+                match jsonwebtoken::dangerous::insecure_decode_claims::<NotBefore>(token) {
+                    Ok(NotBefore { nbf }) => Self::NotYetValid { at: rfc3339(nbf) },
+                    Err(_) => Self::NotYetValid {
+                        at: "a later time".into(),
+                    },
+                }
+            }
+            K::InvalidSubject => Self::WrongSubject,
+            K::InvalidIssuer => {
+                Self::Other("its issuer ('iss') is not one this server accepts".into())
+            }
+            K::InvalidAudience => {
+                Self::Other("its audience ('aud') does not name this server".into())
+            }
+            _ => Self::key_trouble(e),
         }
+    }
+
+    /// A failure of the checking key or the library itself, said in words: jsonwebtoken's
+    /// `Display` of these is the bare variant name (`InvalidKeyFormat`), which means nothing
+    /// to the token's holder.
+    pub(crate) fn key_trouble(e: &jsonwebtoken::errors::Error) -> Self {
+        use jsonwebtoken::errors::ErrorKind as K;
+        let why = match e.kind() {
+            K::InvalidEcdsaKey => "not a valid ECDSA key".to_owned(),
+            K::InvalidEddsaKey => "not a valid EdDSA key".to_owned(),
+            K::InvalidRsaKey(why) => format!("not a valid RSA key: {why}"),
+            K::InvalidKeyFormat => "the key is not in a format for its algorithm".to_owned(),
+            K::MissingAlgorithm => "no algorithm is configured to check with".to_owned(),
+            K::Provider(why) | K::Signing(why) => why.clone(),
+            _ => return Self::Other("the token could not be checked".into()),
+        };
+        Self::UnusableKey(why)
     }
 
     /// Expired at `exp` (seconds since the epoch).
     fn expired(exp: u64) -> Self {
         Self::Expired { at: rfc3339(exp) }
     }
+}
+
+/// A token's `nbf` claim, read again to say when it becomes valid.
+#[derive(serde::Deserialize)]
+struct NotBefore {
+    nbf: u64,
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC, whole seconds).
@@ -654,6 +707,57 @@ pub fn issue_token(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever jsonwebtoken refuses a token for, the holder reads a sentence, never the
+    /// library's error name (`ExpiredSignature`, `ImmatureSignature`, `InvalidKeyFormat`, …).
+    #[test]
+    fn every_refusal_is_said_in_words_not_the_librarys_error_name() {
+        use jsonwebtoken::errors::{Error, ErrorKind as K};
+        let secret = Secret::from_bytes(b"a secret that is long enough for HS256!".to_vec())
+            .expect("a secret");
+        let token = sign(
+            &secret,
+            &Claims {
+                sub: "ada".into(),
+                iat: 1_700_000_000,
+                exp: 1_700_000_600,
+                scope: "read".into(),
+            },
+        )
+        .expect("signed");
+        let kinds = [
+            K::InvalidToken,
+            K::InvalidSignature,
+            K::InvalidEcdsaKey,
+            K::InvalidEddsaKey,
+            K::InvalidRsaKey("bad modulus".into()),
+            K::RsaFailedSigning,
+            K::InvalidAlgorithmName,
+            K::UnsupportedAlgorithm,
+            K::InvalidKeyFormat,
+            K::ExpiredSignature,
+            K::InvalidIssuer,
+            K::InvalidAudience,
+            K::InvalidSubject,
+            K::ImmatureSignature,
+            K::InvalidAlgorithm,
+            K::MissingAlgorithm,
+        ];
+        for kind in kinds {
+            let name = format!("{kind:?}");
+            let name = name.split('(').next().unwrap_or_default().to_owned();
+            let said = TokenRefusal::of(&Error::from(kind), &token).to_string();
+            assert!(!said.contains(&name), "{name}: {said}");
+            assert!(
+                said.starts_with("the token") || said.starts_with("this server"),
+                "{said}"
+            );
+        }
+        assert_eq!(
+            TokenRefusal::of(&Error::from(K::ExpiredSignature), &token).to_string(),
+            "the token expired at 2023-11-14T22:23:20Z; mint a new one with `chronoscope token`"
+        );
+    }
 
     #[test]
     fn processes_creating_the_secret_file_at_once_all_read_the_same_whole_secret() {

@@ -23,6 +23,18 @@ fn timeline(id: &str) -> Result<TimelineId, ServiceError> {
     Ok(id.parse()?)
 }
 
+/// The timeline named, or where the traveller is (DESIGN §4: an operation that names no
+/// timeline acts there), named for the before-and-after paradox comparison.
+async fn here_or(
+    service: &dyn TimelineService,
+    named: Option<&str>,
+) -> Result<TimelineId, ServiceError> {
+    match named {
+        Some(id) => timeline(id),
+        None => Ok(service.whoami().await?.timeline_id),
+    }
+}
+
 /// `KEY=VALUE` arguments as recorded conditions (`None` when there are none).
 fn conditions(
     flag: &str,
@@ -138,7 +150,7 @@ pub async fn execute(
             } => {
                 let found = service
                     .search_events(SearchQuery {
-                        timeline_id: Some(timeline(&tl)?),
+                        timeline_id: tl.as_deref().map(timeline).transpose()?,
                         location,
                         time_range: range,
                         page: page(&p),
@@ -190,7 +202,7 @@ pub async fn execute(
                 } else {
                     Vec::new()
                 };
-                let tl = timeline(&tl)?;
+                let tl = here_or(service, tl.as_deref()).await?;
                 let before = standing(service, &tl).await;
                 let result = service
                     .manipulate_event(ManipulateRequest {
@@ -211,7 +223,7 @@ pub async fn execute(
                 timeline: tl,
                 safety_check,
             } => {
-                let tl = timeline(&tl)?;
+                let tl = here_or(service, tl.as_deref()).await?;
                 let before = standing(service, &tl).await;
                 let result = service
                     .revert_event(RevertRequest {

@@ -586,9 +586,9 @@ pub enum MergeCommand {
 pub enum EventCommand {
     /// Search a timeline's events by location and time range
     Search {
-        /// Timeline id
-        #[arg(long, default_value = "primary")]
-        timeline: String,
+        /// Timeline id [default: where you are]
+        #[arg(long)]
+        timeline: Option<String>,
         /// Location, matched case-insensitively, whole or in part
         #[arg(long)]
         location: Option<String>,
@@ -626,9 +626,9 @@ pub enum EventCommand {
     Manipulate {
         /// Event id
         id: String,
-        /// Timeline id
-        #[arg(long, default_value = "primary")]
-        timeline: String,
+        /// Timeline id [default: where you are]
+        #[arg(long)]
+        timeline: Option<String>,
         /// New description
         #[arg(long)]
         description: Option<String>,
@@ -646,9 +646,9 @@ pub enum EventCommand {
     Revert {
         /// Event id (the manipulated event or any of its lineage)
         id: String,
-        /// Timeline id
-        #[arg(long, default_value = "primary")]
-        timeline: String,
+        /// Timeline id [default: where you are]
+        #[arg(long)]
+        timeline: Option<String>,
         /// Check for paradoxes first and refuse a revert that would add any
         #[arg(long)]
         safety_check: bool,

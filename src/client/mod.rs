@@ -39,15 +39,30 @@ const RETRIES: u32 = 2;
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Wait before the first retry; doubled for the next.
 const DEFAULT_BACKOFF: Duration = Duration::from_millis(150);
-/// Most random time added to a `Retry-After` wait, so that clients told the same second do
-/// not all come back in the same instant and be refused together again.
+/// Most random time added to a first `Retry-After` wait, so that clients told the same second
+/// do not all come back in the same instant and be refused together again. Doubled for each
+/// later wait (up to 16 times), so that many clients refused again and again spread out
+/// instead of meeting the limit together every second.
 const RATE_LIMIT_JITTER_MS: u64 = 300;
 
-/// Called with the wait before the first retry after a 429 (once per client and its clones).
-pub type RateLimitNotice = Arc<dyn Fn(Duration) + Send + Sync>;
+/// Called with the wait before the first retry after a 429, or a 503 with `Retry-After`
+/// (once per client and its clones).
+pub type RateLimitNotice = Arc<dyn Fn(Waiting) + Send + Sync>;
+
+/// Why and how long a client waits before sending a request again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    /// The status answered: 429 (rate limited) or 503 (unavailable for now).
+    pub status: u16,
+    /// How long, `Retry-After` and a little at random.
+    pub wait: Duration,
+}
 
 /// How a client answers a 429 (too many requests): the server refused it before doing any of
-/// it, so any request may be sent again once `Retry-After` has passed.
+/// it, so any request may be sent again once `Retry-After` has passed. The same budget covers
+/// a 503 that says when to come back (`Retry-After`: a store that is down, a server shutting
+/// down), for the requests that are safe to send again: reads, and writes carrying an
+/// `Idempotency-Key`, which the server answers with the first answer if it did apply them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateLimitRetry {
     /// How many times one request is sent again after a 429 (0: never).
@@ -150,8 +165,9 @@ impl RemoteClientBuilder {
         self
     }
 
-    /// Tell someone, once, that the client is waiting out a rate limit (e.g. on stderr).
-    pub fn on_rate_limit_wait(mut self, notice: impl Fn(Duration) + Send + Sync + 'static) -> Self {
+    /// Tell someone, once, that the client is waiting out a rate limit or a 503 (e.g. on
+    /// stderr).
+    pub fn on_rate_limit_wait(mut self, notice: impl Fn(Waiting) + Send + Sync + 'static) -> Self {
         self.notice = Some(Arc::new(notice));
         self
     }
@@ -476,15 +492,24 @@ impl RemoteClient {
             }
             let again = attempt < RETRIES;
             match request.send().await {
-                Ok(r) if r.status() == StatusCode::TOO_MANY_REQUESTS => {
-                    let wait = self.rate_limit_wait(r.headers());
+                // Refused before any of it was done (rate limits, stream caps): any request.
+                // A 503 that says when to come back: only what is safe to send again.
+                Ok(r)
+                    if r.status() == StatusCode::TOO_MANY_REQUESTS
+                        || (r.status() == StatusCode::SERVICE_UNAVAILABLE
+                            && r.headers().contains_key(RETRY_AFTER)
+                            && self.rate_limited.attempts > 0
+                            && matches!(retry, Retry::Safe | Retry::Keyed)) =>
+                {
+                    let wait = self.rate_limit_wait(r.headers(), limited);
                     if limited >= self.rate_limited.attempts
                         || waited + wait > self.rate_limited.total_wait
                     {
                         break r;
                     }
                     if let Some(notice) = &self.notice {
-                        self.noticed.call_once(|| notice(wait));
+                        let status = r.status().as_u16();
+                        self.noticed.call_once(|| notice(Waiting { status, wait }));
                     }
                     tokio::time::sleep(wait).await;
                     waited += wait;
@@ -519,12 +544,13 @@ impl RemoteClient {
         Err(failure(status, &headers, &body, &route))
     }
 
-    /// How long to wait after a 429: its `Retry-After`, plus a little at random.
-    fn rate_limit_wait(&self, headers: &HeaderMap) -> Duration {
+    /// How long to wait after the `waited`-th 429 in a row: its `Retry-After`, plus a little at
+    /// random, more for each wait before.
+    fn rate_limit_wait(&self, headers: &HeaderMap, waited: u32) -> Duration {
         use rand::Rng;
         let secs =
             problem::retry_after_secs(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()));
-        let jitter = rand::rng().random_range(0..=RATE_LIMIT_JITTER_MS);
+        let jitter = rand::rng().random_range(0..=RATE_LIMIT_JITTER_MS << waited.min(4));
         Duration::from_secs(secs) + Duration::from_millis(jitter)
     }
 
@@ -1110,6 +1136,14 @@ mod tests {
 
         /// Every route answers 503 until it has been called `fail` times, then 200 `[]`.
         pub fn flaky(fail: usize) -> (Router, Arc<AtomicUsize>) {
+            flaky_with(fail, None)
+        }
+
+        /// [`flaky`], its 503s carrying `Retry-After: {retry_after}` when given.
+        pub fn flaky_with(
+            fail: usize,
+            retry_after: Option<&'static str>,
+        ) -> (Router, Arc<AtomicUsize>) {
             let calls = Arc::new(AtomicUsize::new(0));
             let answer = {
                 let calls = calls.clone();
@@ -1122,6 +1156,9 @@ mod tests {
                                 header::CONTENT_TYPE,
                                 "application/problem+json".parse().unwrap(),
                             );
+                            if let Some(secs) = retry_after {
+                                h.insert(header::RETRY_AFTER, secs.parse().unwrap());
+                            }
                             (StatusCode::SERVICE_UNAVAILABLE, h, r#"{"type":"/problems/unavailable","title":"Service unavailable","status":503,"detail":"storage is restarting"}"#).into_response()
                         } else {
                             let mut h = HeaderMap::new();
@@ -1235,6 +1272,46 @@ mod tests {
             Err(ServiceError::Unavailable("storage is restarting".into()))
         );
         assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    /// A 503 that says when to come back is waited out like a 429, within the same budget,
+    /// for what is safe to send again: a read, not a delete the server may have applied.
+    #[tokio::test]
+    async fn a_503_with_retry_after_is_waited_out_for_what_is_safe_to_send_again() {
+        use std::sync::Mutex;
+        let patient = |base: &str, told: Arc<Mutex<Vec<Waiting>>>| {
+            RemoteClient::builder(base, "t")
+                .retry_backoff(Duration::from_millis(1))
+                .retry_rate_limited(RateLimitRetry {
+                    attempts: 8,
+                    total_wait: Duration::from_secs(30),
+                })
+                .on_rate_limit_wait(move |w| told.lock().unwrap().push(w))
+                .build()
+                .unwrap()
+        };
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let (router, calls) = stand_in::flaky_with(5, Some("0"));
+        let c = patient(&stand_in::serve(router).await, Arc::clone(&told));
+        let page = c.list_timelines(PageRequest::default()).await;
+        assert!(page.is_ok(), "{page:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 6, "five 503s waited out");
+        let told = told.lock().unwrap().clone();
+        assert_eq!(told.len(), 1, "said once: {told:?}");
+        assert_eq!(told[0].status, 503);
+
+        let (router, calls) = stand_in::flaky_with(5, Some("0"));
+        let c = patient(&stand_in::serve(router).await, Arc::default());
+        let id: TimelineId = "primary".parse().unwrap();
+        assert!(matches!(
+            c.delete_timeline(&id).await,
+            Err(ServiceError::Unavailable(_))
+        ));
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "a delete is not sent again"
+        );
     }
 
     #[tokio::test]

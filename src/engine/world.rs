@@ -432,6 +432,7 @@ impl World {
                 );
             }
             Op::DeleteTimeline { id } => {
+                crate::metrics::forget_timeline(&id);
                 self.timelines.remove(&id);
             }
             Op::AddEvents {
