@@ -1122,6 +1122,75 @@ async fn help_scrolls_to_its_last_line_and_no_further() {
     );
 }
 
+/// Moves `event` to `time`; the new head of its lineage.
+async fn move_event(service: &Arc<dyn TimelineService>, event: &EventId, time: &str) -> EventId {
+    service
+        .manipulate_event(chronoscope::service::ManipulateRequest {
+            timeline_id: None,
+            event_id: event.clone(),
+            new_outcome: chronoscope::service::NewOutcome {
+                description: None,
+                changes: vec![chronoscope::service::OutcomeChange {
+                    action: None,
+                    time: Some(t(time)),
+                }],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap()
+        .new_event_id
+}
+
+/// The picture's row of the lane called `name`.
+fn lane<'s>(screen: &'s str, name: &str) -> &'s str {
+    screen
+        .lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_else(|| panic!("no lane '{name}' in\n{screen}"))
+}
+
+async fn the_picture_shows_superseded_and_reverted_versions_in_their_lanes(w: World) {
+    // The Great Exhibition (1851) moved to 1860, then to 1870, and that last move undone:
+    // 1851 is superseded, 1870 reverted, 1860 stands as the manipulated event.
+    let exhibition = event_called(&w.service, "Great Exhibition opens").await;
+    let moved = move_event(&w.service, &exhibition, "1860-05-01T11:00:00Z").await;
+    move_event(&w.service, &moved, "1870-05-01T11:00:00Z").await;
+    w.service
+        .revert_event(chronoscope::service::RevertRequest {
+            event_id: exhibition.clone(),
+            timeline_id: None,
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("v");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    let column = |row: &str, glyph: char| {
+        row.chars()
+            .position(|c| c == glyph)
+            .unwrap_or_else(|| panic!("no {glyph} in '{row}' of\n{screen}"))
+    };
+    let superseded = column(lane(&screen, "superseded "), '○');
+    let manipulated = column(lane(&screen, "manipulated "), '▲');
+    let reverted = column(lane(&screen, "reverted "), '×');
+    assert!(
+        superseded < manipulated && manipulated < reverted,
+        "1851, 1860, 1870 from left to right:\n{screen}"
+    );
+    for legend in ["○ superseded", "× reverted"] {
+        assert!(screen.contains(legend), "{legend}:\n{screen}");
+    }
+    // One event stands for the lineage: the density row counts it once, not its versions.
+    let bars = lane(&screen, "per cell")
+        .chars()
+        .filter(|c| "▁▂▃▄▅▆▇█".contains(*c))
+        .count();
+    assert_eq!(bars, 3, "{screen}");
+}
+
 /// The same key-driven flows against the embedded engine and against a real server.
 macro_rules! on_both_faces {
     ($($name:ident),* $(,)?) => {
@@ -1148,6 +1217,7 @@ on_both_faces!(
     manipulate_with_the_safety_check_then_revert,
     refusals_show_the_problem_title_and_detail_without_leaving_the_screen,
     a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick,
+    the_picture_shows_superseded_and_reverted_versions_in_their_lanes,
 );
 
 #[tokio::test]
