@@ -928,6 +928,41 @@ async fn an_untrusted_certificate_is_shown_whole_and_not_promised_a_retry() {
 }
 
 #[tokio::test]
+async fn panes_that_never_loaded_say_why_instead_of_loading_for_ever() {
+    let w = world().await;
+    // The first answer is a certificate the dashboard does not trust; nothing has loaded.
+    let mut h = Harness::new(w.service.clone(), w.clock.clone());
+    let why = "cannot reach https://localhost:19443: the server's certificate is not trusted \
+               (unknown issuer); if a private CA signed it, pass that CA with --ca-cert FILE";
+    let generation = h.app.generation(Slot::Whoami);
+    h.send(Msg::Done {
+        slot: Slot::Whoami,
+        generation,
+        result: Err(ServiceError::Unavailable(why.into())),
+    });
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        // The timelines pane: the left 60 % of the rows under the banner.
+        let left = usize::from(width) * 6 / 10;
+        let pane: Vec<String> = screen
+            .lines()
+            .map(|l| l.chars().take(left).collect())
+            .collect();
+        let words = pane.join(" ");
+        let words = words
+            .split(|c: char| c.is_whitespace() || c == '│' || c == '┃')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(!screen.contains("Loading timelines"), "{screen}");
+        assert!(
+            words.contains("Not loaded: the server cannot be used as configured (see above)."),
+            "{screen}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn q_quits_and_ctrl_c_quits_even_from_a_form() {
     let w = world().await;
     let mut h = harness(&w).await;
