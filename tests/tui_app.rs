@@ -2104,3 +2104,25 @@ async fn a_timeline_deleted_elsewhere_is_said_by_name_and_the_search_moves_on() 
     assert_ne!(h.app.search.timeline, Some(doomed));
     assert!(h.app.search.searched, "and shows its events");
 }
+
+#[tokio::test]
+async fn the_picture_of_a_timeline_deleted_elsewhere_closes_and_says_so() {
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap().id;
+    let mut h = harness(&w).await;
+    h.press("j v");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("Timeline of Doomed"));
+
+    w.service.delete_timeline(&doomed).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(h.app.modal.is_none(), "{screen}");
+    assert!(!screen.contains("Timeline of Doomed"), "{screen}");
+    assert!(
+        screen.contains("Timeline 'Doomed' was deleted."),
+        "{screen}"
+    );
+    assert!(!screen.contains("Unknown reference"), "{screen}");
+}
