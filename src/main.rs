@@ -401,11 +401,15 @@ async fn connect(
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
             // The interface has no window to ask for: the server's own `serve --window` decides.
-            return Err(eyre!(
-                "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine and \
-                 `serve` only: with --remote the server decides how long new timelines stay \
-                 open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
-            ));
+            // Bad input, so one line, not a report with a backtrace.
+            return Err(explain(ServiceError::invalid(
+                "window",
+                format!(
+                    "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine \
+                     and `serve` only: with --remote the server decides how long new timelines \
+                     stay open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
+                ),
+            )));
         }
         let token = global.token.clone().ok_or_else(|| {
             explain(ServiceError::invalid(
