@@ -252,6 +252,7 @@ fn timeline_view(c: &mut Criterion) {
         focused: true,
         here: Some(&timeline),
         pending: false,
+        offline: None,
     };
     let mut terminal = Terminal::new(TestBackend::new(140, 40)).expect("backend");
     let mut view = TimelineView::new();

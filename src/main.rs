@@ -443,11 +443,12 @@ async fn connect(
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
             // The interface has no window to ask for: the server's own `serve --window` decides.
+            // Bad input, so one line, not a report with a backtrace.
             return Err(explain(ServiceError::invalid(
                 "window",
                 format!(
-                    "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine and \
-                     `serve` only: with --remote the server decides how long new timelines \
+                    "--window / CHRONOSCOPE_WINDOW ({window}) applies to the embedded engine \
+                     and `serve` only: with --remote the server decides how long new timelines \
                      stay open (its `serve --window`). Drop the flag or unset CHRONOSCOPE_WINDOW"
                 ),
             )));

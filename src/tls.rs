@@ -138,6 +138,15 @@ pub fn explain_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> 
                 "the server's certificate is not valid yet (check both clocks)".to_owned()
             }
             CertificateError::Revoked => "the server's certificate was revoked".to_owned(),
+            // webpki's own error, behind `Other`: what a self-signed certificate made with
+            // `openssl req -x509` (CA:TRUE) gives. Named by its Debug text, as rustls exports
+            // no type to match.
+            other if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+                "the server's certificate is a CA certificate (CA:TRUE) used as the server's \
+                 own; serve a certificate for the server's name signed by that CA, and pass the \
+                 CA with --ca-cert FILE (or CHRONOSCOPE_CA_CERT)"
+                    .to_owned()
+            }
             other => format!("the server's certificate was refused ({other:?})"),
         },
         Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => {
@@ -208,5 +217,31 @@ mod tests {
         assert!(why.contains("--ca-cert"), "{why}");
         let plain = std::io::Error::other("connection reset");
         assert_eq!(explain_failure(&plain), None);
+    }
+
+    /// Stands for webpki's error of the same name (rustls passes it on as `Other`).
+    #[derive(Debug)]
+    struct CaUsedAsEndEntity;
+
+    impl std::fmt::Display for CaUsedAsEndEntity {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("CA used as end entity")
+        }
+    }
+
+    impl std::error::Error for CaUsedAsEndEntity {}
+
+    #[test]
+    fn a_ca_certificate_served_as_the_servers_own_says_what_to_serve() {
+        let other = rustls::OtherError(std::sync::Arc::new(CaUsedAsEndEntity));
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other));
+        let why = explain_failure(&tls).expect("a TLS failure");
+        assert!(why.contains("a CA certificate (CA:TRUE)"), "{why}");
+        assert!(why.contains("--ca-cert"), "{why}");
+        assert!(!why.contains("OtherError"), "{why}");
+        assert!(
+            why.starts_with("the server's certificate"),
+            "lasting: {why}"
+        );
     }
 }

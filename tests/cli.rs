@@ -675,6 +675,9 @@ fn a_window_is_refused_with_a_server_which_decides_its_own() {
         stderr.contains("--window / CHRONOSCOPE_WINDOW (2 hours)"),
         "{stderr}"
     );
+    // A refusal of what was typed: one line, whatever RUST_BACKTRACE says.
+    assert!(!stderr.contains("BACKTRACE"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     let by_env = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
         .arg("--data-dir")
         .arg(dir.path())

@@ -928,6 +928,41 @@ async fn an_untrusted_certificate_is_shown_whole_and_not_promised_a_retry() {
 }
 
 #[tokio::test]
+async fn panes_that_never_loaded_say_why_instead_of_loading_for_ever() {
+    let w = world().await;
+    // The first answer is a certificate the dashboard does not trust; nothing has loaded.
+    let mut h = Harness::new(w.service.clone(), w.clock.clone());
+    let why = "cannot reach https://localhost:19443: the server's certificate is not trusted \
+               (unknown issuer); if a private CA signed it, pass that CA with --ca-cert FILE";
+    let generation = h.app.generation(Slot::Whoami);
+    h.send(Msg::Done {
+        slot: Slot::Whoami,
+        generation,
+        result: Err(ServiceError::Unavailable(why.into())),
+    });
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        // The timelines pane: the left 60 % of the rows under the banner.
+        let left = usize::from(width) * 6 / 10;
+        let pane: Vec<String> = screen
+            .lines()
+            .map(|l| l.chars().take(left).collect())
+            .collect();
+        let words = pane.join(" ");
+        let words = words
+            .split(|c: char| c.is_whitespace() || c == '│' || c == '┃')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(!screen.contains("Loading timelines"), "{screen}");
+        assert!(
+            words.contains("Not loaded: the server cannot be used as configured (see above)."),
+            "{screen}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn q_quits_and_ctrl_c_quits_even_from_a_form() {
     let w = world().await;
     let mut h = harness(&w).await;
@@ -1122,6 +1157,75 @@ async fn help_scrolls_to_its_last_line_and_no_further() {
     );
 }
 
+/// Moves `event` to `time`; the new head of its lineage.
+async fn move_event(service: &Arc<dyn TimelineService>, event: &EventId, time: &str) -> EventId {
+    service
+        .manipulate_event(chronoscope::service::ManipulateRequest {
+            timeline_id: None,
+            event_id: event.clone(),
+            new_outcome: chronoscope::service::NewOutcome {
+                description: None,
+                changes: vec![chronoscope::service::OutcomeChange {
+                    action: None,
+                    time: Some(t(time)),
+                }],
+            },
+            safety_check: false,
+        })
+        .await
+        .unwrap()
+        .new_event_id
+}
+
+/// The picture's row of the lane called `name`.
+fn lane<'s>(screen: &'s str, name: &str) -> &'s str {
+    screen
+        .lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_else(|| panic!("no lane '{name}' in\n{screen}"))
+}
+
+async fn the_picture_shows_superseded_and_reverted_versions_in_their_lanes(w: World) {
+    // The Great Exhibition (1851) moved to 1860, then to 1870, and that last move undone:
+    // 1851 is superseded, 1870 reverted, 1860 stands as the manipulated event.
+    let exhibition = event_called(&w.service, "Great Exhibition opens").await;
+    let moved = move_event(&w.service, &exhibition, "1860-05-01T11:00:00Z").await;
+    move_event(&w.service, &moved, "1870-05-01T11:00:00Z").await;
+    w.service
+        .revert_event(chronoscope::service::RevertRequest {
+            event_id: exhibition.clone(),
+            timeline_id: None,
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("v");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    let column = |row: &str, glyph: char| {
+        row.chars()
+            .position(|c| c == glyph)
+            .unwrap_or_else(|| panic!("no {glyph} in '{row}' of\n{screen}"))
+    };
+    let superseded = column(lane(&screen, "superseded "), '○');
+    let manipulated = column(lane(&screen, "manipulated "), '▲');
+    let reverted = column(lane(&screen, "reverted "), '×');
+    assert!(
+        superseded < manipulated && manipulated < reverted,
+        "1851, 1860, 1870 from left to right:\n{screen}"
+    );
+    for legend in ["○ superseded", "× reverted"] {
+        assert!(screen.contains(legend), "{legend}:\n{screen}");
+    }
+    // One event stands for the lineage: the density row counts it once, not its versions.
+    let bars = lane(&screen, "per cell")
+        .chars()
+        .filter(|c| "▁▂▃▄▅▆▇█".contains(*c))
+        .count();
+    assert_eq!(bars, 3, "{screen}");
+}
+
 /// The same key-driven flows against the embedded engine and against a real server.
 macro_rules! on_both_faces {
     ($($name:ident),* $(,)?) => {
@@ -1148,6 +1252,7 @@ on_both_faces!(
     manipulate_with_the_safety_check_then_revert,
     refusals_show_the_problem_title_and_detail_without_leaving_the_screen,
     a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick,
+    the_picture_shows_superseded_and_reverted_versions_in_their_lanes,
 );
 
 #[tokio::test]
@@ -1998,4 +2103,26 @@ async fn a_timeline_deleted_elsewhere_is_said_by_name_and_the_search_moves_on() 
     );
     assert_ne!(h.app.search.timeline, Some(doomed));
     assert!(h.app.search.searched, "and shows its events");
+}
+
+#[tokio::test]
+async fn the_picture_of_a_timeline_deleted_elsewhere_closes_and_says_so() {
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap().id;
+    let mut h = harness(&w).await;
+    h.press("j v");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("Timeline of Doomed"));
+
+    w.service.delete_timeline(&doomed).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(h.app.modal.is_none(), "{screen}");
+    assert!(!screen.contains("Timeline of Doomed"), "{screen}");
+    assert!(
+        screen.contains("Timeline 'Doomed' was deleted."),
+        "{screen}"
+    );
+    assert!(!screen.contains("Unknown reference"), "{screen}");
 }

@@ -22,7 +22,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::{Paragraph, Wrap};
 
-const HEIGHT: u16 = 16;
+const HEIGHT: u16 = 18;
 
 fn t(s: &str) -> Instant {
     parse_instant("t", s).unwrap()
@@ -44,6 +44,7 @@ fn ctx(palette: &Palette) -> Ctx<'_> {
         focused: false,
         here: None,
         pending: false,
+        offline: None,
     }
 }
 
@@ -60,7 +61,7 @@ fn drawn(screen: &str, glyph: &str) -> usize {
 
 /// The rows of the list of events in view, below the axis: a mark, then a date.
 fn listed(screen: &str) -> Vec<&str> {
-    let marks = ["●", "▲", "◆", "⚠"];
+    let marks = ["●", "▲", "◆", "⚠", "○", "×"];
     screen
         .lines()
         .skip_while(|line| !line.contains('┬'))
@@ -285,11 +286,13 @@ impl Fixture {
 }
 
 /// Each mark with its words in the legend.
-const LEGEND: [(&str, &str); 7] = [
+const LEGEND: [(&str, &str); 9] = [
     ("●", "on schedule"),
     ("▲", "manipulated"),
     ("◆", "fixed point"),
     ("⚠", "anomaly"),
+    ("○", "superseded"),
+    ("×", "reverted"),
     ("┃", "you"),
     ("┆", "anchor"),
     ("▁▄█", "events per cell"),
@@ -325,20 +328,30 @@ fn timeline_view_fitted() {
         for glyph in ["●", "▲", "◆", "⚠", "┃"] {
             assert!(drawn(&screen, glyph) >= 1, "no {glyph} drawn in\n{screen}");
         }
-        // Versions that no longer stand (superseded, reverted) are not drawn nor listed.
-        for glyph in ["○", "×"] {
-            assert!(!screen.contains(glyph), "{glyph} drawn in\n{screen}");
-        }
         // The lanes are compact: one row each, one under the other, then the density row.
-        let lanes: Vec<usize> = ["anomalies", "fixed points", "on schedule", "manipulated"]
-            .iter()
-            .map(|lane| {
-                let row = screen.lines().position(|l| l.contains(lane));
-                row.unwrap_or_else(|| panic!("no lane '{lane}' in\n{screen}"))
-            })
-            .collect();
-        assert_eq!(lanes, [2, 3, 4, 5], "{screen}");
-        let density = screen.lines().nth(6).unwrap_or_default();
+        let lanes: Vec<usize> = [
+            "anomalies",
+            "fixed points",
+            "on schedule",
+            "manipulated",
+            "superseded",
+            "reverted",
+        ]
+        .iter()
+        .map(|lane| {
+            let row = screen
+                .lines()
+                .position(|l| l.starts_with(&format!("│{lane}")));
+            row.unwrap_or_else(|| panic!("no lane '{lane}' in\n{screen}"))
+        })
+        .collect();
+        assert_eq!(lanes, [2, 3, 4, 5, 6, 7], "{screen}");
+        // Versions that no longer stand are drawn in their own lanes: the Great Exhibition's
+        // time before it was moved, and Tesla's lecture moved back and reverted.
+        let lines: Vec<&str> = screen.lines().collect();
+        assert_eq!(lines[6].matches('○').count(), 1, "{screen}");
+        assert_eq!(lines[7].matches('×').count(), 1, "{screen}");
+        let density = screen.lines().nth(8).unwrap_or_default();
         assert!(density.contains("per cell"), "{screen}");
         // Two events share the last column (a year and more per cell): the fullest bar
         // there, the lowest for a cell of one.
@@ -371,7 +384,7 @@ fn timeline_view_zoomed_to_a_day_then_panned() {
         );
         // Hours are labelled as such, midnight by its date; what is out of view is counted.
         assert!(day.contains("12:00") && day.contains("03-11"), "{day}");
-        assert!(day.contains("◀ 3") && day.contains("1 ▶"), "{day}");
+        assert!(day.contains("◀ 4") && day.contains("1 ▶"), "{day}");
         assert!(shows_you(&day) && day.contains("▽ home"), "{day}");
         for glyph in ["●", "⚠", "┃", "┆"] {
             assert!(drawn(&day, glyph) >= 1, "no {glyph} drawn in\n{day}");
@@ -449,7 +462,7 @@ fn panning_past_the_calendar_stays_at_its_end() {
         "{screen}"
     );
     assert!(
-        screen.contains("No events in view (7 earlier, 0 later).") && screen.contains("◀ 7"),
+        screen.contains("No events in view (9 earlier, 0 later).") && screen.contains("◀ 9"),
         "{screen}"
     );
     for _ in 0..30 {
@@ -538,15 +551,23 @@ fn ten_thousand_events_in_one_cell_draw_one_mark() {
 #[test]
 fn the_height_left_lists_the_events_in_view_most_telling_first() {
     let f = fixture();
-    // Tall enough for every standing event: all five, in time order, none that no longer
-    // stands.
+    // Tall enough for every version: all seven, in time order, those that no longer stand
+    // saying so.
     let tall = buffer_text(&f.render_sized(&mut TimelineView::new(), 140, 30, &plain()));
     let rows = listed(&tall);
-    assert_eq!(rows.len(), 5, "{tall}");
+    assert_eq!(rows.len(), 7, "{tall}");
     for (row, (mark, what)) in rows.iter().zip([
         ("●", "1789-07-14 15:00  Storming of the Bastille · Paris"),
         ("◆", "1804-12-02 10:00  Napoleon crowned"),
+        (
+            "○",
+            "1851-05-01 11:00  Great Exhibition opens · Paris (superseded)",
+        ),
         ("▲", "1851-09-01 11:00  Great Exhibition opens (moved)"),
+        (
+            "×",
+            "1889-03-10 18:00  Tesla's lecture, moved back · Paris (reverted)",
+        ),
         ("⚠", "1889-03-10 23:50  Tesla meets Edison"),
         ("●", "1889-03-31 12:00  Eiffel Tower opens"),
     ]) {
@@ -554,13 +575,14 @@ fn the_height_left_lists_the_events_in_view_most_telling_first() {
     }
     assert!(!tall.contains("more in view"), "{tall}");
 
-    // Short: the anomaly's event and the fixed point before the ones on schedule.
+    // Short: the anomaly's event and the fixed point before the ones on schedule, and
+    // versions that no longer stand last.
     let short = f.screen(&mut TimelineView::new(), 80);
     let rows = listed(&short);
     assert_eq!(rows.len(), 2, "{short}");
     assert!(rows[0].contains("Napoleon crowned"), "{short}");
     assert!(rows[1].contains("Tesla meets Edison"), "{short}");
-    assert!(short.contains("… 3 more in view"), "{short}");
+    assert!(short.contains("… 5 more in view"), "{short}");
 }
 
 fn timeline(n: u128, name: &str, parent: Option<u128>, minute: i64) -> TimelineInfo {

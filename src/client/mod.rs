@@ -861,6 +861,28 @@ impl TimelineService for RemoteClient {
         })
     }
 
+    async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
+        let timeline = match req.timeline_id {
+            Some(t) => t,
+            None => self.whoami().await?.timeline_id,
+        };
+        let id = segment("timeline", timeline.as_str())?;
+        let path = ["v1", "timeline", id, "events"];
+        let call = Call::get(&path)
+            .param("versions", Some("all"))
+            .param("location", req.location.as_ref())
+            .param("time_range", req.time_range.as_ref())
+            .page(&req.page);
+        // Addressed by path, an unknown timeline is a 404; named in a query, it is the same
+        // unknown reference the engine answers.
+        match self.send(call).await {
+            Err(ServiceError::NotFound { what, id }) if what == "timeline" => {
+                Err(ServiceError::unknown("timeline", id))
+            }
+            answer => answer?.list(),
+        }
+    }
+
     async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord> {
         let id = segment("timeline", timeline.as_str())?;
         self.send(Call::post(&["v1", "timeline", id, "events"], &req)?)

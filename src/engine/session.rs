@@ -648,6 +648,57 @@ impl TimelineService for EngineSession {
         .await
     }
 
+    async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
+        self.read(|world, ctx| {
+            let timeline = here(world, ctx, &req.timeline_id);
+            let state = rules::referenced(world, &timeline)?;
+            let limit = limit(&req.page)?;
+            let after = req
+                .page
+                .cursor
+                .as_deref()
+                .map(parse_event_cursor)
+                .transpose()?;
+            let needle = req
+                .location
+                .as_deref()
+                .map(|l| l.trim().to_lowercase())
+                .filter(|l| !l.is_empty());
+            // Past versions are not indexed: one pass over every version, keeping a page.
+            let mut found: Vec<_> = state
+                .history
+                .iter_all()
+                .filter(|e| {
+                    needle
+                        .as_ref()
+                        .is_none_or(|n| e.location.to_lowercase().contains(n.as_str()))
+                        && req.time_range.as_ref().is_none_or(|r| r.contains(&e.time))
+                        && after
+                            .as_ref()
+                            .is_none_or(|(t, id)| (&e.time, &e.id) > (t, id))
+                })
+                .collect();
+            let key = |e: &&Arc<crate::model::Event>| (e.time, e.id.clone());
+            if found.len() > limit + 1 {
+                found.select_nth_unstable_by_key(limit, key);
+                found.truncate(limit + 1);
+            }
+            found.sort_unstable_by_key(key);
+            let more = found.len() > limit;
+            found.truncate(limit);
+            let next_cursor = if more {
+                found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
+            } else {
+                None
+            };
+            Ok(Page {
+                items: found.iter().map(|e| rules::event_record(e)).collect(),
+                next_cursor,
+            })
+        })
+        .await
+    }
+
     async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord> {
         self.write(|world, ctx| {
             let (op, event) = rules::add_event(world, ctx, timeline, &req)?;

@@ -118,6 +118,21 @@ pub struct TimelineEventsParams {
     pub limit: Option<u32>,
     /// The cursor of the next page.
     pub cursor: Option<String>,
+    /// `current` (default): the events as the timeline stands; `all`: past versions too
+    /// (superseded by a manipulation, or reverted), each with its status.
+    #[param(inline)]
+    pub versions: Option<EventVersions>,
+}
+
+/// Which versions of a timeline's events to list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EventVersions {
+    /// The events as the timeline stands.
+    #[default]
+    Current,
+    /// Every version: standing, superseded and reverted.
+    All,
 }
 
 /// `automation-log` (body or query).

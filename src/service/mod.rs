@@ -123,6 +123,9 @@ pub trait TimelineService: Send + Sync {
 
     /// Searches a timeline's current events by location and time range, in time order.
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;
+    /// Every version of a timeline's events, standing and past (superseded by a manipulation,
+    /// or reverted), by location and time range, in time order (extension).
+    async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;
     /// Adds an event to a timeline.
     async fn add_event(&self, timeline: &TimelineId, req: NewEvent) -> ServiceResult<EventRecord>;
     /// Manipulates an event, creating the new head of its lineage.

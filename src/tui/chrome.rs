@@ -34,14 +34,27 @@ pub enum Connection {
 }
 
 impl Connection {
+    /// Why no answer comes, in a few words, for what the panes have not loaded; `None` when
+    /// answers come (or may yet).
+    pub fn offline(&self) -> Option<&'static str> {
+        match self {
+            Connection::Connecting | Connection::Connected => None,
+            Connection::Disconnected(_) => Some("the service does not answer"),
+            Connection::Unusable(_) => Some("the server cannot be used as configured"),
+            Connection::TokenRefused(_) => Some("the server refuses the token"),
+        }
+    }
+
     /// The whole story of a failed connection, for the banner under the header; `None` when
     /// there is nothing wrong.
     pub fn banner(&self) -> Option<String> {
         let sentence = |s: &str| {
             let s = s.trim_end_matches('.');
+            // A question ends as one: "does it serve plain http:// there?", not "?.".
+            let stop = if s.ends_with('?') { "" } else { "." };
             let mut chars = s.chars();
             chars.next().map_or_else(String::new, |first| {
-                first.to_uppercase().chain(chars).collect::<String>() + "."
+                first.to_uppercase().chain(chars).collect::<String>() + stop
             })
         };
         match self {
@@ -206,7 +219,14 @@ impl Header<'_> {
                 (Connection::TokenRefused(_), true) => Span::styled(" ✗ token refused ", p.error),
             });
             // How the monitor learns of changes: pushed, or polled when there is no stream.
+            // Not said while calls fail: a stream opened earlier may still push, but nothing
+            // else on screen is updated, and "live" next to the failure would say otherwise.
+            let answering = matches!(
+                self.connection,
+                Connection::Connecting | Connection::Connected
+            );
             match (self.link, compact) {
+                _ if !answering => {}
                 (Link::Live, false) => spans.push(Span::styled("↯ live ", p.ok)),
                 (Link::Live, true) => spans.push(Span::styled("↯ ", p.ok)),
                 (Link::Polling(why), false) => spans.push(Span::styled(
@@ -385,10 +405,18 @@ mod tests {
         let wide = screen(140, 1, |f| header.render(f, f.area()));
         assert!(wide.contains("chronoscope.example.org"), "{wide}");
         assert!(wide.contains("✗ disconnected — retrying"), "{wide}");
-        assert!(wide.contains("polling (no stream)"), "{wide}");
         let narrow = screen(60, 1, |f| header.render(f, f.area()));
         assert!(!narrow.contains("example.org"), "{narrow}");
         assert!(narrow.contains("✗ disconnected"), "{narrow}");
+        // Connected, how the monitor learns of changes is said too, shorter when narrow.
+        let polling = Header {
+            connection: &Connection::Connected,
+            ..header
+        };
+        let wide = screen(140, 1, |f| polling.render(f, f.area()));
+        assert!(wide.contains("polling (no stream)"), "{wide}");
+        let narrow = screen(60, 1, |f| polling.render(f, f.area()));
+        assert!(!narrow.contains("example.org"), "{narrow}");
         assert!(narrow.contains("⟳ polling"), "{narrow}");
     }
 
@@ -478,6 +506,42 @@ mod tests {
             let (text, banner) = header_and_banner(&fine, 80);
             assert_eq!(banner.height, 0, "{text}");
         }
+    }
+
+    #[test]
+    fn a_stream_still_open_is_not_called_live_while_calls_are_refused() {
+        let p = palette();
+        let header = |connection: &Connection| {
+            let header = Header {
+                palette: &p,
+                source: "server: https://localhost:19443",
+                connection,
+                link: &Link::Live,
+                whoami: None,
+                last_refresh: None,
+                spinner: None,
+            };
+            screen(140, 1, |f| header.render(f, f.area()))
+        };
+        assert!(header(&Connection::Connected).contains("↯ live"));
+        let refused = Connection::TokenRefused("the token expired at 06:00:00Z".into());
+        let down = Connection::Disconnected("connection refused".into());
+        for connection in [refused, down] {
+            let text = header(&connection);
+            assert!(!text.contains("live") && !text.contains("↯"), "{text}");
+            assert!(text.contains('✗'), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_reason_that_asks_a_question_ends_with_it() {
+        let tls = Connection::Unusable(
+            "cannot reach https://x: the server did not answer in TLS; does it serve plain \
+             http:// there?"
+                .into(),
+        );
+        let banner = tls.banner().unwrap_or_default();
+        assert!(banner.contains("http:// there? Asking again"), "{banner}");
     }
 
     #[test]

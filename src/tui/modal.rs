@@ -173,6 +173,7 @@ impl Modal {
                     focused: true,
                     here: around.whoami.map(|w| &w.timeline_id),
                     pending: picture.loading,
+                    offline: None,
                 };
                 let scene = around.scene(&picture.timeline);
                 picture.render(frame, area, &ctx, &scene);

@@ -22,7 +22,7 @@ use crate::service::{Anomaly, EventRecord, TravellerStatus};
 pub struct Picture {
     /// The timeline drawn.
     pub timeline: TimelineId,
-    /// Its events (current and past heads alike: reverted and superseded ones are drawn too).
+    /// Its events, every version: standing, superseded and reverted.
     pub events: Vec<EventRecord>,
     /// The traveller's anchors.
     pub anchors: Vec<Anchor>,
@@ -190,6 +190,7 @@ mod tests {
             focused: false,
             here: None,
             pending: false,
+            offline: None,
         };
         let text = screen(80, 20, |f| picture.render(f, f.area(), &ctx, &scene));
         assert!(text.contains("Tesla 1889"), "{text}");

@@ -317,6 +317,7 @@ wrapped! {
     adjust_anchor(req: AdjustAnchorRequest) -> AnchorRecord;
     simulate_wormhole(req: WormholeRequest) -> WormholeSimulation;
     search_events(req: SearchQuery) -> Page<EventRecord>;
+    event_versions(req: SearchQuery) -> Page<EventRecord>;
     add_event(timeline: &TimelineId, req: NewEvent) -> EventRecord;
     manipulate_event(req: ManipulateRequest) -> ManipulationResult;
     revert_event(req: RevertRequest) -> RevertResult;

@@ -24,7 +24,8 @@ pub async fn whoami(caller: Caller) -> ApiResult {
     Ok(json(StatusCode::OK, &caller.service.whoami().await?))
 }
 
-/// A timeline's current events, in time order, optionally by location and time range.
+/// A timeline's current events (with `versions=all`, past versions too), in time order,
+/// optionally by location and time range.
 #[utoipa::path(get, path = "/v1/timeline/{timeline_id}/events", tag = "Extensions",
     operation_id = "listTimelineEvents",
     params(("timeline_id" = String, Path, description = "The timeline"), TimelineEventsParams),
@@ -48,7 +49,11 @@ pub async fn search_timeline_events(
             cursor: q.cursor,
         },
     };
-    let page = caller.service.search_events(query).await.map_err(|e| {
+    let listed = match q.versions.unwrap_or_default() {
+        EventVersions::Current => caller.service.search_events(query).await,
+        EventVersions::All => caller.service.event_versions(query).await,
+    };
+    let page = listed.map_err(|e| {
         // Addressed by path, an unknown timeline is a missing resource, not a bad reference.
         match e {
             ServiceError::UnknownReference { what, id: unknown }

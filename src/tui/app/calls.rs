@@ -211,7 +211,8 @@ impl App {
         });
     }
 
-    /// Fetches the events of `timeline` (up to the row limit) and the traveller's anchors.
+    /// Fetches the events of `timeline`, past versions too (up to the row limit), and the
+    /// traveller's anchors.
     pub(super) fn request_picture(&mut self, timeline: TimelineId) {
         let svc = Arc::clone(&self.service);
         self.spawn(Slot::Picture, async move {
@@ -221,7 +222,7 @@ impl App {
                 time_range: None,
                 page,
             };
-            let mut events = all_pages(|page| svc.search_events(query(page))).await?;
+            let mut events = all_pages(|page| svc.event_versions(query(page))).await?;
             events.truncate(MAX_ROWS);
             let anchors = all_pages(|page| svc.list_anchors(page)).await?;
             Ok(Reply::Picture {

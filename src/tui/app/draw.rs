@@ -41,12 +41,14 @@ impl App {
         }
         let now = self.now();
         let here = self.whoami.as_ref().map(|w| w.timeline_id.clone());
+        let offline = self.connection.offline();
         let ctx = |focused: bool, pending: bool| Ctx {
             palette: &p,
             now,
             focused,
             here: here.as_ref(),
             pending,
+            offline,
         };
         let c = ctx(
             self.focus == PaneId::Timelines,

@@ -158,6 +158,12 @@ impl App {
                     .timeline
                     .as_ref()
                     .map(|id| (id.clone(), self.timelines.name_of(id)));
+                let pictured = match &self.modal {
+                    Some(Modal::Picture(p)) => {
+                        Some((p.timeline.clone(), self.timelines.name_of(&p.timeline)))
+                    }
+                    _ => None,
+                };
                 self.timelines.set(list);
                 // A deleted timeline's results would offer events that are gone: the search
                 // moves to the timeline selected now, and says why.
@@ -167,6 +173,15 @@ impl App {
                 {
                     search_again = self.search.searched;
                     self.search.forget();
+                    if self.said_gone.insert(gone) {
+                        self.flash_info(format!("Timeline '{name}' was deleted."));
+                    }
+                }
+                // The picture of a deleted timeline would show events that are gone: closed.
+                if let Some((gone, name)) = pictured
+                    && self.timelines.get(&gone).is_none()
+                {
+                    self.modal = None;
                     if self.said_gone.insert(gone) {
                         self.flash_info(format!("Timeline '{name}' was deleted."));
                     }

@@ -39,11 +39,15 @@ impl LogPane {
         frame.render_widget(block, area);
         if self.entries.is_empty() {
             let msg = if self.loaded {
-                "No automated action has run yet."
+                "No automated action has run yet.".to_owned()
             } else {
-                "Loading the automation log…"
+                ctx.not_loaded("Loading the automation log…")
             };
-            frame.render_widget(Paragraph::new(Span::styled(msg, p.dim)), inner);
+            frame.render_widget(
+                Paragraph::new(Span::styled(msg, p.dim))
+                    .wrap(ratatui::widgets::Wrap { trim: true }),
+                inner,
+            );
             return;
         }
         let height = inner.height.saturating_sub(1) as usize;

@@ -65,11 +65,23 @@ pub struct Ctx<'a> {
     pub here: Option<&'a TimelineId>,
     /// Whether a request of this pane is in flight.
     pub pending: bool,
+    /// Why the service gives no answers now (the banner says it whole), so what a pane has
+    /// not loaded says it cannot come rather than "loading".
+    pub offline: Option<&'a str>,
 }
 
 impl Ctx<'_> {
     /// The marker shown in a pane title while it waits.
     pub fn loading(&self) -> Option<String> {
         self.pending.then(|| "loading…".to_owned())
+    }
+
+    /// What a pane shows in place of what it has not loaded: `loading`, or why it cannot
+    /// come while the service gives no answers.
+    pub fn not_loaded(&self, loading: &str) -> String {
+        match self.offline {
+            Some(why) => format!("Not loaded: {why} (see above)."),
+            None => loading.to_owned(),
+        }
     }
 }

@@ -203,7 +203,12 @@ impl MonitorPane {
             return;
         }
         if self.status.is_none() {
-            frame.render_widget(Paragraph::new(Span::styled("Scanning…", p.dim)), inner);
+            let text = ctx.not_loaded("Scanning…");
+            frame.render_widget(
+                Paragraph::new(Span::styled(text, p.dim))
+                    .wrap(ratatui::widgets::Wrap { trim: true }),
+                inner,
+            );
             return;
         }
         if self.rows.is_empty() {

@@ -360,40 +360,53 @@ impl TimelineView {
     }
 }
 
-/// The kinds of mark, a lane each, top to bottom. The picture shows the timeline as it
-/// stands: the events a search finds. A superseded or reverted version of an event is not
-/// standing, so it has no lane (the event's detail in the search pane shows its lineage).
+/// The kinds of mark, a lane each, top to bottom: the timeline as it stands (anomalies, fixed
+/// points, events on schedule, manipulated ones), then the versions that no longer stand: the
+/// time an event had before a manipulation replaced it (superseded), and manipulations that
+/// were undone (reverted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mark {
     Anomaly,
     Fixed,
     OnSchedule,
     Manipulated,
+    Superseded,
+    Reverted,
 }
 
 impl Mark {
-    const LANES: [Mark; 4] = [
+    const LANES: [Mark; 6] = [
         Mark::Anomaly,
         Mark::Fixed,
         Mark::OnSchedule,
         Mark::Manipulated,
+        Mark::Superseded,
+        Mark::Reverted,
     ];
     /// When all share one lane, the mark a cell shows: the most telling.
-    const PRIORITY: [Mark; 4] = [
+    const PRIORITY: [Mark; 6] = [
         Mark::Anomaly,
         Mark::Fixed,
         Mark::Manipulated,
         Mark::OnSchedule,
+        Mark::Reverted,
+        Mark::Superseded,
     ];
 
-    /// The mark of a standing event; `None` for a version that no longer stands.
-    fn of(event: &EventRecord) -> Option<Mark> {
+    /// The mark of a version of an event, by where it stands in its lineage.
+    fn of(event: &EventRecord) -> Mark {
         match event.status {
-            EventStatus::Superseded | EventStatus::Reverted => None,
-            _ if event.fixed_point => Some(Mark::Fixed),
-            EventStatus::OnSchedule => Some(Mark::OnSchedule),
-            EventStatus::Manipulated => Some(Mark::Manipulated),
+            EventStatus::Superseded => Mark::Superseded,
+            EventStatus::Reverted => Mark::Reverted,
+            _ if event.fixed_point => Mark::Fixed,
+            EventStatus::OnSchedule => Mark::OnSchedule,
+            EventStatus::Manipulated => Mark::Manipulated,
         }
+    }
+
+    /// Whether it marks an event of the timeline as it stands.
+    fn standing(self) -> bool {
+        !matches!(self, Mark::Superseded | Mark::Reverted)
     }
 
     fn bit(self) -> u8 {
@@ -406,6 +419,8 @@ impl Mark {
             Mark::Fixed => "◆",
             Mark::OnSchedule => "●",
             Mark::Manipulated => "▲",
+            Mark::Superseded => "○",
+            Mark::Reverted => "×",
         }
     }
 
@@ -416,6 +431,8 @@ impl Mark {
             Mark::Fixed => "fixed points",
             Mark::OnSchedule => "on schedule",
             Mark::Manipulated => "manipulated",
+            Mark::Superseded => "superseded",
+            Mark::Reverted => "reverted",
         }
     }
 
@@ -426,6 +443,8 @@ impl Mark {
             Mark::Fixed => "fixed point",
             Mark::OnSchedule => "on schedule",
             Mark::Manipulated => "manipulated",
+            Mark::Superseded => "superseded",
+            Mark::Reverted => "reverted",
         }
     }
 
@@ -435,6 +454,7 @@ impl Mark {
             Mark::Fixed => p.title,
             Mark::OnSchedule => p.ok,
             Mark::Manipulated => p.warn,
+            Mark::Superseded | Mark::Reverted => p.dim,
         }
     }
 }
@@ -554,9 +574,9 @@ impl Chart<'_> {
             .flat_map(|a| a.subjects.iter().map(String::as_str))
             .collect();
         let end = self.start + self.span;
-        let standing = data.events.iter().filter_map(|e| Some((e, Mark::of(e)?)));
+        let marked = data.events.iter().map(|e| (e, Mark::of(e)));
         let mut total = 0usize;
-        for (event, mark) in standing {
+        for (event, mark) in marked {
             total += 1;
             let t = event.time.timestamp();
             if t < self.start {
@@ -571,7 +591,7 @@ impl Chart<'_> {
                 continue;
             };
             let mut bits = mark.bit();
-            let shown = if !anomalous.is_empty() && anomalous.contains(event.event_id.as_str()) {
+            let shown = if mark.standing() && anomalous.contains(event.event_id.as_str()) {
                 bits |= Mark::Anomaly.bit();
                 Mark::Anomaly
             } else {
@@ -579,7 +599,10 @@ impl Chart<'_> {
             };
             in_view.push((event, shown));
             cells[usize::from(col)] |= bits;
-            counts[usize::from(col)] = counts[usize::from(col)].saturating_add(1);
+            // The density row counts the events of the timeline as it stands.
+            if mark.standing() {
+                counts[usize::from(col)] = counts[usize::from(col)].saturating_add(1);
+            }
         }
         let most = counts.iter().copied().max().unwrap_or(0);
         let legend = legend_lines(area.width, most);
@@ -742,7 +765,10 @@ impl Chart<'_> {
             let when = event.time.format("%Y-%m-%d %H:%M").to_string();
             buf.set_stringn(area.x + 2, y, &when, width.saturating_sub(2), p.dim);
             let x = 2 + when.chars().count() + 2;
-            let what = format!("{} · {}", event.description, event.location);
+            let mut what = format!("{} · {}", event.description, event.location);
+            if !mark.standing() {
+                what = format!("{what} ({})", mark.lane());
+            }
             let what = ellipsize(&what, width.saturating_sub(x));
             buf.set_stringn(area.x + x as u16, y, what, width.saturating_sub(x), p.text);
         }
@@ -772,12 +798,14 @@ enum Entry {
 }
 
 impl Entry {
-    fn all(most: u32) -> [Entry; 7] {
+    fn all(most: u32) -> [Entry; 9] {
         [
             Entry::Mark(Mark::OnSchedule),
             Entry::Mark(Mark::Manipulated),
             Entry::Mark(Mark::Fixed),
             Entry::Mark(Mark::Anomaly),
+            Entry::Mark(Mark::Superseded),
+            Entry::Mark(Mark::Reverted),
             Entry::You,
             Entry::Anchor,
             Entry::Density(most),

@@ -195,7 +195,8 @@ impl TimelinesPane {
         }
         if !self.loaded {
             frame.render_widget(
-                Paragraph::new(Span::styled("Loading timelines…", p.dim)),
+                Paragraph::new(Span::styled(ctx.not_loaded("Loading timelines…"), p.dim))
+                    .wrap(ratatui::widgets::Wrap { trim: true }),
                 body,
             );
             return;
