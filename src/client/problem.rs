@@ -137,6 +137,11 @@ fn fallback(f: Failure<'_>, problem: ProblemBody) -> ServiceError {
         "unavailable" => ServiceError::Unavailable(detail),
         "unsupported-operation" => ServiceError::Unsupported(detail),
         "internal" | "method-not-allowed" => ServiceError::Internal(detail),
+        "decryption-failed" => ServiceError::DecryptionFailed {
+            data_id: between(&detail, "data entry '", "'")
+                .unwrap_or_default()
+                .to_owned(),
+        },
         // invalid-request, unprocessable, payload-too-large, unsupported-media-type.
         _ => invalid(&detail),
     }

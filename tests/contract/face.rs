@@ -244,7 +244,7 @@ struct Ids {
 }
 
 const PREFIXES: [&str; 9] = [
-    "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_",
+    "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_", "dat_", "cch_",
 ];
 const ULID_LEN: usize = 26;
 
