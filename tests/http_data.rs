@@ -347,3 +347,34 @@ async fn only_encrypted_entries_at_a_time_are_a_conflict_that_names_them() {
         caching.text
     );
 }
+
+#[tokio::test]
+async fn a_traveller_who_enabled_caching_reads_without_the_barrier_and_others_still_wait() {
+    use chronoscope::service::{CachingRequest, PageRequest, SearchQuery, TimelineService};
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().expect("a traveller"));
+    let bob = engine.session("bob".parse().expect("a traveller"));
+    let setting = ada
+        .enable_caching(CachingRequest {
+            cache_duration: json!("60"),
+            cache_scope: "event".into(),
+        })
+        .await
+        .expect("caching is enabled");
+    assert!(
+        setting.guarantee.contains("one process"),
+        "memory is always current here, and the answer says so: {}",
+        setting.guarantee
+    );
+    // A first read in scope confirms the head; the next ones within a minute do not wait.
+    ada.search_events(SearchQuery::default()).await.expect("a search");
+    let before = engine.read_stats().reads;
+    for _ in 0..5 {
+        ada.search_events(SearchQuery::default()).await.expect("a search");
+    }
+    assert_eq!(engine.read_stats().reads, before, "ada's searches waited for the barrier");
+    // Outside the scope, and for everyone else, reads stay linearizable.
+    ada.list_timelines(PageRequest::default()).await.expect("a list");
+    bob.search_events(SearchQuery::default()).await.expect("a search");
+    assert_eq!(engine.read_stats().reads, before + 2);
+}

@@ -19,8 +19,8 @@ use crate::model::{
 };
 use crate::service::{
     CacheScope, CachingRequest, CachingSetting, CachingStatus, DataEntry, DataKey, DataObject,
-    DataPayload, IndexReport, IndexRequest, KdfParams, ReadStaleness, RetrieveDataQuery,
-    RetrievedData, Sealed, StoreDataRequest,
+    DataPayload, IndexReport, IndexRequest, KdfParams, MAX_STALENESS_SECS, ReadStaleness,
+    RetrieveDataQuery, RetrievedData, Sealed, StoreDataRequest,
 };
 
 use super::rules::{self, Ctx};
@@ -43,8 +43,6 @@ pub fn kdf_params() -> KdfParams {
         parallelism: 1,
     }
 }
-/// The longest bounded staleness a traveller may ask for.
-pub const MAX_STALENESS_SECS: u64 = 86_400;
 
 /// Forgets where a deleted timeline's own entries were (a timeline with branches cannot be
 /// deleted, so no other timeline holds them).

@@ -1036,7 +1036,6 @@ impl TimelineService for EngineSession {
             serde_json::to_vec(&data)
                 .map_err(|e| ServiceError::Internal(format!("encoding the data: {e}")))?,
         );
-        drop(data);
         let key = req.encryption_key;
         let sealed = super::data::off_the_runtime(move || {
             super::data::seal(&key, &plaintext, &aad)

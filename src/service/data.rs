@@ -302,11 +302,36 @@ pub struct IndexReport {
 pub struct CachingRequest {
     /// Seconds as a string or a number, or a duration (`10m`, `1h`, `PT1H`): 1 s to 1 d; `0`
     /// turns bounded-staleness reads off.
-    #[schema(value_type = String)]
+    #[schema(schema_with = cache_duration_schema)]
     pub cache_duration: serde_json::Value,
     /// `timeline` (every read) or `event` (event searches and `monitor-events`).
     pub cache_scope: String,
 }
+
+/// `cache_duration`: a string (seconds or a duration) or a whole number of seconds.
+fn cache_duration_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+    let one_of = OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some("Seconds (`3600`) or a duration (`10m`, `1h30m`, `PT1H`)")),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(0))
+                .maximum(Some(MAX_STALENESS_SECS)),
+        )
+        .description(Some(
+            "How stale your reads in scope may be: 1 s to 1 d; 0 turns it off",
+        ))
+        .build();
+    Schema::OneOf(one_of)
+}
+
+/// The longest bounded staleness a traveller may ask for, in seconds (a day).
+pub const MAX_STALENESS_SECS: u64 = 86_400;
 
 /// Which reads a staleness setting covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
