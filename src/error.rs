@@ -355,6 +355,9 @@ mod tests {
             ServiceError::RateLimited {
                 retry_after_secs: 3,
             },
+            ServiceError::DecryptionFailed {
+                data_id: "dat_x".into(),
+            },
         ] {
             let json = serde_json::to_value(&e).unwrap();
             assert!(json["kind"].is_string(), "{json}");

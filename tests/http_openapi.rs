@@ -253,9 +253,11 @@ fn security_and_error_responses_are_those_the_server_gives() {
             let has_body = op.get("requestBody").is_some();
             assert_eq!(responses.contains_key("413"), has_body, "{method} {path}");
             assert_eq!(responses.contains_key("415"), has_body, "{method} {path}");
+            // A path that names a resource can name nothing; so can retrieve-data's time.
+            let names_something = (method.as_str(), path.as_str()) == ("get", "/v1/retrieve-data");
             assert_eq!(
                 responses.contains_key("404"),
-                path.contains('{'),
+                path.contains('{') || names_something,
                 "{method} {path}"
             );
         }

@@ -334,6 +334,9 @@ mod tests {
             ServiceError::Unavailable("automation is paused".into()),
             ServiceError::Forbidden("this operation needs the write scope".into()),
             ServiceError::IdempotencyKeyReused { key: "k-1".into() },
+            ServiceError::DecryptionFailed {
+                data_id: "dat_x".into(),
+            },
         ];
         for err in errors {
             let body = serde_json::json!({
@@ -379,6 +382,9 @@ mod tests {
             ServiceError::Internal("log record 3 is unreadable".into()),
             ServiceError::IdempotencyKeyReused {
                 key: "it's-mine".into(),
+            },
+            ServiceError::DecryptionFailed {
+                data_id: "dat_01kakzq3xv9d5v3m0f4g8q2h7c".into(),
             },
         ];
         for err in cases {

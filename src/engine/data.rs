@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use aes_gcm::aead::consts::U12;
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -429,7 +430,7 @@ pub fn seal(key: &DataKey, plaintext: &[u8], aad: &[u8]) -> Result<Sealed, Servi
         .map_err(|e| ServiceError::Internal(format!("cipher key: {e}")))?;
     let ciphertext = cipher
         .encrypt(
-            Nonce::from_slice(&nonce),
+            &Nonce::<U12>::from(nonce),
             Payload {
                 msg: plaintext,
                 aad,
@@ -456,19 +457,20 @@ pub fn open(
         return Err(damaged("algorithm"));
     }
     let salt = BASE64.decode(&sealed.salt).map_err(|_| damaged("salt"))?;
-    let nonce = BASE64.decode(&sealed.nonce).map_err(|_| damaged("nonce"))?;
+    let nonce: [u8; 12] = BASE64
+        .decode(&sealed.nonce)
+        .ok()
+        .and_then(|n| n.try_into().ok())
+        .ok_or_else(|| damaged("nonce"))?;
     let ciphertext = BASE64
         .decode(&sealed.ciphertext)
         .map_err(|_| damaged("ciphertext"))?;
-    if nonce.len() != 12 {
-        return Err(damaged("nonce"));
-    }
     let derived = derive(key, &salt, &sealed.kdf)?;
     let cipher = Aes256Gcm::new_from_slice(&*derived)
         .map_err(|e| ServiceError::Internal(format!("cipher key: {e}")))?;
     Ok(cipher
         .decrypt(
-            Nonce::from_slice(&nonce),
+            &Nonce::<U12>::from(nonce),
             Payload {
                 msg: &ciphertext,
                 aad,
