@@ -243,7 +243,7 @@ struct Ids {
     seen: HashMap<String, usize>,
 }
 
-const PREFIXES: [&str; 9] = [
+const PREFIXES: [&str; 11] = [
     "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_", "dat_", "cch_",
 ];
 const ULID_LEN: usize = 26;
