@@ -378,3 +378,96 @@ async fn a_traveller_who_enabled_caching_reads_without_the_barrier_and_others_st
     bob.search_events(SearchQuery::default()).await.expect("a search");
     assert_eq!(engine.read_stats().reads, before + 2);
 }
+
+/// `chronoscope data …` parsed from a real argument list and run on an engine.
+async fn cli(
+    service: &dyn chronoscope::service::TimelineService,
+    args: &[&str],
+) -> Result<String, chronoscope::error::ServiceError> {
+    use clap::Parser;
+    let cli = chronoscope::cli::Cli::try_parse_from(
+        std::iter::once("chronoscope").chain(args.iter().copied()),
+    )
+    .unwrap_or_else(|e| panic!("{args:?} should parse: {e}"));
+    let mut out = Vec::new();
+    chronoscope::cli::execute(
+        cli.command.expect("a subcommand"),
+        service,
+        cli.global.json,
+        &mut out,
+    )
+    .await?;
+    Ok(String::from_utf8(out).expect("utf-8 output"))
+}
+
+#[tokio::test]
+async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file() {
+    use chronoscope::error::ServiceError;
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().expect("a traveller"));
+    let stored = cli(
+        &ada,
+        &[
+            "data",
+            "store",
+            "primary",
+            "2024-09-01 00:00",
+            r#"{"event": "Project X Launch"}"#,
+        ],
+    )
+    .await
+    .expect("stored");
+    assert!(stored.starts_with("dat_") && stored.contains("stored in primary at 2024-09-01T00:00:00Z"), "{stored}");
+    let got = cli(&ada, &["--json", "data", "get", "primary", "2024-09-01T00:00:00Z"])
+        .await
+        .expect("read");
+    let got: Value = serde_json::from_str(&got).expect("JSON");
+    assert_eq!(got["data"], json!({"event": "Project X Launch"}));
+
+    let dir = tempfile::tempdir().expect("a directory");
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, format!("{KEY}\n")).expect("the key is written");
+    let key_file = key_file.to_str().expect("a UTF-8 path").to_owned();
+    let sealed = cli(
+        &ada,
+        &[
+            "--json",
+            "data",
+            "encrypt",
+            "primary",
+            r#"{"secret": "under the floorboards"}"#,
+            "--key-file",
+            &key_file,
+        ],
+    )
+    .await
+    .expect("encrypted");
+    let sealed: Value = serde_json::from_str(&sealed).expect("JSON");
+    assert_eq!(sealed["encrypted"], true);
+    assert!(sealed.get("data").is_none(), "{sealed}");
+    let id = sealed["data_id"].as_str().expect("an id");
+    let opened = cli(&ada, &["data", "decrypt", id, "--key-file", &key_file])
+        .await
+        .expect("decrypted");
+    assert!(opened.contains("under the floorboards"), "{opened}");
+
+    let wrong_file = dir.path().join("wrong");
+    std::fs::write(&wrong_file, "another key entirely").expect("written");
+    let wrong = wrong_file.to_str().expect("a UTF-8 path");
+    let err = cli(&ada, &["data", "decrypt", id, "--key-file", wrong])
+        .await
+        .expect_err("a wrong key");
+    assert!(matches!(err, ServiceError::DecryptionFailed { .. }), "{err:?}");
+    let err = cli(&ada, &["data", "decrypt", id]).await.expect_err("no key");
+    assert!(
+        err.to_string().contains("--key-file"),
+        "a missing key says how to give one: {err}"
+    );
+    let err = cli(&ada, &["data", "store", "primary", "2024-09-01", "[1, 2]"])
+        .await
+        .expect_err("not an object");
+    assert!(
+        matches!(&err, ServiceError::InvalidInput { field, .. } if field == "data"),
+        "{err:?}"
+    );
+}
