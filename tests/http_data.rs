@@ -99,7 +99,11 @@ async fn a_stored_entry_is_read_back_after_a_restart_from_the_log_and_from_a_sna
         let stored = send_to(&router, post("/v1/store-data", &ada, None, &body)).await;
         assert_eq!(stored.status, 201, "{}", stored.text);
         assert_eq!(stored.json()["status"], "stored");
-        assert!(stored.json()["data_id"].as_str().is_some_and(|id| id.starts_with("dat_")));
+        assert!(
+            stored.json()["data_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("dat_"))
+        );
     }
     let query = "/v1/retrieve-data?timeline_id=primary&timestamp=2024-09-01T00:00:00Z";
     {
@@ -108,12 +112,19 @@ async fn a_stored_entry_is_read_back_after_a_restart_from_the_log_and_from_a_sna
         let got = send_to(&router, get_request(query, &ada)).await;
         assert_eq!(got.status, 200, "{}", got.text);
         assert_eq!(got.json(), json!({"status": "ok", "data": body["data"]}));
-        engine.write_snapshot().await.expect("a snapshot is written");
+        engine
+            .write_snapshot()
+            .await
+            .expect("a snapshot is written");
     }
     let (engine, _) = sqlite_engine(&url).await;
     let router = build_router(config(), engine);
     let got = send_to(&router, get_request(query, &ada)).await;
-    assert_eq!(got.json()["data"], body["data"], "read back from the snapshot");
+    assert_eq!(
+        got.json()["data"],
+        body["data"],
+        "read back from the snapshot"
+    );
 }
 
 fn get_request(uri: &str, token: &str) -> Request<Body> {
@@ -126,8 +137,7 @@ fn get_request(uri: &str, token: &str) -> Request<Body> {
 }
 
 #[tokio::test]
-async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_the_first_entry()
-{
+async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_the_first_entry() {
     let dir = tempfile::tempdir().expect("a directory");
     let url = format!("sqlite://{}", dir.path().join("data.db").display());
     let ada = token("ada");
@@ -205,14 +215,20 @@ async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_t
         1,
         "a keyed decryption is not remembered"
     );
-    engine.write_snapshot().await.expect("a snapshot is written");
+    engine
+        .write_snapshot()
+        .await
+        .expect("a snapshot is written");
     drop(router);
     drop(engine);
     drop(store);
     let bytes = database_bytes(dir.path());
     assert!(contains(&bytes, &data_id), "the entry is in the file");
     assert!(!contains(&bytes, KEY), "the key is in the database file");
-    assert!(!contains(&bytes, SECRET_TEXT), "the plaintext is in the database file");
+    assert!(
+        !contains(&bytes, SECRET_TEXT),
+        "the plaintext is in the database file"
+    );
 }
 
 #[tokio::test]
@@ -230,7 +246,9 @@ async fn a_wrong_key_is_decryption_failed_writes_nothing_and_is_never_remembered
         .await;
     let problem = refused.assert_problem(400, "decryption-failed");
     assert!(
-        problem["detail"].as_str().is_some_and(|d| d.contains(&data_id)),
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains(&data_id)),
         "{problem}"
     );
     assert_eq!(
@@ -262,7 +280,9 @@ async fn a_key_sent_in_the_clear_from_another_machine_is_refused() {
     let far = app.send(from([203, 0, 113, 7])).await;
     let problem = far.assert_problem(400, "invalid-request");
     assert!(
-        problem["detail"].as_str().is_some_and(|d| d.contains("https")),
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("https")),
         "{problem}"
     );
     let near = app.send(from([127, 0, 0, 1])).await;
@@ -324,7 +344,10 @@ async fn only_encrypted_entries_at_a_time_are_a_conflict_that_names_them() {
         .await;
     let problem = got.assert_problem(409, "conflict");
     let detail = problem["detail"].as_str().unwrap_or_default();
-    assert!(detail.contains(&data_id) && detail.contains("decrypt-data"), "{detail}");
+    assert!(
+        detail.contains(&data_id) && detail.contains("decrypt-data"),
+        "{detail}"
+    );
     let nothing = app
         .get(
             "/v1/retrieve-data?timeline_id=primary&timestamp=1999-01-01T00:00:00Z",
@@ -342,7 +365,9 @@ async fn only_encrypted_entries_at_a_time_are_a_conflict_that_names_them() {
     assert_eq!(caching.status, 200, "{}", caching.text);
     assert_eq!(caching.json()["status"], "enabled");
     assert!(
-        caching.json()["cache_id"].as_str().is_some_and(|id| id.starts_with("cch_")),
+        caching.json()["cache_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("cch_")),
         "{}",
         caching.text
     );
@@ -367,15 +392,27 @@ async fn a_traveller_who_enabled_caching_reads_without_the_barrier_and_others_st
         setting.guarantee
     );
     // A first read in scope confirms the head; the next ones within a minute do not wait.
-    ada.search_events(SearchQuery::default()).await.expect("a search");
+    ada.search_events(SearchQuery::default())
+        .await
+        .expect("a search");
     let before = engine.read_stats().reads;
     for _ in 0..5 {
-        ada.search_events(SearchQuery::default()).await.expect("a search");
+        ada.search_events(SearchQuery::default())
+            .await
+            .expect("a search");
     }
-    assert_eq!(engine.read_stats().reads, before, "ada's searches waited for the barrier");
+    assert_eq!(
+        engine.read_stats().reads,
+        before,
+        "ada's searches waited for the barrier"
+    );
     // Outside the scope, and for everyone else, reads stay linearizable.
-    ada.list_timelines(PageRequest::default()).await.expect("a list");
-    bob.search_events(SearchQuery::default()).await.expect("a search");
+    ada.list_timelines(PageRequest::default())
+        .await
+        .expect("a list");
+    bob.search_events(SearchQuery::default())
+        .await
+        .expect("a search");
     assert_eq!(engine.read_stats().reads, before + 2);
 }
 
@@ -417,10 +454,16 @@ async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file
     )
     .await
     .expect("stored");
-    assert!(stored.starts_with("dat_") && stored.contains("stored in primary at 2024-09-01T00:00:00Z"), "{stored}");
-    let got = cli(&ada, &["--json", "data", "get", "primary", "2024-09-01T00:00:00Z"])
-        .await
-        .expect("read");
+    assert!(
+        stored.starts_with("dat_") && stored.contains("stored in primary at 2024-09-01T00:00:00Z"),
+        "{stored}"
+    );
+    let got = cli(
+        &ada,
+        &["--json", "data", "get", "primary", "2024-09-01T00:00:00Z"],
+    )
+    .await
+    .expect("read");
     let got: Value = serde_json::from_str(&got).expect("JSON");
     assert_eq!(got["data"], json!({"event": "Project X Launch"}));
 
@@ -457,8 +500,13 @@ async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file
     let err = cli(&ada, &["data", "decrypt", id, "--key-file", wrong])
         .await
         .expect_err("a wrong key");
-    assert!(matches!(err, ServiceError::DecryptionFailed { .. }), "{err:?}");
-    let err = cli(&ada, &["data", "decrypt", id]).await.expect_err("no key");
+    assert!(
+        matches!(err, ServiceError::DecryptionFailed { .. }),
+        "{err:?}"
+    );
+    let err = cli(&ada, &["data", "decrypt", id])
+        .await
+        .expect_err("no key");
     assert!(
         err.to_string().contains("--key-file"),
         "a missing key says how to give one: {err}"

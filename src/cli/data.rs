@@ -178,7 +178,12 @@ pub async fn execute(
             |r| {
                 let mut s = pretty(&r.data);
                 if r.entries.len() > 1 {
-                    let _ = writeln!(s, "({} entries at this time; this is {})", r.entries.len(), r.data_id);
+                    let _ = writeln!(
+                        s,
+                        "({} entries at this time; this is {})",
+                        r.entries.len(),
+                        r.data_id
+                    );
                 }
                 s
             },
@@ -228,23 +233,21 @@ pub async fn execute(
                 )
             },
         ),
-        DataCommand::Cache { duration, scope } => {
-            out.print(
-                &service
-                    .enable_caching(CachingRequest {
-                        cache_duration: serde_json::Value::String(duration),
-                        cache_scope: scope,
-                    })
-                    .await?,
-                |c| {
-                    let state = match c.status {
-                        CachingStatus::Enabled => format!("enabled, up to {} s stale", c.max_staleness),
-                        CachingStatus::Disabled => "disabled".to_owned(),
-                    };
-                    format!("{} {state}: {}\n", c.cache_id, c.guarantee)
-                },
-            )
-        }
+        DataCommand::Cache { duration, scope } => out.print(
+            &service
+                .enable_caching(CachingRequest {
+                    cache_duration: serde_json::Value::String(duration),
+                    cache_scope: scope,
+                })
+                .await?,
+            |c| {
+                let state = match c.status {
+                    CachingStatus::Enabled => format!("enabled, up to {} s stale", c.max_staleness),
+                    CachingStatus::Disabled => "disabled".to_owned(),
+                };
+                format!("{} {state}: {}\n", c.cache_id, c.guarantee)
+            },
+        ),
     }
 }
 

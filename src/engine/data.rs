@@ -81,7 +81,9 @@ pub fn object(field: &str, value: &serde_json::Value) -> Result<DataObject, Serv
             "must be a JSON object of named fields",
         ));
     };
-    let size = serde_json::to_vec(map).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(map)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
     if size > MAX_DATA_BYTES {
         return Err(ServiceError::invalid(
             field,
@@ -172,10 +174,7 @@ pub fn store(
 }
 
 /// The entries of `timeline` stored at exactly `at`, oldest first.
-fn at_time(
-    data: &DataMap,
-    at: Instant,
-) -> impl Iterator<Item = &Arc<DataEntry>> + '_ {
+fn at_time(data: &DataMap, at: Instant) -> impl Iterator<Item = &Arc<DataEntry>> + '_ {
     // Minted ids sort after the nil ULID's, so this is the first key at `at`.
     let first = (at, DataId::from_ulid(ulid::Ulid::nil()));
     data.range(first..)
@@ -197,8 +196,8 @@ pub fn retrieve(world: &World, q: &RetrieveDataQuery) -> Result<RetrievedData, S
         None => {
             if here.is_empty() {
                 return Err(ServiceError::not_found(
-                    "data entry",
-                    format!("{}@{}", q.timeline_id, format_instant(&at)),
+                    &format!("data entry at {} in timeline", format_instant(&at)),
+                    &q.timeline_id,
                 ));
             }
             here.iter()
@@ -230,7 +229,7 @@ pub fn retrieve(world: &World, q: &RetrieveDataQuery) -> Result<RetrievedData, S
                 )
             };
             Err(ServiceError::Conflict(format!(
-                "{what}: read it with decrypt-data and its key"
+                "{what}: decrypt-data reads an encrypted entry with the key it was encrypted with"
             )))
         }
     }
@@ -241,13 +240,7 @@ pub fn find<'w>(world: &'w World, id: &DataId) -> Result<&'w DataEntry, ServiceE
     world
         .data_index
         .get(id)
-        .and_then(|(timeline, at)| {
-            world
-                .timelines
-                .get(timeline)?
-                .data
-                .get(&(*at, id.clone()))
-        })
+        .and_then(|(timeline, at)| world.timelines.get(timeline)?.data.get(&(*at, id.clone())))
         .map(|e| &**e)
         .ok_or_else(|| ServiceError::unknown("data entry", id))
 }
@@ -306,17 +299,20 @@ pub fn staleness_secs(value: &serde_json::Value) -> Result<u64, ServiceError> {
     let out_of_range = |what: String| {
         ServiceError::invalid(
             field,
-            format!("{what} is out of range: from 1 s to 1 d ({MAX_STALENESS_SECS} s), or 0 to turn it off"),
+            format!(
+                "{what} is out of range: from 1 s to 1 d ({MAX_STALENESS_SECS} s), or 0 to turn it off"
+            ),
         )
     };
     let secs = match value {
-        serde_json::Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| out_of_range(n.to_string()))?,
-        serde_json::Value::String(s) if !s.trim().is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit()) => s
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| out_of_range(s.clone()))?,
+        serde_json::Value::Number(n) => n.as_u64().ok_or_else(|| out_of_range(n.to_string()))?,
+        serde_json::Value::String(s)
+            if !s.trim().is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| out_of_range(s.clone()))?
+        }
         serde_json::Value::String(s) => {
             let d = TravelDuration::parse(field, s)?;
             if d.months > 0 {
@@ -412,7 +408,8 @@ fn derive(key: &DataKey, salt: &[u8], p: &KdfParams) -> Result<Zeroizing<[u8; 32
             p.algorithm
         )));
     }
-    let params = Params::new(p.memory_kib, p.iterations, p.parallelism, Some(32)).map_err(internal)?;
+    let params =
+        Params::new(p.memory_kib, p.iterations, p.parallelism, Some(32)).map_err(internal)?;
     let mut out = Zeroizing::new([0u8; 32]);
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password_into(key.expose().as_bytes(), salt, &mut *out)
@@ -452,7 +449,8 @@ pub fn open(
     sealed: &Sealed,
     aad: &[u8],
 ) -> Result<Option<Zeroizing<Vec<u8>>>, ServiceError> {
-    let damaged = |what: &str| ServiceError::Internal(format!("a stored entry's {what} is damaged"));
+    let damaged =
+        |what: &str| ServiceError::Internal(format!("a stored entry's {what} is damaged"));
     if sealed.algorithm != ALGORITHM {
         return Err(damaged("algorithm"));
     }
@@ -523,11 +521,22 @@ mod tests {
         assert_eq!(sealed.algorithm, "AES-256-GCM");
         assert!(!sealed.ciphertext.contains("\"a\""));
         let opened = open(&key("correct horse"), &sealed, &aad).expect("opens");
-        assert_eq!(opened.as_deref().map(Vec::as_slice), Some(&br#"{"a":1}"#[..]));
-        assert!(open(&key("wrong horse"), &sealed, &aad).expect("runs").is_none());
+        assert_eq!(
+            opened.as_deref().map(Vec::as_slice),
+            Some(&br#"{"a":1}"#[..])
+        );
+        assert!(
+            open(&key("wrong horse"), &sealed, &aad)
+                .expect("runs")
+                .is_none()
+        );
         // The same ciphertext moved to another entry does not open.
         let moved = associated_data(&other, &TimelineId::primary(), at);
-        assert!(open(&key("correct horse"), &sealed, &moved).expect("runs").is_none());
+        assert!(
+            open(&key("correct horse"), &sealed, &moved)
+                .expect("runs")
+                .is_none()
+        );
         // A second seal of the same data uses another salt and nonce.
         let again = seal(&key("correct horse"), br#"{"a":1}"#, &aad).expect("sealed");
         assert_ne!(again.salt, sealed.salt);
@@ -542,7 +551,13 @@ mod tests {
         assert_eq!(staleness_secs(&json!("10m")).ok(), Some(600));
         assert_eq!(staleness_secs(&json!("PT1H")).ok(), Some(3600));
         assert_eq!(staleness_secs(&json!("0")).ok(), Some(0));
-        for bad in [json!("2d"), json!(-1), json!("P1M"), json!(true), json!("soon")] {
+        for bad in [
+            json!("2d"),
+            json!(-1),
+            json!("P1M"),
+            json!(true),
+            json!("soon"),
+        ] {
             assert!(
                 matches!(staleness_secs(&bad), Err(ServiceError::InvalidInput { .. })),
                 "{bad} was accepted"

@@ -28,8 +28,8 @@ mod wormhole;
 use std::sync::{Arc, Mutex, RwLock};
 
 pub use barrier::ReadStats;
-pub use data::ALGORITHM as DATA_ALGORITHM;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use data::ALGORITHM as DATA_ALGORITHM;
 pub use seed::{Seed, WorldFile};
 pub use session::EngineSession;
 pub use world::{Envelope, Op, TimelineState, World};

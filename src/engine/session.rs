@@ -107,7 +107,12 @@ impl EngineSession {
     /// How stale the traveller allowed reads of `scope` to be (`enable-caching`); zero unless
     /// they asked. Read from memory: the setting is their own.
     fn allowed_staleness(&self, scope: CacheScope) -> std::time::Duration {
-        match self.engine.snapshot_now().read_staleness.get(&self.traveller) {
+        match self
+            .engine
+            .snapshot_now()
+            .read_staleness
+            .get(&self.traveller)
+        {
             Some(s) if s.scope == CacheScope::Timeline || s.scope == scope => {
                 std::time::Duration::from_secs(s.max_staleness)
             }
@@ -1018,7 +1023,8 @@ impl TimelineService for EngineSession {
     }
 
     async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData> {
-        self.read(|world, _| super::data::retrieve(world, &req)).await
+        self.read(|world, _| super::data::retrieve(world, &req))
+            .await
     }
 
     async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo> {
@@ -1026,9 +1032,7 @@ impl TimelineService for EngineSession {
         let data = super::data::object("data", &req.data)?;
         // Where and when are decided first: the ciphertext is bound to them (and to the id).
         let timestamp = self
-            .read(|world, ctx| {
-                super::data::placement(world, ctx, &req.timeline_id, req.timestamp)
-            })
+            .read(|world, ctx| super::data::placement(world, ctx, &req.timeline_id, req.timestamp))
             .await?;
         let data_id = crate::model::DataId::from_ulid(self.engine.mint());
         let aad = super::data::associated_data(&data_id, &req.timeline_id, timestamp);
@@ -1037,10 +1041,8 @@ impl TimelineService for EngineSession {
                 .map_err(|e| ServiceError::Internal(format!("encoding the data: {e}")))?,
         );
         let key = req.encryption_key;
-        let sealed = super::data::off_the_runtime(move || {
-            super::data::seal(&key, &plaintext, &aad)
-        })
-        .await?;
+        let sealed =
+            super::data::off_the_runtime(move || super::data::seal(&key, &plaintext, &aad)).await?;
         let timeline = req.timeline_id;
         self.write(|world, ctx| {
             let (op, entry) = super::data::entry(

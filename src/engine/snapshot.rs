@@ -513,7 +513,12 @@ fn read_data(world: &mut World, images: Vec<TimelineData>) -> Result<(), String>
                 .timelines
                 .get(base)
                 .map(|b| b.data.clone())
-                .ok_or_else(|| format!("the data of {} comes before its base {base}", image.timeline))?,
+                .ok_or_else(|| {
+                    format!(
+                        "the data of {} comes before its base {base}",
+                        image.timeline
+                    )
+                })?,
             None => super::data::DataMap::new(),
         };
         for key in &image.removed {
@@ -703,7 +708,11 @@ mod tests {
             world.apply(world.seq + 1, op).expect("the op applies");
         }
         let later: TimelineId = "tml_later".parse().expect("an id");
-        assert_eq!(world.timelines[&later].data.len(), 1, "the branch point holds");
+        assert_eq!(
+            world.timelines[&later].data.len(),
+            1,
+            "the branch point holds"
+        );
         let key = LogKey::development();
         let read = decode(&encode(&world, &key), &key).expect("decodes");
         assert_eq!(read.first_difference(&world), None);

@@ -315,7 +315,9 @@ fn cache_duration_schema() -> utoipa::openapi::schema::Schema {
         .item(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .description(Some("Seconds (`3600`) or a duration (`10m`, `1h30m`, `PT1H`)")),
+                .description(Some(
+                    "Seconds (`3600`) or a duration (`10m`, `1h30m`, `PT1H`)",
+                )),
         )
         .item(
             ObjectBuilder::new()

@@ -3063,7 +3063,11 @@ pub async fn temporal_data(face: &Face) {
     let err = face
         .err(
             "store a list",
-            ada.store_data(stored(&primary(), "2024-09-01T00:00:00Z", serde_json::json!([1]))),
+            ada.store_data(stored(
+                &primary(),
+                "2024-09-01T00:00:00Z",
+                serde_json::json!([1]),
+            )),
         )
         .await;
     assert_invalid(&err, "data");
@@ -3080,7 +3084,9 @@ pub async fn temporal_data(face: &Face) {
     assert_unknown(&err, "timeline", "tml_nope");
 
     // A branch sees what its base held when it was made; the base never sees the branch's.
-    let branch = face.ok("branch", ada.create_timeline(named("data branch"))).await;
+    let branch = face
+        .ok("branch", ada.create_timeline(named("data branch")))
+        .await;
     let got = face
         .ok(
             "the branch reads its base's entry",
@@ -3090,7 +3096,11 @@ pub async fn temporal_data(face: &Face) {
     assert_eq!(got.data_id, second.data_id);
     face.ok(
         "store in the branch",
-        ada.store_data(stored(&branch.id, "2024-09-03T00:00:00Z", serde_json::json!({"only": "here"}))),
+        ada.store_data(stored(
+            &branch.id,
+            "2024-09-03T00:00:00Z",
+            serde_json::json!({"only": "here"}),
+        )),
     )
     .await;
     let err = face
@@ -3158,7 +3168,10 @@ pub async fn temporal_data(face: &Face) {
     let err = face
         .err(
             "decrypt an unknown entry",
-            ada.decrypt_data(decrypt(&"dat_nope".parse().expect("id"), "your-encryption-key")),
+            ada.decrypt_data(decrypt(
+                &"dat_nope".parse().expect("id"),
+                "your-encryption-key",
+            )),
         )
         .await;
     assert_unknown(&err, "data entry", "dat_nope");
@@ -3213,7 +3226,10 @@ pub async fn temporal_data(face: &Face) {
         }
     };
     let (status, scope, secs, _) = face
-        .ok("enable caching", caching(serde_json::json!("3600"), "timeline"))
+        .ok(
+            "enable caching",
+            caching(serde_json::json!("3600"), "timeline"),
+        )
         .await;
     assert_eq!(
         (status, scope, secs),
@@ -3224,11 +3240,17 @@ pub async fn temporal_data(face: &Face) {
         .await;
     assert_eq!(status, CachingStatus::Disabled);
     let err = face
-        .err("cache for two days", caching(serde_json::json!("2d"), "timeline"))
+        .err(
+            "cache for two days",
+            caching(serde_json::json!("2d"), "timeline"),
+        )
         .await;
     assert_invalid(&err, "cache_duration");
     let err = face
-        .err("cache another scope", caching(serde_json::json!("60"), "galaxy"))
+        .err(
+            "cache another scope",
+            caching(serde_json::json!("60"), "galaxy"),
+        )
         .await;
     assert_invalid(&err, "cache_scope");
 }

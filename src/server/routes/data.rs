@@ -14,8 +14,8 @@ use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::problem::Problem;
 use crate::service::{
     CachingRequest, CachingSetting, CachingStatus, DataEntryInfo, DataObject, DecryptDataRequest,
-    DecryptStatus, DecryptedData, EncryptDataRequest, IndexReport, IndexRequest,
-    RetrieveDataQuery, RetrievedData, StoreDataRequest,
+    DecryptStatus, DecryptedData, EncryptDataRequest, IndexReport, IndexRequest, RetrieveDataQuery,
+    RetrievedData, StoreDataRequest,
 };
 
 /// Marks a request that came over TLS (set by the https server), so a key sent in the clear

@@ -97,12 +97,16 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(data::store_data))
         .routes(routes!(data::retrieve_data))
         .routes(routes!(data::encrypt_data))
-        .routes(routes!(data::decrypt_data).layer(axum::Extension(
-            super::extract::RouteScope(crate::auth::Scope::Read),
-        )))
-        .routes(routes!(data::create_index).layer(axum::Extension(
-            super::extract::RouteScope(crate::auth::Scope::Read),
-        )))
+        .routes(
+            routes!(data::decrypt_data).layer(axum::Extension(super::extract::RouteScope(
+                crate::auth::Scope::Read,
+            ))),
+        )
+        .routes(
+            routes!(data::create_index).layer(axum::Extension(super::extract::RouteScope(
+                crate::auth::Scope::Read,
+            ))),
+        )
         .routes(routes!(data::enable_caching))
         .merge(ops::open_router())
 }
