@@ -485,16 +485,18 @@ static DERIVATIONS: LazyLock<Arc<tokio::sync::Semaphore>> = LazyLock::new(|| {
     Arc::new(tokio::sync::Semaphore::new(cores))
 });
 
+/// What a request beyond one key derivation per core is answered (503).
+pub const DERIVATIONS_BUSY: &str =
+    "every core is deriving an encryption key now; try again in a moment";
+
 /// Runs `work` (a key derivation and what needs it) on the blocking pool, at most one per core
 /// at once; beyond that the answer is 503 with `Retry-After`.
 pub async fn off_the_runtime<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
-    let permit = Arc::clone(&*DERIVATIONS).try_acquire_owned().map_err(|_| {
-        ServiceError::Unavailable(
-            "every core is deriving an encryption key now; try again in a moment".into(),
-        )
-    })?;
+    let permit = Arc::clone(&*DERIVATIONS)
+        .try_acquire_owned()
+        .map_err(|_| ServiceError::Unavailable(DERIVATIONS_BUSY.into()))?;
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
         work()

@@ -36,6 +36,16 @@ fn refuse_key_in_the_clear(extensions: &Extensions) -> Result<(), Problem> {
     }
 }
 
+/// A busy key derivation pool says so (other 503s keep their reasons for the logs).
+fn said(e: crate::error::ServiceError) -> Problem {
+    match e {
+        crate::error::ServiceError::Unavailable(why) if why == crate::engine::DERIVATIONS_BUSY => {
+            Problem::unavailable(why)
+        }
+        e => e.into(),
+    }
+}
+
 /// `store-data` as the guide shows it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StoredDoc {
@@ -205,7 +215,7 @@ pub async fn encrypt_data(
     JsonBody(req): JsonBody<EncryptDataRequest>,
 ) -> ApiResult {
     refuse_key_in_the_clear(&extensions)?;
-    let e = caller.service.encrypt_data(req).await?;
+    let e = caller.service.encrypt_data(req).await.map_err(said)?;
     let encryption = crate::engine::DATA_ALGORITHM.to_owned();
     Ok(match super::view() {
         crate::server::views::View::Full => json(
@@ -246,7 +256,7 @@ pub async fn decrypt_data(
     JsonBody(req): JsonBody<DecryptDataRequest>,
 ) -> ApiResult {
     refuse_key_in_the_clear(&extensions)?;
-    let d = caller.service.decrypt_data(req).await?;
+    let d = caller.service.decrypt_data(req).await.map_err(said)?;
     Ok(projected(StatusCode::OK, &d, |d| DecryptedDoc {
         status: d.status,
         data: d.data.clone(),
