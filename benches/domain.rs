@@ -348,6 +348,7 @@ fn branching(c: &mut Criterion, sizes: &[(&str, &Setup)]) {
                 history: setup.history.clone(),
                 touched: Default::default(),
                 base: None,
+                data: Default::default(),
             },
         );
         let op = Op::CreateTimeline {

@@ -75,6 +75,8 @@ problem_types! {
         "The service has no state this operation could act on, so any answer would be invented. The detail says why and what to use instead.";
     UNAVAILABLE = "unavailable", 503, "Service unavailable",
         "The service cannot answer now (storage unreachable, timed out or shutting down); try again shortly.";
+    DECRYPTION_FAILED = "decryption-failed", 400, "Decryption failed",
+        "The key does not decrypt this data entry. The entry's log record verified when it was read, so the key is wrong. The service never keeps keys: only the key the data was encrypted with opens it.";
 }
 
 /// Looks a problem type up by its slug.
@@ -184,6 +186,12 @@ pub enum ServiceError {
     #[error("{0}")]
     #[serde(with = "message")]
     Internal(String),
+    /// The key does not open an encrypted data entry (nothing was written).
+    #[error("the key does not decrypt data entry '{data_id}'; use the key it was encrypted with")]
+    DecryptionFailed {
+        /// The entry.
+        data_id: String,
+    },
 }
 
 /// Internally tagged enums cannot carry a bare string, so the message-only variants are
@@ -288,6 +296,7 @@ impl ServiceError {
             Self::Unsupported(_) => &UNSUPPORTED_OPERATION,
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,
+            Self::DecryptionFailed { .. } => &DECRYPTION_FAILED,
         }
     }
 }
@@ -345,6 +354,9 @@ mod tests {
             ServiceError::Internal("bug".into()),
             ServiceError::RateLimited {
                 retry_after_secs: 3,
+            },
+            ServiceError::DecryptionFailed {
+                data_id: "dat_x".into(),
             },
         ] {
             let json = serde_json::to_value(&e).unwrap();

@@ -98,4 +98,5 @@ contract! {
     guide_travel_switch_and_return,
     guide_fast_forward_and_rewind,
     guide_pause_and_resume,
+    temporal_data,
 }

@@ -145,7 +145,11 @@ async fn a_valid_token_without_the_scope_is_403_on_every_route() {
     let write_only = token_with_scope("ada", "write");
     let nothing = token_with_scope("ada", "");
     // The scope follows what an operation does: these POSTs only read.
-    let reading_posts = ["/v1/simulate-wormhole"];
+    let reading_posts = [
+        "/v1/simulate-wormhole",
+        "/v1/decrypt-data",
+        "/v1/create-index",
+    ];
     for (method, path) in authenticated_routes() {
         let wrong = if method == Method::GET || reading_posts.contains(&path.as_str()) {
             &write_only

@@ -551,6 +551,7 @@ pub async fn execute(
                 .await?;
             out.print(&log, human::log)
         }
+        Command::Data(cmd) => super::data::execute(cmd, service, &mut out).await,
     }
 }
 

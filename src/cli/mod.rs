@@ -5,6 +5,7 @@
 //! engine and, with `--remote`, on a server.
 
 mod commands;
+mod data;
 mod follow;
 mod output;
 
@@ -260,6 +261,10 @@ pub enum Command {
         #[command(flatten)]
         page: PageArgs,
     },
+    /// Store and read data entries in a timeline, plain or encrypted with your key; report the
+    /// built-in indexes; allow your reads to be boundedly stale
+    #[command(subcommand)]
+    Data(data::DataCommand),
 }
 
 /// Actions of scripts and triggers.

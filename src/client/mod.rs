@@ -1004,6 +1004,54 @@ impl TimelineService for RemoteClient {
             .await?
             .json()
     }
+
+    async fn store_data(&self, req: StoreDataRequest) -> ServiceResult<DataEntryInfo> {
+        self.send(Call::post(&["v1", "store-data"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData> {
+        let call = Call::get(&["v1", "retrieve-data"])
+            .param("timeline_id", Some(&req.timeline_id))
+            .param(
+                "timestamp",
+                Some(crate::model::format_instant(&req.timestamp)),
+            )
+            .param("data_id", req.data_id.as_ref());
+        self.send(call).await?.json()
+    }
+
+    async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo> {
+        /// The full answer: the entry beside the algorithm.
+        #[derive(serde::Deserialize)]
+        struct Encrypted {
+            entry: DataEntryInfo,
+        }
+        let answer: Encrypted = self
+            .send(Call::post(&["v1", "encrypt-data"], &req)?)
+            .await?
+            .json()?;
+        Ok(answer.entry)
+    }
+
+    async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData> {
+        self.send(Call::post(&["v1", "decrypt-data"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
+        self.send(Call::post(&["v1", "create-index"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting> {
+        self.send(Call::post(&["v1", "enable-caching"], &req)?)
+            .await?
+            .json()
+    }
 }
 
 #[cfg(test)]

@@ -137,6 +137,11 @@ fn fallback(f: Failure<'_>, problem: ProblemBody) -> ServiceError {
         "unavailable" => ServiceError::Unavailable(detail),
         "unsupported-operation" => ServiceError::Unsupported(detail),
         "internal" | "method-not-allowed" => ServiceError::Internal(detail),
+        "decryption-failed" => ServiceError::DecryptionFailed {
+            data_id: between(&detail, "data entry '", "'")
+                .unwrap_or_default()
+                .to_owned(),
+        },
         // invalid-request, unprocessable, payload-too-large, unsupported-media-type.
         _ => invalid(&detail),
     }
@@ -329,6 +334,9 @@ mod tests {
             ServiceError::Unavailable("automation is paused".into()),
             ServiceError::Forbidden("this operation needs the write scope".into()),
             ServiceError::IdempotencyKeyReused { key: "k-1".into() },
+            ServiceError::DecryptionFailed {
+                data_id: "dat_x".into(),
+            },
         ];
         for err in errors {
             let body = serde_json::json!({
@@ -374,6 +382,9 @@ mod tests {
             ServiceError::Internal("log record 3 is unreadable".into()),
             ServiceError::IdempotencyKeyReused {
                 key: "it's-mine".into(),
+            },
+            ServiceError::DecryptionFailed {
+                data_id: "dat_01kakzq3xv9d5v3m0f4g8q2h7c".into(),
             },
         ];
         for err in cases {

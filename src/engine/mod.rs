@@ -11,6 +11,7 @@ pub mod audit;
 mod barrier;
 mod clock;
 mod commit;
+mod data;
 mod dissonance;
 mod feed;
 pub mod idempotency;
@@ -28,6 +29,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 pub use barrier::ReadStats;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use data::{ALGORITHM as DATA_ALGORITHM, DERIVATIONS_BUSY};
 pub use seed::{Seed, WorldFile};
 pub use session::EngineSession;
 pub use world::{Envelope, Op, TimelineState, World};
@@ -340,7 +342,24 @@ impl Engine {
     /// (behind the batched read barrier), unless the store allows reads to be slightly stale
     /// and the last catch-up is recent enough.
     pub async fn snapshot(&self) -> Result<Arc<World>, ServiceError> {
-        let staleness = self.store.read_staleness();
+        self.snapshot_within(std::time::Duration::ZERO).await
+    }
+
+    /// Whether one process serves the store (SQLite, memory): its memory is then always
+    /// current, and bounded-staleness reads change nothing.
+    pub fn single_process(&self) -> bool {
+        !self.store.describe().starts_with("postgres")
+    }
+
+    /// [`Engine::snapshot`], allowed to be up to `allowed` stale with respect to other
+    /// processes' writes (a traveller's bounded-staleness reads, `enable-caching`): without
+    /// waiting for the read barrier when this process confirmed the log head less than that
+    /// ago.
+    pub async fn snapshot_within(
+        &self,
+        allowed: std::time::Duration,
+    ) -> Result<Arc<World>, ServiceError> {
+        let staleness = self.store.read_staleness().max(allowed);
         metrics::counter!(crate::metrics::READS).increment(1);
         if staleness.is_zero() {
             self.read_barrier().await?;

@@ -101,7 +101,36 @@ impl EngineSession {
         &self,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
     ) -> ServiceResult<T> {
-        let world = self.engine.snapshot().await?;
+        self.read_in(CacheScope::Timeline, look).await
+    }
+
+    /// How stale the traveller allowed reads of `scope` to be (`enable-caching`); zero unless
+    /// they asked. Read from memory: the setting is their own.
+    fn allowed_staleness(&self, scope: CacheScope) -> std::time::Duration {
+        match self
+            .engine
+            .snapshot_now()
+            .read_staleness
+            .get(&self.traveller)
+        {
+            Some(s) if s.scope == CacheScope::Timeline || s.scope == scope => {
+                std::time::Duration::from_secs(s.max_staleness)
+            }
+            _ => std::time::Duration::ZERO,
+        }
+    }
+
+    /// A read of `scope`: linearizable, unless the traveller allowed reads of that scope to be
+    /// boundedly stale.
+    async fn read_in<T>(
+        &self,
+        scope: CacheScope,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
+    ) -> ServiceResult<T> {
+        let world = self
+            .engine
+            .snapshot_within(self.allowed_staleness(scope))
+            .await?;
         let mint = || self.engine.mint();
         let ctx = Ctx {
             traveller: &self.traveller,
@@ -118,7 +147,10 @@ impl EngineSession {
         &self,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
     ) -> ServiceResult<T> {
-        let world = self.engine.snapshot().await?;
+        let world = self
+            .engine
+            .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
+            .await?;
         let engine = Arc::clone(&self.engine);
         let traveller = self.traveller.clone();
         tokio::task::spawn_blocking(move || {
@@ -614,7 +646,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
-        self.read(|world, ctx| {
+        self.read_in(CacheScope::Event, |world, ctx| {
             let timeline = here(world, ctx, &req.timeline_id);
             let state = rules::referenced(world, &timeline)?;
             let limit = limit(&req.page)?;
@@ -1032,5 +1064,95 @@ impl TimelineService for EngineSession {
     async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
         self.write(|world, ctx| super::dissonance::correct(world, ctx, &req))
             .await
+    }
+
+    async fn store_data(&self, req: StoreDataRequest) -> ServiceResult<DataEntryInfo> {
+        self.write(|world, ctx| {
+            let (op, entry) = super::data::store(world, ctx, &req)?;
+            Ok((vec![op], DataEntryInfo::from(&entry)))
+        })
+        .await
+    }
+
+    async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData> {
+        self.read(|world, _| super::data::retrieve(world, &req))
+            .await
+    }
+
+    async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo> {
+        super::data::check_key(&req.encryption_key)?;
+        let data = super::data::object("data", &req.data)?;
+        // Where and when are decided first: the ciphertext is bound to them (and to the id).
+        let timestamp = self
+            .read(|world, ctx| super::data::placement(world, ctx, &req.timeline_id, req.timestamp))
+            .await?;
+        let data_id = crate::model::DataId::from_ulid(self.engine.mint());
+        let aad = super::data::associated_data(&data_id, &req.timeline_id, timestamp);
+        let plaintext = zeroize::Zeroizing::new(
+            serde_json::to_vec(&data)
+                .map_err(|e| ServiceError::Internal(format!("encoding the data: {e}")))?,
+        );
+        let key = req.encryption_key;
+        let sealed =
+            super::data::off_the_runtime(move || super::data::seal(&key, &plaintext, &aad)).await?;
+        let timeline = req.timeline_id;
+        self.write(|world, ctx| {
+            let (op, entry) = super::data::entry(
+                world,
+                ctx,
+                data_id.clone(),
+                &timeline,
+                timestamp,
+                DataPayload::Encrypted(sealed.clone()),
+            )?;
+            Ok((vec![op], DataEntryInfo::from(&entry)))
+        })
+        .await
+    }
+
+    async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData> {
+        super::data::check_key(&req.encryption_key)?;
+        let entry = self
+            .read(|world, _| super::data::find(world, &req.data_id).cloned())
+            .await?;
+        let answer = |status, data| DecryptedData {
+            status,
+            data,
+            data_id: entry.data_id.clone(),
+            timeline_id: entry.timeline_id.clone(),
+            timestamp: entry.timestamp,
+        };
+        let sealed = match &entry.payload {
+            DataPayload::Plain { data } => {
+                return Ok(answer(DecryptStatus::NotEncrypted, data.clone()));
+            }
+            DataPayload::Encrypted(sealed) => sealed.clone(),
+        };
+        let aad = super::data::associated_data(&entry.data_id, &entry.timeline_id, entry.timestamp);
+        let key = req.encryption_key;
+        let opened =
+            super::data::off_the_runtime(move || super::data::open(&key, &sealed, &aad)).await?;
+        let Some(plaintext) = opened else {
+            return Err(ServiceError::DecryptionFailed {
+                data_id: entry.data_id.to_string(),
+            });
+        };
+        let data: DataObject = serde_json::from_slice(&plaintext).map_err(|e| {
+            ServiceError::Internal(format!("a decrypted entry is not a JSON object: {e}"))
+        })?;
+        Ok(answer(DecryptStatus::Decrypted, data))
+    }
+
+    async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
+        self.read(|world, _| super::data::index(world, &req)).await
+    }
+
+    async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting> {
+        let single = self.engine.single_process();
+        self.write(|_, ctx| {
+            let (op, answer) = super::data::caching(ctx, &req, single)?;
+            Ok((vec![op], answer))
+        })
+        .await
     }
 }

@@ -38,7 +38,10 @@ use crate::store::{Link, LogKey};
 /// Format 3: the head link of the log's chain, and the seal.
 /// Format 4: each timeline's base (its parent's history when it was created) and the merges.
 /// Format 5: a position says whether the traveller's clock is paused.
-pub const FORMAT: u32 = 5;
+/// Format 6 (data): each timeline's data entries (written against its parent's, like events)
+/// and the travellers' read-staleness settings, in the records' JSON (`timeline_data`,
+/// `read_staleness`).
+pub const FORMAT: u32 = 6;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 /// Magic, format, position, body length, CRC-32, head link.
@@ -238,6 +241,25 @@ struct Records {
     keys: Vec<KeyImage>,
     #[serde(default)]
     merges: Vec<crate::service::Merge>,
+    /// Format 6 (data): each timeline's data entries, parents before their branches.
+    #[serde(default)]
+    timeline_data: Vec<TimelineData>,
+    /// Format 6 (data): the travellers' bounded-staleness reads.
+    #[serde(default)]
+    read_staleness: Vec<crate::service::ReadStaleness>,
+}
+
+/// A timeline's data entries, written against its parent's as they stand: what it has that
+/// the parent lacks, and the keys the parent has and it lacks (stored after the branch).
+#[derive(Serialize, Deserialize)]
+struct TimelineData {
+    timeline: TimelineId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base: Option<TimelineId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    added: Vec<crate::service::DataEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    removed: Vec<(Instant, crate::model::DataId)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -274,6 +296,7 @@ impl WorldImage {
                 }
             }
         }
+        let timeline_data = data_images(world, &order);
         let timelines = order
             .into_iter()
             .filter_map(|id| {
@@ -325,6 +348,8 @@ impl WorldImage {
             jobs: world.jobs.values().map(|j| (**j).clone()).collect(),
             log: world.log.iter().map(|r| (**r).clone()).collect(),
             merges: world.merges.values().map(|m| (**m).clone()).collect(),
+            timeline_data,
+            read_staleness: world.read_staleness.values().cloned().collect(),
             keys: world
                 .keys
                 .entries()
@@ -380,6 +405,7 @@ impl WorldImage {
                     history,
                     touched,
                     base: base_history,
+                    data: Default::default(),
                 },
             );
         }
@@ -417,6 +443,12 @@ impl WorldImage {
             .into_iter()
             .map(|m| (m.merge_id.clone(), Arc::new(m)))
             .collect();
+        read_data(&mut world, r.timeline_data)?;
+        world.read_staleness = r
+            .read_staleness
+            .into_iter()
+            .map(|s| (s.traveller.clone(), s))
+            .collect();
         world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
             (
                 k.traveller,
@@ -432,6 +464,83 @@ impl WorldImage {
         world.index_owners();
         Ok(world)
     }
+}
+
+/// Each timeline's data entries against its parent's (format 6).
+fn data_images(world: &World, order: &[&TimelineId]) -> Vec<TimelineData> {
+    order
+        .iter()
+        .filter_map(|id| {
+            let state = world.timelines.get(*id)?;
+            let base_id = state
+                .meta
+                .parent
+                .as_ref()
+                .filter(|p| world.timelines.contains_key(*p));
+            let empty = super::data::DataMap::new();
+            let base = base_id
+                .and_then(|p| world.timelines.get(p))
+                .map_or(&empty, |b| &b.data);
+            let added: Vec<_> = state
+                .data
+                .iter()
+                .filter(|(k, _)| !base.contains_key(*k))
+                .map(|(_, e)| (**e).clone())
+                .collect();
+            let removed: Vec<_> = base
+                .keys()
+                .filter(|k| !state.data.contains_key(*k))
+                .cloned()
+                .collect();
+            // Written for every timeline, in the order they are read back: a branch's entries
+            // are rebuilt on top of its parent's, already read.
+            Some(TimelineData {
+                timeline: (*id).clone(),
+                base: base_id.cloned(),
+                added,
+                removed,
+            })
+        })
+        .collect()
+}
+
+/// Reads the data entries back (format 6), parents first, and rebuilds the index of where each
+/// entry was stored.
+fn read_data(world: &mut World, images: Vec<TimelineData>) -> Result<(), String> {
+    for image in images {
+        let mut data = match &image.base {
+            Some(base) => world
+                .timelines
+                .get(base)
+                .map(|b| b.data.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "the data of {} comes before its base {base}",
+                        image.timeline
+                    )
+                })?,
+            None => super::data::DataMap::new(),
+        };
+        for key in &image.removed {
+            data.remove(key);
+        }
+        for entry in image.added {
+            data.insert((entry.timestamp, entry.data_id.clone()), Arc::new(entry));
+        }
+        let state = world
+            .timelines
+            .get_mut(&image.timeline)
+            .ok_or_else(|| format!("data of an unknown timeline {}", image.timeline))?;
+        state.data = data;
+    }
+    for state in world.timelines.values() {
+        for ((at, id), entry) in &state.data {
+            world
+                .data_index
+                .insert(id.clone(), (entry.timeline_id.clone(), *at));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -547,5 +656,68 @@ mod tests {
         // The same image with its true length still reads back.
         let read = decode(&good, &key).expect("the unforged snapshot decodes");
         assert_eq!(read.first_difference(&world), None);
+    }
+
+    fn data_entry(id: &str, timeline: &str, minutes: i64) -> crate::service::DataEntry {
+        crate::service::DataEntry {
+            data_id: id.parse().expect("a data id"),
+            timeline_id: timeline.parse().expect("a timeline id"),
+            timestamp: Instant::from_timestamp(946_684_800 + minutes * 60, 0).unwrap_or_default(),
+            payload: crate::service::DataPayload::Plain {
+                data: serde_json::json!({"n": minutes})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            },
+            stored_by: "ada".parse().expect("a traveller"),
+            stored_at: Instant::from_timestamp(1_767_225_600, 0).unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn data_entries_and_staleness_settings_survive_a_snapshot_branch_by_branch() {
+        let mut world = branched_world();
+        let branch = "tml_branch";
+        let ops = [
+            // Before the second branch: it sees this one; after it: only primary has it.
+            Op::StoreData {
+                entry: data_entry("dat_before", "primary", 1),
+            },
+            Op::CreateTimeline {
+                timeline: timeline("tml_later", Some("primary")),
+            },
+            Op::StoreData {
+                entry: data_entry("dat_after", "primary", 1),
+            },
+            Op::StoreData {
+                entry: data_entry("dat_own", branch, 2),
+            },
+            Op::CreateTimeline {
+                timeline: timeline("tml_grandchild", Some("tml_later")),
+            },
+            Op::SetReadStaleness {
+                setting: crate::service::ReadStaleness {
+                    cache_id: "cch_one".parse().expect("a cache id"),
+                    traveller: "ada".parse().expect("a traveller"),
+                    scope: crate::service::CacheScope::Event,
+                    max_staleness: 60,
+                },
+            },
+        ];
+        for op in ops {
+            world.apply(world.seq + 1, op).expect("the op applies");
+        }
+        let later: TimelineId = "tml_later".parse().expect("an id");
+        assert_eq!(
+            world.timelines[&later].data.len(),
+            1,
+            "the branch point holds"
+        );
+        let key = LogKey::development();
+        let read = decode(&encode(&world, &key), &key).expect("decodes");
+        assert_eq!(read.first_difference(&world), None);
+        let grandchild: TimelineId = "tml_grandchild".parse().expect("an id");
+        assert_eq!(read.timelines[&grandchild].data.len(), 1);
+        assert_eq!(read.timelines[&TimelineId::primary()].data.len(), 2);
     }
 }

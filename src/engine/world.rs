@@ -198,6 +198,16 @@ pub enum Op {
         /// What each action did.
         entries: Vec<LogEntry>,
     },
+    /// A data entry stored (plain, or only its ciphertext: never a key nor a plaintext).
+    StoreData {
+        /// The entry.
+        entry: crate::service::DataEntry,
+    },
+    /// A traveller's bounded-staleness reads set (`enable-caching`); 0 s turns them off.
+    SetReadStaleness {
+        /// The setting.
+        setting: crate::service::ReadStaleness,
+    },
 }
 
 /// A timeline with its events.
@@ -213,6 +223,9 @@ pub struct TimelineState {
     /// Its parent's history as it was when this timeline was created (a structurally shared
     /// copy): the base a merge compares both sides against. `None` for root timelines.
     pub base: Option<History>,
+    /// Its data entries by (timestamp, id); a branch starts with its parent's (shared, not
+    /// copied).
+    pub data: super::data::DataMap,
 }
 
 /// Everything the engine knows, at log position `seq`. Cloning is cheap (shared maps).
@@ -244,6 +257,10 @@ pub struct World {
     pub merges: OrdMap<crate::model::MergeId, Arc<crate::service::Merge>>,
     /// What each traveller owns, so per-traveller reads do not scan everyone's records.
     owned: HashMap<Traveller, Owned>,
+    /// Where each data entry was stored (the key of `TimelineState::data` is its timestamp).
+    pub data_index: HashMap<crate::model::DataId, (TimelineId, Instant)>,
+    /// Each traveller's bounded-staleness reads, when they set them.
+    pub read_staleness: HashMap<Traveller, crate::service::ReadStaleness>,
 }
 
 /// The ids of one traveller's records, in id order (the order of the maps they index).
@@ -374,6 +391,7 @@ impl World {
             .or_else(|| differ("jobs", &self.jobs, &other.jobs))
             .or_else(|| differ("automation log", &self.log, &other.log))
             .or_else(|| differ("merges", &self.merges, &other.merges))
+            .or_else(|| super::data::first_difference(self, other))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })
@@ -407,7 +425,7 @@ impl World {
         }
         match op {
             Op::CreateTimeline { timeline } => {
-                let (history, touched, base) = match &timeline.parent {
+                let (history, touched, base, data) = match &timeline.parent {
                     Some(parent) => {
                         let parent = self
                             .timelines
@@ -417,9 +435,10 @@ impl World {
                             parent.history.clone(),
                             parent.touched.clone(),
                             Some(parent.history.clone()),
+                            parent.data.clone(),
                         )
                     }
-                    None => (History::default(), HashMap::new(), None),
+                    None => (History::default(), HashMap::new(), None, OrdMap::new()),
                 };
                 self.timelines.insert(
                     timeline.id.clone(),
@@ -428,12 +447,15 @@ impl World {
                         history,
                         touched,
                         base,
+                        data,
                     },
                 );
             }
             Op::DeleteTimeline { id } => {
                 crate::metrics::forget_timeline(&id);
-                self.timelines.remove(&id);
+                if let Some(state) = self.timelines.remove(&id) {
+                    super::data::forget_timeline(&mut self.data_index, &id, &state.data);
+                }
             }
             Op::AddEvents {
                 timeline,
@@ -549,6 +571,23 @@ impl World {
                 succeeded,
                 entries,
             } => self.apply_ran(due, succeeded, entries),
+            Op::StoreData { entry } => {
+                let state = self
+                    .timelines
+                    .get_mut(&entry.timeline_id)
+                    .ok_or_else(|| fail(format!("unknown timeline {}", entry.timeline_id)))?;
+                self.data_index.insert(
+                    entry.data_id.clone(),
+                    (entry.timeline_id.clone(), entry.timestamp),
+                );
+                state
+                    .data
+                    .insert((entry.timestamp, entry.data_id.clone()), Arc::new(entry));
+            }
+            Op::SetReadStaleness { setting } => {
+                self.read_staleness
+                    .insert(setting.traveller.clone(), setting);
+            }
             Op::Remember {
                 traveller,
                 key,

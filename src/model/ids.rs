@@ -173,6 +173,15 @@ id_type!(
     AnomalyId, "anm_", "anomaly"
 );
 
+id_type!(
+    /// A data entry stored in a timeline (`store-data`, `encrypt-data`).
+    DataId, "dat_", "data entry"
+);
+id_type!(
+    /// A traveller's read-staleness setting (`enable-caching`).
+    CacheId, "cch_", "cache setting"
+);
+
 impl TimelineId {
     /// The id of the main timeline, which always exists.
     pub fn primary() -> Self {

@@ -17,6 +17,7 @@ pub use ids::{
     AnchorId, AnomalyId, EventId, ItemId, JourneyId, MergeId, ScheduleId, ScriptId, TimelineId,
     Traveller,
 };
+pub use ids::{CacheId, DataId};
 pub use invalid::InvalidValue;
 pub use time::{
     ACCEPTED_RANGE, Instant, MAX_INSTANT, TYPED_FORMS, TimeRange, TravelDuration, Window,

@@ -84,13 +84,27 @@ pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: Next) 
     next.run(req).await
 }
 
+/// Fields a fingerprint leaves out: a customer's encryption key is never kept, not even hashed
+/// (a hash of a key is something to guess it against).
+const UNFINGERPRINTED: &[&str] = &["encryption_key"];
+
 /// The body as the fingerprint reads it: a JSON body re-serialised compactly with its objects'
 /// keys sorted, so a retry that a client serialised again (other whitespace, other key order)
-/// is the same request; anything else byte for byte.
+/// is the same request, without the fields in [`UNFINGERPRINTED`]; anything else byte for
+/// byte.
 fn canonical_body(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     use std::borrow::Cow;
     match serde_json::from_slice::<serde_json::Value>(bytes) {
         Ok(mut value) => {
+            if let Some(fields) = value.as_object_mut() {
+                for field in UNFINGERPRINTED {
+                    if let Some(mut secret) = fields.remove(*field)
+                        && let serde_json::Value::String(text) = &mut secret
+                    {
+                        zeroize::Zeroize::zeroize(text);
+                    }
+                }
+            }
             value.sort_all_objects();
             serde_json::to_vec(&value).map_or(Cow::Borrowed(bytes), Cow::Owned)
         }
@@ -114,5 +128,13 @@ mod tests {
             canonical_body(br#"{"a":"z","b":{"x":[2,1],"y":1}}"#).as_ref()
         );
         assert_eq!(canonical_body(b"not json {").as_ref(), b"not json {");
+    }
+
+    #[test]
+    fn an_encryption_key_is_no_part_of_a_fingerprint() {
+        let keyed = canonical_body(br#"{"data_id":"dat_x","encryption_key":"hunter2hunter2"}"#);
+        assert_eq!(keyed.as_ref(), br#"{"data_id":"dat_x"}"#);
+        let other = canonical_body(br#"{"data_id":"dat_x","encryption_key":"another key"}"#);
+        assert_eq!(keyed, other);
     }
 }

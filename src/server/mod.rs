@@ -406,7 +406,8 @@ pub async fn run_tls(
         .acceptor(conn::IdleAcceptor::new(config.idle_timeout));
     let server = axum_server::from_tcp(listener.into_std()?)?.acceptor(acceptor);
     let server = with_connection_limits(server, &config, handle);
-    let router = router_stopping(config, sessions, stopping);
+    let router =
+        router_stopping(config, sessions, stopping).layer(axum::Extension(routes::data::OverTls));
     server
         .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .await

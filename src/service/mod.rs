@@ -41,11 +41,16 @@
 //! | `create-script`, `GET/DELETE /scripts` | [`TimelineService::create_script`], `list_scripts`, `delete_script` |
 //! | `schedule-manipulation`, `trigger-external-manipulation`, `GET/DELETE /schedules` | `schedule_manipulation`, `trigger_external_manipulation`, `list_schedules`, `delete_schedule` |
 //! | `automation-log` | [`TimelineService::automation_log`] |
+//! | `store-data`, `retrieve-data` | [`TimelineService::store_data`], [`TimelineService::retrieve_data`] |
+//! | `encrypt-data`, `decrypt-data` | [`TimelineService::encrypt_data`], [`TimelineService::decrypt_data`] |
+//! | `create-index`, `enable-caching` | [`TimelineService::report_index`], [`TimelineService::enable_caching`] |
 
+mod data;
 mod types;
 
 use async_trait::async_trait;
 
+pub use data::*;
 pub use types::*;
 
 use crate::error::ServiceError;
@@ -172,4 +177,18 @@ pub trait TimelineService: Send + Sync {
 
     /// Moves named events that happen before one of their causes to just after it.
     async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult>;
+
+    /// Stores an immutable data entry in a timeline at a time.
+    async fn store_data(&self, req: StoreDataRequest) -> ServiceResult<DataEntryInfo>;
+    /// The newest plain entry stored at exactly a time (or the one named), with every entry
+    /// there.
+    async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData>;
+    /// Encrypts an object with the caller's key and stores only the ciphertext.
+    async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo>;
+    /// Decrypts an entry with the caller's key; nothing is written.
+    async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData>;
+    /// Reports a built-in index (it exists and is kept current); nothing is written.
+    async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport>;
+    /// Sets how stale the caller's own reads may be (bounded-staleness reads).
+    async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting>;
 }

@@ -2982,3 +2982,275 @@ pub async fn wormhole_simulation(face: &Face) {
     let me = face.ok("whoami", ada.whoami()).await;
     assert_eq!(me.timeline_id, primary(), "nothing travelled");
 }
+
+fn stored(timeline: &TimelineId, at: &str, data: serde_json::Value) -> StoreDataRequest {
+    StoreDataRequest {
+        timeline_id: timeline.clone(),
+        timestamp: t(at),
+        data,
+    }
+}
+
+fn retrieval(timeline: &TimelineId, at: &str) -> RetrieveDataQuery {
+    RetrieveDataQuery {
+        timeline_id: timeline.clone(),
+        timestamp: t(at),
+        data_id: None,
+    }
+}
+
+/// Temporal data: entries are stored at a time and read back (the newest plain one at exactly
+/// that time); a branch sees its base's entries and not the other way round; encrypted entries
+/// open with their key only (a wrong key is `decryption-failed`); the indexes are reported,
+/// bounded-staleness reads are set; every refusal names its field.
+pub async fn temporal_data(face: &Face) {
+    let ada = face.traveller("ada");
+    let bob = face.traveller("bob");
+    let launch = serde_json::json!({
+        "event": "Project X Launch",
+        "details": "Project X successfully launched on time."
+    });
+    let first = face
+        .ok(
+            "store",
+            ada.store_data(stored(&primary(), "2024-09-01T00:00:00Z", launch.clone())),
+        )
+        .await;
+    assert!(!first.encrypted);
+    let got = face
+        .ok(
+            "retrieve",
+            bob.retrieve_data(retrieval(&primary(), "2024-09-01T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(got.data_id, first.data_id, "another traveller reads it too");
+    assert_eq!(serde_json::Value::Object(got.data), launch);
+    let second = face
+        .ok(
+            "store again at the same time",
+            ada.store_data(stored(
+                &primary(),
+                "2024-09-01T00:00:00Z",
+                serde_json::json!({"event": "Project X Launch", "details": "Delayed by a day."}),
+            )),
+        )
+        .await;
+    let got = face
+        .ok(
+            "retrieve the newest",
+            ada.retrieve_data(retrieval(&primary(), "2024-09-01T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(got.data_id, second.data_id);
+    assert_eq!(got.entries.len(), 2, "entries are immutable: both are kept");
+    let got = face
+        .ok(
+            "retrieve the first by id",
+            ada.retrieve_data(RetrieveDataQuery {
+                data_id: Some(first.data_id.clone()),
+                ..retrieval(&primary(), "2024-09-01T00:00:00Z")
+            }),
+        )
+        .await;
+    assert_eq!(serde_json::Value::Object(got.data), launch);
+    let err = face
+        .err(
+            "retrieve where nothing is",
+            ada.retrieve_data(retrieval(&primary(), "2024-09-02T00:00:00Z")),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    let err = face
+        .err(
+            "store a list",
+            ada.store_data(stored(
+                &primary(),
+                "2024-09-01T00:00:00Z",
+                serde_json::json!([1]),
+            )),
+        )
+        .await;
+    assert_invalid(&err, "data");
+    let err = face
+        .err(
+            "store in an unknown timeline",
+            ada.store_data(stored(
+                &"tml_nope".parse().expect("id"),
+                "2024-09-01T00:00:00Z",
+                serde_json::json!({}),
+            )),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+
+    // A branch sees what its base held when it was made; the base never sees the branch's.
+    let branch = face
+        .ok("branch", ada.create_timeline(named("data branch")))
+        .await;
+    let got = face
+        .ok(
+            "the branch reads its base's entry",
+            ada.retrieve_data(retrieval(&branch.id, "2024-09-01T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(got.data_id, second.data_id);
+    face.ok(
+        "store in the branch",
+        ada.store_data(stored(
+            &branch.id,
+            "2024-09-03T00:00:00Z",
+            serde_json::json!({"only": "here"}),
+        )),
+    )
+    .await;
+    let err = face
+        .err(
+            "the base does not see the branch's entry",
+            ada.retrieve_data(retrieval(&primary(), "2024-09-03T00:00:00Z")),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+
+    // Encrypted entries: only the key opens them, and reading them plain is refused.
+    let sealed = face
+        .ok(
+            "encrypt",
+            ada.encrypt_data(EncryptDataRequest {
+                timeline_id: primary(),
+                data: launch.clone(),
+                encryption_key: DataKey::from("your-encryption-key".to_owned()),
+                timestamp: Some(t("2024-09-04T00:00:00Z")),
+            }),
+        )
+        .await;
+    assert!(sealed.encrypted && sealed.data.is_none(), "{sealed:?}");
+    let err = face
+        .err(
+            "retrieve an encrypted entry plain",
+            ada.retrieve_data(retrieval(&primary(), "2024-09-04T00:00:00Z")),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::Conflict(why) if why.contains(sealed.data_id.as_str()) && why.contains("decrypt-data")),
+        "{err:?}"
+    );
+    let decrypt = |id: &chronoscope::model::DataId, key: &str| DecryptDataRequest {
+        data_id: id.clone(),
+        encryption_key: DataKey::from(key.to_owned()),
+    };
+    let err = face
+        .err(
+            "decrypt with a wrong key",
+            bob.decrypt_data(decrypt(&sealed.data_id, "not-the-key")),
+        )
+        .await;
+    assert_eq!(
+        err,
+        ServiceError::DecryptionFailed {
+            data_id: sealed.data_id.to_string()
+        }
+    );
+    let opened = face
+        .ok(
+            "decrypt",
+            bob.decrypt_data(decrypt(&sealed.data_id, "your-encryption-key")),
+        )
+        .await;
+    assert_eq!(opened.status, DecryptStatus::Decrypted);
+    assert_eq!(serde_json::Value::Object(opened.data), launch);
+    let plain = face
+        .ok(
+            "decrypt a plain entry",
+            ada.decrypt_data(decrypt(&first.data_id, "any-key-at-all")),
+        )
+        .await;
+    assert_eq!(plain.status, DecryptStatus::NotEncrypted);
+    let err = face
+        .err(
+            "decrypt an unknown entry",
+            ada.decrypt_data(decrypt(
+                &"dat_nope".parse().expect("id"),
+                "your-encryption-key",
+            )),
+        )
+        .await;
+    assert_unknown(&err, "data entry", "dat_nope");
+    let err = face
+        .err(
+            "encrypt with a short key",
+            ada.encrypt_data(EncryptDataRequest {
+                timeline_id: primary(),
+                data: launch.clone(),
+                encryption_key: DataKey::from("short".to_owned()),
+                timestamp: None,
+            }),
+        )
+        .await;
+    assert_invalid(&err, "encryption_key");
+
+    // The indexes exist; nothing is created.
+    let index = face
+        .ok(
+            "report the timestamp index",
+            ada.report_index(IndexRequest {
+                index_type: "timestamp".into(),
+                timeline_id: primary(),
+            }),
+        )
+        .await;
+    assert_eq!(index.index_id, "idx_primary_timestamp");
+    assert!(index.entries >= 3, "{index:?}");
+    let err = face
+        .err(
+            "report an index of another type",
+            ada.report_index(IndexRequest {
+                index_type: "btree".into(),
+                timeline_id: primary(),
+            }),
+        )
+        .await;
+    assert_invalid(&err, "index_type");
+
+    // Bounded-staleness reads: on, off, refused out of range. (The guarantee's wording depends
+    // on the store, so only what does not is compared across faces.)
+    let caching = |duration: serde_json::Value, scope: &str| {
+        let ada = ada.clone();
+        let req = CachingRequest {
+            cache_duration: duration,
+            cache_scope: scope.into(),
+        };
+        async move {
+            ada.enable_caching(req)
+                .await
+                .map(|c| (c.status, c.scope, c.max_staleness, c.cache_id))
+        }
+    };
+    let (status, scope, secs, _) = face
+        .ok(
+            "enable caching",
+            caching(serde_json::json!("3600"), "timeline"),
+        )
+        .await;
+    assert_eq!(
+        (status, scope, secs),
+        (CachingStatus::Enabled, CacheScope::Timeline, 3600)
+    );
+    let (status, ..) = face
+        .ok("disable caching", caching(serde_json::json!(0), "event"))
+        .await;
+    assert_eq!(status, CachingStatus::Disabled);
+    let err = face
+        .err(
+            "cache for two days",
+            caching(serde_json::json!("2d"), "timeline"),
+        )
+        .await;
+    assert_invalid(&err, "cache_duration");
+    let err = face
+        .err(
+            "cache another scope",
+            caching(serde_json::json!("60"), "galaxy"),
+        )
+        .await;
+    assert_invalid(&err, "cache_scope");
+}

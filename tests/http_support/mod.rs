@@ -338,4 +338,10 @@ wrapped! {
     list_merges(page: PageRequest) -> Page<Merge>;
     get_merge(id: &MergeId) -> Merge;
     correct_dissonance(req: DissonanceRequest) -> DissonanceResult;
+    store_data(req: StoreDataRequest) -> DataEntryInfo;
+    retrieve_data(req: RetrieveDataQuery) -> RetrievedData;
+    encrypt_data(req: EncryptDataRequest) -> DataEntryInfo;
+    decrypt_data(req: DecryptDataRequest) -> DecryptedData;
+    report_index(req: IndexRequest) -> IndexReport;
+    enable_caching(req: CachingRequest) -> CachingSetting;
 }

@@ -1,6 +1,7 @@
 //! The routes: documented operations, guide operations, extensions, and the open endpoints.
 
 mod anchors;
+pub(super) mod data;
 mod documented;
 mod extension;
 mod guide;
@@ -93,6 +94,20 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(wormhole::simulate_wormhole).layer(axum::Extension(
             super::extract::RouteScope(crate::auth::Scope::Read),
         )))
+        .routes(routes!(data::store_data))
+        .routes(routes!(data::retrieve_data))
+        .routes(routes!(data::encrypt_data))
+        .routes(
+            routes!(data::decrypt_data).layer(axum::Extension(super::extract::RouteScope(
+                crate::auth::Scope::Read,
+            ))),
+        )
+        .routes(
+            routes!(data::create_index).layer(axum::Extension(super::extract::RouteScope(
+                crate::auth::Scope::Read,
+            ))),
+        )
+        .routes(routes!(data::enable_caching))
         .merge(ops::open_router())
 }
 
