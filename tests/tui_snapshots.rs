@@ -19,7 +19,8 @@ const H: u16 = 30;
 
 mod support;
 
-use support::{Fresh, dashboard, t};
+use support::Step::{Keys, Settle, Type};
+use support::{Fresh, Step, dashboard, drive, named, new_event, search, t};
 
 /// Replaces the characters after an id prefix with `#`, keeping the layout.
 fn redact(screen: &str) -> String {
@@ -94,12 +95,9 @@ async fn world() -> World {
             .add_event(
                 &TimelineId::primary(),
                 NewEvent {
-                    description: description.into(),
-                    time: t(time),
-                    location: location.into(),
                     causes: previous.iter().cloned().collect(),
                     fixed_point: fixed,
-                    safety_check: false,
+                    ..new_event(description, time, location, &[])
                 },
             )
             .await
@@ -108,26 +106,23 @@ async fn world() -> World {
     }
     let tesla = s
         .create_timeline(NewTimeline {
-            name: Some("Tesla 1889".into()),
             destination_time: Some(t("1889-03-10T23:50:00Z")),
-            ..NewTimeline::default()
+            ..named("Tesla 1889")
         })
         .await
         .unwrap();
     s.create_timeline(NewTimeline {
-        name: Some("Tesla stays".into()),
         base_timeline_id: Some(tesla.id.clone()),
         variation: Some("Tesla never leaves Paris".into()),
         destination_time: Some(t("1889-03-10T23:50:00Z")),
-        ..NewTimeline::default()
+        ..named("Tesla stays")
     })
     .await
     .unwrap();
     w.clock.advance(chrono::Duration::minutes(20));
     s.create_timeline(NewTimeline {
-        name: Some("Moon 1969".into()),
         destination_time: Some(t("1969-07-20T20:17:00Z")),
-        ..NewTimeline::default()
+        ..named("Moon 1969")
     })
     .await
     .unwrap();
@@ -151,66 +146,46 @@ async fn start_before_any_answer() {
     insta::assert_snapshot!(screen(&mut h));
 }
 
-#[tokio::test]
-async fn empty_world_loaded() {
-    let w = empty_world().await;
-    let mut h = harness(&w).await;
-    insta::assert_snapshot!(screen(&mut h));
+/// Tests that open the dashboard on a world, take `steps` and compare the screen with the
+/// snapshot named after the test.
+macro_rules! snapshot_after {
+    ($($name:ident: $world:ident $steps:tt)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let mut h = harness(&$world().await).await;
+            drive(&mut h, &$steps).await;
+            insta::assert_snapshot!(screen(&mut h));
+        }
+    )*};
 }
 
-#[tokio::test]
-async fn timelines_pane() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("j");
-    h.settle().await;
-    insta::assert_snapshot!(screen(&mut h));
-}
+/// Paris between 1700 and 1900 searched, and the cursor moved down one.
+const PARIS_1700_1900: [Step<'static>; 7] = [
+    Keys("tab /"),
+    Type("paris"),
+    Keys("tab"),
+    Type("1700-01-01T00:00:00Z/1900-01-01T00:00:00Z"),
+    Keys("enter"),
+    Settle,
+    Keys("j"),
+];
 
-#[tokio::test]
-async fn timelines_filter_with_no_match() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("/");
-    h.type_text("atlantis");
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn search_results() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("tab");
-    h.type_text("1700-01-01T00:00:00Z/1900-01-01T00:00:00Z");
-    h.press("enter");
-    h.settle().await;
-    h.press("j");
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn search_with_no_results() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("atlantis");
-    h.press("enter");
-    h.settle().await;
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn event_detail() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("enter");
-    h.settle().await;
-    h.press("j enter");
-    insta::assert_snapshot!(screen(&mut h));
+snapshot_after! {
+    empty_world_loaded: empty_world []
+    timelines_pane: world [Keys("j"), Settle]
+    timelines_filter_with_no_match: world [Keys("/"), Type("atlantis")]
+    search_results: world PARIS_1700_1900
+    search_with_no_results: world [Keys("tab /"), Type("atlantis"), Keys("enter"), Settle]
+    event_detail: world [Keys("tab /"), Type("paris"), Keys("enter"), Settle, Keys("j enter")]
+    monitor_frozen_and_stable: world [Keys("tab tab f")]
+    automation_log_empty: world [Keys("L"), Settle]
+    help_screen: empty_world [Keys("?")]
+    // The revert is refused: the event was never manipulated, there is nothing to revert.
+    error_flash: world [Keys("tab /"), Type("london"), Keys("enter"), Settle, Keys("r y"), Settle]
+    new_timeline_form: world [Keys("n"), Type("Tesla 1889")]
+    delete_confirmation: world [Keys("G d")]
+    command_line: world [Keys(":"), Type("search paris")]
+    wizard_without_anchors_or_items: empty_world [Keys("b"), Settle]
 }
 
 fn anomaly(cause: &str, kind: AnomalyKind, severity: Severity, description: &str) -> Anomaly {
@@ -221,6 +196,16 @@ fn anomaly(cause: &str, kind: AnomalyKind, severity: Severity, description: &str
         severity,
         subjects: vec![],
         detected_at: t("2026-11-22T10:56:00Z"),
+    }
+}
+
+/// What the monitor found in the primary timeline at 10:56.
+fn report(anomalies: Vec<Anomaly>) -> MonitorReport {
+    MonitorReport {
+        status: "anomalies_detected".into(),
+        anomalies,
+        timeline_id: TimelineId::primary(),
+        checked_at: t("2026-11-22T10:56:00Z"),
     }
 }
 
@@ -246,12 +231,6 @@ async fn monitor_highlights_new_and_fades_resolved() {
         Severity::Info,
         "Window closes in 4 minutes",
     );
-    let report = |anomalies: Vec<Anomaly>| MonitorReport {
-        status: "anomalies_detected".into(),
-        anomalies,
-        timeline_id: TimelineId::primary(),
-        checked_at: t("2026-11-22T10:56:00Z"),
-    };
     h.app.monitor.watch(Some(TimelineId::primary()));
     h.app.monitor.apply(report(vec![loop_.clone(), orphan]));
     h.app.monitor.apply(report(vec![loop_, closing]));
@@ -260,19 +239,10 @@ async fn monitor_highlights_new_and_fades_resolved() {
 }
 
 #[tokio::test]
-async fn monitor_frozen_and_stable() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("tab tab f");
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
 async fn automation_log() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("L");
-    h.settle().await;
+    drive(&mut h, &[Keys("L"), Settle]).await;
     let event: EventId = "event-5678abcd".parse().unwrap();
     h.app.log.set(vec![
         LogEntry {
@@ -300,36 +270,6 @@ async fn automation_log() {
 }
 
 #[tokio::test]
-async fn automation_log_empty() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("L");
-    h.settle().await;
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn help_screen() {
-    let w = empty_world().await;
-    let mut h = harness(&w).await;
-    h.press("?");
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn error_flash() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("london");
-    h.press("enter");
-    h.settle().await;
-    h.press("r y"); // never manipulated: nothing to revert
-    h.settle().await;
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
 async fn disconnected_header() {
     let w = world().await;
     let mut h = harness(&w).await;
@@ -341,32 +281,6 @@ async fn disconnected_header() {
         result: Err(ServiceError::Unavailable("connection refused".into())),
     });
     h.settle().await;
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn new_timeline_form() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("n");
-    h.type_text("Tesla 1889");
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn delete_confirmation() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("G d");
-    insta::assert_snapshot!(screen(&mut h));
-}
-
-#[tokio::test]
-async fn command_line() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press(":");
-    h.type_text("search paris");
     insta::assert_snapshot!(screen(&mut h));
 }
 
@@ -444,35 +358,18 @@ async fn wizard_steps() {
     insta::assert_snapshot!("wizard_return_destination", screen(&mut h));
 }
 
-#[tokio::test]
-async fn wizard_without_anchors_or_items() {
-    let w = empty_world().await;
-    let mut h = harness(&w).await;
-    h.press("b");
-    h.settle().await;
-    insta::assert_snapshot!(screen(&mut h));
-}
-
 /// The capture shown in the README: a wider terminal with results and an anomaly.
 #[tokio::test]
 async fn readme_capture_120x35() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "paris").await;
     h.press("j");
-    h.app.monitor.apply(MonitorReport {
-        status: "anomalies_detected".into(),
-        anomalies: vec![anomaly(
-            "closing",
-            AnomalyKind::WindowClosing,
-            Severity::Warning,
-            "Tesla 1889 closes in 4 minutes",
-        )],
-        timeline_id: TimelineId::primary(),
-        checked_at: t("2026-11-22T10:56:00Z"),
-    });
+    h.app.monitor.apply(report(vec![anomaly(
+        "closing",
+        AnomalyKind::WindowClosing,
+        Severity::Warning,
+        "Tesla 1889 closes in 4 minutes",
+    )]));
     insta::assert_snapshot!(redact(&h.render(120, 35)));
 }

@@ -146,6 +146,36 @@ pub async fn dashboard(service: Arc<dyn TimelineService>, clock: Arc<dyn Clock>)
     h
 }
 
+/// One thing a test does at the dashboard.
+pub enum Step<'a> {
+    /// Presses keys written as in the key map, separated by spaces: `"tab j enter"`.
+    Keys(&'a str),
+    /// Types text, one character at a time.
+    Type(&'a str),
+    /// Applies answers until nothing is in flight.
+    Settle,
+}
+
+/// Drives the dashboard `h` through `steps`, in order.
+pub async fn drive(h: &mut Harness, steps: &[Step<'_>]) {
+    for step in steps {
+        match step {
+            Step::Keys(keys) => h.press(keys),
+            Step::Type(text) => h.type_text(text),
+            Step::Settle => h.settle().await,
+        }
+    }
+}
+
+/// Searches the dashboard's selected timeline for `text` (to the search pane, its form, the
+/// text, enter) and applies the results.
+pub async fn search(h: &mut Harness, text: &str) {
+    h.press("tab /");
+    h.type_text(text);
+    h.press("enter");
+    h.settle().await;
+}
+
 // ---------------------------------------------------------------- PostgreSQL
 
 /// The admin URL used to create and drop test databases.
