@@ -6,13 +6,13 @@ use std::sync::Arc;
 use chrono::Duration;
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
-use chronoscope::model::{EventId, TimeRange, TimelineId};
+use chronoscope::model::{EventId, Instant, TimeRange, TimelineId};
 use chronoscope::service::*;
 use chronoscope::store::MemoryStore;
 
 mod support;
 
-use support::{Fresh, t};
+use support::{Fresh, add_to_primary, described, manipulation, named, new_event, t};
 
 struct Fixture {
     engine: Arc<Engine>,
@@ -31,44 +31,19 @@ impl Fixture {
             store,
         } = Fresh::new().await;
         let ada = engine.session("ada".parse().unwrap());
-        let add = |d: &str, time: &str, causes: Vec<EventId>, fixed_point: bool| NewEvent {
-            description: d.into(),
-            time: t(time),
-            location: "Cape Canaveral".into(),
-            causes,
-            fixed_point,
-            safety_check: false,
-        };
-        let primary = TimelineId::primary();
-        let launch = ada
-            .add_event(
-                &primary,
-                add("launch", "2025-03-01T12:00:00Z", vec![], false),
-            )
-            .await
-            .unwrap()
-            .event_id;
-        let deploy = ada
-            .add_event(
-                &primary,
-                add(
-                    "deploy",
-                    "2025-03-02T12:00:00Z",
-                    vec![launch.clone()],
-                    false,
-                ),
-            )
-            .await
-            .unwrap()
-            .event_id;
-        let fixed = ada
-            .add_event(
-                &primary,
-                add("landing", "1969-07-20T20:17:00Z", vec![], true),
-            )
-            .await
-            .unwrap()
-            .event_id;
+        let cape =
+            |d: &str, time: &str, causes: &[&EventId]| new_event(d, time, "Cape Canaveral", causes);
+        let launch = add_to_primary(&ada, cape("launch", "2025-03-01T12:00:00Z", &[])).await;
+        let deploy = add_to_primary(&ada, cape("deploy", "2025-03-02T12:00:00Z", &[&launch])).await;
+        let landing = cape("landing", "1969-07-20T20:17:00Z", &[]);
+        let fixed = add_to_primary(
+            &ada,
+            NewEvent {
+                fixed_point: true,
+                ..landing
+            },
+        )
+        .await;
         Self {
             engine,
             clock,
@@ -95,12 +70,72 @@ impl Fixture {
         check.event.map(|e| e.description).unwrap_or_default()
     }
 
-    async fn log(&self) -> Vec<LogEntry> {
+    async fn schedule(&self, job: NewSchedule) -> Schedule {
+        self.ada().schedule_manipulation(job).await.unwrap()
+    }
+
+    async fn create_script(&self, script: NewScript) -> Script {
+        self.ada().create_script(script).await.unwrap()
+    }
+
+    async fn trigger(&self, trigger: ExternalTrigger) -> Schedule {
         self.ada()
-            .automation_log(LogQuery::default())
+            .trigger_external_manipulation(trigger)
             .await
             .unwrap()
-            .items
+    }
+
+    async fn change(&self, req: ManipulateRequest) -> ManipulationResult {
+        self.ada().manipulate_event(req).await.unwrap()
+    }
+
+    async fn log(&self) -> Vec<LogEntry> {
+        log_of(&self.ada(), LogQuery::default()).await
+    }
+}
+
+/// The automation log `service` shows for `query`.
+async fn log_of(service: &impl TimelineService, query: LogQuery) -> Vec<LogEntry> {
+    service.automation_log(query).await.unwrap().items
+}
+
+/// The jobs `service` lists.
+async fn schedules_of(service: &impl TimelineService) -> Vec<Schedule> {
+    service
+        .list_schedules(PageRequest::default())
+        .await
+        .unwrap()
+        .items
+}
+
+/// A job that gives `event` the description `details` at `at`, where the traveller is.
+fn job(event: &EventId, at: Instant, details: &str) -> NewSchedule {
+    NewSchedule {
+        event_id: event.clone(),
+        scheduled_time: at,
+        manipulation_details: ManipulationDetails {
+            new_time: None,
+            new_details: Some(details.into()),
+        },
+        timeline_id: None,
+    }
+}
+
+/// The scripts `service` lists.
+async fn scripts_of(service: &impl TimelineService) -> Vec<Script> {
+    let page = service.list_scripts(PageRequest::default()).await;
+    page.unwrap().items
+}
+
+/// A script named `name` that runs `actions` when `trigger` is manipulated, where the traveller
+/// is, on no condition.
+fn script(name: &str, trigger: &EventId, actions: Vec<Action>) -> NewScript {
+    NewScript {
+        script_name: name.into(),
+        trigger_event_id: trigger.clone(),
+        conditions: ScriptConditions::default(),
+        actions,
+        timeline_id: None,
     }
 }
 
@@ -117,18 +152,14 @@ fn manipulate(event: &EventId, details: &str) -> Action {
 async fn a_scheduled_manipulation_runs_at_its_time_and_only_once() {
     let f = Fixture::new().await;
     let s = f
-        .ada()
-        .schedule_manipulation(NewSchedule {
-            event_id: f.launch.clone(),
-            scheduled_time: t("2026-11-22T10:30:00Z"),
+        .schedule(NewSchedule {
             manipulation_details: ManipulationDetails {
                 new_time: Some(t("2025-03-01T18:00:00Z")),
                 new_details: Some("launch delayed".into()),
             },
-            timeline_id: None,
+            ..job(&f.launch, t("2026-11-22T10:30:00Z"), "")
         })
-        .await
-        .unwrap();
+        .await;
     assert_eq!(s.status, "scheduled");
     assert_eq!(f.engine.run_due().await.unwrap(), 0, "not due yet");
     assert_eq!(f.head_description(&f.launch).await, "launch");
@@ -146,44 +177,19 @@ async fn a_scheduled_manipulation_runs_at_its_time_and_only_once() {
     assert_eq!(log[0].outcome, "done");
     assert_eq!(log[0].source, s.schedule_id.to_string());
     assert_eq!(log[0].timestamp, f.clock.now());
-    let schedules = f
-        .ada()
-        .list_schedules(PageRequest::default())
-        .await
-        .unwrap()
-        .items;
+    let schedules = schedules_of(&f.ada()).await;
     assert_eq!(schedules[0].status, "done");
 }
 
 #[tokio::test]
 async fn an_action_follows_its_lineage_to_the_current_head() {
     let f = Fixture::new().await;
-    f.ada()
-        .schedule_manipulation(NewSchedule {
-            event_id: f.launch.clone(),
-            scheduled_time: f.clock.now(),
-            manipulation_details: ManipulationDetails {
-                new_time: None,
-                new_details: Some("second change".into()),
-            },
-            timeline_id: None,
-        })
-        .await
-        .unwrap();
+    f.schedule(job(&f.launch, f.clock.now(), "second change"))
+        .await;
     // Someone manipulates the event before the job runs: the job acts on the new head.
     let first = f
-        .ada()
-        .manipulate_event(ManipulateRequest {
-            timeline_id: None,
-            event_id: f.launch.clone(),
-            new_outcome: NewOutcome {
-                description: Some("first change".into()),
-                changes: vec![],
-            },
-            safety_check: false,
-        })
-        .await
-        .unwrap();
+        .change(manipulation(None, &f.launch, described("first change")))
+        .await;
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
     assert_eq!(f.head_description(&f.launch).await, "second change");
     let log = f.log().await;
@@ -198,16 +204,12 @@ async fn an_action_follows_its_lineage_to_the_current_head() {
 async fn a_script_fires_once_when_its_trigger_is_manipulated() {
     let f = Fixture::new().await;
     let script = f
-        .ada()
-        .create_script(NewScript {
-            script_name: "keep deploy in step".into(),
-            trigger_event_id: f.launch.clone(),
-            conditions: ScriptConditions::default(),
-            actions: vec![manipulate(&f.deploy, "deploy rescheduled")],
-            timeline_id: None,
-        })
-        .await
-        .unwrap();
+        .create_script(script(
+            "keep deploy in step",
+            &f.launch,
+            vec![manipulate(&f.deploy, "deploy rescheduled")],
+        ))
+        .await;
     assert_eq!(script.status, "active");
     assert_eq!(
         f.engine.run_due().await.unwrap(),
@@ -215,38 +217,17 @@ async fn a_script_fires_once_when_its_trigger_is_manipulated() {
         "nothing triggered it yet"
     );
 
-    let change = |d: &str| ManipulateRequest {
-        timeline_id: None,
-        event_id: f.launch.clone(),
-        new_outcome: NewOutcome {
-            description: Some(d.into()),
-            changes: vec![],
-        },
-        safety_check: false,
-    };
     let m = f
-        .ada()
-        .manipulate_event(change("launch moved"))
-        .await
-        .unwrap();
+        .change(manipulation(None, &f.launch, described("launch moved")))
+        .await;
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
     assert_eq!(f.head_description(&f.deploy).await, "deploy rescheduled");
-    let scripts = f
-        .ada()
-        .list_scripts(PageRequest::default())
-        .await
-        .unwrap()
-        .items;
+    let scripts = scripts_of(&f.ada()).await;
     assert_eq!(scripts[0].status, "fired");
 
     // Later changes of the trigger do not fire it again.
-    f.ada()
-        .manipulate_event(ManipulateRequest {
-            event_id: m.new_event_id,
-            ..change("again")
-        })
-        .await
-        .unwrap();
+    f.change(manipulation(None, &m.new_event_id, described("again")))
+        .await;
     assert_eq!(f.engine.run_due().await.unwrap(), 0);
     assert_eq!(f.log().await.len(), 1);
 }
@@ -255,23 +236,18 @@ async fn a_script_fires_once_when_its_trigger_is_manipulated() {
 async fn a_script_fires_when_its_check_date_passes_with_the_status_it_waits_for() {
     let f = Fixture::new().await;
     let waits_for = |status: &str| NewScript {
-        script_name: format!("if still {status}"),
-        trigger_event_id: f.launch.clone(),
         conditions: ScriptConditions {
             check_date: Some(t("2026-11-23T00:00:00Z")),
             status_check: Some(status.into()),
         },
-        actions: vec![manipulate(&f.deploy, &format!("because {status}"))],
-        timeline_id: None,
+        ..script(
+            &format!("if still {status}"),
+            &f.launch,
+            vec![manipulate(&f.deploy, &format!("because {status}"))],
+        )
     };
-    f.ada()
-        .create_script(waits_for("on_schedule"))
-        .await
-        .unwrap();
-    f.ada()
-        .create_script(waits_for("manipulated"))
-        .await
-        .unwrap();
+    f.create_script(waits_for("on_schedule")).await;
+    f.create_script(waits_for("manipulated")).await;
     assert_eq!(f.engine.run_due().await.unwrap(), 0);
     f.clock.set(t("2026-11-23T00:00:00Z"));
     assert_eq!(
@@ -302,11 +278,7 @@ async fn an_external_trigger_runs_at_its_timestamp_or_now_if_past() {
         actions: vec![manipulate(&f.deploy, "deployed by CI")],
         timeline_id: None,
     };
-    let past = f
-        .ada()
-        .trigger_external_manipulation(trigger("2020-01-01T00:00:00Z"))
-        .await
-        .unwrap();
+    let past = f.trigger(trigger("2020-01-01T00:00:00Z")).await;
     assert_eq!(past.status, "triggered");
     assert_eq!(
         past.scheduled_time,
@@ -314,11 +286,7 @@ async fn an_external_trigger_runs_at_its_timestamp_or_now_if_past() {
         "a past timestamp means now"
     );
     assert_eq!(past.external_system.as_deref(), Some("CI pipeline"));
-    let future = f
-        .ada()
-        .trigger_external_manipulation(trigger("2026-11-22T12:00:00Z"))
-        .await
-        .unwrap();
+    let future = f.trigger(trigger("2026-11-22T12:00:00Z")).await;
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
     f.clock.set(t("2026-11-22T12:00:00Z"));
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
@@ -343,18 +311,7 @@ async fn an_external_trigger_runs_at_its_timestamp_or_now_if_past() {
 #[tokio::test]
 async fn a_failed_action_is_logged_and_marks_the_job_failed() {
     let f = Fixture::new().await;
-    f.ada()
-        .schedule_manipulation(NewSchedule {
-            event_id: f.fixed.clone(),
-            scheduled_time: f.clock.now(),
-            manipulation_details: ManipulationDetails {
-                new_time: None,
-                new_details: Some("no landing".into()),
-            },
-            timeline_id: None,
-        })
-        .await
-        .unwrap();
+    f.schedule(job(&f.fixed, f.clock.now(), "no landing")).await;
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
     let log = f.log().await;
     assert_eq!(log[0].outcome, "failed");
@@ -363,12 +320,7 @@ async fn a_failed_action_is_logged_and_marks_the_job_failed() {
         "{}",
         log[0].action_taken
     );
-    let schedules = f
-        .ada()
-        .list_schedules(PageRequest::default())
-        .await
-        .unwrap()
-        .items;
+    let schedules = schedules_of(&f.ada()).await;
     assert_eq!(schedules[0].status, "failed");
     assert_eq!(
         f.head_description(&f.fixed).await,
@@ -404,18 +356,12 @@ async fn a_failed_action_is_logged_and_marks_the_job_failed() {
 async fn a_restart_loses_no_job_and_runs_none_twice() {
     let f = Fixture::new().await;
     for minutes in [5, 10] {
-        f.ada()
-            .schedule_manipulation(NewSchedule {
-                event_id: f.deploy.clone(),
-                scheduled_time: f.clock.now() + Duration::minutes(minutes),
-                manipulation_details: ManipulationDetails {
-                    new_time: None,
-                    new_details: Some(format!("after {minutes} minutes")),
-                },
-                timeline_id: None,
-            })
-            .await
-            .unwrap();
+        f.schedule(job(
+            &f.deploy,
+            f.clock.now() + Duration::minutes(minutes),
+            &format!("after {minutes} minutes"),
+        ))
+        .await;
     }
     f.clock.advance(Duration::minutes(7));
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
@@ -438,32 +384,17 @@ async fn a_restart_loses_no_job_and_runs_none_twice() {
         1,
         "the remaining job ran exactly once"
     );
-    let log = a
-        .session("ada".parse().unwrap())
-        .automation_log(LogQuery::default())
-        .await
-        .unwrap()
-        .items;
+    let log = log_of(&a.session("ada".parse().unwrap()), LogQuery::default()).await;
     assert_eq!(log.len(), 2);
 }
 
 #[tokio::test]
 async fn a_job_can_be_cancelled_until_it_runs() {
     let f = Fixture::new().await;
-    let schedule = |at| NewSchedule {
-        event_id: f.launch.clone(),
-        scheduled_time: at,
-        manipulation_details: ManipulationDetails {
-            new_time: None,
-            new_details: Some("changed".into()),
-        },
-        timeline_id: None,
-    };
+    let schedule = |at| job(&f.launch, at, "changed");
     let later = f
-        .ada()
-        .schedule_manipulation(schedule(f.clock.now() + Duration::hours(1)))
-        .await
-        .unwrap();
+        .schedule(schedule(f.clock.now() + Duration::hours(1)))
+        .await;
     f.ada().delete_schedule(&later.schedule_id).await.unwrap();
     f.clock.advance(Duration::hours(2));
     assert_eq!(
@@ -472,11 +403,7 @@ async fn a_job_can_be_cancelled_until_it_runs() {
         "a cancelled job never runs"
     );
 
-    let now = f
-        .ada()
-        .schedule_manipulation(schedule(f.clock.now()))
-        .await
-        .unwrap();
+    let now = f.schedule(schedule(f.clock.now())).await;
     f.engine.run_due().await.unwrap();
     let err = f.ada().delete_schedule(&now.schedule_id).await.unwrap_err();
     assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
@@ -484,32 +411,14 @@ async fn a_job_can_be_cancelled_until_it_runs() {
     let bob = f.engine.session("bob".parse().unwrap()).with_admin(false);
     let err = bob.delete_schedule(&now.schedule_id).await.unwrap_err();
     assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
-    assert!(
-        bob.list_schedules(PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    assert!(
-        bob.automation_log(LogQuery::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(schedules_of(&bob).await.is_empty());
+    assert!(log_of(&bob, LogQuery::default()).await.is_empty());
 }
 
 #[tokio::test]
 async fn automation_input_is_validated_before_anything_is_stored() {
     let f = Fixture::new().await;
-    let script = |actions: Vec<Action>, trigger: &EventId| NewScript {
-        script_name: "s".into(),
-        trigger_event_id: trigger.clone(),
-        conditions: ScriptConditions::default(),
-        actions,
-        timeline_id: None,
-    };
+    let script = |actions: Vec<Action>, trigger: &EventId| script("s", trigger, actions);
     let unknown: EventId = "no-such-event".parse().unwrap();
     let cases = [
         script(vec![], &f.launch),
@@ -554,70 +463,40 @@ async fn automation_input_is_validated_before_anything_is_stored() {
     assert!(
         matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "external_system")
     );
-    assert!(
-        f.ada()
-            .list_scripts(PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    assert!(
-        f.ada()
-            .list_schedules(PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(scripts_of(&f.ada()).await.is_empty());
+    assert!(schedules_of(&f.ada()).await.is_empty());
 }
 
 #[tokio::test]
 async fn the_log_filters_by_timeline_and_date_range() {
     let f = Fixture::new().await;
-    let branch = f
-        .ada()
-        .create_timeline(NewTimeline {
-            name: Some("branch".into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let branch = f.ada().create_timeline(named("branch")).await.unwrap();
     for (timeline, hours) in [(None, 0), (Some(branch.id.clone()), 1), (None, 2)] {
-        f.ada()
-            .schedule_manipulation(NewSchedule {
-                event_id: f.deploy.clone(),
-                scheduled_time: f.clock.now(),
-                manipulation_details: ManipulationDetails {
-                    new_time: None,
-                    new_details: Some(format!("at +{hours}h")),
-                },
-                timeline_id: timeline,
-            })
-            .await
-            .unwrap();
+        f.schedule(NewSchedule {
+            timeline_id: timeline,
+            ..job(&f.deploy, f.clock.now(), &format!("at +{hours}h"))
+        })
+        .await;
         f.engine.run_due().await.unwrap();
         f.clock.advance(Duration::hours(1));
     }
-    let in_branch = f
-        .ada()
-        .automation_log(LogQuery {
+    let in_branch = log_of(
+        &f.ada(),
+        LogQuery {
             timeline_id: Some(branch.id.clone()),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .items;
+        },
+    )
+    .await;
     assert_eq!(in_branch.len(), 1);
-    let first_hour = f
-        .ada()
-        .automation_log(LogQuery {
+    let first_hour = log_of(
+        &f.ada(),
+        LogQuery {
             date_range: Some(TimeRange::parse("date_range", "2026-11-22T10:00:00Z/PT30M").unwrap()),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .items;
+        },
+    )
+    .await;
     assert_eq!(first_hour.len(), 1);
     assert_eq!(first_hour[0].timeline_id, TimelineId::primary());
 }
@@ -632,20 +511,15 @@ async fn the_guides_modify_event_is_a_manipulation() {
         ..manipulate(&f.deploy, details)
     };
     let script = f
-        .ada()
-        .create_script(NewScript {
-            script_name: "guide script".into(),
-            trigger_event_id: f.launch.clone(),
-            conditions: ScriptConditions::default(),
-            actions: vec![modify("moved by the script")],
-            timeline_id: None,
-        })
-        .await
-        .unwrap();
+        .create_script(script(
+            "guide script",
+            &f.launch,
+            vec![modify("moved by the script")],
+        ))
+        .await;
     assert_eq!(script.actions[0].action_type, "manipulate");
     let job = f
-        .ada()
-        .trigger_external_manipulation(ExternalTrigger {
+        .trigger(ExternalTrigger {
             external_system: "CI/CD Pipeline".into(),
             trigger_conditions: TriggerConditions {
                 build_status: Some("failed".into()),
@@ -654,8 +528,7 @@ async fn the_guides_modify_event_is_a_manipulation() {
             actions: vec![modify("Delay launch due to build failure")],
             timeline_id: None,
         })
-        .await
-        .unwrap();
+        .await;
     assert_eq!(job.actions[0].action_type, "manipulate");
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
     assert_eq!(
@@ -673,15 +546,7 @@ async fn an_admin_sees_everyones_automation_with_its_owner_others_their_own() {
     let f = Fixture::new().await;
     let as_member = |name: &str| f.engine.session(name.parse().unwrap()).with_admin(false);
     let s = as_member("ada")
-        .schedule_manipulation(NewSchedule {
-            event_id: f.launch.clone(),
-            scheduled_time: f.clock.now(),
-            manipulation_details: ManipulationDetails {
-                new_time: None,
-                new_details: Some("launch scrubbed".into()),
-            },
-            timeline_id: None,
-        })
+        .schedule_manipulation(job(&f.launch, f.clock.now(), "launch scrubbed"))
         .await
         .unwrap();
     assert_eq!(f.engine.run_due().await.unwrap(), 1);
@@ -692,43 +557,19 @@ async fn an_admin_sees_everyones_automation_with_its_owner_others_their_own() {
         page: PageRequest::default(),
     };
 
-    let schedules = admin
-        .list_schedules(PageRequest::default())
-        .await
-        .unwrap()
-        .items;
+    let schedules = schedules_of(&admin).await;
     assert_eq!(schedules.len(), 1);
     assert_eq!(schedules[0].schedule_id, s.schedule_id);
     assert_eq!(schedules[0].owner, Some("ada".parse().unwrap()));
-    let log = admin.automation_log(everything()).await.unwrap().items;
+    let log = log_of(&admin, everything()).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].owner, Some("ada".parse().unwrap()));
 
     // Another member still sees only their own; the author sees theirs.
     let bob = as_member("bob");
-    assert!(
-        bob.list_schedules(PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    assert!(
-        bob.automation_log(everything())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    assert_eq!(
-        as_member("ada")
-            .list_schedules(PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    assert!(schedules_of(&bob).await.is_empty());
+    assert!(log_of(&bob, everything()).await.is_empty());
+    assert_eq!(schedules_of(&as_member("ada")).await.len(), 1);
 }
 
 /// A script and a waiting job of ada's are removed by an admin, never by another member; the
@@ -739,25 +580,19 @@ async fn an_admin_removes_anyones_script_and_waiting_job_another_member_cannot()
     let as_member = |name: &str| f.engine.session(name.parse().unwrap()).with_admin(false);
     let ada = as_member("ada");
     let script = ada
-        .create_script(NewScript {
-            script_name: "keep deploy in step".into(),
-            trigger_event_id: f.launch.clone(),
-            conditions: ScriptConditions::default(),
-            actions: vec![manipulate(&f.deploy, "deploy rescheduled")],
-            timeline_id: None,
-        })
+        .create_script(script(
+            "keep deploy in step",
+            &f.launch,
+            vec![manipulate(&f.deploy, "deploy rescheduled")],
+        ))
         .await
         .unwrap();
     let job = ada
-        .schedule_manipulation(NewSchedule {
-            event_id: f.launch.clone(),
-            scheduled_time: f.clock.now() + Duration::hours(1),
-            manipulation_details: ManipulationDetails {
-                new_time: None,
-                new_details: Some("launch scrubbed".into()),
-            },
-            timeline_id: None,
-        })
+        .schedule_manipulation(job(
+            &f.launch,
+            f.clock.now() + Duration::hours(1),
+            "launch scrubbed",
+        ))
         .await
         .unwrap();
 
@@ -768,11 +603,7 @@ async fn an_admin_removes_anyones_script_and_waiting_job_another_member_cannot()
     assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
 
     let admin = f.engine.session("root".parse().unwrap()).with_admin(true);
-    let scripts = admin
-        .list_scripts(PageRequest::default())
-        .await
-        .unwrap()
-        .items;
+    let scripts = scripts_of(&admin).await;
     assert_eq!(
         scripts
             .iter()
@@ -784,18 +615,8 @@ async fn an_admin_removes_anyones_script_and_waiting_job_another_member_cannot()
     admin.delete_schedule(&job.schedule_id).await.unwrap();
 
     // Gone for ada too: the trigger fires nothing and the job never runs.
-    assert!(
-        ada.list_scripts(PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    let jobs = ada
-        .list_schedules(PageRequest::default())
-        .await
-        .unwrap()
-        .items;
+    assert!(scripts_of(&ada).await.is_empty());
+    let jobs = schedules_of(&ada).await;
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].status, "cancelled");
     f.clock.advance(Duration::hours(2));

@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::model::TimelineId;
 use chronoscope::model::{EventId, Instant, parse_instant};
-use chronoscope::service::{NewEvent, NewTimeline, TimelineService};
+use chronoscope::service::{ManipulateRequest, NewEvent, NewOutcome, NewTimeline, TimelineService};
 use chronoscope::store::{MemoryStore, Store};
 use chronoscope::tui::testing::Harness;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -94,6 +95,38 @@ pub fn named(name: &str) -> NewTimeline {
     NewTimeline {
         name: Some(name.into()),
         ..NewTimeline::default()
+    }
+}
+
+/// Adds `event` to the primary timeline through `service`: the new event's id.
+pub async fn add_to_primary(service: &(impl TimelineService + ?Sized), event: NewEvent) -> EventId {
+    service
+        .add_event(&TimelineId::primary(), event)
+        .await
+        .expect("event added")
+        .event_id
+}
+
+/// An outcome that only gives an event the description `description`.
+pub fn described(description: &str) -> NewOutcome {
+    NewOutcome {
+        description: Some(description.into()),
+        changes: vec![],
+    }
+}
+
+/// A manipulation of `event` (or the head of its lineage) in `timeline` (`None`: where the
+/// traveller is) to `outcome`, not safety checked.
+pub fn manipulation(
+    timeline: Option<&TimelineId>,
+    event: &EventId,
+    outcome: NewOutcome,
+) -> ManipulateRequest {
+    ManipulateRequest {
+        timeline_id: timeline.cloned(),
+        event_id: event.clone(),
+        new_outcome: outcome,
+        safety_check: false,
     }
 }
 
