@@ -20,7 +20,9 @@ use chronoscope::tui::testing::Harness;
 mod http_support;
 mod support;
 
-use support::{START, dashboard, engine_on, named, new_event, serve, t};
+use support::{
+    START, answer_whoami, dashboard, engine_on, named, new_event, search, serve, submit, t,
+};
 
 struct World {
     service: Arc<dyn TimelineService>,
@@ -104,10 +106,7 @@ async fn timeline_named(service: &Arc<dyn TimelineService>, name: &str) -> Optio
 
 async fn typing_a_location_shows_the_events_there(w: World) {
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "paris").await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Storming of the Bastille"), "{screen}");
     assert!(screen.contains("Eiffel Tower opens"), "{screen}");
@@ -119,20 +118,17 @@ async fn typing_a_location_shows_the_events_there(w: World) {
 async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("tab");
-    h.type_text("1800-01-01T00:00:00Z/1900-01-01T00:00:00Z");
-    h.press("enter");
-    h.settle().await;
+    submit(
+        &mut h,
+        "tab /",
+        &["paris", "1800-01-01T00:00:00Z/1900-01-01T00:00:00Z"],
+    )
+    .await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Eiffel Tower opens"), "{screen}");
     assert!(!screen.contains("Bastille"), "{screen}");
 
-    h.press("/ tab");
-    h.type_text("garbage");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "/ tab", &["garbage"]).await;
     let flash = h.app.flash.clone().expect("a flash explains the bad range");
     assert!(flash.error);
     assert!(flash.text.contains("time range"), "{}", flash.text);
@@ -185,12 +181,12 @@ async fn the_detail_names_a_cause_the_search_range_left_out() {
         .await
         .unwrap();
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("tab");
-    h.type_text("1800-01-01T00:00:00Z/1900-01-01T00:00:00Z");
-    h.press("enter");
-    h.settle().await;
+    submit(
+        &mut h,
+        "tab /",
+        &["paris", "1800-01-01T00:00:00Z/1900-01-01T00:00:00Z"],
+    )
+    .await;
     let screen = h.render(100, 30);
     assert!(!screen.contains("Bastille"), "outside the range: {screen}");
     h.press("enter"); // Napoleon crowned, the first result
@@ -232,10 +228,7 @@ async fn enter_opens_an_event_with_its_causes_and_esc_goes_back() {
         .await
         .unwrap();
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "paris").await;
     h.press("j enter");
     let screen = h.render(100, 30);
     assert!(screen.contains("Napoleon crowned"), "{screen}");
@@ -279,12 +272,7 @@ async fn n_creates_a_timeline_and_selects_it() {
 async fn a_form_with_a_bad_time_stays_open_and_says_why() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("n");
-    h.type_text("Broken");
-    h.press("tab");
-    h.type_text("yesterday");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "n", &["Broken", "yesterday"]).await;
     let Some(Modal::Form(form)) = &h.app.modal else {
         panic!("the form stays open");
     };
@@ -344,12 +332,7 @@ async fn a_form_the_server_refuses_keeps_what_was_typed_and_shows_the_reason() {
 async fn p_branches_a_parallel_timeline_from_the_selected_one() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("p");
-    h.type_text("What if");
-    h.press("tab");
-    h.type_text("Tesla stays in Paris");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "p", &["What if", "Tesla stays in Paris"]).await;
     let id = timeline_named(&w.service, "What if")
         .await
         .expect("created");
@@ -400,10 +383,7 @@ async fn deleting_the_searched_timeline_moves_the_search_off_it() {
         .await
         .unwrap();
     let mut h = harness(&w).await;
-    h.press("j tab /");
-    h.type_text("london");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "j tab /", &["london"]).await;
     let screen = h.render(100, 30);
     assert!(screen.contains("in Doomed"), "{screen}");
     assert!(screen.contains("Great Exhibition opens"), "{screen}");
@@ -428,10 +408,7 @@ async fn the_cursor_stays_on_a_manipulated_event() {
     h.press("j j");
     let chosen = h.app.search.selected().unwrap().clone();
     assert_eq!(h.app.search.cursor.selected, 2);
-    h.press("m ctrl-u");
-    h.type_text("Moved on");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "m ctrl-u", &["Moved on"]).await;
     let now = h.app.search.selected().expect("a selected event");
     assert_eq!(now.description, "Moved on", "{:?}", h.app.flash);
     assert_eq!(now.lineage, chosen.lineage);
@@ -449,10 +426,7 @@ async fn the_search_follows_the_selected_timeline() {
         .await
         .unwrap();
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("london");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "london").await;
     assert!(h.render(100, 30).contains("in Primary"));
     h.press("shift-tab j");
     h.settle().await;
@@ -515,12 +489,7 @@ async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor(w: World) {
     // An anchor where we are, then a timeline to go to.
     h.press("a enter");
     h.settle().await;
-    h.press("n");
-    h.type_text("Tesla 1889");
-    h.press("tab");
-    h.type_text("1889-03-10T23:50:00Z");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "n", &["Tesla 1889", "1889-03-10T23:50:00Z"]).await;
     let tesla = timeline_named(&w.service, "Tesla 1889").await.unwrap();
 
     h.press("t");
@@ -555,10 +524,7 @@ async fn the_wizard_travels_with_an_item_and_returns_to_the_anchor(w: World) {
     h.press("esc");
 
     // Found something there; carry it home.
-    h.press("i");
-    h.type_text("Tesla's blueprint");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "i", &["Tesla's blueprint"]).await;
     h.press("b");
     h.settle().await;
     let screen = h.render(100, 30);
@@ -625,10 +591,7 @@ async fn backspace_walks_the_wizard_back_and_esc_closes_it_from_any_step() {
 
 async fn manipulate_with_the_safety_check_then_revert(w: World) {
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("london");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "london").await;
     h.press("m");
     assert!(h.render(100, 30).contains("safety checked"));
     // Replace the description (select all is not needed: clear the line with ctrl-u).
@@ -657,10 +620,7 @@ async fn manipulate_with_the_safety_check_then_revert(w: World) {
 
 async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen(w: World) {
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("london");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "london").await;
     h.press("r y"); // nothing to revert: never manipulated
     h.settle().await;
     let flash = h.app.flash.clone().expect("the refusal is shown");
@@ -677,12 +637,12 @@ async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen(w
 async fn c_checks_a_draft_change_and_shows_the_verdict() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("c");
-    h.type_text("Retrieve the blueprint");
-    h.press("tab");
-    h.type_text("1889-03-10T23:50:00Z");
-    h.press("enter");
-    h.settle().await;
+    submit(
+        &mut h,
+        "c",
+        &["Retrieve the blueprint", "1889-03-10T23:50:00Z"],
+    )
+    .await;
     assert!(matches!(h.app.modal, Some(Modal::Report(..))));
     let screen = h.render(100, 30);
     assert!(screen.contains("Paradox check"), "{screen}");
@@ -768,10 +728,7 @@ async fn e_adds_an_event_to_the_selected_timeline() {
 async fn the_command_line_runs_searches_and_actions_by_name() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press(":");
-    h.type_text("search london");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, ":", &["search london"]).await;
     assert_eq!(h.app.focus, PaneId::Search);
     assert!(h.render(100, 30).contains("Great Exhibition opens"));
     h.press(":");
@@ -819,10 +776,7 @@ async fn f_freezes_the_monitor_so_ticks_leave_it_alone() {
 async fn stale_answers_are_dropped() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("london");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "london").await;
     let newest = h.app.generation(Slot::Search);
     h.send(Msg::Done {
         slot: Slot::Search,
@@ -841,13 +795,10 @@ async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
     let w = world().await;
     let mut h = harness(&w).await;
     assert_eq!(h.app.connection, Connection::Connected);
-    h.send(Msg::Tick);
-    let generation = h.app.generation(Slot::Whoami);
-    h.send(Msg::Done {
-        slot: Slot::Whoami,
-        generation,
-        result: Err(ServiceError::Unavailable("connection refused".into())),
-    });
+    answer_whoami(
+        &mut h,
+        Err(ServiceError::Unavailable("connection refused".into())),
+    );
     assert!(matches!(h.app.connection, Connection::Disconnected(_)));
     let screen = h.render(100, 30);
     assert!(screen.contains("✗ disconnected — retrying"), "{screen}");
@@ -863,17 +814,6 @@ async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
     h.send(Msg::Tick);
     h.settle().await;
     assert_eq!(h.app.connection, Connection::Connected);
-}
-
-/// The answer of this tick's `whoami` call: `result`.
-fn answer_whoami(h: &mut Harness, result: Result<Reply, ServiceError>) {
-    h.send(Msg::Tick);
-    let generation = h.app.generation(Slot::Whoami);
-    h.send(Msg::Done {
-        slot: Slot::Whoami,
-        generation,
-        result,
-    });
 }
 
 #[tokio::test]
@@ -1047,10 +987,7 @@ async fn the_filter_narrows_the_timelines() {
             .unwrap();
     }
     let mut h = harness(&w).await;
-    h.press("/");
-    h.type_text("alpha");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "/", &["alpha"]).await;
     assert_eq!(h.app.timelines.len(), 2);
     let screen = h.render(100, 30);
     assert!(
@@ -1120,10 +1057,7 @@ async fn any_terminal_size_renders_and_no_color_means_no_colour() {
     use ratatui::style::Color;
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "paris").await;
     for (width, height) in [(20, 8), (60, 20), (100, 30), (240, 70)] {
         let screen = h.render(width, height);
         assert_eq!(screen.lines().count(), height as usize);
@@ -1337,10 +1271,7 @@ async fn event_called(service: &Arc<dyn TimelineService>, description: &str) -> 
 /// Searches `location` in the selected timeline and moves the cursor to the event called
 /// `description`.
 async fn select_event(h: &mut Harness, location: &str, description: &str) {
-    h.press("tab /");
-    h.type_text(location);
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, location).await;
     let Some(row) = h
         .app
         .search
@@ -1527,10 +1458,7 @@ async fn a_refused_manipulation_can_be_applied_anyway() {
     let mut h = harness(&w).await;
     select_event(&mut h, "paris", "Storming of the Bastille").await;
     // Moved after its own anniversary: refused by the safety check, then applied anyway.
-    h.press("m tab ctrl-u");
-    h.type_text("1795-07-14");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "m tab ctrl-u", &["1795-07-14"]).await;
     assert!(
         matches!(
             h.app.modal,
@@ -1551,15 +1479,9 @@ async fn a_refused_manipulation_can_be_applied_anyway() {
 async fn the_command_line_search_forgets_an_earlier_time_range() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("tab / tab");
-    h.type_text("1700-01-01/1700-12-31");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "tab / tab", &["1700-01-01/1700-12-31"]).await;
     assert!(h.app.search.results.is_empty());
-    h.press(":");
-    h.type_text("search london");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, ":", &["search london"]).await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Great Exhibition opens"), "{screen}");
     assert!(
@@ -1572,10 +1494,7 @@ async fn the_command_line_search_forgets_an_earlier_time_range() {
 async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("tab / tab");
-    h.type_text("1851-05-01");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "tab / tab", &["1851-05-01"]).await;
     let found: Vec<_> = h
         .app
         .search
@@ -1585,10 +1504,7 @@ async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
         .collect();
     assert_eq!(found, ["Great Exhibition opens"], "{:?}", h.app.flash);
 
-    h.press("/ tab ctrl-u");
-    h.type_text("1889-03-31 11:00/PT2H");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "/ tab ctrl-u", &["1889-03-31 11:00/PT2H"]).await;
     assert_eq!(h.app.search.results.len(), 1, "{:?}", h.app.flash);
     assert_eq!(h.app.search.results[0].description, "Eiffel Tower opens");
 
@@ -1605,10 +1521,7 @@ async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
 async fn a_mistyped_event_id_in_a_check_is_refused_not_passed_as_stable() {
     let w = world().await;
     let mut h = harness(&w).await;
-    h.press("c");
-    h.type_text("evt_01JTYPO0000000000000000");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "c", &["evt_01JTYPO0000000000000000"]).await;
     let Some(Modal::Form(form)) = &h.app.modal else {
         panic!("the form stays open: {:?}", h.app.modal);
     };
@@ -1627,10 +1540,7 @@ async fn events_in_a_paradox_and_timelines_with_one_say_so() {
         screen.contains("⚠1"),
         "the timelines list counts it: {screen}"
     );
-    h.press("tab /");
-    h.type_text("paris");
-    h.press("enter");
-    h.settle().await;
+    search(&mut h, "paris").await;
     h.send(Msg::Tick);
     h.settle().await;
     let screen = h.render(140, 30);
@@ -1687,10 +1597,7 @@ async fn j_lists_the_journeys_newest_first() {
     h.press("esc");
     assert!(h.app.modal.is_none());
     // The same from the command line.
-    h.press(":");
-    h.type_text("journeys");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, ":", &["journeys"]).await;
     assert!(matches!(h.app.modal, Some(Modal::Journeys(..))));
 }
 
@@ -1824,12 +1731,7 @@ async fn a_check_tells_paradoxes_already_there_from_new_ones() {
     let w = world().await;
     sell_souvenirs_before_the_tower(&w.service).await;
     let mut h = harness(&w).await;
-    h.press("c");
-    h.type_text("Harmless picnic");
-    h.press("tab");
-    h.type_text("1900-01-01");
-    h.press("enter");
-    h.settle().await;
+    submit(&mut h, "c", &["Harmless picnic", "1900-01-01"]).await;
     let screen = h.render(120, 30);
     assert!(
         screen.contains("The change adds no paradox; Primary already has 1 standing"),

@@ -20,7 +20,7 @@ const H: u16 = 30;
 mod support;
 
 use support::Step::{Keys, Settle, Type};
-use support::{Fresh, Step, dashboard, drive, named, new_event, search, t};
+use support::{Fresh, Step, answer_whoami, dashboard, drive, named, new_event, search, submit, t};
 
 /// Replaces the characters after an id prefix with `#`, keeping the layout.
 fn redact(screen: &str) -> String {
@@ -211,8 +211,7 @@ fn report(anomalies: Vec<Anomaly>) -> MonitorReport {
 
 #[tokio::test]
 async fn monitor_highlights_new_and_fades_resolved() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = harness(&world().await).await;
     let loop_ = anomaly(
         "loop",
         AnomalyKind::Paradox(ParadoxKind::CausalLoop),
@@ -240,8 +239,7 @@ async fn monitor_highlights_new_and_fades_resolved() {
 
 #[tokio::test]
 async fn automation_log() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = harness(&world().await).await;
     drive(&mut h, &[Keys("L"), Settle]).await;
     let event: EventId = "event-5678abcd".parse().unwrap();
     h.app.log.set(vec![
@@ -271,23 +269,18 @@ async fn automation_log() {
 
 #[tokio::test]
 async fn disconnected_header() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.send(Msg::Tick);
-    let generation = h.app.generation(Slot::Whoami);
-    h.send(Msg::Done {
-        slot: Slot::Whoami,
-        generation,
-        result: Err(ServiceError::Unavailable("connection refused".into())),
-    });
+    let mut h = harness(&world().await).await;
+    answer_whoami(
+        &mut h,
+        Err(ServiceError::Unavailable("connection refused".into())),
+    );
     h.settle().await;
     insta::assert_snapshot!(screen(&mut h));
 }
 
 #[tokio::test]
 async fn paradox_check_findings() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = harness(&world().await).await;
     let ids: Vec<EventId> = w
         .service
         .search_events(SearchQuery::default())
@@ -328,18 +321,9 @@ async fn paradox_check_findings() {
 /// Each step of the wizard, travelling to Tesla 1889 with one item, then back.
 #[tokio::test]
 async fn wizard_steps() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    h.press("a");
-    h.type_text("");
-    h.press("tab");
-    h.type_text("home");
-    h.press("enter");
-    h.settle().await;
-    h.press("i");
-    h.type_text("Pocket watch");
-    h.press("enter");
-    h.settle().await;
+    let mut h = harness(&world().await).await;
+    submit(&mut h, "a", &["", "home"]).await;
+    submit(&mut h, "i", &["Pocket watch"]).await;
     h.press("j t");
     h.settle().await;
     insta::assert_snapshot!("wizard_1_destination", screen(&mut h));
@@ -361,8 +345,7 @@ async fn wizard_steps() {
 /// The capture shown in the README: a wider terminal with results and an anomaly.
 #[tokio::test]
 async fn readme_capture_120x35() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = harness(&world().await).await;
     search(&mut h, "paris").await;
     h.press("j");
     h.app.monitor.apply(report(vec![anomaly(

@@ -15,10 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::error::ServiceError;
 use chronoscope::model::TimelineId;
 use chronoscope::model::{EventId, Instant, parse_instant};
 use chronoscope::service::{ManipulateRequest, NewEvent, NewOutcome, NewTimeline, TimelineService};
 use chronoscope::store::{MemoryStore, Store};
+use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::testing::Harness;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection};
@@ -200,13 +202,36 @@ pub async fn drive(h: &mut Harness, steps: &[Step<'_>]) {
     }
 }
 
-/// Searches the dashboard's selected timeline for `text` (to the search pane, its form, the
-/// text, enter) and applies the results.
-pub async fn search(h: &mut Harness, text: &str) {
-    h.press("tab /");
-    h.type_text(text);
+/// A tick of the dashboard `h`, and `result` as the answer to the call it makes to learn who the
+/// user is (what the header's connection state follows).
+pub fn answer_whoami(h: &mut Harness, result: Result<Reply, ServiceError>) {
+    h.send(Msg::Tick);
+    let generation = h.app.generation(Slot::Whoami);
+    h.send(Msg::Done {
+        slot: Slot::Whoami,
+        generation,
+        result,
+    });
+}
+
+/// Presses `keys` on the dashboard `h` (opening a form, or moving to a field of it), types
+/// `fields` one after the other (tab between), submits with enter and applies the answers.
+pub async fn submit(h: &mut Harness, keys: &str, fields: &[&str]) {
+    h.press(keys);
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            h.press("tab");
+        }
+        h.type_text(field);
+    }
     h.press("enter");
     h.settle().await;
+}
+
+/// Searches the dashboard's selected timeline for `text` (the search pane's form: tab /) and
+/// applies the results.
+pub async fn search(h: &mut Harness, text: &str) {
+    submit(h, "tab /", &[text]).await;
 }
 
 // ---------------------------------------------------------------- PostgreSQL
