@@ -14,7 +14,7 @@ use chronoscope::store::{MemoryStore, Store};
 
 mod support;
 
-use support::{Fresh, named, new_event, t};
+use support::{Fresh, described, manipulation, named, new_event, retimed, t};
 
 struct World {
     engine: Arc<Engine>,
@@ -66,6 +66,13 @@ impl World {
 
 fn primary() -> TimelineId {
     TimelineId::primary()
+}
+
+/// An item described `description`, to register.
+fn item(description: &str) -> NewItem {
+    NewItem {
+        description: description.into(),
+    }
 }
 
 #[tokio::test]
@@ -160,12 +167,7 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
         matches!(err, ServiceError::TimelineClosed { .. }),
         "{err:?}"
     );
-    let manipulate = ManipulateRequest {
-        timeline_id: Some(tl.id.clone()),
-        event_id: e.event_id.clone(),
-        new_outcome: NewOutcome::default(),
-        safety_check: false,
-    };
+    let manipulate = manipulation(Some(&tl.id), &e.event_id, NewOutcome::default());
     let err = w.refused(w.ada().manipulate_event(manipulate)).await;
     assert!(
         matches!(err, ServiceError::TimelineClosed { .. }),
@@ -211,15 +213,11 @@ async fn a_branch_sees_its_base_as_it_was_and_never_changes_it() {
     // …and changes in the branch do not reach the base.
     let m = w
         .ada()
-        .manipulate_event(ManipulateRequest {
-            timeline_id: Some(branch.id.clone()),
-            event_id: a.event_id.clone(),
-            new_outcome: NewOutcome {
-                description: Some("a, changed".into()),
-                changes: vec![],
-            },
-            safety_check: false,
-        })
+        .manipulate_event(manipulation(
+            Some(&branch.id),
+            &a.event_id,
+            described("a, changed"),
+        ))
         .await
         .unwrap();
     let base_a = w
@@ -354,18 +352,17 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
         .await
         .unwrap();
     let m = ada
-        .manipulate_event(ManipulateRequest {
-            timeline_id: Some(primary()),
-            event_id: cause.event_id.clone(),
-            new_outcome: NewOutcome {
+        .manipulate_event(manipulation(
+            Some(&primary()),
+            &cause.event_id,
+            NewOutcome {
                 description: Some("launch scrubbed".into()),
                 changes: vec![OutcomeChange {
                     action: Some("delay".into()),
                     time: Some(t("2025-01-01T06:00:00Z")),
                 }],
             },
-            safety_check: false,
-        })
+        ))
         .await
         .unwrap();
     assert_eq!(m.status, "applied");
@@ -391,12 +388,11 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
 
     // The superseded event can no longer be manipulated directly.
     let err = w
-        .refused(ada.manipulate_event(ManipulateRequest {
-            timeline_id: Some(primary()),
-            event_id: cause.event_id.clone(),
-            new_outcome: NewOutcome::default(),
-            safety_check: false,
-        }))
+        .refused(ada.manipulate_event(manipulation(
+            Some(&primary()),
+            &cause.event_id,
+            NewOutcome::default(),
+        )))
         .await;
     assert!(
         matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("superseded")),
@@ -470,12 +466,7 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
         )
         .await
         .unwrap();
-    let req = |id: &EventId| ManipulateRequest {
-        timeline_id: Some(primary()),
-        event_id: id.clone(),
-        new_outcome: NewOutcome::default(),
-        safety_check: false,
-    };
+    let req = |id: &EventId| manipulation(Some(&primary()), id, NewOutcome::default());
     let err = w
         .refused(w.ada().manipulate_event(req(&fixed.event_id)))
         .await;
@@ -500,10 +491,7 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
         .unwrap();
     let err = w
         .refused(w.ada().manipulate_event(ManipulateRequest {
-            new_outcome: NewOutcome {
-                description: Some("  ".into()),
-                changes: vec![],
-            },
+            new_outcome: described("  "),
             ..req(&plain.event_id)
         }))
         .await;
@@ -555,9 +543,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     w.clock.advance(Duration::minutes(5));
     let item = w
         .ada()
-        .register_item(NewItem {
-            description: "Tesla's blueprint".into(),
-        })
+        .register_item(item("Tesla's blueprint"))
         .await
         .unwrap();
     assert_eq!(item.origin_timeline, tl.id);
@@ -568,9 +554,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     );
 
     let err = w
-        .refused(w.ada().register_item(NewItem {
-            description: "tesla's BLUEPRINT ".into(),
-        }))
+        .refused(w.ada().register_item(item("tesla's BLUEPRINT ")))
         .await;
     assert_eq!(
         err,
@@ -581,9 +565,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     // Another traveller's copy is another item, and the first is invisible to them.
     let bobs = w
         .bob()
-        .register_item(NewItem {
-            description: "Tesla's blueprint".into(),
-        })
+        .register_item(item("Tesla's blueprint"))
         .await
         .unwrap();
     assert_ne!(bobs.id, item.id);
@@ -598,11 +580,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
             .len(),
         1
     );
-    let err = w
-        .refused(w.ada().register_item(NewItem {
-            description: " ".into(),
-        }))
-        .await;
+    let err = w.refused(w.ada().register_item(item(" "))).await;
     assert!(matches!(err, ServiceError::InvalidInput { .. }));
 }
 
@@ -610,18 +588,8 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
 async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() {
     let w = World::new().await;
     let ada = w.ada();
-    let keep = ada
-        .register_item(NewItem {
-            description: "compass".into(),
-        })
-        .await
-        .unwrap();
-    let drop = ada
-        .register_item(NewItem {
-            description: "umbrella".into(),
-        })
-        .await
-        .unwrap();
+    let keep = ada.register_item(item("compass")).await.unwrap();
+    let drop = ada.register_item(item("umbrella")).await.unwrap();
     let tl = ada
         .create_timeline(NewTimeline {
             destination_time: Some(t("1889-03-10T23:50:00Z")),
@@ -704,13 +672,7 @@ impl World {
 #[tokio::test]
 async fn travel_refuses_what_cannot_be_done() {
     let w = World::new().await;
-    let bobs = w
-        .bob()
-        .register_item(NewItem {
-            description: "hat".into(),
-        })
-        .await
-        .unwrap();
+    let bobs = w.bob().register_item(item("hat")).await.unwrap();
     let go = |destination: &str, items: Vec<chronoscope::model::ItemId>| TravelRequest {
         destination: destination.into(),
         items_transported: items,
@@ -736,13 +698,7 @@ async fn travel_refuses_what_cannot_be_done() {
         matches!(err, ServiceError::UnknownReference { ref what, .. } if what == "item"),
         "{err:?}"
     );
-    let mine = w
-        .ada()
-        .register_item(NewItem {
-            description: "hat".into(),
-        })
-        .await
-        .unwrap();
+    let mine = w.ada().register_item(item("hat")).await.unwrap();
     let err = w
         .refused(
             w.ada()
@@ -864,12 +820,7 @@ async fn the_whole_mission_succeeds_again_and_again() {
             .await
             .unwrap();
         assert_eq!(there.arrival_time, t("1889-03-10T23:50:00Z"));
-        let blueprint = ada
-            .register_item(NewItem {
-                description: "Tesla's blueprint".into(),
-            })
-            .await
-            .unwrap();
+        let blueprint = ada.register_item(item("Tesla's blueprint")).await.unwrap();
         assert_eq!(blueprint.origin_timeline, tl.id);
         let check = ada
             .check_paradox(ParadoxCheckRequest {
@@ -909,20 +860,8 @@ async fn the_whole_mission_succeeds_again_and_again() {
 #[tokio::test]
 async fn paradox_checks_validate_each_proposed_change() {
     let w = World::new().await;
-    let item = w
-        .ada()
-        .register_item(NewItem {
-            description: "key".into(),
-        })
-        .await
-        .unwrap();
-    let bobs = w
-        .bob()
-        .register_item(NewItem {
-            description: "key".into(),
-        })
-        .await
-        .unwrap();
+    let item = w.ada().register_item(item("key")).await.unwrap();
+    let bobs = w.bob().register_item(item("key")).await.unwrap();
     let check = |changes: Vec<ProposedChange>| ParadoxCheckRequest {
         timeline_id: primary(),
         proposed_changes: changes,
@@ -1430,18 +1369,11 @@ async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds(
 
     // A revert that would put an effect before its cause: refused when checked.
     let moved = ada
-        .manipulate_event(ManipulateRequest {
-            timeline_id: None,
-            event_id: treaty.event_id.clone(),
-            new_outcome: NewOutcome {
-                description: None,
-                changes: vec![OutcomeChange {
-                    action: None,
-                    time: Some(t("1800-06-01T12:00:00Z")),
-                }],
-            },
-            safety_check: false,
-        })
+        .manipulate_event(manipulation(
+            None,
+            &treaty.event_id,
+            retimed("1800-06-01T12:00:00Z"),
+        ))
         .await
         .unwrap();
     ada.add_event(

@@ -21,7 +21,8 @@ mod http_support;
 mod support;
 
 use support::{
-    START, answer_whoami, dashboard, engine_on, named, new_event, search, serve, submit, t,
+    START, answer_whoami, dashboard, engine_on, manipulation, named, new_event, retimed, search,
+    serve, submit, t,
 };
 
 struct World {
@@ -1094,18 +1095,7 @@ async fn help_scrolls_to_its_last_line_and_no_further() {
 /// Moves `event` to `time`; the new head of its lineage.
 async fn move_event(service: &Arc<dyn TimelineService>, event: &EventId, time: &str) -> EventId {
     service
-        .manipulate_event(chronoscope::service::ManipulateRequest {
-            timeline_id: None,
-            event_id: event.clone(),
-            new_outcome: chronoscope::service::NewOutcome {
-                description: None,
-                changes: vec![chronoscope::service::OutcomeChange {
-                    action: None,
-                    time: Some(t(time)),
-                }],
-            },
-            safety_check: false,
-        })
+        .manipulate_event(manipulation(None, event, retimed(time)))
         .await
         .unwrap()
         .new_event_id
@@ -1385,18 +1375,11 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
         .await
         .unwrap();
     let moved = ada
-        .manipulate_event(chronoscope::service::ManipulateRequest {
-            timeline_id: None,
-            event_id: treaty.event_id.clone(),
-            new_outcome: chronoscope::service::NewOutcome {
-                description: None,
-                changes: vec![chronoscope::service::OutcomeChange {
-                    action: None,
-                    time: Some(t("1850-06-01T12:00:00Z")),
-                }],
-            },
-            safety_check: false,
-        })
+        .manipulate_event(manipulation(
+            None,
+            &treaty.event_id,
+            retimed("1850-06-01T12:00:00Z"),
+        ))
         .await
         .unwrap();
     ada.add_event(

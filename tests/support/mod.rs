@@ -18,7 +18,9 @@ use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
 use chronoscope::model::TimelineId;
 use chronoscope::model::{EventId, Instant, parse_instant};
-use chronoscope::service::{ManipulateRequest, NewEvent, NewOutcome, NewTimeline, TimelineService};
+use chronoscope::service::{
+    ManipulateRequest, NewEvent, NewOutcome, NewTimeline, OutcomeChange, TimelineService,
+};
 use chronoscope::store::{MemoryStore, Store};
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::testing::Harness;
@@ -114,6 +116,17 @@ pub fn described(description: &str) -> NewOutcome {
     NewOutcome {
         description: Some(description.into()),
         changes: vec![],
+    }
+}
+
+/// An outcome that only moves an event to the time written `time`.
+pub fn retimed(time: &str) -> NewOutcome {
+    NewOutcome {
+        description: None,
+        changes: vec![OutcomeChange {
+            action: None,
+            time: Some(t(time)),
+        }],
     }
 }
 
