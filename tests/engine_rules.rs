@@ -14,7 +14,9 @@ use chronoscope::store::{MemoryStore, Store};
 
 mod support;
 
-use support::{Fresh, described, manipulation, named, new_event, retimed, t};
+use support::{
+    Fresh, all_events, bound_for, described, manipulation, named, new_event, retimed, t,
+};
 
 struct World {
     engine: Arc<Engine>,
@@ -370,11 +372,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
     assert_eq!(m.original_event_id, cause.event_id);
     assert_eq!(m.time, t("2025-01-01T06:00:00Z"));
 
-    let all = ada
-        .search_events(SearchQuery::default())
-        .await
-        .unwrap()
-        .items;
+    let all = all_events(&ada).await;
     let ids: Vec<_> = all.iter().map(|e| e.event_id.clone()).collect();
     assert!(
         !ids.contains(&cause.event_id),
@@ -411,11 +409,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
     assert_eq!(r.status, "reverted");
     assert_eq!(r.original_event_id, cause.event_id);
     assert_eq!(r.reverted_event_id, m.new_event_id);
-    let after = ada
-        .search_events(SearchQuery::default())
-        .await
-        .unwrap()
-        .items;
+    let after = all_events(&ada).await;
     let restored = after.iter().find(|e| e.event_id == cause.event_id).unwrap();
     assert_eq!(restored.status, EventStatus::OnSchedule);
     assert_eq!(restored.description, "launch");
@@ -527,10 +521,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     let w = World::new().await;
     let tl = w
         .ada()
-        .create_timeline(NewTimeline {
-            destination_time: Some(t("1889-03-10T23:50:00Z")),
-            ..named("Tesla")
-        })
+        .create_timeline(bound_for("Tesla", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
     w.ada()
@@ -591,10 +582,7 @@ async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() 
     let keep = ada.register_item(item("compass")).await.unwrap();
     let drop = ada.register_item(item("umbrella")).await.unwrap();
     let tl = ada
-        .create_timeline(NewTimeline {
-            destination_time: Some(t("1889-03-10T23:50:00Z")),
-            ..named("Tesla")
-        })
+        .create_timeline(bound_for("Tesla", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
     let j = ada
@@ -806,10 +794,10 @@ async fn the_whole_mission_succeeds_again_and_again() {
             .await
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
         let tl = ada
-            .create_timeline(NewTimeline {
-                destination_time: Some(t("1889-03-10T23:50:00Z")),
-                ..named("Tesla blueprint retrieval")
-            })
+            .create_timeline(bound_for(
+                "Tesla blueprint retrieval",
+                "1889-03-10T23:50:00Z",
+            ))
             .await
             .unwrap();
         let there = ada

@@ -21,8 +21,8 @@ mod http_support;
 mod support;
 
 use support::{
-    START, answer_whoami, dashboard, engine_on, manipulation, named, new_event, retimed, search,
-    serve, submit, t,
+    START, all_events, answer_whoami, bound_for, dashboard, engine_on, manipulation, named,
+    new_event, retimed, search, serve, submit, t,
 };
 
 struct World {
@@ -1219,11 +1219,10 @@ async fn the_wizard_keeps_the_selected_destination_in_view_at_60_by_15() {
     let w = world().await;
     for n in 1..=8 {
         w.service
-            .create_timeline(NewTimeline {
-                name: Some(format!("A timeline with a rather long name, number {n}")),
-                destination_time: Some(t("1889-03-10T23:50:00Z")),
-                ..NewTimeline::default()
-            })
+            .create_timeline(bound_for(
+                &format!("A timeline with a rather long name, number {n}"),
+                "1889-03-10T23:50:00Z",
+            ))
             .await
             .unwrap();
     }
@@ -1247,11 +1246,8 @@ async fn the_wizard_keeps_the_selected_destination_in_view_at_60_by_15() {
 
 /// The id of the event called `description` in primary.
 async fn event_called(service: &Arc<dyn TimelineService>, description: &str) -> EventId {
-    service
-        .search_events(SearchQuery::default())
+    all_events(service.as_ref())
         .await
-        .unwrap()
-        .items
         .into_iter()
         .find(|e| e.description == description)
         .unwrap_or_else(|| panic!("no event '{description}'"))
@@ -1320,11 +1316,8 @@ async fn an_event_that_makes_a_paradox_is_applied_only_after_apply_anyway() {
     let screen = h.render(100, 30);
     assert!(screen.contains("Apply it anyway?"), "{screen}");
     let written = || async {
-        w.service
-            .search_events(SearchQuery::default())
+        all_events(w.service.as_ref())
             .await
-            .unwrap()
-            .items
             .iter()
             .any(|e| e.description == "Eiffel souvenirs sold")
     };
@@ -1550,11 +1543,7 @@ async fn j_lists_the_journeys_newest_first() {
     let w = world().await;
     let tesla = w
         .service
-        .create_timeline(NewTimeline {
-            name: Some("Tesla 1889".into()),
-            destination_time: Some(t("1889-03-10T23:50:00Z")),
-            ..NewTimeline::default()
-        })
+        .create_timeline(bound_for("Tesla 1889", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
     for destination in [tesla.id.to_string(), "primary".into()] {
@@ -1633,11 +1622,10 @@ async fn an_anchor_without_a_description_is_named_by_its_timeline() {
 async fn at_80_columns_the_header_keeps_the_position_and_names_keep_room() {
     let w = world().await;
     w.service
-        .create_timeline(NewTimeline {
-            name: Some("Tesla stays in Colorado Springs".into()),
-            destination_time: Some(t("1899-06-01T12:00:00Z")),
-            ..NewTimeline::default()
-        })
+        .create_timeline(bound_for(
+            "Tesla stays in Colorado Springs",
+            "1899-06-01T12:00:00Z",
+        ))
         .await
         .unwrap();
     let mut h = harness(&w).await;

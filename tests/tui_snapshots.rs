@@ -8,8 +8,8 @@ use chronoscope::error::ServiceError;
 use chronoscope::model::{AnomalyId, EventId, TimelineId};
 use chronoscope::paradox::{Paradox, ParadoxKind};
 use chronoscope::service::{
-    Anomaly, AnomalyKind, LogEntry, MonitorReport, NewEvent, NewTimeline, ParadoxReport,
-    SearchQuery, Severity, TimelineService,
+    Anomaly, AnomalyKind, LogEntry, MonitorReport, NewEvent, NewTimeline, ParadoxReport, Severity,
+    TimelineService,
 };
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::testing::Harness;
@@ -20,7 +20,10 @@ const H: u16 = 30;
 mod support;
 
 use support::Step::{Keys, Settle, Type};
-use support::{Fresh, Step, answer_whoami, dashboard, drive, named, new_event, search, submit, t};
+use support::{
+    Fresh, Step, all_events, answer_whoami, bound_for, dashboard, drive, named, new_event, search,
+    submit, t,
+};
 
 /// Replaces the characters after an id prefix with `#`, keeping the layout.
 fn redact(screen: &str) -> String {
@@ -105,10 +108,7 @@ async fn world() -> World {
         previous = Some(e.event_id);
     }
     let tesla = s
-        .create_timeline(NewTimeline {
-            destination_time: Some(t("1889-03-10T23:50:00Z")),
-            ..named("Tesla 1889")
-        })
+        .create_timeline(bound_for("Tesla 1889", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
     s.create_timeline(NewTimeline {
@@ -120,12 +120,9 @@ async fn world() -> World {
     .await
     .unwrap();
     w.clock.advance(chrono::Duration::minutes(20));
-    s.create_timeline(NewTimeline {
-        destination_time: Some(t("1969-07-20T20:17:00Z")),
-        ..named("Moon 1969")
-    })
-    .await
-    .unwrap();
+    s.create_timeline(bound_for("Moon 1969", "1969-07-20T20:17:00Z"))
+        .await
+        .unwrap();
     // Tesla's two timelines are now 4 minutes from closing; the moon has 44.
     w.clock.advance(chrono::Duration::minutes(36));
     w
@@ -280,13 +277,10 @@ async fn disconnected_header() {
 
 #[tokio::test]
 async fn paradox_check_findings() {
-    let mut h = harness(&world().await).await;
-    let ids: Vec<EventId> = w
-        .service
-        .search_events(SearchQuery::default())
+    let w = world().await;
+    let mut h = harness(&w).await;
+    let ids: Vec<EventId> = all_events(w.service.as_ref())
         .await
-        .unwrap()
-        .items
         .into_iter()
         .map(|e| e.event_id)
         .collect();

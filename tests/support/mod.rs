@@ -19,7 +19,8 @@ use chronoscope::error::ServiceError;
 use chronoscope::model::TimelineId;
 use chronoscope::model::{EventId, Instant, parse_instant};
 use chronoscope::service::{
-    ManipulateRequest, NewEvent, NewOutcome, NewTimeline, OutcomeChange, TimelineService,
+    EventRecord, ManipulateRequest, NewEvent, NewOutcome, NewTimeline, OutcomeChange, SearchQuery,
+    TimelineService,
 };
 use chronoscope::store::{MemoryStore, Store};
 use chronoscope::tui::action::{Msg, Reply, Slot};
@@ -143,6 +144,24 @@ pub fn manipulation(
         new_outcome: outcome,
         safety_check: false,
     }
+}
+
+/// A timeline named `name` branching from the primary one, travelling to the instant written
+/// `destination`.
+pub fn bound_for(name: &str, destination: &str) -> NewTimeline {
+    NewTimeline {
+        destination_time: Some(t(destination)),
+        ..named(name)
+    }
+}
+
+/// Every event `service` finds in the primary timeline, with no filter (the first page).
+pub async fn all_events(service: &(impl TimelineService + ?Sized)) -> Vec<EventRecord> {
+    service
+        .search_events(SearchQuery::default())
+        .await
+        .expect("events found")
+        .items
 }
 
 /// The secret the served engines sign tokens with.
