@@ -12,7 +12,7 @@ use chronoscope::store::MemoryStore;
 
 mod support;
 
-use support::{Fresh, add_to_primary, described, manipulation, named, new_event, t};
+use support::{Fresh, add_to_primary, described, manipulation, monitor, named, new_event, t};
 
 struct Fixture {
     engine: Arc<Engine>,
@@ -328,14 +328,7 @@ async fn a_failed_action_is_logged_and_marks_the_job_failed() {
         "nothing changed"
     );
     // The failure is also an anomaly of the timeline, naming the job that failed.
-    let report = f
-        .ada()
-        .monitor_timeline(MonitorQuery {
-            timeline_id: TimelineId::primary(),
-            time_range: None,
-        })
-        .await
-        .unwrap();
+    let report = monitor(&f.ada(), &TimelineId::primary()).await;
     let failed: Vec<_> = report
         .anomalies
         .iter()

@@ -15,7 +15,8 @@ use chronoscope::store::{MemoryStore, Store};
 mod support;
 
 use support::{
-    Fresh, all_events, bound_for, described, manipulation, named, new_event, retimed, t,
+    Fresh, all_events, bound_for, described, manipulation, monitor, named, new_event, retimed, t,
+    timelines,
 };
 
 struct World {
@@ -1000,12 +1001,8 @@ async fn a_second_engine_on_the_same_store_sees_every_write() {
         .create_timeline(named("from the first"))
         .await
         .unwrap();
-    let names: Vec<_> = w
-        .ada()
-        .list_timelines(PageRequest::default())
+    let names: Vec<_> = timelines(&w.ada())
         .await
-        .unwrap()
-        .items
         .into_iter()
         .map(|t| t.name)
         .collect();
@@ -1467,18 +1464,9 @@ async fn every_traveller_sees_the_same_anomalies_and_the_list_counts_them() {
 
 /// The monitor's anomalies of `tl` as `who` sees them, and the count the timelines list shows.
 async fn look(who: &dyn TimelineService, tl: &TimelineId) -> (Vec<Anomaly>, usize) {
-    let report = who
-        .monitor_timeline(MonitorQuery {
-            timeline_id: tl.clone(),
-            time_range: None,
-        })
+    let report = monitor(who, tl).await;
+    let listed = timelines(who)
         .await
-        .unwrap();
-    let listed = who
-        .list_timelines(PageRequest::default())
-        .await
-        .unwrap()
-        .items
         .into_iter()
         .find(|t| &t.id == tl)
         .unwrap();

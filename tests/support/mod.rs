@@ -19,8 +19,8 @@ use chronoscope::error::ServiceError;
 use chronoscope::model::TimelineId;
 use chronoscope::model::{EventId, Instant, parse_instant};
 use chronoscope::service::{
-    EventRecord, ManipulateRequest, NewEvent, NewOutcome, NewTimeline, OutcomeChange, SearchQuery,
-    TimelineService,
+    EventRecord, ManipulateRequest, MonitorQuery, MonitorReport, NewEvent, NewOutcome, NewTimeline,
+    OutcomeChange, PageRequest, SearchQuery, TimelineInfo, TimelineService,
 };
 use chronoscope::store::{MemoryStore, Store};
 use chronoscope::tui::action::{Msg, Reply, Slot};
@@ -162,6 +162,26 @@ pub async fn all_events(service: &(impl TimelineService + ?Sized)) -> Vec<EventR
         .await
         .expect("events found")
         .items
+}
+
+/// What the monitor finds in `timeline` now, over all of its time, through `service`.
+pub async fn monitor(
+    service: &(impl TimelineService + ?Sized),
+    timeline: &TimelineId,
+) -> MonitorReport {
+    service
+        .monitor_timeline(MonitorQuery {
+            timeline_id: timeline.clone(),
+            time_range: None,
+        })
+        .await
+        .expect("monitor report")
+}
+
+/// The timelines `service` lists on its first page.
+pub async fn timelines(service: &(impl TimelineService + ?Sized)) -> Vec<TimelineInfo> {
+    let page = service.list_timelines(PageRequest::default()).await;
+    page.expect("timelines listed").items
 }
 
 /// The secret the served engines sign tokens with.
