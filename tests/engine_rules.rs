@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{
-    AnchorStatus, EventId, EventStatus, Instant, TimelineId, TimelineStatus, Whereabouts,
+    AnchorStatus, EventId, EventStatus, Instant, ItemId, TimelineId, TimelineStatus, Whereabouts,
 };
 use chronoscope::service::*;
 use chronoscope::store::{MemoryStore, Store};
@@ -15,8 +15,8 @@ use chronoscope::store::{MemoryStore, Store};
 mod support;
 
 use support::{
-    Fresh, all_events, bound_for, described, manipulation, monitor, named, new_event, retimed, t,
-    timelines,
+    Fresh, all_events, bound_for, described, engine_on, manipulation, monitor, named, new_event,
+    retimed, t, timelines,
 };
 
 struct World {
@@ -69,6 +69,14 @@ impl World {
 
 fn primary() -> TimelineId {
     TimelineId::primary()
+}
+
+/// The ids of the items `service` lists (up to 1000), sorted.
+async fn sorted_item_ids(service: &impl TimelineService) -> Vec<ItemId> {
+    let page = service.list_items(PageRequest::first(1000)).await;
+    let mut ids = Vec::from_iter(page.unwrap().items.into_iter().map(|i| i.id));
+    ids.sort();
+    ids
 }
 
 /// An item described `description`, to register.
@@ -983,14 +991,7 @@ async fn search_pages_through_results_in_time_order() {
 async fn a_second_engine_on_the_same_store_sees_every_write() {
     let w = World::new().await;
     let tl = w.ada().create_timeline(named("shared")).await.unwrap();
-    let other = Engine::open(
-        w.store.clone(),
-        w.clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let other = engine_on(w.store.clone(), w.clock.clone()).await;
     let ada2 = other.session("ada".parse().unwrap());
     assert_eq!(ada2.get_timeline(&tl.id).await.unwrap().name, "shared");
     // Both write; each sees the other's writes and none is lost.
@@ -1015,14 +1016,7 @@ async fn a_second_engine_on_the_same_store_sees_every_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_on_two_engines_lose_nothing() {
     let w = World::new().await;
-    let other = Engine::open(
-        w.store.clone(),
-        w.clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let other = engine_on(w.store.clone(), w.clock.clone()).await;
     let mut tasks = Vec::new();
     for i in 0..100 {
         let engine = if i % 2 == 0 {
@@ -1033,9 +1027,7 @@ async fn concurrent_writers_on_two_engines_lose_nothing() {
         tasks.push(tokio::spawn(async move {
             engine
                 .session("ada".parse().unwrap())
-                .register_item(NewItem {
-                    description: format!("item {i}"),
-                })
+                .register_item(item(&format!("item {i}")))
                 .await
         }));
     }
@@ -1063,14 +1055,7 @@ async fn concurrent_writers_on_two_engines_lose_nothing() {
 #[tokio::test]
 async fn a_write_never_refuses_on_what_another_process_changed_meanwhile() {
     let w = World::new().await;
-    let other = Engine::open(
-        w.store.clone(),
-        w.clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let other = engine_on(w.store.clone(), w.clock.clone()).await;
     // The other engine creates a timeline this one has not read yet…
     let tl = other
         .session("ada".parse().unwrap())
@@ -1131,22 +1116,13 @@ impl Store for SlowStore {
 async fn callers_going_away_mid_append_cost_the_others_nothing() {
     let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
     let store = Arc::new(SlowStore(MemoryStore::new()));
-    let engine = Engine::open(
-        store.clone(),
-        clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let engine = engine_on(store.clone(), clock.clone()).await;
     let mut tasks = Vec::new();
     for i in 0..240 {
         let engine = engine.clone();
         tasks.push(tokio::spawn(async move {
             let ada = engine.session("ada".parse().unwrap());
-            let write = ada.register_item(NewItem {
-                description: format!("item {i}"),
-            });
+            let write = ada.register_item(item(&format!("item {i}")));
             if i % 2 == 0 {
                 // Half the callers give up after a moment, like a client disconnecting.
                 let _ = tokio::time::timeout(std::time::Duration::from_millis(2), write).await;
@@ -1164,22 +1140,9 @@ async fn callers_going_away_mid_append_cost_the_others_nothing() {
     }
     assert_eq!(acknowledged.len(), 120);
     // A fresh engine replaying the log agrees with the live one, and holds every answer given.
-    let fresh = Engine::open(store, clock, EngineConfig::default(), Seed::None)
-        .await
-        .unwrap();
-    let listed = |e: Arc<Engine>| async move {
-        let mut ids: Vec<_> = e
-            .session("ada".parse().unwrap())
-            .list_items(PageRequest::first(1000))
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|i| i.id)
-            .collect();
-        ids.sort();
-        ids
-    };
+    let fresh = engine_on(store, clock).await;
+    let listed =
+        |e: Arc<Engine>| async move { sorted_item_ids(&e.session("ada".parse().unwrap())).await };
     let (live, replayed) = (listed(engine).await, listed(fresh).await);
     assert_eq!(live, replayed);
     for id in &acknowledged {
@@ -1206,9 +1169,7 @@ impl Store for RivalStore {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.rival
             .session("rival".parse().unwrap())
-            .register_item(NewItem {
-                description: format!("written by the rival, {n}"),
-            })
+            .register_item(item(&format!("written by the rival, {n}")))
             .await
             .unwrap();
         self.shared.lock().await
@@ -1246,11 +1207,7 @@ async fn writes_that_always_lose_the_race_still_succeed() {
     let shared = Arc::new(MemoryStore::new());
     let open = |store: Arc<dyn Store>| {
         let clock = clock.clone();
-        async move {
-            Engine::open(store, clock, EngineConfig::default(), Seed::None)
-                .await
-                .unwrap()
-        }
+        async move { engine_on(store, clock).await }
     };
     let rival = open(shared.clone()).await;
     let engine = open(Arc::new(RivalStore {
@@ -1265,10 +1222,7 @@ async fn writes_that_always_lose_the_race_still_succeed() {
     for i in 0..400 {
         let ada = engine.session("ada".parse().unwrap());
         tasks.push(tokio::spawn(async move {
-            ada.register_item(NewItem {
-                description: format!("item {i}"),
-            })
-            .await
+            ada.register_item(item(&format!("item {i}"))).await
         }));
         if i % 20 == 19 {
             tokio::time::sleep(std::time::Duration::from_micros(300)).await;
