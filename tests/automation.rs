@@ -10,6 +10,7 @@ use chronoscope::model::{EventId, Instant, TimeRange, TimelineId};
 use chronoscope::service::*;
 use chronoscope::store::MemoryStore;
 
+#[macro_use]
 mod support;
 
 use support::{Fresh, add_to_primary, described, manipulation, monitor, named, new_event, t};
@@ -76,6 +77,11 @@ impl Fixture {
 
     async fn create_script(&self, script: NewScript) -> Script {
         self.ada().create_script(script).await.unwrap()
+    }
+
+    /// Why `script` is refused.
+    async fn refused_script(&self, script: NewScript) -> ServiceError {
+        self.refused_script(script).await
     }
 
     async fn trigger(&self, trigger: ExternalTrigger) -> Schedule {
@@ -256,11 +262,7 @@ async fn a_script_fires_when_its_check_date_passes_with_the_status_it_waits_for(
         "only the matching status fires"
     );
     assert_eq!(f.head_description(&f.deploy).await, "because on_schedule");
-    let err = f
-        .ada()
-        .create_script(waits_for("pending"))
-        .await
-        .unwrap_err();
+    let err = f.refused_script(waits_for("pending")).await;
     assert!(
         matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "conditions.status_check")
     );
@@ -399,11 +401,11 @@ async fn a_job_can_be_cancelled_until_it_runs() {
     let now = f.schedule(schedule(f.clock.now())).await;
     f.engine.run_due().await.unwrap();
     let err = f.ada().delete_schedule(&now.schedule_id).await.unwrap_err();
-    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    assert_matches!(err, ServiceError::Conflict(_));
     // A member without the admin scope (an admin could cancel ada's job while it waits).
     let bob = f.engine.session("bob".parse().unwrap()).with_admin(false);
     let err = bob.delete_schedule(&now.schedule_id).await.unwrap_err();
-    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::NotFound { .. });
     assert!(schedules_of(&bob).await.is_empty());
     assert!(log_of(&bob, LogQuery::default()).await.is_empty());
 }
@@ -431,18 +433,13 @@ async fn automation_input_is_validated_before_anything_is_stored() {
         ),
     ];
     for bad in cases {
-        let err = f.ada().create_script(bad).await.unwrap_err();
-        assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+        let err = f.refused_script(bad).await;
+        assert_matches!(err, ServiceError::InvalidInput { .. });
     }
     let err = f
-        .ada()
-        .create_script(script(vec![manipulate(&f.deploy, "x")], &unknown))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+        .refused_script(script(vec![manipulate(&f.deploy, "x")], &unknown))
+        .await;
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let err = f
         .ada()
         .trigger_external_manipulation(ExternalTrigger {
@@ -591,9 +588,9 @@ async fn an_admin_removes_anyones_script_and_waiting_job_another_member_cannot()
 
     let bob = as_member("bob");
     let err = bob.delete_script(&script.script_id).await.unwrap_err();
-    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::NotFound { .. });
     let err = bob.delete_schedule(&job.schedule_id).await.unwrap_err();
-    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::NotFound { .. });
 
     let admin = f.engine.session("root".parse().unwrap()).with_admin(true);
     let scripts = scripts_of(&admin).await;

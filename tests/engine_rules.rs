@@ -12,6 +12,7 @@ use chronoscope::model::{
 use chronoscope::service::*;
 use chronoscope::store::{MemoryStore, Store};
 
+#[macro_use]
 mod support;
 
 use support::{
@@ -27,15 +28,11 @@ struct World {
 
 impl World {
     async fn new() -> Self {
-        let Fresh {
-            engine,
-            clock,
-            store,
-        } = Fresh::new().await;
+        let fresh = Fresh::new().await;
         Self {
-            engine,
-            clock,
-            store,
+            engine: fresh.engine,
+            clock: fresh.clock,
+            store: fresh.store,
         }
     }
 
@@ -104,7 +101,7 @@ async fn primary_always_exists_is_unbounded_and_cannot_be_deleted() {
         TimelineStatus::Open
     );
     let err = w.refused(w.ada().delete_timeline(&primary())).await;
-    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    assert_matches!(err, ServiceError::Conflict(_));
 }
 
 #[tokio::test]
@@ -112,10 +109,7 @@ async fn a_timeline_needs_a_name_and_a_known_base() {
     let w = World::new().await;
     for bad in [named(""), named("   "), NewTimeline::default()] {
         let err = w.refused(w.ada().create_timeline(bad)).await;
-        assert!(
-            matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "name"),
-            "{err:?}"
-        );
+        assert_matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "name");
     }
     let err = w
         .refused(w.ada().create_timeline(NewTimeline {
@@ -123,10 +117,7 @@ async fn a_timeline_needs_a_name_and_a_known_base() {
             ..named("x")
         }))
         .await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     // A description alone names the timeline (the guide operations send only that).
     let tl = w
         .ada()
@@ -164,26 +155,17 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
         items_transported: vec![],
     };
     let err = w.refused(w.ada().travel(travel)).await;
-    assert!(
-        matches!(err, ServiceError::TimelineClosed { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::TimelineClosed { .. });
     let err = w
         .refused(
             w.ada()
                 .add_event(&tl.id, new_event("x", "2025-01-01T00:00:00Z", "y", &[])),
         )
         .await;
-    assert!(
-        matches!(err, ServiceError::TimelineClosed { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::TimelineClosed { .. });
     let manipulate = manipulation(Some(&tl.id), &e.event_id, NewOutcome::default());
     let err = w.refused(w.ada().manipulate_event(manipulate)).await;
-    assert!(
-        matches!(err, ServiceError::TimelineClosed { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::TimelineClosed { .. });
     // Still readable and searchable.
     let found = w
         .ada()
@@ -258,7 +240,7 @@ async fn deleting_is_refused_with_branches_or_travellers_and_keeps_journeys() {
     let err = w
         .refused(w.ada().delete_timeline(&"tml_nope".parse().unwrap()))
         .await;
-    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::NotFound { .. });
 
     let parent = w.ada().create_timeline(named("parent")).await.unwrap();
     let child = w
@@ -283,10 +265,7 @@ async fn deleting_is_refused_with_branches_or_travellers_and_keeps_journeys() {
         .await
         .unwrap();
     let err = w.refused(w.ada().delete_timeline(&child.id)).await;
-    assert!(
-        matches!(err, ServiceError::Conflict(ref m) if m.contains("traveller")),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::Conflict(ref m) if m.contains("traveller"));
 
     w.bob()
         .travel(TravelRequest {
@@ -318,7 +297,7 @@ async fn adding_events_validates_every_field() {
     ];
     for bad in cases {
         let err = w.refused(w.ada().add_event(&primary(), bad)).await;
-        assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+        assert_matches!(err, ServiceError::InvalidInput { .. });
     }
     let err = w
         .refused(w.ada().add_event(
@@ -326,17 +305,14 @@ async fn adding_events_validates_every_field() {
             new_event("x", "2025-01-01T00:00:00Z", "Paris", &[&unknown]),
         ))
         .await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let err = w
         .refused(w.ada().add_event(
             &"tml_nope".parse().unwrap(),
             new_event("x", "2025-01-01T00:00:00Z", "Paris", &[]),
         ))
         .await;
-    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::NotFound { .. });
 }
 
 #[tokio::test]
@@ -401,10 +377,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
             NewOutcome::default(),
         )))
         .await;
-    assert!(
-        matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("superseded")),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("superseded"));
 
     // Reverting by the lineage's first id undoes the latest change.
     let r = ada
@@ -435,7 +408,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
             safety_check: false,
         }))
         .await;
-    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::EventLocked { .. });
     let err = w
         .refused(ada.revert_event(RevertRequest {
             event_id: effect.event_id.clone(),
@@ -443,10 +416,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
             safety_check: false,
         }))
         .await;
-    assert!(
-        matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("never manipulated")),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("never manipulated"));
 }
 
 #[tokio::test]
@@ -473,17 +443,11 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
     let err = w
         .refused(w.ada().manipulate_event(req(&fixed.event_id)))
         .await;
-    assert!(
-        matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("fixed point")),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("fixed point"));
     let err = w
         .refused(w.ada().manipulate_event(req(&"nope".parse().unwrap())))
         .await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let plain = w
         .ada()
         .add_event(
@@ -498,10 +462,7 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
             ..req(&plain.event_id)
         }))
         .await;
-    assert!(
-        matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "new_outcome.description"),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "new_outcome.description");
     // A manipulation that changes nothing (no outcome, or the same description and time) is
     // refused, saying what the event already is.
     for new_outcome in [
@@ -517,11 +478,7 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
                 ..req(&plain.event_id)
             }))
             .await;
-        assert!(
-            matches!(err, ServiceError::InvalidInput { ref field, ref message }
-                if field == "new_outcome" && message.contains("changes nothing") && message.contains("'tea'")),
-            "{err:?}"
-        );
+        assert_matches!(err, ServiceError::InvalidInput { ref field, ref message } if field == "new_outcome" && message.contains("changes nothing") && message.contains("'tea'"));
     }
 }
 
@@ -675,26 +632,17 @@ async fn travel_refuses_what_cannot_be_done() {
         items_transported: items,
     };
     let err = w.refused(w.ada().travel(go("tml_nowhere", vec![]))).await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let err = w.refused(w.ada().travel(go("", vec![]))).await;
-    assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::InvalidInput { .. });
     let err = w
         .refused(w.ada().travel(go("no spaces allowed", vec![])))
         .await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let err = w
         .refused(w.ada().travel(go("primary", vec![bobs.id.clone()])))
         .await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { ref what, .. } if what == "item"),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { ref what, .. } if what == "item");
     let mine = w.ada().register_item(item("hat")).await.unwrap();
     let err = w
         .refused(
@@ -702,7 +650,7 @@ async fn travel_refuses_what_cannot_be_done() {
                 .travel(go("primary", vec![mine.id.clone(), mine.id.clone()])),
         )
         .await;
-    assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::InvalidInput { .. });
 }
 
 #[tokio::test]
@@ -737,10 +685,7 @@ async fn anchors_are_return_tickets_spent_on_return() {
             items_transported: vec![],
         }))
         .await;
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     w.bob()
         .set_anchor(NewAnchor {
             timestamp: home.timestamp,
@@ -776,10 +721,7 @@ async fn anchors_are_return_tickets_spent_on_return() {
             items_transported: vec![],
         }))
         .await;
-    assert!(
-        matches!(err, ServiceError::InvalidInput { ref message, .. } if message.contains("spent")),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::InvalidInput { ref message, .. } if message.contains("spent"));
     // A spent anchor no longer blocks a new one at the same time.
     ada.set_anchor(NewAnchor {
         timestamp: home.timestamp,
@@ -869,16 +811,13 @@ async fn paradox_checks_validate_each_proposed_change() {
         item_id: Some(item.id.clone()),
     };
     let err = w.ada().check_paradox(check(vec![both])).await.unwrap_err();
-    assert!(
-        matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "proposed_changes[0]"),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::InvalidInput { ref field, .. } if field == "proposed_changes[0]");
     let err = w
         .ada()
         .check_paradox(check(vec![ProposedChange::default()]))
         .await
         .unwrap_err();
-    assert!(matches!(err, ServiceError::InvalidInput { .. }), "{err:?}");
+    assert_matches!(err, ServiceError::InvalidInput { .. });
     let err = w
         .ada()
         .check_paradox(check(vec![ProposedChange {
@@ -887,10 +826,7 @@ async fn paradox_checks_validate_each_proposed_change() {
         }]))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let err = w
         .ada()
         .check_paradox(ParadoxCheckRequest {
@@ -899,10 +835,7 @@ async fn paradox_checks_validate_each_proposed_change() {
         })
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, ServiceError::UnknownReference { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::UnknownReference { .. });
     let fine = w.ada().check_paradox(check(vec![])).await.unwrap();
     assert!(fine.is_stable);
 }
@@ -1332,10 +1265,7 @@ async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds(
         safety_check: true,
     };
     let err = w.refused(ada.revert_event(revert.clone())).await;
-    assert!(
-        matches!(err, ServiceError::ParadoxDetected { .. }),
-        "{err:?}"
-    );
+    assert_matches!(err, ServiceError::ParadoxDetected { .. });
     let done = ada
         .revert_event(RevertRequest {
             safety_check: false,

@@ -28,6 +28,14 @@ use chronoscope::tui::testing::Harness;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection};
 
+/// Asserts that `value` matches the pattern (an `if` guard allowed), showing `value` when not.
+#[allow(unused_macros)]
+macro_rules! assert_matches {
+    ($value:expr, $($pattern:tt)+) => {
+        assert!(matches!($value, $($pattern)+), "{:?}", $value)
+    };
+}
+
 // ---------------------------------------------------------------- engines, servers, dashboards
 
 /// Where the tests' manual clocks start.
