@@ -76,6 +76,31 @@ async fn sorted_item_ids(service: &impl TimelineService) -> Vec<ItemId> {
     ids
 }
 
+/// A trip to `destination` (a timeline's or an anchor's id, or `primary`) carrying `items`.
+fn trip(destination: impl ToString, items: &[&ItemId]) -> TravelRequest {
+    TravelRequest {
+        destination: destination.to_string(),
+        items_transported: items.iter().map(|&id| id.clone()).collect(),
+    }
+}
+
+/// A proposed event called `description` at the instant written `time`.
+fn event_at(description: &str, time: &str) -> ProposedChange {
+    ProposedChange {
+        event: Some(description.into()),
+        time: Some(t(time)),
+        item_id: None,
+    }
+}
+
+/// A proposed change that only brings the item `item` along.
+fn carrying(item: &ItemId) -> ProposedChange {
+    ProposedChange {
+        item_id: Some(item.clone()),
+        ..Default::default()
+    }
+}
+
 /// An item described `description`, to register.
 fn item(description: &str) -> NewItem {
     NewItem {
@@ -150,10 +175,7 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
         w.ada().get_timeline(&tl.id).await.unwrap().status,
         TimelineStatus::Closed
     );
-    let travel = TravelRequest {
-        destination: tl.id.to_string(),
-        items_transported: vec![],
-    };
+    let travel = trip(&tl.id, &[]);
     let err = w.refused(w.ada().travel(travel)).await;
     assert_matches!(err, ServiceError::TimelineClosed { .. });
     let err = w
@@ -257,23 +279,11 @@ async fn deleting_is_refused_with_branches_or_travellers_and_keeps_journeys() {
         "{err:?}"
     );
 
-    w.bob()
-        .travel(TravelRequest {
-            destination: child.id.to_string(),
-            items_transported: vec![],
-        })
-        .await
-        .unwrap();
+    w.bob().travel(trip(&child.id, &[])).await.unwrap();
     let err = w.refused(w.ada().delete_timeline(&child.id)).await;
     assert_matches!(err, ServiceError::Conflict(ref m) if m.contains("traveller"));
 
-    w.bob()
-        .travel(TravelRequest {
-            destination: "primary".into(),
-            items_transported: vec![],
-        })
-        .await
-        .unwrap();
+    w.bob().travel(trip("primary", &[])).await.unwrap();
     w.ada().delete_timeline(&child.id).await.unwrap();
     w.ada().delete_timeline(&parent.id).await.unwrap();
     let err = w.ada().get_timeline(&child.id).await.unwrap_err();
@@ -490,13 +500,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
         .create_timeline(bound_for("Tesla", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
-    w.ada()
-        .travel(TravelRequest {
-            destination: tl.id.to_string(),
-            items_transported: vec![],
-        })
-        .await
-        .unwrap();
+    w.ada().travel(trip(&tl.id, &[])).await.unwrap();
     w.clock.advance(Duration::minutes(5));
     let item = w
         .ada()
@@ -551,13 +555,7 @@ async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() 
         .create_timeline(bound_for("Tesla", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
-    let j = ada
-        .travel(TravelRequest {
-            destination: tl.id.to_string(),
-            items_transported: vec![keep.id.clone()],
-        })
-        .await
-        .unwrap();
+    let j = ada.travel(trip(&tl.id, &[&keep.id])).await.unwrap();
     assert_eq!(j.arrival_time, t("1889-03-10T23:50:00Z"));
     assert_eq!(j.items_transported, vec![keep.id.clone()]);
     assert_eq!(j.items_left.len(), 1);
@@ -572,10 +570,7 @@ async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() 
 
     // The umbrella is in primary, not with the traveller: listing it leaves it where it is.
     let j = ada
-        .travel(TravelRequest {
-            destination: tl.id.to_string(),
-            items_transported: vec![keep.id.clone(), drop.id.clone()],
-        })
+        .travel(trip(&tl.id, &[&keep.id, &drop.id]))
         .await
         .unwrap();
     assert_eq!(j.items_transported, vec![keep.id.clone()]);
@@ -586,23 +581,14 @@ async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() 
     );
 
     // Back in primary, where it was left, it can be picked up again.
-    let j = ada
-        .travel(TravelRequest {
-            destination: "primary".into(),
-            items_transported: vec![keep.id.clone()],
-        })
-        .await
-        .unwrap();
+    let j = ada.travel(trip("primary", &[&keep.id])).await.unwrap();
     assert_eq!(
         j.arrival_time,
         w.clock_now(),
         "primary has no destination time: now"
     );
     let j = ada
-        .travel(TravelRequest {
-            destination: tl.id.to_string(),
-            items_transported: vec![keep.id.clone(), drop.id.clone()],
-        })
+        .travel(trip(&tl.id, &[&keep.id, &drop.id]))
         .await
         .unwrap();
     assert_eq!(j.items_transported.len(), 2);
@@ -679,12 +665,7 @@ async fn anchors_are_return_tickets_spent_on_return() {
         }
     );
     // Bob cannot see or use Ada's anchor; his own at the same time is fine.
-    let err = w
-        .refused(w.bob().travel(TravelRequest {
-            destination: home.id.to_string(),
-            items_transported: vec![],
-        }))
-        .await;
+    let err = w.refused(w.bob().travel(trip(&home.id, &[]))).await;
     assert_matches!(err, ServiceError::UnknownReference { .. });
     w.bob()
         .set_anchor(NewAnchor {
@@ -695,19 +676,8 @@ async fn anchors_are_return_tickets_spent_on_return() {
         .unwrap();
 
     let tl = ada.create_timeline(named("away")).await.unwrap();
-    ada.travel(TravelRequest {
-        destination: tl.id.to_string(),
-        items_transported: vec![],
-    })
-    .await
-    .unwrap();
-    let back = ada
-        .travel(TravelRequest {
-            destination: home.id.to_string(),
-            items_transported: vec![],
-        })
-        .await
-        .unwrap();
+    ada.travel(trip(&tl.id, &[])).await.unwrap();
+    let back = ada.travel(trip(&home.id, &[])).await.unwrap();
     assert_eq!(back.arrival_time, home.timestamp);
     assert!(back.to_timeline.is_primary());
     assert_eq!(back.anchor.as_ref(), Some(&home.id));
@@ -715,12 +685,7 @@ async fn anchors_are_return_tickets_spent_on_return() {
         ada.get_anchor(&home.id).await.unwrap().status,
         AnchorStatus::Spent
     );
-    let err = w
-        .refused(ada.travel(TravelRequest {
-            destination: home.id.to_string(),
-            items_transported: vec![],
-        }))
-        .await;
+    let err = w.refused(ada.travel(trip(&home.id, &[]))).await;
     assert_matches!(err, ServiceError::InvalidInput { ref message, .. } if message.contains("spent"));
     // A spent anchor no longer blocks a new one at the same time.
     ada.set_anchor(NewAnchor {
@@ -751,13 +716,7 @@ async fn the_whole_mission_succeeds_again_and_again() {
             ))
             .await
             .unwrap();
-        let there = ada
-            .travel(TravelRequest {
-                destination: tl.id.to_string(),
-                items_transported: vec![],
-            })
-            .await
-            .unwrap();
+        let there = ada.travel(trip(&tl.id, &[])).await.unwrap();
         assert_eq!(there.arrival_time, t("1889-03-10T23:50:00Z"));
         let blueprint = ada.register_item(item("Tesla's blueprint")).await.unwrap();
         assert_eq!(blueprint.origin_timeline, tl.id);
@@ -765,25 +724,15 @@ async fn the_whole_mission_succeeds_again_and_again() {
             .check_paradox(ParadoxCheckRequest {
                 timeline_id: tl.id.clone(),
                 proposed_changes: vec![
-                    ProposedChange {
-                        event: Some("Retrieve the blueprint".into()),
-                        time: Some(t("1889-03-10T23:50:00Z")),
-                        item_id: None,
-                    },
-                    ProposedChange {
-                        item_id: Some(blueprint.id.clone()),
-                        ..Default::default()
-                    },
+                    event_at("Retrieve the blueprint", "1889-03-10T23:50:00Z"),
+                    carrying(&blueprint.id),
                 ],
             })
             .await
             .unwrap();
         assert!(check.is_stable, "round {round}: {:?}", check.paradoxes);
         let back = ada
-            .travel(TravelRequest {
-                destination: anchor.id.to_string(),
-                items_transported: vec![blueprint.id.clone()],
-            })
+            .travel(trip(&anchor.id, &[&blueprint.id]))
             .await
             .unwrap();
         assert_eq!(back.items_transported, vec![blueprint.id.clone()]);
@@ -820,10 +769,7 @@ async fn paradox_checks_validate_each_proposed_change() {
     assert_matches!(err, ServiceError::InvalidInput { .. });
     let err = w
         .ada()
-        .check_paradox(check(vec![ProposedChange {
-            item_id: Some(bobs.id.clone()),
-            ..Default::default()
-        }]))
+        .check_paradox(check(vec![carrying(&bobs.id)]))
         .await
         .unwrap_err();
     assert_matches!(err, ServiceError::UnknownReference { .. });
@@ -996,14 +942,7 @@ async fn a_write_never_refuses_on_what_another_process_changed_meanwhile() {
         .await
         .unwrap();
     // …and travelling there through this engine works rather than "unknown timeline".
-    let journey = w
-        .ada()
-        .travel(TravelRequest {
-            destination: tl.id.to_string(),
-            items_transported: vec![],
-        })
-        .await
-        .unwrap();
+    let journey = w.ada().travel(trip(&tl.id, &[])).await.unwrap();
     assert_eq!(journey.to_timeline, tl.id);
 }
 
