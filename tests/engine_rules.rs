@@ -101,6 +101,13 @@ fn carrying(item: &ItemId) -> ProposedChange {
     }
 }
 
+/// The refusal of a second registration of the item `id`.
+fn item_exists(id: &ItemId) -> ServiceError {
+    ServiceError::AlreadyExists {
+        location: format!("/v1/items/{id}"),
+    }
+}
+
 /// An item described `description`, to register.
 fn item(description: &str) -> NewItem {
     NewItem {
@@ -517,12 +524,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     let err = w
         .refused(w.ada().register_item(item("tesla's BLUEPRINT ")))
         .await;
-    assert_eq!(
-        err,
-        ServiceError::AlreadyExists {
-            location: format!("/v1/items/{}", item.id)
-        }
-    );
+    assert_eq!(err, item_exists(&item.id));
     // Another traveller's copy is another item, and the first is invisible to them.
     let bobs = w
         .bob()
