@@ -44,6 +44,12 @@ impl World {
         self.engine.session("bob".parse().expect("name"))
     }
 
+    /// Adds `event` to the primary timeline as ada.
+    async fn add(&self, event: NewEvent) -> EventRecord {
+        let added = self.ada().add_event(&primary(), event).await;
+        added.expect("event added")
+    }
+
     async fn log_len(&self) -> u64 {
         self.store.last_seq().await.expect("memory store")
     }
@@ -167,13 +173,8 @@ async fn a_timeline_needs_a_name_and_a_known_base() {
 async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes() {
     let w = World::new().await;
     let e = w
-        .ada()
-        .add_event(
-            &primary(),
-            new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]),
-        )
-        .await
-        .unwrap();
+        .add(new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]))
+        .await;
     let tl = w.ada().create_timeline(named("short")).await.unwrap();
     assert_eq!(tl.window.to_string(), "1 hour");
     assert_eq!(tl.status, TimelineStatus::Open);
@@ -211,23 +212,13 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
 async fn a_branch_sees_its_base_as_it_was_and_never_changes_it() {
     let w = World::new().await;
     let a = w
-        .ada()
-        .add_event(
-            &primary(),
-            new_event("a", "2025-01-01T00:00:00Z", "Paris", &[]),
-        )
-        .await
-        .unwrap();
+        .add(new_event("a", "2025-01-01T00:00:00Z", "Paris", &[]))
+        .await;
     let branch = w.ada().create_timeline(named("branch")).await.unwrap();
     assert_eq!(branch.event_count, 1);
     // Changes in the base after branching do not reach the branch…
-    w.ada()
-        .add_event(
-            &primary(),
-            new_event("b", "2025-02-01T00:00:00Z", "Paris", &[]),
-        )
-        .await
-        .unwrap();
+    w.add(new_event("b", "2025-02-01T00:00:00Z", "Paris", &[]))
+        .await;
     assert_eq!(
         w.ada().get_timeline(&branch.id).await.unwrap().event_count,
         1
@@ -336,25 +327,17 @@ async fn adding_events_validates_every_field() {
 async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
     let w = World::new().await;
     let ada = w.ada();
-    let cause = ada
-        .add_event(
-            &primary(),
-            new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]),
-        )
-        .await
-        .unwrap();
-    let effect = ada
-        .add_event(
-            &primary(),
-            new_event(
-                "deploy",
-                "2025-01-02T00:00:00Z",
-                "Orbit",
-                &[&cause.event_id],
-            ),
-        )
-        .await
-        .unwrap();
+    let cause = w
+        .add(new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]))
+        .await;
+    let effect = w
+        .add(new_event(
+            "deploy",
+            "2025-01-02T00:00:00Z",
+            "Orbit",
+            &[&cause.event_id],
+        ))
+        .await;
     let m = ada
         .manipulate_event(manipulation(
             Some(&primary()),
@@ -466,13 +449,8 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
         .await;
     assert_matches!(err, ServiceError::UnknownReference { .. });
     let plain = w
-        .ada()
-        .add_event(
-            &primary(),
-            new_event("tea", "1970-01-01T00:00:00Z", "London", &[]),
-        )
-        .await
-        .unwrap();
+        .add(new_event("tea", "1970-01-01T00:00:00Z", "London", &[]))
+        .await;
     let err = w
         .refused(w.ada().manipulate_event(ManipulateRequest {
             new_outcome: described("  "),
@@ -792,18 +770,13 @@ async fn paradox_checks_validate_each_proposed_change() {
 async fn search_pages_through_results_in_time_order() {
     let w = World::new().await;
     for i in 0..25 {
-        w.ada()
-            .add_event(
-                &primary(),
-                new_event(
-                    &format!("e{i}"),
-                    &format!("2025-01-{:02}T00:00:00Z", i + 1),
-                    if i % 2 == 0 { "Geneva" } else { "Paris" },
-                    &[],
-                ),
-            )
-            .await
-            .unwrap();
+        w.add(new_event(
+            &format!("e{i}"),
+            &format!("2025-01-{:02}T00:00:00Z", i + 1),
+            if i % 2 == 0 { "Geneva" } else { "Paris" },
+            &[],
+        ))
+        .await;
     }
     let mut seen = Vec::new();
     let mut cursor = None;
@@ -1131,13 +1104,9 @@ async fn writes_that_always_lose_the_race_still_succeed() {
 async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds() {
     let w = World::new().await;
     let ada = w.ada();
-    let treaty = ada
-        .add_event(
-            &primary(),
-            new_event("Treaty", "1860-06-01T12:00:00Z", "Turin", &[]),
-        )
-        .await
-        .unwrap();
+    let treaty = w
+        .add(new_event("Treaty", "1860-06-01T12:00:00Z", "Turin", &[]))
+        .await;
 
     // An event before its own cause: refused with the paradox named, nothing written.
     let early = NewEvent {
@@ -1189,17 +1158,13 @@ async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds(
         ))
         .await
         .unwrap();
-    ada.add_event(
-        &primary(),
-        new_event(
-            "Anniversary",
-            "1830-06-01T12:00:00Z",
-            "Turin",
-            &[&moved.new_event_id],
-        ),
-    )
-    .await
-    .unwrap();
+    w.add(new_event(
+        "Anniversary",
+        "1830-06-01T12:00:00Z",
+        "Turin",
+        &[&moved.new_event_id],
+    ))
+    .await;
     let revert = RevertRequest {
         event_id: moved.new_event_id.clone(),
         timeline_id: None,
