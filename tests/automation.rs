@@ -81,7 +81,7 @@ impl Fixture {
 
     /// Why `script` is refused.
     async fn refused_script(&self, script: NewScript) -> ServiceError {
-        self.refused_script(script).await
+        self.ada().create_script(script).await.unwrap_err()
     }
 
     async fn trigger(&self, trigger: ExternalTrigger) -> Schedule {

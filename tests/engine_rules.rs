@@ -115,7 +115,7 @@ fn item_exists(id: &ItemId) -> ServiceError {
 }
 
 /// An item described `description`, to register.
-fn item(description: &str) -> NewItem {
+fn new_item(description: &str) -> NewItem {
     NewItem {
         description: description.into(),
     }
@@ -489,7 +489,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     w.clock.advance(Duration::minutes(5));
     let item = w
         .ada()
-        .register_item(item("Tesla's blueprint"))
+        .register_item(new_item("Tesla's blueprint"))
         .await
         .unwrap();
     assert_eq!(item.origin_timeline, tl.id);
@@ -500,13 +500,13 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
     );
 
     let err = w
-        .refused(w.ada().register_item(item("tesla's BLUEPRINT ")))
+        .refused(w.ada().register_item(new_item("tesla's BLUEPRINT ")))
         .await;
     assert_eq!(err, item_exists(&item.id));
     // Another traveller's copy is another item, and the first is invisible to them.
     let bobs = w
         .bob()
-        .register_item(item("Tesla's blueprint"))
+        .register_item(new_item("Tesla's blueprint"))
         .await
         .unwrap();
     assert_ne!(bobs.id, item.id);
@@ -521,7 +521,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
             .len(),
         1
     );
-    let err = w.refused(w.ada().register_item(item(" "))).await;
+    let err = w.refused(w.ada().register_item(new_item(" "))).await;
     assert!(matches!(err, ServiceError::InvalidInput { .. }));
 }
 
@@ -529,8 +529,8 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
 async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() {
     let w = World::new().await;
     let ada = w.ada();
-    let keep = ada.register_item(item("compass")).await.unwrap();
-    let drop = ada.register_item(item("umbrella")).await.unwrap();
+    let keep = ada.register_item(new_item("compass")).await.unwrap();
+    let drop = ada.register_item(new_item("umbrella")).await.unwrap();
     let tl = ada
         .create_timeline(bound_for("Tesla", "1889-03-10T23:50:00Z"))
         .await
@@ -592,7 +592,7 @@ impl World {
 #[tokio::test]
 async fn travel_refuses_what_cannot_be_done() {
     let w = World::new().await;
-    let bobs = w.bob().register_item(item("hat")).await.unwrap();
+    let bobs = w.bob().register_item(new_item("hat")).await.unwrap();
     let go = |destination: &str, items: Vec<chronoscope::model::ItemId>| TravelRequest {
         destination: destination.into(),
         items_transported: items,
@@ -609,7 +609,7 @@ async fn travel_refuses_what_cannot_be_done() {
         .refused(w.ada().travel(go("primary", vec![bobs.id.clone()])))
         .await;
     assert_matches!(err, ServiceError::UnknownReference { ref what, .. } if what == "item");
-    let mine = w.ada().register_item(item("hat")).await.unwrap();
+    let mine = w.ada().register_item(new_item("hat")).await.unwrap();
     let err = w
         .refused(
             w.ada()
@@ -698,7 +698,10 @@ async fn the_whole_mission_succeeds_again_and_again() {
             .unwrap();
         let there = ada.travel(trip(&tl.id, &[])).await.unwrap();
         assert_eq!(there.arrival_time, t("1889-03-10T23:50:00Z"));
-        let blueprint = ada.register_item(item("Tesla's blueprint")).await.unwrap();
+        let blueprint = ada
+            .register_item(new_item("Tesla's blueprint"))
+            .await
+            .unwrap();
         assert_eq!(blueprint.origin_timeline, tl.id);
         let check = ada
             .check_paradox(ParadoxCheckRequest {
@@ -728,8 +731,8 @@ async fn the_whole_mission_succeeds_again_and_again() {
 #[tokio::test]
 async fn paradox_checks_validate_each_proposed_change() {
     let w = World::new().await;
-    let item = w.ada().register_item(item("key")).await.unwrap();
-    let bobs = w.bob().register_item(item("key")).await.unwrap();
+    let item = w.ada().register_item(new_item("key")).await.unwrap();
+    let bobs = w.bob().register_item(new_item("key")).await.unwrap();
     let check = |changes: Vec<ProposedChange>| ParadoxCheckRequest {
         timeline_id: primary(),
         proposed_changes: changes,
@@ -881,7 +884,7 @@ async fn concurrent_writers_on_two_engines_lose_nothing() {
         tasks.push(tokio::spawn(async move {
             engine
                 .session("ada".parse().unwrap())
-                .register_item(item(&format!("item {i}")))
+                .register_item(new_item(&format!("item {i}")))
                 .await
         }));
     }
@@ -969,7 +972,7 @@ async fn callers_going_away_mid_append_cost_the_others_nothing() {
         let engine = engine.clone();
         tasks.push(tokio::spawn(async move {
             let ada = engine.session("ada".parse().unwrap());
-            let write = ada.register_item(item(&format!("item {i}")));
+            let write = ada.register_item(new_item(&format!("item {i}")));
             if i % 2 == 0 {
                 // Half the callers give up after a moment, like a client disconnecting.
                 let _ = tokio::time::timeout(std::time::Duration::from_millis(2), write).await;
@@ -1016,7 +1019,7 @@ impl Store for RivalStore {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.rival
             .session("rival".parse().unwrap())
-            .register_item(item(&format!("written by the rival, {n}")))
+            .register_item(new_item(&format!("written by the rival, {n}")))
             .await
             .unwrap();
         self.shared.lock().await
@@ -1069,7 +1072,7 @@ async fn writes_that_always_lose_the_race_still_succeed() {
     for i in 0..400 {
         let ada = engine.session("ada".parse().unwrap());
         tasks.push(tokio::spawn(async move {
-            ada.register_item(item(&format!("item {i}"))).await
+            ada.register_item(new_item(&format!("item {i}"))).await
         }));
         if i % 20 == 19 {
             tokio::time::sleep(std::time::Duration::from_micros(300)).await;

@@ -1257,7 +1257,7 @@ async fn event_called(service: &Arc<dyn TimelineService>, description: &str) -> 
 /// Searches `location` in the selected timeline and moves the cursor to the event called
 /// `description`.
 async fn select_event(h: &mut Harness, location: &str, description: &str) {
-    search(&mut h, location).await;
+    search(h, location).await;
     let Some(row) = h
         .app
         .search
