@@ -36,6 +36,13 @@ impl World {
         }
     }
 
+    /// A new world, and ada's view of it.
+    async fn with_ada() -> (Self, impl TimelineService + use<>) {
+        let w = Self::new().await;
+        let ada = w.ada();
+        (w, ada)
+    }
+
     fn ada(&self) -> impl TimelineService + use<> {
         self.engine.session("ada".parse().expect("name"))
     }
@@ -52,6 +59,22 @@ impl World {
 
     async fn log_len(&self) -> u64 {
         self.store.last_seq().await.expect("memory store")
+    }
+
+    /// A new timeline named `name`, branched by ada from primary.
+    async fn branch(&self, name: &str) -> TimelineInfo {
+        let created = self.ada().create_timeline(named(name)).await;
+        created.expect("timeline created")
+    }
+
+    /// Why adding `event` to `timeline` as ada is refused (nothing written).
+    async fn refused_event(&self, timeline: &TimelineId, event: NewEvent) -> ServiceError {
+        self.refused(self.ada().add_event(timeline, event)).await
+    }
+
+    /// Why ada's `trip` is refused (nothing written).
+    async fn refused_trip(&self, trip: TravelRequest) -> ServiceError {
+        self.refused(self.ada().travel(trip)).await
     }
 
     /// Asserts `call` fails with `expected` (compared by variant) and writes nothing.
@@ -175,7 +198,7 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
     let e = w
         .add(new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]))
         .await;
-    let tl = w.ada().create_timeline(named("short")).await.unwrap();
+    let tl = w.branch("short").await;
     assert_eq!(tl.window.to_string(), "1 hour");
     assert_eq!(tl.status, TimelineStatus::Open);
     w.clock.advance(Duration::minutes(60));
@@ -187,10 +210,7 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
     let err = w.refused(w.ada().travel(travel)).await;
     assert_matches!(err, ServiceError::TimelineClosed { .. });
     let err = w
-        .refused(
-            w.ada()
-                .add_event(&tl.id, new_event("x", "2025-01-01T00:00:00Z", "y", &[])),
-        )
+        .refused_event(&tl.id, new_event("x", "2025-01-01T00:00:00Z", "y", &[]))
         .await;
     assert_matches!(err, ServiceError::TimelineClosed { .. });
     let manipulate = manipulation(Some(&tl.id), &e.event_id, NewOutcome::default());
@@ -214,7 +234,7 @@ async fn a_branch_sees_its_base_as_it_was_and_never_changes_it() {
     let a = w
         .add(new_event("a", "2025-01-01T00:00:00Z", "Paris", &[]))
         .await;
-    let branch = w.ada().create_timeline(named("branch")).await.unwrap();
+    let branch = w.branch("branch").await;
     assert_eq!(branch.event_count, 1);
     // Changes in the base after branching do not reach the branch…
     w.add(new_event("b", "2025-02-01T00:00:00Z", "Paris", &[]))
@@ -262,7 +282,7 @@ async fn deleting_is_refused_with_branches_or_travellers_and_keeps_journeys() {
         .await;
     assert_matches!(err, ServiceError::NotFound { .. });
 
-    let parent = w.ada().create_timeline(named("parent")).await.unwrap();
+    let parent = w.branch("parent").await;
     let child = w
         .ada()
         .create_timeline(NewTimeline {
@@ -308,10 +328,10 @@ async fn adding_events_validates_every_field() {
         assert_matches!(err, ServiceError::InvalidInput { .. });
     }
     let err = w
-        .refused(w.ada().add_event(
+        .refused_event(
             &primary(),
             new_event("x", "2025-01-01T00:00:00Z", "Paris", &[&unknown]),
-        ))
+        )
         .await;
     assert_matches!(err, ServiceError::UnknownReference { .. });
     let err = w
@@ -325,8 +345,7 @@ async fn adding_events_validates_every_field() {
 
 #[tokio::test]
 async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
-    let w = World::new().await;
-    let ada = w.ada();
+    let (w, ada) = World::with_ada().await;
     let cause = w
         .add(new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]))
         .await;
@@ -527,8 +546,7 @@ async fn items_record_their_origin_and_are_unique_per_description_and_timeline()
 
 #[tokio::test]
 async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() {
-    let w = World::new().await;
-    let ada = w.ada();
+    let (w, ada) = World::with_ada().await;
     let keep = ada.register_item(new_item("compass")).await.unwrap();
     let drop = ada.register_item(new_item("umbrella")).await.unwrap();
     let tl = ada
@@ -593,36 +611,22 @@ impl World {
 async fn travel_refuses_what_cannot_be_done() {
     let w = World::new().await;
     let bobs = w.bob().register_item(new_item("hat")).await.unwrap();
-    let go = |destination: &str, items: Vec<chronoscope::model::ItemId>| TravelRequest {
-        destination: destination.into(),
-        items_transported: items,
-    };
-    let err = w.refused(w.ada().travel(go("tml_nowhere", vec![]))).await;
+    let err = w.refused_trip(trip("tml_nowhere", &[])).await;
     assert_matches!(err, ServiceError::UnknownReference { .. });
-    let err = w.refused(w.ada().travel(go("", vec![]))).await;
+    let err = w.refused_trip(trip("", &[])).await;
     assert_matches!(err, ServiceError::InvalidInput { .. });
-    let err = w
-        .refused(w.ada().travel(go("no spaces allowed", vec![])))
-        .await;
+    let err = w.refused_trip(trip("no spaces allowed", &[])).await;
     assert_matches!(err, ServiceError::UnknownReference { .. });
-    let err = w
-        .refused(w.ada().travel(go("primary", vec![bobs.id.clone()])))
-        .await;
+    let err = w.refused_trip(trip("primary", &[&bobs.id])).await;
     assert_matches!(err, ServiceError::UnknownReference { ref what, .. } if what == "item");
     let mine = w.ada().register_item(new_item("hat")).await.unwrap();
-    let err = w
-        .refused(
-            w.ada()
-                .travel(go("primary", vec![mine.id.clone(), mine.id.clone()])),
-        )
-        .await;
+    let err = w.refused_trip(trip("primary", &[&mine.id, &mine.id])).await;
     assert_matches!(err, ServiceError::InvalidInput { .. });
 }
 
 #[tokio::test]
 async fn anchors_are_return_tickets_spent_on_return() {
-    let w = World::new().await;
-    let ada = w.ada();
+    let (w, ada) = World::with_ada().await;
     let home = ada
         .set_anchor(NewAnchor {
             timestamp: t("2024-09-16T05:04:00Z"),
@@ -679,8 +683,7 @@ async fn anchors_are_return_tickets_spent_on_return() {
 /// DESIGN §3's worked mission, run twice by the same traveller against the same engine.
 #[tokio::test]
 async fn the_whole_mission_succeeds_again_and_again() {
-    let w = World::new().await;
-    let ada = w.ada();
+    let (w, ada) = World::with_ada().await;
     for round in 0..2 {
         let anchor = ada
             .set_anchor(NewAnchor {
@@ -847,7 +850,7 @@ async fn search_pages_through_results_in_time_order() {
 #[tokio::test]
 async fn a_second_engine_on_the_same_store_sees_every_write() {
     let w = World::new().await;
-    let tl = w.ada().create_timeline(named("shared")).await.unwrap();
+    let tl = w.branch("shared").await;
     let other = engine_on(w.store.clone(), w.clock.clone()).await;
     let ada2 = other.session("ada".parse().unwrap());
     assert_eq!(ada2.get_timeline(&tl.id).await.unwrap().name, "shared");
@@ -1105,8 +1108,7 @@ async fn writes_that_always_lose_the_race_still_succeed() {
 
 #[tokio::test]
 async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds() {
-    let w = World::new().await;
-    let ada = w.ada();
+    let (w, ada) = World::with_ada().await;
     let treaty = w
         .add(new_event("Treaty", "1860-06-01T12:00:00Z", "Turin", &[]))
         .await;
@@ -1216,7 +1218,7 @@ async fn a_check_refuses_an_event_id_that_names_nothing() {
 #[tokio::test]
 async fn every_traveller_sees_the_same_anomalies_and_the_list_counts_them() {
     let w = World::new().await;
-    let tl = w.ada().create_timeline(named("shared")).await.unwrap().id;
+    let tl = w.branch("shared").await.id;
     let cause = w
         .ada()
         .add_event(&tl, new_event("cause", "1900-01-02T00:00:00Z", "Bern", &[]))
@@ -1270,8 +1272,7 @@ async fn look(who: &dyn TimelineService, tl: &TimelineId) -> (Vec<Anomaly>, usiz
 /// `whoami` answers the last printable instant, never `+10000-…`, which RFC 3339 cannot write.
 #[tokio::test]
 async fn a_travellers_clock_stops_at_the_last_printable_instant() {
-    let w = World::new().await;
-    let ada = w.ada();
+    let (w, ada) = World::with_ada().await;
     ada.travel_to_time(TimeTravelRequest {
         destination_time: t("9999-12-31T23:59:59Z"),
         location: None,
