@@ -1835,13 +1835,7 @@ async fn v_draws_the_selected_timeline_along_time_with_its_anomalies_and_zooms()
     let screen = h.render(140, 30);
     assert!(screen.contains("Timeline of Primary"), "{screen}");
     assert!(screen.contains("(fit)"), "it opens fitted: {screen}");
-    let legend = [
-        "● on schedule",
-        "▲ manipulated",
-        "◆ fixed point",
-        "⚠ anomaly",
-    ];
-    for mark in legend {
+    for mark in "● on schedule|▲ manipulated|◆ fixed point|⚠ anomaly".split('|') {
         assert!(screen.contains(mark), "the legend names {mark}: {screen}");
     }
     let lane = screen
