@@ -17,7 +17,7 @@ mod support;
 
 use support::{
     Fresh, all_events, bound_for, described, engine_on, manipulation, monitor, named, new_event,
-    retimed, t, timelines,
+    retimed, revert, t, timelines,
 };
 
 struct World {
@@ -51,8 +51,16 @@ impl World {
         self.engine.session("bob".parse().expect("name"))
     }
 
-    /// Adds `event` to the primary timeline as ada.
-    async fn add(&self, event: NewEvent) -> EventRecord {
+    /// Adds the event `description` at `time` in `location`, caused by `causes`, to the primary
+    /// timeline as ada.
+    async fn event(
+        &self,
+        description: &str,
+        time: &str,
+        location: &str,
+        causes: &[&EventId],
+    ) -> EventRecord {
+        let event = new_event(description, time, location, causes);
         let added = self.ada().add_event(&primary(), event).await;
         added.expect("event added")
     }
@@ -195,9 +203,7 @@ async fn a_timeline_needs_a_name_and_a_known_base() {
 #[tokio::test]
 async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes() {
     let w = World::new().await;
-    let e = w
-        .add(new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]))
-        .await;
+    let e = w.event("launch", "2025-01-01T00:00:00Z", "Cape", &[]).await;
     let tl = w.branch("short").await;
     assert_eq!(tl.window.to_string(), "1 hour");
     assert_eq!(tl.status, TimelineStatus::Open);
@@ -231,14 +237,11 @@ async fn a_timeline_closes_after_its_window_and_then_refuses_travel_and_changes(
 #[tokio::test]
 async fn a_branch_sees_its_base_as_it_was_and_never_changes_it() {
     let w = World::new().await;
-    let a = w
-        .add(new_event("a", "2025-01-01T00:00:00Z", "Paris", &[]))
-        .await;
+    let a = w.event("a", "2025-01-01T00:00:00Z", "Paris", &[]).await;
     let branch = w.branch("branch").await;
     assert_eq!(branch.event_count, 1);
     // Changes in the base after branching do not reach the branch…
-    w.add(new_event("b", "2025-02-01T00:00:00Z", "Paris", &[]))
-        .await;
+    w.event("b", "2025-02-01T00:00:00Z", "Paris", &[]).await;
     assert_eq!(
         w.ada().get_timeline(&branch.id).await.unwrap().event_count,
         1
@@ -346,16 +349,14 @@ async fn adding_events_validates_every_field() {
 #[tokio::test]
 async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
     let (w, ada) = World::with_ada().await;
-    let cause = w
-        .add(new_event("launch", "2025-01-01T00:00:00Z", "Cape", &[]))
-        .await;
+    let cause = w.event("launch", "2025-01-01T00:00:00Z", "Cape", &[]).await;
     let effect = w
-        .add(new_event(
+        .event(
             "deploy",
             "2025-01-02T00:00:00Z",
             "Orbit",
             &[&cause.event_id],
-        ))
+        )
         .await;
     let m = ada
         .manipulate_event(manipulation(
@@ -399,14 +400,7 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
     assert_matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("superseded"));
 
     // Reverting by the lineage's first id undoes the latest change.
-    let r = ada
-        .revert_event(RevertRequest {
-            event_id: cause.event_id.clone(),
-            timeline_id: None,
-            safety_check: false,
-        })
-        .await
-        .unwrap();
+    let r = ada.revert_event(revert(&cause.event_id)).await.unwrap();
     assert_eq!(r.status, "reverted");
     assert_eq!(r.original_event_id, cause.event_id);
     assert_eq!(r.reverted_event_id, m.new_event_id);
@@ -420,21 +414,9 @@ async fn manipulation_creates_a_new_head_rewires_effects_and_revert_restores() {
         .unwrap();
     assert_eq!(deploy.causes, vec![cause.event_id.clone()]);
 
-    let err = w
-        .refused(ada.revert_event(RevertRequest {
-            event_id: m.new_event_id.clone(),
-            timeline_id: None,
-            safety_check: false,
-        }))
-        .await;
+    let err = w.refused(ada.revert_event(revert(&m.new_event_id))).await;
     assert_matches!(err, ServiceError::EventLocked { .. });
-    let err = w
-        .refused(ada.revert_event(RevertRequest {
-            event_id: effect.event_id.clone(),
-            timeline_id: None,
-            safety_check: false,
-        }))
-        .await;
+    let err = w.refused(ada.revert_event(revert(&effect.event_id))).await;
     assert_matches!(err, ServiceError::EventLocked { ref reason, .. } if reason.contains("never manipulated"));
 }
 
@@ -467,9 +449,7 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
         .refused(w.ada().manipulate_event(req(&"nope".parse().unwrap())))
         .await;
     assert_matches!(err, ServiceError::UnknownReference { .. });
-    let plain = w
-        .add(new_event("tea", "1970-01-01T00:00:00Z", "London", &[]))
-        .await;
+    let plain = w.event("tea", "1970-01-01T00:00:00Z", "London", &[]).await;
     let err = w
         .refused(w.ada().manipulate_event(ManipulateRequest {
             new_outcome: described("  "),
@@ -498,16 +478,14 @@ async fn fixed_points_and_unknown_events_cannot_be_manipulated() {
 
 #[tokio::test]
 async fn items_record_their_origin_and_are_unique_per_description_and_timeline() {
-    let w = World::new().await;
-    let tl = w
-        .ada()
+    let (w, ada) = World::with_ada().await;
+    let tl = ada
         .create_timeline(bound_for("Tesla", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
-    w.ada().travel(trip(&tl.id, &[])).await.unwrap();
+    ada.travel(trip(&tl.id, &[])).await.unwrap();
     w.clock.advance(Duration::minutes(5));
-    let item = w
-        .ada()
+    let item = ada
         .register_item(new_item("Tesla's blueprint"))
         .await
         .unwrap();
@@ -776,12 +754,12 @@ async fn paradox_checks_validate_each_proposed_change() {
 async fn search_pages_through_results_in_time_order() {
     let w = World::new().await;
     for i in 0..25 {
-        w.add(new_event(
+        w.event(
             &format!("e{i}"),
             &format!("2025-01-{:02}T00:00:00Z", i + 1),
             if i % 2 == 0 { "Geneva" } else { "Paris" },
             &[],
-        ))
+        )
         .await;
     }
     let mut seen = Vec::new();
@@ -1110,7 +1088,7 @@ async fn writes_that_always_lose_the_race_still_succeed() {
 async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds() {
     let (w, ada) = World::with_ada().await;
     let treaty = w
-        .add(new_event("Treaty", "1860-06-01T12:00:00Z", "Turin", &[]))
+        .event("Treaty", "1860-06-01T12:00:00Z", "Turin", &[])
         .await;
 
     // An event before its own cause: refused with the paradox named, nothing written.
@@ -1163,12 +1141,12 @@ async fn a_safety_checked_event_or_revert_is_refused_only_for_paradoxes_it_adds(
         ))
         .await
         .unwrap();
-    w.add(new_event(
+    w.event(
         "Anniversary",
         "1830-06-01T12:00:00Z",
         "Turin",
         &[&moved.new_event_id],
-    ))
+    )
     .await;
     let revert = RevertRequest {
         event_id: moved.new_event_id.clone(),

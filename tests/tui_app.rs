@@ -22,7 +22,7 @@ mod support;
 
 use support::{
     START, all_events, answer_whoami, bound_for, dashboard, engine_on, manipulation, named,
-    new_event, retimed, search, serve, submit, t,
+    new_event, retimed, revert, search, serve, submit, t,
 };
 
 struct World {
@@ -1115,14 +1115,7 @@ async fn the_picture_shows_superseded_and_reverted_versions_in_their_lanes(w: Wo
     let exhibition = event_called(&w.service, "Great Exhibition opens").await;
     let moved = move_event(&w.service, &exhibition, "1860-05-01T11:00:00Z").await;
     move_event(&w.service, &moved, "1870-05-01T11:00:00Z").await;
-    w.service
-        .revert_event(chronoscope::service::RevertRequest {
-            event_id: exhibition.clone(),
-            timeline_id: None,
-            safety_check: false,
-        })
-        .await
-        .unwrap();
+    w.service.revert_event(revert(&exhibition)).await.unwrap();
     let mut h = harness(&w).await;
     h.press("v");
     h.settle().await;

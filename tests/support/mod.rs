@@ -20,7 +20,7 @@ use chronoscope::model::TimelineId;
 use chronoscope::model::{EventId, Instant, parse_instant};
 use chronoscope::service::{
     EventRecord, ManipulateRequest, MonitorQuery, MonitorReport, NewEvent, NewOutcome, NewTimeline,
-    OutcomeChange, PageRequest, SearchQuery, TimelineInfo, TimelineService,
+    OutcomeChange, PageRequest, RevertRequest, SearchQuery, TimelineInfo, TimelineService,
 };
 use chronoscope::store::{MemoryStore, Store};
 use chronoscope::tui::action::{Msg, Reply, Slot};
@@ -190,6 +190,15 @@ pub async fn monitor(
 pub async fn timelines(service: &(impl TimelineService + ?Sized)) -> Vec<TimelineInfo> {
     let page = service.list_timelines(PageRequest::default()).await;
     page.expect("timelines listed").items
+}
+
+/// A revert of the manipulated event `event` where the traveller is, not safety checked.
+pub fn revert(event: &EventId) -> RevertRequest {
+    RevertRequest {
+        event_id: event.clone(),
+        timeline_id: None,
+        safety_check: false,
+    }
 }
 
 /// The secret the served engines sign tokens with.
