@@ -21,8 +21,8 @@ mod http_support;
 mod support;
 
 use support::{
-    START, all_events, answer_whoami, bound_for, dashboard, engine_on, manipulation, named,
-    new_event, retimed, revert, search, serve, submit, t,
+    START, add_to_primary, all_events, answer_whoami, bound_for, dashboard, engine_on,
+    manipulation, named, new_event, retimed, revert, search, serve, submit, t,
 };
 
 struct World {
@@ -43,12 +43,7 @@ async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
         ),
         ("Great Exhibition opens", "1851-05-01T11:00:00Z", "London"),
     ] {
-        ada.add_event(
-            &TimelineId::primary(),
-            new_event(description, time, location, &[]),
-        )
-        .await
-        .unwrap();
+        add_to_primary(ada.as_ref(), new_event(description, time, location, &[])).await;
     }
     engine
 }
@@ -74,6 +69,11 @@ async fn remote_world() -> World {
 
 async fn harness(w: &World) -> Harness {
     dashboard(w.service.clone(), w.clock.clone()).await
+}
+
+/// The dashboard on the embedded engine, its first answers applied.
+async fn embedded() -> Harness {
+    harness(&world().await).await
 }
 
 /// The refusal line (marked ↑) comes right under the box of the field labelled `field` (three
@@ -117,14 +117,9 @@ async fn typing_a_location_shows_the_events_there(w: World) {
 
 #[tokio::test]
 async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    submit(
-        &mut h,
-        "tab /",
-        &["paris", "1800-01-01T00:00:00Z/1900-01-01T00:00:00Z"],
-    )
-    .await;
+    let mut h = embedded().await;
+    let nineteenth_century = "1800-01-01T00:00:00Z/1900-01-01T00:00:00Z";
+    submit(&mut h, "tab /", &["paris", nineteenth_century]).await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Eiffel Tower opens"), "{screen}");
     assert!(!screen.contains("Bastille"), "{screen}");
@@ -169,25 +164,19 @@ async fn the_detail_names_a_cause_the_search_range_left_out() {
         .unwrap()
         .items
         .remove(0);
-    w.service
-        .add_event(
-            &TimelineId::primary(),
-            new_event(
-                "Napoleon crowned",
-                "1804-12-02T10:00:00Z",
-                "Paris, Notre-Dame",
-                &[&bastille.event_id],
-            ),
-        )
-        .await
-        .unwrap();
-    let mut h = harness(&w).await;
-    submit(
-        &mut h,
-        "tab /",
-        &["paris", "1800-01-01T00:00:00Z/1900-01-01T00:00:00Z"],
+    add_to_primary(
+        w.service.as_ref(),
+        new_event(
+            "Napoleon crowned",
+            "1804-12-02T10:00:00Z",
+            "Paris, Notre-Dame",
+            &[&bastille.event_id],
+        ),
     )
     .await;
+    let mut h = harness(&w).await;
+    let nineteenth_century = "1800-01-01T00:00:00Z/1900-01-01T00:00:00Z";
+    submit(&mut h, "tab /", &["paris", nineteenth_century]).await;
     let screen = h.render(100, 30);
     assert!(!screen.contains("Bastille"), "outside the range: {screen}");
     h.press("enter"); // Napoleon crowned, the first result
@@ -295,8 +284,7 @@ async fn a_form_with_a_bad_time_stays_open_and_says_why() {
 
 #[tokio::test]
 async fn a_form_the_server_refuses_keeps_what_was_typed_and_shows_the_reason() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("e");
     h.type_text("Tea with the Queen");
     h.press("enter"); // no location: only the engine knows it is required
@@ -346,13 +334,7 @@ async fn p_branches_a_parallel_timeline_from_the_selected_one() {
 #[tokio::test]
 async fn d_deletes_only_after_yes() {
     let w = world().await;
-    w.service
-        .create_timeline(NewTimeline {
-            name: Some("Doomed".into()),
-            ..NewTimeline::default()
-        })
-        .await
-        .unwrap();
+    w.service.create_timeline(named("Doomed")).await.unwrap();
     let mut h = harness(&w).await;
     h.press("j d");
     assert!(h.render(100, 30).contains("Delete timeline Doomed"));
@@ -377,9 +359,8 @@ async fn deleting_the_searched_timeline_moves_the_search_off_it() {
     let doomed = w
         .service
         .create_timeline(NewTimeline {
-            name: Some("Doomed".into()),
             base_timeline_id: Some("primary".parse().unwrap()),
-            ..NewTimeline::default()
+            ..named("Doomed")
         })
         .await
         .unwrap();
@@ -402,8 +383,7 @@ async fn deleting_the_searched_timeline_moves_the_search_off_it() {
 
 #[tokio::test]
 async fn the_cursor_stays_on_a_manipulated_event() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("tab / enter");
     h.settle().await;
     h.press("j j");
@@ -420,9 +400,8 @@ async fn the_search_follows_the_selected_timeline() {
     let w = world().await;
     w.service
         .create_timeline(NewTimeline {
-            name: Some("Copy".into()),
             base_timeline_id: Some("primary".parse().unwrap()),
-            ..NewTimeline::default()
+            ..named("Copy")
         })
         .await
         .unwrap();
@@ -442,8 +421,7 @@ async fn the_search_follows_the_selected_timeline() {
 
 #[tokio::test]
 async fn tab_cycles_the_panes_on_screen_and_l_toggles_the_log_and_monitor() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     assert_eq!(h.app.focus, PaneId::Timelines);
     h.press("tab");
     assert_eq!(h.app.focus, PaneId::Search);
@@ -478,8 +456,7 @@ async fn tab_cycles_the_panes_on_screen_and_l_toggles_the_log_and_monitor() {
 
 #[tokio::test]
 async fn the_primary_timeline_cannot_be_deleted_from_the_dashboard() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("d");
     assert!(h.app.modal.is_none());
     assert!(h.app.flash.as_ref().is_some_and(|f| f.error));
@@ -636,14 +613,9 @@ async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen(w
 
 #[tokio::test]
 async fn c_checks_a_draft_change_and_shows_the_verdict() {
-    let w = world().await;
-    let mut h = harness(&w).await;
-    submit(
-        &mut h,
-        "c",
-        &["Retrieve the blueprint", "1889-03-10T23:50:00Z"],
-    )
-    .await;
+    let mut h = embedded().await;
+    let draft = ["Retrieve the blueprint", "1889-03-10T23:50:00Z"];
+    submit(&mut h, "c", &draft).await;
     assert!(matches!(h.app.modal, Some(Modal::Report(..))));
     let screen = h.render(100, 30);
     assert!(screen.contains("Paradox check"), "{screen}");
@@ -656,8 +628,7 @@ async fn c_checks_a_draft_change_and_shows_the_verdict() {
 async fn a_check_shows_every_paradox_it_counts_and_scrolls_on_a_small_screen() {
     use chronoscope::paradox::{Paradox, ParadoxKind};
     use chronoscope::service::ParadoxReport;
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     let long = |n: usize| {
         format!(
             "Paradox number {n}: {}",
@@ -727,8 +698,7 @@ async fn e_adds_an_event_to_the_selected_timeline() {
 
 #[tokio::test]
 async fn the_command_line_runs_searches_and_actions_by_name() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     submit(&mut h, ":", &["search london"]).await;
     assert_eq!(h.app.focus, PaneId::Search);
     assert!(h.render(100, 30).contains("Great Exhibition opens"));
@@ -753,8 +723,7 @@ async fn the_command_line_runs_searches_and_actions_by_name() {
 
 #[tokio::test]
 async fn f_freezes_the_monitor_so_ticks_leave_it_alone() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("tab tab f");
     assert!(h.app.monitor.frozen);
     assert!(h.render(100, 30).contains("FROZEN"));
@@ -775,8 +744,7 @@ async fn f_freezes_the_monitor_so_ticks_leave_it_alone() {
 
 #[tokio::test]
 async fn stale_answers_are_dropped() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     search(&mut h, "london").await;
     let newest = h.app.generation(Slot::Search);
     h.send(Msg::Done {
@@ -793,8 +761,7 @@ async fn stale_answers_are_dropped() {
 
 #[tokio::test]
 async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     assert_eq!(h.app.connection, Connection::Connected);
     answer_whoami(
         &mut h,
@@ -819,8 +786,7 @@ async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
 
 #[tokio::test]
 async fn a_refused_token_is_said_in_the_header_until_an_answer_comes() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     answer_whoami(
         &mut h,
         Err(ServiceError::Unauthorized("the token has expired".into())),
@@ -849,8 +815,7 @@ async fn a_refused_token_is_said_in_the_header_until_an_answer_comes() {
 
 #[tokio::test]
 async fn an_untrusted_certificate_is_shown_whole_and_not_promised_a_retry() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     let why = "cannot reach https://localhost:19443: the server's certificate is not trusted \
                (unknown issuer); if a private CA signed it, pass that CA with --ca-cert FILE \
                (or CHRONOSCOPE_CA_CERT)";
@@ -919,8 +884,7 @@ async fn q_quits_and_ctrl_c_quits_even_from_a_form() {
 
 #[tokio::test]
 async fn help_lists_every_binding_from_the_key_map() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("?");
     let screen = h.render(120, 60);
     let keymap = KeyMap::default();
@@ -979,13 +943,7 @@ fn a_conflicting_key_map_is_refused_naming_both_actions() {
 async fn the_filter_narrows_the_timelines() {
     let w = world().await;
     for name in ["Alpha", "Beta", "Alphabet"] {
-        w.service
-            .create_timeline(NewTimeline {
-                name: Some(name.into()),
-                ..NewTimeline::default()
-            })
-            .await
-            .unwrap();
+        w.service.create_timeline(named(name)).await.unwrap();
     }
     let mut h = harness(&w).await;
     submit(&mut h, "/", &["alpha"]).await;
@@ -1002,13 +960,7 @@ async fn the_filter_narrows_the_timelines() {
 #[tokio::test]
 async fn countdowns_follow_the_clock_and_closed_timelines_say_so() {
     let w = world().await;
-    w.service
-        .create_timeline(NewTimeline {
-            name: Some("Brief".into()),
-            ..NewTimeline::default()
-        })
-        .await
-        .unwrap();
+    w.service.create_timeline(named("Brief")).await.unwrap();
     let mut h = harness(&w).await;
     assert!(h.render(100, 30).contains("60m00s") || h.render(100, 30).contains("1h00m"));
     w.clock.advance(chrono::Duration::minutes(55));
@@ -1025,13 +977,7 @@ async fn a_click_focuses_a_pane_and_selects_the_row_under_the_mouse() {
     use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
     let w = world().await;
     for name in ["Alpha", "Beta"] {
-        w.service
-            .create_timeline(NewTimeline {
-                name: Some(name.into()),
-                ..NewTimeline::default()
-            })
-            .await
-            .unwrap();
+        w.service.create_timeline(named(name)).await.unwrap();
     }
     let mut h = harness(&w).await;
     h.press("tab");
@@ -1056,8 +1002,7 @@ async fn a_click_focuses_a_pane_and_selects_the_row_under_the_mouse() {
 #[tokio::test]
 async fn any_terminal_size_renders_and_no_color_means_no_colour() {
     use ratatui::style::Color;
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     search(&mut h, "paris").await;
     for (width, height) in [(20, 8), (60, 20), (100, 30), (240, 70)] {
         let screen = h.render(width, height);
@@ -1077,8 +1022,7 @@ async fn any_terminal_size_renders_and_no_color_means_no_colour() {
 
 #[tokio::test]
 async fn help_scrolls_to_its_last_line_and_no_further() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("?");
     assert!(!h.render(100, 30).contains("ctrl-c quits from anywhere"));
     for _ in 0..200 {
@@ -1174,8 +1118,7 @@ on_both_faces!(
 
 #[tokio::test]
 async fn help_names_every_command_whole_at_80_columns_and_g_jumps_to_the_end() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press("?");
     let top = h.render(80, 24);
     let mut seen = top.clone();
@@ -1269,18 +1212,16 @@ async fn select_event(h: &mut Harness, location: &str, description: &str) {
 /// written without the safety check.
 async fn sell_souvenirs_before_the_tower(service: &Arc<dyn TimelineService>) {
     let eiffel = event_called(service, "Eiffel Tower opens").await;
-    service
-        .add_event(
-            &TimelineId::primary(),
-            new_event(
-                "Eiffel souvenirs sold",
-                "1790-01-01T12:00:00Z",
-                "Paris",
-                &[&eiffel],
-            ),
-        )
-        .await
-        .unwrap();
+    add_to_primary(
+        service.as_ref(),
+        new_event(
+            "Eiffel souvenirs sold",
+            "1790-01-01T12:00:00Z",
+            "Paris",
+            &[&eiffel],
+        ),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -1353,23 +1294,17 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
     let ada = &w.service;
     // A treaty moved earlier, then a celebration that follows the moved treaty: undoing the move
     // would put the celebration before the treaty it celebrates.
-    let treaty = ada
-        .add_event(
-            &TimelineId::primary(),
-            new_event("Treaty signed", "1860-06-01T12:00:00Z", "Turin", &[]),
-        )
-        .await
-        .unwrap();
+    let treaty = add_to_primary(
+        ada.as_ref(),
+        new_event("Treaty signed", "1860-06-01T12:00:00Z", "Turin", &[]),
+    )
+    .await;
     let moved = ada
-        .manipulate_event(manipulation(
-            None,
-            &treaty.event_id,
-            retimed("1850-06-01T12:00:00Z"),
-        ))
+        .manipulate_event(manipulation(None, &treaty, retimed("1850-06-01T12:00:00Z")))
         .await
         .unwrap();
-    ada.add_event(
-        &TimelineId::primary(),
+    add_to_primary(
+        ada.as_ref(),
         new_event(
             "Treaty celebrated",
             "1855-06-01T12:00:00Z",
@@ -1377,8 +1312,7 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
             &[&moved.new_event_id],
         ),
     )
-    .await
-    .unwrap();
+    .await;
 
     let mut h = harness(&w).await;
     select_event(&mut h, "turin", "Treaty signed").await;
@@ -1394,7 +1328,7 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
     let head = ada
         .check_timeline(chronoscope::service::SignificantEventQuery {
             timeline_id: TimelineId::primary(),
-            significant_event: treaty.event_id.to_string(),
+            significant_event: treaty.to_string(),
         })
         .await
         .unwrap();
@@ -1412,18 +1346,16 @@ async fn a_revert_that_makes_a_paradox_asks_before_it_is_applied() {
 async fn a_refused_manipulation_can_be_applied_anyway() {
     let w = world().await;
     let bastille = event_called(&w.service, "Storming of the Bastille").await;
-    w.service
-        .add_event(
-            &TimelineId::primary(),
-            new_event(
-                "Bastille Day first held",
-                "1790-07-14T10:00:00Z",
-                "Paris",
-                &[&bastille],
-            ),
-        )
-        .await
-        .unwrap();
+    add_to_primary(
+        w.service.as_ref(),
+        new_event(
+            "Bastille Day first held",
+            "1790-07-14T10:00:00Z",
+            "Paris",
+            &[&bastille],
+        ),
+    )
+    .await;
     let mut h = harness(&w).await;
     select_event(&mut h, "paris", "Storming of the Bastille").await;
     // Moved after its own anniversary: refused by the safety check, then applied anyway.
@@ -1446,8 +1378,7 @@ async fn a_refused_manipulation_can_be_applied_anyway() {
 
 #[tokio::test]
 async fn the_command_line_search_forgets_an_earlier_time_range() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     submit(&mut h, "tab / tab", &["1700-01-01/1700-12-31"]).await;
     assert!(h.app.search.results.is_empty());
     submit(&mut h, ":", &["search london"]).await;
@@ -1461,8 +1392,7 @@ async fn the_command_line_search_forgets_an_earlier_time_range() {
 
 #[tokio::test]
 async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     submit(&mut h, "tab / tab", &["1851-05-01"]).await;
     let found: Vec<_> = h
         .app
@@ -1488,8 +1418,7 @@ async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
 
 #[tokio::test]
 async fn a_mistyped_event_id_in_a_check_is_refused_not_passed_as_stable() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     submit(&mut h, "c", &["evt_01JTYPO0000000000000000"]).await;
     let Some(Modal::Form(form)) = &h.app.modal else {
         panic!("the form stays open: {:?}", h.app.modal);
@@ -1568,8 +1497,7 @@ async fn j_lists_the_journeys_newest_first() {
 
 #[tokio::test]
 async fn tab_completes_a_command_and_lists_the_choices_when_several_fit() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.press(":");
     h.type_text("jour");
     h.press("tab");
@@ -1673,11 +1601,10 @@ async fn the_selected_timeline_shows_its_description_and_variation() {
     let w = world().await;
     w.service
         .create_timeline(NewTimeline {
-            name: Some("What if".into()),
             description: Some("A study".into()),
             variation: Some("Tesla stays in Paris".into()),
             base_timeline_id: Some(TimelineId::primary()),
-            ..NewTimeline::default()
+            ..named("What if")
         })
         .await
         .unwrap();
@@ -1892,8 +1819,7 @@ async fn enter_on_an_anomaly_shows_it_whole() {
 
 #[tokio::test]
 async fn a_call_that_panics_ends_as_an_error_and_frees_its_slot() {
-    let w = world().await;
-    let mut h = harness(&w).await;
+    let mut h = embedded().await;
     h.app.spawn_panicking_call();
     h.settle().await;
     assert!(!h.app.busy(), "nothing is left pending");
