@@ -43,7 +43,7 @@ async fn engine(clock: Arc<ManualClock>) -> Arc<Engine> {
         ),
         ("Great Exhibition opens", "1851-05-01T11:00:00Z", "London"),
     ] {
-        add_to_primary(ada.as_ref(), new_event(description, time, location, &[])).await;
+        add_to_primary(&ada, new_event(description, time, location, &[])).await;
     }
     engine
 }
