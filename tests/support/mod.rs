@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
-use chronoscope::model::TimelineId;
-use chronoscope::model::{EventId, Instant, parse_instant};
+use chronoscope::model::{EventId, Instant, TimelineId, parse_instant};
 use chronoscope::service::{
     EventRecord, ManipulateRequest, MonitorQuery, MonitorReport, NewEvent, NewOutcome, NewTimeline,
     OutcomeChange, PageRequest, RevertRequest, SearchQuery, TimelineInfo, TimelineService,
