@@ -98,4 +98,6 @@ contract! {
     guide_travel_switch_and_return,
     guide_fast_forward_and_rewind,
     guide_pause_and_resume,
+    merge_manual_review,
+    isolation_overlay,
 }

@@ -38,7 +38,9 @@ use crate::store::{Link, LogKey};
 /// Format 3: the head link of the log's chain, and the seal.
 /// Format 4: each timeline's base (its parent's history when it was created) and the merges.
 /// Format 5: a position says whether the traveller's clock is paused.
-pub const FORMAT: u32 = 5;
+/// Format 6 (review): merges carry their resolutions (manual review), and the isolations with
+/// each timeline's isolated lineages.
+pub const FORMAT: u32 = 6;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 /// Magic, format, position, body length, CRC-32, head link.
@@ -238,6 +240,12 @@ struct Records {
     keys: Vec<KeyImage>,
     #[serde(default)]
     merges: Vec<crate::service::Merge>,
+    /// Isolations in force (review, format 6).
+    #[serde(default)]
+    isolations: Vec<crate::service::Isolation>,
+    /// Each timeline's isolated lineages, with their isolation (review, format 6).
+    #[serde(default)]
+    isolated: Vec<(TimelineId, Vec<(EventId, crate::model::IsolationId)>)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -325,6 +333,16 @@ impl WorldImage {
             jobs: world.jobs.values().map(|j| (**j).clone()).collect(),
             log: world.log.iter().map(|r| (**r).clone()).collect(),
             merges: world.merges.values().map(|m| (**m).clone()).collect(),
+            isolations: world.isolations.values().map(|i| (**i).clone()).collect(),
+            isolated: world
+                .timelines
+                .iter()
+                .filter(|(_, t)| !t.isolated.is_empty())
+                .map(|(id, t)| {
+                    let members = t.isolated.iter().map(|(l, i)| (l.clone(), i.clone()));
+                    (id.clone(), members.collect())
+                })
+                .collect(),
             keys: world
                 .keys
                 .entries()
@@ -380,6 +398,7 @@ impl WorldImage {
                     history,
                     touched,
                     base: base_history,
+                    isolated: Default::default(),
                 },
             );
         }
@@ -417,6 +436,18 @@ impl WorldImage {
             .into_iter()
             .map(|m| (m.merge_id.clone(), Arc::new(m)))
             .collect();
+        world.isolations = r
+            .isolations
+            .into_iter()
+            .map(|i| (i.isolation_id.clone(), Arc::new(i)))
+            .collect();
+        for (id, members) in r.isolated {
+            let state = world
+                .timelines
+                .get_mut(&id)
+                .ok_or_else(|| format!("isolations of unknown timeline {id}"))?;
+            state.isolated = members.into_iter().collect();
+        }
         world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
             (
                 k.traveller,

@@ -42,14 +42,16 @@
 //! | `schedule-manipulation`, `trigger-external-manipulation`, `GET/DELETE /schedules` | `schedule_manipulation`, `trigger_external_manipulation`, `list_schedules`, `delete_schedule` |
 //! | `automation-log` | [`TimelineService::automation_log`] |
 
+mod merges;
 mod types;
 
 use async_trait::async_trait;
 
+pub use merges::*;
 pub use types::*;
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{AnchorId, IsolationId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 
 /// Result of every service call.
 pub type ServiceResult<T> = Result<T, ServiceError>;
@@ -169,4 +171,17 @@ pub trait TimelineService: Send + Sync {
 
     /// Moves named events that happen before one of their causes to just after it.
     async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult>;
+
+    /// The conflicts of the pending merges into a timeline, recomputed against it now.
+    async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview>;
+    /// Resolves one conflict of a pending merge; the last resolution completes the merge.
+    async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult>;
+    /// Abandons a pending merge; its destination is untouched.
+    async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()>;
+    /// What merging one timeline into another would weigh, lineage by lineage (a read).
+    async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff>;
+    /// Isolates an event (or its causal loop): the paradox checks stop at the isolation.
+    async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation>;
+    /// Lifts an isolation: the checks apply to its members again.
+    async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()>;
 }

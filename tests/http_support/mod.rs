@@ -337,4 +337,10 @@ wrapped! {
     list_merges(page: PageRequest) -> Page<Merge>;
     get_merge(id: &MergeId) -> Merge;
     correct_dissonance(req: DissonanceRequest) -> DissonanceResult;
+    review_conflicts(req: ReviewQuery) -> ConflictReview;
+    resolve_conflict(req: ResolveRequest) -> ResolveResult;
+    abort_merge(id: &MergeId) -> ();
+    diff_timelines(req: DiffQuery) -> TimelineDiff;
+    isolate_event(req: IsolateRequest) -> Isolation;
+    lift_isolation(id: &IsolationId) -> ();
 }

@@ -5,6 +5,7 @@ mod documented;
 mod extension;
 mod guide;
 pub(super) mod ops;
+mod review;
 mod stream;
 mod tutorial;
 mod unsupported;
@@ -93,6 +94,12 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(wormhole::simulate_wormhole).layer(axum::Extension(
             super::extract::RouteScope(crate::auth::Scope::Read),
         )))
+        .routes(routes!(review::review_conflicts))
+        .routes(routes!(review::resolve_conflict))
+        .routes(routes!(review::abort_merge))
+        .routes(routes!(review::diff_timelines))
+        .routes(routes!(review::isolate_event))
+        .routes(routes!(review::lift_isolation))
         .merge(ops::open_router())
 }
 
