@@ -406,7 +406,9 @@ fn merging(c: &mut Criterion, big: &Setup) {
             isolated: Default::default(),
         },
     );
-    let branch: TimelineId = "tml_01jmergebranch".parse().unwrap_or_else(|_| unreachable!());
+    let branch: TimelineId = "tml_01jmergebranch"
+        .parse()
+        .unwrap_or_else(|_| unreachable!());
     let mut seq = 1;
     let mut apply = |world: &mut World, op: Op| {
         seq += 1;
@@ -434,10 +436,14 @@ fn merging(c: &mut Criterion, big: &Setup) {
     // (Never a fixed point: those are every 997th event.)
     let lineage = |k: usize| {
         let i = k * (MILLION / 200) + 7;
-        event_id(if i % 997 == 0 { i + 1 } else { i })
+        event_id(if i.is_multiple_of(997) { i + 1 } else { i })
     };
     let change = |timeline: &TimelineId, world: &World, k: usize, n: u128, what: &str| {
-        let history = &world.timelines.get(timeline).unwrap_or_else(|| unreachable!()).history;
+        let history = &world
+            .timelines
+            .get(timeline)
+            .unwrap_or_else(|| unreachable!())
+            .history;
         let old = history
             .head_of(&lineage(k))
             .unwrap_or_else(|| unreachable!())
@@ -484,14 +490,16 @@ fn merging(c: &mut Criterion, big: &Setup) {
     let lines = chronoscope::engine::diff_timelines(&world, &diff)
         .map(|d| d.lines.len())
         .unwrap_or_default();
-    assert_eq!(lines, 150, "100 + 100 changed lineages, 50 of them on both sides");
+    assert_eq!(
+        lines, 150,
+        "100 + 100 changed lineages, 50 of them on both sides"
+    );
     g.bench_function("diff_100_changed_lineages_each_1m_events", |b| {
         b.iter(|| black_box(chronoscope::engine::diff_timelines(&world, &diff).is_ok()))
     });
     g.bench_function("merge_100_changed_lineages_each_1m_events", |b| {
         b.iter(|| {
-            let decided =
-                chronoscope::engine::decide_merge(&world, &traveller, start(), &request);
+            let decided = chronoscope::engine::decide_merge(&world, &traveller, start(), &request);
             black_box(decided.map(|(ops, _)| ops.len()).unwrap_or_default())
         })
     });

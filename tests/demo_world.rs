@@ -618,7 +618,11 @@ async fn the_pending_merge_into_primary_waits_on_one_conflict() {
         })
         .await
         .expect("review primary");
-    let lineages: Vec<&str> = review.conflicts.iter().map(|c| c.event_id.as_str()).collect();
+    let lineages: Vec<&str> = review
+        .conflicts
+        .iter()
+        .map(|c| c.event_id.as_str())
+        .collect();
     assert_eq!(lineages, ["event-5678abcd"]);
     let conflict = &review.conflicts[0];
     assert_eq!(conflict.source_timeline_id.as_str(), "tml_project_x_review");
@@ -689,7 +693,10 @@ async fn isolating_the_bootstrap_loop_contains_it_until_lifted() {
         })
         .await
         .expect("isolate the loop");
-    assert!(iso.members.contains(&ev("bootstrap-blueprint-carried-back")));
+    assert!(
+        iso.members
+            .contains(&ev("bootstrap-blueprint-carried-back"))
+    );
     assert!((2..=3).contains(&iso.members.len()), "{:?}", iso.members);
     assert!(
         iso.contained

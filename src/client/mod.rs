@@ -979,7 +979,10 @@ impl TimelineService for RemoteClient {
     async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
         let call = Call::get(&["v1", "diff-timelines"])
             .param("source_timeline_id", Some(&req.source_timeline_id))
-            .param("destination_timeline_id", Some(&req.destination_timeline_id));
+            .param(
+                "destination_timeline_id",
+                Some(&req.destination_timeline_id),
+            );
         self.send(call).await?.json()
     }
 

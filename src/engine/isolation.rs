@@ -133,7 +133,10 @@ pub fn isolate(
 /// The sentence an isolation without a description gets.
 fn generated(description: &str, id: &EventId, members: usize) -> String {
     if members > 1 {
-        format!("'{description}' ({id}) isolated in a closed loop with {} other events", members - 1)
+        format!(
+            "'{description}' ({id}) isolated in a closed loop with {} other events",
+            members - 1
+        )
     } else {
         format!("'{description}' ({id}) isolated from the rest of its timeline")
     }

@@ -230,6 +230,9 @@ pub(super) enum Choice {
     Custom(String, Instant),
 }
 
+/// The ops a merge writes, what it decided for each lineage, and the events it wrote.
+pub(super) type Writes = (Vec<Op>, Vec<MergeDecision>, Vec<WrittenEvent>);
+
 /// The writes of a merge into `dst` (in order: changed lineages, then added ones in causal
 /// order), what it decided for each lineage, and the events it wrote. `choose` decides each
 /// conflict; `locked` says what to do instead when a fixed point would have to change. An
@@ -241,7 +244,7 @@ pub(super) fn writes(
     dst: &TimelineId,
     choose: &dyn Fn(&EventId) -> Choice,
     (locked, strict): (&str, bool),
-) -> Result<(Vec<Op>, Vec<MergeDecision>, Vec<WrittenEvent>), ServiceError> {
+) -> Result<Writes, ServiceError> {
     let (s, d) = (plan.s, plan.d);
     let mut work = world.clone();
     let mut ops = Vec::new();
@@ -391,11 +394,9 @@ pub(super) fn pending_between<'w>(
     src: &TimelineId,
     dst: &TimelineId,
 ) -> Option<&'w Merge> {
-    world
-        .merges
-        .values()
-        .map(|m| &**m)
-        .find(|m| m.is_pending() && &m.source_timeline_id == src && &m.destination_timeline_id == dst)
+    world.merges.values().map(|m| &**m).find(|m| {
+        m.is_pending() && &m.source_timeline_id == src && &m.destination_timeline_id == dst
+    })
 }
 
 /// Decides a merge: the ops to log (the writes into the destination, then the merge record;

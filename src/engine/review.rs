@@ -120,7 +120,12 @@ fn custom_outcome(
                 Some(text) => rules::text("new_outcome.description", text)?,
                 None => d.description.clone(),
             };
-            let time = o.changes.iter().rev().find_map(|c| c.time).unwrap_or(d.time);
+            let time = o
+                .changes
+                .iter()
+                .rev()
+                .find_map(|c| c.time)
+                .unwrap_or(d.time);
             Ok(Some((description, time)))
         }
         (r, Some(_)) => Err(ServiceError::invalid(
@@ -145,7 +150,11 @@ pub fn resolve(
         rules::referenced(world, t)?;
     }
     let mut found: Vec<(&Merge, Plan<'_>, EventId)> = Vec::new();
-    for m in pending_into(world, req.merged_timeline_id.as_ref(), req.merge_id.as_ref())? {
+    for m in pending_into(
+        world,
+        req.merged_timeline_id.as_ref(),
+        req.merge_id.as_ref(),
+    )? {
         let plan = replan(world, m)?;
         let lineage = plan
             .s
@@ -167,7 +176,10 @@ pub fn resolve(
         }
         1 => found.remove(0),
         _ => {
-            let ids: Vec<String> = found.iter().map(|(m, _, _)| m.merge_id.to_string()).collect();
+            let ids: Vec<String> = found
+                .iter()
+                .map(|(m, _, _)| m.merge_id.to_string())
+                .collect();
             return Err(ServiceError::Conflict(format!(
                 "{} pending merges conflict on event '{}' ({}); give merge_id",
                 ids.len(),

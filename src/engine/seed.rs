@@ -199,7 +199,9 @@ impl WorldFile {
                         reverted: false,
                     },
                 ),
-                WorldStep::Branch(tl) => timeline_ops(&mut ops, &mut known, tl, now, default_window),
+                WorldStep::Branch(tl) => {
+                    timeline_ops(&mut ops, &mut known, tl, now, default_window)
+                }
                 WorldStep::Revert { timeline, head } => ops.push(Op::Revert {
                     timeline,
                     head,

@@ -14,8 +14,7 @@ use crate::automation;
 use crate::error::ServiceError;
 use crate::model::{
     AnchorId, EventId, EventStatus, Instant, IsolationId, ItemId, MergeId, ScheduleId, ScriptId,
-    TimelineId,
-    Traveller, parse_instant,
+    TimelineId, Traveller, parse_instant,
 };
 use crate::paradox;
 use crate::service::*;

@@ -147,11 +147,7 @@ pub fn without_isolated(
     let Some(isolated) = isolated.filter(|i| !i.is_empty()) else {
         return found;
     };
-    let group = |id: &EventId| {
-        h.get(id)
-            .map(|e| &e.lineage)
-            .and_then(|l| isolated.get(l))
-    };
+    let group = |id: &EventId| h.get(id).map(|e| &e.lineage).and_then(|l| isolated.get(l));
     found
         .into_iter()
         .filter(|p| match p.kind {

@@ -119,7 +119,7 @@ pub struct MergeResolution {
 }
 
 /// `review-conflicts`: the open conflicts of pending merges into a timeline.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReviewQuery {
     /// The destination of the pending merges.
     pub merged_timeline_id: TimelineId,
@@ -213,7 +213,7 @@ pub struct ResolveResult {
 }
 
 /// `timelines diff A B`: how each lineage changed since the branch point, from A into B.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DiffQuery {
     /// The source side (A).
     pub source_timeline_id: TimelineId,
@@ -311,4 +311,27 @@ pub struct Isolation {
     /// When.
     #[schema(value_type = String, format = DateTime)]
     pub at: Instant,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolutions_read_the_guides_words_and_the_aliases_in_any_case() {
+        for (word, expected) in [
+            ("Keep Event A", ConflictResolution::KeepSource),
+            ("keep event a", ConflictResolution::KeepSource),
+            ("KEEP_SOURCE", ConflictResolution::KeepSource),
+            ("Keep Event B", ConflictResolution::KeepDestination),
+            ("keep-destination", ConflictResolution::KeepDestination),
+            ("Custom Merge", ConflictResolution::Custom),
+            ("custom", ConflictResolution::Custom),
+        ] {
+            assert_eq!(word.parse::<ConflictResolution>(), Ok(expected), "{word}");
+        }
+        let err = "Keep Event C".parse::<ConflictResolution>().unwrap_err();
+        assert_eq!(err.field, "resolution");
+        assert!(err.message.contains("Keep Event A"), "{}", err.message);
+    }
 }

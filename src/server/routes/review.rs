@@ -161,7 +161,10 @@ pub struct DiffParams {
     request_body(content = ReviewParams, description = "The same fields as a JSON body, instead of the query"),
     responses((status = 200, description = "The open conflicts", body = ConflictsView))
 )]
-pub async fn review_conflicts(caller: Caller, BodyOrQuery(q): BodyOrQuery<ReviewParams>) -> ApiResult {
+pub async fn review_conflicts(
+    caller: Caller,
+    BodyOrQuery(q): BodyOrQuery<ReviewParams>,
+) -> ApiResult {
     let r = caller
         .service
         .review_conflicts(ReviewQuery {
@@ -183,7 +186,10 @@ pub async fn review_conflicts(caller: Caller, BodyOrQuery(q): BodyOrQuery<Review
     request_body = ResolveRequest,
     responses((status = 200, description = "The conflict was resolved", body = ResolvedView))
 )]
-pub async fn resolve_conflict(caller: Caller, JsonBody(req): JsonBody<ResolveRequest>) -> ApiResult {
+pub async fn resolve_conflict(
+    caller: Caller,
+    JsonBody(req): JsonBody<ResolveRequest>,
+) -> ApiResult {
     let r = caller.service.resolve_conflict(req).await?;
     Ok(projected(StatusCode::OK, &r, ResolvedDoc::from))
 }
