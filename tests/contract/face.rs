@@ -243,8 +243,8 @@ struct Ids {
     seen: HashMap<String, usize>,
 }
 
-const PREFIXES: [&str; 9] = [
-    "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_",
+const PREFIXES: [&str; 10] = [
+    "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_", "iso_",
 ];
 const ULID_LEN: usize = 26;
 

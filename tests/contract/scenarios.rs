@@ -3058,11 +3058,13 @@ pub async fn merge_manual_review(face: &Face) {
     let change = |tl: &TimelineId, e: &EventId, what: &'static str| {
         ada.manipulate_event(manipulate(tl, e, what))
     };
-    face.ok("B changes e1", change(&b.id, &e1.event_id, "e1 in B"))
+    let e1_in_b = face
+        .ok("B changes e1", change(&b.id, &e1.event_id, "e1 in B"))
         .await;
     face.ok("B changes e4", change(&b.id, &e4.event_id, "e4 in B"))
         .await;
-    face.ok("A changes e4", change(&a.id, &e4.event_id, "e4 in A"))
+    let e4_in_a = face
+        .ok("A changes e4", change(&a.id, &e4.event_id, "e4 in A"))
         .await;
 
     let diff = face
@@ -3153,8 +3155,11 @@ pub async fn merge_manual_review(face: &Face) {
         .await;
     face.ok("A changes e2", change(&a.id, &e2.event_id, "e2 in A"))
         .await;
-    face.ok("A takes B's e4", change(&a.id, &e4.event_id, "e4 in B"))
-        .await;
+    face.ok(
+        "A takes B's e4",
+        change(&a.id, &e4_in_a.new_event_id, "e4 in B"),
+    )
+    .await;
     let now = review("review after both sides moved").await;
     let lineages: Vec<&EventId> = now.conflicts.iter().map(|c| &c.event_id).collect();
     assert_eq!(lineages, [&e2.event_id]);
@@ -3260,10 +3265,16 @@ pub async fn merge_manual_review(face: &Face) {
     // A merge aborted while it waits leaves its destination as it was.
     face.ok(
         "B changes e1 again",
-        change(&b.id, &e1.event_id, "e1 twice"),
+        change(&b.id, &e1_in_b.new_event_id, "e1 twice"),
     )
     .await;
-    face.ok("A changes e1 too", change(&a.id, &e1.event_id, "e1 in A"))
+    let e1_in_a = done
+        .written
+        .iter()
+        .find(|w| w.lineage == e1.event_id)
+        .map(|w| w.event_id.clone())
+        .expect("the merge wrote e1");
+    face.ok("A changes e1 too", change(&a.id, &e1_in_a, "e1 in A"))
         .await;
     let before = outcomes(face, &*ada, "A before the second merge", &a.id).await;
     let second = face
