@@ -607,7 +607,7 @@ pub mod human {
     /// A diff of two timelines, lineage by lineage.
     pub fn diff(d: &TimelineDiff) -> String {
         let mut out = format!(
-            "{} into {} (base: {} at its creation): {} changed lineage(s)\n",
+            "{} into {} (base: the parent of {} when it was created): {} changed lineage(s)\n",
             d.source_timeline_id,
             d.destination_timeline_id,
             d.base_timeline_id,

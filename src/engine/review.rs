@@ -113,7 +113,7 @@ fn custom_outcome(
         (ConflictResolution::Custom, None) => Err(ServiceError::invalid(
             "new_outcome",
             "is required with 'Custom Merge': give the outcome's description and/or a change \
-             with its time, as for manipulate-event",
+             with its time, as for manipulate-event (on the command line: --description, --time)",
         )),
         (ConflictResolution::Custom, Some(o)) => {
             let description = match &o.description {
