@@ -222,6 +222,7 @@ impl Setup {
             position: &self.position,
             position_time: self.position.arrival_time,
             items: &self.items,
+            isolated: None,
         }
     }
 
@@ -299,6 +300,7 @@ fn monitor_scan(c: &mut Criterion, big: &Setup) {
                 touched: &Default::default(),
                 range: None,
                 failures: &[],
+                isolated: None,
             }))
         })
     });
@@ -349,6 +351,7 @@ fn branching(c: &mut Criterion, sizes: &[(&str, &Setup)]) {
                 touched: Default::default(),
                 base: None,
                 data: Default::default(),
+                isolated: Default::default(),
             },
         );
         let op = Op::CreateTimeline {
@@ -386,6 +389,124 @@ fn branching(c: &mut Criterion, sizes: &[(&str, &Setup)]) {
     g.finish();
 }
 
+/// Diff and merge of a branch into its 1,000,000-event parent, 100 lineages changed on each
+/// side since the branch point (50 of them on both: conflicts). The merge is decided in full,
+/// paradox check included; only the append to the log is left out.
+fn merging(c: &mut Criterion, big: &Setup) {
+    let mut g = c.benchmark_group("merge");
+    g.sample_size(50);
+    let mut world = World::default();
+    world.seq = 1;
+    world.timelines.insert(
+        TimelineId::primary(),
+        TimelineState {
+            meta: Arc::new(big.timeline.clone()),
+            history: big.history.clone(),
+            touched: Default::default(),
+            base: None,
+            isolated: Default::default(),
+        },
+    );
+    let branch: TimelineId = "tml_01jmergebranch"
+        .parse()
+        .unwrap_or_else(|_| unreachable!());
+    let mut seq = 1;
+    let mut apply = |world: &mut World, op: Op| {
+        seq += 1;
+        world
+            .apply(seq, op)
+            .unwrap_or_else(|e| panic!("the bench world folds: {e}"));
+    };
+    apply(
+        &mut world,
+        Op::CreateTimeline {
+            timeline: Timeline {
+                id: branch.clone(),
+                name: "branch".into(),
+                description: Some("What if".into()),
+                variation: None,
+                destination_time: None,
+                created_at: start(),
+                window: Window::Unbounded,
+                parent: Some(TimelineId::primary()),
+                created_by: None,
+            },
+        },
+    );
+    // Lineages spread over the timeline; the source changes 0..100, the destination 50..150.
+    // (Never a fixed point: those are every 997th event.)
+    let lineage = |k: usize| {
+        let i = k * (MILLION / 200) + 7;
+        event_id(if i.is_multiple_of(997) { i + 1 } else { i })
+    };
+    let change = |timeline: &TimelineId, world: &World, k: usize, n: u128, what: &str| {
+        let history = &world
+            .timelines
+            .get(timeline)
+            .unwrap_or_else(|| unreachable!())
+            .history;
+        let old = history
+            .head_of(&lineage(k))
+            .unwrap_or_else(|| unreachable!())
+            .clone();
+        let mut new = (*old).clone();
+        new.id = EventId::from_ulid(ulid::Ulid::from((0x0291u128 << 112) | n));
+        new.description = format!("{what} {k}");
+        new.status = EventStatus::Manipulated;
+        new.supersedes = Some(old.id.clone());
+        new.superseded_by = None;
+        new.fixed_point = false;
+        Op::Manipulate {
+            timeline: timeline.clone(),
+            old: old.id.clone(),
+            new,
+            at: Some(start()),
+        }
+    };
+    for k in 0..100 {
+        let op = change(&branch, &world, k, k as u128, "changed in the branch");
+        apply(&mut world, op);
+    }
+    for k in 50..150 {
+        let op = change(
+            &TimelineId::primary(),
+            &world,
+            k,
+            1_000 + k as u128,
+            "changed in primary",
+        );
+        apply(&mut world, op);
+    }
+    let traveller: Traveller = "bench".parse().unwrap_or_else(|_| unreachable!());
+    let diff = chronoscope::service::DiffQuery {
+        source_timeline_id: branch.clone(),
+        destination_timeline_id: TimelineId::primary(),
+    };
+    let request = chronoscope::service::MergeRequest {
+        source_timeline_id: branch,
+        destination_timeline_id: TimelineId::primary(),
+        conflict_resolution: chronoscope::service::MergeStrategy::SourceOverwrite,
+        safety_check: true,
+    };
+    let lines = chronoscope::engine::diff_timelines(&world, &diff)
+        .map(|d| d.lines.len())
+        .unwrap_or_default();
+    assert_eq!(
+        lines, 150,
+        "100 + 100 changed lineages, 50 of them on both sides"
+    );
+    g.bench_function("diff_100_changed_lineages_each_1m_events", |b| {
+        b.iter(|| black_box(chronoscope::engine::diff_timelines(&world, &diff).is_ok()))
+    });
+    g.bench_function("merge_100_changed_lineages_each_1m_events", |b| {
+        b.iter(|| {
+            let decided = chronoscope::engine::decide_merge(&world, &traveller, start(), &request);
+            black_box(decided.map(|(ops, _)| ops.len()).unwrap_or_default())
+        })
+    });
+    g.finish();
+}
+
 fn domain(c: &mut Criterion) {
     let small = Setup::new(10_000);
     let big = Setup::new(MILLION);
@@ -393,6 +514,7 @@ fn domain(c: &mut Criterion) {
     monitor_scan(c, &big);
     search(c, &big);
     branching(c, &[("10k", &small), ("1m", &big)]);
+    merging(c, &big);
 }
 
 criterion_group! {

@@ -99,4 +99,6 @@ contract! {
     guide_fast_forward_and_rewind,
     guide_pause_and_resume,
     temporal_data,
+    merge_manual_review,
+    isolation_overlay,
 }

@@ -595,3 +595,120 @@ async fn reverting_a_reverted_event_undoes_its_lineages_latest_change() {
         "{again:?}"
     );
 }
+
+/// Seed addition 3 (guide spec §7): a merge of "Project X launch review" into `primary` waits
+/// for review with one conflict on `event-5678abcd`, while `primary`'s event stands as
+/// shipped; "Keep Event A" completes it and `primary` takes the branch's outcome.
+#[tokio::test]
+async fn the_pending_merge_into_primary_waits_on_one_conflict() {
+    let demo = Demo::open().await;
+    let ada = demo.ada();
+    let primary = all_events(&ada, "primary").await;
+    let launch = find(&primary, "event-5678abcd");
+    assert_eq!(launch.status, EventStatus::OnSchedule);
+    assert_eq!(
+        launch.description,
+        "Rocket launch carrying the Sentinel-1 AI oversight satellite"
+    );
+
+    let review = ada
+        .review_conflicts(ReviewQuery {
+            merged_timeline_id: TimelineId::primary(),
+            merge_id: None,
+        })
+        .await
+        .expect("review primary");
+    let lineages: Vec<&str> = review
+        .conflicts
+        .iter()
+        .map(|c| c.event_id.as_str())
+        .collect();
+    assert_eq!(lineages, ["event-5678abcd"]);
+    let conflict = &review.conflicts[0];
+    assert_eq!(conflict.source_timeline_id.as_str(), "tml_project_x_review");
+    assert_eq!(conflict.destination_outcome, launch.description);
+    assert_ne!(conflict.source_outcome, conflict.destination_outcome);
+
+    let done = ada
+        .resolve_conflict(ResolveRequest {
+            event_id: ev("event-5678abcd"),
+            resolution: "keep event a".parse().expect("the guide's words, any case"),
+            new_outcome: None,
+            merge_id: None,
+            merged_timeline_id: None,
+            safety_check: true,
+        })
+        .await
+        .expect("resolve as the guide does");
+    assert_eq!(done.merge_status, "merged");
+    let primary = all_events(&ada, "primary").await;
+    let head = primary
+        .iter()
+        .find(|e| e.lineage.as_str() == "event-5678abcd")
+        .expect("the lineage has a head");
+    assert_eq!(head.description, conflict.source_outcome);
+    assert_eq!(head.author.as_ref().map(|a| a.as_str()), Some("ada"));
+}
+
+/// isolate-event with `closed_loop` takes the whole bootstrap loop: the checker and the
+/// monitor stop reporting it; lifting the isolation brings it back.
+#[tokio::test]
+async fn isolating_the_bootstrap_loop_contains_it_until_lifted() {
+    let demo = Demo::open().await;
+    let ada = demo.ada();
+    let loops = |report: &ParadoxReport| {
+        report
+            .paradoxes
+            .iter()
+            .filter(|p| p.kind == ParadoxKind::CausalLoop)
+            .count()
+    };
+    let check = || {
+        ada.check_stability(StabilityQuery {
+            timeline_id: tl(BOOTSTRAP),
+            after_event_id: None,
+        })
+    };
+    let paradox_anomalies = || async {
+        ada.monitor_timeline(MonitorQuery {
+            timeline_id: tl(BOOTSTRAP),
+            time_range: None,
+        })
+        .await
+        .expect("monitor")
+        .anomalies
+        .iter()
+        .filter(|a| matches!(a.kind, AnomalyKind::Paradox(ParadoxKind::CausalLoop)))
+        .count()
+    };
+    assert_eq!(loops(&check().await.expect("check")), 1);
+    assert_eq!(paradox_anomalies().await, 1);
+
+    let iso = ada
+        .isolate_event(IsolateRequest {
+            event_id: ev("bootstrap-blueprint-delivered"),
+            isolation_type: IsolationType::ClosedLoop,
+            description: None,
+            timeline_id: Some(tl(BOOTSTRAP)),
+        })
+        .await
+        .expect("isolate the loop");
+    assert!(
+        iso.members
+            .contains(&ev("bootstrap-blueprint-carried-back"))
+    );
+    assert!((2..=3).contains(&iso.members.len()), "{:?}", iso.members);
+    assert!(
+        iso.contained
+            .iter()
+            .any(|p| p.kind == ParadoxKind::CausalLoop)
+    );
+    assert_eq!(loops(&check().await.expect("check")), 0);
+    assert_eq!(paradox_anomalies().await, 0);
+
+    ada.lift_isolation(&iso.isolation_id)
+        .await
+        .expect("lift the isolation");
+    assert_eq!(loops(&check().await.expect("check")), 1);
+    assert_eq!(paradox_anomalies().await, 1);
+}

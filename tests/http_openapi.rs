@@ -78,6 +78,12 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/readyz"),
     ("get", "/v1/openapi.json"),
     ("get", "/problems/{slug}"),
+    ("get", "/v1/review-conflicts"),
+    ("post", "/v1/resolve-conflict"),
+    ("delete", "/v1/merges/{merge_id}"),
+    ("get", "/v1/diff-timelines"),
+    ("post", "/v1/isolate-event"),
+    ("delete", "/v1/isolations/{isolation_id}"),
 ];
 
 fn doc() -> Value {

@@ -890,3 +890,119 @@ async fn an_admin_sees_and_removes_everyones_automation_another_member_nothing()
         "{jobs}"
     );
 }
+
+/// The guide's review-conflicts, resolve-conflict and isolate-event answer exactly the fields
+/// the guide shows; the resolution's words are read in any case, a wrong word is a 400 naming
+/// the field; aborting a merge that is not waiting is a 409.
+#[tokio::test]
+async fn review_resolve_and_isolate_answer_the_guides_shapes() {
+    let app = App::new().await;
+    let t = token("ada");
+    let created = app
+        .post("/v1/create-timeline", &t, json!({"description": "A"}))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let a = created.json()["timeline_id"].as_str().unwrap().to_owned();
+    let e = add_event(&app, &t, &a, "launch", "1900-01-01T10:00:00Z", "Pad").await;
+    let e = e["event_id"].as_str().unwrap().to_owned();
+    let branched = app
+        .post(
+            "/v1/create-timeline",
+            &t,
+            json!({"base_timeline_id": a, "description": "B"}),
+        )
+        .await;
+    let b = branched.json()["timeline_id"].as_str().unwrap().to_owned();
+    for (tl, what) in [(&b, "launch in B"), (&a, "launch in A")] {
+        let r = app
+            .post(
+                "/v1/manipulate-event",
+                &t,
+                json!({"timeline_id": tl, "event_id": e, "new_outcome": {"description": what}}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let merged = app
+        .post(
+            "/v1/merge-timelines?view=full",
+            &t,
+            json!({"source_timeline_id": b, "destination_timeline_id": a, "conflict_resolution": "manual_review"}),
+        )
+        .await;
+    assert_eq!(merged.status, StatusCode::OK, "{}", merged.text);
+    assert_eq!(merged.json()["status"], "pending_review");
+    let merge_id = merged.json()["merge_id"].as_str().unwrap().to_owned();
+
+    let review = app
+        .get(&format!("/v1/review-conflicts?merged_timeline_id={a}"), &t)
+        .await;
+    assert_eq!(review.status, StatusCode::OK, "{}", review.text);
+    let body = review.json();
+    assert_eq!(keys(&body), ["conflicts", "resolution_options"]);
+    assert_eq!(
+        keys(&body["conflicts"][0]),
+        ["destination_outcome", "event_id", "source_outcome"]
+    );
+    assert_eq!(body["conflicts"][0]["event_id"], e.as_str());
+    assert_eq!(body["conflicts"][0]["source_outcome"], "launch in B");
+    assert_eq!(body["conflicts"][0]["destination_outcome"], "launch in A");
+
+    let wrong = app
+        .post(
+            "/v1/resolve-conflict",
+            &t,
+            json!({"event_id": e, "resolution": "Keep Event C"}),
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::BAD_REQUEST, "{}", wrong.text);
+    assert!(wrong.text.contains("resolution"), "{}", wrong.text);
+    let resolved = app
+        .post(
+            "/v1/resolve-conflict",
+            &t,
+            json!({"event_id": e, "resolution": "KEEP EVENT a"}),
+        )
+        .await;
+    assert_eq!(resolved.status, StatusCode::OK, "{}", resolved.text);
+    assert_eq!(keys(&resolved.json()), ["resolved_event_id", "status"]);
+    assert_eq!(resolved.json()["resolved_event_id"], e.as_str());
+    let again = app.delete(&format!("/v1/merges/{merge_id}"), &t).await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text);
+
+    let isolated = app
+        .post(
+            "/v1/isolate-event",
+            &t,
+            json!({"event_id": e, "timeline_id": a, "isolation_type": "event"}),
+        )
+        .await;
+    assert_eq!(
+        isolated.status,
+        StatusCode::BAD_REQUEST,
+        "a superseded event: {}",
+        isolated.text
+    );
+    let head = app
+        .get(&format!("/v1/search-events?timeline_id={a}"), &t)
+        .await
+        .json()["events"][0]["event_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let isolated = app
+        .post(
+            "/v1/isolate-event",
+            &t,
+            json!({"event_id": head, "timeline_id": a}),
+        )
+        .await;
+    assert_eq!(isolated.status, StatusCode::OK, "{}", isolated.text);
+    assert_eq!(
+        keys(&isolated.json()),
+        ["description", "isolation_id", "status"]
+    );
+    let id = isolated.json()["isolation_id"].as_str().unwrap().to_owned();
+    let lifted = app.delete(&format!("/v1/isolations/{id}"), &t).await;
+    assert_eq!(lifted.status, StatusCode::NO_CONTENT, "{}", lifted.text);
+}

@@ -132,6 +132,18 @@ pub async fn execute(
                     .await?;
                 out.print(&merged, human::merged)
             }
+            TimelineCommand::Diff {
+                source,
+                destination,
+            } => {
+                let diff = service
+                    .diff_timelines(DiffQuery {
+                        source_timeline_id: timeline(&source)?,
+                        destination_timeline_id: timeline(&destination)?,
+                    })
+                    .await?;
+                out.print(&diff, human::diff)
+            }
         },
         Command::Merges(cmd) => match cmd {
             MergeCommand::List(p) => {
@@ -139,6 +151,56 @@ pub async fn execute(
             }
             MergeCommand::Show { id } => {
                 out.print(&service.get_merge(&id.parse()?).await?, human::merge)
+            }
+            MergeCommand::Review {
+                destination,
+                merge_id,
+            } => {
+                let review = service
+                    .review_conflicts(ReviewQuery {
+                        merged_timeline_id: timeline(&destination)?,
+                        merge_id: merge_id.as_deref().map(str::parse).transpose()?,
+                    })
+                    .await?;
+                out.print(&review, human::review)
+            }
+            MergeCommand::Resolve {
+                event,
+                resolution,
+                description,
+                time,
+                merge_id,
+                no_safety_check,
+            } => {
+                let resolution: ConflictResolution = resolution.parse()?;
+                let custom = description.is_some() || time.is_some();
+                let resolved = service
+                    .resolve_conflict(ResolveRequest {
+                        event_id: event.parse()?,
+                        resolution,
+                        new_outcome: custom.then(|| NewOutcome {
+                            description,
+                            changes: time
+                                .map(|t| OutcomeChange {
+                                    action: None,
+                                    time: Some(t),
+                                })
+                                .into_iter()
+                                .collect(),
+                        }),
+                        merge_id: merge_id.as_deref().map(str::parse).transpose()?,
+                        merged_timeline_id: None,
+                        safety_check: !no_safety_check,
+                    })
+                    .await?;
+                out.print(&resolved, human::resolved)
+            }
+            MergeCommand::Abort { id } => {
+                let id: crate::model::MergeId = id.parse()?;
+                service.abort_merge(&id).await?;
+                out.print(&serde_json::json!({ "aborted": id }), |_| {
+                    format!("aborted merge {id}; its destination is untouched\n")
+                })
             }
         },
         Command::Events(cmd) => match cmd {
@@ -246,6 +308,33 @@ pub async fn execute(
                     })
                     .await?;
                 out.print(&result, human::aligned)
+            }
+            EventCommand::Isolate {
+                event,
+                timeline: tl,
+                event_only,
+                description,
+            } => {
+                let isolation = service
+                    .isolate_event(IsolateRequest {
+                        event_id: event.parse()?,
+                        isolation_type: if event_only {
+                            IsolationType::Event
+                        } else {
+                            IsolationType::ClosedLoop
+                        },
+                        description,
+                        timeline_id: tl.as_deref().map(timeline).transpose()?,
+                    })
+                    .await?;
+                out.print(&isolation, human::isolation)
+            }
+            EventCommand::Lift { id } => {
+                let id: crate::model::IsolationId = id.parse()?;
+                service.lift_isolation(&id).await?;
+                out.print(&serde_json::json!({ "lifted": id }), |_| {
+                    format!("lifted isolation {id}; its events are checked again\n")
+                })
             }
         },
         Command::Items(cmd) => match cmd {

@@ -156,7 +156,7 @@ pub enum Command {
     /// Search, add, manipulate and revert events
     #[command(subcommand)]
     Events(EventCommand),
-    /// List and show recorded merges (`timelines merge` makes them)
+    /// Recorded merges: list, show, and review, resolve or abort those waiting for review
     #[command(subcommand)]
     Merges(MergeCommand),
     /// Register and list your items
@@ -561,6 +561,14 @@ pub enum TimelineCommand {
         #[arg(long)]
         no_safety_check: bool,
     },
+    /// What merging SOURCE into DESTINATION would weigh, lineage by lineage (incoming, added,
+    /// kept, convergent, conflict); nothing is written
+    Diff {
+        /// The source side (A)
+        source: String,
+        /// The destination side (B)
+        destination: String,
+    },
 }
 
 /// `timelines merge --strategy`.
@@ -581,6 +589,39 @@ pub enum MergeCommand {
     List(PageArgs),
     /// Show one merge, lineage by lineage
     Show {
+        /// Merge id
+        id: String,
+    },
+    /// The conflicts of the merges waiting for review into DESTINATION, recomputed now
+    Review {
+        /// The destination timeline
+        destination: String,
+        /// Only this pending merge
+        #[arg(long = "merge")]
+        merge_id: Option<String>,
+    },
+    /// Resolve a conflict: "Keep Event A" (source), "Keep Event B" (destination) or "Custom
+    /// Merge" (give --description and/or --time); the last resolution completes the merge
+    Resolve {
+        /// The lineage, or any event of it on either side
+        event: String,
+        /// keep-source (A), keep-destination (B) or custom; the guide's words work too
+        resolution: String,
+        /// Custom Merge: the new description
+        #[arg(long)]
+        description: Option<String>,
+        /// Custom Merge: the new time (RFC 3339, or UTC as 1889-03-10 23:50 or a date)
+        #[arg(long, value_parser = parse_time)]
+        time: Option<Instant>,
+        /// The pending merge, when several conflict on the lineage
+        #[arg(long = "merge")]
+        merge_id: Option<String>,
+        /// Complete even if the merge adds paradoxes (they are listed)
+        #[arg(long)]
+        no_safety_check: bool,
+    },
+    /// Abort a merge waiting for review; its destination is untouched
+    Abort {
         /// Merge id
         id: String,
     },
@@ -667,6 +708,25 @@ pub enum EventCommand {
         /// Timeline id
         #[arg(long, default_value = "primary")]
         timeline: String,
+    },
+    /// Isolate an event, or the causal loop through it: the paradox checks stop at it
+    Isolate {
+        /// Event id (a current event)
+        event: String,
+        /// Timeline id (default: where you are)
+        #[arg(long)]
+        timeline: Option<String>,
+        /// Isolate the event alone instead of its causal loop
+        #[arg(long)]
+        event_only: bool,
+        /// What the isolation is for
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Lift an isolation: the checks apply again
+    Lift {
+        /// Isolation id
+        id: String,
     },
 }
 

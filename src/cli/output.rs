@@ -71,6 +71,7 @@ pub mod human {
         MergeResult, MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, Switched,
         TimelineCheck, TimelineInfo, TravellerStatus,
     };
+    use crate::service::{ConflictReview, Isolation, ResolveResult, TimelineDiff};
 
     /// Formats rows as left-aligned columns under a header.
     fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
@@ -515,6 +516,20 @@ pub mod human {
         out
     }
 
+    /// The events a merge wrote and the paradoxes it added.
+    fn written_and_added(
+        out: &mut String,
+        written: &[crate::service::WrittenEvent],
+        paradoxes: &[crate::paradox::Paradox],
+    ) {
+        for w in written {
+            out.push_str(&format!("  wrote {} (lineage {})\n", w.event_id, w.lineage));
+        }
+        for p in paradoxes {
+            out.push_str(&format!("  paradox added: {}\n", p.description));
+        }
+    }
+
     /// What a merge did.
     pub fn merged(r: &MergeResult) -> String {
         let mut out = match &r.merge_id {
@@ -533,12 +548,7 @@ pub mod human {
                 r.status, r.merged_timeline_id
             ),
         };
-        for w in &r.written {
-            out.push_str(&format!("  wrote {} (lineage {})\n", w.event_id, w.lineage));
-        }
-        for p in &r.paradoxes {
-            out.push_str(&format!("  paradox added: {}\n", p.description));
-        }
+        written_and_added(&mut out, &r.written, &r.paradoxes);
         out
     }
 
@@ -590,6 +600,89 @@ pub mod human {
                     .map(|e| format!(" -> {e}"))
                     .unwrap_or_default()
             ));
+        }
+        out
+    }
+
+    /// A diff of two timelines, lineage by lineage.
+    pub fn diff(d: &TimelineDiff) -> String {
+        let mut out = format!(
+            "{} into {} (base: the parent of {} when it was created): {} changed lineage(s)\n",
+            d.source_timeline_id,
+            d.destination_timeline_id,
+            d.base_timeline_id,
+            d.lines.len()
+        );
+        let side = |e: &Option<EventRecord>| {
+            e.as_ref().map_or("-".to_owned(), |e| {
+                format!("{} @ {}", e.description, format_instant(&e.time))
+            })
+        };
+        for l in &d.lines {
+            out.push_str(&format!(
+                "  {:<10} {}\n    base: {}\n    A:    {}\n    B:    {}\n",
+                l.class,
+                l.lineage,
+                side(&l.base),
+                side(&l.source),
+                side(&l.destination)
+            ));
+        }
+        out
+    }
+
+    /// The conflicts waiting for review.
+    pub fn review(r: &ConflictReview) -> String {
+        if r.conflicts.is_empty() {
+            return "no conflicts waiting for review\n".into();
+        }
+        let mut out = String::new();
+        for c in &r.conflicts {
+            out.push_str(&format!(
+                "{} ({} from {}){}\n  A (source):      {}\n  B (destination): {}\n  options: {}\n",
+                c.event_id,
+                c.merge_id,
+                c.source_timeline_id,
+                c.resolution
+                    .map(|r| format!(": resolved '{}'", r.option()))
+                    .unwrap_or_default(),
+                c.source_outcome,
+                c.destination_outcome,
+                c.allowed.join(", ")
+            ));
+        }
+        out
+    }
+
+    /// What a resolution did.
+    pub fn resolved(r: &ResolveResult) -> String {
+        let mut out = format!(
+            "{} {} in {}: {}, {} conflict(s) left\n",
+            r.status, r.resolved_event_id, r.merge_id, r.merge_status, r.remaining_conflicts
+        );
+        written_and_added(&mut out, &r.written, &r.paradoxes);
+        out
+    }
+
+    /// An isolation.
+    pub fn isolation(i: &Isolation) -> String {
+        let mut out = format!(
+            "{} {} in {}: {}\n  members: {}\n",
+            i.status,
+            i.isolation_id,
+            i.timeline_id,
+            i.description,
+            i.members
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for s in &i.severed {
+            out.push_str(&format!("  severed: {} <- {}\n", s.effect, s.cause));
+        }
+        for p in &i.contained {
+            out.push_str(&format!("  no longer reported: {}\n", p.description));
         }
         out
     }

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{AnchorId, IsolationId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 use crate::service::*;
 
 /// Default time allowed to open a connection.
@@ -1041,8 +1041,43 @@ impl TimelineService for RemoteClient {
             .json()
     }
 
+    async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview> {
+        let call = Call::get(&["v1", "review-conflicts"])
+            .param("merged_timeline_id", Some(&req.merged_timeline_id))
+            .param("merge_id", req.merge_id.as_ref());
+        self.send(call).await?.json()
+    }
+
+    async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult> {
+        self.send(Call::post(&["v1", "resolve-conflict"], &req)?)
+            .await?
+            .json()
+    }
+
     async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
         self.send(Call::post(&["v1", "create-index"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()> {
+        let id = segment("merge", id.as_str())?;
+        self.send(Call::delete(&["v1", "merges", id])).await?;
+        Ok(())
+    }
+
+    async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
+        let call = Call::get(&["v1", "diff-timelines"])
+            .param("source_timeline_id", Some(&req.source_timeline_id))
+            .param(
+                "destination_timeline_id",
+                Some(&req.destination_timeline_id),
+            );
+        self.send(call).await?.json()
+    }
+
+    async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation> {
+        self.send(Call::post(&["v1", "isolate-event"], &req)?)
             .await?
             .json()
     }
@@ -1051,6 +1086,12 @@ impl TimelineService for RemoteClient {
         self.send(Call::post(&["v1", "enable-caching"], &req)?)
             .await?
             .json()
+    }
+
+    async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()> {
+        let id = segment("isolation", id.as_str())?;
+        self.send(Call::delete(&["v1", "isolations", id])).await?;
+        Ok(())
     }
 }
 

@@ -79,7 +79,7 @@ fn base_branch(
 
 /// How one lineage compares across the base, the source and the destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Class {
+pub(super) enum Class {
     Incoming,
     Added,
     Conflict,
@@ -88,7 +88,7 @@ enum Class {
 }
 
 impl Class {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Class::Incoming => "incoming",
             Class::Added => "added",
@@ -145,14 +145,48 @@ fn mapped_causes(source: &History, dest: &History, causes: &[EventId]) -> Vec<Ev
         .collect()
 }
 
-/// Decides a merge: the ops to log (the writes into the destination, then the merge record;
-/// none when it is up to date) and the answer.
-pub fn merge(
-    world: &World,
-    ctx: &Ctx<'_>,
-    req: &MergeRequest,
-) -> Result<(Vec<Op>, MergeResult), ServiceError> {
-    let (src, dst) = (&req.source_timeline_id, &req.destination_timeline_id);
+/// The changed lineages of a merge of one timeline into another, classified against the
+/// branch point's base.
+pub(super) struct Plan<'w> {
+    /// The branch whose creation-time copy of its parent is the base.
+    pub base_id: TimelineId,
+    /// The base.
+    pub base: &'w History,
+    /// The source's history.
+    pub s: &'w History,
+    /// The destination's history.
+    pub d: &'w History,
+    /// Every lineage either side changed, except those neither changed in effect.
+    pub classes: BTreeMap<EventId, Class>,
+}
+
+impl Plan<'_> {
+    /// How many lineages are of class `c`.
+    pub fn count(&self, c: Class) -> usize {
+        self.classes.values().filter(|x| **x == c).count()
+    }
+
+    /// The conflicting lineages, in lineage order.
+    pub fn conflicts(&self) -> impl Iterator<Item = &EventId> {
+        self.classes
+            .iter()
+            .filter(|(_, c)| **c == Class::Conflict)
+            .map(|(l, _)| l)
+    }
+
+    /// The base, source and destination events of lineage `l`.
+    pub fn sides(&self, l: &EventId) -> (Option<&Event>, Option<&Event>, Option<&Event>) {
+        (head(self.base, l), head(self.s, l), head(self.d, l))
+    }
+}
+
+/// Classifies what merging `src` into `dst` would weigh. The cost grows with the lineages
+/// changed since the branch point (the persistent maps' diff skips shared subtrees).
+pub(super) fn plan<'w>(
+    world: &'w World,
+    src: &TimelineId,
+    dst: &TimelineId,
+) -> Result<Plan<'w>, ServiceError> {
     if src == dst {
         return Err(ServiceError::invalid(
             "destination_timeline_id",
@@ -161,7 +195,6 @@ pub fn merge(
     }
     let s_state = rules::referenced(world, src)?;
     let d_state = rules::referenced(world, dst)?;
-    rules::require_open(&d_state.meta, ctx.now)?;
     let base_id = base_branch(world, src, dst)?;
     let base = world
         .timelines
@@ -169,7 +202,6 @@ pub fn merge(
         .and_then(|t| t.base.as_ref())
         .ok_or_else(|| ServiceError::Internal(format!("timeline {base_id} has no base")))?;
     let (s, d) = (&s_state.history, &d_state.history);
-
     let mut lineages: BTreeSet<EventId> = s.changed_lineages(base);
     lineages.extend(d.changed_lineages(base));
     let mut classes: BTreeMap<EventId, Class> = BTreeMap::new();
@@ -178,30 +210,52 @@ pub fn merge(
             classes.insert(l, c);
         }
     }
-    let count = |c: Class| classes.values().filter(|x| **x == c).count();
-    let conflicts = count(Class::Conflict);
-    if req.conflict_resolution == MergeStrategy::ManualReview && conflicts > 0 {
-        return Err(ServiceError::Conflict(format!(
-            "{conflicts} lineage(s) changed differently in '{src}' and '{dst}' since the branch \
-             point; manual review of conflicts is not available on this server yet: merge with \
-             conflict_resolution 'source_overwrite' or 'destination_preserve'"
-        )));
-    }
+    Ok(Plan {
+        base_id,
+        base,
+        s,
+        d,
+        classes,
+    })
+}
 
+/// What a conflict was decided for.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Choice {
+    /// The source's outcome.
+    Source,
+    /// The destination keeps its own.
+    Destination,
+    /// A new outcome (Custom Merge).
+    Custom(String, Instant),
+}
+
+/// The ops a merge writes, what it decided for each lineage, and the events it wrote.
+pub(super) type Writes = (Vec<Op>, Vec<MergeDecision>, Vec<WrittenEvent>);
+
+/// The writes of a merge into `dst` (in order: changed lineages, then added ones in causal
+/// order), what it decided for each lineage, and the events it wrote. `choose` decides each
+/// conflict; `locked` says what to do instead when a fixed point would have to change. An
+/// incoming change of a fixed point is left out, or refuses the merge when `strict`.
+pub(super) fn writes(
+    world: &World,
+    ctx: &Ctx<'_>,
+    plan: &Plan<'_>,
+    dst: &TimelineId,
+    choose: &dyn Fn(&EventId) -> Choice,
+    (locked, strict): (&str, bool),
+) -> Result<Writes, ServiceError> {
+    let (s, d) = (plan.s, plan.d);
     let mut work = world.clone();
     let mut ops = Vec::new();
     let mut decisions = Vec::new();
     let mut written = Vec::new();
-    // Changed lineages first (in lineage order), then the added ones in causal order.
-    for (l, class) in &classes {
-        let take_source = match class {
-            Class::Incoming => true,
-            Class::Conflict => req.conflict_resolution == MergeStrategy::SourceOverwrite,
-            _ => false,
+    for (l, class) in &plan.classes {
+        let choice = match class {
+            Class::Incoming => Choice::Source,
+            Class::Conflict => choose(l),
+            _ => continue,
         };
-        if !matches!(class, Class::Incoming | Class::Conflict) {
-            continue;
-        }
         let (Some(s_head), Some(d_head)) = (head(s, l), head(d, l)) else {
             continue;
         };
@@ -213,28 +267,41 @@ pub fn merge(
             destination_event: Some(d_head.id.clone()),
             written_event: None,
         };
-        if take_source && d_head.fixed_point {
-            if req.conflict_resolution == MergeStrategy::SourceOverwrite {
-                return Err(ServiceError::EventLocked {
-                    event: d_head.id.to_string(),
-                    reason: format!(
-                        "it is a fixed point in '{dst}', so the merge cannot give it the \
-                         source's outcome; merge with conflict_resolution 'destination_preserve'"
-                    ),
-                });
+        if choice != Choice::Destination && d_head.fixed_point {
+            if *class == Class::Incoming && !strict {
+                // Never written: the destination keeps its fixed point.
+                decisions.push(decision);
+                continue;
             }
-            decisions.push(decision);
-            continue;
+            return Err(ServiceError::EventLocked {
+                event: d_head.id.to_string(),
+                reason: format!(
+                    "it is a fixed point in '{dst}', so the merge cannot give it another \
+                     outcome; {locked}"
+                ),
+            });
         }
-        if take_source {
-            write_source_outcome(&mut work, &mut ops, ctx, dst, s_head, d_head)?;
+        match &choice {
+            Choice::Destination => {}
+            Choice::Source => {
+                write_source_outcome(&mut work, &mut ops, ctx, dst, s_head, d_head)?;
+                decision.decision = "source".into();
+            }
+            Choice::Custom(description, time) => {
+                decision.decision = "custom".into();
+                if (description.as_str(), *time) != outcome(d_head) {
+                    let new = new_version(ctx, d_head, description.clone(), *time);
+                    push_version(&mut work, &mut ops, ctx, dst, d_head, new)?;
+                }
+            }
+        }
+        if choice != Choice::Destination {
             let now = work
                 .timelines
                 .get(dst)
                 .and_then(|t| t.history.head_of(l))
                 .map(|e| e.id.clone())
                 .ok_or_else(|| ServiceError::Internal(format!("merge lost lineage {l}")))?;
-            decision.decision = "source".into();
             decision.written_event = Some(now.clone());
             written.push(WrittenEvent {
                 lineage: l.clone(),
@@ -245,7 +312,7 @@ pub fn merge(
     }
     let added: Vec<&EventId> = causal_order(
         s,
-        classes
+        plan.classes
             .iter()
             .filter(|(_, c)| **c == Class::Added)
             .map(|(l, _)| l),
@@ -303,47 +370,178 @@ pub fn merge(
             event_id: s_head.id.clone(),
         });
     }
+    Ok((ops, decisions, written))
+}
 
+/// The paradoxes `ops` would add to `dst`: refused with `safety_check`, listed without it.
+pub(super) fn checked(
+    world: &World,
+    ctx: &Ctx<'_>,
+    dst: &TimelineId,
+    ops: &[Op],
+    safety_check: bool,
+) -> Result<Vec<crate::paradox::Paradox>, ServiceError> {
+    match rules::refuse_introduced(world, ctx, dst, ops) {
+        Ok(()) => Ok(Vec::new()),
+        Err(ServiceError::ParadoxDetected { paradoxes, .. }) if !safety_check => Ok(paradoxes),
+        Err(e) => Err(e),
+    }
+}
+
+/// The pending merge of `src` into `dst`, if there is one.
+pub(super) fn pending_between<'w>(
+    world: &'w World,
+    src: &TimelineId,
+    dst: &TimelineId,
+) -> Option<&'w Merge> {
+    world.merges.values().map(|m| &**m).find(|m| {
+        m.is_pending() && &m.source_timeline_id == src && &m.destination_timeline_id == dst
+    })
+}
+
+/// Decides a merge: the ops to log (the writes into the destination, then the merge record;
+/// none when it is up to date) and the answer. A `manual_review` merge with conflicts writes
+/// only its record, pending: nothing lands until every conflict has a resolution.
+pub fn merge(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &MergeRequest,
+) -> Result<(Vec<Op>, MergeResult), ServiceError> {
+    let (src, dst) = (&req.source_timeline_id, &req.destination_timeline_id);
+    let plan = plan(world, src, dst)?;
+    rules::require_open(&rules::referenced(world, dst)?.meta, ctx.now)?;
+    if let Some(pending) = pending_between(world, src, dst) {
+        return Err(ServiceError::Conflict(format!(
+            "merge '{}' of '{src}' into '{dst}' is waiting for review: resolve its conflicts \
+             (review-conflicts, resolve-conflict) or abort it (DELETE /v1/merges/{}) first",
+            pending.merge_id, pending.merge_id
+        )));
+    }
+    let conflicts = plan.count(Class::Conflict);
     let mut result = MergeResult {
         status: "up_to_date".into(),
         merged_timeline_id: dst.clone(),
         conflicts_resolved: true,
         merge_id: None,
-        incoming: count(Class::Incoming),
-        added: count(Class::Added),
+        incoming: plan.count(Class::Incoming),
+        added: plan.count(Class::Added),
         conflicts,
-        convergent: count(Class::Convergent),
-        kept: count(Class::Kept),
-        written,
+        convergent: plan.count(Class::Convergent),
+        kept: plan.count(Class::Kept),
+        written: Vec::new(),
         paradoxes: Vec::new(),
     };
-    if ops.is_empty() {
-        return Ok((ops, result));
-    }
-    match rules::refuse_introduced(world, ctx, dst, &ops) {
-        Ok(()) => {}
-        Err(ServiceError::ParadoxDetected { paradoxes, .. }) if !req.safety_check => {
-            result.paradoxes = paradoxes;
-        }
-        Err(e) => return Err(e),
-    }
-    let merge_id = MergeId::from_ulid((ctx.mint)());
-    ops.push(Op::Merge {
+    let record = |status: &str, decisions: Vec<MergeDecision>, merge_id: MergeId| Op::Merge {
         merge: Merge {
-            merge_id: merge_id.clone(),
+            merge_id,
             source_timeline_id: src.clone(),
             destination_timeline_id: dst.clone(),
             strategy: req.conflict_resolution,
-            base_timeline_id: base_id,
+            base_timeline_id: plan.base_id.clone(),
             by: ctx.traveller.clone(),
             at: ctx.now,
-            status: "merged".into(),
+            status: status.into(),
             decisions,
+            resolutions: Vec::new(),
         },
-    });
+    };
+    if req.conflict_resolution == MergeStrategy::ManualReview && conflicts > 0 {
+        let merge_id = MergeId::from_ulid((ctx.mint)());
+        let decisions = pending_decisions(&plan);
+        result.status = PENDING.into();
+        result.conflicts_resolved = false;
+        result.merge_id = Some(merge_id.clone());
+        return Ok((vec![record(PENDING, decisions, merge_id)], result));
+    }
+    let take_source = req.conflict_resolution == MergeStrategy::SourceOverwrite;
+    let (mut ops, decisions, written) = writes(
+        world,
+        ctx,
+        &plan,
+        dst,
+        &|_| {
+            if take_source {
+                Choice::Source
+            } else {
+                Choice::Destination
+            }
+        },
+        (
+            "merge with conflict_resolution 'destination_preserve'",
+            take_source,
+        ),
+    )?;
+    result.written = written;
+    if ops.is_empty() {
+        return Ok((ops, result));
+    }
+    result.paradoxes = checked(world, ctx, dst, &ops, req.safety_check)?;
+    let merge_id = MergeId::from_ulid((ctx.mint)());
+    ops.push(record("merged", decisions, merge_id.clone()));
     result.status = "merged".into();
     result.merge_id = Some(merge_id);
     Ok((ops, result))
+}
+
+/// The status of a merge waiting for resolutions.
+pub(super) const PENDING: &str = "pending_review";
+
+/// A pending merge's record of what it weighed: every lineage but the kept ones, decided
+/// `pending`.
+fn pending_decisions(plan: &Plan<'_>) -> Vec<MergeDecision> {
+    plan.classes
+        .iter()
+        .filter(|(_, c)| !matches!(c, Class::Kept | Class::Convergent))
+        .map(|(l, c)| {
+            let (_, s, d) = plan.sides(l);
+            MergeDecision {
+                lineage: l.clone(),
+                class: c.word().into(),
+                decision: "pending".into(),
+                source_event: s.map(|e| e.id.clone()),
+                destination_event: d.map(|e| e.id.clone()),
+                written_event: None,
+            }
+        })
+        .collect()
+}
+
+/// Makes `new` the destination's version of `d_head`'s lineage.
+fn push_version(
+    work: &mut World,
+    ops: &mut Vec<Op>,
+    ctx: &Ctx<'_>,
+    dst: &TimelineId,
+    d_head: &Event,
+    new: Event,
+) -> Result<(), ServiceError> {
+    push(
+        work,
+        ops,
+        Op::Manipulate {
+            timeline: dst.clone(),
+            old: d_head.id.clone(),
+            new,
+            at: Some(ctx.now),
+        },
+    )
+}
+
+/// A new version of `d_head` with another outcome, by the merging traveller.
+fn new_version(ctx: &Ctx<'_>, d_head: &Event, description: String, time: Instant) -> Event {
+    Event {
+        id: EventId::from_ulid((ctx.mint)()),
+        description,
+        time,
+        location: d_head.location.clone(),
+        causes: d_head.causes.clone(),
+        fixed_point: false,
+        status: EventStatus::Manipulated,
+        supersedes: Some(d_head.id.clone()),
+        superseded_by: None,
+        lineage: d_head.lineage.clone(),
+        author: Some(ctx.traveller.clone()),
+    }
 }
 
 /// Gives the destination's lineage the source's outcome: reverts back to it when it is an
@@ -389,29 +587,8 @@ fn write_source_outcome(
             }
         }
         None => {
-            let new = Event {
-                id: EventId::from_ulid((ctx.mint)()),
-                description: s_head.description.clone(),
-                time: s_head.time,
-                location: d_head.location.clone(),
-                causes: d_head.causes.clone(),
-                fixed_point: false,
-                status: EventStatus::Manipulated,
-                supersedes: Some(d_head.id.clone()),
-                superseded_by: None,
-                lineage: d_head.lineage.clone(),
-                author: Some(ctx.traveller.clone()),
-            };
-            push(
-                work,
-                ops,
-                Op::Manipulate {
-                    timeline: dst.clone(),
-                    old: d_head.id.clone(),
-                    new,
-                    at: Some(ctx.now),
-                },
-            )?;
+            let new = new_version(ctx, d_head, s_head.description.clone(), s_head.time);
+            push_version(work, ops, ctx, dst, d_head, new)?;
         }
     }
     Ok(())

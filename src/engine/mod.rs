@@ -15,8 +15,10 @@ mod data;
 mod dissonance;
 mod feed;
 pub mod idempotency;
+mod isolation;
 mod jobs;
 mod merge;
+mod review;
 pub(crate) mod rules;
 mod seed;
 mod session;
@@ -36,6 +38,36 @@ pub use world::{Envelope, Op, TimelineState, World};
 
 use crate::error::ServiceError;
 use crate::model::{Instant, Traveller, Window};
+
+/// What `diff-timelines` answers on `world`, for benchmarks and tools (a pure read).
+pub fn diff_timelines(
+    world: &World,
+    q: &crate::service::DiffQuery,
+) -> Result<crate::service::TimelineDiff, ServiceError> {
+    review::diff(world, q)
+}
+
+/// What `merge-timelines` by `traveller` at `now` would append to the log and answer on
+/// `world`, for benchmarks and tools: the decision, paradox check included, without the write.
+pub fn decide_merge(
+    world: &World,
+    traveller: &Traveller,
+    now: Instant,
+    req: &crate::service::MergeRequest,
+) -> Result<(Vec<Op>, crate::service::MergeResult), ServiceError> {
+    let minted = std::sync::atomic::AtomicU64::new(0);
+    let mint = || {
+        let n = minted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let millis = u64::try_from(now.timestamp_millis()).unwrap_or_default();
+        ulid::Ulid::from((u128::from(millis) << 80) | u128::from(n))
+    };
+    let ctx = rules::Ctx {
+        traveller,
+        now,
+        mint: &mint,
+    };
+    merge::merge(world, &ctx, req)
+}
 use crate::store::chain::{self, ChainMeta, LogKey};
 use crate::store::{Store, StoreError};
 

@@ -186,6 +186,15 @@ pub fn delete_timeline(
             branches.join(", ")
         )));
     }
+    let pending = super::review::pending_naming(world, id);
+    if !pending.is_empty() {
+        let ids: Vec<String> = pending.iter().map(ToString::to_string).collect();
+        return Err(ServiceError::Conflict(format!(
+            "timeline '{id}' is named by merge(s) waiting for review ({}); resolve or abort them \
+             first",
+            ids.join(", ")
+        )));
+    }
     let here = world
         .positions
         .iter()
@@ -508,6 +517,7 @@ pub fn subject<'w>(
         position,
         position_time: position.time_at(ctx.now),
         items,
+        isolated: Some(&state.isolated),
     }
 }
 

@@ -8,7 +8,9 @@ use serde::Deserialize;
 
 use super::world::Op;
 use crate::error::ServiceError;
-use crate::model::{Event, EventId, EventStatus, Instant, Timeline, TimelineId, Window};
+use crate::model::{
+    Event, EventId, EventStatus, Instant, MergeId, Timeline, TimelineId, Traveller, Window,
+};
 
 /// The demo world shipped with the binary.
 const DEMO_WORLD: &str = include_str!("../../assets/worlds/demo.json");
@@ -42,6 +44,50 @@ impl FromStr for Seed {
 pub struct WorldFile {
     /// The timelines; the first must be `primary`.
     pub timelines: Vec<WorldTimeline>,
+    /// Changes made after the timelines, in this order, across timelines: what a history of
+    /// branches, changes on both sides and merges needs (a pending merge's conflict).
+    #[serde(default)]
+    pub steps: Vec<WorldStep>,
+}
+
+/// One ordered step of a world file, after its timelines.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum WorldStep {
+    /// A manipulation in a timeline.
+    Manipulate {
+        /// Where.
+        timeline: TimelineId,
+        /// The event changed (any version of its lineage that is current there).
+        event_id: EventId,
+        /// The id of the new head.
+        new_id: EventId,
+        /// Its description.
+        description: String,
+        /// Its time.
+        time: Instant,
+    },
+    /// A branch created now, from its parent as it stands.
+    Branch(WorldTimeline),
+    /// A manipulation undone.
+    Revert {
+        /// Where.
+        timeline: TimelineId,
+        /// The head undone.
+        head: EventId,
+    },
+    /// A merge of `source` into `destination` recorded for manual review: nothing is
+    /// written into the destination until its conflicts are resolved.
+    PendingMerge {
+        /// The merge's id.
+        id: MergeId,
+        /// Where the changes come from (a branch of the destination).
+        source: TimelineId,
+        /// Where they would be written.
+        destination: TimelineId,
+        /// Who asked for it.
+        by: Traveller,
+    },
 }
 
 /// One timeline of a world file.
@@ -129,67 +175,151 @@ impl WorldFile {
                 timeline: primary_timeline(now),
             });
         }
-        let mut known: HashMap<EventId, (String, Vec<EventId>)> = HashMap::new();
+        let mut known: HashMap<EventId, Known> = HashMap::new();
         for tl in self.timelines {
-            let window = if tl.id.is_primary() {
-                Window::Unbounded
-            } else {
-                tl.window.unwrap_or(default_window)
-            };
-            ops.push(Op::CreateTimeline {
-                timeline: Timeline {
-                    id: tl.id.clone(),
-                    name: tl.name,
-                    description: tl.description,
-                    variation: tl.variation,
-                    destination_time: tl.destination_time,
-                    created_at: now,
-                    window,
-                    parent: tl.parent,
-                    created_by: None,
-                },
-            });
-            for e in &tl.events {
-                known.insert(e.id.clone(), (e.location.clone(), e.causes.clone()));
-            }
-            if !tl.events.is_empty() {
-                ops.push(Op::AddEvents {
-                    timeline: tl.id.clone(),
-                    events: tl.events.into_iter().map(WorldEvent::into_event).collect(),
-                    at: None,
-                });
-            }
-            for m in tl.manipulations {
-                let (location, causes) = known.get(&m.event_id).cloned().unwrap_or_default();
-                known.insert(m.new_id.clone(), (location.clone(), causes.clone()));
-                ops.push(Op::Manipulate {
-                    timeline: tl.id.clone(),
-                    old: m.event_id.clone(),
-                    new: Event {
-                        id: m.new_id.clone(),
-                        description: m.description,
-                        time: m.time,
-                        location,
-                        causes,
-                        fixed_point: false,
-                        status: EventStatus::Manipulated,
-                        supersedes: Some(m.event_id.clone()),
-                        superseded_by: None,
-                        lineage: m.event_id,
-                        author: None,
+            timeline_ops(&mut ops, &mut known, tl, now, default_window);
+        }
+        for step in self.steps {
+            match step {
+                WorldStep::Manipulate {
+                    timeline,
+                    event_id,
+                    new_id,
+                    description,
+                    time,
+                } => manipulation_ops(
+                    &mut ops,
+                    &mut known,
+                    &timeline,
+                    WorldManipulation {
+                        event_id,
+                        new_id,
+                        description,
+                        time,
+                        reverted: false,
                     },
-                    at: None,
-                });
-                if m.reverted {
-                    ops.push(Op::Revert {
-                        timeline: tl.id.clone(),
-                        head: m.new_id,
-                        at: None,
-                    });
+                ),
+                WorldStep::Branch(tl) => {
+                    timeline_ops(&mut ops, &mut known, tl, now, default_window)
                 }
+                WorldStep::Revert { timeline, head } => ops.push(Op::Revert {
+                    timeline,
+                    head,
+                    at: None,
+                }),
+                WorldStep::PendingMerge {
+                    id,
+                    source,
+                    destination,
+                    by,
+                } => ops.push(Op::Merge {
+                    merge: crate::service::Merge {
+                        merge_id: id,
+                        // The seed's merges are of a branch into its parent.
+                        base_timeline_id: source.clone(),
+                        source_timeline_id: source,
+                        destination_timeline_id: destination,
+                        strategy: crate::service::MergeStrategy::ManualReview,
+                        by,
+                        at: now,
+                        status: "pending_review".into(),
+                        decisions: Vec::new(),
+                        resolutions: Vec::new(),
+                    },
+                }),
             }
         }
         ops
+    }
+}
+
+/// What the world file said of an event: its place, causes and lineage.
+type Known = (String, Vec<EventId>, EventId);
+
+/// The ops that create one timeline of a world file, with its events and manipulations.
+fn timeline_ops(
+    ops: &mut Vec<Op>,
+    known: &mut HashMap<EventId, Known>,
+    tl: WorldTimeline,
+    now: Instant,
+    default_window: Window,
+) {
+    let window = if tl.id.is_primary() {
+        Window::Unbounded
+    } else {
+        tl.window.unwrap_or(default_window)
+    };
+    ops.push(Op::CreateTimeline {
+        timeline: Timeline {
+            id: tl.id.clone(),
+            name: tl.name,
+            description: tl.description,
+            variation: tl.variation,
+            destination_time: tl.destination_time,
+            created_at: now,
+            window,
+            parent: tl.parent,
+            created_by: None,
+        },
+    });
+    for e in &tl.events {
+        known.insert(
+            e.id.clone(),
+            (e.location.clone(), e.causes.clone(), e.id.clone()),
+        );
+    }
+    if !tl.events.is_empty() {
+        ops.push(Op::AddEvents {
+            timeline: tl.id.clone(),
+            events: tl.events.into_iter().map(WorldEvent::into_event).collect(),
+            at: None,
+        });
+    }
+    for m in tl.manipulations {
+        manipulation_ops(ops, known, &tl.id, m);
+    }
+}
+
+/// The ops of one manipulation of a world file (and its revert, if it was undone). The new
+/// event keeps the place and causes of the event it replaces and joins its lineage.
+fn manipulation_ops(
+    ops: &mut Vec<Op>,
+    known: &mut HashMap<EventId, Known>,
+    timeline: &TimelineId,
+    m: WorldManipulation,
+) {
+    let (location, causes, lineage) = known
+        .get(&m.event_id)
+        .cloned()
+        .unwrap_or_else(|| (String::new(), Vec::new(), m.event_id.clone()));
+    known.insert(
+        m.new_id.clone(),
+        (location.clone(), causes.clone(), lineage.clone()),
+    );
+    ops.push(Op::Manipulate {
+        timeline: timeline.clone(),
+        old: m.event_id.clone(),
+        new: Event {
+            id: m.new_id.clone(),
+            description: m.description,
+            time: m.time,
+            location,
+            causes,
+            fixed_point: false,
+            status: EventStatus::Manipulated,
+            supersedes: Some(m.event_id),
+            superseded_by: None,
+            lineage,
+            author: None,
+        },
+        at: None,
+    });
+    if m.reverted {
+        ops.push(Op::Revert {
+            timeline: timeline.clone(),
+            head: m.new_id,
+            at: None,
+        });
     }
 }
 

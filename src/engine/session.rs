@@ -13,8 +13,8 @@ use super::rules::{self, Ctx};
 use crate::automation;
 use crate::error::ServiceError;
 use crate::model::{
-    AnchorId, EventId, EventStatus, Instant, ItemId, MergeId, ScheduleId, ScriptId, TimelineId,
-    Traveller, parse_instant,
+    AnchorId, EventId, EventStatus, Instant, IsolationId, ItemId, MergeId, ScheduleId, ScriptId,
+    TimelineId, Traveller, parse_instant,
 };
 use crate::paradox;
 use crate::service::*;
@@ -1110,6 +1110,39 @@ impl TimelineService for EngineSession {
         .await
     }
 
+    async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview> {
+        self.read(|world, _ctx| super::review::review(world, &req))
+            .await
+    }
+
+    async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult> {
+        self.write(|world, ctx| super::review::resolve(world, ctx, &req))
+            .await
+    }
+
+    async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()> {
+        self.write(|world, ctx| Ok((vec![super::review::abort(world, ctx, id)?], ())))
+            .await
+    }
+
+    async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
+        self.read(|world, _ctx| super::review::diff(world, &req))
+            .await
+    }
+
+    async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation> {
+        self.write(|world, ctx| {
+            let isolation = super::isolation::isolate(world, ctx, &req)?;
+            Ok((
+                vec![super::Op::Isolate {
+                    isolation: isolation.clone(),
+                }],
+                isolation,
+            ))
+        })
+        .await
+    }
+
     async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData> {
         super::data::check_key(&req.encryption_key)?;
         let entry = self
@@ -1152,6 +1185,16 @@ impl TimelineService for EngineSession {
         self.write(|_, ctx| {
             let (op, answer) = super::data::caching(ctx, &req, single)?;
             Ok((vec![op], answer))
+        })
+        .await
+    }
+
+    async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()> {
+        self.write(|world, _ctx| {
+            if !world.isolations.contains_key(id) {
+                return Err(ServiceError::not_found("isolation", id));
+            }
+            Ok((vec![super::Op::LiftIsolation { id: id.clone() }], ()))
         })
         .await
     }

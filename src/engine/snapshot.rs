@@ -41,6 +41,8 @@ use crate::store::{Link, LogKey};
 /// Format 6 (data): each timeline's data entries (written against its parent's, like events)
 /// and the travellers' read-staleness settings, in the records' JSON (`timeline_data`,
 /// `read_staleness`).
+/// Format 6 (review): merges carry their resolutions (manual review), and the isolations with
+/// each timeline's isolated lineages.
 pub const FORMAT: u32 = 6;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
@@ -247,6 +249,12 @@ struct Records {
     /// Format 6 (data): the travellers' bounded-staleness reads.
     #[serde(default)]
     read_staleness: Vec<crate::service::ReadStaleness>,
+    /// Isolations in force (review, format 6).
+    #[serde(default)]
+    isolations: Vec<crate::service::Isolation>,
+    /// Each timeline's isolated lineages, with their isolation (review, format 6).
+    #[serde(default)]
+    isolated: Vec<(TimelineId, Vec<(EventId, crate::model::IsolationId)>)>,
 }
 
 /// A timeline's data entries, written against its parent's as they stand: what it has that
@@ -350,6 +358,16 @@ impl WorldImage {
             merges: world.merges.values().map(|m| (**m).clone()).collect(),
             timeline_data,
             read_staleness: world.read_staleness.values().cloned().collect(),
+            isolations: world.isolations.values().map(|i| (**i).clone()).collect(),
+            isolated: world
+                .timelines
+                .iter()
+                .filter(|(_, t)| !t.isolated.is_empty())
+                .map(|(id, t)| {
+                    let members = t.isolated.iter().map(|(l, i)| (l.clone(), i.clone()));
+                    (id.clone(), members.collect())
+                })
+                .collect(),
             keys: world
                 .keys
                 .entries()
@@ -406,6 +424,7 @@ impl WorldImage {
                     touched,
                     base: base_history,
                     data: Default::default(),
+                    isolated: Default::default(),
                 },
             );
         }
@@ -449,6 +468,18 @@ impl WorldImage {
             .into_iter()
             .map(|s| (s.traveller.clone(), s))
             .collect();
+        world.isolations = r
+            .isolations
+            .into_iter()
+            .map(|i| (i.isolation_id.clone(), Arc::new(i)))
+            .collect();
+        for (id, members) in r.isolated {
+            let state = world
+                .timelines
+                .get_mut(&id)
+                .ok_or_else(|| format!("isolations of unknown timeline {id}"))?;
+            state.isolated = members.into_iter().collect();
+        }
         world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
             (
                 k.traveller,

@@ -131,6 +131,7 @@ fn item_anomalies(state: &TimelineState, holders: &[Holder], now: Instant) -> Ve
                 position,
                 position_time: position.time_at(now),
                 items,
+                isolated: Some(&state.isolated),
             },
             arrived_at: (&position.timeline == timeline).then_some(position.arrived_at),
         })
@@ -143,6 +144,7 @@ struct Kept {
     meta: Arc<Timeline>,
     history: History,
     touched: imbl::HashMap<EventId, Instant>,
+    isolated: crate::paradox::Isolated,
     phase: WindowPhase,
     log: imbl::Vector<Arc<LogRecord>>,
     failures: Vec<AutomationFailure>,
@@ -164,6 +166,7 @@ impl Kept {
         self.phase == phase
             && self.history.same_as(&state.history)
             && self.touched.ptr_eq(&state.touched)
+            && self.isolated.ptr_eq(&state.isolated)
             && (Arc::ptr_eq(&self.meta, &state.meta) || self.meta == state.meta)
     }
 }
@@ -210,6 +213,7 @@ impl Reports {
             touched: &state.touched,
             range,
             failures,
+            isolated: Some(&state.isolated),
         })
     }
 
@@ -307,6 +311,7 @@ impl Reports {
             meta: Arc::clone(&state.meta),
             history: state.history.clone(),
             touched: state.touched.clone(),
+            isolated: state.isolated.clone(),
             phase,
             log: world.log.clone(),
             failures,

@@ -208,6 +208,39 @@ pub enum Op {
         /// The setting.
         setting: crate::service::ReadStaleness,
     },
+    /// A conflict of a pending merge resolved; choosing again replaces the choice.
+    ResolveConflict {
+        /// The pending merge.
+        merge: crate::model::MergeId,
+        /// The resolution.
+        resolution: crate::service::MergeResolution,
+    },
+    /// A pending merge completed; its writes come before it in the same batch.
+    MergeCompleted {
+        /// The merge.
+        merge: crate::model::MergeId,
+        /// What it decided for each lineage, recomputed at completion.
+        decisions: Vec<crate::service::MergeDecision>,
+        /// When.
+        at: Instant,
+    },
+    /// A pending merge abandoned: its destination is untouched.
+    MergeAborted {
+        /// The merge.
+        merge: crate::model::MergeId,
+        /// When.
+        at: Instant,
+    },
+    /// Events isolated: an overlay on their timeline, no event rewritten.
+    Isolate {
+        /// The isolation.
+        isolation: crate::service::Isolation,
+    },
+    /// An isolation lifted: the checks apply to its members again.
+    LiftIsolation {
+        /// Which.
+        id: crate::model::IsolationId,
+    },
 }
 
 /// A timeline with its events.
@@ -226,6 +259,9 @@ pub struct TimelineState {
     /// Its data entries by (timestamp, id); a branch starts with its parent's (shared, not
     /// copied).
     pub data: super::data::DataMap,
+    /// Its isolated lineages, each with its isolation (copied to branches when they are
+    /// created).
+    pub isolated: crate::paradox::Isolated,
 }
 
 /// Everything the engine knows, at log position `seq`. Cloning is cheap (shared maps).
@@ -255,6 +291,8 @@ pub struct World {
     pub keys: Keys,
     /// Recorded merges by id (creation order).
     pub merges: OrdMap<crate::model::MergeId, Arc<crate::service::Merge>>,
+    /// Isolations in force, by id (creation order).
+    pub isolations: OrdMap<crate::model::IsolationId, Arc<crate::service::Isolation>>,
     /// What each traveller owns, so per-traveller reads do not scan everyone's records.
     owned: HashMap<Traveller, Owned>,
     /// Where each data entry was stored (the key of `TimelineState::data` is its timestamp).
@@ -367,6 +405,7 @@ impl World {
             let b = other.timelines.get(id)?;
             if let Some(d) = differ("timeline", &a.meta, &b.meta)
                 .or_else(|| differ("touched", &a.touched, &b.touched))
+                .or_else(|| differ("isolated", &a.isolated, &b.isolated))
                 .or_else(|| {
                     crate::model::same_history(&a.history, &b.history)
                         .err()
@@ -392,6 +431,7 @@ impl World {
             .or_else(|| differ("automation log", &self.log, &other.log))
             .or_else(|| differ("merges", &self.merges, &other.merges))
             .or_else(|| super::data::first_difference(self, other))
+            .or_else(|| differ("isolations", &self.isolations, &other.isolations))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })
@@ -425,7 +465,7 @@ impl World {
         }
         match op {
             Op::CreateTimeline { timeline } => {
-                let (history, touched, base, data) = match &timeline.parent {
+                let (history, touched, base, data, isolated) = match &timeline.parent {
                     Some(parent) => {
                         let parent = self
                             .timelines
@@ -436,9 +476,16 @@ impl World {
                             parent.touched.clone(),
                             Some(parent.history.clone()),
                             parent.data.clone(),
+                            parent.isolated.clone(),
                         )
                     }
-                    None => (History::default(), HashMap::new(), None, OrdMap::new()),
+                    None => (
+                        History::default(),
+                        HashMap::new(),
+                        None,
+                        OrdMap::new(),
+                        Default::default(),
+                    ),
                 };
                 self.timelines.insert(
                     timeline.id.clone(),
@@ -448,6 +495,7 @@ impl World {
                         touched,
                         base,
                         data,
+                        isolated,
                     },
                 );
             }
@@ -455,6 +503,15 @@ impl World {
                 crate::metrics::forget_timeline(&id);
                 if let Some(state) = self.timelines.remove(&id) {
                     super::data::forget_timeline(&mut self.data_index, &id, &state.data);
+                }
+                let gone: Vec<_> = self
+                    .isolations
+                    .values()
+                    .filter(|i| i.timeline_id == id)
+                    .map(|i| i.isolation_id.clone())
+                    .collect();
+                for i in gone {
+                    self.isolations.remove(&i);
                 }
             }
             Op::AddEvents {
@@ -588,6 +645,52 @@ impl World {
                 self.read_staleness
                     .insert(setting.traveller.clone(), setting);
             }
+            Op::ResolveConflict { merge, resolution } => {
+                self.update_merge(&merge, |m| {
+                    m.resolutions.retain(|r| r.lineage != resolution.lineage);
+                    m.resolutions.push(resolution);
+                })
+                .map_err(fail)?;
+            }
+            Op::MergeCompleted {
+                merge, decisions, ..
+            } => {
+                self.update_merge(&merge, |m| {
+                    m.status = "merged".into();
+                    m.decisions = decisions;
+                })
+                .map_err(fail)?;
+            }
+            Op::MergeAborted { merge, .. } => {
+                self.update_merge(&merge, |m| m.status = "aborted".into())
+                    .map_err(fail)?;
+            }
+            Op::Isolate { isolation } => {
+                let state = self
+                    .timelines
+                    .get_mut(&isolation.timeline_id)
+                    .ok_or_else(|| fail(format!("unknown timeline {}", isolation.timeline_id)))?;
+                for lineage in &isolation.members {
+                    state
+                        .isolated
+                        .insert(lineage.clone(), isolation.isolation_id.clone());
+                }
+                self.isolations
+                    .insert(isolation.isolation_id.clone(), Arc::new(isolation));
+            }
+            Op::LiftIsolation { id } => {
+                let isolation = self
+                    .isolations
+                    .remove(&id)
+                    .ok_or_else(|| fail(format!("unknown isolation {id}")))?;
+                if let Some(state) = self.timelines.get_mut(&isolation.timeline_id) {
+                    for lineage in &isolation.members {
+                        if state.isolated.get(lineage) == Some(&id) {
+                            state.isolated.remove(lineage);
+                        }
+                    }
+                }
+            }
             Op::Remember {
                 traveller,
                 key,
@@ -606,6 +709,22 @@ impl World {
             ),
         }
         self.seq = seq;
+        Ok(())
+    }
+
+    /// Changes a recorded merge.
+    fn update_merge(
+        &mut self,
+        id: &crate::model::MergeId,
+        change: impl FnOnce(&mut crate::service::Merge),
+    ) -> Result<(), String> {
+        let merge = self
+            .merges
+            .get(id)
+            .ok_or_else(|| format!("unknown merge {id}"))?;
+        let mut changed = (**merge).clone();
+        change(&mut changed);
+        self.merges.insert(id.clone(), Arc::new(changed));
         Ok(())
     }
 

@@ -169,6 +169,10 @@ id_type!(
     MergeId, "mrg_", "merge"
 );
 id_type!(
+    /// An isolation of events on a timeline (an overlay; guide §4).
+    IsolationId, "iso_", "isolation"
+);
+id_type!(
     /// An anomaly found by the monitor; derived from its cause, so stable across calls.
     AnomalyId, "anm_", "anomaly"
 );

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 pub use history::History;
 pub(crate) use history::{HistoryImage, same_history};
 pub use ids::{
-    AnchorId, AnomalyId, EventId, ItemId, JourneyId, MergeId, ScheduleId, ScriptId, TimelineId,
-    Traveller,
+    AnchorId, AnomalyId, EventId, IsolationId, ItemId, JourneyId, MergeId, ScheduleId, ScriptId,
+    TimelineId, Traveller,
 };
 pub use ids::{CacheId, DataId};
 pub use invalid::InvalidValue;

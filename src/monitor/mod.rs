@@ -148,6 +148,8 @@ pub struct Scan<'a> {
     pub range: Option<&'a TimeRange>,
     /// Failed automation in this timeline, everyone's.
     pub failures: &'a [AutomationFailure],
+    /// The timeline's isolations: what they sever or contain is not an anomaly.
+    pub isolated: Option<&'a paradox::Isolated>,
 }
 
 /// Scans a timeline.
@@ -167,7 +169,13 @@ pub fn scan(scan: &Scan<'_>) -> Vec<Anomaly> {
             .is_none_or(|r| h.current(id).is_some_and(|e| r.contains(&e.time)))
     };
     let mut out = Vec::new();
-    for p in &scan.graph.paradoxes {
+    let paradoxes: std::borrow::Cow<'_, [Paradox]> = match scan.isolated {
+        Some(i) if !i.is_empty() => {
+            paradox::without_isolated(h, Some(i), scan.graph.paradoxes.clone()).into()
+        }
+        _ => scan.graph.paradoxes.as_slice().into(),
+    };
+    for p in paradoxes.iter() {
         if !p.events.is_empty() && !p.events.iter().any(in_range) {
             continue;
         }

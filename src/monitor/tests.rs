@@ -52,6 +52,7 @@ fn run_touched(
         touched,
         range,
         failures,
+        isolated: None,
     })
 }
 

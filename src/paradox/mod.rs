@@ -128,6 +128,41 @@ pub struct Subject<'a> {
     pub position_time: Instant,
     /// The traveller's items (other travellers' items are never visible).
     pub items: &'a [Item],
+    /// The timeline's isolations, lineage by lineage (guide §4), if any.
+    pub isolated: Option<&'a Isolated>,
+}
+
+/// The isolated lineages of a timeline, each with its isolation: causal edges between a
+/// member and a non-member are severed, loops within one isolation are contained.
+pub type Isolated = imbl::OrdMap<EventId, crate::model::IsolationId>;
+
+/// `found` without what `isolated` stops reporting: causal-order and grandfather paradoxes
+/// across an isolation's edge (severed), and loops whose events all belong to one isolation
+/// (contained). Everything else stands: order among members, fixed points, items, and loops
+/// only partly isolated. Costs O(paradoxes reported).
+pub fn without_isolated(
+    h: &History,
+    isolated: Option<&Isolated>,
+    found: Vec<Paradox>,
+) -> Vec<Paradox> {
+    let Some(isolated) = isolated.filter(|i| !i.is_empty()) else {
+        return found;
+    };
+    let group = |id: &EventId| h.get(id).map(|e| &e.lineage).and_then(|l| isolated.get(l));
+    found
+        .into_iter()
+        .filter(|p| match p.kind {
+            ParadoxKind::CausalOrder | ParadoxKind::Grandfather => match p.events.as_slice() {
+                [effect, cause] => group(effect) == group(cause),
+                _ => true,
+            },
+            ParadoxKind::CausalLoop => {
+                let first = p.events.first().and_then(group);
+                !(first.is_some() && p.events.iter().all(|e| group(e) == first))
+            }
+            _ => true,
+        })
+        .collect()
 }
 
 /// Checks `changes` incrementally: the verdict equals [`full_check`] on the same input.
@@ -169,7 +204,7 @@ pub fn check(subject: &Subject<'_>, changes: &[Change]) -> Vec<Paradox> {
         out.push(loop_paradox(infos));
     }
     out.extend(items::item_paradoxes(subject, changes));
-    finish(out)
+    finish(without_isolated(h, subject.isolated, out))
 }
 
 /// Applies `changes` to a copy of the timeline and rescans all of it.
@@ -209,7 +244,7 @@ pub fn full_check(subject: &Subject<'_>, changes: &[Change]) -> Vec<Paradox> {
         &found,
     ));
     out.extend(items::item_paradoxes(subject, changes));
-    finish(out)
+    finish(without_isolated(&h, subject.isolated, out))
 }
 
 /// Whose doing makes a causal-order violation a grandfather paradox.

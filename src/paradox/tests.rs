@@ -75,6 +75,7 @@ impl Fixture {
             position: &self.position,
             position_time: self.position.arrival_time,
             items: &self.items,
+            isolated: None,
         }
     }
 

@@ -37,6 +37,10 @@ const CONFLICT_ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/schedules/{schedule_id}"),
     ("post", "/v1/merge-timelines"),
     ("post", "/v1/adjust-anchor"),
+    ("post", "/v1/resolve-conflict"),
+    ("delete", "/v1/merges/{merge_id}"),
+    ("get", "/v1/diff-timelines"),
+    ("post", "/v1/isolate-event"),
 ];
 
 #[derive(OpenApi)]

@@ -46,15 +46,17 @@
 //! | `create-index`, `enable-caching` | [`TimelineService::report_index`], [`TimelineService::enable_caching`] |
 
 mod data;
+mod merges;
 mod types;
 
 use async_trait::async_trait;
 
 pub use data::*;
+pub use merges::*;
 pub use types::*;
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{AnchorId, IsolationId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 
 /// Result of every service call.
 pub type ServiceResult<T> = Result<T, ServiceError>;
@@ -191,4 +193,16 @@ pub trait TimelineService: Send + Sync {
     async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport>;
     /// Sets how stale the caller's own reads may be (bounded-staleness reads).
     async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting>;
+    /// The conflicts of the pending merges into a timeline, recomputed against it now.
+    async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview>;
+    /// Resolves one conflict of a pending merge; the last resolution completes the merge.
+    async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult>;
+    /// Abandons a pending merge; its destination is untouched.
+    async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()>;
+    /// What merging one timeline into another would weigh, lineage by lineage (a read).
+    async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff>;
+    /// Isolates an event (or its causal loop): the paradox checks stop at the isolation.
+    async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation>;
+    /// Lifts an isolation: the checks apply to its members again.
+    async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()>;
 }

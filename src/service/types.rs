@@ -919,10 +919,14 @@ pub struct Merge {
     /// When.
     #[schema(value_type = String, format = DateTime)]
     pub at: Instant,
-    /// `merged`.
+    /// `merged`, `pending_review` (manual review waiting for resolutions) or `aborted`.
     pub status: String,
-    /// Every lineage the merge weighed, except those only the destination changed.
+    /// Every lineage the merge weighed, except those only the destination changed (for a
+    /// pending merge: as weighed when it was recorded; review recomputes them).
     pub decisions: Vec<MergeDecision>,
+    /// The resolutions recorded so far (manual review).
+    #[serde(default)]
+    pub resolutions: Vec<super::MergeResolution>,
 }
 
 /// A lineage's event written by a merge.

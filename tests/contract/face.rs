@@ -243,8 +243,8 @@ struct Ids {
     seen: HashMap<String, usize>,
 }
 
-const PREFIXES: [&str; 11] = [
-    "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_", "dat_", "cch_",
+const PREFIXES: [&str; 12] = [
+    "tml_", "evt_", "itm_", "anc_", "jrn_", "scr_", "sch_", "anm_", "mrg_", "dat_", "cch_", "iso_",
 ];
 const ULID_LEN: usize = 26;
 

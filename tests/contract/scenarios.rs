@@ -1853,6 +1853,20 @@ pub async fn automation_answers(face: &Face) {
     assert_eq!(statuses, ["cancelled", "done"]);
 }
 
+/// A manipulation that only moves an event to `at`.
+fn move_to(timeline: &TimelineId, event: &EventId, at: &str) -> ManipulateRequest {
+    ManipulateRequest {
+        new_outcome: NewOutcome {
+            description: None,
+            changes: vec![OutcomeChange {
+                action: None,
+                time: Some(t(at)),
+            }],
+        },
+        ..manipulate(timeline, event, "")
+    }
+}
+
 fn merge_req(source: &TimelineId, destination: &TimelineId, how: MergeStrategy) -> MergeRequest {
     MergeRequest {
         source_timeline_id: source.clone(),
@@ -1969,13 +1983,29 @@ pub async fn merge_timelines(face: &Face) {
         )
         .await;
 
-    let err = face
-        .err(
-            "manual review with a conflict",
+    let before = outcomes(face, &*ada, "A before the merges", &a.id).await;
+    let waiting = face
+        .ok(
+            "manual review with a conflict waits for review",
             ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
         )
         .await;
-    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    assert_eq!(waiting.status, "pending_review");
+    face.ok(
+        "abort the merge waiting for review",
+        ada.abort_merge(
+            waiting
+                .merge_id
+                .as_ref()
+                .expect("a pending merge has an id"),
+        ),
+    )
+    .await;
+    assert_eq!(
+        outcomes(face, &*ada, "A after the abort", &a.id).await,
+        before,
+        "an aborted merge wrote nothing"
+    );
 
     let kept = face
         .ok(
@@ -2037,16 +2067,7 @@ pub async fn merge_timelines(face: &Face) {
     // Moving the cause after its effect in B would put it after its effect in A too.
     face.ok(
         "B moves the cause late",
-        ada.manipulate_event(ManipulateRequest {
-            new_outcome: NewOutcome {
-                description: None,
-                changes: vec![OutcomeChange {
-                    action: None,
-                    time: Some(t("1900-01-02T12:00:00Z")),
-                }],
-            },
-            ..manipulate(&b.id, &cause.event_id, "")
-        }),
+        ada.manipulate_event(move_to(&b.id, &cause.event_id, "1900-01-02T12:00:00Z")),
     )
     .await;
     let err = face
@@ -2123,8 +2144,13 @@ pub async fn merge_timelines(face: &Face) {
     let listed = face
         .ok("list merges", ada.list_merges(PageRequest::default()))
         .await;
-    assert_eq!(listed.items.len(), 4, "four merges wrote something");
-    let first = &listed.items[0];
+    assert_eq!(
+        listed.items.len(),
+        5,
+        "four merges wrote something, one was aborted"
+    );
+    assert_eq!(listed.items[0].status, "aborted");
+    let first = &listed.items[1];
     assert_eq!(first.strategy, MergeStrategy::DestinationPreserve);
     assert_eq!(first.source_timeline_id, b.id);
     assert_eq!(first.base_timeline_id, b.id);
@@ -3253,4 +3279,411 @@ pub async fn temporal_data(face: &Face) {
         )
         .await;
     assert_invalid(&err, "cache_scope");
+}
+
+/// Manual review (§3): a pending merge writes nothing until its last conflict is resolved;
+/// review recomputes against the destination (a new conflict appears, one that stopped
+/// conflicting goes); resolutions are checked; a completion the paradox check refuses records
+/// nothing and keeps the conflict open; the last resolution writes everything at once; abort
+/// leaves the destination untouched; a timeline named by a pending merge cannot be deleted.
+pub async fn merge_manual_review(face: &Face) {
+    let ada = face.traveller("ada");
+    let a = face.ok("create A", ada.create_timeline(named("A"))).await;
+    let add = |what: &'static str, at: &'static str, causes: Vec<EventId>| {
+        let ada = ada.clone();
+        let tl = a.id.clone();
+        async move {
+            let causes: Vec<&EventId> = causes.iter().collect();
+            ada.add_event(&tl, event(what, at, "Lab", &causes)).await
+        }
+    };
+    let e1 = face
+        .ok("add e1", add("e1", "1900-01-01T10:00:00Z", vec![]))
+        .await;
+    let e2 = face
+        .ok("add e2", add("e2", "1900-01-01T11:00:00Z", vec![]))
+        .await;
+    let e4 = face
+        .ok("add e4", add("e4", "1900-01-01T12:00:00Z", vec![]))
+        .await;
+    let cause = face
+        .ok("add cause", add("cause", "1900-01-02T10:00:00Z", vec![]))
+        .await;
+    face.ok(
+        "add effect",
+        add(
+            "effect",
+            "1900-01-02T11:00:00Z",
+            vec![cause.event_id.clone()],
+        ),
+    )
+    .await;
+    let b = face
+        .ok(
+            "branch B from A",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some(a.id.clone()),
+                ..named("B")
+            }),
+        )
+        .await;
+    let change = |tl: &TimelineId, e: &EventId, what: &'static str| {
+        ada.manipulate_event(manipulate(tl, e, what))
+    };
+    let e1_in_b = face
+        .ok("B changes e1", change(&b.id, &e1.event_id, "e1 in B"))
+        .await;
+    face.ok("B changes e4", change(&b.id, &e4.event_id, "e4 in B"))
+        .await;
+    let e4_in_a = face
+        .ok("A changes e4", change(&a.id, &e4.event_id, "e4 in A"))
+        .await;
+
+    let diff = face
+        .ok(
+            "diff B into A",
+            ada.diff_timelines(DiffQuery {
+                source_timeline_id: b.id.clone(),
+                destination_timeline_id: a.id.clone(),
+            }),
+        )
+        .await;
+    let classes: Vec<(EventId, &str)> = diff
+        .lines
+        .iter()
+        .map(|l| (l.lineage.clone(), l.class.as_str()))
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            (e1.event_id.clone(), "incoming"),
+            (e4.event_id.clone(), "conflict")
+        ]
+    );
+
+    let before = outcomes(face, &*ada, "A before the merge", &a.id).await;
+    let pending = face
+        .ok(
+            "merge B into A for review",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert_eq!(pending.status, "pending_review");
+    assert!(!pending.conflicts_resolved);
+    assert_eq!((pending.incoming, pending.conflicts), (1, 1));
+    let merge_id = pending.merge_id.clone().expect("a pending merge has an id");
+    assert_eq!(
+        outcomes(face, &*ada, "A while the merge waits", &a.id).await,
+        before,
+        "nothing is written before the last resolution, not even the incoming change"
+    );
+    let err = face
+        .err(
+            "the same merge again while it waits",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    let err = face
+        .err(
+            "delete B while a merge names it",
+            ada.delete_timeline(&b.id),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+
+    let review = |what: &'static str| {
+        face.ok(
+            what,
+            ada.review_conflicts(ReviewQuery {
+                merged_timeline_id: a.id.clone(),
+                merge_id: None,
+            }),
+        )
+    };
+    let first = review("review").await;
+    assert_eq!(
+        first.resolution_options,
+        ["Keep Event A", "Keep Event B", "Custom Merge"]
+    );
+    let seen: Vec<(&EventId, &str, &str)> = first
+        .conflicts
+        .iter()
+        .map(|c| {
+            (
+                &c.event_id,
+                c.source_outcome.as_str(),
+                c.destination_outcome.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [(&e4.event_id, "e4 in B", "e4 in A")]);
+    assert_eq!(first.conflicts[0].merge_id, merge_id);
+
+    // Meanwhile both sides change e2 differently: a new conflict. A then takes B's e4: that
+    // conflict is gone.
+    let e2_in_b = face
+        .ok("B changes e2", change(&b.id, &e2.event_id, "e2 in B"))
+        .await;
+    face.ok("A changes e2", change(&a.id, &e2.event_id, "e2 in A"))
+        .await;
+    face.ok(
+        "A takes B's e4",
+        change(&a.id, &e4_in_a.new_event_id, "e4 in B"),
+    )
+    .await;
+    let now = review("review after both sides moved").await;
+    let lineages: Vec<&EventId> = now.conflicts.iter().map(|c| &c.event_id).collect();
+    assert_eq!(lineages, [&e2.event_id]);
+
+    let resolve = |event_id: &EventId, how: ConflictResolution| ResolveRequest {
+        event_id: event_id.clone(),
+        resolution: how,
+        new_outcome: None,
+        merge_id: None,
+        merged_timeline_id: None,
+        safety_check: true,
+    };
+    let err = face
+        .err(
+            "custom merge without an outcome",
+            ada.resolve_conflict(resolve(&e2.event_id, ConflictResolution::Custom)),
+        )
+        .await;
+    assert_invalid(&err, "new_outcome");
+    let err = face
+        .err(
+            "keep B with an outcome",
+            ada.resolve_conflict(ResolveRequest {
+                new_outcome: Some(NewOutcome::default()),
+                ..resolve(&e2.event_id, ConflictResolution::KeepDestination)
+            }),
+        )
+        .await;
+    assert_invalid(&err, "new_outcome");
+    let err = face
+        .err(
+            "a lineage without a conflict",
+            ada.resolve_conflict(resolve(&e1.event_id, ConflictResolution::KeepSource)),
+        )
+        .await;
+    assert!(
+        matches!(err, ServiceError::UnknownReference { .. }),
+        "{err:?}"
+    );
+
+    // B moves the cause after its effect: completing now would add that paradox to A.
+    face.ok(
+        "B moves the cause late",
+        ada.manipulate_event(move_to(&b.id, &cause.event_id, "1900-01-02T12:00:00Z")),
+    )
+    .await;
+    let before = outcomes(face, &*ada, "A before completing", &a.id).await;
+    let err = face
+        .err(
+            "the last resolution, refused by the paradox check",
+            ada.resolve_conflict(resolve(
+                &e2_in_b.new_event_id,
+                ConflictResolution::KeepSource,
+            )),
+        )
+        .await;
+    assert!(
+        matches!(err, ServiceError::ParadoxDetected { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        outcomes(face, &*ada, "A after the refusal", &a.id).await,
+        before,
+        "a refused completion writes nothing"
+    );
+    let still = review("review after the refusal").await;
+    assert_eq!(still.conflicts.len(), 1, "the conflict stays open");
+    assert_eq!(still.conflicts[0].resolution, None, "and unresolved");
+
+    let done = face
+        .ok(
+            "the last resolution, unchecked",
+            ada.resolve_conflict(ResolveRequest {
+                safety_check: false,
+                ..resolve(&e2_in_b.new_event_id, ConflictResolution::KeepSource)
+            }),
+        )
+        .await;
+    assert_eq!(done.status, "resolved");
+    assert_eq!(done.resolved_event_id, e2_in_b.new_event_id);
+    assert_eq!(
+        (done.merge_status.as_str(), done.remaining_conflicts),
+        ("merged", 0)
+    );
+    assert!(!done.paradoxes.is_empty(), "the paradox it added is listed");
+    let after = outcomes(face, &*ada, "A after the merge", &a.id).await;
+    let of = |l: &EventId| after.iter().find(|(x, _)| x == l).map(|(_, d)| d.as_str());
+    assert_eq!(
+        of(&e1.event_id),
+        Some("e1 in B"),
+        "incoming written at last"
+    );
+    assert_eq!(of(&e2.event_id), Some("e2 in B"), "the resolution written");
+    let merged = face.ok("show the merge", ada.get_merge(&merge_id)).await;
+    assert_eq!(merged.status, "merged");
+    assert_eq!(merged.resolutions.len(), 1);
+    assert!(review("review after completion").await.conflicts.is_empty());
+    let err = face
+        .err("abort a completed merge", ada.abort_merge(&merge_id))
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+
+    // A merge aborted while it waits leaves its destination as it was.
+    face.ok(
+        "B changes e1 again",
+        change(&b.id, &e1_in_b.new_event_id, "e1 twice"),
+    )
+    .await;
+    let e1_in_a = done
+        .written
+        .iter()
+        .find(|w| w.lineage == e1.event_id)
+        .map(|w| w.event_id.clone())
+        .expect("the merge wrote e1");
+    face.ok("A changes e1 too", change(&a.id, &e1_in_a, "e1 in A"))
+        .await;
+    let before = outcomes(face, &*ada, "A before the second merge", &a.id).await;
+    let second = face
+        .ok(
+            "merge B into A for review again",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    let second_id = second.merge_id.expect("a pending merge has an id");
+    face.ok("abort it", ada.abort_merge(&second_id)).await;
+    assert_eq!(
+        outcomes(face, &*ada, "A after the abort", &a.id).await,
+        before
+    );
+    let aborted = face
+        .ok("show the aborted merge", ada.get_merge(&second_id))
+        .await;
+    assert_eq!(aborted.status, "aborted");
+    face.ok("B can be deleted now", ada.delete_timeline(&b.id))
+        .await;
+}
+
+/// isolate-event (§4): an isolation severs an effect from its cause, so the causal-order
+/// paradox between them leaves the checker and the monitor; lifting it brings it back;
+/// refusals.
+pub async fn isolation_overlay(face: &Face) {
+    let ada = face.traveller("ada");
+    let tl = face.ok("create", ada.create_timeline(named("I"))).await;
+    let cause = face
+        .ok(
+            "add a cause",
+            ada.add_event(&tl.id, event("cause", "1900-01-01T12:00:00Z", "Lab", &[])),
+        )
+        .await;
+    let effect = face
+        .ok(
+            "add an effect before it",
+            ada.add_event(
+                &tl.id,
+                event("effect", "1900-01-01T10:00:00Z", "Lab", &[&cause.event_id]),
+            ),
+        )
+        .await;
+    let stability = |what: &'static str| {
+        face.ok(
+            what,
+            ada.check_stability(StabilityQuery {
+                timeline_id: tl.id.clone(),
+                after_event_id: None,
+            }),
+        )
+    };
+    let monitor = |what: &'static str| {
+        face.ok(
+            what,
+            ada.monitor_timeline(MonitorQuery {
+                timeline_id: tl.id.clone(),
+                time_range: None,
+            }),
+        )
+    };
+    let paradox_anomalies = |r: &MonitorReport| {
+        r.anomalies
+            .iter()
+            .filter(|a| matches!(a.kind, AnomalyKind::Paradox(_)))
+            .count()
+    };
+    assert!(!stability("before").await.is_stable);
+    assert_eq!(paradox_anomalies(&monitor("monitor before").await), 1);
+
+    let req = |event_id: &EventId| IsolateRequest {
+        event_id: event_id.clone(),
+        isolation_type: IsolationType::ClosedLoop,
+        description: None,
+        timeline_id: Some(tl.id.clone()),
+    };
+    let iso = face
+        .ok(
+            "isolate the effect",
+            ada.isolate_event(req(&effect.event_id)),
+        )
+        .await;
+    assert_eq!(iso.status, "isolated");
+    assert_eq!(
+        iso.members,
+        std::slice::from_ref(&effect.event_id),
+        "no loop: the event alone"
+    );
+    assert_eq!(
+        iso.severed,
+        [SeveredEdge {
+            effect: effect.event_id.clone(),
+            cause: cause.event_id.clone()
+        }]
+    );
+    assert_eq!(iso.contained.len(), 1);
+    assert!(stability("isolated").await.is_stable);
+    assert_eq!(paradox_anomalies(&monitor("monitor isolated").await), 0);
+
+    let err = face
+        .err("isolate it twice", ada.isolate_event(req(&effect.event_id)))
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    let err = face
+        .err(
+            "an unknown event",
+            ada.isolate_event(req(&"evt_nowhere".parse().expect("an id"))),
+        )
+        .await;
+    assert_unknown(&err, "event", "evt_nowhere");
+    let moved = face
+        .ok(
+            "manipulate the cause",
+            ada.manipulate_event(manipulate(&tl.id, &cause.event_id, "cause, moved")),
+        )
+        .await;
+    let err = face
+        .err(
+            "isolate a superseded event",
+            ada.isolate_event(req(&cause.event_id)),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::EventLocked { .. }), "{err:?}");
+    assert!(
+        stability("isolated, after the cause changed")
+            .await
+            .is_stable,
+        "the severed edge follows the lineage: {:?}",
+        moved
+    );
+
+    face.ok("lift it", ada.lift_isolation(&iso.isolation_id))
+        .await;
+    assert!(!stability("lifted").await.is_stable);
+    assert_eq!(paradox_anomalies(&monitor("monitor lifted").await), 1);
+    let err = face
+        .err("lift it again", ada.lift_isolation(&iso.isolation_id))
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
 }

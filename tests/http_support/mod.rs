@@ -344,4 +344,10 @@ wrapped! {
     decrypt_data(req: DecryptDataRequest) -> DecryptedData;
     report_index(req: IndexRequest) -> IndexReport;
     enable_caching(req: CachingRequest) -> CachingSetting;
+    review_conflicts(req: ReviewQuery) -> ConflictReview;
+    resolve_conflict(req: ResolveRequest) -> ResolveResult;
+    abort_merge(id: &MergeId) -> ();
+    diff_timelines(req: DiffQuery) -> TimelineDiff;
+    isolate_event(req: IsolateRequest) -> Isolation;
+    lift_isolation(id: &IsolationId) -> ();
 }

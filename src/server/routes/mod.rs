@@ -6,6 +6,7 @@ mod documented;
 mod extension;
 mod guide;
 pub(super) mod ops;
+mod review;
 mod stream;
 mod tutorial;
 mod unsupported;
@@ -108,6 +109,12 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
             ))),
         )
         .routes(routes!(data::enable_caching))
+        .routes(routes!(review::review_conflicts))
+        .routes(routes!(review::resolve_conflict))
+        .routes(routes!(review::abort_merge))
+        .routes(routes!(review::diff_timelines))
+        .routes(routes!(review::isolate_event))
+        .routes(routes!(review::lift_isolation))
         .merge(ops::open_router())
 }
 

@@ -1,0 +1,322 @@
+//! Manual review of a merge (guide §3): a pending merge is recomputed against its destination
+//! as it stands at every review and at completion; the last resolution completes it in one
+//! append with the paradox check. Also the read-only diff of two timelines.
+
+use crate::error::ServiceError;
+use crate::model::{Event, EventId, Instant, MergeId, TimelineId, format_instant};
+use crate::service::{
+    ConflictResolution, ConflictReview, DiffLine, DiffQuery, Merge, MergeResolution,
+    RESOLUTION_OPTIONS, ResolveRequest, ResolveResult, ReviewConflict, ReviewQuery, TimelineDiff,
+};
+
+use super::merge::{self, Choice, Class, Plan};
+use super::rules::{self, Ctx, event_record};
+use super::world::{Op, World};
+
+/// A side's outcome as the guide shows it: the description, with " at <time>" when the two
+/// sides' times differ.
+fn outcome_text(e: &Event, other: &Event) -> String {
+    if e.time == other.time {
+        e.description.clone()
+    } else {
+        format!("{} at {}", e.description, format_instant(&e.time))
+    }
+}
+
+/// The plan of a pending merge against the timelines as they stand now.
+fn replan<'w>(world: &'w World, m: &Merge) -> Result<Plan<'w>, ServiceError> {
+    merge::plan(world, &m.source_timeline_id, &m.destination_timeline_id)
+}
+
+/// The pending merges into `dst` (all of them, or the one named), oldest first.
+fn pending_into<'w>(
+    world: &'w World,
+    dst: Option<&TimelineId>,
+    id: Option<&MergeId>,
+) -> Result<Vec<&'w Merge>, ServiceError> {
+    if let Some(id) = id {
+        let m = world
+            .merges
+            .get(id)
+            .filter(|m| dst.is_none_or(|d| &m.destination_timeline_id == d))
+            .ok_or_else(|| ServiceError::unknown("merge", id))?;
+        if !m.is_pending() {
+            return Err(ServiceError::Conflict(format!(
+                "merge '{id}' is {}, not waiting for review",
+                m.status
+            )));
+        }
+        return Ok(vec![&**m]);
+    }
+    Ok(world
+        .merges
+        .values()
+        .filter(|m| m.is_pending() && dst.is_none_or(|d| &m.destination_timeline_id == d))
+        .map(|m| &**m)
+        .collect())
+}
+
+/// What a resolution asks for, as a choice the merge's writes understand.
+fn choice(r: &MergeResolution) -> Choice {
+    match (r.resolution, &r.description, r.time) {
+        (ConflictResolution::KeepSource, _, _) => Choice::Source,
+        (ConflictResolution::Custom, Some(d), Some(t)) => Choice::Custom(d.clone(), t),
+        _ => Choice::Destination,
+    }
+}
+
+/// `review-conflicts`: the conflicts of every pending merge into the timeline, recomputed now.
+pub fn review(world: &World, q: &ReviewQuery) -> Result<ConflictReview, ServiceError> {
+    rules::referenced(world, &q.merged_timeline_id)?;
+    let mut conflicts = Vec::new();
+    for m in pending_into(world, Some(&q.merged_timeline_id), q.merge_id.as_ref())? {
+        let plan = replan(world, m)?;
+        for l in plan.conflicts() {
+            let (base, Some(s), Some(d)) = plan.sides(l) else {
+                continue;
+            };
+            let allowed = if d.fixed_point {
+                vec![ConflictResolution::KeepDestination.option().to_owned()]
+            } else {
+                RESOLUTION_OPTIONS.iter().map(|o| (*o).to_owned()).collect()
+            };
+            conflicts.push(ReviewConflict {
+                event_id: l.clone(),
+                source_outcome: outcome_text(s, d),
+                destination_outcome: outcome_text(d, s),
+                merge_id: m.merge_id.clone(),
+                source_timeline_id: m.source_timeline_id.clone(),
+                base: base.map(event_record),
+                source: event_record(s),
+                destination: event_record(d),
+                resolution: m
+                    .resolutions
+                    .iter()
+                    .find(|r| &r.lineage == l)
+                    .map(|r| r.resolution),
+                allowed,
+            });
+        }
+    }
+    Ok(ConflictReview {
+        conflicts,
+        resolution_options: RESOLUTION_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+    })
+}
+
+/// The custom outcome a Custom Merge asks for, from the destination's current event.
+fn custom_outcome(
+    d: &Event,
+    req: &ResolveRequest,
+) -> Result<Option<(String, Instant)>, ServiceError> {
+    match (req.resolution, &req.new_outcome) {
+        (ConflictResolution::Custom, None) => Err(ServiceError::invalid(
+            "new_outcome",
+            "is required with 'Custom Merge': give the outcome's description and/or a change \
+             with its time, as for manipulate-event (on the command line: --description, --time)",
+        )),
+        (ConflictResolution::Custom, Some(o)) => {
+            let description = match &o.description {
+                Some(text) => rules::text("new_outcome.description", text)?,
+                None => d.description.clone(),
+            };
+            let time = o
+                .changes
+                .iter()
+                .rev()
+                .find_map(|c| c.time)
+                .unwrap_or(d.time);
+            Ok(Some((description, time)))
+        }
+        (r, Some(_)) => Err(ServiceError::invalid(
+            "new_outcome",
+            format!(
+                "is only taken with 'Custom Merge'; '{}' keeps an outcome that exists already",
+                r.option()
+            ),
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// `resolve-conflict`: records a resolution; the last one completes the merge (its writes, the
+/// paradox check and `MergeCompleted` in one append). A refused completion records nothing.
+pub fn resolve(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &ResolveRequest,
+) -> Result<(Vec<Op>, ResolveResult), ServiceError> {
+    if let Some(t) = &req.merged_timeline_id {
+        rules::referenced(world, t)?;
+    }
+    let mut found: Vec<(&Merge, Plan<'_>, EventId)> = Vec::new();
+    for m in pending_into(
+        world,
+        req.merged_timeline_id.as_ref(),
+        req.merge_id.as_ref(),
+    )? {
+        let plan = replan(world, m)?;
+        let lineage = plan
+            .s
+            .get(&req.event_id)
+            .or_else(|| plan.d.get(&req.event_id))
+            .map(|e| e.lineage.clone());
+        if let Some(l) = lineage
+            && plan.classes.get(&l) == Some(&Class::Conflict)
+        {
+            found.push((m, plan, l));
+        }
+    }
+    let (m, plan, lineage) = match found.len() {
+        0 => {
+            return Err(ServiceError::unknown(
+                "open conflict on event",
+                &req.event_id,
+            ));
+        }
+        1 => found.remove(0),
+        _ => {
+            let ids: Vec<String> = found
+                .iter()
+                .map(|(m, _, _)| m.merge_id.to_string())
+                .collect();
+            return Err(ServiceError::Conflict(format!(
+                "{} pending merges conflict on event '{}' ({}); give merge_id",
+                ids.len(),
+                req.event_id,
+                ids.join(", ")
+            )));
+        }
+    };
+    let dst = &m.destination_timeline_id;
+    rules::require_open(&rules::referenced(world, dst)?.meta, ctx.now)?;
+    let (_, _, Some(d_head)) = plan.sides(&lineage) else {
+        return Err(ServiceError::Internal(format!(
+            "conflict on {lineage} without a destination event"
+        )));
+    };
+    let custom = custom_outcome(d_head, req)?;
+    if d_head.fixed_point && req.resolution != ConflictResolution::KeepDestination {
+        return Err(ServiceError::EventLocked {
+            event: d_head.id.to_string(),
+            reason: format!(
+                "it is a fixed point in '{dst}', so only 'Keep Event B' (the destination's \
+                 outcome) can resolve this conflict"
+            ),
+        });
+    }
+    let resolution = MergeResolution {
+        lineage: lineage.clone(),
+        resolution: req.resolution,
+        description: custom.as_ref().map(|(d, _)| d.clone()),
+        time: custom.map(|(_, t)| t),
+        by: ctx.traveller.clone(),
+    };
+    let mut resolutions: Vec<MergeResolution> = m
+        .resolutions
+        .iter()
+        .filter(|r| r.lineage != lineage)
+        .cloned()
+        .collect();
+    resolutions.push(resolution.clone());
+    let remaining = plan
+        .conflicts()
+        .filter(|l| !resolutions.iter().any(|r| &r.lineage == *l))
+        .count();
+    let mut ops = vec![Op::ResolveConflict {
+        merge: m.merge_id.clone(),
+        resolution,
+    }];
+    let mut result = ResolveResult {
+        status: "resolved".into(),
+        resolved_event_id: req.event_id.clone(),
+        merge_id: m.merge_id.clone(),
+        merge_status: merge::PENDING.into(),
+        remaining_conflicts: remaining,
+        written: Vec::new(),
+        paradoxes: Vec::new(),
+    };
+    if remaining > 0 {
+        return Ok((ops, result));
+    }
+    let choose = |l: &EventId| {
+        resolutions
+            .iter()
+            .find(|r| &r.lineage == l)
+            .map_or(Choice::Destination, choice)
+    };
+    let (writes, decisions, written) = merge::writes(
+        world,
+        ctx,
+        &plan,
+        dst,
+        &choose,
+        ("resolve it with 'Keep Event B'", false),
+    )?;
+    result.paradoxes = merge::checked(world, ctx, dst, &writes, req.safety_check)?;
+    ops.extend(writes);
+    ops.push(Op::MergeCompleted {
+        merge: m.merge_id.clone(),
+        decisions,
+        at: ctx.now,
+    });
+    result.merge_status = "merged".into();
+    result.written = written;
+    Ok((ops, result))
+}
+
+/// `DELETE /v1/merges/{id}`: abandons a pending merge; its destination is untouched.
+pub fn abort(world: &World, ctx: &Ctx<'_>, id: &MergeId) -> Result<Op, ServiceError> {
+    let m = world
+        .merges
+        .get(id)
+        .ok_or_else(|| ServiceError::not_found("merge", id))?;
+    if !m.is_pending() {
+        return Err(ServiceError::Conflict(format!(
+            "merge '{id}' is {}; only a merge waiting for review can be aborted",
+            m.status
+        )));
+    }
+    Ok(Op::MergeAborted {
+        merge: id.clone(),
+        at: ctx.now,
+    })
+}
+
+/// The pending merges that name `timeline` (as source or destination).
+pub fn pending_naming<'w>(world: &'w World, timeline: &TimelineId) -> Vec<&'w MergeId> {
+    world
+        .merges
+        .values()
+        .filter(|m| {
+            m.is_pending()
+                && (&m.source_timeline_id == timeline || &m.destination_timeline_id == timeline)
+        })
+        .map(|m| &m.merge_id)
+        .collect()
+}
+
+/// `timelines diff A B`: what merging A into B would weigh, lineage by lineage.
+pub fn diff(world: &World, q: &DiffQuery) -> Result<TimelineDiff, ServiceError> {
+    let plan = merge::plan(world, &q.source_timeline_id, &q.destination_timeline_id)?;
+    let lines = plan
+        .classes
+        .iter()
+        .map(|(l, c)| {
+            let (base, s, d) = plan.sides(l);
+            DiffLine {
+                lineage: l.clone(),
+                class: c.word().into(),
+                base: base.map(event_record),
+                source: s.map(event_record),
+                destination: d.map(event_record),
+            }
+        })
+        .collect();
+    Ok(TimelineDiff {
+        source_timeline_id: q.source_timeline_id.clone(),
+        destination_timeline_id: q.destination_timeline_id.clone(),
+        base_timeline_id: plan.base_id.clone(),
+        lines,
+    })
+}
