@@ -404,6 +404,7 @@ fn merging(c: &mut Criterion, big: &Setup) {
             history: big.history.clone(),
             touched: Default::default(),
             base: None,
+            data: Default::default(),
             isolated: Default::default(),
         },
     );
