@@ -38,13 +38,17 @@ start_demo_server schemathesis "$bin" "${SCHEMATHESIS_KEEP:-0}"
 CHRONOSCOPE_TOKEN="$("$bin" --data-dir "$data" token --subject schemathesis --scope admin --ttl 2h)"
 export CHRONOSCOPE_TOKEN
 
-echo "--> st run --checks all --max-time $max_time -w 2"
+echo "--> st run --checks all --max-time $max_time -w 1"
 # GET /v1/monitor-timeline/stream is included: its description gives each event's shape (event
 # name, id, JSON data of a named component), which schemathesis checks event by event. A stream
 # of a real timeline lasts as long as the client reads it, and schemathesis reads a body to its
 # end: generated timeline ids name no timeline (a documented 400 before any stream), and
 # tests/http_stream.rs reads real streams against the same description.
+# One worker: with two, Hypothesis's shared caches raced once in generation (a KeyError in
+# its lambda-source cache, reported as a FlakyFailure "Runtime Error" on POST /v1/create-timeline;
+# the same seed passed when run again): a failure of the tool, not of the server, that would
+# turn CI red at random.
 # shellcheck disable=SC2086 # SCHEMATHESIS_ARGS is a list of words
 "$venv/bin/st" --no-color --config-file "$here/schemathesis.toml" run "$base/v1/openapi.json" \
-  --checks all --max-time "$max_time" -w 2 \
+  --checks all --max-time "$max_time" -w 1 \
   ${SCHEMATHESIS_ARGS:-}
