@@ -643,10 +643,17 @@ async fn an_idle_stream_scans_only_at_its_windows_boundaries() {
     };
     // The stream's own first scan is done, but the hub's first look, spawned when the stream
     // subscribed, may still be in flight on a loaded machine (it scans too when it ran before
-    // the stream's scan was cached): let it land, well before the 3.6 s boundary. From here on
-    // only the boundaries may cost scans.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = engine.monitor_scans();
+    // the stream's scan was cached): let it land (the count holds still for 100 ms), well before
+    // the 3.6 s boundary. From here on only the boundaries may cost scans.
+    let mut before = engine.monitor_scans();
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = engine.monitor_scans();
+        if now == before {
+            break;
+        }
+        before = now;
+    }
     assert!(report.anomalies.is_empty(), "{report:?}");
     // The last tenth of 4 s begins at 3.6 s: the warning appears, once, then resolves at the
     // close (4 s); a scan at each boundary and none between them.
