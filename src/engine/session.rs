@@ -217,7 +217,6 @@ fn paginate<T>(mut keyed: Vec<(String, T)>, page: &PageRequest) -> Result<Page<T
     })
 }
 
-/// Sort key of a timeline in lists: `primary` first, then by creation.
 /// The timeline an operation acts on: the one named, else where the traveller is (DESIGN §4).
 fn here(world: &super::World, ctx: &Ctx<'_>, named: &Option<TimelineId>) -> TimelineId {
     named
@@ -241,12 +240,55 @@ fn listed_or_carried(
     }
 }
 
+/// Sort key of a timeline in lists: `primary` first, then by creation.
 fn timeline_key(t: &crate::model::Timeline) -> String {
     if t.id.is_primary() {
         String::new()
     } else {
         format!("{}|{}", t.created_at.format("%Y%m%dT%H%M%S%.9f"), t.id)
     }
+}
+
+/// One page of a timeline's events (the one named, else where the traveller is), as `find`
+/// chooses them given the location (trimmed; absent when blank), the cursor's position and how
+/// many to take (one more than the page, to know whether another follows).
+fn events_page(
+    world: &super::World,
+    ctx: &Ctx<'_>,
+    req: &SearchQuery,
+    find: impl FnOnce(
+        &crate::model::History,
+        Option<&str>,
+        Option<&(Instant, EventId)>,
+        usize,
+    ) -> Vec<Arc<crate::model::Event>>,
+) -> Result<Page<EventRecord>, ServiceError> {
+    let timeline = here(world, ctx, &req.timeline_id);
+    let state = rules::referenced(world, &timeline)?;
+    let limit = limit(&req.page)?;
+    let after = req
+        .page
+        .cursor
+        .as_deref()
+        .map(parse_event_cursor)
+        .transpose()?;
+    let location = req
+        .location
+        .as_deref()
+        .map(str::trim)
+        .filter(|l| !l.is_empty());
+    let mut found = find(&state.history, location, after.as_ref(), limit + 1);
+    let more = found.len() > limit;
+    found.truncate(limit);
+    let next_cursor = if more {
+        found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
+    } else {
+        None
+    };
+    Ok(Page {
+        items: found.iter().map(|e| rules::event_record(e)).collect(),
+        next_cursor,
+    })
 }
 
 fn event_cursor(key: &(Instant, EventId)) -> String {
@@ -647,34 +689,8 @@ impl TimelineService for EngineSession {
 
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
         self.read_in(CacheScope::Event, |world, ctx| {
-            let timeline = here(world, ctx, &req.timeline_id);
-            let state = rules::referenced(world, &timeline)?;
-            let limit = limit(&req.page)?;
-            let after = req
-                .page
-                .cursor
-                .as_deref()
-                .map(parse_event_cursor)
-                .transpose()?;
-            let location = req
-                .location
-                .as_deref()
-                .map(str::trim)
-                .filter(|l| !l.is_empty());
-            let mut found =
-                state
-                    .history
-                    .search(location, req.time_range.as_ref(), after.as_ref(), limit + 1);
-            let more = found.len() > limit;
-            found.truncate(limit);
-            let next_cursor = if more {
-                found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
-            } else {
-                None
-            };
-            Ok(Page {
-                items: found.iter().map(|e| rules::event_record(e)).collect(),
-                next_cursor,
+            events_page(world, ctx, &req, |history, location, after, take| {
+                history.search(location, req.time_range.as_ref(), after, take)
             })
         })
         .await
@@ -682,50 +698,27 @@ impl TimelineService for EngineSession {
 
     async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
         self.read(|world, ctx| {
-            let timeline = here(world, ctx, &req.timeline_id);
-            let state = rules::referenced(world, &timeline)?;
-            let limit = limit(&req.page)?;
-            let after = req
-                .page
-                .cursor
-                .as_deref()
-                .map(parse_event_cursor)
-                .transpose()?;
-            let needle = req
-                .location
-                .as_deref()
-                .map(|l| l.trim().to_lowercase())
-                .filter(|l| !l.is_empty());
-            // Past versions are not indexed: one pass over every version, keeping a page.
-            let mut found: Vec<_> = state
-                .history
-                .iter_all()
-                .filter(|e| {
-                    needle
-                        .as_ref()
-                        .is_none_or(|n| e.location.to_lowercase().contains(n.as_str()))
-                        && req.time_range.as_ref().is_none_or(|r| r.contains(&e.time))
-                        && after
+            events_page(world, ctx, &req, |history, location, after, take| {
+                let needle = location.map(str::to_lowercase);
+                // Past versions are not indexed: one pass over every version, keeping a page.
+                let mut found: Vec<_> = history
+                    .iter_all()
+                    .filter(|e| {
+                        needle
                             .as_ref()
-                            .is_none_or(|(t, id)| (&e.time, &e.id) > (t, id))
-                })
-                .collect();
-            let key = |e: &&Arc<crate::model::Event>| (e.time, e.id.clone());
-            if found.len() > limit + 1 {
-                found.select_nth_unstable_by_key(limit, key);
-                found.truncate(limit + 1);
-            }
-            found.sort_unstable_by_key(key);
-            let more = found.len() > limit;
-            found.truncate(limit);
-            let next_cursor = if more {
-                found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
-            } else {
-                None
-            };
-            Ok(Page {
-                items: found.iter().map(|e| rules::event_record(e)).collect(),
-                next_cursor,
+                            .is_none_or(|n| e.location.to_lowercase().contains(n.as_str()))
+                            && req.time_range.as_ref().is_none_or(|r| r.contains(&e.time))
+                            && after.is_none_or(|(t, id)| (&e.time, &e.id) > (t, id))
+                    })
+                    .cloned()
+                    .collect();
+                let key = |e: &Arc<crate::model::Event>| (e.time, e.id.clone());
+                if found.len() > take {
+                    found.select_nth_unstable_by_key(take - 1, key);
+                    found.truncate(take);
+                }
+                found.sort_unstable_by_key(key);
+                found
             })
         })
         .await
