@@ -200,6 +200,7 @@ impl Setup {
                 taken_at: Some(start() + chrono::Duration::days(60)),
                 whereabouts: Whereabouts::Carried,
                 registered_at: start(),
+                location: None,
             })
             .collect();
         Self {

@@ -84,6 +84,12 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/v1/diff-timelines"),
     ("post", "/v1/isolate-event"),
     ("delete", "/v1/isolations/{isolation_id}"),
+    ("get", "/v1/retrieve-item"),
+    ("post", "/v1/retrieve-item"),
+    ("get", "/v1/monitor-events"),
+    ("delete", "/v1/caches/{cache_id}"),
+    ("post", "/v1/detect-tampering"),
+    ("post", "/v1/validate-integrity"),
 ];
 
 fn doc() -> Value {

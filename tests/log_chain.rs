@@ -221,3 +221,186 @@ async fn a_record_changed_in_a_postgresql_row_stops_the_start_at_that_record() {
         "{message}"
     );
 }
+
+/// Three events and a data entry in `primary`, each its own write; answers each record's seq
+/// and the events' ids.
+async fn chronicle(engine: &Arc<Engine>) -> (Vec<u64>, Vec<chronoscope::model::EventId>) {
+    use chronoscope::service::StoreDataRequest;
+    let ada = engine.session("ada".parse().unwrap());
+    let primary = chronoscope::model::TimelineId::primary();
+    let mut seqs = Vec::new();
+    let mut ids = Vec::new();
+    for (description, time) in [
+        ("Compass found", "2024-09-01T09:00:00Z"),
+        ("Pocket watch wound", "2024-09-02T09:00:00Z"),
+        ("Lantern lit", "2024-09-03T09:00:00Z"),
+    ] {
+        let added = ada
+            .add_event(&primary, support::new_event(description, time, "HQ", &[]))
+            .await
+            .unwrap();
+        ids.push(added.event_id);
+        seqs.push(engine.snapshot().await.unwrap().seq);
+    }
+    ada.store_data(StoreDataRequest {
+        timeline_id: primary,
+        timestamp: support::t("2024-09-01T12:00:00Z"),
+        data: serde_json::json!({"weather": "clear"}),
+    })
+    .await
+    .unwrap();
+    seqs.push(engine.snapshot().await.unwrap().seq);
+    (seqs, ids)
+}
+
+/// What `detect-tampering` (every record) and `validate-integrity` (now, or as of `at`) say
+/// about `primary` to an operator.
+async fn ask(
+    engine: &Arc<Engine>,
+    at: Option<&str>,
+) -> (
+    chronoscope::service::TamperReport,
+    chronoscope::service::IntegrityReport,
+) {
+    use chronoscope::service::{IntegrityQuery, ScanDepth, TamperQuery};
+    let ada = engine.session("ada".parse().unwrap());
+    let primary = chronoscope::model::TimelineId::primary();
+    let found = ada
+        .detect_tampering(TamperQuery {
+            timeline_id: primary.clone(),
+            scan_depth: ScanDepth::Full,
+        })
+        .await
+        .unwrap();
+    let proven = ada
+        .validate_integrity(IntegrityQuery {
+            timeline_id: primary,
+            timestamp: at.map(support::t),
+        })
+        .await
+        .unwrap();
+    (found, proven)
+}
+
+/// While the server runs (its memory still holds what was written), a record changed in the
+/// store is located by `detect-tampering`, and `validate-integrity` fails exactly the event
+/// that record produced.
+async fn tampering_is_located_while_running(
+    engine: &Arc<Engine>,
+    seqs: &[u64],
+    ids: &[chronoscope::model::EventId],
+    tamper: impl std::future::Future<Output = ()>,
+) {
+    use chronoscope::service::FindingKind;
+    let (clean, proven) = ask(engine, None).await;
+    assert!(!clean.tampering_detected, "{clean:?}");
+    assert_eq!(
+        clean.details,
+        format!(
+            "No tampering: {} records verified (1–{})",
+            clean.head_seq, clean.head_seq
+        )
+    );
+    assert_eq!(
+        (proven.integrity_score.as_str(), proven.examined),
+        ("100%", 4)
+    );
+
+    tamper.await;
+    let (found, proven) = ask(engine, None).await;
+    assert!(found.tampering_detected);
+    let located: Vec<_> = found.findings.iter().map(|f| (f.seq, f.kind)).collect();
+    assert_eq!(located, [(seqs[1], FindingKind::Modified)]);
+    assert_eq!(found.findings[0].op.as_deref(), Some("add_events"));
+    assert!(
+        found.details.starts_with(&format!(
+            "Record {} (add_events in primary, written ",
+            seqs[1]
+        )),
+        "{}",
+        found.details
+    );
+    assert_eq!(proven.integrity_score, "75.0%");
+    let failed: Vec<_> = proven
+        .failures
+        .iter()
+        .map(|f| (f.id.clone(), f.seq))
+        .collect();
+    assert_eq!(failed, [(ids[1].to_string(), Some(seqs[1]))]);
+
+    // As of a time before that event, what is examined all passes; the scan still says.
+    let (_, before) = ask(engine, Some("2024-09-01T23:00:00Z")).await;
+    assert_eq!(
+        (before.integrity_score.as_str(), before.examined),
+        ("100%", 2)
+    );
+
+    // A traveller who is no operator asking about another timeline: the finding counts there
+    // too (a changed record cannot be trusted to say what it touches), but what it says it
+    // holds is withheld.
+    use chronoscope::service::{NewTimeline, ScanDepth, TamperQuery};
+    let bob = engine.session("bob".parse().unwrap()).with_admin(false);
+    let other = bob
+        .create_timeline(NewTimeline {
+            name: Some("elsewhere".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let seen = bob
+        .detect_tampering(TamperQuery {
+            timeline_id: other.id,
+            scan_depth: ScanDepth::Full,
+        })
+        .await
+        .unwrap();
+    assert!(seen.tampering_detected);
+    assert_eq!(seen.findings[0].seq, seqs[1]);
+    assert_eq!(seen.findings[0].op, None);
+    assert!(seen.findings[0].timelines.is_empty());
+}
+
+#[tokio::test]
+async fn detect_tampering_and_validate_integrity_locate_a_changed_sqlite_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let (seqs, ids) = chronicle(&engine).await;
+    let path = dir.path().to_owned();
+    let at = seqs[1];
+    tampering_is_located_while_running(&engine, &seqs, &ids, async move {
+        edit_sqlite_record(&path, at, |body| {
+            body.replace("Pocket watch", "Pocket knife")
+        });
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn detect_tampering_and_validate_integrity_locate_a_changed_postgresql_row() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let engine = open(store::open(&db.url).await.unwrap(), &key)
+        .await
+        .unwrap();
+    let (seqs, ids) = chronicle(&engine).await;
+    let url = db.url.clone();
+    let at = seqs[1];
+    tampering_is_located_while_running(&engine, &seqs, &ids, async move {
+        let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        let pool = sqlx::PgPool::connect_with(options).await.unwrap();
+        let changed = sqlx::query(
+            "UPDATE op_log SET body = replace(body, 'Pocket watch', 'Pocket knife') WHERE seq = $1",
+        )
+        .bind(at as i64)
+        .execute(&pool)
+        .await
+        .unwrap();
+        assert_eq!(changed.rows_affected(), 1);
+        pool.close().await;
+    })
+    .await;
+}

@@ -78,8 +78,16 @@ pub async fn execute(
         )),
         Command::Whoami => out.print(&service.whoami().await?, human::whoami),
         Command::Timelines(cmd) => match cmd {
-            TimelineCommand::List(p) => {
-                out.print(&service.list_timelines(page(&p)).await?, human::timelines)
+            TimelineCommand::List { status, page: p } => {
+                let status = status.map(|s| match s {
+                    super::TimelineStatusArg::Open => crate::model::TimelineStatus::Open,
+                    super::TimelineStatusArg::Closed => crate::model::TimelineStatus::Closed,
+                });
+                let query = TimelineQuery {
+                    status,
+                    page: page(&p),
+                };
+                out.print(&service.find_timelines(query).await?, human::timelines)
             }
             TimelineCommand::Show { id } => out.print(
                 &service.get_timeline(&timeline(&id)?).await?,
@@ -220,6 +228,22 @@ pub async fn execute(
                     .await?;
                 out.print(&found, human::events)
             }
+            EventCommand::Monitor {
+                timeline: tl,
+                location,
+                range,
+                page: p,
+            } => {
+                let found = service
+                    .monitor_events(SearchQuery {
+                        timeline_id: tl.as_deref().map(timeline).transpose()?,
+                        location,
+                        time_range: range,
+                        page: page(&p),
+                    })
+                    .await?;
+                out.print(&found, human::monitored_events)
+            }
             EventCommand::Add {
                 description,
                 time,
@@ -341,6 +365,20 @@ pub async fn execute(
             ItemCommand::Register { description } => out.print(
                 &service.register_item(NewItem { description }).await?,
                 human::item,
+            ),
+            ItemCommand::Retrieve {
+                description,
+                location,
+                time,
+            } => out.print(
+                &service
+                    .retrieve_item(RetrieveItemRequest {
+                        item_description: description,
+                        location,
+                        time,
+                    })
+                    .await?,
+                human::retrieved,
             ),
             ItemCommand::List(p) => out.print(&service.list_items(page(&p)).await?, human::items),
         },
@@ -468,6 +506,7 @@ pub async fn execute(
                     location: args.location,
                     timeline_id: args.timeline.as_deref().map(timeline).transpose()?,
                     items_transported: (!items.is_empty()).then_some(items),
+                    safety_check: args.safety_check,
                 })
                 .await?;
             out.print(&journey, human::journey)
@@ -494,14 +533,48 @@ pub async fn execute(
                 .await?;
             out.print(&switched, human::switched)
         }
+        Command::DetectTampering { timeline: id, full } => {
+            let query = TamperQuery {
+                timeline_id: timeline(&id)?,
+                scan_depth: if full {
+                    ScanDepth::Full
+                } else {
+                    ScanDepth::Recent
+                },
+            };
+            out.print(&service.detect_tampering(query).await?, human::tampering)
+        }
+        Command::ValidateIntegrity { timeline: id, at } => {
+            let query = IntegrityQuery {
+                timeline_id: timeline(&id)?,
+                timestamp: at,
+            };
+            out.print(&service.validate_integrity(query).await?, human::integrity)
+        }
         Command::Pause => out.print(&service.pause_time().await?, human::clock),
         Command::Resume => out.print(&service.resume_time().await?, human::clock),
-        Command::FastForward { duration } => out.print(
-            &service.fast_forward(ShiftRequest { duration }).await?,
+        Command::FastForward {
+            duration,
+            safety_check,
+        } => out.print(
+            &service
+                .fast_forward(ShiftRequest {
+                    duration,
+                    safety_check,
+                })
+                .await?,
             human::journey,
         ),
-        Command::Rewind { duration } => out.print(
-            &service.rewind(ShiftRequest { duration }).await?,
+        Command::Rewind {
+            duration,
+            safety_check,
+        } => out.print(
+            &service
+                .rewind(ShiftRequest {
+                    duration,
+                    safety_check,
+                })
+                .await?,
             human::journey,
         ),
         Command::Journeys(p) => out.print(&service.list_journeys(page(&p)).await?, human::journeys),

@@ -68,9 +68,15 @@ pub enum DataCommand {
     Cache {
         /// Seconds or a duration
         duration: String,
-        /// timeline (every read) or event (event searches)
+        /// timeline (every read) or event (event searches and events monitor)
         #[arg(long, default_value = "timeline")]
         scope: String,
+    },
+    /// Withdraw a read-staleness setting (`data cache` printed its id): your reads wait for
+    /// the read barrier again
+    Uncache {
+        /// The setting's id (cch_…)
+        id: String,
     },
 }
 
@@ -233,6 +239,13 @@ pub async fn execute(
                 )
             },
         ),
+        DataCommand::Uncache { id } => {
+            let id: crate::model::CacheId = id.parse()?;
+            service.disable_caching(&id).await?;
+            out.print(&serde_json::json!({ "withdrawn": id }), |_| {
+                format!("withdrew {id}; your reads wait for the read barrier again\n")
+            })
+        }
         DataCommand::Cache { duration, scope } => out.print(
             &service
                 .enable_caching(CachingRequest {

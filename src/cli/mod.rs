@@ -184,11 +184,17 @@ pub enum Command {
     FastForward {
         /// The duration
         duration: String,
+        /// Refuse the move if what you carry would add a paradox at the new time
+        #[arg(long)]
+        safety_check: bool,
     },
     /// Move back in your timeline by a duration (5m, 1h30m, 1d, PT5M, P1Y, ...)
     Rewind {
         /// The duration
         duration: String,
+        /// Refuse the move if what you carry would add a paradox at the new time
+        #[arg(long)]
+        safety_check: bool,
     },
     /// List your journeys
     Journeys(PageArgs),
@@ -260,6 +266,24 @@ pub enum Command {
         /// Paging
         #[command(flatten)]
         page: PageArgs,
+    },
+    /// Check the stored log's hash chain and say whether anything bearing on a timeline was
+    /// altered (records changed, deleted or cut off; another log key)
+    DetectTampering {
+        /// Timeline id
+        timeline: String,
+        /// Check every record, not only those after the newest snapshot
+        #[arg(long)]
+        full: bool,
+    },
+    /// Prove a timeline's events and data entries as of a time against the verified log: the
+    /// share that passes, and why the others do not
+    ValidateIntegrity {
+        /// Timeline id
+        timeline: String,
+        /// As of this time (RFC 3339, or UTC as 1889-03-10 23:50 or a date) [default: now]
+        #[arg(long, value_parser = parse_time)]
+        at: Option<Instant>,
     },
     /// Store and read data entries in a timeline, plain or encrypted with your key; report the
     /// built-in indexes; allow your reads to be boundedly stale
@@ -519,7 +543,13 @@ pub struct PageArgs {
 #[derive(Debug, Subcommand)]
 pub enum TimelineCommand {
     /// List timelines
-    List(PageArgs),
+    List {
+        /// Only those open (travellable) or closed now
+        #[arg(long, value_enum)]
+        status: Option<TimelineStatusArg>,
+        #[command(flatten)]
+        page: PageArgs,
+    },
     /// Show one timeline
     Show {
         /// Timeline id
@@ -645,6 +675,22 @@ pub enum EventCommand {
         #[command(flatten)]
         page: PageArgs,
     },
+    /// Watch a timeline's events from where you are: each with when it last changed, whether
+    /// an open anomaly names it, and whether it lies in your past or future
+    Monitor {
+        /// Timeline id [default: where you are]
+        #[arg(long)]
+        timeline: Option<String>,
+        /// Location, matched case-insensitively, whole or in part
+        #[arg(long)]
+        location: Option<String>,
+        /// ISO 8601 interval: start/end, start/duration or duration/end
+        #[arg(long, value_parser = parse_range)]
+        range: Option<TimeRange>,
+        /// Paging
+        #[command(flatten)]
+        page: PageArgs,
+    },
     /// Add an event to a timeline
     Add {
         /// What happened
@@ -738,6 +784,18 @@ pub enum ItemCommand {
         /// What it is
         description: String,
     },
+    /// Go and pick an item up at a time and place in your timeline (a journey there first when
+    /// the time is not yours); one you already picked up here and carry is left as it is
+    Retrieve {
+        /// What it is
+        description: String,
+        /// Where it is [default: where you are]
+        #[arg(long)]
+        location: Option<String>,
+        /// When it is there (RFC 3339, or UTC as 1889-03-10 23:50 or a date) [default: your time]
+        #[arg(long, value_parser = parse_time)]
+        time: Option<Instant>,
+    },
     /// List your items
     List(PageArgs),
 }
@@ -823,6 +881,18 @@ pub struct JumpArgs {
     /// An item to carry (repeat for several); without any, everything you carry comes along
     #[arg(long = "item")]
     pub items: Vec<String>,
+    /// Refuse the journey if what you carry would add a paradox at the arrival
+    #[arg(long)]
+    pub safety_check: bool,
+}
+
+/// A timeline status, for `timelines list --status`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum TimelineStatusArg {
+    /// Within its window: can be travelled to and changed
+    Open,
+    /// Past its window: read and search only
+    Closed,
 }
 
 /// `return`.

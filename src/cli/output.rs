@@ -72,6 +72,8 @@ pub mod human {
         TimelineCheck, TimelineInfo, TravellerStatus,
     };
     use crate::service::{ConflictReview, Isolation, ResolveResult, TimelineDiff};
+    use crate::service::{IntegrityReport, TamperReport};
+    use crate::service::{MonitoredEvent, Relative, RetrievedItem};
 
     /// Formats rows as left-aligned columns under a header.
     fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
@@ -219,6 +221,41 @@ pub mod human {
         )
     }
 
+    /// A page of `monitor-events`: each event with its change state.
+    pub fn monitored_events(page: &Page<MonitoredEvent>) -> String {
+        let rows = page
+            .items
+            .iter()
+            .map(|m| {
+                let e = &m.event;
+                let mut state = vec![
+                    match m.relative {
+                        Relative::Past => "past",
+                        Relative::Future => "future",
+                    }
+                    .to_owned(),
+                ];
+                if let Some(at) = &m.changed_at {
+                    state.push(format!("changed {}", format_instant(at)));
+                }
+                if m.in_paradox {
+                    state.push("in paradox".into());
+                }
+                vec![
+                    format_instant(&e.time),
+                    e.event_id.to_string(),
+                    e.location.clone(),
+                    state.join(", "),
+                    e.description.clone(),
+                ]
+            })
+            .collect();
+        more(
+            page,
+            table(&["TIME", "EVENT", "LOCATION", "STATE", "DESCRIPTION"], rows),
+        )
+    }
+
     /// A manipulation.
     pub fn manipulation(m: &ManipulationResult) -> String {
         format!(
@@ -259,6 +296,53 @@ pub mod human {
             format_instant(&i.origin_time),
             whereabouts(&i.whereabouts)
         )
+    }
+
+    /// What `items retrieve` did.
+    pub fn retrieved(r: &RetrievedItem) -> String {
+        let mut s = String::new();
+        if let Some(j) = &r.journey {
+            s.push_str(&journey(j));
+        }
+        let place = r
+            .item
+            .location
+            .as_deref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{}: {}  {}{place}, {}",
+            r.status,
+            r.item.id,
+            r.item.description,
+            format_instant(&r.item.origin_time)
+        );
+        s
+    }
+
+    /// What `detect-tampering` found: the sentence, then each finding.
+    pub fn tampering(r: &TamperReport) -> String {
+        let mut s = format!("{}\n", r.details);
+        for f in &r.findings {
+            let _ = writeln!(s, "  record {}: {}", f.seq, f.reason);
+        }
+        s
+    }
+
+    /// What `validate-integrity` found: the score, then each item that did not pass.
+    pub fn integrity(r: &IntegrityReport) -> String {
+        let mut s = format!(
+            "{}: {} of {} pass as of {}\n",
+            r.integrity_score,
+            r.passed,
+            r.examined,
+            format_instant(&r.timestamp)
+        );
+        for f in &r.failures {
+            let _ = writeln!(s, "  {}: {}", f.id, f.reason);
+        }
+        s
     }
 
     /// A page of items.
@@ -403,8 +487,13 @@ pub mod human {
 
     /// One journey.
     pub fn clock(c: &ClockState) -> String {
+        let paused_for = c
+            .paused_for
+            .as_deref()
+            .map(|d| format!(" (stood still for {d})"))
+            .unwrap_or_default();
         format!(
-            "{}: {} in {}\n",
+            "{}: {} in {}{paused_for}\n",
             c.status,
             format_instant(&c.time),
             c.position.timeline
@@ -431,6 +520,9 @@ pub mod human {
             j.to_timeline,
             format_instant(&j.arrival_time)
         );
+        if let Some(place) = &j.location {
+            let _ = writeln!(s, "  at {place}");
+        }
         for i in &j.items_transported {
             let _ = writeln!(s, "  carried {i}");
         }

@@ -406,6 +406,22 @@ struct EventsBody {
     next_cursor: Option<String>,
 }
 
+/// `{"status": "ok", "events": [...], "next_cursor": ...}` (monitor-events, full view).
+#[derive(serde::Deserialize)]
+struct MonitoredBody {
+    events: Vec<MonitoredEvent>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// `{"timelines": [...], "next_cursor": ...}` (list-timelines, full view).
+#[derive(serde::Deserialize)]
+struct TimelinesBody {
+    timelines: Vec<TimelineInfo>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
 /// `{"anchors": [...], "next_cursor": ...}` (list-anchors, full view).
 #[derive(serde::Deserialize)]
 struct AnchorsBody {
@@ -701,6 +717,22 @@ impl TimelineService for RemoteClient {
         self.list(&["v1", "timelines"], &page).await
     }
 
+    async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>> {
+        let status = req.status.map(|s| match s {
+            crate::model::TimelineStatus::Open => "open",
+            crate::model::TimelineStatus::Closed => "closed",
+        });
+        let call = Call::get(&["v1", "list-timelines"])
+            .param("status", status)
+            .page(&req.page);
+        let answer = self.send(call).await?;
+        let body: TimelinesBody = answer.json()?;
+        Ok(Page {
+            items: body.timelines,
+            next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
+        })
+    }
+
     async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo> {
         self.send(Call::post(&["v1", "timelines"], &req)?)
             .await?
@@ -780,6 +812,13 @@ impl TimelineService for RemoteClient {
         self.send(Call::post(&["v1", "items"], &req)?).await?.json()
     }
 
+    async fn retrieve_item(&self, req: RetrieveItemRequest) -> ServiceResult<RetrievedItem> {
+        // The POST form: a retry of a GET is harmless too, but a body is plainer than a query.
+        self.send(Call::post(&["v1", "retrieve-item"], &req)?)
+            .await?
+            .json()
+    }
+
     async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
         let id = segment("item", id.as_str())?;
         self.send(Call::get(&["v1", "items", id])).await?.json()
@@ -855,6 +894,20 @@ impl TimelineService for RemoteClient {
             .page(&req.page);
         let answer = self.send(call).await?;
         let body: EventsBody = answer.json()?;
+        Ok(Page {
+            items: body.events,
+            next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
+        })
+    }
+
+    async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>> {
+        let call = Call::get(&["v1", "monitor-events"])
+            .param("timeline_id", req.timeline_id.as_ref())
+            .param("location", req.location.as_ref())
+            .param("time_range", req.time_range.as_ref())
+            .page(&req.page);
+        let answer = self.send(call).await?;
+        let body: MonitoredBody = answer.json()?;
         Ok(Page {
             items: body.events,
             next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
@@ -1086,6 +1139,24 @@ impl TimelineService for RemoteClient {
         self.send(Call::post(&["v1", "enable-caching"], &req)?)
             .await?
             .json()
+    }
+
+    async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
+        self.send(Call::post(&["v1", "detect-tampering"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {
+        self.send(Call::post(&["v1", "validate-integrity"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
+        let id = segment("cache setting", id.as_str())?;
+        self.send(Call::delete(&["v1", "caches", id])).await?;
+        Ok(())
     }
 
     async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()> {

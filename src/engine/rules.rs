@@ -288,6 +288,7 @@ pub fn register_item(
         taken_at: None,
         whereabouts: Whereabouts::Carried,
         registered_at: ctx.now,
+        location: world.location_of(ctx.traveller),
     };
     Ok((Op::RegisterItem { item: item.clone() }, item))
 }
@@ -347,8 +348,7 @@ pub fn set_anchor(
             created_at: ctx.now,
         },
         details: AnchorDetails {
-            // The traveller's position has no location yet.
-            location: None,
+            location: world.location_of(ctx.traveller),
             accuracy: req.accuracy,
             environment: req.environment.clone(),
             quantum_state: req.quantum_state.clone(),
@@ -365,7 +365,7 @@ pub fn set_anchor(
 /// Where a journey goes: a timeline, or one of the traveller's active anchors.
 enum Destination<'w> {
     Timeline(&'w TimelineState),
-    Anchor(&'w Anchor, &'w TimelineState),
+    Anchor(&'w AnchorRecord, &'w TimelineState),
 }
 
 fn destination<'w>(
@@ -425,13 +425,21 @@ pub fn travel(
 ) -> Result<(Op, Journey), ServiceError> {
     let to_time = opt_in_range("destination_time", to_time)?;
     let dest = destination(world, ctx, &req.destination)?;
-    let (state, arrival_time, anchor) = match dest {
+    // The place: a return restores the one recorded with the anchor; any other journey keeps
+    // the traveller's (callers that name a place set it on the journey).
+    let (state, arrival_time, anchor, location) = match dest {
         Destination::Timeline(state) => (
             state,
             to_time.or(state.meta.destination_time).unwrap_or(ctx.now),
             None,
+            world.location_of(ctx.traveller),
         ),
-        Destination::Anchor(anchor, state) => (state, anchor.timestamp, Some(anchor.id.clone())),
+        Destination::Anchor(anchor, state) => (
+            state,
+            anchor.timestamp,
+            Some(anchor.id.clone()),
+            anchor.details.location.clone(),
+        ),
     };
     require_open(&state.meta, ctx.now)?;
     if req.items_transported.len() > MAX_ITEMS {
@@ -493,7 +501,7 @@ pub fn travel(
         items_transported: transported,
         items_left: left,
         anchor,
-        location: None,
+        location,
     };
     Ok((
         Op::Travel {

@@ -92,6 +92,9 @@ impl EngineSession {
                 items_transported: listed_or_carried(world, ctx.traveller, &None),
             };
             let (op, journey) = rules::travel(world, ctx, &travel, Some(to_time))?;
+            if req.safety_check {
+                super::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
+            }
             Ok((vec![op], journey))
         })
         .await
@@ -147,9 +150,18 @@ impl EngineSession {
         &self,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
     ) -> ServiceResult<T> {
+        self.read_blocking_in(CacheScope::Timeline, look).await
+    }
+
+    /// A read of `scope` that may scan a whole timeline, on the blocking pool.
+    async fn read_blocking_in<T: Send + 'static>(
+        &self,
+        scope: CacheScope,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
+    ) -> ServiceResult<T> {
         let world = self
             .engine
-            .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
+            .snapshot_within(self.allowed_staleness(scope))
             .await?;
         let engine = Arc::clone(&self.engine);
         let traveller = self.traveller.clone();
@@ -331,6 +343,22 @@ impl TimelineService for EngineSession {
         .await
     }
 
+    async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .timelines
+                .values()
+                .filter(|s| {
+                    req.status
+                        .is_none_or(|want| s.meta.status_at(ctx.now) == want)
+                })
+                .map(|s| (timeline_key(&s.meta), self.info(world, s, ctx.now)))
+                .collect();
+            paginate(keyed, &req.page)
+        })
+        .await
+    }
+
     async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo> {
         let window = self.engine.config().default_window;
         self.write(|world, ctx| {
@@ -427,6 +455,9 @@ impl TimelineService for EngineSession {
             if let super::Op::Travel { journey: logged } = &mut op {
                 logged.location = location.clone();
             }
+            if req.safety_check {
+                super::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
+            }
             Ok((vec![op], journey))
         })
         .await
@@ -502,6 +533,7 @@ impl TimelineService for EngineSession {
                     status: "already_paused".into(),
                     time,
                     position,
+                    paused_for: None,
                 };
                 return Ok((Vec::new(), state));
             }
@@ -520,6 +552,7 @@ impl TimelineService for EngineSession {
                 status: "paused".into(),
                 time,
                 position,
+                paused_for: None,
             };
             Ok((vec![op], state))
         })
@@ -535,6 +568,7 @@ impl TimelineService for EngineSession {
                     status: "not_paused".into(),
                     time,
                     position,
+                    paused_for: None,
                 };
                 return Ok((Vec::new(), state));
             }
@@ -542,6 +576,7 @@ impl TimelineService for EngineSession {
                 traveller: ctx.traveller.clone(),
                 at: ctx.now,
             };
+            let paused_for = crate::model::describe_elapsed(ctx.now - position.arrived_at);
             let position = crate::model::Position {
                 arrived_at: ctx.now,
                 paused: false,
@@ -551,6 +586,7 @@ impl TimelineService for EngineSession {
                 status: "resumed".into(),
                 time,
                 position,
+                paused_for: Some(paused_for),
             };
             Ok((vec![op], state))
         })
@@ -582,6 +618,11 @@ impl TimelineService for EngineSession {
             Ok((vec![op], item))
         })
         .await
+    }
+
+    async fn retrieve_item(&self, req: RetrieveItemRequest) -> ServiceResult<RetrievedItem> {
+        self.write(|world, ctx| super::navigation::retrieve_item(world, ctx, &req))
+            .await
     }
 
     async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
@@ -691,6 +732,24 @@ impl TimelineService for EngineSession {
         self.read_in(CacheScope::Event, |world, ctx| {
             events_page(world, ctx, &req, |history, location, after, take| {
                 history.search(location, req.time_range.as_ref(), after, take)
+            })
+        })
+        .await
+    }
+
+    async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>> {
+        let engine = Arc::clone(&self.engine);
+        self.read_blocking_in(CacheScope::Event, move |world, ctx| {
+            let page = events_page(world, ctx, &req, |history, location, after, take| {
+                history.search(location, req.time_range.as_ref(), after, take)
+            })?;
+            let timeline = here(world, ctx, &req.timeline_id);
+            let state = rules::referenced(world, &timeline)?;
+            let open = super::watch::open_anomalies(&engine.reports, world, state, ctx.now);
+            let time = world.position_of(ctx.traveller, ctx.now).time_at(ctx.now);
+            Ok(Page {
+                items: super::navigation::monitored(world, &timeline, page.items, &open, time)?,
+                next_cursor: page.next_cursor,
             })
         })
         .await
@@ -1178,6 +1237,26 @@ impl TimelineService for EngineSession {
         self.write(|_, ctx| {
             let (op, answer) = super::data::caching(ctx, &req, single)?;
             Ok((vec![op], answer))
+        })
+        .await
+    }
+
+    async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
+        super::integrity::detect(&self.engine, &req.timeline_id, req.scan_depth, self.admin).await
+    }
+
+    async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {
+        let served = self
+            .engine
+            .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
+            .await?;
+        super::integrity::validate(&self.engine, served, &req.timeline_id, req.timestamp).await
+    }
+
+    async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
+        self.write(|world, ctx| {
+            let op = super::navigation::withdraw_caching(world, ctx, id)?;
+            Ok((vec![op], ()))
         })
         .await
     }

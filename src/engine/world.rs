@@ -361,6 +361,14 @@ impl World {
             .filter_map(|id| self.journeys.get(id))
     }
 
+    /// Where a traveller is, as a place: the location their latest journey arrived at (journeys
+    /// that name no place keep the one before; a return restores the anchor's). `None` before
+    /// any place was named.
+    pub fn location_of(&self, traveller: &Traveller) -> Option<String> {
+        let last = self.owned.get(traveller)?.journeys.get_max()?;
+        self.journeys.get(last)?.location.clone()
+    }
+
     /// Rebuilds the per-traveller indexes from the records (after reading a snapshot).
     pub(super) fn index_owners(&mut self) {
         let mut owned: HashMap<Traveller, Owned> = HashMap::new();

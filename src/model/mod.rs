@@ -21,7 +21,7 @@ pub use ids::{CacheId, DataId};
 pub use invalid::InvalidValue;
 pub use time::{
     ACCEPTED_RANGE, Instant, MAX_INSTANT, TYPED_FORMS, TimeRange, TravelDuration, Window,
-    format_instant, in_range, opt_in_range, parse_instant, parse_typed_instant,
+    describe_elapsed, format_instant, in_range, opt_in_range, parse_instant, parse_typed_instant,
 };
 
 /// Whether a timeline can still be travelled to and changed.
@@ -224,6 +224,9 @@ pub struct Item {
     /// Wall-clock instant of registration.
     #[schema(value_type = String, format = DateTime)]
     pub registered_at: Instant,
+    /// The place it was found at (`retrieve-item`), or the traveller's place when registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// Whether an anchor can still be returned to.

@@ -106,6 +106,23 @@ pub fn format_instant(t: &Instant) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
+/// A wall-clock span in whole seconds as the duration grammar writes it: `2d3h4m5s`, `45s`,
+/// `0s` (negative spans, a clock set back, count as zero).
+pub fn describe_elapsed(span: Duration) -> String {
+    let mut left = span.num_seconds().max(0);
+    let mut out = String::new();
+    for (unit, secs) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if left >= secs {
+            out.push_str(&format!("{}{unit}", left / secs));
+            left %= secs;
+        }
+    }
+    if left > 0 || out.is_empty() {
+        out.push_str(&format!("{left}s"));
+    }
+    out
+}
+
 /// A closed time interval `[start, end]`, parsed from ISO 8601 `start/end`,
 /// `start/duration` or `duration/end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -582,6 +599,18 @@ impl From<Window> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn elapsed_spans_read_in_the_duration_grammar() {
+        assert_eq!(describe_elapsed(Duration::seconds(0)), "0s");
+        assert_eq!(describe_elapsed(Duration::seconds(-5)), "0s");
+        assert_eq!(describe_elapsed(Duration::seconds(45)), "45s");
+        assert_eq!(describe_elapsed(Duration::seconds(3_600)), "1h");
+        assert_eq!(
+            describe_elapsed(Duration::seconds(2 * 86_400 + 3 * 3_600 + 4 * 60 + 5)),
+            "2d3h4m5s"
+        );
+    }
 
     fn t(s: &str) -> Instant {
         parse_instant("t", s).unwrap()

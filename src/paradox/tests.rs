@@ -98,6 +98,7 @@ impl Fixture {
             taken_at: None,
             whereabouts: Whereabouts::Carried,
             registered_at: at(0),
+            location: None,
         });
         item_id
     }

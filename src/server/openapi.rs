@@ -431,6 +431,7 @@ fn event_cursor_pattern() -> String {
 const TEXT_FIELDS: &[&str] = &[
     "description",
     "external_system",
+    "item_description",
     "location",
     "name",
     "script_name",
@@ -442,6 +443,7 @@ const TEXT_FIELDS: &[&str] = &[
 const EVENT_CURSOR_PATHS: &[&str] = &[
     "/v1/search-events",
     "/api/v1/scan-events",
+    "/v1/monitor-events",
     "/v1/timeline/{timeline_id}/events",
 ];
 

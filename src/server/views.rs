@@ -15,8 +15,8 @@ use crate::model::{
 };
 use crate::service::{
     ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, MergeResult,
-    MonitorReport, PageRequest, ParadoxReport, RevertResult, Schedule, Script, SearchQuery,
-    Switched, TimelineInfo,
+    MonitorReport, MonitoredEvent, PageRequest, ParadoxReport, RetrievedItem, RevertResult,
+    Schedule, Script, SearchQuery, Switched, TimelineInfo,
 };
 
 /// Which view a request asked for (`view=documented` by default, or `view=full`).
@@ -399,6 +399,8 @@ impl From<&TimelineInfo> for CreatedTimelineDoc {
 #[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListTimelinesParams {
+    /// Only the timelines that are `open` (the guide's "Active") or `closed` now.
+    pub status: Option<TimelineStatus>,
     /// Most timelines to return (1 to 1000, default 100).
     pub limit: Option<u32>,
     /// The cursor of the next page.
@@ -847,4 +849,87 @@ view_enum! {
     PausedView = PausedDoc | ClockState;
     /// A resumption of your clock.
     ResumedView = ResumedDoc | ClockState;
+    /// An item picked up (`retrieve-item`).
+    RetrievedItemView = RetrievedItemDoc | RetrievedItem;
+    /// A timeline's events with their change state (`monitor-events`).
+    MonitoredEventsView = MonitoredEventsDoc | MonitoredEventsFull;
+}
+
+/// `retrieve-item` parameters (body or query; `POST` with a body too).
+#[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RetrieveItemParams {
+    /// What the item is.
+    pub item_description: String,
+    /// Where it is; your location when absent.
+    pub location: Option<String>,
+    /// When it is there (RFC 3339); your time when absent. Another time is a journey there
+    /// first, within your timeline, with what you carry.
+    #[param(format = DateTime)]
+    #[schema(format = DateTime)]
+    pub time: Option<String>,
+}
+
+/// An item as `retrieve-item` shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievedItemDetails {
+    /// What it is.
+    pub description: String,
+    /// The time it was picked up at, in its timeline.
+    #[schema(value_type = String, format = DateTime)]
+    pub retrieved_at: Instant,
+}
+
+/// `retrieve-item` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievedItemDoc {
+    /// The item's id.
+    pub item_id: ItemId,
+    /// `retrieved`, or `already_retrieved` (nothing was written).
+    pub status: String,
+    /// The item.
+    pub item_details: RetrievedItemDetails,
+}
+
+impl From<&RetrievedItem> for RetrievedItemDoc {
+    fn from(r: &RetrievedItem) -> Self {
+        Self {
+            item_id: r.item.id.clone(),
+            status: r.status.clone(),
+            item_details: RetrievedItemDetails {
+                description: r.item.description.clone(),
+                retrieved_at: r.item.origin_time,
+            },
+        }
+    }
+}
+
+/// One event as `monitor-events` shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MonitoredEventDoc {
+    /// When.
+    #[schema(value_type = String, format = DateTime)]
+    pub time: Instant,
+    /// What happens.
+    pub description: String,
+}
+
+/// `monitor-events` as the guide shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MonitoredEventsDoc {
+    /// `ok`.
+    pub status: String,
+    /// The events, in time order.
+    pub events: Vec<MonitoredEventDoc>,
+}
+
+/// `monitor-events` with `view=full`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MonitoredEventsFull {
+    /// `ok`.
+    pub status: String,
+    /// The events with their change state, in time order.
+    pub events: Vec<MonitoredEvent>,
+    /// The cursor of the next page, when there is one.
+    pub next_cursor: Option<String>,
 }

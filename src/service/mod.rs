@@ -18,7 +18,10 @@
 //! | `travel` | [`TimelineService::travel_in_time`] |
 //! | `return` | [`TimelineService::return_to_anchor`] |
 //! | `switch-timeline` | [`TimelineService::switch_timeline`] |
-//! | `list-timelines` | [`TimelineService::list_timelines`] |
+//! | `list-timelines` | [`TimelineService::find_timelines`] |
+//! | `retrieve-item` | [`TimelineService::retrieve_item`] |
+//! | `detect-tampering`, `validate-integrity` | [`TimelineService::detect_tampering`], [`TimelineService::validate_integrity`] |
+//! | `monitor-events` | [`TimelineService::monitor_events`] |
 //! | `pause-time`, `resume-time` | [`TimelineService::pause_time`], [`TimelineService::resume_time`] |
 //! | `fast-forward`, `rewind` | [`TimelineService::fast_forward`], [`TimelineService::rewind`] |
 //! | `POST /items` | [`TimelineService::register_item`] |
@@ -43,20 +46,26 @@
 //! | `automation-log` | [`TimelineService::automation_log`] |
 //! | `store-data`, `retrieve-data` | [`TimelineService::store_data`], [`TimelineService::retrieve_data`] |
 //! | `encrypt-data`, `decrypt-data` | [`TimelineService::encrypt_data`], [`TimelineService::decrypt_data`] |
-//! | `create-index`, `enable-caching` | [`TimelineService::report_index`], [`TimelineService::enable_caching`] |
+//! | `create-index`, `enable-caching`, `DELETE /v1/caches/{id}` | [`TimelineService::report_index`], [`TimelineService::enable_caching`], [`TimelineService::disable_caching`] |
 
 mod data;
+mod integrity;
 mod merges;
+mod navigation;
 mod types;
 
 use async_trait::async_trait;
 
 pub use data::*;
+pub use integrity::*;
 pub use merges::*;
+pub use navigation::*;
 pub use types::*;
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, IsolationId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
+use crate::model::{
+    AnchorId, CacheId, IsolationId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId,
+};
 
 /// Result of every service call.
 pub type ServiceResult<T> = Result<T, ServiceError>;
@@ -69,6 +78,8 @@ pub trait TimelineService: Send + Sync {
 
     /// Timelines, `primary` first, then by creation.
     async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>>;
+    /// The timelines, in the same order, only those with a status when one is asked for.
+    async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>>;
     /// Creates a timeline branching from a base (`primary` by default).
     async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo>;
     /// One timeline.
@@ -103,6 +114,10 @@ pub trait TimelineService: Send + Sync {
 
     /// Registers an item found at the caller's position.
     async fn register_item(&self, req: NewItem) -> ServiceResult<Item>;
+    /// Goes to an item's time and place in the caller's timeline and picks it up: a journey
+    /// there when the time differs, and the item registered, in one write. An item the caller
+    /// registered here and carries is answered `already_retrieved` with no write.
+    async fn retrieve_item(&self, req: RetrieveItemRequest) -> ServiceResult<RetrievedItem>;
     /// One of the caller's items.
     async fn get_item(&self, id: &ItemId) -> ServiceResult<Item>;
     /// The caller's items.
@@ -130,6 +145,10 @@ pub trait TimelineService: Send + Sync {
 
     /// Searches a timeline's current events by location and time range, in time order.
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;
+    /// The standing events of a timeline (where the caller is unless named), filtered as a
+    /// search is, each with its change state: when it was last changed, whether an open anomaly
+    /// names it, and whether it lies before or after the caller's time.
+    async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>>;
     /// Every version of a timeline's events, standing and past (superseded by a manipulation,
     /// or reverted), by location and time range, in time order (extension).
     async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;
@@ -193,6 +212,16 @@ pub trait TimelineService: Send + Sync {
     async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport>;
     /// Sets how stale the caller's own reads may be (bounded-staleness reads).
     async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting>;
+    /// Withdraws the caller's read-staleness setting `id`: their reads wait for the barrier
+    /// again. Not found when `id` is not their setting in force.
+    async fn disable_caching(&self, id: &CacheId) -> ServiceResult<()>;
+    /// Checks the stored log's keyed hash chain record by record (all of it, or what came
+    /// after the newest snapshot) and says whether anything bearing on a timeline was altered.
+    /// Nothing is written.
+    async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport>;
+    /// Proves a timeline's events and data entries as of a time: each passes when the verified
+    /// log produces exactly what is served. Nothing is written.
+    async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport>;
     /// The conflicts of the pending merges into a timeline, recomputed against it now.
     async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview>;
     /// Resolves one conflict of a pending merge; the last resolution completes the merge.

@@ -165,6 +165,10 @@ pub struct GuideTravelRequest {
     /// Items to carry; every item carried when absent.
     #[serde(default)]
     pub items_transported: Option<Vec<ItemId>>,
+    /// Check first what you carry as brought to the arrival time, and refuse a journey that
+    /// would add a paradox there (400 `paradox-detected`, naming it; nothing is written).
+    #[serde(default)]
+    pub safety_check: bool,
 }
 
 /// The guide `return`: back to one of the caller's active anchors.
@@ -209,14 +213,21 @@ pub struct ClockState {
     pub time: Instant,
     /// Where the caller is now.
     pub position: Position,
+    /// How long (wall clock) the clock stood still, on a resume that ended a pause: `1h2m3s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_for: Option<String>,
 }
 
 /// The guide `fast-forward` / `rewind`: a journey within the traveller's timeline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ShiftRequest {
     /// How far: `10m`, `1h`, `1d`, `2w`, combinations (`1h30m`; `m` is minutes), or ISO 8601
     /// (`PT10M`, `P1D`, `P1M`, `P1Y`; months and years follow the calendar).
     pub duration: String,
+    /// Check first what you carry as brought to the new time, and refuse a move that would add
+    /// a paradox there (400 `paradox-detected`; nothing is written).
+    #[serde(default)]
+    pub safety_check: bool,
 }
 
 /// Registering an item.

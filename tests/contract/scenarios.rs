@@ -2337,6 +2337,7 @@ pub async fn guide_travel_switch_and_return(face: &Face) {
                 location: Some("Tesla's Lab".into()),
                 timeline_id: None,
                 items_transported: None,
+                safety_check: false,
             }),
         )
         .await;
@@ -2434,6 +2435,7 @@ pub async fn guide_travel_switch_and_return(face: &Face) {
                 location: None,
                 timeline_id: None,
                 items_transported: Some(Vec::new()),
+                safety_check: false,
             }),
         )
         .await;
@@ -2456,6 +2458,7 @@ pub async fn guide_travel_switch_and_return(face: &Face) {
                 location: None,
                 timeline_id: Some("tml_nope".parse().expect("id")),
                 items_transported: None,
+                safety_check: false,
             }),
         )
         .await;
@@ -2468,6 +2471,7 @@ pub async fn guide_travel_switch_and_return(face: &Face) {
                 location: Some("  ".into()),
                 timeline_id: None,
                 items_transported: None,
+                safety_check: false,
             }),
         )
         .await;
@@ -2501,6 +2505,7 @@ pub async fn guide_travel_switch_and_return(face: &Face) {
                 location: None,
                 timeline_id: None,
                 items_transported: None,
+                safety_check: false,
             }),
         )
         .await;
@@ -2552,10 +2557,14 @@ pub async fn guide_fast_forward_and_rewind(face: &Face) {
             location: None,
             timeline_id: None,
             items_transported: None,
+            safety_check: false,
         }),
     )
     .await;
-    let shift = |d: &str| ShiftRequest { duration: d.into() };
+    let shift = |d: &str| ShiftRequest {
+        duration: d.into(),
+        safety_check: false,
+    };
     let ff = face
         .ok("fast-forward 10m", ada.fast_forward(shift("10m")))
         .await;
@@ -2628,6 +2637,7 @@ pub async fn guide_pause_and_resume(face: &Face) {
             location: None,
             timeline_id: None,
             items_transported: None,
+            safety_check: false,
         }),
     )
     .await;
@@ -2654,6 +2664,7 @@ pub async fn guide_pause_and_resume(face: &Face) {
             "fast-forward while paused",
             ada.fast_forward(ShiftRequest {
                 duration: "10m".into(),
+                safety_check: false,
             }),
         )
         .await;
@@ -3686,4 +3697,444 @@ pub async fn isolation_overlay(face: &Face) {
         .err("lift it again", ada.lift_isolation(&iso.isolation_id))
         .await;
     assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+}
+
+/// The quickstart's retrieve-item: the traveller goes to the item's time (a journey, with what
+/// they carry) and place and picks it up, in one write; asking again answers
+/// `already_retrieved` and writes nothing; an item left elsewhere is a conflict saying where.
+/// Journeys with `safety_check` refuse to bring it before it was found; a place named once is
+/// kept by the journeys that name none.
+pub async fn guide_retrieve_item_and_safety_check(face: &Face) {
+    let ada = face.traveller("ada");
+    let lab = face
+        .ok("create a branch", ada.create_timeline(named("Tesla's lab")))
+        .await;
+    let travel =
+        |at: &str, location: Option<&str>, timeline: Option<&TimelineId>| GuideTravelRequest {
+            destination_time: t(at),
+            location: location.map(Into::into),
+            timeline_id: timeline.cloned(),
+            items_transported: None,
+            safety_check: false,
+        };
+    face.ok(
+        "travel to the lab",
+        ada.travel_in_time(travel(
+            "1889-03-10T23:45:00Z",
+            Some("Tesla's Lab"),
+            Some(&lab.id),
+        )),
+    )
+    .await;
+    let blueprint = face
+        .ok(
+            "retrieve the blueprint at 23:50",
+            ada.retrieve_item(RetrieveItemRequest {
+                item_description: "Tesla's Blueprint".into(),
+                location: Some("Tesla's Lab".into()),
+                time: Some(t("1889-03-10T23:50:00Z")),
+            }),
+        )
+        .await;
+    assert_eq!(blueprint.status, "retrieved");
+    assert_eq!(blueprint.item.origin_timeline, lab.id);
+    assert_eq!(blueprint.item.origin_time, t("1889-03-10T23:50:00Z"));
+    assert_eq!(blueprint.item.location.as_deref(), Some("Tesla's Lab"));
+    assert_eq!(blueprint.item.whereabouts, Whereabouts::Carried);
+    let journey = blueprint.journey.as_ref().expect("a journey to 23:50");
+    assert_eq!(journey.arrival_time, t("1889-03-10T23:50:00Z"));
+    let me = face.ok("whoami after retrieving", ada.whoami()).await;
+    assert_eq!(
+        me.time,
+        t("1889-03-10T23:50:00Z"),
+        "the traveller went there"
+    );
+
+    let again = face
+        .ok(
+            "retrieve it again",
+            ada.retrieve_item(RetrieveItemRequest {
+                item_description: "tesla's blueprint".into(),
+                location: Some("Tesla's Lab".into()),
+                time: Some(t("1889-03-10T23:50:00Z")),
+            }),
+        )
+        .await;
+    assert_eq!(again.status, "already_retrieved");
+    assert_eq!(again.item.id, blueprint.item.id);
+    assert!(again.journey.is_none());
+    let items = face
+        .ok("items", ada.list_items(PageRequest::default()))
+        .await;
+    assert_eq!(items.items.len(), 1, "a retried retrieval writes nothing");
+
+    let err = face
+        .err(
+            "retrieve nothing",
+            ada.retrieve_item(RetrieveItemRequest {
+                item_description: "  ".into(),
+                ..Default::default()
+            }),
+        )
+        .await;
+    assert_invalid(&err, "item_description");
+
+    // Away to primary with it, then back into the lab before it was found there, with the
+    // safety check: refused, nobody moves.
+    let mut away = travel("1890-01-01T00:00:00Z", Some("Paris"), Some(&primary()));
+    away.safety_check = true;
+    face.ok("to Paris with it, safety on", ada.travel_in_time(away))
+        .await;
+    let mut back = travel("1889-03-10T23:40:00Z", None, Some(&lab.id));
+    back.safety_check = true;
+    let err = face
+        .err(
+            "back before it was found, safety on",
+            ada.travel_in_time(back),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::ParadoxDetected { paradoxes, .. }
+            if paradoxes.iter().any(|p| p.items.contains(&blueprint.item.id))),
+        "{err:?}"
+    );
+    let me = face.ok("whoami after the refusal", ada.whoami()).await;
+    assert_eq!(
+        (me.timeline_id, me.time),
+        (primary(), t("1890-01-01T00:00:00Z")),
+        "a refusal moves nobody"
+    );
+    let shift = |d: &str| ShiftRequest {
+        duration: d.into(),
+        safety_check: true,
+    };
+    let rw = face
+        .ok("rewind 10m in Paris, safety on", ada.rewind(shift("10m")))
+        .await;
+    assert_eq!(rw.arrival_time, t("1889-12-31T23:50:00Z"));
+    assert_eq!(
+        rw.location.as_deref(),
+        Some("Paris"),
+        "a journey naming no place keeps the traveller's"
+    );
+
+    // Found where the traveller stands, at their time, when neither is given.
+    let notebook = face
+        .ok(
+            "retrieve a notebook here and now",
+            ada.retrieve_item(RetrieveItemRequest {
+                item_description: "Notebook".into(),
+                ..Default::default()
+            }),
+        )
+        .await;
+    assert_eq!(notebook.item.origin_timeline, primary());
+    assert_eq!(notebook.item.origin_time, t("1889-12-31T23:50:00Z"));
+    assert_eq!(notebook.item.location.as_deref(), Some("Paris"));
+    assert!(notebook.journey.is_none());
+
+    // Left behind, then asked for again: where it is, not a second copy.
+    let mut on = travel("1890-06-01T00:00:00Z", Some("London"), None);
+    on.items_transported = Some(Vec::new());
+    face.ok("travel on, carrying nothing", ada.travel_in_time(on))
+        .await;
+    let err = face
+        .err(
+            "retrieve the notebook left behind",
+            ada.retrieve_item(RetrieveItemRequest {
+                item_description: "Notebook".into(),
+                ..Default::default()
+            }),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::Conflict(why) if why.contains("left it in timeline")),
+        "{err:?}"
+    );
+}
+
+/// The time-navigation guide's monitor-events: the events of the traveller's timeline (not
+/// `primary` once they switched), filtered like a search, each with its change state; the
+/// list of timelines by status; a resume says how long the clock stood still; a read-staleness
+/// setting can be withdrawn.
+pub async fn guide_monitor_events_and_lists(face: &Face) {
+    let ada = face.traveller("ada");
+    let meeting = face
+        .ok(
+            "add the meeting",
+            ada.add_event(
+                &primary(),
+                event(
+                    "Meeting with key stakeholders",
+                    "2024-09-15T12:30:00Z",
+                    "HQ",
+                    &[],
+                ),
+            ),
+        )
+        .await;
+    let deploy = face
+        .ok(
+            "add the deployment",
+            ada.add_event(
+                &primary(),
+                event(
+                    "Deployment initiated",
+                    "2024-09-15T13:45:00Z",
+                    "HQ",
+                    &[&meeting.event_id],
+                ),
+            ),
+        )
+        .await;
+    face.ok(
+        "add an event elsewhere",
+        ada.add_event(
+            &primary(),
+            event("Lunch", "2024-09-15T13:00:00Z", "Cafeteria", &[]),
+        ),
+    )
+    .await;
+    face.ok(
+        "travel between the two",
+        ada.travel_in_time(GuideTravelRequest {
+            destination_time: t("2024-09-15T13:00:00Z"),
+            location: Some("HQ".into()),
+            timeline_id: None,
+            items_transported: None,
+            safety_check: false,
+        }),
+    )
+    .await;
+    let watch = SearchQuery {
+        location: Some("HQ".into()),
+        time_range: Some(
+            TimeRange::parse("time_range", "2024-09-15T12:00:00Z/2024-09-15T14:00:00Z")
+                .expect("a range"),
+        ),
+        ..Default::default()
+    };
+    let seen = face
+        .ok("monitor events at HQ", ada.monitor_events(watch.clone()))
+        .await;
+    let described: Vec<_> = seen
+        .items
+        .iter()
+        .map(|m| (m.event.description.as_str(), m.relative, m.in_paradox))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            ("Meeting with key stakeholders", Relative::Past, false),
+            ("Deployment initiated", Relative::Future, false),
+        ]
+    );
+    let added_at = face.now();
+    assert!(
+        seen.items.iter().all(|m| m.changed_at == Some(added_at)),
+        "adding is a change by a traveller: {seen:?}"
+    );
+    face.advance(Duration::minutes(1));
+
+    // The deployment moved before its cause: changed, and both named by the paradox.
+    let moved = face
+        .ok(
+            "move the deployment before the meeting",
+            ada.manipulate_event(move_to(
+                &primary(),
+                &deploy.event_id,
+                "2024-09-15T12:00:00Z",
+            )),
+        )
+        .await;
+    let seen = face
+        .ok(
+            "monitor events after the move",
+            ada.monitor_events(watch.clone()),
+        )
+        .await;
+    let head = seen
+        .items
+        .iter()
+        .find(|m| m.event.event_id == moved.new_event_id)
+        .expect("the new head is listed");
+    assert_eq!(head.changed_at, Some(face.now()));
+    assert!(head.in_paradox, "{seen:?}");
+    assert_eq!(head.relative, Relative::Past);
+
+    // Where the traveller is, not primary: a branch of their own.
+    let branch = face
+        .ok(
+            "create a branch",
+            ada.create_timeline(named("watch branch")),
+        )
+        .await;
+    face.ok(
+        "switch to the branch",
+        ada.switch_timeline(SwitchRequest {
+            timeline_id: branch.id.clone(),
+        }),
+    )
+    .await;
+    face.ok(
+        "add an event to the branch only",
+        ada.add_event(
+            &branch.id,
+            event("Branch-only briefing", "2024-09-15T12:45:00Z", "HQ", &[]),
+        ),
+    )
+    .await;
+    let seen = face
+        .ok(
+            "monitor events in the branch",
+            ada.monitor_events(watch.clone()),
+        )
+        .await;
+    assert!(
+        seen.items
+            .iter()
+            .any(|m| m.event.description == "Branch-only briefing"),
+        "{seen:?}"
+    );
+    let err = face
+        .err(
+            "monitor events of an unknown timeline",
+            ada.monitor_events(SearchQuery {
+                timeline_id: Some("tml_nope".parse().expect("id")),
+                ..Default::default()
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
+
+    // Paused for a while: the resume says how long.
+    face.ok("pause", ada.pause_time()).await;
+    face.advance(Duration::minutes(61));
+    let resumed = face.ok("resume", ada.resume_time()).await;
+    assert_eq!(resumed.paused_for.as_deref(), Some("1h1m"));
+    let not = face.ok("resume again", ada.resume_time()).await;
+    assert_eq!(not.paused_for, None);
+
+    // Read-staleness withdrawn: once, then it is gone.
+    // (The guarantee's wording depends on the store: only the id is compared across faces.)
+    let enabled = ada.enable_caching(CachingRequest {
+        cache_duration: serde_json::json!(60),
+        cache_scope: "event".into(),
+    });
+    let cache_id = face
+        .ok("enable caching", async {
+            enabled.await.map(|c| c.cache_id)
+        })
+        .await;
+    face.ok("disable it", ada.disable_caching(&cache_id)).await;
+    let err = face
+        .err("disable it twice", ada.disable_caching(&cache_id))
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+
+    // By status: the branch's window (an hour) has closed by now; primary never does.
+    let only = |status| TimelineQuery {
+        status: Some(status),
+        page: PageRequest::default(),
+    };
+    let open = face
+        .ok(
+            "open timelines",
+            ada.find_timelines(only(TimelineStatus::Open)),
+        )
+        .await;
+    let closed = face
+        .ok(
+            "closed timelines",
+            ada.find_timelines(only(TimelineStatus::Closed)),
+        )
+        .await;
+    let ids = |p: &Page<TimelineInfo>| p.items.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&open), [primary()]);
+    assert_eq!(ids(&closed), [branch.id.clone()]);
+}
+
+/// Tamper detection on a sound store (§5.4): every record verifies and every event and data
+/// entry of the timeline is proven; an unknown timeline is refused. (Changed records are in
+/// `tests/log_chain.rs`, against real SQLite and PostgreSQL stores.)
+pub async fn integrity_of_a_sound_store(face: &Face) {
+    let ada = face.traveller("ada");
+    face.ok(
+        "add an event",
+        ada.add_event(
+            &primary(),
+            event("Lantern lit", "2024-09-03T09:00:00Z", "HQ", &[]),
+        ),
+    )
+    .await;
+    face.ok(
+        "store an entry",
+        ada.store_data(stored(
+            &primary(),
+            "2024-09-01T00:00:00Z",
+            serde_json::json!({"weather": "clear"}),
+        )),
+    )
+    .await;
+    // (A server writes records of its own, so only what does not count them is compared.)
+    let scan = ada.detect_tampering(TamperQuery {
+        timeline_id: primary(),
+        scan_depth: ScanDepth::Full,
+    });
+    let (detected, findings, all_checked, details) = face
+        .ok("detect tampering, every record", async {
+            scan.await.map(|r| {
+                (
+                    r.tampering_detected,
+                    r.findings.len(),
+                    r.records_checked == r.head_seq,
+                    r.details.starts_with("No tampering: "),
+                )
+            })
+        })
+        .await;
+    assert_eq!(
+        (detected, findings, all_checked, details),
+        (false, 0, true, true)
+    );
+    let proven = face
+        .ok(
+            "validate integrity now",
+            ada.validate_integrity(IntegrityQuery {
+                timeline_id: primary(),
+                timestamp: None,
+            }),
+        )
+        .await;
+    assert_eq!(
+        (
+            proven.integrity_score.as_str(),
+            proven.examined,
+            proven.passed
+        ),
+        ("100%", 2, 2)
+    );
+    let before = face
+        .ok(
+            "validate integrity before anything",
+            ada.validate_integrity(IntegrityQuery {
+                timeline_id: primary(),
+                timestamp: Some(t("2000-01-01T00:00:00Z")),
+            }),
+        )
+        .await;
+    assert_eq!(
+        (before.integrity_score.as_str(), before.examined),
+        ("100%", 0)
+    );
+    let err = face
+        .err(
+            "detect tampering in an unknown timeline",
+            ada.detect_tampering(TamperQuery {
+                timeline_id: "tml_nope".parse().expect("id"),
+                scan_depth: ScanDepth::Recent,
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", "tml_nope");
 }

@@ -291,6 +291,12 @@ macro_rules! wrapped {
 wrapped! {
     whoami() -> TravellerStatus;
     list_timelines(page: PageRequest) -> Page<TimelineInfo>;
+    find_timelines(req: TimelineQuery) -> Page<TimelineInfo>;
+    retrieve_item(req: RetrieveItemRequest) -> RetrievedItem;
+    monitor_events(req: MonitorEventsQuery) -> Page<MonitoredEvent>;
+    disable_caching(id: &chronoscope::model::CacheId) -> ();
+    detect_tampering(req: TamperQuery) -> TamperReport;
+    validate_integrity(req: IntegrityQuery) -> IntegrityReport;
     create_timeline(req: NewTimeline) -> TimelineInfo;
     get_timeline(id: &TimelineId) -> TimelineInfo;
     delete_timeline(id: &TimelineId) -> ();

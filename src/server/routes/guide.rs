@@ -11,6 +11,7 @@ use crate::service::{
     MergeRequest, MonitorQuery, MonitorReport, NewPreciseAnchor, NewSchedule, NewScript,
     NewTimeline, PageRequest, ReturnRequest, RevertRequest, SearchQuery, ShiftRequest,
     SignificantEventQuery, StabilityQuery, SwitchRequest, TimeTravelRequest, TimelineCheck,
+    TimelineQuery,
 };
 
 async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
@@ -337,7 +338,8 @@ pub async fn return_to_anchor(caller: Caller, JsonBody(req): JsonBody<ReturnRequ
     Ok(projected(StatusCode::OK, &j, ReturnedDoc::from))
 }
 
-/// The timelines you may read, `primary` first, then by creation, as the guide shows them.
+/// The timelines you may read, `primary` first, then by creation, as the guide shows them;
+/// only the `open` or the `closed` ones with `status`.
 #[utoipa::path(get, path = "/v1/list-timelines", tag = "Guide", operation_id = "guideListTimelines",
     params(ListTimelinesParams),
     request_body(content = ListTimelinesParams, description = "The same fields as a JSON body, instead of the query (usually none)"),
@@ -351,9 +353,12 @@ pub async fn list_timelines(
 ) -> ApiResult {
     let page = caller
         .service
-        .list_timelines(PageRequest {
-            limit: q.limit,
-            cursor: q.cursor,
+        .find_timelines(TimelineQuery {
+            status: q.status,
+            page: PageRequest {
+                limit: q.limit,
+                cursor: q.cursor,
+            },
         })
         .await?;
     let resp = match view() {

@@ -5,6 +5,8 @@ pub(super) mod data;
 mod documented;
 mod extension;
 mod guide;
+mod integrity;
+mod navigation;
 pub(super) mod ops;
 mod review;
 mod stream;
@@ -115,6 +117,21 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(review::diff_timelines))
         .routes(routes!(review::isolate_event))
         .routes(routes!(review::lift_isolation))
+        .routes(
+            routes!(navigation::retrieve_item, navigation::retrieve_item_post).layer(
+                axum::Extension(super::extract::RouteScope(crate::auth::Scope::Write)),
+            ),
+        )
+        .routes(routes!(navigation::monitor_events))
+        .routes(routes!(navigation::disable_caching))
+        .routes(routes!(integrity::detect_tampering).layer(axum::Extension(
+            super::extract::RouteScope(crate::auth::Scope::Read),
+        )))
+        .routes(
+            routes!(integrity::validate_integrity).layer(axum::Extension(
+                super::extract::RouteScope(crate::auth::Scope::Read),
+            )),
+        )
         .merge(ops::open_router())
 }
 

@@ -688,6 +688,7 @@ mod tests {
             taken_at: None,
             whereabouts: Whereabouts::Carried,
             registered_at: at("2026-01-01T00:00:00Z"),
+            location: None,
         };
         let mut wizard = Wizard::new(true);
         wizard.set_data(

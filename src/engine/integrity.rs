@@ -1,0 +1,465 @@
+//! `detect-tampering` and `validate-integrity` (guide operations §5.4): the *stored* log read
+//! back and checked against the log key, on demand.
+//!
+//! Folding already refuses to go past a record that does not verify; these look at what is
+//! stored now, so they also see records changed after this process folded them. Verification
+//! uses the *stored* previous link, so a modified body fails at exactly its record.
+//!
+//! `validate-integrity` replays the verified records from the first into a fresh state (the
+//! same fold the engine runs) and compares the timeline's served events and data entries with
+//! it: an item passes when the verified log produces exactly what is served. That costs a pass
+//! over the log (the specification's per-event index of producing records, which would read
+//! only those records, is not built).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::{CATCH_UP_BATCH, Engine, Envelope, World, rules};
+use crate::error::ServiceError;
+use crate::model::{Instant, TimelineId, format_instant, in_range};
+use crate::service::{
+    FindingKind, IntegrityFailure, IntegrityReport, ScanDepth, TamperFinding, TamperReport,
+    integrity_score,
+};
+use crate::store::chain::{self, LogKey};
+use crate::store::{Link, Record, StoreError};
+
+/// What a stored record says about itself, read without trusting it.
+#[derive(Default)]
+struct Claims {
+    op: Option<String>,
+    written_at: Option<Instant>,
+    timelines: Vec<TimelineId>,
+}
+
+impl Claims {
+    fn of(body: &str) -> Self {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Self::default();
+        };
+        let mut timelines = BTreeSet::new();
+        collect_timelines(&v["change"], &mut timelines);
+        Self {
+            op: v["change"]["op"].as_str().map(str::to_owned),
+            written_at: v["at"]
+                .as_str()
+                .and_then(|at| crate::model::parse_instant("at", at).ok()),
+            timelines: timelines.into_iter().collect(),
+        }
+    }
+
+    /// Whether the record says it touches `timeline` (one that says nothing readable might
+    /// touch anything).
+    fn touches(&self, timeline: &TimelineId) -> bool {
+        self.op.is_none() || self.timelines.contains(timeline)
+    }
+}
+
+/// The timelines a change names: under the keys the ops use for them.
+fn collect_timelines(v: &serde_json::Value, out: &mut BTreeSet<TimelineId>) {
+    const KEYS: &[&str] = &[
+        "timeline",
+        "timeline_id",
+        "source",
+        "destination",
+        "from_timeline",
+        "to_timeline",
+        "origin_timeline",
+    ];
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, value) in map {
+                if KEYS.contains(&k.as_str()) {
+                    let named = value.as_str().or_else(|| value["id"].as_str());
+                    if let Some(id) = named.and_then(|s| s.parse().ok()) {
+                        out.insert(id);
+                    }
+                }
+                collect_timelines(value, out);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|i| collect_timelines(i, out)),
+        _ => {}
+    }
+}
+
+/// One stored record checked against the stored link before it: the link to check the next
+/// record against (the stored one, whatever this one's verdict) and what is wrong, if anything.
+fn check(key: &LogKey, previous: &Link, record: &Record) -> (Link, Option<TamperFinding>) {
+    let claims = Claims::of(&record.body);
+    let finding = |kind, reason: String| TamperFinding {
+        seq: record.seq,
+        kind,
+        written_at: claims.written_at,
+        op: claims.op.clone(),
+        timelines: claims.timelines.clone(),
+        reason,
+    };
+    match chain::verify(
+        key,
+        previous,
+        record.seq,
+        &record.body,
+        record.link.as_ref(),
+    ) {
+        Ok(link) => match Envelope::decode(&record.body) {
+            Ok(_) => (link, None),
+            Err(e) => (
+                link,
+                Some(finding(
+                    FindingKind::Undecodable,
+                    format!("record {} verifies but cannot be read: {e}", record.seq),
+                )),
+            ),
+        },
+        Err(broken) => (
+            record.link.unwrap_or(*previous),
+            Some(finding(FindingKind::Modified, broken.to_string())),
+        ),
+    }
+}
+
+/// The stored link of record `seq` (the genesis link before the first), to check the record
+/// after it against.
+async fn link_before(engine: &Engine, first: u64) -> Result<Link, ServiceError> {
+    let key = &engine.config.log_key;
+    if first <= 1 {
+        return Ok(key.genesis());
+    }
+    let records = engine.store.read_since(first - 2, 1).await?;
+    Ok(records
+        .first()
+        .and_then(|r| r.link)
+        .unwrap_or_else(|| key.genesis()))
+}
+
+/// `detect-tampering` on `timeline`: every stored record of the range checked, the stored head
+/// against the one this process folded. `operator`: whether details of records that do not
+/// touch the timeline may be shown.
+pub(super) async fn detect(
+    engine: &Engine,
+    timeline: &TimelineId,
+    depth: ScanDepth,
+    operator: bool,
+) -> Result<TamperReport, ServiceError> {
+    let served = engine.snapshot_now();
+    rules::referenced(&served, timeline)?;
+    let key = &engine.config.log_key;
+    let store = &engine.store;
+    let head_seq = store.last_seq().await?;
+    let mut findings = Vec::new();
+    let chain_from = match store.chain().await? {
+        Some(meta) if meta.fingerprint == key.fingerprint() => Some(meta.from),
+        Some(meta) => {
+            findings.push(TamperFinding {
+                seq: 1,
+                kind: FindingKind::KeyMismatch,
+                written_at: None,
+                op: None,
+                timelines: Vec::new(),
+                reason: format!(
+                    "the store was chained with another log key (fingerprint {}; this server's \
+                     is {}): no record can be proven with this key",
+                    chain::short(&meta.fingerprint),
+                    chain::short(&key.fingerprint())
+                ),
+            });
+            return Ok(report(timeline, findings, 0, 1, head_seq, None, operator));
+        }
+        None => None,
+    };
+    let from_seq = match depth {
+        ScanDepth::Full => 1,
+        ScanDepth::Recent => store.snapshots().await?.first().map_or(1, |s| s.seq + 1),
+    };
+    let mut previous = link_before(engine, from_seq).await?;
+    let mut after = from_seq - 1;
+    let mut checked = 0;
+    loop {
+        let records = match store.read_since(after, CATCH_UP_BATCH).await {
+            Ok(records) => records,
+            Err(StoreError::Corrupt(reason)) => {
+                findings.push(TamperFinding {
+                    seq: after + 1,
+                    kind: FindingKind::Gap,
+                    written_at: None,
+                    op: None,
+                    timelines: Vec::new(),
+                    reason: format!("{reason}; the records after it were not checked"),
+                });
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if records.is_empty() {
+            break;
+        }
+        for record in &records {
+            let (link, finding) = check(key, &previous, record);
+            previous = link;
+            findings.extend(finding);
+            checked += 1;
+            after = record.seq;
+        }
+        tokio::task::yield_now().await;
+    }
+    if head_seq < served.seq {
+        findings.push(TamperFinding {
+            seq: head_seq + 1,
+            kind: FindingKind::Truncated,
+            written_at: None,
+            op: None,
+            timelines: Vec::new(),
+            reason: format!(
+                "the stored log ends at record {head_seq}, but this server already folded \
+                 records up to {}: the records after {head_seq} were removed",
+                served.seq
+            ),
+        });
+    }
+    Ok(report(
+        timeline, findings, checked, from_seq, head_seq, chain_from, operator,
+    ))
+}
+
+fn report(
+    timeline: &TimelineId,
+    mut findings: Vec<TamperFinding>,
+    checked: u64,
+    from_seq: u64,
+    head_seq: u64,
+    chain_from: Option<u64>,
+    operator: bool,
+) -> TamperReport {
+    if !operator {
+        for f in findings
+            .iter_mut()
+            .filter(|f| !f.timelines.contains(timeline))
+        {
+            f.op = None;
+            f.written_at = None;
+            f.timelines.clear();
+        }
+    }
+    let details = match findings.first() {
+        None if checked == 0 => format!(
+            "No tampering: no records after the newest snapshot (record {head_seq}) to check; \
+             ask for scan_depth full to check every record"
+        ),
+        None => format!(
+            "No tampering: {} record{} verified ({}–{})",
+            grouped(checked),
+            if checked == 1 { "" } else { "s" },
+            grouped(from_seq),
+            grouped(from_seq + checked - 1)
+        ),
+        Some(first) => {
+            let what = match (&first.op, first.timelines.as_slice()) {
+                (Some(op), []) => format!(" ({op}"),
+                (Some(op), timelines) => format!(
+                    " ({op} in {}",
+                    timelines
+                        .iter()
+                        .map(TimelineId::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                (None, _) => String::new(),
+            };
+            let what = match (&what.is_empty(), first.written_at) {
+                (true, _) => what,
+                (false, Some(at)) => format!("{what}, written {})", format_instant(&at)),
+                (false, None) => format!("{what})"),
+            };
+            let more = match findings.len() {
+                1 => String::new(),
+                n => format!("; {} more finding{}", n - 1, if n == 2 { "" } else { "s" }),
+            };
+            format!(
+                "Record {}{what}: {}{more}",
+                grouped(first.seq),
+                first.reason
+            )
+        }
+    };
+    TamperReport {
+        status: "complete".into(),
+        tampering_detected: !findings.is_empty(),
+        details,
+        findings,
+        records_checked: checked,
+        from_seq,
+        head_seq,
+        chain_from,
+    }
+}
+
+/// 12345 as "12,345".
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `validate-integrity` on `timeline` as of `timestamp`, against `served` (what this process
+/// answers from).
+pub(super) async fn validate(
+    engine: &Engine,
+    served: Arc<World>,
+    timeline: &TimelineId,
+    timestamp: Option<Instant>,
+) -> Result<IntegrityReport, ServiceError> {
+    let state = rules::referenced(&served, timeline)?;
+    let at = match timestamp {
+        Some(t) => in_range("timestamp", t)?,
+        None => engine.now(),
+    };
+    let key = &engine.config.log_key;
+    // The verified log, folded again from the first record up to what is served.
+    let mut replay = World::default();
+    let mut previous = key.genesis();
+    let mut failed: Vec<(u64, Claims)> = Vec::new();
+    let mut unproven_from = None;
+    'pages: while replay.seq < served.seq {
+        let records = match engine.store.read_since(replay.seq, CATCH_UP_BATCH).await {
+            Ok(records) => records,
+            Err(StoreError::Corrupt(_)) => {
+                unproven_from = Some(replay.seq + 1);
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if records.is_empty() {
+            unproven_from = Some(replay.seq + 1);
+            break;
+        }
+        for record in records {
+            if record.seq > served.seq {
+                break 'pages;
+            }
+            let (link, finding) = check(key, &previous, &record);
+            previous = link;
+            let applied = finding.is_none()
+                && Envelope::decode(&record.body)
+                    .ok()
+                    .is_some_and(|e| replay.apply(record.seq, e.change).is_ok());
+            if !applied {
+                failed.push((record.seq, Claims::of(&record.body)));
+                replay.seq = record.seq;
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    let suspect = failed
+        .iter()
+        .find(|(_, claims)| claims.touches(timeline))
+        .map(|(seq, _)| *seq);
+    let why_missing = || match (suspect, unproven_from) {
+        (Some(seq), _) => format!(
+            "the verified log does not produce it as served: record {seq}, which says it \
+             touches this timeline, fails verification"
+        ),
+        (None, Some(seq)) => format!(
+            "the stored log ends (or has a hole) before record {seq}, so it cannot be proven"
+        ),
+        (None, None) => "the verified log does not produce it as served".into(),
+    };
+    let proven = replay.timelines.get(timeline);
+    let mut examined = 0;
+    let mut failures = Vec::new();
+    for event in state.history.iter().filter(|e| e.time <= at) {
+        examined += 1;
+        let produced = proven.and_then(|p| p.history.current(&event.id));
+        let reason = if produced.is_none_or(|p| p != event) {
+            Some(why_missing())
+        } else {
+            malformed_lineage(&state.history, event)
+        };
+        if let Some(reason) = reason {
+            failures.push(IntegrityFailure {
+                id: event.id.to_string(),
+                seq: suspect,
+                reason,
+            });
+        }
+    }
+    for (key, entry) in state.data.iter().filter(|((t, _), _)| *t <= at) {
+        examined += 1;
+        let produced = proven.and_then(|p| p.data.get(key));
+        if produced.is_none_or(|p| p != entry) {
+            failures.push(IntegrityFailure {
+                id: entry.data_id.to_string(),
+                seq: suspect,
+                reason: why_missing(),
+            });
+        }
+    }
+    let passed = examined - failures.len() as u64;
+    Ok(IntegrityReport {
+        status: "validated".into(),
+        integrity_score: integrity_score(passed, examined),
+        examined,
+        passed,
+        failures,
+        timestamp: at,
+    })
+}
+
+/// A current event's lineage must be well formed: it is its lineage's one head, what it
+/// supersedes points back at it, and its causes are events of the timeline.
+fn malformed_lineage(
+    history: &crate::model::History,
+    event: &crate::model::Event,
+) -> Option<String> {
+    if event.superseded_by.is_some() || history.head_of(&event.id).is_none_or(|h| h.id != event.id)
+    {
+        return Some("it is served as current, but its lineage has another head".into());
+    }
+    if let Some(old) = &event.supersedes
+        && history
+            .get(old)
+            .is_none_or(|o| o.superseded_by.as_ref() != Some(&event.id))
+    {
+        return Some(format!(
+            "it supersedes '{old}', which does not name it as its successor"
+        ));
+    }
+    event
+        .causes
+        .iter()
+        .find(|c| history.get(c).is_none())
+        .map(|c| format!("its cause '{c}' is not an event of this timeline"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_counts_are_grouped_by_thousands() {
+        assert_eq!(grouped(7), "7");
+        assert_eq!(grouped(1_234), "1,234");
+        assert_eq!(grouped(12_345_678), "12,345,678");
+    }
+
+    #[test]
+    fn a_record_says_which_timelines_it_touches() {
+        let claims = Claims::of(
+            r#"{"by":"ada","at":"2026-11-24T10:00:00Z","change":{"op":"manipulate","timeline":"primary","old":"evt_a","new":{"id":"evt_b"}}}"#,
+        );
+        assert_eq!(claims.op.as_deref(), Some("manipulate"));
+        assert_eq!(claims.timelines, [TimelineId::primary()]);
+        assert!(claims.touches(&TimelineId::primary()));
+        assert!(
+            !Claims::of(r#"{"change":{"op":"register_item","item":{}}}"#)
+                .touches(&TimelineId::primary())
+        );
+        assert!(Claims::of("not json").touches(&TimelineId::primary()));
+    }
+}
