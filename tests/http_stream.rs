@@ -826,3 +826,140 @@ async fn two_travellers_are_shown_one_anomaly_identity_and_the_list_counts_it() 
         "bob is shown what ada is"
     );
 }
+
+async fn next_update(stream: &mut EventsStream) -> EventsUpdate {
+    tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("a change within 5 s")
+        .expect("the stream goes on")
+        .expect("a change, not an error")
+}
+
+/// `monitor-events/stream` (the guide's "real time"), followed by `watcher` while `writer`
+/// changes the timeline: a snapshot of the matching events, then a manipulation arrives
+/// within a second as the old event removed and the new head changed (in paradox), an event
+/// elsewhere is not told, and the revert brings the original back; a deleted timeline ends it.
+async fn events_stream_follows_changes(
+    watcher: &dyn TimelineService,
+    writer: &dyn TimelineService,
+) {
+    let made = writer
+        .create_timeline(NewTimeline {
+            name: Some("Turin 1860".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let timeline = made.id.clone();
+    let celebration = treaty_and_celebration(writer, &timeline).await;
+    let mut stream = watcher
+        .watch_events(SearchQuery {
+            timeline_id: Some(timeline.clone()),
+            location: Some("turin".into()),
+            ..SearchQuery::default()
+        })
+        .await
+        .unwrap();
+    let first = next_update(&mut stream).await;
+    let EventsChange::Snapshot { events } = &first.change else {
+        panic!("a stream starts with a snapshot: {first:?}");
+    };
+    let described: Vec<_> = events
+        .iter()
+        .map(|e| (e.event.description.as_str(), e.in_paradox))
+        .collect();
+    assert_eq!(described, [("Treaty", false), ("Treaty celebrated", false)]);
+
+    // Elsewhere: nothing to tell.
+    writer
+        .add_event(
+            &timeline,
+            NewEvent {
+                location: "Paris".into(),
+                ..event("Elsewhere", "1860-07-01T12:00:00Z", &[])
+            },
+        )
+        .await
+        .unwrap();
+    celebrate_early(writer, &timeline, &celebration).await;
+    let acknowledged = std::time::Instant::now();
+    let mut told = vec![next_update(&mut stream).await];
+    let waited = acknowledged.elapsed();
+    assert!(
+        waited < Duration::from_secs(1),
+        "the change arrived {waited:?} after it was acknowledged"
+    );
+    while told.len() < 3 {
+        told.push(next_update(&mut stream).await);
+    }
+    let mut changed = Vec::new();
+    let mut removed = Vec::new();
+    for update in &told {
+        assert!(update.position > first.position);
+        match &update.change {
+            EventsChange::Changed { event } => {
+                changed.push((event.event.description.clone(), event.in_paradox))
+            }
+            EventsChange::Removed { event_id } => removed.push(event_id.clone()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            ("Treaty".to_owned(), true),
+            ("Treaty celebrated".to_owned(), true)
+        ],
+        "the new head and its cause are now named by a paradox"
+    );
+    assert_eq!(
+        removed,
+        [celebration.clone()],
+        "the old head no longer stands"
+    );
+
+    writer
+        .revert_event(RevertRequest {
+            event_id: celebration.clone(),
+            timeline_id: Some(timeline.clone()),
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    let mut back = Vec::new();
+    while back.len() < 3 {
+        back.push(next_update(&mut stream).await.change);
+    }
+    assert!(
+        back.iter()
+            .any(|c| matches!(c, EventsChange::Changed { event }
+            if event.event.event_id == celebration && !event.in_paradox)),
+        "the original is back, out of paradox: {back:?}"
+    );
+
+    writer.delete_timeline(&timeline).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("told within 5 s");
+    let Some(Err(e)) = end else {
+        panic!("expected an error, got {end:?}");
+    };
+    assert!(e.to_string().contains(timeline.as_str()), "{e}");
+}
+
+#[tokio::test]
+async fn the_events_stream_tells_changes_within_a_second_over_http() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let bob = server.client("bob");
+    events_stream_follows_changes(&ada, &bob).await;
+}
+
+#[tokio::test]
+async fn the_events_stream_tells_changes_within_a_second_embedded() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let bob = engine.session("bob".parse().unwrap());
+    events_stream_follows_changes(&ada, &bob).await;
+}

@@ -232,17 +232,22 @@ pub async fn execute(
                 timeline: tl,
                 location,
                 range,
+                follow,
                 page: p,
             } => {
-                let found = service
-                    .monitor_events(SearchQuery {
-                        timeline_id: tl.as_deref().map(timeline).transpose()?,
-                        location,
-                        time_range: range,
-                        page: page(&p),
-                    })
-                    .await?;
-                out.print(&found, human::monitored_events)
+                let query = SearchQuery {
+                    timeline_id: tl.as_deref().map(timeline).transpose()?,
+                    location,
+                    time_range: range,
+                    page: page(&p),
+                };
+                if follow {
+                    return super::follow::follow_events(service, query, &mut out).await;
+                }
+                out.print(
+                    &service.monitor_events(query).await?,
+                    human::monitored_events,
+                )
             }
             EventCommand::Add {
                 description,

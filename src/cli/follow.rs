@@ -1,10 +1,12 @@
-//! `chronoscope monitor ID --follow`: the anomalies now, then each change as it comes.
+//! `chronoscope monitor ID --follow`: the anomalies now, then each change as it comes (and
+//! `events monitor --follow`: the matching events, likewise).
 //!
 //! A stream that is cut (the server restarted, the network dropped) is opened again after a
 //! pause; it starts again with a snapshot, of which a person is shown only what changed (with
 //! `--json` the snapshot line is printed: replace what you had). A first refusal (an unknown
 //! timeline, a bad token) or the timeline's deletion ends it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -12,9 +14,10 @@ use serde::Serialize;
 
 use super::output::{Output, human};
 use crate::error::ServiceError;
-use crate::model::TimelineId;
+use crate::model::{EventId, TimelineId, format_instant};
 use crate::service::{
-    Anomaly, MonitorChange, MonitorEvent, MonitorReport, MonitorWatch, TimelineService,
+    Anomaly, EventsChange, MonitorChange, MonitorEvent, MonitorEventsQuery, MonitorReport,
+    MonitorWatch, MonitoredEvent, Page, TimelineService,
 };
 
 /// First pause before reconnecting; doubled up to [`MOST_PAUSE`].
@@ -141,5 +144,99 @@ fn text(e: &MonitorEvent, open: Option<&[Anomaly]>) -> String {
         }
         (MonitorChange::Appeared(a), _) => appeared(a),
         (MonitorChange::Resolved(a), _) => resolved(a),
+    }
+}
+
+/// `chronoscope events monitor --follow`: the matching events now, then each change as it
+/// comes; a cut stream is opened again, and of its snapshot a person is shown only what
+/// changed meanwhile (with `--json`, one object per line, the snapshot too).
+pub async fn follow_events(
+    service: &dyn TimelineService,
+    query: MonitorEventsQuery,
+    out: &mut Output<'_>,
+) -> Result<(), ServiceError> {
+    let mut known: Option<HashMap<EventId, MonitoredEvent>> = None;
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let cut = match service.watch_events(query.clone()).await {
+            Err(e @ ServiceError::Unavailable(_)) if known.is_some() => e.to_string(),
+            Err(ServiceError::RateLimited { retry_after_secs }) if known.is_some() => {
+                pause = pause.max(Duration::from_secs(retry_after_secs));
+                "too many requests".to_owned()
+            }
+            Err(e) => return Err(e),
+            Ok(mut changes) => loop {
+                match changes.next().await {
+                    Some(Ok(update)) => {
+                        pause = FIRST_PAUSE;
+                        let text = events_text(&update.change, known.as_ref());
+                        out.print_line(&update, |_| text)?;
+                        fold_events(&mut known, update.change);
+                    }
+                    Some(Err(e @ ServiceError::Unavailable(_))) => break e.to_string(),
+                    Some(Err(e)) => return Err(e),
+                    None => break "the server ended the stream".to_owned(),
+                }
+            },
+        };
+        eprintln!("chronoscope: {cut}; reconnecting in {} s", pause.as_secs());
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MOST_PAUSE);
+    }
+}
+
+/// The events known after `change`.
+fn fold_events(known: &mut Option<HashMap<EventId, MonitoredEvent>>, change: EventsChange) {
+    let map = known.get_or_insert_with(HashMap::new);
+    match change {
+        EventsChange::Snapshot { events } => {
+            *map = events
+                .into_iter()
+                .map(|e| (e.event.event_id.clone(), e))
+                .collect();
+        }
+        EventsChange::Changed { event } => {
+            map.insert(event.event.event_id.clone(), event);
+        }
+        EventsChange::Removed { event_id } => {
+            map.remove(&event_id);
+        }
+    }
+}
+
+/// A change for a person: the table first; then `+` for a new event, `~` for one whose state
+/// moved, `-` for one that no longer stands; a later snapshot only as what changed.
+fn events_text(change: &EventsChange, known: Option<&HashMap<EventId, MonitoredEvent>>) -> String {
+    let line = |mark: char, m: &MonitoredEvent| {
+        let state = human::event_state(m);
+        format!(
+            "{mark} {} {} {} [{state}] {}\n",
+            format_instant(&m.event.time),
+            m.event.event_id,
+            m.event.location,
+            m.event.description
+        )
+    };
+    let told = |m: &MonitoredEvent| match known.and_then(|k| k.get(&m.event.event_id)) {
+        None => Some(line('+', m)),
+        Some(old) if old != m => Some(line('~', m)),
+        Some(_) => None,
+    };
+    match (change, known) {
+        (EventsChange::Snapshot { events }, None) => human::monitored_events(&Page {
+            items: events.clone(),
+            next_cursor: None,
+        }),
+        (EventsChange::Snapshot { events }, Some(known)) => {
+            let mut out: String = events.iter().filter_map(told).collect();
+            for id in known.keys() {
+                if !events.iter().any(|e| &e.event.event_id == id) {
+                    out.push_str(&format!("- {id} no longer stands\n"));
+                }
+            }
+            out
+        }
+        (EventsChange::Changed { event }, _) => told(event).unwrap_or_default(),
+        (EventsChange::Removed { event_id }, _) => format!("- {event_id} no longer stands\n"),
     }
 }

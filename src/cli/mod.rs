@@ -687,6 +687,10 @@ pub enum EventCommand {
         /// ISO 8601 interval: start/end, start/duration or duration/end
         #[arg(long, value_parser = parse_range)]
         range: Option<TimeRange>,
+        /// Then print each change as it comes: + new, ~ changed state, - no longer stands
+        /// (Ctrl-C ends; paging does not apply)
+        #[arg(long)]
+        follow: bool,
         /// Paging
         #[command(flatten)]
         page: PageArgs,

@@ -221,6 +221,24 @@ pub mod human {
         )
     }
 
+    /// An event's change state in words: past or future, when it last changed, in paradox.
+    pub fn event_state(m: &MonitoredEvent) -> String {
+        let mut state = vec![
+            match m.relative {
+                Relative::Past => "past",
+                Relative::Future => "future",
+            }
+            .to_owned(),
+        ];
+        if let Some(at) = &m.changed_at {
+            state.push(format!("changed {}", format_instant(at)));
+        }
+        if m.in_paradox {
+            state.push("in paradox".into());
+        }
+        state.join(", ")
+    }
+
     /// A page of `monitor-events`: each event with its change state.
     pub fn monitored_events(page: &Page<MonitoredEvent>) -> String {
         let rows = page
@@ -228,24 +246,11 @@ pub mod human {
             .iter()
             .map(|m| {
                 let e = &m.event;
-                let mut state = vec![
-                    match m.relative {
-                        Relative::Past => "past",
-                        Relative::Future => "future",
-                    }
-                    .to_owned(),
-                ];
-                if let Some(at) = &m.changed_at {
-                    state.push(format!("changed {}", format_instant(at)));
-                }
-                if m.in_paradox {
-                    state.push("in paradox".into());
-                }
                 vec![
                     format_instant(&e.time),
                     e.event_id.to_string(),
                     e.location.clone(),
-                    state.join(", "),
+                    event_state(m),
                     e.description.clone(),
                 ]
             })

@@ -979,6 +979,10 @@ impl TimelineService for RemoteClient {
         self.monitor_stream(req).await
     }
 
+    async fn watch_events(&self, req: MonitorEventsQuery) -> ServiceResult<EventsStream> {
+        self.events_stream(req).await
+    }
+
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
         let call = Call::get(&["api", "v1", "check-timeline"])
             .param("timeline_id", Some(&req.timeline_id))

@@ -15,7 +15,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use super::{Call, RemoteClient, failure};
 use crate::error::ServiceError;
 use crate::service::{
-    Anomaly, MonitorChange, MonitorEvent, MonitorReport, MonitorStream, MonitorWatch,
+    Anomaly, EventsChange, EventsStream, EventsUpdate, MonitorChange, MonitorEvent,
+    MonitorEventsQuery, MonitorReport, MonitorStream, MonitorWatch,
 };
 
 /// The server sends a heartbeat every 15 s of quiet; three missed ones mean the stream is gone.
@@ -25,6 +26,10 @@ const SILENCE: Duration = Duration::from_secs(45);
 const NO_DEADLINE: Duration = Duration::from_secs(365 * 24 * 3600);
 
 const ROUTE: &str = "GET /v1/monitor-timeline/stream";
+const EVENTS_ROUTE: &str = "GET /v1/monitor-events/stream";
+
+/// One Server-Sent Event as it came: its name, id and data.
+type Raw = (String, String, String);
 
 impl RemoteClient {
     /// Opens the monitor stream of `req.timeline_id`, resuming after `req.after` if given.
@@ -34,6 +39,45 @@ impl RemoteClient {
     ) -> Result<MonitorStream, ServiceError> {
         let call = Call::get(&["v1", "monitor-timeline", "stream"])
             .param("timeline_id", Some(&req.timeline_id));
+        let raw = self.open_stream(call, ROUTE, req.after).await?;
+        Ok(raw
+            .filter_map(|item| {
+                futures::future::ready(
+                    item.and_then(|(name, id, data)| decode(&name, &id, &data))
+                        .transpose(),
+                )
+            })
+            .boxed())
+    }
+
+    /// Opens `monitor-events/stream` with `req`'s filters.
+    pub(super) async fn events_stream(
+        &self,
+        req: MonitorEventsQuery,
+    ) -> Result<EventsStream, ServiceError> {
+        let call = Call::get(&["v1", "monitor-events", "stream"])
+            .param("timeline_id", req.timeline_id.as_ref())
+            .param("location", req.location.as_ref())
+            .param("time_range", req.time_range.as_ref());
+        let raw = self.open_stream(call, EVENTS_ROUTE, None).await?;
+        Ok(raw
+            .filter_map(|item| {
+                futures::future::ready(
+                    item.and_then(|(name, id, data)| decode_events(&name, &id, &data))
+                        .transpose(),
+                )
+            })
+            .boxed())
+    }
+
+    /// Opens an event stream: refusals answered as problems, a response that is not a stream
+    /// refused, silence beyond [`SILENCE`] an error; nothing comes after an error.
+    async fn open_stream(
+        &self,
+        call: Call<'_>,
+        route: &'static str,
+        after: Option<u64>,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Raw, ServiceError>>, ServiceError> {
         let url = self.url(&call)?;
         let mut request = self
             .http
@@ -41,7 +85,7 @@ impl RemoteClient {
             .header(AUTHORIZATION, self.auth.clone())
             .header(ACCEPT, "text/event-stream, application/problem+json")
             .timeout(NO_DEADLINE);
-        if let Some(after) = req.after {
+        if let Some(after) = after {
             request = request.header("last-event-id", after.to_string());
         }
         let response = match tokio::time::timeout(self.request_timeout, request.send()).await {
@@ -72,7 +116,7 @@ impl RemoteClient {
             if status == StatusCode::NOT_FOUND && !body.starts_with(b"{") {
                 return Err(not_streamed(&self.shown));
             }
-            return Err(failure(status, &headers, &body, ROUTE));
+            return Err(failure(status, &headers, &body, route));
         }
         let streams = response
             .headers()
@@ -89,11 +133,9 @@ impl RemoteClient {
         let bytes = quiet_ends(response.bytes_stream(), SILENCE);
         let events = bytes
             .eventsource()
-            .filter_map(move |item| {
-                futures::future::ready(match item {
-                    Ok(event) => decode(&event.event, &event.id, &event.data).transpose(),
-                    Err(e) => Some(Err(lost(e.to_string()))),
-                })
+            .map(move |item| match item {
+                Ok(event) => Ok((event.event, event.id, event.data)),
+                Err(e) => Err(lost(e.to_string())),
             })
             // Nothing comes after an error: the caller reconnects.
             .scan(false, |ended, item| {
@@ -107,10 +149,10 @@ impl RemoteClient {
     }
 }
 
-/// The error for a server that has no monitor stream (one older than this client).
+/// The error for a server that has no such stream (one older than this client).
 fn not_streamed(shown: &str) -> ServiceError {
     ServiceError::Unavailable(format!(
-        "{shown} does not stream monitor changes (an older chronoscope server?)"
+        "{shown} does not stream these changes (an older chronoscope server?)"
     ))
 }
 
@@ -174,4 +216,25 @@ fn decode(name: &str, id: &str, data: &str) -> Result<Option<MonitorEvent>, Serv
         _ => unreachable!("names checked above"),
     };
     Ok(Some(MonitorEvent { position, change }))
+}
+
+/// One event of `monitor-events/stream`; `None` for one this client does not know.
+fn decode_events(name: &str, id: &str, data: &str) -> Result<Option<EventsUpdate>, ServiceError> {
+    if name == "error" {
+        return decode(name, id, data).map(|_| None);
+    }
+    if !matches!(name, "snapshot" | "changed" | "removed") {
+        return Ok(None);
+    }
+    let odd = |why: String| {
+        ServiceError::Internal(format!(
+            "{EVENTS_ROUTE} sent an event that makes no sense: {why}"
+        ))
+    };
+    let position = id
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| odd(format!("id '{id}' is not a log position")))?;
+    let change: EventsChange = serde_json::from_str(data).map_err(|e| odd(e.to_string()))?;
+    Ok(Some(EventsUpdate { position, change }))
 }

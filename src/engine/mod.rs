@@ -13,6 +13,7 @@ mod clock;
 mod commit;
 mod data;
 mod dissonance;
+mod events_watch;
 mod feed;
 pub mod idempotency;
 mod integrity;

@@ -755,6 +755,10 @@ impl TimelineService for EngineSession {
         .await
     }
 
+    async fn watch_events(&self, req: MonitorEventsQuery) -> ServiceResult<EventsStream> {
+        super::events_watch::watch_events(self, req).await
+    }
+
     async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
         self.read(|world, ctx| {
             events_page(world, ctx, &req, |history, location, after, take| {

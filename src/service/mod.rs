@@ -21,7 +21,7 @@
 //! | `list-timelines` | [`TimelineService::find_timelines`] |
 //! | `retrieve-item` | [`TimelineService::retrieve_item`] |
 //! | `detect-tampering`, `validate-integrity` | [`TimelineService::detect_tampering`], [`TimelineService::validate_integrity`] |
-//! | `monitor-events` | [`TimelineService::monitor_events`] |
+//! | `monitor-events`, `GET /v1/monitor-events/stream` (SSE) | [`TimelineService::monitor_events`], [`TimelineService::watch_events`] |
 //! | `pause-time`, `resume-time` | [`TimelineService::pause_time`], [`TimelineService::resume_time`] |
 //! | `fast-forward`, `rewind` | [`TimelineService::fast_forward`], [`TimelineService::rewind`] |
 //! | `POST /items` | [`TimelineService::register_item`] |
@@ -149,6 +149,10 @@ pub trait TimelineService: Send + Sync {
     /// search is, each with its change state: when it was last changed, whether an open anomaly
     /// names it, and whether it lies before or after the caller's time.
     async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>>;
+    /// Follows the events `monitor_events` reports (the page fields are ignored): a snapshot
+    /// of every matching event, then each one that is added, changed, removed, or whose change
+    /// state moves, within a second of the write.
+    async fn watch_events(&self, req: MonitorEventsQuery) -> ServiceResult<EventsStream>;
     /// Every version of a timeline's events, standing and past (superseded by a manipulation,
     /// or reverted), by location and time range, in time order (extension).
     async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>>;

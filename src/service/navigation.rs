@@ -77,3 +77,40 @@ pub struct TimelineQuery {
 
 /// `monitor-events` asks what `search-events` asks (timeline, location, time range, page).
 pub type MonitorEventsQuery = SearchQuery;
+
+/// One change pushed by `monitor-events/stream`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventsChange {
+    /// Every matching event now (the first message; replaces what a client knew).
+    Snapshot {
+        /// The events, in time order.
+        events: Vec<MonitoredEvent>,
+    },
+    /// A matching event is new (added, or a new head after a manipulation, revert or merge) or
+    /// its change state moved (an anomaly names it now, or no longer, as after an isolation).
+    Changed {
+        /// The event as it is now.
+        event: MonitoredEvent,
+    },
+    /// An event no longer stands (superseded, reverted, or its timeline was merged over).
+    Removed {
+        /// The event that went.
+        #[schema(value_type = String)]
+        event_id: crate::model::EventId,
+    },
+}
+
+/// A change with the log position it was seen at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventsUpdate {
+    /// The log position.
+    pub position: u64,
+    /// What changed.
+    pub change: EventsChange,
+}
+
+/// `monitor-events/stream`: changes as they come; ends when the timeline is deleted, the
+/// server shuts down or the connection is lost (an error item says which, when known).
+pub type EventsStream =
+    futures::stream::BoxStream<'static, Result<EventsUpdate, crate::error::ServiceError>>;

@@ -294,6 +294,7 @@ wrapped! {
     find_timelines(req: TimelineQuery) -> Page<TimelineInfo>;
     retrieve_item(req: RetrieveItemRequest) -> RetrievedItem;
     monitor_events(req: MonitorEventsQuery) -> Page<MonitoredEvent>;
+    watch_events(req: MonitorEventsQuery) -> EventsStream;
     disable_caching(id: &chronoscope::model::CacheId) -> ();
     detect_tampering(req: TamperQuery) -> TamperReport;
     validate_integrity(req: IntegrityQuery) -> IntegrityReport;

@@ -123,6 +123,7 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
             ),
         )
         .routes(routes!(navigation::monitor_events))
+        .routes(routes!(stream::stream_monitor_events))
         .routes(routes!(navigation::disable_caching))
         .routes(routes!(integrity::detect_tampering).layer(axum::Extension(
             super::extract::RouteScope(crate::auth::Scope::Read),

@@ -26,8 +26,9 @@ use super::ApiResult;
 use crate::model::TimelineId;
 use crate::server::extract::{Caller, QueryParams};
 use crate::server::problem::{Problem, RequestCtx};
+use crate::server::views::SearchParams;
 use crate::server::{ServerConfig, Stopping, StreamSlots};
-use crate::service::{MonitorChange, MonitorWatch};
+use crate::service::{EventsChange, MonitorChange, MonitorWatch};
 
 /// The query of the stream.
 #[derive(Debug, Deserialize)]
@@ -103,6 +104,67 @@ pub async fn stream_monitor_timeline(
                     .json_data(Problem::from_error(e).body(&ctx)),
             };
             // Serialising our own types cannot fail; if it ever did, a comment says so.
+            Ok::<_, Infallible>(event.unwrap_or_else(|e| {
+                Event::default().comment(format!("an event could not be written: {e}"))
+            }))
+        })
+        .take_until(stopping.stopped());
+    Ok(Sse::new(events)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(config.heartbeat)
+                .text("heartbeat"),
+        )
+        .into_response())
+}
+
+/// Follow the events `monitor-events` reports (Server-Sent Events; the same fields, as query
+/// parameters, without paging): a `snapshot` of every matching event with its change state,
+/// then `changed` for an event that is added, or is a new head after a manipulation, revert or
+/// merge, or whose change state moved (an anomaly names it now or no longer, as after an
+/// isolation), and `removed` for one that no longer stands; within a second of the write. The
+/// same caps and heartbeat as the monitor stream; `error` ends it (the timeline was deleted).
+/// Working out the matching events costs their number on each change of the timeline: name a
+/// location or a time range for a big timeline.
+#[utoipa::path(get, path = "/v1/monitor-events/stream", tag = "Guide",
+    operation_id = "streamMonitorEvents",
+    params(SearchParams),
+    responses((status = 200, content_type = "text/event-stream", body = String,
+        description = "An event stream: `snapshot` (data: `{\"kind\":\"snapshot\",\"events\":[...]}`), \
+            `changed` (data: `{\"kind\":\"changed\",\"event\":{...}}`), `removed` (data: \
+            `{\"kind\":\"removed\",\"event_id\":...}`), each with `id:` its log position; \
+            `error` (data: a problem) ends it; a `: heartbeat` comment every 15 s of silence; \
+            429 when the caller or the server has as many streams open as allowed"))
+)]
+pub async fn stream_monitor_events(
+    caller: Caller,
+    State(stopping): State<Stopping>,
+    State(config): State<Arc<ServerConfig>>,
+    State(slots): State<Arc<StreamSlots>>,
+    QueryParams(q): QueryParams<SearchParams>,
+) -> ApiResult {
+    let slot = slots.take(caller.traveller.as_str())?;
+    let changes = caller.service.watch_events(q.into()).await?;
+    let ctx = RequestCtx::current();
+    let events = changes
+        .map(move |item| {
+            let _held = &slot;
+            let event = match item {
+                Ok(update) => {
+                    let name = match &update.change {
+                        EventsChange::Snapshot { .. } => "snapshot",
+                        EventsChange::Changed { .. } => "changed",
+                        EventsChange::Removed { .. } => "removed",
+                    };
+                    Event::default()
+                        .id(update.position.to_string())
+                        .event(name)
+                        .json_data(&update.change)
+                }
+                Err(e) => Event::default()
+                    .event("error")
+                    .json_data(Problem::from_error(e).body(&ctx)),
+            };
             Ok::<_, Infallible>(event.unwrap_or_else(|e| {
                 Event::default().comment(format!("an event could not be written: {e}"))
             }))
