@@ -81,8 +81,14 @@ pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceErro
     }
 }
 
-/// The response form of a timeline, with the monitor's count of its open anomalies.
-pub fn timeline_info(state: &TimelineState, now: Instant, anomalies: usize) -> TimelineInfo {
+/// The response form of a timeline, with the monitor's count of its open anomalies, and the
+/// pending merges and isolations of `world` that concern it.
+pub fn timeline_info(
+    world: &World,
+    state: &TimelineState,
+    now: Instant,
+    anomalies: usize,
+) -> TimelineInfo {
     let t = &state.meta;
     TimelineInfo {
         id: t.id.clone(),
@@ -98,6 +104,13 @@ pub fn timeline_info(state: &TimelineState, now: Instant, anomalies: usize) -> T
         event_count: state.history.len(),
         paradoxes: anomalies,
         created_by: t.created_by.clone(),
+        pending_merges: super::review::pending_naming(world, &t.id).len(),
+        isolations: world
+            .isolations
+            .values()
+            .filter(|i| i.timeline_id == t.id)
+            .map(|i| i.isolation_id.clone())
+            .collect(),
     }
 }
 
@@ -786,6 +799,23 @@ pub fn refuse_introduced(
     timeline: &TimelineId,
     ops: &[Op],
 ) -> Result<(), ServiceError> {
+    let mut after = world.clone();
+    for op in ops {
+        after
+            .apply(after.seq + 1, op.clone())
+            .map_err(|e| ServiceError::Internal(format!("safety check: {e}")))?;
+    }
+    refuse_introduced_by(world, &after, ctx, timeline)
+}
+
+/// As [`refuse_introduced`], given `after`: `world` with the change's ops applied already (a
+/// merge has applied them while deciding, and they are not applied a second time).
+pub fn refuse_introduced_by(
+    world: &World,
+    after: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+) -> Result<(), ServiceError> {
     let standing = |world: &World| -> Result<Vec<Paradox>, ServiceError> {
         let state = referenced(world, timeline)?;
         let position = world.position_of(ctx.traveller, ctx.now);
@@ -793,15 +823,9 @@ pub fn refuse_introduced(
         Ok(paradox::check(&subject(ctx, state, &position, &items), &[]))
     };
     let before = standing(world)?;
-    let mut after = world.clone();
-    for op in ops {
-        after
-            .apply(after.seq + 1, op.clone())
-            .map_err(|e| ServiceError::Internal(format!("safety check: {e}")))?;
-    }
     refuse_paradoxes(
         timeline,
-        standing(&after)?
+        standing(after)?
             .into_iter()
             .filter(|p| !before.contains(p))
             .collect(),

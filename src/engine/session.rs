@@ -177,7 +177,7 @@ impl EngineSession {
         now: Instant,
     ) -> TimelineInfo {
         let open = super::watch::open_anomalies(&self.engine.reports, world, state, now);
-        rules::timeline_info(state, now, open.len())
+        rules::timeline_info(world, state, now, open.len())
     }
 }
 

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::{EventRecord, NewOutcome, WrittenEvent};
-use crate::model::{EventId, Instant, IsolationId, MergeId, TimelineId, Traveller};
+use crate::model::{DataId, EventId, Instant, IsolationId, MergeId, TimelineId, Traveller};
 use crate::paradox::Paradox;
 
 /// The three answers to a conflict, as the guide names them.
@@ -208,6 +208,10 @@ pub struct ResolveResult {
     pub remaining_conflicts: usize,
     /// The destination's events written (on completion).
     pub written: Vec<WrittenEvent>,
+    /// The source's data entries copied into the destination (on completion).
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub data_entries: Vec<DataId>,
     /// Paradoxes the completion added (only with `safety_check: false`).
     pub paradoxes: Vec<Paradox>,
 }
