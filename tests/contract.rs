@@ -100,5 +100,6 @@ contract! {
     guide_pause_and_resume,
     temporal_data,
     merge_manual_review,
+    merge_completion_and_data,
     isolation_overlay,
 }
