@@ -319,7 +319,7 @@ async fn copied_data_entries_survive_a_snapshot_and_their_source() {
         })
         .await
         .expect("merge B into A");
-    assert_eq!(merged.data_entries, [entry.data_id.clone()]);
+    assert_eq!(merged.data_entries, std::slice::from_ref(&entry.data_id));
     let key = EngineConfig::default().log_key;
     let round_trip = |world: &chronoscope::engine::World| {
         snapshot::decode(&snapshot::encode(world, &key), &key).expect("the snapshot reads back")

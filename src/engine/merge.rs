@@ -259,7 +259,8 @@ pub(super) struct Writes {
 }
 
 /// The writes of a merge into `dst` (in order: changed lineages, then added ones in causal
-/// order), what it decided for each lineage, and the events it wrote. `choose` decides each
+/// order, then the source's data entries the destination lacks), what it decided for each
+/// lineage, the events it wrote, and the world they make. `choose` decides each
 /// conflict; `locked` says what to do instead when a fixed point would have to change. An
 /// incoming change of a fixed point is left out, or refuses the merge when `strict`.
 pub(super) fn writes(
@@ -441,7 +442,8 @@ pub(super) fn pending_between<'w>(
 
 /// Decides a merge: the ops to log (the writes into the destination, then the merge record;
 /// none when it is up to date) and the answer. A `manual_review` merge with conflicts writes
-/// only its record, pending: nothing lands until every conflict has a resolution.
+/// only its record, pending: nothing lands until every conflict has a resolution. Asked again
+/// while it is pending, with `manual_review`, it is completed once no conflict is left open.
 pub fn merge(
     world: &World,
     ctx: &Ctx<'_>,

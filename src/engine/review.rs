@@ -1,6 +1,8 @@
 //! Manual review of a merge (guide §3): a pending merge is recomputed against its destination
 //! as it stands at every review and at completion; the last resolution completes it in one
-//! append with the paradox check. Also the read-only diff of two timelines.
+//! append with the paradox check; a pending merge with no open conflict left is completed by
+//! `resolve-conflict` on a lineage it weighed (or by merging again). Also the read-only diff of
+//! two timelines.
 
 use crate::error::ServiceError;
 use crate::model::{DataId, Event, EventId, Instant, MergeId, TimelineId, format_instant};

@@ -3976,7 +3976,7 @@ pub async fn merge_completion_and_data(face: &Face) {
         Some(&second_id),
         "the pending one"
     );
-    assert_eq!(completed.data_entries, [later.data_id.clone()]);
+    assert_eq!(completed.data_entries, std::slice::from_ref(&later.data_id));
     assert_eq!(
         face.ok("show the second merge", ada.get_merge(&second_id))
             .await
@@ -4003,7 +4003,7 @@ pub async fn merge_completion_and_data(face: &Face) {
         .await;
     assert_eq!(only_data.status, "merged");
     assert!(only_data.written.is_empty());
-    assert_eq!(only_data.data_entries, [last.data_id.clone()]);
+    assert_eq!(only_data.data_entries, std::slice::from_ref(&last.data_id));
     let again = face
         .ok(
             "merge once more",
@@ -4051,7 +4051,7 @@ pub async fn merge_completion_and_data(face: &Face) {
         .await;
     assert_eq!(
         info("A with an isolation", &a.id).await.isolations,
-        [iso.isolation_id.clone()]
+        std::slice::from_ref(&iso.isolation_id)
     );
     face.ok("lift it", ada.lift_isolation(&iso.isolation_id))
         .await;
