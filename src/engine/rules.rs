@@ -81,10 +81,41 @@ pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceErro
     }
 }
 
+/// What a timeline's full view says besides its own state: the merges waiting for review that
+/// name it and the isolations in force on it. Gathered once per answer, so a list of many
+/// timelines does not scan every merge and isolation for each.
+#[derive(Default)]
+pub struct Concerns {
+    pending_merges: std::collections::HashMap<TimelineId, usize>,
+    isolations: std::collections::HashMap<TimelineId, Vec<crate::model::IsolationId>>,
+}
+
+impl Concerns {
+    /// Those of every timeline of `world`.
+    pub fn of(world: &World) -> Self {
+        let mut out = Self::default();
+        for m in world.merges.values().filter(|m| m.is_pending()) {
+            *out.pending_merges
+                .entry(m.source_timeline_id.clone())
+                .or_default() += 1;
+            *out.pending_merges
+                .entry(m.destination_timeline_id.clone())
+                .or_default() += 1;
+        }
+        for i in world.isolations.values() {
+            out.isolations
+                .entry(i.timeline_id.clone())
+                .or_default()
+                .push(i.isolation_id.clone());
+        }
+        out
+    }
+}
+
 /// The response form of a timeline, with the monitor's count of its open anomalies, and the
-/// pending merges and isolations of `world` that concern it.
+/// pending merges and isolations that concern it.
 pub fn timeline_info(
-    world: &World,
+    concerns: &Concerns,
     state: &TimelineState,
     now: Instant,
     anomalies: usize,
@@ -104,13 +135,12 @@ pub fn timeline_info(
         event_count: state.history.len(),
         paradoxes: anomalies,
         created_by: t.created_by.clone(),
-        pending_merges: super::review::pending_naming(world, &t.id).len(),
-        isolations: world
-            .isolations
-            .values()
-            .filter(|i| i.timeline_id == t.id)
-            .map(|i| i.isolation_id.clone())
-            .collect(),
+        pending_merges: concerns
+            .pending_merges
+            .get(&t.id)
+            .copied()
+            .unwrap_or_default(),
+        isolations: concerns.isolations.get(&t.id).cloned().unwrap_or_default(),
     }
 }
 
