@@ -8,7 +8,7 @@ use crate::error::ServiceError;
 use crate::model::{DataId, Event, EventId, Instant, MergeId, TimelineId, format_instant};
 use crate::paradox::Paradox;
 use crate::service::{
-    ConflictResolution, ConflictReview, DiffLine, DiffQuery, Merge, MergeResolution,
+    ConflictResolution, ConflictReview, DiffLine, DiffQuery, Merge, MergeResolution, PendingReview,
     RESOLUTION_OPTIONS, ResolveRequest, ResolveResult, ReviewConflict, ReviewQuery, TimelineDiff,
     WrittenEvent,
 };
@@ -73,8 +73,16 @@ fn choice(r: &MergeResolution) -> Choice {
 pub fn review(world: &World, q: &ReviewQuery) -> Result<ConflictReview, ServiceError> {
     rules::referenced(world, &q.merged_timeline_id)?;
     let mut conflicts = Vec::new();
+    let mut merges = Vec::new();
     for m in pending_into(world, Some(&q.merged_timeline_id), q.merge_id.as_ref())? {
         let plan = replan(world, m)?;
+        let open = open_conflicts(&plan, &m.resolutions).len();
+        merges.push(PendingReview {
+            merge_id: m.merge_id.clone(),
+            source_timeline_id: m.source_timeline_id.clone(),
+            open_conflicts: open,
+            resolved_conflicts: plan.count(Class::Conflict) - open,
+        });
         for l in plan.conflicts() {
             let (base, Some(s), Some(d)) = plan.sides(l) else {
                 continue;
@@ -105,6 +113,7 @@ pub fn review(world: &World, q: &ReviewQuery) -> Result<ConflictReview, ServiceE
     Ok(ConflictReview {
         conflicts,
         resolution_options: RESOLUTION_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        merges,
     })
 }
 
@@ -434,5 +443,6 @@ pub fn diff(world: &World, q: &DiffQuery) -> Result<TimelineDiff, ServiceError> 
         destination_timeline_id: q.destination_timeline_id.clone(),
         base_timeline_id: plan.base_id.clone(),
         lines,
+        data_entries: plan.data.iter().map(|e| e.data_id.clone()).collect(),
     })
 }

@@ -163,6 +163,24 @@ pub struct ConflictReview {
     /// "Keep Event A" (the source's outcome), "Keep Event B" (the destination's), "Custom
     /// Merge".
     pub resolution_options: Vec<String>,
+    /// Each merge waiting for review into the timeline, with how many of its conflicts are
+    /// open now: one with none open is completed by `resolve-conflict` on a lineage it weighed
+    /// or by merging again with `manual_review`.
+    #[serde(default)]
+    pub merges: Vec<PendingReview>,
+}
+
+/// A merge waiting for review, as `review-conflicts` finds it now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PendingReview {
+    /// The merge.
+    pub merge_id: MergeId,
+    /// Where its changes come from.
+    pub source_timeline_id: TimelineId,
+    /// Its conflicts still without a resolution.
+    pub open_conflicts: usize,
+    /// Its conflicts resolved already.
+    pub resolved_conflicts: usize,
 }
 
 /// `resolve-conflict`.
@@ -251,6 +269,11 @@ pub struct TimelineDiff {
     pub base_timeline_id: TimelineId,
     /// Changed lineages in lineage order.
     pub lines: Vec<DiffLine>,
+    /// The source's data entries a merge would copy (those the destination lacks), in time
+    /// order.
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub data_entries: Vec<DataId>,
 }
 
 /// What `isolate-event` isolates.

@@ -4,7 +4,8 @@
 use chrono::Duration;
 use chronoscope::error::ServiceError;
 use chronoscope::model::{
-    AnchorStatus, EventId, EventStatus, ItemId, TimeRange, TimelineId, TimelineStatus, Whereabouts,
+    AnchorStatus, EventId, EventStatus, ItemId, MergeId, TimeRange, TimelineId, TimelineStatus,
+    Whereabouts,
 };
 use chronoscope::service::*;
 
@@ -3776,6 +3777,22 @@ pub async fn merge_completion_and_data(face: &Face) {
     )
     .await;
 
+    let diff = face
+        .ok(
+            "diff B into A",
+            ada.diff_timelines(DiffQuery {
+                source_timeline_id: b.id.clone(),
+                destination_timeline_id: a.id.clone(),
+            }),
+        )
+        .await;
+    let mut would_copy = vec![in_b.data_id.clone(), sealed_in_b.data_id.clone()];
+    would_copy.sort();
+    assert_eq!(
+        diff.data_entries, would_copy,
+        "the diff shows the entries to copy"
+    );
+
     // A merge waiting for review, counted on both of its timelines.
     let pending = face
         .ok(
@@ -3831,6 +3848,16 @@ pub async fn merge_completion_and_data(face: &Face) {
         )
         .await;
     assert!(review.conflicts.is_empty(), "{review:?}");
+    let waiting: Vec<(&MergeId, usize)> = review
+        .merges
+        .iter()
+        .map(|m| (&m.merge_id, m.open_conflicts))
+        .collect();
+    assert_eq!(
+        waiting,
+        [(&merge_id, 0)],
+        "still waiting, with nothing open"
+    );
     let err = face
         .err(
             "custom merge of a lineage that no longer conflicts",
