@@ -46,6 +46,8 @@ fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
             event_count: 0,
             paradoxes: i % 7,
             created_by: None,
+            pending_merges: 0,
+            isolations: Vec::new(),
         })
         .collect()
 }

@@ -103,5 +103,6 @@ contract! {
     integrity_of_a_sound_store,
     temporal_data,
     merge_manual_review,
+    merge_completion_and_data,
     isolation_overlay,
 }

@@ -3,7 +3,8 @@
 //! The test binary re-runs itself as a child (when `CHRONOSCOPE_DURABILITY_CHILD` names a
 //! store) that registers items through the real engine and prints each acknowledged id the
 //! moment the call returns. The parent SIGKILLs it mid-stream, reopens the store with a fresh
-//! engine, and finds every acknowledged item.
+//! engine, and finds every acknowledged item. A child that merges branches instead shows that a
+//! merge (one append) is there whole or not at all after the kill.
 //!
 //! The binary has its own `main` (`harness = false`, the harness is `libtest-mimic`): the
 //! child's writing loop is not a test, so it is not counted as one, and a PostgreSQL test
@@ -151,6 +152,271 @@ async fn child_writer(url: &str) {
         // One line per acknowledgement, ending in "ok" so that a line cut short by the kill is
         // recognisable; Rust's stdout flushes at each newline.
         println!("ACK {} item-{i} ok", item.id);
+    }
+}
+
+/// Set for a child that merges branches into `primary`, one after another, instead.
+const MERGES_ENV: &str = "CHRONOSCOPE_DURABILITY_MERGES";
+/// Branches of the merging child's world, each merged into `primary` in turn.
+const MERGE_BRANCHES: usize = 200;
+/// Lineages of `primary` each branch changed (its own: no two branches change the same one).
+const MERGE_CHANGED: usize = 100;
+/// Events each branch added.
+const MERGE_ADDED: usize = 20;
+
+/// The id of lineage `i` of the merging child's `primary`.
+fn merge_lineage(i: usize) -> chronoscope::model::EventId {
+    format!("evt_m{i:08}").parse().unwrap()
+}
+
+/// Branch `b` of the merging child's world.
+fn merge_branch(b: usize) -> chronoscope::model::TimelineId {
+    format!("tml_merge{b:04}").parse().unwrap()
+}
+
+/// The event branch `b` added as its `k`-th.
+fn merge_added(b: usize, k: usize) -> chronoscope::model::EventId {
+    format!("evt_a{b:04}x{k:02}").parse().unwrap()
+}
+
+/// What branch `b` made of its lineages.
+fn merge_outcome(b: usize) -> String {
+    format!("changed in branch {b}")
+}
+
+/// A log of `primary` and [`MERGE_BRANCHES`] branches of it, each with its own
+/// [`MERGE_CHANGED`] lineages changed and [`MERGE_ADDED`] events added, when the store is empty.
+async fn merge_world(url: &str) {
+    use chronoscope::engine::Op;
+    use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, Window};
+    let store = store::open(url).await.unwrap();
+    if store.last_seq().await.unwrap() > 0 {
+        return;
+    }
+    let start = chronoscope::model::parse_instant("t", "2000-01-01T00:00:00Z").unwrap();
+    let timeline = |id: TimelineId, parent: Option<TimelineId>| Op::CreateTimeline {
+        timeline: Timeline {
+            name: id.to_string(),
+            id,
+            description: None,
+            variation: None,
+            destination_time: None,
+            created_at: start,
+            window: Window::Unbounded,
+            parent,
+            created_by: None,
+        },
+    };
+    let event = |id: EventId, description: String, minutes: usize| Event {
+        lineage: id.clone(),
+        causes: vec![],
+        id,
+        description,
+        time: start + chrono::Duration::minutes(minutes as i64),
+        location: "Lab".into(),
+        fixed_point: false,
+        status: EventStatus::OnSchedule,
+        supersedes: None,
+        superseded_by: None,
+        author: None,
+    };
+    let mut ops = vec![
+        timeline(TimelineId::primary(), None),
+        Op::AddEvents {
+            timeline: TimelineId::primary(),
+            events: (0..MERGE_BRANCHES * MERGE_CHANGED)
+                .map(|i| event(merge_lineage(i), format!("event {i}"), i))
+                .collect(),
+            at: None,
+        },
+    ];
+    for b in 0..MERGE_BRANCHES {
+        let branch = merge_branch(b);
+        ops.push(timeline(branch.clone(), Some(TimelineId::primary())));
+        for i in b * MERGE_CHANGED..(b + 1) * MERGE_CHANGED {
+            let old = merge_lineage(i);
+            let mut new = event(old.clone(), merge_outcome(b), i);
+            new.id = format!("evt_c{i:08}").parse().unwrap();
+            new.status = EventStatus::Manipulated;
+            new.supersedes = Some(old.clone());
+            ops.push(Op::Manipulate {
+                timeline: branch.clone(),
+                old,
+                new,
+                at: None,
+            });
+        }
+        ops.push(Op::AddEvents {
+            timeline: branch,
+            events: (0..MERGE_ADDED)
+                .map(|k| event(merge_added(b, k), format!("added in branch {b}"), k))
+                .collect(),
+            at: None,
+        });
+    }
+    let key = chronoscope::engine::EngineConfig::default().log_key;
+    chronoscope::engine::append_ops(&*store, &key, &ops)
+        .await
+        .unwrap();
+}
+
+/// The merging child: each branch in turn merged into `primary`, each acknowledged the moment
+/// the call returns.
+async fn child_merger(url: &str) {
+    use chronoscope::service::{MergeRequest, MergeStrategy};
+    merge_world(url).await;
+    let session = engine(url).await.session(traveller());
+    for b in 0..MERGE_BRANCHES {
+        let merged = session
+            .merge_timelines(MergeRequest {
+                source_timeline_id: merge_branch(b),
+                destination_timeline_id: chronoscope::model::TimelineId::primary(),
+                conflict_resolution: MergeStrategy::SourceOverwrite,
+                safety_check: true,
+            })
+            .await
+            .unwrap();
+        assert_eq!(merged.status, "merged");
+        println!("MERGED {b} ok");
+    }
+}
+
+/// Runs the merging child on `url` and kills it at a random moment after a few merges were
+/// acknowledged; returns how many were.
+async fn kill_mid_merges(url: &str) -> usize {
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .env_remove(SNAPSHOTS_ENV)
+        .env(MERGES_ENV, "1")
+        .env(CHILD_ENV, url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // After 3 to 10 acknowledgements, then up to 3 ms more: anywhere in the next merges.
+    let acks_before_kill = 3 + rand::random::<u64>() as usize % 8;
+    let delay = Duration::from_micros(rand::random::<u64>() % 3_000);
+    let mut acked = 0;
+    let mut killed = false;
+    let reading = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let ["MERGED", b, "ok"] = line.split(' ').collect::<Vec<_>>()[..] {
+                assert_eq!(b.parse::<usize>().unwrap(), acked, "merges in order");
+                acked += 1;
+            }
+            if acked >= acks_before_kill && !killed {
+                tokio::time::sleep(delay).await;
+                child.start_kill().unwrap(); // SIGKILL
+                killed = true;
+            }
+        }
+    });
+    reading.await.expect("the child neither merged nor exited");
+    let status = child.wait().await.unwrap();
+    assert!(
+        killed,
+        "the child exited ({status}) after only {acked} merges"
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the child was not killed: {status}"
+    );
+    println!("  (killed {delay:?} after merge {acks_before_kill} was acknowledged; {acked} were)");
+    acked
+}
+
+/// Reopens the store after the kill: each branch's merge is in `primary` whole (every lineage
+/// it changed has its outcome, every event it added is there, its record says merged) or not
+/// at all (every lineage as it was, no added event, no record); every acknowledged one is
+/// there; and the store takes the next merge.
+async fn assert_merges_whole_or_absent(url: &str, acked: usize) {
+    use chronoscope::model::TimelineId;
+    let engine = engine(url).await;
+    let world = engine.snapshot().await.unwrap();
+    let primary = &world.timelines[&TimelineId::primary()].history;
+    let mut landed = Vec::new();
+    for b in 0..MERGE_BRANCHES {
+        let changed = (b * MERGE_CHANGED..(b + 1) * MERGE_CHANGED)
+            .filter(|i| {
+                let head = primary.head_of(&merge_lineage(*i)).unwrap();
+                assert!(
+                    head.description == merge_outcome(b)
+                        || head.description == format!("event {i}"),
+                    "lineage {i} is neither as it was nor as branch {b} made it: {head:?}"
+                );
+                head.description == merge_outcome(b)
+            })
+            .count();
+        let added = (0..MERGE_ADDED)
+            .filter(|k| primary.get(&merge_added(b, *k)).is_some())
+            .count();
+        let records: Vec<_> = world
+            .merges
+            .values()
+            .filter(|m| m.source_timeline_id == merge_branch(b))
+            .collect();
+        let whole = changed == MERGE_CHANGED
+            && added == MERGE_ADDED
+            && records.len() == 1
+            && records[0].status == "merged";
+        let absent = changed == 0 && added == 0 && records.is_empty();
+        assert!(
+            whole || absent,
+            "the merge of branch {b} is half there: {changed}/{MERGE_CHANGED} lineages changed, \
+             {added}/{MERGE_ADDED} events added, {} records",
+            records.len()
+        );
+        if whole {
+            landed.push(b);
+        }
+    }
+    let n = landed.len();
+    assert_eq!(
+        landed,
+        (0..n).collect::<Vec<_>>(),
+        "merges landed out of order"
+    );
+    assert!(
+        n == acked || n == acked + 1,
+        "{acked} merges were acknowledged and {n} are there (at most the one being \
+         acknowledged may have landed unacknowledged)"
+    );
+    println!("  ({n} merges there: {} unacknowledged)", n - acked);
+    let next = engine
+        .session(traveller())
+        .merge_timelines(chronoscope::service::MergeRequest {
+            source_timeline_id: merge_branch(n),
+            destination_timeline_id: TimelineId::primary(),
+            conflict_resolution: chronoscope::service::MergeStrategy::SourceOverwrite,
+            safety_check: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(next.status, "merged", "the next merge after the crash");
+    assert_eq!(next.written.len(), MERGE_CHANGED + MERGE_ADDED);
+}
+
+async fn sqlite_killed_during_merges_leaves_each_whole_or_absent() {
+    // Several kills, each at its own random moment.
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("chronoscope.db").display());
+        let acked = kill_mid_merges(&url).await;
+        assert_merges_whole_or_absent(&url, acked).await;
+    }
+}
+
+async fn postgres_killed_during_merges_leaves_each_whole_or_absent() {
+    for _ in 0..3 {
+        let db = support::fresh_postgres()
+            .await
+            .expect("PostgreSQL answered when the tests were chosen");
+        let acked = kill_mid_merges(&db.url).await;
+        assert_merges_whole_or_absent(&db.url, acked).await;
     }
 }
 
@@ -369,11 +635,15 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn main() -> std::process::ExitCode {
     if let Ok(url) = std::env::var(CHILD_ENV) {
-        runtime().block_on(child_writer(&url));
+        if std::env::var_os(MERGES_ENV).is_some() {
+            runtime().block_on(child_merger(&url));
+        } else {
+            runtime().block_on(child_writer(&url));
+        }
         return std::process::ExitCode::SUCCESS;
     }
     // (name, needs PostgreSQL, test)
-    let tests: [(&str, bool, Test); 4] = [
+    let tests: [(&str, bool, Test); 6] = [
         (
             "sqlite_keeps_acknowledged_writes_when_the_writer_is_killed",
             false,
@@ -393,6 +663,16 @@ fn main() -> std::process::ExitCode {
             "postgres_killed_while_writing_a_snapshot_loses_nothing",
             true,
             || Box::pin(postgres_killed_while_writing_a_snapshot_loses_nothing()),
+        ),
+        (
+            "sqlite_killed_during_merges_leaves_each_whole_or_absent",
+            false,
+            || Box::pin(sqlite_killed_during_merges_leaves_each_whole_or_absent()),
+        ),
+        (
+            "postgres_killed_during_merges_leaves_each_whole_or_absent",
+            true,
+            || Box::pin(postgres_killed_during_merges_leaves_each_whole_or_absent()),
         ),
     ];
     let mut args = libtest_mimic::Arguments::from_args();

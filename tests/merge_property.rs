@@ -3,12 +3,14 @@
 //! - merging twice answers `up_to_date` and writes nothing;
 //! - `source_overwrite` leaves every lineage the source changed equal to the source;
 //! - `destination_preserve` never changes a lineage the destination changed;
-//! - a merge that would add a paradox is refused whole: nothing is written.
+//! - a merge that would add a paradox is refused whole: nothing is written;
+//! - the source's data entries stored since the branch point are copied, the destination's
+//!   own are kept, and none goes back to the source.
 
 use std::collections::BTreeMap;
 
 use chronoscope::error::ServiceError;
-use chronoscope::model::{EventId, Instant, TimelineId};
+use chronoscope::model::{DataId, EventId, Instant, TimelineId};
 use chronoscope::service::*;
 use proptest::prelude::*;
 
@@ -24,6 +26,7 @@ enum Change {
     Add { minutes: i64, cause: Option<usize> },
     Manipulate { pick: usize, minutes: Option<i64> },
     Revert { pick: usize },
+    Store { minutes: i64 },
 }
 
 fn change() -> impl Strategy<Value = Change> {
@@ -33,6 +36,7 @@ fn change() -> impl Strategy<Value = Change> {
         (any::<usize>(), proptest::option::of(0i64..600))
             .prop_map(|(pick, minutes)| Change::Manipulate { pick, minutes }),
         any::<usize>().prop_map(|pick| Change::Revert { pick }),
+        (0i64..600).prop_map(|minutes| Change::Store { minutes }),
     ]
 }
 
@@ -60,7 +64,14 @@ async fn outcomes(who: &dyn TimelineService, tl: &TimelineId) -> Outcomes {
         .collect()
 }
 
-async fn make(who: &dyn TimelineService, tl: &TimelineId, change: &Change, n: &mut u32) {
+/// Makes `change` in `tl`; a data entry stored is added to `stored`.
+async fn make(
+    who: &dyn TimelineService,
+    tl: &TimelineId,
+    change: &Change,
+    n: &mut u32,
+    stored: &mut Vec<(Instant, DataId)>,
+) {
     let page = who
         .search_events(SearchQuery {
             timeline_id: Some(tl.clone()),
@@ -106,6 +117,17 @@ async fn make(who: &dyn TimelineService, tl: &TimelineId, change: &Change, n: &m
                     .await;
             }
         }
+        Change::Store { minutes } => {
+            let entry = who
+                .store_data(StoreDataRequest {
+                    timeline_id: tl.clone(),
+                    timestamp: t(&at(*minutes)),
+                    data: serde_json::json!({ "n": *n }),
+                })
+                .await
+                .expect("store");
+            stored.push((entry.timestamp, entry.data_id));
+        }
         Change::Revert { pick: i } => {
             if let Some(e) = pick(*i) {
                 let _ = who
@@ -144,12 +166,25 @@ async fn scenario(
         .id;
     let base = outcomes(&ada, &d).await;
     let mut n = 0;
+    let (mut s_entries, mut d_entries) = (Vec::new(), Vec::new());
     for c in &in_source {
-        make(&ada, &s, c, &mut n).await;
+        make(&ada, &s, c, &mut n, &mut s_entries).await;
     }
     for c in &in_destination {
-        make(&ada, &d, c, &mut n).await;
+        make(&ada, &d, c, &mut n, &mut d_entries).await;
     }
+    let holds = |tl: TimelineId, (at, id): (Instant, DataId)| {
+        let ada = ada.clone();
+        async move {
+            ada.retrieve_data(RetrieveDataQuery {
+                timeline_id: tl,
+                timestamp: at,
+                data_id: Some(id),
+            })
+            .await
+            .is_ok()
+        }
+    };
     let before = outcomes(&ada, &d).await;
     let src = outcomes(&ada, &s).await;
     let strategy = if overwrite {
@@ -168,6 +203,12 @@ async fn scenario(
     match ada.merge_timelines(req.clone()).await {
         Err(ServiceError::ParadoxDetected { .. }) => {
             assert_eq!(outcomes(&ada, &d).await, before, "a refused merge wrote");
+            for e in &s_entries {
+                assert!(
+                    !holds(d.clone(), e.clone()).await,
+                    "a refused merge copied {e:?}"
+                );
+            }
             assert_eq!(
                 records(ada.list_merges(PageRequest::default()).await.expect("list")),
                 merges_before
@@ -181,6 +222,23 @@ async fn scenario(
         Ok(r) => assert_eq!(r.status, "merged"),
     }
     let after = outcomes(&ada, &d).await;
+    // Entries are copied whatever the strategy; the destination's own stay, none go back.
+    for e in &s_entries {
+        assert!(
+            holds(d.clone(), e.clone()).await,
+            "the source's {e:?} copied"
+        );
+    }
+    for e in &d_entries {
+        assert!(
+            holds(d.clone(), e.clone()).await,
+            "the destination's {e:?} kept"
+        );
+        assert!(
+            !holds(s.clone(), e.clone()).await,
+            "{e:?} went to the source"
+        );
+    }
     for (l, o) in &src {
         let source_changed = base.get(l) != Some(o);
         let dest_changed = base.get(l) != before.get(l);
@@ -224,4 +282,69 @@ proptest! {
             .expect("runtime");
         rt.block_on(scenario(initial, in_source, in_destination, overwrite));
     }
+}
+
+/// The data entries a merge copied are in a snapshot as the fold has them (the start-up state
+/// equals the replay), also once the timeline they were stored in is deleted: the copy still
+/// answers `retrieve-data` in the destination, before and after a start from the snapshot.
+#[tokio::test]
+async fn copied_data_entries_survive_a_snapshot_and_their_source() {
+    use chronoscope::engine::{EngineConfig, snapshot};
+    let fresh = Fresh::new().await;
+    let ada = fresh.session("ada");
+    let a = ada.create_timeline(named("A")).await.expect("create A").id;
+    let b = ada
+        .create_timeline(NewTimeline {
+            base_timeline_id: Some(a.clone()),
+            ..named("B")
+        })
+        .await
+        .expect("branch B")
+        .id;
+    let at = t("1950-01-01T00:00:00Z");
+    let entry = ada
+        .store_data(StoreDataRequest {
+            timeline_id: b.clone(),
+            timestamp: at,
+            data: serde_json::json!({"from": "B"}),
+        })
+        .await
+        .expect("store in B");
+    let merged = ada
+        .merge_timelines(MergeRequest {
+            source_timeline_id: b.clone(),
+            destination_timeline_id: a.clone(),
+            conflict_resolution: MergeStrategy::SourceOverwrite,
+            safety_check: true,
+        })
+        .await
+        .expect("merge B into A");
+    assert_eq!(merged.data_entries, std::slice::from_ref(&entry.data_id));
+    let key = EngineConfig::default().log_key;
+    let round_trip = |world: &chronoscope::engine::World| {
+        snapshot::decode(&snapshot::encode(world, &key), &key).expect("the snapshot reads back")
+    };
+    let folded = fresh.engine.snapshot().await.expect("the state");
+    assert_eq!(round_trip(&folded).first_difference(&folded), None);
+
+    ada.delete_timeline(&b).await.expect("delete B");
+    let folded = fresh.engine.snapshot().await.expect("the state");
+    let started = round_trip(&folded);
+    assert_eq!(started.first_difference(&folded), None);
+    assert!(
+        started.data_index.contains_key(&entry.data_id),
+        "the copy is still found by its id"
+    );
+    let got = ada
+        .retrieve_data(RetrieveDataQuery {
+            timeline_id: a.clone(),
+            timestamp: at,
+            data_id: Some(entry.data_id.clone()),
+        })
+        .await
+        .expect("the copy in A");
+    assert_eq!(
+        serde_json::Value::Object(got.data),
+        serde_json::json!({"from": "B"})
+    );
 }

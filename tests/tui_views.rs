@@ -611,6 +611,8 @@ fn timeline(n: u128, name: &str, parent: Option<u128>, minute: i64) -> TimelineI
         event_count: 0,
         paradoxes: 0,
         created_by: None,
+        pending_merges: 0,
+        isolations: Vec::new(),
     }
 }
 

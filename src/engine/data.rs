@@ -45,15 +45,19 @@ pub fn kdf_params() -> KdfParams {
     }
 }
 
-/// Forgets where a deleted timeline's own entries were (a timeline with branches cannot be
-/// deleted, so no other timeline holds them).
+/// Forgets where a deleted timeline's own entries were, unless another timeline still holds
+/// one (a merge copied it there; a timeline with branches cannot be deleted). `remaining` are
+/// the timelines left.
 pub fn forget_timeline(
     index: &mut HashMap<DataId, (TimelineId, Instant)>,
     timeline: &TimelineId,
     data: &DataMap,
+    remaining: &OrdMap<TimelineId, super::world::TimelineState>,
 ) {
-    for (_, id) in data.keys() {
-        if index.get(id).is_some_and(|(t, _)| t == timeline) {
+    for key @ (_, id) in data.keys() {
+        if index.get(id).is_some_and(|(t, _)| t == timeline)
+            && !remaining.values().any(|s| s.data.contains_key(key))
+        {
             index.remove(id);
         }
     }
@@ -240,7 +244,15 @@ pub fn find<'w>(world: &'w World, id: &DataId) -> Result<&'w DataEntry, ServiceE
     world
         .data_index
         .get(id)
-        .and_then(|(timeline, at)| world.timelines.get(timeline)?.data.get(&(*at, id.clone())))
+        .and_then(|(timeline, at)| {
+            let key = (*at, id.clone());
+            // Where it was stored, else (that timeline deleted) a timeline a merge copied it to.
+            world
+                .timelines
+                .get(timeline)
+                .and_then(|t| t.data.get(&key))
+                .or_else(|| world.timelines.values().find_map(|t| t.data.get(&key)))
+        })
         .map(|e| &**e)
         .ok_or_else(|| ServiceError::unknown("data entry", id))
 }

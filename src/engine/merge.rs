@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::ServiceError;
 use crate::model::{Event, EventId, EventStatus, History, Instant, MergeId, TimelineId};
 use crate::service::{
-    Merge, MergeDecision, MergeRequest, MergeResult, MergeStrategy, WrittenEvent,
+    DataEntry, Merge, MergeDecision, MergeRequest, MergeResult, MergeStrategy, WrittenEvent,
 };
+use imbl::ordmap::DiffItem;
 
 use super::rules::{self, Ctx};
 use super::world::{Op, World};
@@ -158,6 +159,10 @@ pub(super) struct Plan<'w> {
     pub d: &'w History,
     /// Every lineage either side changed, except those neither changed in effect.
     pub classes: BTreeMap<EventId, Class>,
+    /// The source's data entries the destination lacks (guide §3: entries are immutable, so
+    /// these are the ones added in the source since the base; they never conflict), in
+    /// (timestamp, id) order.
+    pub data: Vec<&'w DataEntry>,
 }
 
 impl Plan<'_> {
@@ -210,12 +215,22 @@ pub(super) fn plan<'w>(
             classes.insert(l, c);
         }
     }
+    // Both sides share the maps they had at the branch point: the diff visits what changed.
+    let data = d_state
+        .data
+        .diff(&s_state.data)
+        .filter_map(|item| match item {
+            DiffItem::Add(_, entry) => Some(&**entry),
+            _ => None,
+        })
+        .collect();
     Ok(Plan {
         base_id,
         base,
         s,
         d,
         classes,
+        data,
     })
 }
 
@@ -230,11 +245,22 @@ pub(super) enum Choice {
     Custom(String, Instant),
 }
 
-/// The ops a merge writes, what it decided for each lineage, and the events it wrote.
-pub(super) type Writes = (Vec<Op>, Vec<MergeDecision>, Vec<WrittenEvent>);
+/// What a merge writes into its destination.
+pub(super) struct Writes {
+    /// The ops, in the order they are logged.
+    pub ops: Vec<Op>,
+    /// What it decided for each lineage.
+    pub decisions: Vec<MergeDecision>,
+    /// The events it wrote.
+    pub written: Vec<WrittenEvent>,
+    /// The world with `ops` applied: the paradox check looks at it, so the writes are applied
+    /// once.
+    pub after: World,
+}
 
 /// The writes of a merge into `dst` (in order: changed lineages, then added ones in causal
-/// order), what it decided for each lineage, and the events it wrote. `choose` decides each
+/// order, then the source's data entries the destination lacks), what it decided for each
+/// lineage, the events it wrote, and the world they make. `choose` decides each
 /// conflict; `locked` says what to do instead when a fixed point would have to change. An
 /// incoming change of a fixed point is left out, or refuses the merge when `strict`.
 pub(super) fn writes(
@@ -370,18 +396,33 @@ pub(super) fn writes(
             event_id: s_head.id.clone(),
         });
     }
-    Ok((ops, decisions, written))
+    if !plan.data.is_empty() {
+        push(
+            &mut work,
+            &mut ops,
+            Op::CopyData {
+                timeline: dst.clone(),
+                entries: plan.data.iter().map(|e| (*e).clone()).collect(),
+            },
+        )?;
+    }
+    Ok(Writes {
+        ops,
+        decisions,
+        written,
+        after: work,
+    })
 }
 
-/// The paradoxes `ops` would add to `dst`: refused with `safety_check`, listed without it.
+/// The paradoxes the writes would add to `dst`: refused with `safety_check`, listed without it.
 pub(super) fn checked(
     world: &World,
     ctx: &Ctx<'_>,
     dst: &TimelineId,
-    ops: &[Op],
+    writes: &Writes,
     safety_check: bool,
 ) -> Result<Vec<crate::paradox::Paradox>, ServiceError> {
-    match rules::refuse_introduced(world, ctx, dst, ops) {
+    match rules::refuse_introduced_by(world, &writes.after, ctx, dst) {
         Ok(()) => Ok(Vec::new()),
         Err(ServiceError::ParadoxDetected { paradoxes, .. }) if !safety_check => Ok(paradoxes),
         Err(e) => Err(e),
@@ -401,7 +442,8 @@ pub(super) fn pending_between<'w>(
 
 /// Decides a merge: the ops to log (the writes into the destination, then the merge record;
 /// none when it is up to date) and the answer. A `manual_review` merge with conflicts writes
-/// only its record, pending: nothing lands until every conflict has a resolution.
+/// only its record, pending: nothing lands until every conflict has a resolution. Asked again
+/// while it is pending, with `manual_review`, it is completed once no conflict is left open.
 pub fn merge(
     world: &World,
     ctx: &Ctx<'_>,
@@ -410,13 +452,6 @@ pub fn merge(
     let (src, dst) = (&req.source_timeline_id, &req.destination_timeline_id);
     let plan = plan(world, src, dst)?;
     rules::require_open(&rules::referenced(world, dst)?.meta, ctx.now)?;
-    if let Some(pending) = pending_between(world, src, dst) {
-        return Err(ServiceError::Conflict(format!(
-            "merge '{}' of '{src}' into '{dst}' is waiting for review: resolve its conflicts \
-             (review-conflicts, resolve-conflict) or abort it (DELETE /v1/merges/{}) first",
-            pending.merge_id, pending.merge_id
-        )));
-    }
     let conflicts = plan.count(Class::Conflict);
     let mut result = MergeResult {
         status: "up_to_date".into(),
@@ -429,8 +464,49 @@ pub fn merge(
         convergent: plan.count(Class::Convergent),
         kept: plan.count(Class::Kept),
         written: Vec::new(),
+        data_entries: Vec::new(),
         paradoxes: Vec::new(),
     };
+    if let Some(pending) = pending_between(world, src, dst) {
+        let open = super::review::open_conflicts(&plan, &pending.resolutions);
+        if open.is_empty() && req.conflict_resolution == MergeStrategy::ManualReview {
+            // Nothing is left to review (resolved, or the destination changed so that no
+            // conflict remains): asking again completes it.
+            let done = super::review::complete(
+                world,
+                ctx,
+                pending,
+                &plan,
+                &pending.resolutions,
+                req.safety_check,
+            )?;
+            result.status = "merged".into();
+            result.merge_id = Some(pending.merge_id.clone());
+            result.written = done.written;
+            result.data_entries = done.data_entries;
+            result.paradoxes = done.paradoxes;
+            return Ok((done.ops, result));
+        }
+        let next = if open.is_empty() {
+            "it has no open conflict left: merge again with conflict_resolution 'manual_review' \
+             to complete it"
+                .to_owned()
+        } else {
+            format!(
+                "resolve its {} open conflict(s) ({}; review-conflicts, resolve-conflict)",
+                open.len(),
+                open.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        return Err(ServiceError::Conflict(format!(
+            "merge '{}' of '{src}' into '{dst}' is waiting for review: {next}, or abort it \
+             (DELETE /v1/merges/{})",
+            pending.merge_id, pending.merge_id
+        )));
+    }
     let record = |status: &str, decisions: Vec<MergeDecision>, merge_id: MergeId| Op::Merge {
         merge: Merge {
             merge_id,
@@ -454,7 +530,7 @@ pub fn merge(
         return Ok((vec![record(PENDING, decisions, merge_id)], result));
     }
     let take_source = req.conflict_resolution == MergeStrategy::SourceOverwrite;
-    let (mut ops, decisions, written) = writes(
+    let decided = writes(
         world,
         ctx,
         &plan,
@@ -471,11 +547,18 @@ pub fn merge(
             take_source,
         ),
     )?;
-    result.written = written;
-    if ops.is_empty() {
-        return Ok((ops, result));
+    if decided.ops.is_empty() {
+        return Ok((Vec::new(), result));
     }
-    result.paradoxes = checked(world, ctx, dst, &ops, req.safety_check)?;
+    result.paradoxes = checked(world, ctx, dst, &decided, req.safety_check)?;
+    result.data_entries = plan.data.iter().map(|e| e.data_id.clone()).collect();
+    let Writes {
+        mut ops,
+        decisions,
+        written,
+        ..
+    } = decided;
+    result.written = written;
     let merge_id = MergeId::from_ulid((ctx.mint)());
     ops.push(record("merged", decisions, merge_id.clone()));
     result.status = "merged".into();

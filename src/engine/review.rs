@@ -1,12 +1,16 @@
 //! Manual review of a merge (guide §3): a pending merge is recomputed against its destination
 //! as it stands at every review and at completion; the last resolution completes it in one
-//! append with the paradox check. Also the read-only diff of two timelines.
+//! append with the paradox check; a pending merge with no open conflict left is completed by
+//! `resolve-conflict` on a lineage it weighed (or by merging again). Also the read-only diff of
+//! two timelines.
 
 use crate::error::ServiceError;
-use crate::model::{Event, EventId, Instant, MergeId, TimelineId, format_instant};
+use crate::model::{DataId, Event, EventId, Instant, MergeId, TimelineId, format_instant};
+use crate::paradox::Paradox;
 use crate::service::{
-    ConflictResolution, ConflictReview, DiffLine, DiffQuery, Merge, MergeResolution,
+    ConflictResolution, ConflictReview, DiffLine, DiffQuery, Merge, MergeResolution, PendingReview,
     RESOLUTION_OPTIONS, ResolveRequest, ResolveResult, ReviewConflict, ReviewQuery, TimelineDiff,
+    WrittenEvent,
 };
 
 use super::merge::{self, Choice, Class, Plan};
@@ -69,8 +73,16 @@ fn choice(r: &MergeResolution) -> Choice {
 pub fn review(world: &World, q: &ReviewQuery) -> Result<ConflictReview, ServiceError> {
     rules::referenced(world, &q.merged_timeline_id)?;
     let mut conflicts = Vec::new();
+    let mut merges = Vec::new();
     for m in pending_into(world, Some(&q.merged_timeline_id), q.merge_id.as_ref())? {
         let plan = replan(world, m)?;
+        let open = open_conflicts(&plan, &m.resolutions).len();
+        merges.push(PendingReview {
+            merge_id: m.merge_id.clone(),
+            source_timeline_id: m.source_timeline_id.clone(),
+            open_conflicts: open,
+            resolved_conflicts: plan.count(Class::Conflict) - open,
+        });
         for l in plan.conflicts() {
             let (base, Some(s), Some(d)) = plan.sides(l) else {
                 continue;
@@ -101,6 +113,7 @@ pub fn review(world: &World, q: &ReviewQuery) -> Result<ConflictReview, ServiceE
     Ok(ConflictReview {
         conflicts,
         resolution_options: RESOLUTION_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        merges,
     })
 }
 
@@ -150,6 +163,8 @@ pub fn resolve(
         rules::referenced(world, t)?;
     }
     let mut found: Vec<(&Merge, Plan<'_>, EventId)> = Vec::new();
+    // Pending merges that weighed the lineage and have no open conflict left.
+    let mut settled: Vec<(&Merge, Plan<'_>)> = Vec::new();
     for m in pending_into(
         world,
         req.merged_timeline_id.as_ref(),
@@ -161,19 +176,15 @@ pub fn resolve(
             .get(&req.event_id)
             .or_else(|| plan.d.get(&req.event_id))
             .map(|e| e.lineage.clone());
-        if let Some(l) = lineage
-            && plan.classes.get(&l) == Some(&Class::Conflict)
-        {
+        let Some(l) = lineage else { continue };
+        if plan.classes.get(&l) == Some(&Class::Conflict) {
             found.push((m, plan, l));
+        } else if weighed(m, &plan, &l) && open_conflicts(&plan, &m.resolutions).is_empty() {
+            settled.push((m, plan));
         }
     }
     let (m, plan, lineage) = match found.len() {
-        0 => {
-            return Err(ServiceError::unknown(
-                "open conflict on event",
-                &req.event_id,
-            ));
-        }
+        0 => return complete_settled(world, ctx, req, settled),
         1 => found.remove(0),
         _ => {
             let ids: Vec<String> = found
@@ -219,10 +230,7 @@ pub fn resolve(
         .cloned()
         .collect();
     resolutions.push(resolution.clone());
-    let remaining = plan
-        .conflicts()
-        .filter(|l| !resolutions.iter().any(|r| &r.lineage == *l))
-        .count();
+    let remaining = open_conflicts(&plan, &resolutions).len();
     let mut ops = vec![Op::ResolveConflict {
         merge: m.merge_id.clone(),
         resolution,
@@ -234,35 +242,152 @@ pub fn resolve(
         merge_status: merge::PENDING.into(),
         remaining_conflicts: remaining,
         written: Vec::new(),
+        data_entries: Vec::new(),
         paradoxes: Vec::new(),
     };
     if remaining > 0 {
         return Ok((ops, result));
     }
+    let done = complete(world, ctx, m, &plan, &resolutions, req.safety_check)?;
+    ops.extend(done.ops);
+    result.merge_status = "merged".into();
+    result.written = done.written;
+    result.data_entries = done.data_entries;
+    result.paradoxes = done.paradoxes;
+    Ok((ops, result))
+}
+
+/// Whether pending merge `m` weighed lineage `l`: when it was recorded, by a resolution, or
+/// now.
+fn weighed(m: &Merge, plan: &Plan<'_>, l: &EventId) -> bool {
+    m.decisions.iter().any(|d| &d.lineage == l)
+        || m.resolutions.iter().any(|r| &r.lineage == l)
+        || plan.classes.contains_key(l)
+}
+
+/// `resolve-conflict` on a lineage that no longer conflicts (the destination changed, say) in
+/// a pending merge with no open conflict left: that merge is completed, as the last
+/// resolution would. Nothing to record: there is no conflict left to choose for.
+fn complete_settled(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &ResolveRequest,
+    mut settled: Vec<(&Merge, Plan<'_>)>,
+) -> Result<(Vec<Op>, ResolveResult), ServiceError> {
+    let (m, plan) = match settled.len() {
+        0 => {
+            return Err(ServiceError::unknown(
+                "open conflict on event",
+                &req.event_id,
+            ));
+        }
+        1 => settled.remove(0),
+        _ => {
+            let ids: Vec<String> = settled
+                .iter()
+                .map(|(m, _)| m.merge_id.to_string())
+                .collect();
+            return Err(ServiceError::Conflict(format!(
+                "{} pending merges weighed event '{}' and have no open conflict left ({}); give \
+                 merge_id",
+                ids.len(),
+                req.event_id,
+                ids.join(", ")
+            )));
+        }
+    };
+    rules::require_open(
+        &rules::referenced(world, &m.destination_timeline_id)?.meta,
+        ctx.now,
+    )?;
+    if req.resolution == ConflictResolution::Custom || req.new_outcome.is_some() {
+        return Err(ServiceError::invalid(
+            "resolution",
+            format!(
+                "event '{}' no longer conflicts in merge '{}' (the two sides agree or only one \
+                 changed it), so there is no outcome to choose; 'Keep Event A' or 'Keep Event B' \
+                 completes the merge",
+                req.event_id, m.merge_id
+            ),
+        ));
+    }
+    let done = complete(world, ctx, m, &plan, &m.resolutions, req.safety_check)?;
+    Ok((
+        done.ops,
+        ResolveResult {
+            status: "resolved".into(),
+            resolved_event_id: req.event_id.clone(),
+            merge_id: m.merge_id.clone(),
+            merge_status: "merged".into(),
+            remaining_conflicts: 0,
+            written: done.written,
+            data_entries: done.data_entries,
+            paradoxes: done.paradoxes,
+        },
+    ))
+}
+
+/// The conflicts of `plan` that `resolutions` leave open, in lineage order.
+pub(super) fn open_conflicts<'p>(
+    plan: &'p Plan<'_>,
+    resolutions: &[MergeResolution],
+) -> Vec<&'p EventId> {
+    plan.conflicts()
+        .filter(|l| !resolutions.iter().any(|r| &r.lineage == *l))
+        .collect()
+}
+
+/// What completing a pending merge writes and answers.
+pub(super) struct Completion {
+    /// Its writes, then `MergeCompleted`.
+    pub ops: Vec<Op>,
+    /// The destination's events written.
+    pub written: Vec<WrittenEvent>,
+    /// The data entries copied.
+    pub data_entries: Vec<DataId>,
+    /// The paradoxes it adds (only when not refused: `safety_check` off).
+    pub paradoxes: Vec<Paradox>,
+}
+
+/// Completes pending merge `m`, recomputed as `plan` against the destination as it stands,
+/// each conflict decided by `resolutions`: its writes, the paradox check and `MergeCompleted`,
+/// for one append.
+pub(super) fn complete(
+    world: &World,
+    ctx: &Ctx<'_>,
+    m: &Merge,
+    plan: &Plan<'_>,
+    resolutions: &[MergeResolution],
+    safety_check: bool,
+) -> Result<Completion, ServiceError> {
+    let dst = &m.destination_timeline_id;
     let choose = |l: &EventId| {
         resolutions
             .iter()
             .find(|r| &r.lineage == l)
             .map_or(Choice::Destination, choice)
     };
-    let (writes, decisions, written) = merge::writes(
+    let decided = merge::writes(
         world,
         ctx,
-        &plan,
+        plan,
         dst,
         &choose,
         ("resolve it with 'Keep Event B'", false),
     )?;
-    result.paradoxes = merge::checked(world, ctx, dst, &writes, req.safety_check)?;
-    ops.extend(writes);
+    let paradoxes = merge::checked(world, ctx, dst, &decided, safety_check)?;
+    let mut ops = decided.ops;
     ops.push(Op::MergeCompleted {
         merge: m.merge_id.clone(),
-        decisions,
+        decisions: decided.decisions,
         at: ctx.now,
     });
-    result.merge_status = "merged".into();
-    result.written = written;
-    Ok((ops, result))
+    Ok(Completion {
+        ops,
+        written: decided.written,
+        data_entries: plan.data.iter().map(|e| e.data_id.clone()).collect(),
+        paradoxes,
+    })
 }
 
 /// `DELETE /v1/merges/{id}`: abandons a pending merge; its destination is untouched.
@@ -318,5 +443,6 @@ pub fn diff(world: &World, q: &DiffQuery) -> Result<TimelineDiff, ServiceError> 
         destination_timeline_id: q.destination_timeline_id.clone(),
         base_timeline_id: plan.base_id.clone(),
         lines,
+        data_entries: plan.data.iter().map(|e| e.data_id.clone()).collect(),
     })
 }

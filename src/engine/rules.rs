@@ -81,8 +81,45 @@ pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceErro
     }
 }
 
-/// The response form of a timeline, with the monitor's count of its open anomalies.
-pub fn timeline_info(state: &TimelineState, now: Instant, anomalies: usize) -> TimelineInfo {
+/// What a timeline's full view says besides its own state: the merges waiting for review that
+/// name it and the isolations in force on it. Gathered once per answer, so a list of many
+/// timelines does not scan every merge and isolation for each.
+#[derive(Default)]
+pub struct Concerns {
+    pending_merges: std::collections::HashMap<TimelineId, usize>,
+    isolations: std::collections::HashMap<TimelineId, Vec<crate::model::IsolationId>>,
+}
+
+impl Concerns {
+    /// Those of every timeline of `world`.
+    pub fn of(world: &World) -> Self {
+        let mut out = Self::default();
+        for m in world.merges.values().filter(|m| m.is_pending()) {
+            *out.pending_merges
+                .entry(m.source_timeline_id.clone())
+                .or_default() += 1;
+            *out.pending_merges
+                .entry(m.destination_timeline_id.clone())
+                .or_default() += 1;
+        }
+        for i in world.isolations.values() {
+            out.isolations
+                .entry(i.timeline_id.clone())
+                .or_default()
+                .push(i.isolation_id.clone());
+        }
+        out
+    }
+}
+
+/// The response form of a timeline, with the monitor's count of its open anomalies, and the
+/// pending merges and isolations that concern it.
+pub fn timeline_info(
+    concerns: &Concerns,
+    state: &TimelineState,
+    now: Instant,
+    anomalies: usize,
+) -> TimelineInfo {
     let t = &state.meta;
     TimelineInfo {
         id: t.id.clone(),
@@ -98,6 +135,12 @@ pub fn timeline_info(state: &TimelineState, now: Instant, anomalies: usize) -> T
         event_count: state.history.len(),
         paradoxes: anomalies,
         created_by: t.created_by.clone(),
+        pending_merges: concerns
+            .pending_merges
+            .get(&t.id)
+            .copied()
+            .unwrap_or_default(),
+        isolations: concerns.isolations.get(&t.id).cloned().unwrap_or_default(),
     }
 }
 
@@ -794,6 +837,23 @@ pub fn refuse_introduced(
     timeline: &TimelineId,
     ops: &[Op],
 ) -> Result<(), ServiceError> {
+    let mut after = world.clone();
+    for op in ops {
+        after
+            .apply(after.seq + 1, op.clone())
+            .map_err(|e| ServiceError::Internal(format!("safety check: {e}")))?;
+    }
+    refuse_introduced_by(world, &after, ctx, timeline)
+}
+
+/// As [`refuse_introduced`], given `after`: `world` with the change's ops applied already (a
+/// merge has applied them while deciding, and they are not applied a second time).
+pub fn refuse_introduced_by(
+    world: &World,
+    after: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+) -> Result<(), ServiceError> {
     let standing = |world: &World| -> Result<Vec<Paradox>, ServiceError> {
         let state = referenced(world, timeline)?;
         let position = world.position_of(ctx.traveller, ctx.now);
@@ -801,15 +861,9 @@ pub fn refuse_introduced(
         Ok(paradox::check(&subject(ctx, state, &position, &items), &[]))
     };
     let before = standing(world)?;
-    let mut after = world.clone();
-    for op in ops {
-        after
-            .apply(after.seq + 1, op.clone())
-            .map_err(|e| ServiceError::Internal(format!("safety check: {e}")))?;
-    }
     refuse_paradoxes(
         timeline,
-        standing(&after)?
+        standing(after)?
             .into_iter()
             .filter(|p| !before.contains(p))
             .collect(),

@@ -185,11 +185,12 @@ impl EngineSession {
     fn info(
         &self,
         world: &super::World,
+        concerns: &rules::Concerns,
         state: &super::TimelineState,
         now: Instant,
     ) -> TimelineInfo {
         let open = super::watch::open_anomalies(&self.engine.reports, world, state, now);
-        rules::timeline_info(state, now, open.len())
+        rules::timeline_info(concerns, state, now, open.len())
     }
 }
 
@@ -333,10 +334,16 @@ impl TimelineService for EngineSession {
 
     async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>> {
         self.read(|world, ctx| {
+            let concerns = rules::Concerns::of(world);
             let keyed = world
                 .timelines
                 .values()
-                .map(|s| (timeline_key(&s.meta), self.info(world, s, ctx.now)))
+                .map(|s| {
+                    (
+                        timeline_key(&s.meta),
+                        self.info(world, &concerns, s, ctx.now),
+                    )
+                })
                 .collect();
             paginate(keyed, &page)
         })
@@ -345,6 +352,7 @@ impl TimelineService for EngineSession {
 
     async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>> {
         self.read(|world, ctx| {
+            let concerns = rules::Concerns::of(world);
             let keyed = world
                 .timelines
                 .values()
@@ -352,7 +360,12 @@ impl TimelineService for EngineSession {
                     req.status
                         .is_none_or(|want| s.meta.status_at(ctx.now) == want)
                 })
-                .map(|s| (timeline_key(&s.meta), self.info(world, s, ctx.now)))
+                .map(|s| {
+                    (
+                        timeline_key(&s.meta),
+                        self.info(world, &concerns, s, ctx.now),
+                    )
+                })
                 .collect();
             paginate(keyed, &req.page)
         })
@@ -372,7 +385,7 @@ impl TimelineService for EngineSession {
             let info = created
                 .timelines
                 .get(&t.id)
-                .map(|state| self.info(&created, state, ctx.now))
+                .map(|state| self.info(&created, &rules::Concerns::of(&created), state, ctx.now))
                 .ok_or_else(|| ServiceError::Internal("a created timeline is missing".into()))?;
             Ok((vec![op], info))
         })
@@ -380,8 +393,11 @@ impl TimelineService for EngineSession {
     }
 
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
-        self.read(|world, ctx| Ok(self.info(world, rules::addressed(world, id)?, ctx.now)))
-            .await
+        self.read(|world, ctx| {
+            let state = rules::addressed(world, id)?;
+            Ok(self.info(world, &rules::Concerns::of(world), state, ctx.now))
+        })
+        .await
     }
 
     async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()> {

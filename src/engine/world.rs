@@ -203,6 +203,14 @@ pub enum Op {
         /// The entry.
         entry: crate::service::DataEntry,
     },
+    /// Data entries a merge copied into `timeline` (guide §3), in the merge's batch: each keeps
+    /// its id, time and the timeline it was stored in.
+    CopyData {
+        /// The merge's destination.
+        timeline: TimelineId,
+        /// The entries, as stored.
+        entries: Vec<crate::service::DataEntry>,
+    },
     /// A traveller's bounded-staleness reads set (`enable-caching`); 0 s turns them off.
     SetReadStaleness {
         /// The setting.
@@ -510,7 +518,12 @@ impl World {
             Op::DeleteTimeline { id } => {
                 crate::metrics::forget_timeline(&id);
                 if let Some(state) = self.timelines.remove(&id) {
-                    super::data::forget_timeline(&mut self.data_index, &id, &state.data);
+                    super::data::forget_timeline(
+                        &mut self.data_index,
+                        &id,
+                        &state.data,
+                        &self.timelines,
+                    );
                 }
                 let gone: Vec<_> = self
                     .isolations
@@ -648,6 +661,22 @@ impl World {
                 state
                     .data
                     .insert((entry.timestamp, entry.data_id.clone()), Arc::new(entry));
+            }
+            Op::CopyData { timeline, entries } => {
+                let state = self
+                    .timelines
+                    .get_mut(&timeline)
+                    .ok_or_else(|| fail(format!("unknown timeline {timeline}")))?;
+                for entry in entries {
+                    // The index names where an entry was stored, whoever holds a copy.
+                    self.data_index.insert(
+                        entry.data_id.clone(),
+                        (entry.timeline_id.clone(), entry.timestamp),
+                    );
+                    state
+                        .data
+                        .insert((entry.timestamp, entry.data_id.clone()), Arc::new(entry));
+                }
             }
             Op::SetReadStaleness { setting } => {
                 self.read_staleness

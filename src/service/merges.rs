@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::{EventRecord, NewOutcome, WrittenEvent};
-use crate::model::{EventId, Instant, IsolationId, MergeId, TimelineId, Traveller};
+use crate::model::{DataId, EventId, Instant, IsolationId, MergeId, TimelineId, Traveller};
 use crate::paradox::Paradox;
 
 /// The three answers to a conflict, as the guide names them.
@@ -163,6 +163,24 @@ pub struct ConflictReview {
     /// "Keep Event A" (the source's outcome), "Keep Event B" (the destination's), "Custom
     /// Merge".
     pub resolution_options: Vec<String>,
+    /// Each merge waiting for review into the timeline, with how many of its conflicts are
+    /// open now: one with none open is completed by `resolve-conflict` on a lineage it weighed
+    /// or by merging again with `manual_review`.
+    #[serde(default)]
+    pub merges: Vec<PendingReview>,
+}
+
+/// A merge waiting for review, as `review-conflicts` finds it now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PendingReview {
+    /// The merge.
+    pub merge_id: MergeId,
+    /// Where its changes come from.
+    pub source_timeline_id: TimelineId,
+    /// Its conflicts still without a resolution.
+    pub open_conflicts: usize,
+    /// Its conflicts resolved already.
+    pub resolved_conflicts: usize,
 }
 
 /// `resolve-conflict`.
@@ -208,6 +226,10 @@ pub struct ResolveResult {
     pub remaining_conflicts: usize,
     /// The destination's events written (on completion).
     pub written: Vec<WrittenEvent>,
+    /// The source's data entries copied into the destination (on completion).
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub data_entries: Vec<DataId>,
     /// Paradoxes the completion added (only with `safety_check: false`).
     pub paradoxes: Vec<Paradox>,
 }
@@ -247,6 +269,11 @@ pub struct TimelineDiff {
     pub base_timeline_id: TimelineId,
     /// Changed lineages in lineage order.
     pub lines: Vec<DiffLine>,
+    /// The source's data entries a merge would copy (those the destination lacks), in time
+    /// order.
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub data_entries: Vec<DataId>,
 }
 
 /// What `isolate-event` isolates.

@@ -105,6 +105,14 @@ pub struct TimelineInfo {
     /// The traveller who created it; absent for `primary` and history as shipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<Traveller>,
+    /// How many merges waiting for review (manual review) name it, as source or destination:
+    /// pending work, which is not an anomaly. It cannot be deleted while there are any.
+    #[serde(default)]
+    pub pending_merges: usize,
+    /// The isolations in force on it, oldest first (`DELETE /v1/isolations/{id}` lifts one).
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub isolations: Vec<crate::model::IsolationId>,
 }
 
 /// Creating a timeline: the documented `Timeline` body and the guide operations'
@@ -973,6 +981,11 @@ pub struct MergeResult {
     pub kept: usize,
     /// The destination's events the merge wrote.
     pub written: Vec<WrittenEvent>,
+    /// The source's data entries the merge copied into the destination (those added since the
+    /// branch point; entries are immutable, so they never conflict).
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub data_entries: Vec<crate::model::DataId>,
     /// Paradoxes the merge added (only when applied with `safety_check: false`).
     pub paradoxes: Vec<Paradox>,
 }

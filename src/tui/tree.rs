@@ -135,6 +135,8 @@ mod tests {
             event_count: 0,
             paradoxes: 0,
             created_by: None,
+            pending_merges: 0,
+            isolations: Vec::new(),
         }
     }
 

@@ -61,5 +61,7 @@ pub fn timeline(n: u128, name: &str) -> TimelineInfo {
         event_count: 0,
         paradoxes: 0,
         created_by: None,
+        pending_merges: 0,
+        isolations: Vec::new(),
     }
 }

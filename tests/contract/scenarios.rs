@@ -4,7 +4,8 @@
 use chrono::Duration;
 use chronoscope::error::ServiceError;
 use chronoscope::model::{
-    AnchorStatus, EventId, EventStatus, ItemId, TimeRange, TimelineId, TimelineStatus, Whereabouts,
+    AnchorStatus, EventId, EventStatus, ItemId, MergeId, TimeRange, TimelineId, TimelineStatus,
+    Whereabouts,
 };
 use chronoscope::service::*;
 
@@ -4137,4 +4138,410 @@ pub async fn integrity_of_a_sound_store(face: &Face) {
         )
         .await;
     assert_unknown(&err, "timeline", "tml_nope");
+}
+
+
+/// Completing what manual review leaves (§3), data entries carried by merges (§3, §6), and the
+/// timeline's full view counting pending merges and listing isolations (§3, §4):
+/// - a pending merge whose only conflict went away (the destination took the source's outcome)
+///   is completed by `resolve-conflict` on that lineage, and another by merging again with
+///   `manual_review`: neither is left only abortable;
+/// - the entries the source stored since the branch point come over (plain and encrypted;
+///   the encrypted one still opens after the source is deleted), the destination's own do not
+///   go back, a merge with only new entries is not `up_to_date`, and merging again copies
+///   nothing;
+/// - `pending_merges` counts the merges waiting for review on both their timelines;
+///   `isolations` lists the isolations in force.
+pub async fn merge_completion_and_data(face: &Face) {
+    let ada = face.traveller("ada");
+    let a = face.ok("create A", ada.create_timeline(named("A"))).await;
+    let add = |what: &'static str, at: &'static str| {
+        let ada = ada.clone();
+        let tl = a.id.clone();
+        async move { ada.add_event(&tl, event(what, at, "Lab", &[])).await }
+    };
+    let e1 = face.ok("add e1", add("e1", "1900-01-01T10:00:00Z")).await;
+    let e2 = face.ok("add e2", add("e2", "1900-01-01T11:00:00Z")).await;
+    let e3 = face.ok("add e3", add("e3", "1900-01-01T12:00:00Z")).await;
+    face.ok(
+        "A stores an entry before branching",
+        ada.store_data(stored(
+            &a.id,
+            "1900-01-01T00:00:00Z",
+            serde_json::json!({"n": 0}),
+        )),
+    )
+    .await;
+    let b = face
+        .ok(
+            "branch B from A",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some(a.id.clone()),
+                ..named("B")
+            }),
+        )
+        .await;
+    let info = |what: &'static str, tl: &TimelineId| {
+        let (ada, tl) = (ada.clone(), tl.clone());
+        face.ok(what, async move { ada.get_timeline(&tl).await })
+    };
+    let fresh = info("A's full view", &a.id).await;
+    assert_eq!((fresh.pending_merges, fresh.isolations.len()), (0, 0));
+
+    let change = |tl: &TimelineId, e: &EventId, what: &'static str| {
+        ada.manipulate_event(manipulate(tl, e, what))
+    };
+    face.ok("B changes e1", change(&b.id, &e1.event_id, "e1 in B"))
+        .await;
+    face.ok("B changes e2", change(&b.id, &e2.event_id, "e2 in B"))
+        .await;
+    let e2_in_a = face
+        .ok("A changes e2", change(&a.id, &e2.event_id, "e2 in A"))
+        .await;
+    let in_b = face
+        .ok(
+            "B stores an entry",
+            ada.store_data(stored(
+                &b.id,
+                "1900-01-02T00:00:00Z",
+                serde_json::json!({"n": 1}),
+            )),
+        )
+        .await;
+    let sealed_in_b = face
+        .ok(
+            "B stores an encrypted entry",
+            ada.encrypt_data(EncryptDataRequest {
+                timeline_id: b.id.clone(),
+                data: serde_json::json!({"secret": "from B"}),
+                encryption_key: DataKey::from("merge-test-key".to_owned()),
+                timestamp: Some(t("1900-01-02T00:00:00Z")),
+            }),
+        )
+        .await;
+    face.ok(
+        "A stores an entry of its own",
+        ada.store_data(stored(
+            &a.id,
+            "1900-01-03T00:00:00Z",
+            serde_json::json!({"n": 2}),
+        )),
+    )
+    .await;
+
+    let diff = face
+        .ok(
+            "diff B into A",
+            ada.diff_timelines(DiffQuery {
+                source_timeline_id: b.id.clone(),
+                destination_timeline_id: a.id.clone(),
+            }),
+        )
+        .await;
+    let mut would_copy = vec![in_b.data_id.clone(), sealed_in_b.data_id.clone()];
+    would_copy.sort();
+    assert_eq!(
+        diff.data_entries, would_copy,
+        "the diff shows the entries to copy"
+    );
+
+    // A merge waiting for review, counted on both of its timelines.
+    let pending = face
+        .ok(
+            "merge B into A for review",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert_eq!(
+        (pending.status.as_str(), pending.conflicts),
+        ("pending_review", 1)
+    );
+    assert!(pending.data_entries.is_empty(), "nothing is copied yet");
+    let merge_id = pending.merge_id.clone().expect("a pending merge has an id");
+    assert_eq!(
+        info("A with a pending merge", &a.id).await.pending_merges,
+        1
+    );
+    assert_eq!(
+        info("B with a pending merge", &b.id).await.pending_merges,
+        1
+    );
+    let listed = face
+        .ok("list timelines", ada.list_timelines(PageRequest::default()))
+        .await;
+    let counted: Vec<usize> = listed
+        .items
+        .iter()
+        .filter(|t| t.id == a.id || t.id == b.id)
+        .map(|t| t.pending_merges)
+        .collect();
+    assert_eq!(counted, [1, 1], "the list counts them too");
+    let err = face
+        .err(
+            "retrieve B's entry in A before the merge lands",
+            ada.retrieve_data(retrieval(&a.id, "1900-01-02T00:00:00Z")),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+
+    // A takes B's outcome of e2: no conflict is left, only the incoming e1 and the entries.
+    face.ok(
+        "A takes B's e2",
+        change(&a.id, &e2_in_a.new_event_id, "e2 in B"),
+    )
+    .await;
+    let review = face
+        .ok(
+            "review with no conflict left",
+            ada.review_conflicts(ReviewQuery {
+                merged_timeline_id: a.id.clone(),
+                merge_id: None,
+            }),
+        )
+        .await;
+    assert!(review.conflicts.is_empty(), "{review:?}");
+    let waiting: Vec<(&MergeId, usize)> = review
+        .merges
+        .iter()
+        .map(|m| (&m.merge_id, m.open_conflicts))
+        .collect();
+    assert_eq!(
+        waiting,
+        [(&merge_id, 0)],
+        "still waiting, with nothing open"
+    );
+    let err = face
+        .err(
+            "custom merge of a lineage that no longer conflicts",
+            ada.resolve_conflict(ResolveRequest {
+                event_id: e2.event_id.clone(),
+                resolution: ConflictResolution::Custom,
+                new_outcome: Some(NewOutcome {
+                    description: Some("something else".into()),
+                    changes: Vec::new(),
+                }),
+                merge_id: None,
+                merged_timeline_id: Some(a.id.clone()),
+                safety_check: true,
+            }),
+        )
+        .await;
+    assert_invalid(&err, "resolution");
+    assert_eq!(
+        info("A after the refusal", &a.id).await.pending_merges,
+        1,
+        "still waiting"
+    );
+    let done = face
+        .ok(
+            "resolve the lineage that stopped conflicting",
+            ada.resolve_conflict(ResolveRequest {
+                event_id: e2.event_id.clone(),
+                resolution: ConflictResolution::KeepSource,
+                new_outcome: None,
+                merge_id: None,
+                merged_timeline_id: Some(a.id.clone()),
+                safety_check: true,
+            }),
+        )
+        .await;
+    assert_eq!(
+        (
+            done.status.as_str(),
+            done.merge_status.as_str(),
+            done.remaining_conflicts
+        ),
+        ("resolved", "merged", 0)
+    );
+    assert_eq!(done.merge_id, merge_id);
+    let written: Vec<&EventId> = done.written.iter().map(|w| &w.lineage).collect();
+    assert_eq!(
+        written,
+        [&e1.event_id],
+        "the incoming change, written at last"
+    );
+    let mut copied = vec![in_b.data_id.clone(), sealed_in_b.data_id.clone()];
+    copied.sort();
+    assert_eq!(done.data_entries, copied, "B's entries, not the shared one");
+    let now = outcomes(face, &*ada, "A after completing", &a.id).await;
+    let of = |l: &EventId| now.iter().find(|(x, _)| x == l).map(|(_, d)| d.clone());
+    assert_eq!(of(&e1.event_id).as_deref(), Some("e1 in B"));
+    assert_eq!(
+        face.ok("show the completed merge", ada.get_merge(&merge_id))
+            .await
+            .status,
+        "merged"
+    );
+    assert_eq!(info("A after completing", &a.id).await.pending_merges, 0);
+    assert_eq!(info("B after completing", &b.id).await.pending_merges, 0);
+    let got = face
+        .ok(
+            "retrieve B's entry in A",
+            ada.retrieve_data(retrieval(&a.id, "1900-01-02T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(got.data_id, in_b.data_id);
+    assert_eq!(
+        serde_json::Value::Object(got.data),
+        serde_json::json!({"n": 1})
+    );
+    let err = face
+        .err(
+            "A's own entry does not go to B",
+            ada.retrieve_data(retrieval(&b.id, "1900-01-03T00:00:00Z")),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::NotFound { .. }), "{err:?}");
+
+    // A second pending merge, completed by merging again once its conflict is gone.
+    face.ok("B changes e3", change(&b.id, &e3.event_id, "e3 in B"))
+        .await;
+    let e3_in_a = face
+        .ok("A changes e3", change(&a.id, &e3.event_id, "e3 in A"))
+        .await;
+    let later = face
+        .ok(
+            "B stores another entry",
+            ada.store_data(stored(
+                &b.id,
+                "1900-01-04T00:00:00Z",
+                serde_json::json!({"n": 3}),
+            )),
+        )
+        .await;
+    let second = face
+        .ok(
+            "merge B into A for review again",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert_eq!(second.status, "pending_review");
+    let second_id = second.merge_id.clone().expect("a pending merge has an id");
+    let err = face
+        .err(
+            "merge again while the conflict is open",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::Conflict(why) if why.contains(e3.event_id.as_str())),
+        "the open conflict is named: {err:?}"
+    );
+    face.ok(
+        "A takes B's e3",
+        change(&a.id, &e3_in_a.new_event_id, "e3 in B"),
+    )
+    .await;
+    let err = face
+        .err(
+            "merge again with another strategy",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::DestinationPreserve)),
+        )
+        .await;
+    assert!(
+        matches!(&err, ServiceError::Conflict(why) if why.contains("manual_review")),
+        "the way to complete it is named: {err:?}"
+    );
+    let completed = face
+        .ok(
+            "merge again once no conflict is left",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::ManualReview)),
+        )
+        .await;
+    assert_eq!(completed.status, "merged");
+    assert!(completed.conflicts_resolved);
+    assert_eq!(
+        completed.merge_id.as_ref(),
+        Some(&second_id),
+        "the pending one"
+    );
+    assert_eq!(completed.data_entries, std::slice::from_ref(&later.data_id));
+    assert_eq!(
+        face.ok("show the second merge", ada.get_merge(&second_id))
+            .await
+            .status,
+        "merged"
+    );
+
+    // Only a new entry: merged, not up to date; then nothing is left to copy.
+    let last = face
+        .ok(
+            "B stores a last entry",
+            ada.store_data(stored(
+                &b.id,
+                "1900-01-05T00:00:00Z",
+                serde_json::json!({"n": 4}),
+            )),
+        )
+        .await;
+    let only_data = face
+        .ok(
+            "merge only an entry",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_eq!(only_data.status, "merged");
+    assert!(only_data.written.is_empty());
+    assert_eq!(only_data.data_entries, std::slice::from_ref(&last.data_id));
+    let again = face
+        .ok(
+            "merge once more",
+            ada.merge_timelines(merge_req(&b.id, &a.id, MergeStrategy::SourceOverwrite)),
+        )
+        .await;
+    assert_eq!(again.status, "up_to_date");
+    assert!(again.data_entries.is_empty());
+
+    // The copies outlive their source.
+    face.ok("delete B", ada.delete_timeline(&b.id)).await;
+    let opened = face
+        .ok(
+            "decrypt B's entry after B is gone",
+            ada.decrypt_data(DecryptDataRequest {
+                data_id: sealed_in_b.data_id.clone(),
+                encryption_key: DataKey::from("merge-test-key".to_owned()),
+            }),
+        )
+        .await;
+    assert_eq!(opened.status, DecryptStatus::Decrypted);
+    assert_eq!(
+        serde_json::Value::Object(opened.data),
+        serde_json::json!({"secret": "from B"})
+    );
+    let got = face
+        .ok(
+            "retrieve B's entry in A after B is gone",
+            ada.retrieve_data(retrieval(&a.id, "1900-01-04T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(got.data_id, later.data_id);
+
+    // Isolations are listed while in force.
+    let iso = face
+        .ok(
+            "isolate e1 in A",
+            ada.isolate_event(IsolateRequest {
+                event_id: written_event(&done.written, &e1.event_id),
+                isolation_type: IsolationType::Event,
+                description: None,
+                timeline_id: Some(a.id.clone()),
+            }),
+        )
+        .await;
+    assert_eq!(
+        info("A with an isolation", &a.id).await.isolations,
+        std::slice::from_ref(&iso.isolation_id)
+    );
+    face.ok("lift it", ada.lift_isolation(&iso.isolation_id))
+        .await;
+    assert!(info("A without it", &a.id).await.isolations.is_empty());
+}
+
+/// The event a merge wrote for lineage `l`.
+fn written_event(written: &[WrittenEvent], l: &EventId) -> EventId {
+    written
+        .iter()
+        .find(|w| &w.lineage == l)
+        .map(|w| w.event_id.clone())
+        .expect("the merge wrote that lineage")
 }

@@ -180,8 +180,10 @@ pub async fn review_conflicts(
 /// `keep_source`, `keep_destination`, `custom` too). Choosing again replaces the choice. The
 /// last resolution completes the merge: its writes, the paradox check and the record in one
 /// write. If the check refuses it (`paradox-detected`), the resolution is not recorded and the
-/// conflict stays open. 409 `conflict` when several pending merges conflict on the lineage
-/// (give `merge_id`); `event-locked` when a fixed point would change.
+/// conflict stays open. When the merge has no open conflict left (the destination changed so
+/// that none remains), naming a lineage it weighed completes it. 409 `conflict` when several
+/// pending merges conflict on the lineage (give `merge_id`); `event-locked` when a fixed point
+/// would change.
 #[utoipa::path(post, path = "/v1/resolve-conflict", tag = "Guide", operation_id = "resolveConflict",
     request_body = ResolveRequest,
     responses((status = 200, description = "The conflict was resolved", body = ResolvedView))
