@@ -241,6 +241,10 @@ impl Header<'_> {
                     format!(" {} @ {} {} ", w.traveller, place, fmt_time(&w.time)),
                     p.text,
                 ));
+                // Your time stands still; said right by it, in words, however narrow.
+                if w.position.paused {
+                    spans.push(Span::styled("⏸ paused ", p.warn));
+                }
             }
             if let Some(at) = self.last_refresh {
                 let label = if compact { "↻" } else { "refreshed" };
