@@ -3,9 +3,9 @@
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
+use super::anchors::AnchorRow;
 use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
-use super::anchors::AnchorRow;
 use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
     Anchor, ClockState, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport,

@@ -149,10 +149,7 @@ impl AnchorsList {
             },
             KeyCode::Char('d') => {
                 if let Some(row) = self.selected() {
-                    self.confirm = Some(Confirm::DeleteAnchor(
-                        row.anchor.id.clone(),
-                        row.label(),
-                    ));
+                    self.confirm = Some(Confirm::DeleteAnchor(row.anchor.id.clone(), row.label()));
                 }
             }
             _ => {}
@@ -233,7 +230,11 @@ impl AnchorsList {
             "Stability",
             "Returns to",
             "Timeline",
-            if places { "Description · place" } else { "Description" },
+            if places {
+                "Description · place"
+            } else {
+                "Description"
+            },
             tw = timeline_width + 1,
         );
         let mut lines = vec![Line::from(Span::styled(ellipsize(&head, width), p.title))];
@@ -287,9 +288,8 @@ impl AnchorsList {
         };
         let a = &row.anchor;
         let mut first = format!(
-            "{} ({}) returns to {} in {}",
+            "{} returns to {} in {}",
             row.label(),
-            a.id,
             fmt_time(&a.timestamp),
             name_of(&a.timeline)
         );
@@ -299,7 +299,8 @@ impl AnchorsList {
         if let Some(accuracy) = a.details.accuracy {
             first.push_str(&format!(" (to the {})", accuracy_word(accuracy)));
         }
-        first.push_str(&format!("; set {}.", fmt_time(&a.created_at)));
+        // The id last: what a command line or the API takes.
+        first.push_str(&format!("; set {} · {}", fmt_time(&a.created_at), a.id));
         let mut lines = vec![Line::from(Span::styled(first, p.text))];
         let (verdict, style) = row.verdict(p);
         let why = match &row.stability {
@@ -318,7 +319,7 @@ impl AnchorsList {
             .environment
             .as_ref()
             .filter(|e| !e.is_empty())
-            .map_or_else(|| "nothing".to_owned(), forms::conditions_text);
+            .map_or_else(|| "none recorded".to_owned(), forms::conditions_text);
         lines.push(Line::from(vec![
             Span::styled("environment ", p.dim),
             Span::styled(environment, p.text),
@@ -425,14 +426,18 @@ mod tests {
         l.key(key("j"));
         l.key(key("e"));
         assert!(l.form.is_none());
-        let text = screen(100, 24, |f| l.render(f, f.area(), &palette(), &|id| id.to_string()));
+        let text = screen(100, 24, |f| {
+            l.render(f, f.area(), &palette(), &|id| id.to_string())
+        });
         assert!(text.contains("'old' is spent"), "{text}");
     }
 
     #[test]
     fn the_list_shows_each_stability_in_words() {
         let mut l = list();
-        let text = screen(100, 24, |f| l.render(f, f.area(), &palette(), &|id| id.to_string()));
+        let text = screen(100, 24, |f| {
+            l.render(f, f.area(), &palette(), &|id| id.to_string())
+        });
         assert!(text.contains("● stable"), "{text}");
         assert!(text.contains("✗ spent"), "{text}");
         assert!(text.contains("environment temperature=20"), "{text}");

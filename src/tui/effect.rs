@@ -7,8 +7,8 @@ use super::confirm::Checked;
 use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
-    AdjustAnchorRequest, GuideTravelRequest, NewAnchor, NewItem, NewTimeline,
-    ParadoxCheckRequest, ShiftRequest, TravelRequest,
+    AdjustAnchorRequest, GuideTravelRequest, NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest,
+    ShiftRequest, TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.

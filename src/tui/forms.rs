@@ -11,12 +11,12 @@ use super::confirm::Checked;
 use super::effect::{Call, Effect, Outcome};
 use super::widgets::{self, Form};
 use crate::model::{
-    AnchorId, AnchorRecord, Conditions, EventId, Instant, InvalidValue, TimelineId,
-    format_instant, parse_typed_instant,
+    AnchorId, AnchorRecord, Conditions, EventId, Instant, InvalidValue, TimelineId, format_instant,
+    parse_typed_instant,
 };
 use crate::service::{
-    AdjustAnchorRequest, EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem,
-    NewOutcome, NewTimeline, OutcomeChange, ParadoxCheckRequest, ProposedChange, TimelineInfo,
+    AdjustAnchorRequest, EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewOutcome,
+    NewTimeline, OutcomeChange, ParadoxCheckRequest, ProposedChange, TimelineInfo,
 };
 
 /// What a form does when submitted.

@@ -108,7 +108,9 @@ impl Modal {
             }
             // Pausing and resuming stay at hand in the picture, so you see where you stand.
             Modal::Picture(picture)
-                if around.keymap.resolve(Key::from_event(&key), Context::Global)
+                if around
+                    .keymap
+                    .resolve(Key::from_event(&key), Context::Global)
                     == Some(Action::PauseResume) =>
             {
                 (

@@ -211,10 +211,14 @@ impl Shift {
             Paragraph::new(outcome_line).wrap(Wrap { trim: true }),
             outcome,
         );
-        let other = if self.forward { "rewind" } else { "fast-forward" };
+        let other = if self.forward {
+            "rewind"
+        } else {
+            "fast-forward"
+        };
         frame.render_widget(
             Paragraph::new(Span::styled(
-                format!("enter go · ↑↓ preset · type a duration · tab {other} instead · esc close"),
+                format!("enter go · ↑↓ preset · tab {other} instead · esc close"),
                 p.dim,
             )),
             keys,
@@ -253,7 +257,10 @@ mod tests {
             shift.key(k);
         }
         shift.key(key("tab"));
-        assert_eq!(sent(&shift.key(key("enter"))), Some(("1h30m".into(), false)));
+        assert_eq!(
+            sent(&shift.key(key("enter"))),
+            Some(("1h30m".into(), false))
+        );
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use crate::paradox::{Paradox, ParadoxKind};
 use crate::service::{
-    GuideTravelRequest, Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange,
-    ServiceResult, TimelineInfo, TimelineService, TravelRequest,
+    GuideTravelRequest, Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult,
+    TimelineInfo, TimelineService, TravelRequest,
 };
 use crate::tui::effect::{Call, Effect, Outcome};
 use crate::tui::theme::Palette;
@@ -207,9 +207,11 @@ impl Wizard {
             (None, Some(_)) => match self.destination().and_then(Destination::arrival) {
                 Some(t) => Some(t),
                 None => {
-                    return Err("arrive at: a place needs a time too; this timeline arrives at \
+                    return Err(
+                        "arrive at: a place needs a time too; this timeline arrives at \
                                 the present, so type when"
-                        .into());
+                            .into(),
+                    );
                 }
             },
             (at, _) => at,
@@ -531,8 +533,7 @@ impl Wizard {
         }
         if let Some(why) = &self.refusal {
             frame.render_widget(
-                Paragraph::new(Span::styled(format!("✗ {why}"), p.error))
-                    .wrap(Wrap { trim: true }),
+                Paragraph::new(Span::styled(format!("✗ {why}"), p.error)).wrap(Wrap { trim: true }),
                 refusal,
             );
         }
@@ -557,8 +558,7 @@ impl Wizard {
         let default = arrival
             .as_ref()
             .map_or_else(|| "the present".to_owned(), fmt_time);
-        self.when
-            .set_placeholder_text(format!("empty: {default}"));
+        self.when.set_placeholder_text(format!("empty: {default}"));
         let [when, place] =
             Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
                 .areas(area);
