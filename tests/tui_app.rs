@@ -1998,7 +1998,7 @@ async fn fast_forward_and_rewind_by_a_preset_and_a_typed_duration(w: World) {
     assert!(
         flash
             .text
-            .contains("Fast-forwarded 1h: you are in Primary at 2026-11-22 11:00:00."),
+            .contains("Fast-forwarded 1 hour: you are in Primary at 2026-11-22 11:00:00."),
         "{}",
         flash.text
     );

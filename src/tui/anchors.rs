@@ -19,6 +19,9 @@ use super::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 use crate::model::{AnchorRecord, AnchorStatus, TimelineId};
 use crate::service::{AnchorStability, AnchorVerdict};
 
+/// Rows under the list for the selected anchor in full (its lines wrap).
+const DETAIL_LINES: u16 = 6;
+
 /// One anchor and what its check said.
 #[derive(Clone, Debug)]
 pub struct AnchorRow {
@@ -166,10 +169,13 @@ impl AnchorsList {
         p: &Palette,
         name_of: &dyn Fn(&TimelineId) -> String,
     ) {
+        // As tall as the rows (with their header and a gap), the detail and the keys need.
+        let rows = u16::try_from(self.rows.len()).unwrap_or(u16::MAX).max(1);
+        let wanted = rows.saturating_add(2 + DETAIL_LINES + 1 + 2);
         let rect = centered(
             area,
             area.width.saturating_sub(4).min(120),
-            area.height.saturating_sub(2),
+            wanted.min(area.height.saturating_sub(2)),
         );
         let count = if self.loaded {
             format!(" ({})", self.rows.len())
@@ -180,7 +186,7 @@ impl AnchorsList {
         let inner = modal(frame, rect, &format!("Your anchors{count}{loading}"), p);
         let [list, detail, keys] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(6),
+            Constraint::Length(DETAIL_LINES),
             Constraint::Length(1),
         ])
         .areas(inner);

@@ -30,6 +30,17 @@ pub const PRESETS: [(&str, &str); 6] = [
     ("P1Y", "1 year"),
 ];
 
+/// A duration as the user reads it: a preset in words, else as typed.
+pub fn spoken(duration: &str) -> String {
+    PRESETS
+        .iter()
+        .find(|(code, _)| code.eq_ignore_ascii_case(duration.trim()))
+        .map_or_else(
+            || duration.trim().to_owned(),
+            |(_, words)| (*words).to_owned(),
+        )
+}
+
 /// The duration input, empty, with examples of what it takes.
 fn empty_input() -> TextArea<'static> {
     widgets::input("", "or type one: 1h30m, 2d, 2w, PT45M, P1M, P1Y")
@@ -194,13 +205,16 @@ impl Shift {
             match (self.parsed(), you) {
                 (Ok(d), Some(w)) => match d.shift("duration", w.time, self.forward) {
                     Ok(to) => Line::from(vec![
-                        Span::styled(format!("{} by {} → ", self.verb(), self.duration()), p.text),
+                        Span::styled(
+                            format!("{} by {} → ", self.verb(), spoken(&self.duration())),
+                            p.text,
+                        ),
                         Span::styled(fmt_time(&to), p.ok),
                     ]),
                     Err(e) => Line::from(Span::styled(format!("✗ {e}"), p.error)),
                 },
                 (Ok(_), None) => Line::from(Span::styled(
-                    format!("{} by {}", self.verb(), self.duration()),
+                    format!("{} by {}", self.verb(), spoken(&self.duration())),
                     p.text,
                 )),
                 // Still being typed: said whole only if enter is pressed.

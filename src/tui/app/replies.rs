@@ -10,6 +10,7 @@ use crate::tui::action::{Action, Reply, Slot};
 use crate::tui::confirm::Confirm;
 use crate::tui::forms::conditions_text;
 use crate::tui::modal::Modal;
+use crate::tui::time_controls::spoken;
 use crate::tui::widgets::fmt_time;
 
 impl App {
@@ -303,7 +304,8 @@ impl App {
             } => {
                 let verb = if forward { "Fast-forwarded" } else { "Rewound" };
                 let mut text = format!(
-                    "{verb} {duration}: you are in {} at {}",
+                    "{verb} {}: you are in {} at {}",
+                    spoken(&duration),
                     self.timelines.name_of(&journey.to_timeline),
                     fmt_time(&journey.arrival_time)
                 );
