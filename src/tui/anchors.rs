@@ -195,10 +195,13 @@ impl AnchorsList {
             Paragraph::new(self.list_lines(list.height.into(), width, p, name_of)),
             list,
         );
-        frame.render_widget(
-            Paragraph::new(self.detail_lines(p, name_of)).wrap(Wrap { trim: true }),
-            detail,
-        );
+        // Under a form or a question (which name the anchor), the detail would only peek out.
+        if self.form.is_none() && self.confirm.is_none() {
+            frame.render_widget(
+                Paragraph::new(self.detail_lines(p, name_of)).wrap(Wrap { trim: true }),
+                detail,
+            );
+        }
         let keys_text = "j/k move · e adjust environment · d delete · s check again · esc close";
         frame.render_widget(
             Paragraph::new(Span::styled(ellipsize(keys_text, width), p.dim)),
