@@ -509,6 +509,27 @@ mod tests {
     }
 
     #[test]
+    fn conditions_read_as_typed_and_print_back_the_same() {
+        let typed = "temperature=20.5, sealed=true, place=lab 3";
+        let c = parse_conditions("new environment", typed).expect("pairs");
+        assert_eq!(c.get("temperature"), Some(&serde_json::json!(20.5)));
+        assert_eq!(c.get("sealed"), Some(&serde_json::json!(true)));
+        assert_eq!(c.get("place"), Some(&serde_json::json!("lab 3")));
+        assert_eq!(parse_conditions("e", &conditions_text(&c)), Ok(c));
+        // A value that would not read back as pairs is shown as JSON, which reads back too.
+        let json = parse_conditions("e", r#"{"note": "a, b", "count": "7"}"#).expect("JSON");
+        assert!(conditions_text(&json).starts_with('{'));
+        assert_eq!(parse_conditions("e", &conditions_text(&json)), Ok(json));
+        assert_eq!(parse_conditions("e", "  "), Ok(Conditions::new()));
+        let why = parse_conditions("new environment", "temperature").unwrap_err();
+        assert!(
+            why.starts_with("new environment: 'temperature' is not key=value"),
+            "{why}"
+        );
+        assert!(parse_conditions("e", "a=1, a=2").is_err(), "a key twice");
+    }
+
+    #[test]
     fn tab_moves_between_fields_and_esc_closes() {
         let mut form = anchor(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
         assert_eq!(form.focus, 0);
