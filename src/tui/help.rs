@@ -82,7 +82,7 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             key(Action::Anchors)
         ),
         format!(
-            "Shift ({} {}): ↑↓ a preset or type 1h30m, 2d, PT45M; tab turns the direction.",
+            "{} and {}: ↑↓ a preset or type 1h30m, 2d, PT45M; tab flips the direction.",
             key(Action::FastForward),
             key(Action::Rewind)
         ),

@@ -151,9 +151,10 @@ impl Shift {
         let rect = centered(area, area.width.saturating_sub(6).min(84), 13);
         let title = format!("{} your own clock", self.verb());
         let inner = modal(frame, rect, &title, p);
-        let [here, _, presets, input, outcome, keys] = Layout::vertical([
-            Constraint::Length(1),
-            Constraint::Length(1),
+        // Where you are takes a second row when it wraps (a long timeline name), else that
+        // row sets it apart from the presets.
+        let [here, presets, input, outcome, keys] = Layout::vertical([
+            Constraint::Length(2),
             Constraint::Length(1),
             Constraint::Length(3),
             Constraint::Min(1),
