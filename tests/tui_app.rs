@@ -2105,6 +2105,22 @@ async fn the_anchors_list_checks_adjusts_and_deletes_after_asking(w: World) {
     assert_eq!(environment.get("temperature"), Some(&serde_json::json!(21)));
     assert_eq!(environment.get("sealed"), Some(&serde_json::json!(true)));
 
+    // Enter goes back there through the return wizard, on this anchor.
+    submit(&mut h, "esc a ctrl-u", &["1889-03-10 23:50", "Tesla's lab"]).await;
+    h.press("A");
+    h.settle().await;
+    h.press("g enter");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Return to an anchor"), "{screen}");
+    assert!(
+        screen.contains("▶ anchor    home"),
+        "the anchor chosen: {screen}"
+    );
+    h.press("esc A");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("Your anchors (2)"));
+
     // Delete asks first; n keeps it.
     h.press("d");
     let screen = h.render(140, 30);
@@ -2118,22 +2134,22 @@ async fn the_anchors_list_checks_adjusts_and_deletes_after_asking(w: World) {
             .unwrap()
             .items
             .len(),
-        1
+        2
     );
-    assert!(h.render(140, 30).contains("Your anchors (1)"));
+    assert!(h.render(140, 30).contains("Your anchors (2)"));
     h.press("d y");
     h.settle().await;
     let screen = h.render(140, 30);
-    assert!(screen.contains("You have no anchors"), "{screen}");
+    assert!(screen.contains("Your anchors (1)"), "{screen}");
     assert!(screen.contains("Deleted anchor 'home'"), "{screen}");
-    assert!(
-        w.service
-            .find_anchors(Default::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    let left = w
+        .service
+        .find_anchors(Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].description.as_deref(), Some("Tesla's lab"));
     h.press("esc");
     assert!(h.app.modal.is_none());
 }

@@ -102,8 +102,9 @@ impl AnchorsList {
         self.form.as_ref().is_some_and(|f| f.pending)
     }
 
-    /// A key: the form or the question takes it first when open; else ↑↓/jk move, `e` adjusts,
-    /// `d` deletes (asks first), `s` checks again, esc or q closes.
+    /// A key: the form or the question takes it first when open; else ↑↓/jk move, enter opens
+    /// the return wizard on the anchor, `e` adjusts, `d` deletes (asks first), `s` checks again,
+    /// esc or q closes.
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
         if let Some(form) = &mut self.form {
             let outcome = form.key(key);
@@ -148,6 +149,22 @@ impl AnchorsList {
                     ));
                 }
                 Some(row) => self.form = Some(Box::new(forms::adjust_anchor(&row.anchor))),
+                None => {}
+            },
+            // Going back there is the return wizard's: items, the paradox check, a confirm.
+            KeyCode::Enter => match self.selected() {
+                Some(row) if row.anchor.status == AnchorStatus::Spent => {
+                    self.note = Some(format!(
+                        "{} is spent: it was returned to already, and is not a way back.",
+                        row.label()
+                    ));
+                }
+                Some(row) => {
+                    return Outcome {
+                        close: true,
+                        effects: vec![Effect::ReturnTo(row.anchor.id.clone())],
+                    };
+                }
                 None => {}
             },
             KeyCode::Char('d') => {
@@ -202,7 +219,8 @@ impl AnchorsList {
                 detail,
             );
         }
-        let keys_text = "j/k move · e adjust environment · d delete · s check again · esc close";
+        let keys_text =
+            "enter return · e adjust environment · d delete · s check again · esc close";
         frame.render_widget(
             Paragraph::new(Span::styled(ellipsize(keys_text, width), p.dim)),
             keys,

@@ -28,6 +28,8 @@ pub enum Effect {
     Search(String),
     /// Filter the timelines by this text (`:filter TEXT`).
     Filter(String),
+    /// Open the return wizard on this anchor.
+    ReturnTo(AnchorId),
     /// Quit the dashboard.
     Quit,
 }

@@ -78,7 +78,7 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
     use crate::tui::action::Action;
     let notes = [
         format!(
-            "Anchors list ({}): e adjust environment, d delete (asks), s check again.",
+            "Anchors list ({}): enter return, e adjust, d delete (asks), s check again.",
             key(Action::Anchors)
         ),
         format!(

@@ -156,6 +156,8 @@ pub struct Wizard {
     pub at: Option<Instant>,
     /// The place typed, read on leaving the destination step.
     pub location: Option<String>,
+    /// The anchor to select when the lists arrive (opened from the anchors list).
+    pub preselect_anchor: Option<crate::model::AnchorId>,
 }
 
 impl Wizard {
@@ -178,6 +180,7 @@ impl Wizard {
             refusal: None,
             at: None,
             location: None,
+            preselect_anchor: None,
         }
     }
 
@@ -264,10 +267,16 @@ impl Wizard {
                 .map_or_else(|| a.timeline.to_string(), |t| t.name.clone());
             Destination::Anchor(a, place)
         }));
-        self.dest_cursor.selected = preselect
-            .and_then(|id| {
-                dest.iter()
-                    .position(|d| matches!(d, Destination::Timeline { id: t, .. } if t == id))
+        let anchor = self.preselect_anchor.as_ref().and_then(|id| {
+            dest.iter()
+                .position(|d| matches!(d, Destination::Anchor(a, _) if &a.id == id))
+        });
+        self.dest_cursor.selected = anchor
+            .or_else(|| {
+                preselect.and_then(|id| {
+                    dest.iter()
+                        .position(|d| matches!(d, Destination::Timeline { id: t, .. } if t == id))
+                })
             })
             .unwrap_or(0);
         self.destinations = dest;
