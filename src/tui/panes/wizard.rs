@@ -614,13 +614,19 @@ impl Wizard {
                 let range = self
                     .dest_cursor
                     .window(self.destinations.len(), height.saturating_sub(1));
+                // The chosen timeline shows the time typed for it, once it reads as one.
+                let typed = parse_typed_instant("arrive at", &widgets::input_text(&self.when)).ok();
                 for i in range {
                     let selected = i == self.dest_cursor.selected;
-                    let row = format!(
-                        "{} {}",
-                        if selected { "▶" } else { " " },
-                        self.destinations[i].label()
-                    );
+                    let label = match (&self.destinations[i], typed) {
+                        (Destination::Timeline { name, .. }, Some(at))
+                            if selected && !self.anchors_only =>
+                        {
+                            format!("timeline  {name}  → {} (as typed)", fmt_time(&at))
+                        }
+                        (dest, _) => dest.label(),
+                    };
+                    let row = format!("{} {label}", if selected { "▶" } else { " " });
                     lines.push(Line::from(Span::styled(
                         ellipsize(&row, width),
                         pick(selected),
