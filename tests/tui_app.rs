@@ -2203,6 +2203,13 @@ async fn the_wizard_travels_to_a_time_and_place(w: World) {
         journeys.last().and_then(|j| j.location.clone()).as_deref(),
         Some("Paris")
     );
+    h.press("esc J");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("→ Primary 1900-01-01 12:00:00, in Paris"),
+        "the journeys say where: {screen}"
+    );
     h.press("esc");
 
     // A place alone needs a time when the timeline arrives at the present.

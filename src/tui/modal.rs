@@ -328,11 +328,15 @@ fn journey_lines(
             Span::styled(format!("{}  ", fmt_time(&j.departed_at)), p.dim),
             Span::styled(
                 format!(
-                    "{} {} → {} {}{how}",
+                    "{} {} → {} {}{}{how}",
                     name_of(&j.from_timeline),
                     fmt_time(&j.from_time),
                     name_of(&j.to_timeline),
-                    fmt_time(&j.arrival_time)
+                    fmt_time(&j.arrival_time),
+                    j.location
+                        .as_ref()
+                        .map(|l| format!(", in {l}"))
+                        .unwrap_or_default()
                 ),
                 p.text,
             ),
