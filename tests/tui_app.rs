@@ -1114,6 +1114,11 @@ on_both_faces!(
     refusals_show_the_problem_title_and_detail_without_leaving_the_screen,
     a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick,
     the_picture_shows_superseded_and_reverted_versions_in_their_lanes,
+    pausing_stops_your_clock_and_the_header_says_so,
+    fast_forward_and_rewind_by_a_preset_and_a_typed_duration,
+    the_anchors_list_checks_adjusts_and_deletes_after_asking,
+    the_wizard_travels_to_a_time_and_place,
+    the_picture_shows_you_paused_and_space_resumes_there,
 );
 
 #[tokio::test]
@@ -1912,4 +1917,340 @@ async fn the_picture_of_a_timeline_deleted_elsewhere_closes_and_says_so() {
         "{screen}"
     );
     assert!(!screen.contains("Unknown reference"), "{screen}");
+}
+
+// ---------------------------------------------------------------- time controls and anchors
+
+/// The first line of a frame at `width` x 30: the header.
+fn header(h: &mut Harness, width: u16) -> String {
+    h.render(width, 30)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A tick `minutes` of the clock later, its answers applied.
+async fn later(h: &mut Harness, w: &World, minutes: i64) {
+    w.clock.advance(chrono::Duration::minutes(minutes));
+    h.send(Msg::Tick);
+    h.settle().await;
+}
+
+async fn pausing_stops_your_clock_and_the_header_says_so(w: World) {
+    let mut h = harness(&w).await;
+    assert!(header(&mut h, 140).contains("ada @ Primary 2026-11-22 10:00:00"));
+    assert!(!header(&mut h, 140).contains("paused"));
+    h.press("space");
+    h.settle().await;
+    let top = header(&mut h, 140);
+    assert!(
+        top.contains("ada @ Primary 2026-11-22 10:00:00 ⏸ paused"),
+        "{top}"
+    );
+    let flash = h.app.flash.clone().expect("a flash says what happened");
+    assert!(
+        flash
+            .text
+            .contains("Your clock is paused at 2026-11-22 10:00:00"),
+        "{}",
+        flash.text
+    );
+    assert!(w.service.whoami().await.unwrap().position.paused);
+
+    // Time stands still for you while the world's clock runs.
+    later(&mut h, &w, 10).await;
+    let top = header(&mut h, 80);
+    assert!(top.contains("10:00:00 ⏸ paused"), "narrow too: {top}");
+    assert!(top.contains("10:10:00"), "the refresh time runs on: {top}");
+
+    // Resumed, it runs on from where it stood, not from the world's time.
+    h.press("space");
+    h.settle().await;
+    assert!(!header(&mut h, 140).contains("paused"));
+    later(&mut h, &w, 5).await;
+    let top = header(&mut h, 140);
+    assert!(top.contains("ada @ Primary 2026-11-22 10:05:00"), "{top}");
+    assert_eq!(
+        w.service.whoami().await.unwrap().time,
+        t("2026-11-22T10:05:00Z")
+    );
+}
+
+async fn fast_forward_and_rewind_by_a_preset_and_a_typed_duration(w: World) {
+    let mut h = harness(&w).await;
+    h.press(">");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Fast-forward your own clock"), "{screen}");
+    assert!(
+        screen.contains("[10 minutes]"),
+        "the first preset: {screen}"
+    );
+    h.press("down enter"); // 1 hour
+    h.settle().await;
+    assert!(h.app.modal.is_none(), "made: the dialog closes");
+    assert_eq!(
+        w.service.whoami().await.unwrap().time,
+        t("2026-11-22T11:00:00Z")
+    );
+    assert!(header(&mut h, 140).contains("2026-11-22 11:00:00"));
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash
+            .text
+            .contains("Fast-forwarded 1 hour: you are in Primary at 2026-11-22 11:00:00."),
+        "{}",
+        flash.text
+    );
+
+    h.press("<");
+    h.type_text("1h30m");
+    assert!(
+        h.render(100, 30)
+            .contains("Rewind by 1h30m → 2026-11-22 09:30:00")
+    );
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(
+        w.service.whoami().await.unwrap().time,
+        t("2026-11-22T09:30:00Z")
+    );
+
+    // A duration that does not parse is explained, and nothing moves.
+    let journeys = w
+        .service
+        .list_journeys(PageRequest::first(100))
+        .await
+        .unwrap()
+        .items
+        .len();
+    h.press(">");
+    h.type_text("3 parsecs");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("'3 parsecs' is not a duration"),
+        "a readable reason: {screen}"
+    );
+    assert!(
+        matches!(h.app.modal, Some(Modal::Shift(_))),
+        "it stays open"
+    );
+    // One the service refuses (before the year 1) keeps the dialog, with its reason.
+    h.press("ctrl-u tab");
+    h.type_text("P3000Y");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("outside the accepted range"), "{screen}");
+    assert!(matches!(h.app.modal, Some(Modal::Shift(_))));
+    h.press("esc");
+    assert_eq!(
+        w.service.whoami().await.unwrap().time,
+        t("2026-11-22T09:30:00Z")
+    );
+    let after = w
+        .service
+        .list_journeys(PageRequest::first(100))
+        .await
+        .unwrap();
+    assert_eq!(after.items.len(), journeys, "no journey was made");
+}
+
+async fn the_anchors_list_checks_adjusts_and_deletes_after_asking(w: World) {
+    let mut h = harness(&w).await;
+    submit(&mut h, "a", &["", "home"]).await;
+    h.press("A");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Your anchors (1)"), "{screen}");
+    assert!(screen.contains("● stable"), "{screen}");
+    assert!(screen.contains("home"), "{screen}");
+    assert!(
+        screen.contains("a return would be accepted and would add no paradox"),
+        "{screen}"
+    );
+
+    // Adjust what it records; a list that is not key=value is refused where it was typed.
+    h.press("e");
+    h.type_text("temperature");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("'temperature' is not key=value"),
+        "{screen}"
+    );
+    h.press("ctrl-u");
+    h.type_text("temperature=21, sealed=true, note=dusty");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("environment note=dusty, sealed=true, temperature=21"),
+        "the list shows it, by key: {screen}"
+    );
+    assert!(
+        matches!(&h.app.modal, Some(Modal::Anchors(l)) if l.form.is_none()),
+        "the form closed back onto the list"
+    );
+    let anchors = w
+        .service
+        .find_anchors(Default::default())
+        .await
+        .unwrap()
+        .items;
+    let environment = anchors[0].details.environment.clone().unwrap_or_default();
+    assert_eq!(environment.get("temperature"), Some(&serde_json::json!(21)));
+    assert_eq!(environment.get("sealed"), Some(&serde_json::json!(true)));
+
+    // Enter goes back there through the return wizard, on this anchor.
+    submit(&mut h, "esc a ctrl-u", &["1889-03-10 23:50", "Tesla's lab"]).await;
+    h.press("A");
+    h.settle().await;
+    h.press("g enter");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Return to an anchor"), "{screen}");
+    assert!(
+        screen.contains("▶ anchor    home"),
+        "the anchor chosen: {screen}"
+    );
+    h.press("esc A");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("Your anchors (2)"));
+
+    // Delete asks first; n keeps it.
+    h.press("d");
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Delete anchor 'home'"), "{screen}");
+    h.press("n");
+    h.settle().await;
+    assert_eq!(
+        w.service
+            .find_anchors(Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    assert!(h.render(140, 30).contains("Your anchors (2)"));
+    h.press("d y");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Your anchors (1)"), "{screen}");
+    assert!(screen.contains("Deleted anchor 'home'"), "{screen}");
+    let left = w
+        .service
+        .find_anchors(Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].description.as_deref(), Some("Tesla's lab"));
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+}
+
+async fn the_wizard_travels_to_a_time_and_place(w: World) {
+    let mut h = harness(&w).await;
+    h.press("t");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Arrive at (UTC)"), "{screen}");
+    assert!(screen.contains("empty: the present"), "{screen}");
+    // A time that does not parse stays at the first step, with the reason.
+    h.press("tab");
+    h.type_text("next tuesday");
+    h.press("enter");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("✗ arrive at:"), "{screen}");
+    assert!(
+        matches!(&h.app.modal, Some(Modal::Wizard(w)) if w.step == Step::Destination),
+        "it stays at the destination"
+    );
+    h.press("ctrl-u");
+    h.type_text("1900-01-01 12:00");
+    h.press("tab");
+    h.type_text("Paris");
+    h.press("enter enter");
+    h.settle().await;
+    h.press("enter");
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("to        timeline  Primary  → 1900-01-01 12:00:00"),
+        "{screen}"
+    );
+    assert!(screen.contains("arrive in Primary, at Paris"), "{screen}");
+    h.press("y");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("to        Primary at 1900-01-01 12:00:00, in Paris"),
+        "{screen}"
+    );
+    let you = w.service.whoami().await.unwrap();
+    assert_eq!(you.time, t("1900-01-01T12:00:00Z"));
+    let journeys = w
+        .service
+        .list_journeys(PageRequest::first(100))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(
+        journeys.last().and_then(|j| j.location.clone()).as_deref(),
+        Some("Paris")
+    );
+    h.press("esc J");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("→ Primary 1900-01-01 12:00:00, in Paris"),
+        "the journeys say where: {screen}"
+    );
+    h.press("esc");
+
+    // A place alone needs a time when the timeline arrives at the present.
+    h.press("t");
+    h.settle().await;
+    h.press("tab tab");
+    h.type_text("Rome");
+    h.press("enter");
+    assert!(
+        h.render(100, 30).contains("a place needs a time too"),
+        "{}",
+        h.render(100, 30)
+    );
+}
+
+async fn the_picture_shows_you_paused_and_space_resumes_there(w: World) {
+    let mut h = harness(&w).await;
+    h.press("space");
+    h.settle().await;
+    h.press("v");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("▼ you ⏸ paused") || screen.contains("you ⏸ paused ▼"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("┃ you (clock paused)"),
+        "the legend: {screen}"
+    );
+    // The world's clock runs on; you stay where you stood.
+    later(&mut h, &w, 30).await;
+    let still = h.render(140, 30);
+    assert!(still.contains("you (clock paused)"), "{still}");
+    h.press("space");
+    h.settle().await;
+    assert!(
+        matches!(h.app.modal, Some(Modal::Picture(_))),
+        "the picture stays"
+    );
+    let screen = h.render(140, 30);
+    assert!(!screen.contains("paused"), "{screen}");
+    assert!(screen.contains("┃ you "), "{screen}");
 }

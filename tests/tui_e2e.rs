@@ -373,6 +373,71 @@ fn a_whole_mission_in_a_real_terminal() {
     );
 }
 
+/// The time controls and the anchors list in the real binary: pause (the header says so and
+/// the time stands), fast-forward by a typed duration while paused, resume, then an anchor
+/// listed with its stability, kept on n and deleted on y.
+#[test]
+fn pause_fast_forward_and_the_anchors_list_in_a_real_terminal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut s = Session::start(dir.path());
+    s.wait_for("connected");
+    s.wait_for("ada @ ");
+
+    s.send(" ");
+    s.wait_for("⏸ paused");
+    s.wait_for("Your clock is paused at");
+    let header = |s: &Session| s.contents().lines().next().unwrap_or_default().to_owned();
+    let paused_at = header(&s);
+    // Two ticks later (500 ms each) the header was redrawn, and your time has not moved.
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = header(&s);
+    let time = |line: &str| {
+        line.split("ada @ Primary ")
+            .nth(1)
+            .and_then(|rest| rest.get(..19))
+            .map(str::to_owned)
+    };
+    assert!(time(&paused_at).is_some(), "{paused_at}");
+    assert_eq!(time(&later), time(&paused_at), "{paused_at}\n{later}");
+
+    // Fast-forward by a typed duration: you stand still further on, still paused.
+    s.send(">");
+    s.wait_for("Fast-forward your own clock");
+    s.send("2h");
+    s.send(ENTER);
+    s.wait_for("Fast-forwarded 2h");
+    s.wait_for("⏸ paused");
+    s.send(" ");
+    s.wait_for("Your clock runs again");
+    s.wait_until_gone("⏸ paused");
+
+    // An anchor, listed with its stability; n keeps it, y deletes it.
+    s.send("a");
+    s.wait_for("Set an anchor");
+    s.send(TAB);
+    s.send("home");
+    s.send(ENTER);
+    s.wait_for("Anchor 'home' set");
+    s.send("A");
+    s.wait_for("Your anchors (1)");
+    s.wait_for("● stable");
+    s.send("d");
+    s.wait_for("Delete anchor 'home'");
+    s.send("n");
+    s.wait_until_gone("Delete anchor 'home'");
+    s.wait_for("Your anchors (1)");
+    s.send("d");
+    s.wait_for("Delete anchor 'home'");
+    s.send("y");
+    s.wait_for("You have no anchors");
+    s.send(ESC);
+    s.wait_until_gone("Your anchors");
+
+    s.send("q");
+    let status = s.exit_status();
+    assert!(status.success(), "exit status {status:?}");
+}
+
 #[test]
 fn the_dashboard_drives_a_server_over_https_with_a_private_ca() {
     use chronoscope::service::{PageRequest, TimelineService};

@@ -350,3 +350,98 @@ async fn readme_capture_120x35() {
     )]));
     insta::assert_snapshot!(redact(&h.render(120, 35)));
 }
+
+/// The frame at 80 and at 140 columns (30 rows), as snapshots `{name}_80` and `{name}_140`.
+fn at_both_widths(name: &str, h: &mut Harness) {
+    for width in [80, 140] {
+        insta::assert_snapshot!(format!("{name}_{width}"), redact(&h.render(width, H)));
+    }
+}
+
+/// The time controls: your clock paused in the header, fast-forward on a preset, a typed
+/// duration that does not parse.
+#[tokio::test]
+async fn time_controls() {
+    let mut h = harness(&world().await).await;
+    drive(&mut h, &[Keys("space"), Settle]).await;
+    at_both_widths("clock_paused", &mut h);
+    drive(&mut h, &[Keys("> down")]).await;
+    at_both_widths("fast_forward_preset", &mut h);
+    drive(&mut h, &[Keys("tab"), Type("3 parsecs"), Keys("enter")]).await;
+    at_both_widths("rewind_bad_duration", &mut h);
+}
+
+/// Three anchors: one stable with what it records, one in a timeline about to close (at
+/// risk), one returned to (spent).
+async fn anchored_world() -> World {
+    use chronoscope::service::{NewPreciseAnchor, TravelRequest};
+    let w = world().await;
+    let s = &w.service;
+    let mut environment = chronoscope::model::Conditions::new();
+    environment.insert("temperature".into(), 20.into());
+    environment.insert("sealed".into(), true.into());
+    s.set_precise_anchor(NewPreciseAnchor {
+        timestamp: t("2026-11-22T10:56:00Z"),
+        description: Some("home".into()),
+        environment: Some(environment),
+        ..NewPreciseAnchor::default()
+    })
+    .await
+    .unwrap();
+    let bastille = s
+        .set_anchor(chronoscope::service::NewAnchor {
+            timestamp: t("1789-07-14T16:00:00Z"),
+            description: Some("Bastille".into()),
+        })
+        .await
+        .unwrap();
+    let tesla = support::timelines(s.as_ref())
+        .await
+        .into_iter()
+        .find(|t| t.name == "Tesla 1889")
+        .unwrap();
+    let go = |destination: String| TravelRequest {
+        destination,
+        items_transported: vec![],
+    };
+    s.travel(go(tesla.id.to_string())).await.unwrap();
+    s.set_anchor(chronoscope::service::NewAnchor {
+        timestamp: t("1889-03-10T23:50:00Z"),
+        description: Some("Tesla's lab".into()),
+    })
+    .await
+    .unwrap();
+    s.travel(go(bastille.id.to_string())).await.unwrap();
+    w
+}
+
+#[tokio::test]
+async fn anchors_list() {
+    let mut h = harness(&anchored_world().await).await;
+    drive(&mut h, &[Keys("A"), Settle]).await;
+    at_both_widths("anchors_list", &mut h);
+    drive(&mut h, &[Keys("j d")]).await;
+    at_both_widths("anchors_delete_question", &mut h);
+    drive(&mut h, &[Keys("n k e")]).await;
+    at_both_widths("anchors_adjust_form", &mut h);
+}
+
+#[tokio::test]
+async fn wizard_time_and_place() {
+    let mut h = harness(&world().await).await;
+    drive(
+        &mut h,
+        &[
+            Keys("t"),
+            Settle,
+            Keys("tab"),
+            Type("1889-03-31 12:30"),
+            Keys("tab"),
+            Type("Paris, Champ de Mars"),
+        ],
+    )
+    .await;
+    at_both_widths("wizard_time_and_place", &mut h);
+    drive(&mut h, &[Keys("enter enter"), Settle, Keys("enter")]).await;
+    at_both_widths("wizard_time_and_place_confirm", &mut h);
+}

@@ -893,3 +893,24 @@ fn an_anomaly_detail_shows_everything_wrapped() {
     assert!(text.contains(&event_id(6).to_string()), "{screen}");
     assert!(text.contains("2026-11-22 10:00:00"), "{screen}");
 }
+
+#[test]
+fn your_paused_position_is_marked_in_the_picture() {
+    let mut f = fixture();
+    f.traveller.position.paused = true;
+    f.traveller.time = f.traveller.position.arrival_time;
+    for width in [140, 80] {
+        let screen = f.screen(&mut TimelineView::new(), width);
+        insta::assert_snapshot!(format!("timeline_paused_{width}"), screen);
+        assert!(screen.contains("┃ you (clock paused)"), "{screen}");
+    }
+    let screen = f.screen(&mut TimelineView::new(), 140);
+    assert!(
+        screen.contains("▼ you ⏸ paused") || screen.contains("you ⏸ paused ▼"),
+        "{screen}"
+    );
+    // Running, the same place says only "you".
+    let f = fixture();
+    let screen = f.screen(&mut TimelineView::new(), 140);
+    assert!(!screen.contains("paused"), "{screen}");
+}

@@ -3,11 +3,13 @@
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
+use super::anchors::AnchorRow;
 use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
+use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
-    Anchor, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport, RevertResult,
-    TimelineInfo, TravellerStatus,
+    Anchor, ClockState, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport,
+    RevertResult, TimelineInfo, TravellerStatus,
 };
 
 macro_rules! actions {
@@ -76,6 +78,10 @@ actions! {
     ShowLog = "log",
     Journeys = "journeys",
     TimelineView = "timeline_view",
+    PauseResume = "pause_resume",
+    FastForward = "fast_forward",
+    Rewind = "rewind",
+    Anchors = "anchors",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -104,6 +110,8 @@ pub enum Slot {
     Journeys,
     /// What the timeline picture shows.
     Picture,
+    /// The anchors list and each anchor's stability.
+    Anchors,
 }
 
 impl Slot {
@@ -169,6 +177,23 @@ pub enum Reply {
         /// The traveller's anchors.
         anchors: Vec<Anchor>,
     },
+    /// The traveller's clock was paused or resumed (or already was).
+    Clock(ClockState),
+    /// The traveller moved along their own timeline by a duration.
+    Shifted {
+        /// The journey made.
+        journey: Journey,
+        /// Forward (fast-forward) or back (rewind).
+        forward: bool,
+        /// The duration as the user gave it.
+        duration: String,
+    },
+    /// The traveller's anchors, active and spent, each with its stability.
+    Anchors(Vec<AnchorRow>),
+    /// An anchor's recorded environment was replaced.
+    AnchorAdjusted(AnchorRecord),
+    /// An anchor was deleted (its name is for the flash that reports it).
+    AnchorDeleted(AnchorId, String),
 }
 
 /// A message on the dashboard's queue.

@@ -200,7 +200,8 @@ impl Header<'_> {
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
         let p = self.palette;
         let width = usize::from(area.width);
-        let spans_for = |compact: bool| {
+        // `room`: the most characters the timeline's name may take (it gives way last).
+        let spans_for = |compact: bool, room: usize| {
             let mut spans = vec![Span::styled(" chronoscope ", p.title)];
             spans.push(match (self.connection, compact) {
                 (Connection::Connecting, false) => Span::styled(" ○ connecting ", p.dim),
@@ -238,9 +239,18 @@ impl Header<'_> {
             }
             if let Some((w, place)) = &self.whoami {
                 spans.push(Span::styled(
-                    format!(" {} @ {} {} ", w.traveller, place, fmt_time(&w.time)),
+                    format!(
+                        " {} @ {} {} ",
+                        w.traveller,
+                        widgets::ellipsize(place, room),
+                        fmt_time(&w.time)
+                    ),
                     p.text,
                 ));
+                // Your time stands still; said right by it, in words, however narrow.
+                if w.position.paused {
+                    spans.push(Span::styled("⏸ paused ", p.warn));
+                }
             }
             if let Some(at) = self.last_refresh {
                 let label = if compact { "↻" } else { "refreshed" };
@@ -256,9 +266,17 @@ impl Header<'_> {
         };
         let used =
             |spans: &[Span]| -> usize { spans.iter().map(|s| s.content.chars().count()).sum() };
-        let mut spans = spans_for(false);
+        let mut spans = spans_for(false, usize::MAX);
         if used(&spans) > width {
-            spans = spans_for(true);
+            spans = spans_for(true, usize::MAX);
+        }
+        // Still too wide: the timeline's name is cut, so the time and "paused" stay whole.
+        if let Some((_, place)) = &self.whoami
+            && used(&spans) > width
+        {
+            let over = used(&spans) - width;
+            let room = place.chars().count().saturating_sub(over).max(8);
+            spans = spans_for(true, room);
         }
         let room = width.saturating_sub(used(&spans) + 2);
         if room >= self.source.chars().count().min(16) {
@@ -418,6 +436,42 @@ mod tests {
         let narrow = screen(60, 1, |f| polling.render(f, f.area()));
         assert!(!narrow.contains("example.org"), "{narrow}");
         assert!(narrow.contains("⟳ polling"), "{narrow}");
+    }
+
+    #[test]
+    fn a_paused_clock_is_said_whole_and_a_long_timeline_name_gives_way() {
+        let p = palette();
+        let at: Instant = "1957-04-22T15:33:16Z".parse().expect("a time");
+        let you = TravellerStatus {
+            traveller: "ada".parse().expect("a traveller"),
+            timeline_id: crate::model::TimelineId::primary(),
+            time: at,
+            position: crate::model::Position {
+                timeline: crate::model::TimelineId::primary(),
+                arrival_time: at,
+                arrived_at: at,
+                paused: true,
+            },
+        };
+        let header = Header {
+            palette: &p,
+            source: "embedded: /tmp/chronoscope.db",
+            connection: &Connection::Connected,
+            link: &Link::Live,
+            whoami: Some((&you, "Katherine Johnson mission to Langley".to_owned())),
+            last_refresh: Some(&at),
+            spinner: None,
+        };
+        let wide = screen(140, 1, |f| header.render(f, f.area()));
+        assert!(
+            wide.contains(
+                "ada @ Katherine Johnson mission to Langley 1957-04-22 15:33:16 ⏸ paused"
+            ),
+            "{wide}"
+        );
+        let narrow = screen(70, 1, |f| header.render(f, f.area()));
+        assert!(narrow.contains("1957-04-22 15:33:16 ⏸ paused"), "{narrow}");
+        assert!(narrow.contains("ada @ Katheri…"), "cut, not gone: {narrow}");
     }
 
     /// The header and the banner of `connection` on a `width` x 12 screen, and the rows the

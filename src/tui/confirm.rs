@@ -14,7 +14,7 @@ use super::effect::{Call, Effect};
 use super::forms::FormKind;
 use super::theme::Palette;
 use super::widgets::{Form, centered, modal};
-use crate::model::TimelineId;
+use crate::model::{AnchorId, TimelineId};
 use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest};
 
 /// A question before something that destroys.
@@ -24,6 +24,8 @@ pub enum Confirm {
     DeleteTimeline(TimelineId, String),
     /// Revert an event's latest change.
     Revert(TimelineId, EventRecord),
+    /// Delete one of your anchors (named as the list names it).
+    DeleteAnchor(AnchorId, String),
     /// The safety check refused a change: make it anyway?
     ApplyAnyway {
         /// The change, sent again without the check on yes.
@@ -62,6 +64,12 @@ impl Confirm {
                 format!(
                     "Undo the latest change of {} ({})? It is checked for paradoxes first.",
                     e.description, e.event_id
+                ),
+            ),
+            Confirm::DeleteAnchor(id, name) => (
+                "Delete anchor",
+                format!(
+                    "Delete anchor {name} ({id})? It stops being a way back; journeys that used it still name it. (n keeps it)"
                 ),
             ),
             Confirm::ApplyAnyway { why, .. } => (
@@ -130,6 +138,9 @@ impl Confirm {
         match self {
             Confirm::DeleteTimeline(id, name) => {
                 Answer::Closed(vec![Effect::Call(Call::Delete(id, name))])
+            }
+            Confirm::DeleteAnchor(id, name) => {
+                Answer::Closed(vec![Effect::Call(Call::DeleteAnchor(id, name))])
             }
             Confirm::Revert(timeline, event) => Answer::Closed(vec![Effect::Call(Call::Checked(
                 Checked::Revert(RevertRequest {

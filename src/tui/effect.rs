@@ -5,8 +5,11 @@
 use super::action::Action;
 use super::confirm::Checked;
 use super::panes::PaneId;
-use crate::model::TimelineId;
-use crate::service::{NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, TravelRequest};
+use crate::model::{AnchorId, TimelineId};
+use crate::service::{
+    AdjustAnchorRequest, GuideTravelRequest, NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest,
+    ShiftRequest, TravelRequest,
+};
 
 /// Something a component wants done that it cannot do itself.
 #[derive(Clone, Debug)]
@@ -25,6 +28,8 @@ pub enum Effect {
     Search(String),
     /// Filter the timelines by this text (`:filter TEXT`).
     Filter(String),
+    /// Open the return wizard on this anchor.
+    ReturnTo(AnchorId),
     /// Quit the dashboard.
     Quit,
 }
@@ -51,6 +56,18 @@ pub enum Call {
     WizardCheck(ParadoxCheckRequest),
     /// Make a journey.
     Travel(TravelRequest),
+    /// Make a journey to a time (and place) in a timeline.
+    TravelInTime(GuideTravelRequest),
+    /// Pause the traveller's own clock (`true`) or let it run again (`false`).
+    Clock(bool),
+    /// Fast-forward (`true`) or rewind the traveller along their own timeline.
+    Shift(ShiftRequest, bool),
+    /// Replace an anchor's recorded environment.
+    AdjustAnchor(AdjustAnchorRequest),
+    /// Delete an anchor (its name is for the flash that reports it).
+    DeleteAnchor(AnchorId, String),
+    /// List the anchors again and check each one's stability.
+    CheckAnchors,
 }
 
 /// What a component answers a key with: whether it closes, and what the loop should do.

@@ -11,11 +11,12 @@ use super::confirm::Checked;
 use super::effect::{Call, Effect, Outcome};
 use super::widgets::{self, Form};
 use crate::model::{
-    EventId, Instant, InvalidValue, TimelineId, format_instant, parse_typed_instant,
+    AnchorId, AnchorRecord, Conditions, EventId, Instant, InvalidValue, TimelineId, format_instant,
+    parse_typed_instant,
 };
 use crate::service::{
-    EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewOutcome, NewTimeline,
-    OutcomeChange, ParadoxCheckRequest, ProposedChange, TimelineInfo,
+    AdjustAnchorRequest, EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewOutcome,
+    NewTimeline, OutcomeChange, ParadoxCheckRequest, ProposedChange, TimelineInfo,
 };
 
 /// What a form does when submitted.
@@ -38,6 +39,8 @@ pub enum FormKind {
     RegisterItem,
     /// Check a draft change for paradoxes.
     CheckDraft(TimelineId),
+    /// Replace what an anchor records of its environment.
+    AdjustAnchor(AnchorId),
 }
 
 /// What a submitted form asks the service for.
@@ -53,6 +56,8 @@ pub enum Submission {
     Item(NewItem),
     /// Check a draft change for paradoxes (nothing is written).
     CheckDraft(ParadoxCheckRequest),
+    /// Replace an anchor's recorded environment.
+    AdjustAnchor(AdjustAnchorRequest),
 }
 
 /// The form for a new timeline branching from the primary one (`primary` is its name).
@@ -189,6 +194,102 @@ pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form
     )
 }
 
+/// The label of the adjust form's one field (refusals of `new_environment` land under it).
+const NEW_ENVIRONMENT: &str =
+    "New environment (key=value, comma-separated, or a JSON object; empty: none)";
+
+/// The form for what `anchor` records of its environment, filled with what it records now.
+pub fn adjust_anchor(anchor: &AnchorRecord) -> Form<FormKind> {
+    let name = anchor
+        .description
+        .as_ref()
+        .map_or_else(|| anchor.id.to_string(), |d| format!("'{d}'"));
+    let now = anchor
+        .details
+        .environment
+        .as_ref()
+        .map(conditions_text)
+        .unwrap_or_default();
+    let mut form = Form::new(
+        format!("Adjust what anchor {name} records"),
+        FormKind::AdjustAnchor(anchor.id.clone()),
+        &[(NEW_ENVIRONMENT, now, "temperature=20, sealed=true")],
+    );
+    form.note = "enter save · esc cancel · ctrl-u clears · its time and timeline stay".into();
+    form
+}
+
+/// Recorded conditions as a person types them: `key=value, key=value`, or JSON when a value
+/// would not read back the same that way (a string with a comma, or one that reads as a
+/// number or a boolean).
+pub fn conditions_text(conditions: &Conditions) -> String {
+    use serde_json::Value;
+    let plain = conditions.iter().all(|(k, v)| {
+        let simple_key = !k.contains([',', '=']) && k.trim() == k && !k.is_empty();
+        simple_key
+            && match v {
+                Value::Bool(_) | Value::Number(_) => true,
+                Value::String(s) => {
+                    !s.is_empty()
+                        && s.trim() == s
+                        && !s.contains([',', '='])
+                        && !matches!(s.as_str(), "true" | "false")
+                        && serde_json::from_str::<serde_json::Number>(s).is_err()
+                }
+                _ => false,
+            }
+    });
+    if !plain {
+        return serde_json::to_string(conditions).unwrap_or_default();
+    }
+    conditions
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Conditions as typed: empty (none), a JSON object, or `key=value` pairs separated by commas,
+/// each value a boolean, a number or else text. `field` names the refusal.
+pub fn parse_conditions(field: &str, text: &str) -> Result<Conditions, String> {
+    use serde_json::Value;
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Conditions::new());
+    }
+    if text.starts_with('{') {
+        return serde_json::from_str::<Conditions>(text)
+            .map_err(|e| format!("{field}: not a JSON object of conditions ({e})"));
+    }
+    let mut out = Conditions::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((key, value)) = part.split_once('=') else {
+            return Err(format!(
+                "{field}: '{part}' is not key=value; write temperature=20, sealed=true, or a \
+                 JSON object"
+            ));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if key.is_empty() {
+            return Err(format!("{field}: '{part}' names no key"));
+        }
+        let value = match value {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            v => serde_json::from_str::<serde_json::Number>(v)
+                .map(Value::Number)
+                .unwrap_or_else(|_| Value::String(v.to_owned())),
+        };
+        if out.insert(key.to_owned(), value).is_some() {
+            return Err(format!("{field}: '{key}' is given twice"));
+        }
+    }
+    Ok(out)
+}
+
 impl Form<FormKind> {
     /// What the form asks for, as typed; an error (`field: why`) says what to fix.
     pub fn submission(&self) -> Result<Submission, String> {
@@ -309,6 +410,10 @@ impl Form<FormKind> {
                     proposed_changes: changes,
                 })
             }
+            FormKind::AdjustAnchor(anchor) => Submission::AdjustAnchor(AdjustAnchorRequest {
+                anchor_id: anchor.clone(),
+                new_environment: parse_conditions("new environment", &self.value(0))?,
+            }),
         })
     }
 }
@@ -360,6 +465,7 @@ impl From<Submission> for Call {
             Submission::Anchor(req) => Call::Anchor(req),
             Submission::Item(req) => Call::Item(req),
             Submission::CheckDraft(req) => Call::CheckDraft(req),
+            Submission::AdjustAnchor(req) => Call::AdjustAnchor(req),
         }
     }
 }
@@ -400,6 +506,27 @@ mod tests {
         );
         assert!(form.pending);
         assert!(form.key(key("enter")).effects.is_empty(), "sent once");
+    }
+
+    #[test]
+    fn conditions_read_as_typed_and_print_back_the_same() {
+        let typed = "temperature=20.5, sealed=true, place=lab 3";
+        let c = parse_conditions("new environment", typed).expect("pairs");
+        assert_eq!(c.get("temperature"), Some(&serde_json::json!(20.5)));
+        assert_eq!(c.get("sealed"), Some(&serde_json::json!(true)));
+        assert_eq!(c.get("place"), Some(&serde_json::json!("lab 3")));
+        assert_eq!(parse_conditions("e", &conditions_text(&c)), Ok(c));
+        // A value that would not read back as pairs is shown as JSON, which reads back too.
+        let json = parse_conditions("e", r#"{"note": "a, b", "count": "7"}"#).expect("JSON");
+        assert!(conditions_text(&json).starts_with('{'));
+        assert_eq!(parse_conditions("e", &conditions_text(&json)), Ok(json));
+        assert_eq!(parse_conditions("e", "  "), Ok(Conditions::new()));
+        let why = parse_conditions("new environment", "temperature").unwrap_err();
+        assert!(
+            why.starts_with("new environment: 'temperature' is not key=value"),
+            "{why}"
+        );
+        assert!(parse_conditions("e", "a=1, a=2").is_err(), "a key twice");
     }
 
     #[test]

@@ -74,10 +74,26 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
         ),
         palette.dim,
     )));
-    for note in [
-        "In forms: tab next field, enter submit, esc cancel.",
-        "ctrl-c quits from anywhere.",
-    ] {
+    let key = |action| keymap.key_for(action);
+    use crate::tui::action::Action;
+    let notes = [
+        format!(
+            "Anchors list ({}): enter return, e adjust, d delete (asks), s check again.",
+            key(Action::Anchors)
+        ),
+        format!(
+            "{} and {}: ↑↓ a preset or type 1h30m, 2d, PT45M; tab flips the direction.",
+            key(Action::FastForward),
+            key(Action::Rewind)
+        ),
+        format!(
+            "Travel wizard ({}): tab types a time and place to arrive at in a timeline.",
+            key(Action::Travel)
+        ),
+        "In forms: tab next field, enter submit, esc cancel.".to_owned(),
+        "ctrl-c quits from anywhere.".to_owned(),
+    ];
+    for note in notes {
         out.push(Line::from(Span::styled(note, palette.dim)));
     }
     out

@@ -237,6 +237,10 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("L",             A::ShowLog,          "automation log / back to the monitor",          C::Global,    ""),
         ("J",             A::Journeys,         "your journeys, newest first",                   C::Global,    ""),
         ("v",             A::TimelineView,     "picture of the selected timeline along time",   C::Global,    "picture"),
+        ("space",         A::PauseResume,      "pause / resume your clock (the world goes on)", C::Global,  "pause"),
+        (">",             A::FastForward,      "fast-forward you by a preset or typed duration", C::Global,   "ffwd"),
+        ("<",             A::Rewind,           "rewind you by a preset or typed duration",      C::Global,    "rewind"),
+        ("A",             A::Anchors,          "your anchors: stability, adjust, delete",       C::Global,    "anchors"),
     ]
 };
 

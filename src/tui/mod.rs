@@ -24,6 +24,7 @@
 //! it gets unit tests of its own (keys in, effects and screen out; see `unit.rs`).
 
 pub mod action;
+pub mod anchors;
 pub mod app;
 pub mod chrome;
 pub mod command;
@@ -40,6 +41,7 @@ pub mod picture;
 #[cfg(any(test, feature = "test-hooks"))]
 pub use app::testing;
 pub mod theme;
+pub mod time_controls;
 pub mod tree;
 #[cfg(test)]
 mod unit;

@@ -12,19 +12,21 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::action::Slot;
+use super::action::{Action, Slot};
+use super::anchors::AnchorsList;
 use super::command::CommandLine;
 use super::confirm::{Answer, Confirm};
 use super::effect::{Effect, Outcome};
 use super::forms::FormKind;
 use super::help;
-use super::keymap::KeyMap;
+use super::keymap::{Context, Key, KeyMap};
 use super::panes::Ctx;
 use super::panes::monitor::MonitorPane;
 use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::{self, Wizard};
 use super::picture::{Picture, Scene};
 use super::theme::Palette;
+use super::time_controls::Shift;
 use super::widgets::{Form, centered, fmt_time, modal};
 use crate::model::{Instant, TimelineId};
 use crate::service::TravellerStatus;
@@ -50,6 +52,10 @@ pub enum Modal {
     Picture(Box<Picture>),
     /// One anomaly in full, scrolled.
     Anomaly(Box<crate::service::Anomaly>, u16),
+    /// Fast-forward or rewind by a duration.
+    Shift(Box<Shift>),
+    /// Your anchors.
+    Anchors(Box<AnchorsList>),
 }
 
 /// What a modal reads of the dashboard around it (to name timelines, draw the help, picture
@@ -100,6 +106,18 @@ impl Modal {
             Modal::Anomaly(anomaly, scroll) => {
                 no_effects(scroll_key(key.code, scroll).map(|s| Modal::Anomaly(anomaly, s)))
             }
+            // Pausing and resuming stay at hand in the picture, so you see where you stand.
+            Modal::Picture(picture)
+                if around
+                    .keymap
+                    .resolve(Key::from_event(&key), Context::Global)
+                    == Some(Action::PauseResume) =>
+            {
+                (
+                    Some(Modal::Picture(picture)),
+                    vec![Effect::Action(Action::PauseResume)],
+                )
+            }
             Modal::Picture(mut picture) => {
                 let scene = around.scene(&picture.timeline);
                 let outcome = picture.key(key, &scene);
@@ -122,12 +140,62 @@ impl Modal {
                 let outcome = w.key(key);
                 kept(Modal::Wizard(w), outcome)
             }
+            Modal::Shift(mut shift) => {
+                let outcome = shift.key(key);
+                kept(Modal::Shift(shift), outcome)
+            }
+            Modal::Anchors(mut list) => {
+                let outcome = list.key(key);
+                kept(Modal::Anchors(list), outcome)
+            }
         }
     }
 
-    /// Whether it is a form whose submission waits for its answer.
+    /// Whether it waits for the answer of a change it sent: a form, the time shift, or the
+    /// form over the anchors list.
     pub fn pending_form(&self) -> bool {
-        matches!(self, Modal::Form(form) if form.pending)
+        match self {
+            Modal::Form(form) => form.pending,
+            Modal::Shift(shift) => shift.pending,
+            Modal::Anchors(list) => list.waiting(),
+            _ => false,
+        }
+    }
+
+    /// The change it waited for was made: what stays on screen (a form and the shift close;
+    /// the anchors list closes its form and stays).
+    pub fn answered(self) -> Option<Modal> {
+        match self {
+            Modal::Form(_) | Modal::Shift(_) => None,
+            Modal::Anchors(mut list) => {
+                list.form = None;
+                Some(Modal::Anchors(list))
+            }
+            other => Some(other),
+        }
+    }
+
+    /// The change it waited for was refused: it stops waiting, and when `why` is given, shows
+    /// it under the field at fault (`field`, as the service names it) or the input.
+    pub fn refused(&mut self, why: Option<String>, field: Option<&str>) {
+        let form = match self {
+            Modal::Form(form) => Some(form),
+            Modal::Anchors(list) => list.form.as_mut(),
+            Modal::Shift(shift) => {
+                shift.pending = false;
+                if let Some(why) = why {
+                    shift.refuse(why);
+                }
+                return;
+            }
+            _ => None,
+        };
+        if let Some(form) = form {
+            form.pending = false;
+            if let Some(why) = why {
+                form.refuse(why, field);
+            }
+        }
     }
 
     /// A call of `slot` failed: a wizard or a picture waiting on it stops waiting (the picture
@@ -140,6 +208,7 @@ impl Modal {
                 w.failed(slot == Slot::WizardCheck);
             }
             Modal::Picture(p) if slot == Slot::Picture => p.loading = false,
+            Modal::Anchors(list) if slot == Slot::Anchors => list.loading = false,
             _ => {}
         }
     }
@@ -153,6 +222,8 @@ impl Modal {
             Modal::Help(scroll) => help::render(frame, area, around.keymap, p, scroll),
             Modal::Form(form) => form.render(frame, area, p),
             Modal::Wizard(w) => w.render(frame, area, p, &name_of),
+            Modal::Shift(shift) => shift.render(frame, area, p, around.whoami, &name_of),
+            Modal::Anchors(list) => list.render(frame, area, p, &name_of),
             Modal::Journeys(journeys, scroll) => {
                 let lines = journey_lines(journeys, p, &name_of);
                 scrolling_modal(frame, area, "Your journeys, newest first", lines, scroll, p);
@@ -257,11 +328,15 @@ fn journey_lines(
             Span::styled(format!("{}  ", fmt_time(&j.departed_at)), p.dim),
             Span::styled(
                 format!(
-                    "{} {} → {} {}{how}",
+                    "{} {} → {} {}{}{how}",
                     name_of(&j.from_timeline),
                     fmt_time(&j.from_time),
                     name_of(&j.to_timeline),
-                    fmt_time(&j.arrival_time)
+                    fmt_time(&j.arrival_time),
+                    j.location
+                        .as_ref()
+                        .map(|l| format!(", in {l}"))
+                        .unwrap_or_default()
                 ),
                 p.text,
             ),

@@ -14,9 +14,11 @@ use super::App;
 use crate::error::ServiceError;
 use crate::model::TimelineId;
 use crate::service::{
-    LogQuery, MonitorQuery, PageRequest, SearchQuery, SignificantEventQuery, TimelineService,
+    AnchorListQuery, AnchorRef, LogQuery, MonitorQuery, PageRequest, SearchQuery,
+    SignificantEventQuery, TimelineService,
 };
 use crate::tui::action::{Msg, Reply, Slot};
+use crate::tui::anchors::AnchorRow;
 use crate::tui::confirm::Checked;
 use crate::tui::effect::Call;
 use crate::tui::modal::Modal;
@@ -28,6 +30,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most rows of a list fetched (timelines, journeys, the picture's events), in pages of
 /// [`PageRequest::MAX_LIMIT`].
 const MAX_ROWS: usize = 10_000;
+/// Most anchors whose stability the anchors list checks (one call each).
+const CHECKED_ANCHORS: usize = 200;
 
 impl App {
     /// Runs `call` in the background; its answer comes back as [`Msg::Done`] in `slot`.
@@ -201,6 +205,40 @@ impl App {
         });
     }
 
+    /// Fetches the traveller's anchors, spent ones too, and checks each one's stability (up to
+    /// [`CHECKED_ANCHORS`]), for the anchors list if it is open.
+    pub(super) fn request_anchors(&mut self) {
+        let Some(Modal::Anchors(list)) = &mut self.modal else {
+            return;
+        };
+        list.loading = true;
+        let svc = Arc::clone(&self.service);
+        self.spawn(Slot::Anchors, async move {
+            let anchors = all_pages(|page| {
+                svc.find_anchors(AnchorListQuery {
+                    include_spent: Some(true),
+                    limit: page.limit,
+                    cursor: page.cursor,
+                })
+            })
+            .await?;
+            let mut rows = Vec::with_capacity(anchors.len());
+            for (i, anchor) in anchors.into_iter().enumerate() {
+                let stability = if i < CHECKED_ANCHORS {
+                    let anchor_id = anchor.id.clone();
+                    // One that cannot be checked is listed as unchecked, not dropped.
+                    svc.check_anchor_stability(AnchorRef { anchor_id })
+                        .await
+                        .ok()
+                } else {
+                    None
+                };
+                rows.push(AnchorRow { anchor, stability });
+            }
+            Ok(Reply::Anchors(rows))
+        });
+    }
+
     /// Fetches the traveller's journeys (they open in a modal).
     pub(super) fn request_journeys(&mut self) {
         let svc = Arc::clone(&self.service);
@@ -274,6 +312,41 @@ impl App {
             Call::Travel(req) => self.spawn(Slot::Mutation, async move {
                 svc.travel(req).await.map(Reply::Journey)
             }),
+            Call::TravelInTime(req) => self.spawn(Slot::Mutation, async move {
+                svc.travel_in_time(req).await.map(Reply::Journey)
+            }),
+            Call::Clock(pause) => self.spawn(Slot::Mutation, async move {
+                let state = if pause {
+                    svc.pause_time().await
+                } else {
+                    svc.resume_time().await
+                };
+                state.map(Reply::Clock)
+            }),
+            Call::Shift(req, forward) => self.spawn(Slot::Mutation, async move {
+                let duration = req.duration.clone();
+                let journey = if forward {
+                    svc.fast_forward(req).await
+                } else {
+                    svc.rewind(req).await
+                };
+                journey.map(|journey| Reply::Shifted {
+                    journey,
+                    forward,
+                    duration,
+                })
+            }),
+            Call::AdjustAnchor(req) => self.spawn(Slot::Mutation, async move {
+                svc.adjust_anchor(req).await.map(Reply::AnchorAdjusted)
+            }),
+            Call::DeleteAnchor(id, name) => self.spawn(Slot::Mutation, async move {
+                svc.delete_anchor(AnchorRef {
+                    anchor_id: id.clone(),
+                })
+                .await
+                .map(|()| Reply::AnchorDeleted(id, name))
+            }),
+            Call::CheckAnchors => self.request_anchors(),
         }
     }
 }

@@ -4,12 +4,15 @@
 use super::App;
 use crate::model::TimelineId;
 use crate::tui::action::Action;
+use crate::tui::anchors::AnchorsList;
 use crate::tui::confirm::Confirm;
+use crate::tui::effect::Call;
 use crate::tui::forms;
 use crate::tui::modal::Modal;
 use crate::tui::panes::PaneId;
 use crate::tui::panes::wizard::Wizard;
 use crate::tui::picture::Picture;
+use crate::tui::time_controls::Shift;
 use crate::tui::widgets::Cursor;
 
 impl App {
@@ -179,6 +182,18 @@ impl App {
                 self.request_picture(timeline);
             }
             A::Journeys => self.request_journeys(),
+            A::PauseResume => {
+                // Resumed when the header says paused, else paused; a stale header costs only
+                // an "already" answer, as the service writes nothing then.
+                let paused = self.whoami.as_ref().is_some_and(|w| w.position.paused);
+                self.call(Call::Clock(!paused));
+            }
+            A::FastForward => self.modal = Some(Modal::Shift(Box::new(Shift::new(true)))),
+            A::Rewind => self.modal = Some(Modal::Shift(Box::new(Shift::new(false)))),
+            A::Anchors => {
+                self.modal = Some(Modal::Anchors(Box::new(AnchorsList::new())));
+                self.request_anchors();
+            }
         }
     }
 

@@ -37,6 +37,7 @@ use super::panes::log::LogPane;
 use super::panes::monitor::MonitorPane;
 use super::panes::search::SearchPane;
 use super::panes::timelines::TimelinesPane;
+use super::panes::wizard::Wizard;
 use super::panes::{InputKey, PaneId};
 use super::theme::Palette;
 use crate::engine::Clock;
@@ -397,6 +398,12 @@ impl App {
                 self.focus = PaneId::Timelines;
                 self.timelines.set_filter(text);
                 self.selection_changed();
+            }
+            Effect::ReturnTo(anchor) => {
+                let mut wizard = Wizard::new(true);
+                wizard.preselect_anchor = Some(anchor);
+                self.modal = Some(Modal::Wizard(Box::new(wizard)));
+                self.request_wizard_data();
             }
             Effect::Quit => self.quit = true,
         }

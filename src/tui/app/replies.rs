@@ -5,9 +5,12 @@
 use super::{App, Connection};
 use crate::error::ServiceError;
 use crate::model::TimelineId;
-use crate::tui::action::{Reply, Slot};
+use crate::service::ClockState;
+use crate::tui::action::{Action, Reply, Slot};
 use crate::tui::confirm::Confirm;
+use crate::tui::forms::conditions_text;
 use crate::tui::modal::Modal;
+use crate::tui::time_controls::spoken;
 use crate::tui::widgets::fmt_time;
 
 impl App {
@@ -78,24 +81,23 @@ impl App {
                     self.flash = None;
                 }
                 if pending_form {
-                    self.modal = None;
+                    self.modal = self.modal.take().and_then(Modal::answered);
                 }
                 self.on_reply(reply)
             }
             // Refused: the form stays as it was typed, with the reason under it.
             Err(e) if pending_form && !matches!(e, ServiceError::Unavailable(_)) => {
-                if let Some(Modal::Form(form)) = &mut self.modal {
-                    form.pending = false;
+                if let Some(modal) = &mut self.modal {
                     let field = match &e {
                         ServiceError::InvalidInput { field, .. } => Some(field.as_str()),
                         _ => None,
                     };
-                    form.refuse(e.explain(), field);
+                    modal.refused(Some(e.explain()), field);
                 }
             }
             Err(e) => {
-                if pending_form && let Some(Modal::Form(form)) = &mut self.modal {
-                    form.pending = false;
+                if pending_form && let Some(modal) = &mut self.modal {
+                    modal.refused(None, None);
                 }
                 self.on_error(slot, e)
             }
@@ -230,8 +232,13 @@ impl App {
             }
             Reply::Journey(journey) => {
                 let to = self.timelines.name_of(&journey.to_timeline);
+                let place = journey
+                    .location
+                    .as_ref()
+                    .map(|l| format!(", in {l}"))
+                    .unwrap_or_default();
                 self.flash_info(format!(
-                    "Arrived in {to} at {}.",
+                    "Arrived in {to} at {}{place}.",
                     fmt_time(&journey.arrival_time)
                 ));
                 if let Some(Modal::Wizard(w)) = &mut self.modal {
@@ -289,7 +296,81 @@ impl App {
                     p.show(&timeline, events, anchors);
                 }
             }
+            Reply::Clock(state) => self.on_clock(state),
+            Reply::Shifted {
+                journey,
+                forward,
+                duration,
+            } => {
+                let verb = if forward { "Fast-forwarded" } else { "Rewound" };
+                let mut text = format!(
+                    "{verb} {}: you are in {} at {}",
+                    spoken(&duration),
+                    self.timelines.name_of(&journey.to_timeline),
+                    fmt_time(&journey.arrival_time)
+                );
+                if self.whoami.as_ref().is_some_and(|w| w.position.paused) {
+                    text.push_str(", your clock still paused");
+                }
+                text.push('.');
+                if !journey.items_left.is_empty() {
+                    let n = journey.items_left.len();
+                    text.push_str(&format!(
+                        " {n} item{} stayed behind (see J).",
+                        if n == 1 { "" } else { "s" }
+                    ));
+                }
+                self.flash_info(text);
+                self.refresh(true);
+                self.refresh_picture();
+            }
+            Reply::Anchors(rows) => {
+                if let Some(Modal::Anchors(list)) = &mut self.modal {
+                    list.show(rows);
+                }
+            }
+            Reply::AnchorAdjusted(anchor) => {
+                let name = anchor
+                    .description
+                    .as_ref()
+                    .map_or_else(|| anchor.id.to_string(), |d| format!("'{d}'"));
+                let now = anchor
+                    .details
+                    .environment
+                    .as_ref()
+                    .filter(|e| !e.is_empty())
+                    .map_or_else(|| "nothing".to_owned(), conditions_text);
+                self.flash_info(format!("Anchor {name} now records {now}."));
+                self.request_anchors();
+            }
+            Reply::AnchorDeleted(id, name) => {
+                self.flash_info(format!("Deleted anchor {name} ({id})."));
+                self.request_anchors();
+            }
         }
+    }
+
+    /// The clock was paused or resumed (or already was): the header says so at once, and
+    /// where the service puts you is asked again.
+    fn on_clock(&mut self, state: ClockState) {
+        let key = self.keymap.key_for(Action::PauseResume);
+        let at = fmt_time(&state.time);
+        let text = match state.status.as_str() {
+            "paused" => format!(
+                "Your clock is paused at {at}: your time stands still, the world goes on. \
+                 Press {key} to resume."
+            ),
+            "already_paused" => format!("Your clock was already paused at {at}."),
+            "resumed" => format!("Your clock runs again, on from {at}."),
+            _ => format!("Your clock was not paused; it runs on from {at}."),
+        };
+        if let Some(w) = &mut self.whoami {
+            w.timeline_id = state.position.timeline.clone();
+            w.time = state.time;
+            w.position = state.position;
+        }
+        self.flash_info(text);
+        self.request_whoami();
     }
 
     /// An event changed: what shows events is asked again.

@@ -119,6 +119,12 @@ impl<'a> ViewData<'a> {
             .map(|t| t.time)
     }
 
+    /// Whether the traveller is in this timeline with their clock paused.
+    fn paused_here(&self) -> bool {
+        self.traveller
+            .is_some_and(|t| &t.timeline_id == self.timeline && t.position.paused)
+    }
+
     /// The anchors drawn: active, in this timeline.
     fn anchors(&self) -> impl Iterator<Item = &'a Anchor> + '_ {
         self.anchors
@@ -605,7 +611,8 @@ impl Chart<'_> {
             }
         }
         let most = counts.iter().copied().max().unwrap_or(0);
-        let legend = legend_lines(area.width, most);
+        let paused = data.paused_here();
+        let legend = legend_lines(area.width, most, paused);
         let rows = Rows::new(top, area.height, legend.len() as u16);
         let axis = rows.axis;
         let marks_end = rows.density.map_or(axis, |d| d + 1);
@@ -692,7 +699,8 @@ impl Chart<'_> {
             buf.set_stringn(plot.x + from, top, text, usize::from(len), style);
         };
         if let Some(col) = here {
-            label(buf, col, YOU_GLYPH, "you", p.selected, &mut taken);
+            let you = if paused { "you ⏸ paused" } else { "you" };
+            label(buf, col, YOU_GLYPH, you, p.selected, &mut taken);
         }
         if earlier > 0 {
             label(buf, 0, "◀", &earlier.to_string(), p.dim, &mut taken);
@@ -791,14 +799,15 @@ fn set(buf: &mut Buffer, x: u16, y: u16, symbol: &str, style: Style) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Entry {
     Mark(Mark),
-    You,
+    /// The traveller, with whether their clock is paused.
+    You(bool),
     Anchor,
     /// The density row's bars, with the most events in one cell.
     Density(u32),
 }
 
 impl Entry {
-    fn all(most: u32) -> [Entry; 9] {
+    fn all(most: u32, paused: bool) -> [Entry; 9] {
         [
             Entry::Mark(Mark::OnSchedule),
             Entry::Mark(Mark::Manipulated),
@@ -806,7 +815,7 @@ impl Entry {
             Entry::Mark(Mark::Anomaly),
             Entry::Mark(Mark::Superseded),
             Entry::Mark(Mark::Reverted),
-            Entry::You,
+            Entry::You(paused),
             Entry::Anchor,
             Entry::Density(most),
         ]
@@ -815,7 +824,7 @@ impl Entry {
     fn glyph(self) -> &'static str {
         match self {
             Entry::Mark(m) => m.glyph(),
-            Entry::You => YOU_LINE,
+            Entry::You(_) => YOU_LINE,
             Entry::Anchor => ANCHOR_LINE,
             Entry::Density(_) => "▁▄█",
         }
@@ -828,7 +837,8 @@ impl Entry {
     fn words(self) -> String {
         match self {
             Entry::Mark(m) => m.legend().to_owned(),
-            Entry::You => "you".to_owned(),
+            Entry::You(false) => "you".to_owned(),
+            Entry::You(true) => "you (clock paused)".to_owned(),
             Entry::Anchor => "anchor".to_owned(),
             Entry::Density(most) if most > 1 => format!("events per cell (1…{most})"),
             Entry::Density(_) => "events per cell".to_owned(),
@@ -838,7 +848,7 @@ impl Entry {
     fn style(self, p: &Palette) -> Style {
         match self {
             Entry::Mark(m) => m.style(p),
-            Entry::You => p.key,
+            Entry::You(_) => p.key,
             Entry::Anchor | Entry::Density(_) => p.text,
         }
     }
@@ -850,10 +860,10 @@ impl Entry {
 }
 
 /// The legend's entries, wrapped to lines of `width`, two spaces apart.
-fn legend_lines(width: u16, most: u32) -> Vec<Vec<Entry>> {
+fn legend_lines(width: u16, most: u32, paused: bool) -> Vec<Vec<Entry>> {
     let mut lines: Vec<Vec<Entry>> = vec![Vec::new()];
     let mut used = 0usize;
-    for entry in Entry::all(most) {
+    for entry in Entry::all(most, paused) {
         if used > 0 && used + entry.width() > usize::from(width) {
             lines.push(Vec::new());
             used = 0;

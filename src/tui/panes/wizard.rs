@@ -1,5 +1,6 @@
-//! The anchor/travel wizard: destination (timeline or anchor) → items to carry → paradox
-//! check → confirm → the journey as it happened.
+//! The anchor/travel wizard: destination (timeline or anchor, and for a timeline, if you like,
+//! a time and a place to arrive at) → items to carry → paradox check → confirm → the journey as
+//! it happened.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
@@ -8,17 +9,20 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crate::model::{Anchor, AnchorStatus, Instant, Item, ItemId, TimelineId, TimelineStatus};
+use crate::model::{
+    Anchor, AnchorStatus, Instant, Item, ItemId, TimelineId, TimelineStatus, parse_typed_instant,
+};
+use ratatui_textarea::TextArea;
 use std::sync::Arc;
 
 use crate::paradox::{Paradox, ParadoxKind};
 use crate::service::{
-    Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult, TimelineInfo,
-    TimelineService, TravelRequest,
+    GuideTravelRequest, Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult,
+    TimelineInfo, TimelineService, TravelRequest,
 };
 use crate::tui::effect::{Call, Effect, Outcome};
 use crate::tui::theme::Palette;
-use crate::tui::widgets::{Cursor, centered, ellipsize, fmt_time, modal};
+use crate::tui::widgets::{self, Cursor, centered, ellipsize, fmt_time, modal};
 
 /// The wizard's steps, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,6 +112,15 @@ impl Destination {
     }
 }
 
+/// The destination step's inputs: when and where to arrive in a timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Typing {
+    /// The time to arrive at.
+    When,
+    /// The place to arrive at.
+    Where,
+}
+
 /// State of the wizard.
 #[derive(Debug)]
 pub struct Wizard {
@@ -131,6 +144,20 @@ pub struct Wizard {
     pub report: Option<Verdict>,
     /// The journey made.
     pub journey: Option<Journey>,
+    /// When to arrive in a timeline (empty: when the timeline says).
+    pub when: TextArea<'static>,
+    /// Where to arrive (empty: nowhere in particular).
+    pub place: TextArea<'static>,
+    /// The input of the destination step that takes typing, if one does.
+    pub typing: Option<Typing>,
+    /// Why what was typed cannot be used.
+    pub refusal: Option<String>,
+    /// The time typed, read on leaving the destination step.
+    pub at: Option<Instant>,
+    /// The place typed, read on leaving the destination step.
+    pub location: Option<String>,
+    /// The anchor to select when the lists arrive (opened from the anchors list).
+    pub preselect_anchor: Option<crate::model::AnchorId>,
 }
 
 impl Wizard {
@@ -147,7 +174,60 @@ impl Wizard {
             loading: true,
             report: None,
             journey: None,
+            when: widgets::input("", ""),
+            place: widgets::input("", "optional, e.g. Paris"),
+            typing: None,
+            refusal: None,
+            at: None,
+            location: None,
+            preselect_anchor: None,
         }
+    }
+
+    /// Whether the destination step offers a time and a place (not for anchors: a return
+    /// goes back to the anchor's own).
+    fn offers_when_where(&self) -> bool {
+        !self.anchors_only && matches!(self.destination(), Some(Destination::Timeline { .. }))
+    }
+
+    /// Reads the time and place typed for a timeline: a place needs a time, the timeline's
+    /// destination time when it has one.
+    fn read_when_where(&mut self) -> Result<(), String> {
+        self.at = None;
+        self.location = None;
+        if !self.offers_when_where() {
+            return Ok(());
+        }
+        let when = widgets::input_text(&self.when);
+        let place = widgets::input_text(&self.place);
+        let at = if when.is_empty() {
+            None
+        } else {
+            Some(parse_typed_instant("arrive at", &when).map_err(|e| e.to_string())?)
+        };
+        let location = (!place.is_empty()).then_some(place);
+        let at = match (at, &location) {
+            (None, Some(_)) => match self.destination().and_then(Destination::arrival) {
+                Some(t) => Some(t),
+                None => {
+                    return Err(
+                        "arrive at: a place needs a time too; this timeline arrives at \
+                                the present, so type when"
+                            .into(),
+                    );
+                }
+            },
+            (at, _) => at,
+        };
+        self.at = at;
+        self.location = location;
+        Ok(())
+    }
+
+    /// When the journey arrives, when known in advance: the time typed, else the destination's.
+    pub fn arrival(&self) -> Option<Instant> {
+        self.at
+            .or_else(|| self.destination().and_then(Destination::arrival))
     }
 
     /// Fills the lists: open timelines (unless only anchors), then active anchors, newest
@@ -187,10 +267,16 @@ impl Wizard {
                 .map_or_else(|| a.timeline.to_string(), |t| t.name.clone());
             Destination::Anchor(a, place)
         }));
-        self.dest_cursor.selected = preselect
-            .and_then(|id| {
-                dest.iter()
-                    .position(|d| matches!(d, Destination::Timeline { id: t, .. } if t == id))
+        let anchor = self.preselect_anchor.as_ref().and_then(|id| {
+            dest.iter()
+                .position(|d| matches!(d, Destination::Anchor(a, _) if &a.id == id))
+        });
+        self.dest_cursor.selected = anchor
+            .or_else(|| {
+                preselect.and_then(|id| {
+                    dest.iter()
+                        .position(|d| matches!(d, Destination::Timeline { id: t, .. } if t == id))
+                })
             })
             .unwrap_or(0);
         self.destinations = dest;
@@ -221,7 +307,7 @@ impl Wizard {
     /// time the journey arrives (an anchor's timestamp; a timeline's destination time), so the
     /// check looks where the traveller will be.
     pub fn proposed_changes(&self) -> Vec<ProposedChange> {
-        let time = self.destination().and_then(Destination::arrival);
+        let time = self.arrival();
         self.carried()
             .into_iter()
             .map(|id| ProposedChange {
@@ -242,7 +328,12 @@ impl Wizard {
     /// Moves the selection of the current step.
     pub fn step_cursor(&mut self, delta: isize) {
         match self.step {
-            Step::Destination => self.dest_cursor.step(delta, self.destinations.len()),
+            Step::Destination => {
+                self.dest_cursor.step(delta, self.destinations.len());
+                if !self.offers_when_where() {
+                    self.typing = None;
+                }
+            }
             Step::Items => self.item_cursor.step(delta, self.items.len()),
             _ => {}
         }
@@ -261,13 +352,51 @@ impl Wizard {
                 Outcome::keep()
             };
         }
+        if code == KeyCode::Esc {
+            return Outcome::close();
+        }
+        if self.step == Step::Destination {
+            self.refusal = None;
+            // Tab goes from the list to when, to where, and back.
+            let next = match (code, self.typing) {
+                (KeyCode::Tab, None) if self.offers_when_where() => Some(Some(Typing::When)),
+                (KeyCode::Tab, Some(Typing::When)) => Some(Some(Typing::Where)),
+                (KeyCode::Tab, Some(Typing::Where)) => Some(None),
+                (KeyCode::BackTab, None) if self.offers_when_where() => Some(Some(Typing::Where)),
+                (KeyCode::BackTab, Some(Typing::Where)) => Some(Some(Typing::When)),
+                (KeyCode::BackTab, Some(Typing::When)) => Some(None),
+                _ => None,
+            };
+            if let Some(typing) = next {
+                self.typing = typing;
+                return Outcome::keep();
+            }
+            let input = match self.typing {
+                Some(Typing::When) => Some(&mut self.when),
+                Some(Typing::Where) => Some(&mut self.place),
+                None => None,
+            };
+            // While an input is typed in, ↑↓ still choose and enter goes on; the rest is text.
+            if let Some(input) = input
+                && !matches!(code, KeyCode::Up | KeyCode::Down | KeyCode::Enter)
+            {
+                widgets::edit(input, key);
+                return Outcome::keep();
+            }
+        }
         match (self.step, code) {
-            (_, KeyCode::Esc) | (Step::Done, KeyCode::Enter) => return Outcome::close(),
+            (Step::Done, KeyCode::Enter) => return Outcome::close(),
             (_, KeyCode::Up | KeyCode::Char('k')) => self.step_cursor(-1),
             (_, KeyCode::Down | KeyCode::Char('j')) => self.step_cursor(1),
             (Step::Items, KeyCode::Char(' ') | KeyCode::Char('x')) => self.toggle(),
             (Step::Destination, KeyCode::Enter) if self.destination().is_some() => {
-                self.step = Step::Items;
+                match self.read_when_where() {
+                    Ok(()) => {
+                        self.typing = None;
+                        self.step = Step::Items;
+                    }
+                    Err(why) => self.refusal = Some(why),
+                }
             }
             (Step::Items, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Destination,
             (Step::Items, KeyCode::Enter) => {
@@ -290,12 +419,21 @@ impl Wizard {
                 let Some(dest) = self.destination() else {
                     return Outcome::keep();
                 };
-                let req = TravelRequest {
-                    destination: dest.request_id(),
-                    items_transported: self.carried(),
+                let call = match self.at {
+                    // A time (and place) of the traveller's choosing in a timeline.
+                    Some(destination_time) => Call::TravelInTime(GuideTravelRequest {
+                        destination_time,
+                        location: self.location.clone(),
+                        timeline_id: Some(dest.timeline().clone()),
+                        items_transported: Some(self.carried()),
+                    }),
+                    None => Call::Travel(TravelRequest {
+                        destination: dest.request_id(),
+                        items_transported: self.carried(),
+                    }),
                 };
                 self.loading = true;
-                return Outcome::with(Effect::Call(Call::Travel(req)));
+                return Outcome::with(Effect::Call(call));
             }
             _ => {}
         }
@@ -365,6 +503,12 @@ impl Wizard {
         }
         frame.render_widget(Paragraph::new(Line::from(bar)), steps);
         let keys_text = match self.step {
+            Step::Destination if self.typing.is_some() => {
+                "type · tab next input · ↑↓ choose · enter next · esc close"
+            }
+            Step::Destination if !self.anchors_only => {
+                "↑↓ choose · tab a time & place · enter next · esc close"
+            }
             Step::Destination => "↑↓ choose · enter next · esc close",
             Step::Items => "↑↓ move · space carry / leave · enter check · ⌫ back · esc close",
             Step::Check => "enter continue · ⌫ back · esc close",
@@ -372,12 +516,78 @@ impl Wizard {
             Step::Done => "enter / esc close",
         };
         frame.render_widget(Paragraph::new(Span::styled(keys_text, p.dim)), keys);
+        let when_where = self.step == Step::Destination
+            && !self.loading
+            && !self.anchors_only
+            && !self.destinations.is_empty();
+        let (body, inputs, refusal) = if when_where {
+            let [list, inputs, refusal] = Layout::vertical([
+                Constraint::Min(2),
+                Constraint::Length(3),
+                Constraint::Length(if self.refusal.is_some() { 2 } else { 0 }),
+            ])
+            .areas(body);
+            (list, Some(inputs), refusal)
+        } else {
+            (body, None, Rect::default())
+        };
         let lines = if self.loading {
             vec![Line::from(Span::styled("Working…", p.dim))]
         } else {
             self.body_lines(body.height as usize, body.width as usize, p, name_of)
         };
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+        if let Some(area) = inputs {
+            self.render_when_where(frame, area, p);
+        }
+        if let Some(why) = &self.refusal {
+            frame.render_widget(
+                Paragraph::new(Span::styled(format!("✗ {why}"), p.error)).wrap(Wrap { trim: true }),
+                refusal,
+            );
+        }
+    }
+
+    /// The destination step's time and place inputs, side by side, for a timeline; for an
+    /// anchor, why there are none.
+    fn render_when_where(&mut self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
+        let arrival = match self.destination() {
+            Some(Destination::Timeline { arrival, .. }) => *arrival,
+            _ => {
+                frame.render_widget(
+                    Paragraph::new(Span::styled(
+                        "A return takes you back to the anchor's own time and place.",
+                        p.dim,
+                    )),
+                    area,
+                );
+                return;
+            }
+        };
+        let default = arrival
+            .as_ref()
+            .map_or_else(|| "the present".to_owned(), fmt_time);
+        self.when.set_placeholder_text(format!("empty: {default}"));
+        let [when, place] =
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(area);
+        let typing = self.typing;
+        widgets::render_input(
+            frame,
+            when,
+            &mut self.when,
+            "Arrive at (UTC)",
+            typing == Some(Typing::When),
+            p,
+        );
+        widgets::render_input(
+            frame,
+            place,
+            &mut self.place,
+            "Place",
+            typing == Some(Typing::Where),
+            p,
+        );
     }
 
     /// The step's lines; list rows are cut to `width` so each takes one row and the selected
@@ -404,13 +614,19 @@ impl Wizard {
                 let range = self
                     .dest_cursor
                     .window(self.destinations.len(), height.saturating_sub(1));
+                // The chosen timeline shows the time typed for it, once it reads as one.
+                let typed = parse_typed_instant("arrive at", &widgets::input_text(&self.when)).ok();
                 for i in range {
                     let selected = i == self.dest_cursor.selected;
-                    let row = format!(
-                        "{} {}",
-                        if selected { "▶" } else { " " },
-                        self.destinations[i].label()
-                    );
+                    let label = match (&self.destinations[i], typed) {
+                        (Destination::Timeline { name, .. }, Some(at))
+                            if selected && !self.anchors_only =>
+                        {
+                            format!("timeline  {name}  → {} (as typed)", fmt_time(&at))
+                        }
+                        (dest, _) => dest.label(),
+                    };
+                    let row = format!("{} {label}", if selected { "▶" } else { " " });
                     lines.push(Line::from(Span::styled(
                         ellipsize(&row, width),
                         pick(selected),
@@ -460,10 +676,23 @@ impl Wizard {
                     return Vec::new();
                 };
                 let carried = self.carried();
+                let to = match (dest, self.at) {
+                    (Destination::Timeline { name, .. }, Some(at)) => {
+                        format!("timeline  {name}  → {}", fmt_time(&at))
+                    }
+                    _ => dest.label(),
+                };
                 let mut lines = vec![
                     Line::from(Span::styled("Ready to leave", p.title)),
-                    Line::from(format!("to        {}", dest.label())),
-                    Line::from(format!("arrive in {}", name_of(dest.timeline()))),
+                    Line::from(format!("to        {to}")),
+                    Line::from(format!(
+                        "arrive in {}{}",
+                        name_of(dest.timeline()),
+                        self.location
+                            .as_ref()
+                            .map(|l| format!(", at {l}"))
+                            .unwrap_or_default()
+                    )),
                     Line::from(format!(
                         "carrying  {}",
                         if carried.is_empty() {
@@ -521,9 +750,13 @@ impl Wizard {
                         fmt_time(&j.from_time)
                     )),
                     Line::from(format!(
-                        "to        {} at {}",
+                        "to        {} at {}{}",
                         name_of(&j.to_timeline),
-                        fmt_time(&j.arrival_time)
+                        fmt_time(&j.arrival_time),
+                        j.location
+                            .as_ref()
+                            .map(|l| format!(", in {l}"))
+                            .unwrap_or_default()
                     )),
                     Line::from(format!(
                         "carried   {}",
