@@ -109,6 +109,7 @@ impl Shift {
                     self.refusal = None;
                     let request = ShiftRequest {
                         duration: self.duration(),
+                        ..ShiftRequest::default()
                     };
                     return Outcome::with(Effect::Call(Call::Shift(request, self.forward)));
                 }

@@ -426,6 +426,8 @@ impl Wizard {
                         location: self.location.clone(),
                         timeline_id: Some(dest.timeline().clone()),
                         items_transported: Some(self.carried()),
+                        // The wizard's own check step showed what the journey would add.
+                        safety_check: false,
                     }),
                     None => Call::Travel(TravelRequest {
                         destination: dest.request_id(),
