@@ -80,6 +80,7 @@ pub fn retrieve_item(
             if let Op::Travel { journey: logged } = &mut op {
                 logged.location = location.clone();
             }
+            let (op, made) = super::session::of_kind(op, made, crate::model::JourneyKind::Retrieve);
             ops.push(op);
             journey = Some(made);
             t
@@ -160,5 +161,37 @@ pub fn withdraw_caching(world: &World, ctx: &Ctx<'_>, id: &CacheId) -> Result<Op
             },
         }),
         _ => Err(ServiceError::not_found("cache setting", id)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::JourneyKind;
+
+    /// A journey record from before kinds existed, to an anchor or not.
+    fn old_record(anchor: &str) -> String {
+        format!(
+            r#"{{"by":"ada","at":"2026-01-01T00:00:00Z","change":{{"op":"travel","journey":{{
+                "id":"jrn_01hzzzzzzzzzzzzzzzzzzzzzzz","traveller":"ada","destination":"primary",
+                "from_timeline":"primary","from_time":"2026-01-01T00:00:00Z",
+                "to_timeline":"primary","arrival_time":"1900-01-01T00:00:00Z",
+                "departed_at":"2026-01-01T00:00:00Z","items_transported":[],"items_left":[],
+                "anchor":{anchor}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn journeys_recorded_before_kinds_read_as_return_or_travel() {
+        for (anchor, kind) in [
+            ("null", JourneyKind::Travel),
+            (r#""anc_01hzzzzzzzzzzzzzzzzzzzzzzz""#, JourneyKind::Return),
+        ] {
+            let envelope = super::super::Envelope::decode(&old_record(anchor)).expect("decodes");
+            let mut world = World::default();
+            world.apply(1, envelope.change).expect("folds");
+            let journeys: Vec<_> = world.journeys.values().map(|j| j.kind).collect();
+            assert_eq!(journeys, [Some(kind)]);
+        }
     }
 }

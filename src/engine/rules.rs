@@ -4,8 +4,8 @@
 use crate::error::ServiceError;
 use crate::model::{
     Anchor, AnchorDetails, AnchorId, AnchorRecord, AnchorStatus, Event, EventId, EventStatus,
-    Instant, Item, ItemId, Journey, JourneyId, LeftItem, Position, Timeline, TimelineId,
-    TimelineStatus, Traveller, Whereabouts, format_instant, in_range, opt_in_range,
+    Instant, Item, ItemId, Journey, JourneyId, JourneyKind, LeftItem, Position, Timeline,
+    TimelineId, TimelineStatus, Traveller, Whereabouts, format_instant, in_range, opt_in_range,
 };
 use crate::paradox::{self, Change, Paradox, Subject};
 use crate::service::{
@@ -542,6 +542,7 @@ pub fn travel(
         arrival_time,
         departed_at: ctx.now,
         items_transported: transported,
+        kind: Some(JourneyKind::derived(anchor.as_ref())),
         items_left: left,
         anchor,
         location,

@@ -13,8 +13,8 @@ use super::rules::{self, Ctx};
 use crate::automation;
 use crate::error::ServiceError;
 use crate::model::{
-    AnchorId, EventId, EventStatus, Instant, IsolationId, ItemId, MergeId, ScheduleId, ScriptId,
-    TimelineId, Traveller, parse_instant,
+    AnchorId, EventId, EventStatus, Instant, IsolationId, ItemId, JourneyKind, MergeId, ScheduleId,
+    ScriptId, TimelineId, Traveller, parse_instant,
 };
 use crate::paradox;
 use crate::service::*;
@@ -91,7 +91,13 @@ impl EngineSession {
                 destination: position.timeline.to_string(),
                 items_transported: listed_or_carried(world, ctx.traveller, &None),
             };
+            let kind = if forward {
+                JourneyKind::FastForward
+            } else {
+                JourneyKind::Rewind
+            };
             let (op, journey) = rules::travel(world, ctx, &travel, Some(to_time))?;
+            let (op, journey) = of_kind(op, journey, kind);
             if req.safety_check {
                 super::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
             }
@@ -235,6 +241,19 @@ fn here(world: &super::World, ctx: &Ctx<'_>, named: &Option<TimelineId>) -> Time
     named
         .clone()
         .unwrap_or_else(|| world.position_of(ctx.traveller, ctx.now).timeline)
+}
+
+/// The journey `op` records, and the answer, of `kind`.
+pub(super) fn of_kind(
+    mut op: super::Op,
+    mut journey: Journey,
+    kind: JourneyKind,
+) -> (super::Op, Journey) {
+    journey.kind = Some(kind);
+    if let super::Op::Travel { journey: logged } = &mut op {
+        logged.kind = Some(kind);
+    }
+    (op, journey)
 }
 
 /// The items a journey takes: those listed, or every item the traveller carries.
@@ -445,6 +464,7 @@ impl TimelineService for EngineSession {
             if let super::Op::Travel { journey: logged } = &mut op {
                 logged.location = location.clone();
             }
+            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
             Ok((vec![op], journey))
         })
         .await
@@ -471,6 +491,7 @@ impl TimelineService for EngineSession {
             if let super::Op::Travel { journey: logged } = &mut op {
                 logged.location = location.clone();
             }
+            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
             if req.safety_check {
                 super::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
             }
@@ -527,6 +548,7 @@ impl TimelineService for EngineSession {
                 items_transported: listed_or_carried(world, ctx.traveller, &None),
             };
             let (op, journey) = rules::travel(world, ctx, &travel, Some(time))?;
+            let (op, journey) = of_kind(op, journey, JourneyKind::Switch);
             Ok((
                 vec![op],
                 Switched {

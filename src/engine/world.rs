@@ -835,7 +835,10 @@ impl World {
         }
     }
 
-    fn apply_travel(&mut self, journey: Journey) {
+    fn apply_travel(&mut self, mut journey: Journey) {
+        journey
+            .kind
+            .get_or_insert_with(|| crate::model::JourneyKind::derived(journey.anchor.as_ref()));
         let owner = &journey.traveller;
         let ids: Vec<ItemId> = self.items_of(owner).map(|i| i.id.clone()).collect();
         for id in ids {

@@ -389,9 +389,45 @@ pub struct Journey {
     pub items_left: Vec<LeftItem>,
     /// The anchor returned to, when the destination was one.
     pub anchor: Option<AnchorId>,
-    /// The place arrived at, when the journey named one (`/api/v1/travel`).
+    /// The place arrived at: the one the journey named, else the traveller's (a return
+    /// restores the anchor's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// What kind of journey it was. Records from before kinds existed say nothing; folding
+    /// fills it in (`return` with an anchor, `travel` otherwise), so it is always there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<JourneyKind>,
+}
+
+/// What kind of journey a [`Journey`] was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JourneyKind {
+    /// To a timeline (`POST /travels`).
+    Travel,
+    /// Back to an anchor.
+    Return,
+    /// To a time (and place), `travel` and `/api/v1/travel`.
+    TimeTravel,
+    /// Sideways to another timeline at the same time.
+    Switch,
+    /// Forward by a duration.
+    FastForward,
+    /// Back by a duration.
+    Rewind,
+    /// To an item's time, to pick it up (`retrieve-item`).
+    Retrieve,
+}
+
+impl JourneyKind {
+    /// The kind of a journey whose record says none: a return when it went to an anchor.
+    pub fn derived(anchor: Option<&AnchorId>) -> Self {
+        if anchor.is_some() {
+            Self::Return
+        } else {
+            Self::Travel
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use chrono::Duration;
 use chronoscope::error::ServiceError;
 use chronoscope::model::{
-    AnchorStatus, EventId, EventStatus, ItemId, MergeId, TimeRange, TimelineId, TimelineStatus,
-    Whereabouts,
+    AnchorStatus, EventId, EventStatus, ItemId, JourneyKind, MergeId, TimeRange, TimelineId,
+    TimelineStatus, Whereabouts,
 };
 use chronoscope::service::*;
 
@@ -3744,6 +3744,7 @@ pub async fn guide_retrieve_item_and_safety_check(face: &Face) {
     assert_eq!(blueprint.item.whereabouts, Whereabouts::Carried);
     let journey = blueprint.journey.as_ref().expect("a journey to 23:50");
     assert_eq!(journey.arrival_time, t("1889-03-10T23:50:00Z"));
+    assert_eq!(journey.kind, Some(JourneyKind::Retrieve));
     let me = face.ok("whoami after retrieving", ada.whoami()).await;
     assert_eq!(
         me.time,
@@ -3813,6 +3814,24 @@ pub async fn guide_retrieve_item_and_safety_check(face: &Face) {
         .ok("rewind 10m in Paris, safety on", ada.rewind(shift("10m")))
         .await;
     assert_eq!(rw.arrival_time, t("1889-12-31T23:50:00Z"));
+    assert_eq!(rw.kind, Some(JourneyKind::Rewind));
+    let kinds: Vec<_> = face
+        .ok("journeys", ada.list_journeys(PageRequest::default()))
+        .await
+        .items
+        .iter()
+        .map(|j| j.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            Some(JourneyKind::TimeTravel),
+            Some(JourneyKind::Retrieve),
+            Some(JourneyKind::TimeTravel),
+            Some(JourneyKind::Rewind)
+        ],
+        "each journey says what kind it was"
+    );
     assert_eq!(
         rw.location.as_deref(),
         Some("Paris"),
@@ -3977,6 +3996,16 @@ pub async fn guide_monitor_events_and_lists(face: &Face) {
         }),
     )
     .await;
+    let switched = face
+        .ok(
+            "journeys after the switch",
+            ada.list_journeys(PageRequest::default()),
+        )
+        .await;
+    assert_eq!(
+        switched.items.last().and_then(|j| j.kind),
+        Some(JourneyKind::Switch)
+    );
     face.ok(
         "add an event to the branch only",
         ada.add_event(
@@ -4139,7 +4168,6 @@ pub async fn integrity_of_a_sound_store(face: &Face) {
         .await;
     assert_unknown(&err, "timeline", "tml_nope");
 }
-
 
 /// Completing what manual review leaves (§3), data entries carried by merges (§3, §6), and the
 /// timeline's full view counting pending merges and listing isolations (§3, §4):
