@@ -404,3 +404,41 @@ async fn detect_tampering_and_validate_integrity_locate_a_changed_postgresql_row
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_deleted_record_is_named_as_the_gap_and_what_follows_it_is_unproven() {
+    use chronoscope::service::FindingKind;
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let (seqs, ids) = chronicle(&engine).await;
+    let conn = rusqlite::Connection::open(dir.path().join("log.db")).unwrap();
+    let deleted = conn
+        .execute("DELETE FROM op_log WHERE seq = ?1", [seqs[1] as i64])
+        .unwrap();
+    assert_eq!(deleted, 1);
+    drop(conn);
+
+    let (found, proven) = ask(&engine, None).await;
+    let located: Vec<_> = found.findings.iter().map(|f| (f.seq, f.kind)).collect();
+    assert_eq!(located, [(seqs[1], FindingKind::Gap)], "{found:?}");
+    assert_eq!(
+        found.records_checked,
+        seqs[1] - 1,
+        "every record before it verified"
+    );
+    // The event before the hole is proven; the one it held and what came after are not.
+    let failed: Vec<_> = proven.failures.iter().map(|f| f.id.clone()).collect();
+    assert_eq!(proven.examined, 4);
+    assert!(!failed.contains(&ids[0].to_string()), "{proven:?}");
+    assert!(failed.contains(&ids[1].to_string()), "{proven:?}");
+    assert!(failed.contains(&ids[2].to_string()), "{proven:?}");
+    assert_eq!(proven.integrity_score, "25.0%");
+    assert!(
+        proven.failures[0]
+            .reason
+            .contains(&format!("no record {}", seqs[1])),
+        "{proven:?}"
+    );
+}

@@ -40,14 +40,12 @@ impl RemoteClient {
         let call = Call::get(&["v1", "monitor-timeline", "stream"])
             .param("timeline_id", Some(&req.timeline_id));
         let raw = self.open_stream(call, ROUTE, req.after).await?;
-        Ok(raw
-            .filter_map(|item| {
-                futures::future::ready(
-                    item.and_then(|(name, id, data)| decode(&name, &id, &data))
-                        .transpose(),
-                )
-            })
-            .boxed())
+        Ok(until_error(raw.filter_map(|item| {
+            futures::future::ready(
+                item.and_then(|(name, id, data)| decode(&name, &id, &data))
+                    .transpose(),
+            )
+        })))
     }
 
     /// Opens `monitor-events/stream` with `req`'s filters.
@@ -60,18 +58,16 @@ impl RemoteClient {
             .param("location", req.location.as_ref())
             .param("time_range", req.time_range.as_ref());
         let raw = self.open_stream(call, EVENTS_ROUTE, None).await?;
-        Ok(raw
-            .filter_map(|item| {
-                futures::future::ready(
-                    item.and_then(|(name, id, data)| decode_events(&name, &id, &data))
-                        .transpose(),
-                )
-            })
-            .boxed())
+        Ok(until_error(raw.filter_map(|item| {
+            futures::future::ready(
+                item.and_then(|(name, id, data)| decode_events(&name, &id, &data))
+                    .transpose(),
+            )
+        })))
     }
 
     /// Opens an event stream: refusals answered as problems, a response that is not a stream
-    /// refused, silence beyond [`SILENCE`] an error; nothing comes after an error.
+    /// refused, silence beyond [`SILENCE`] an error.
     async fn open_stream(
         &self,
         call: Call<'_>,
@@ -131,22 +127,28 @@ impl RemoteClient {
             ServiceError::Unavailable(format!("the stream from {shown} was cut: {why}"))
         };
         let bytes = quiet_ends(response.bytes_stream(), SILENCE);
-        let events = bytes
-            .eventsource()
-            .map(move |item| match item {
-                Ok(event) => Ok((event.event, event.id, event.data)),
-                Err(e) => Err(lost(e.to_string())),
-            })
-            // Nothing comes after an error: the caller reconnects.
-            .scan(false, |ended, item| {
-                let out = (!*ended).then_some(item);
-                if let Some(Err(_)) = &out {
-                    *ended = true;
-                }
-                futures::future::ready(out)
-            });
+        let events = bytes.eventsource().map(move |item| match item {
+            Ok(event) => Ok((event.event, event.id, event.data)),
+            Err(e) => Err(lost(e.to_string())),
+        });
         Ok(events.boxed())
     }
+}
+
+/// `items` up to and including the first error: nothing comes after one (the server ends the
+/// stream after an `error` event; a cut connection is for the caller to open again).
+fn until_error<T: Send + 'static>(
+    items: impl futures::Stream<Item = Result<T, ServiceError>> + Send + 'static,
+) -> futures::stream::BoxStream<'static, Result<T, ServiceError>> {
+    items
+        .scan(false, |ended, item| {
+            let out = (!*ended).then_some(item);
+            if let Some(Err(_)) = &out {
+                *ended = true;
+            }
+            futures::future::ready(out)
+        })
+        .boxed()
 }
 
 /// The error for a server that has no such stream (one older than this client).
@@ -189,12 +191,7 @@ fn decode(name: &str, id: &str, data: &str) -> Result<Option<MonitorEvent>, Serv
         ServiceError::Internal(format!("{ROUTE} sent an event that makes no sense: {why}"))
     };
     if name == "error" {
-        let status = serde_json::from_str::<serde_json::Value>(data)
-            .ok()
-            .and_then(|v| v.get("status").and_then(serde_json::Value::as_u64))
-            .and_then(|s| StatusCode::from_u16(s as u16).ok())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return Err(failure(status, &Default::default(), data.as_bytes(), ROUTE));
+        return Err(stream_error(data, ROUTE));
     }
     if !matches!(name, "snapshot" | "appeared" | "resolved") {
         return Ok(None);
@@ -218,10 +215,20 @@ fn decode(name: &str, id: &str, data: &str) -> Result<Option<MonitorEvent>, Serv
     Ok(Some(MonitorEvent { position, change }))
 }
 
+/// The problem an `error` event carries, as the error of `route`.
+fn stream_error(data: &str, route: &str) -> ServiceError {
+    let status = serde_json::from_str::<serde_json::Value>(data)
+        .ok()
+        .and_then(|v| v.get("status").and_then(serde_json::Value::as_u64))
+        .and_then(|s| StatusCode::from_u16(s as u16).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    failure(status, &Default::default(), data.as_bytes(), route)
+}
+
 /// One event of `monitor-events/stream`; `None` for one this client does not know.
 fn decode_events(name: &str, id: &str, data: &str) -> Result<Option<EventsUpdate>, ServiceError> {
     if name == "error" {
-        return decode(name, id, data).map(|_| None);
+        return Err(stream_error(data, EVENTS_ROUTE));
     }
     if !matches!(name, "snapshot" | "changed" | "removed") {
         return Ok(None);

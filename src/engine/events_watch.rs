@@ -4,8 +4,10 @@
 //! isolations changed (persistent maps are compared by pointer) and, only then, works out the
 //! matching events again with their change state and tells what differs from what the client
 //! was told: `changed` for an event that is new or whose state moved, `removed` for one that no
-//! longer stands. Working them out costs O(matching events), so a stream of a big timeline
-//! should name a location or a time range. The anomalies that say `in_paradox` are the
+//! longer stands. Working them out costs O(matching events), at most every 100 ms under a
+//! stream of writes, so a stream of a big timeline should name a location or a time range.
+//! `relative` (past or future) moves with the traveller's clock alone: it is told as it is
+//! with each change, and is not a change by itself. The anomalies that say `in_paradox` are the
 //! monitor's kept scan, shared with every other reader.
 
 use std::collections::HashMap;
@@ -101,6 +103,7 @@ pub(super) async fn watch_events(
         }]
         .into(),
         ended: false,
+        worked_at: None,
     };
     Ok(futures::stream::unfold(following, Following::next).boxed())
 }
@@ -119,7 +122,12 @@ struct Following {
     known: HashMap<EventId, MonitoredEvent>,
     queued: std::collections::VecDeque<EventsUpdate>,
     ended: bool,
+    /// When the events were last worked out.
+    worked_at: Option<tokio::time::Instant>,
 }
+
+/// Under a stream of writes the events are worked out at most this often.
+const LEAST_GAP: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Following {
     async fn next(mut self) -> Option<(Result<EventsUpdate, ServiceError>, Self)> {
@@ -143,6 +151,21 @@ impl Following {
             if state.history.same_as(&self.history) && state.isolated.ptr_eq(&self.isolated) {
                 continue;
             }
+            // Under a stream of writes, work them out at most every LEAST_GAP (the writes
+            // meanwhile are in the next look).
+            if let Some(last) = self.worked_at {
+                tokio::time::sleep_until(last + LEAST_GAP).await;
+                self.position.borrow_and_update();
+            }
+            self.worked_at = Some(tokio::time::Instant::now());
+            let world = engine.snapshot_now();
+            let Some(state) = world.timelines.get(&self.timeline) else {
+                self.ended = true;
+                return Some((
+                    Err(ServiceError::not_found("timeline", &self.timeline)),
+                    self,
+                ));
+            };
             self.history = state.history.clone();
             self.isolated = state.isolated.clone();
             let now = match matching(
@@ -164,7 +187,14 @@ impl Following {
             let mut still = HashMap::with_capacity(now.len());
             for event in now {
                 let id = event.event.event_id.clone();
-                if self.known.get(&id) != Some(&event) {
+                // Past or future moves with the traveller's clock alone: it is told as it is
+                // with a change, and is no change by itself.
+                let same = |known: &MonitoredEvent| {
+                    known.event == event.event
+                        && known.changed_at == event.changed_at
+                        && known.in_paradox == event.in_paradox
+                };
+                if !self.known.get(&id).is_some_and(same) {
                     self.queued.push_back(EventsUpdate {
                         position: seq,
                         change: EventsChange::Changed {

@@ -68,8 +68,11 @@ fn collect_timelines(v: &serde_json::Value, out: &mut BTreeSet<TimelineId>) {
     ];
     match v {
         serde_json::Value::Object(map) => {
+            // A journey's `destination` is what was asked (an anchor id or a timeline); its
+            // `to_timeline` says where it went.
+            let journey = map.contains_key("to_timeline");
             for (k, value) in map {
-                if KEYS.contains(&k.as_str()) {
+                if KEYS.contains(&k.as_str()) && !(journey && k == "destination") {
                     let named = value.as_str().or_else(|| value["id"].as_str());
                     if let Some(id) = named.and_then(|s| s.parse().ok()) {
                         out.insert(id);
@@ -84,16 +87,23 @@ fn collect_timelines(v: &serde_json::Value, out: &mut BTreeSet<TimelineId>) {
 }
 
 /// One stored record checked against the stored link before it: the link to check the next
-/// record against (the stored one, whatever this one's verdict) and what is wrong, if anything.
-fn check(key: &LogKey, previous: &Link, record: &Record) -> (Link, Option<TamperFinding>) {
-    let claims = Claims::of(&record.body);
-    let finding = |kind, reason: String| TamperFinding {
-        seq: record.seq,
-        kind,
-        written_at: claims.written_at,
-        op: claims.op.clone(),
-        timelines: claims.timelines.clone(),
-        reason,
+/// record against (the stored one, whatever this one's verdict), and the record's change when
+/// it verifies and reads, else what is wrong.
+fn check(
+    key: &LogKey,
+    previous: &Link,
+    record: &Record,
+) -> (Link, Result<Envelope, TamperFinding>) {
+    let finding = |kind, reason: String| {
+        let claims = Claims::of(&record.body);
+        TamperFinding {
+            seq: record.seq,
+            kind,
+            written_at: claims.written_at,
+            op: claims.op,
+            timelines: claims.timelines,
+            reason,
+        }
     };
     match chain::verify(
         key,
@@ -103,20 +113,64 @@ fn check(key: &LogKey, previous: &Link, record: &Record) -> (Link, Option<Tamper
         record.link.as_ref(),
     ) {
         Ok(link) => match Envelope::decode(&record.body) {
-            Ok(_) => (link, None),
-            Err(e) => (
+            Ok(envelope) => (link, Ok(envelope)),
+            Err(_) => (
                 link,
-                Some(finding(
+                Err(finding(
                     FindingKind::Undecodable,
-                    format!("record {} verifies but cannot be read: {e}", record.seq),
+                    format!(
+                        "record {} verifies but cannot be read by this version",
+                        record.seq
+                    ),
                 )),
             ),
         },
         Err(broken) => (
             record.link.unwrap_or(*previous),
-            Some(finding(FindingKind::Modified, broken.to_string())),
+            Err(finding(FindingKind::Modified, broken.to_string())),
         ),
     }
+}
+
+/// A page of stored records after `after`. A page with a hole in its numbering is refused by
+/// the store as a whole: then the records before the hole are read (the largest page that has
+/// none, found by halving) and the hole is named, the first missing record.
+async fn page_after(
+    engine: &Engine,
+    after: u64,
+) -> Result<(Vec<Record>, Option<u64>), ServiceError> {
+    match engine.store.read_since(after, CATCH_UP_BATCH).await {
+        Ok(records) => Ok((records, None)),
+        Err(StoreError::Corrupt(_)) => {
+            // read_since(after, 0 records) always succeeds; read_since(after, BATCH) fails.
+            let (mut good, mut bad) = (0u32, CATCH_UP_BATCH);
+            while bad - good > 1 {
+                let mid = good + (bad - good) / 2;
+                match engine.store.read_since(after, mid).await {
+                    Ok(_) => good = mid,
+                    Err(StoreError::Corrupt(_)) => bad = mid,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let records = if good == 0 {
+                Vec::new()
+            } else {
+                engine.store.read_since(after, good).await?
+            };
+            Ok((records, Some(after + u64::from(good) + 1)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One scan of the stored log per process at a time: each is a pass over the whole log.
+static SCANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+async fn one_at_a_time() -> Result<tokio::sync::SemaphorePermit<'static>, ServiceError> {
+    SCANS
+        .acquire()
+        .await
+        .map_err(|e| ServiceError::Internal(format!("the scan queue is gone: {e}")))
 }
 
 /// The stored link of record `seq` (the genesis link before the first), to check the record
@@ -126,7 +180,13 @@ async fn link_before(engine: &Engine, first: u64) -> Result<Link, ServiceError> 
     if first <= 1 {
         return Ok(key.genesis());
     }
-    let records = engine.store.read_since(first - 2, 1).await?;
+    // A hole just before the range is found by the scan itself (the first record then does
+    // not match the genesis link): no need to fail here.
+    let records = match engine.store.read_since(first - 2, 1).await {
+        Ok(records) => records,
+        Err(StoreError::Corrupt(_)) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
     Ok(records
         .first()
         .and_then(|r| r.link)
@@ -142,8 +202,9 @@ pub(super) async fn detect(
     depth: ScanDepth,
     operator: bool,
 ) -> Result<TamperReport, ServiceError> {
-    let served = engine.snapshot_now();
+    let served = engine.snapshot().await?;
     rules::referenced(&served, timeline)?;
+    let _turn = one_at_a_time().await?;
     let key = &engine.config.log_key;
     let store = &engine.store;
     let head_seq = store.last_seq().await?;
@@ -176,30 +237,30 @@ pub(super) async fn detect(
     let mut after = from_seq - 1;
     let mut checked = 0;
     loop {
-        let records = match store.read_since(after, CATCH_UP_BATCH).await {
-            Ok(records) => records,
-            Err(StoreError::Corrupt(reason)) => {
-                findings.push(TamperFinding {
-                    seq: after + 1,
-                    kind: FindingKind::Gap,
-                    written_at: None,
-                    op: None,
-                    timelines: Vec::new(),
-                    reason: format!("{reason}; the records after it were not checked"),
-                });
-                break;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if records.is_empty() {
-            break;
-        }
+        let (records, hole) = page_after(engine, after).await?;
         for record in &records {
-            let (link, finding) = check(key, &previous, record);
+            let (link, checked_record) = check(key, &previous, record);
             previous = link;
-            findings.extend(finding);
+            findings.extend(checked_record.err());
             checked += 1;
             after = record.seq;
+        }
+        if let Some(missing) = hole {
+            findings.push(TamperFinding {
+                seq: missing,
+                kind: FindingKind::Gap,
+                written_at: None,
+                op: None,
+                timelines: Vec::new(),
+                reason: format!(
+                    "record {missing} is missing: records were deleted; the records after it \
+                     were not checked"
+                ),
+            });
+            break;
+        }
+        if records.is_empty() {
+            break;
         }
         tokio::task::yield_now().await;
     }
@@ -320,22 +381,19 @@ pub(super) async fn validate(
         Some(t) => in_range("timestamp", t)?,
         None => engine.now(),
     };
+    let _turn = one_at_a_time().await?;
     let key = &engine.config.log_key;
-    // The verified log, folded again from the first record up to what is served.
+    // The verified log, folded again from the first record up to what is served. A record
+    // that fails is skipped; one that then cannot be applied (it builds on a skipped one) is
+    // skipped too.
     let mut replay = World::default();
     let mut previous = key.genesis();
     let mut failed: Vec<(u64, Claims)> = Vec::new();
     let mut unproven_from = None;
     'pages: while replay.seq < served.seq {
-        let records = match engine.store.read_since(replay.seq, CATCH_UP_BATCH).await {
-            Ok(records) => records,
-            Err(StoreError::Corrupt(_)) => {
-                unproven_from = Some(replay.seq + 1);
-                break;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if records.is_empty() {
+        let (records, hole) = page_after(engine, replay.seq).await?;
+        if records.is_empty() && hole.is_none() {
+            // The stored log ends before what is served: cut off.
             unproven_from = Some(replay.seq + 1);
             break;
         }
@@ -343,16 +401,25 @@ pub(super) async fn validate(
             if record.seq > served.seq {
                 break 'pages;
             }
-            let (link, finding) = check(key, &previous, &record);
+            let (link, checked) = check(key, &previous, &record);
             previous = link;
-            let applied = finding.is_none()
-                && Envelope::decode(&record.body)
-                    .ok()
-                    .is_some_and(|e| replay.apply(record.seq, e.change).is_ok());
-            if !applied {
-                failed.push((record.seq, Claims::of(&record.body)));
-                replay.seq = record.seq;
+            match checked {
+                Ok(envelope) => {
+                    if replay.apply(record.seq, envelope.change).is_err() {
+                        replay.seq = record.seq;
+                    }
+                }
+                Err(_) => {
+                    failed.push((record.seq, Claims::of(&record.body)));
+                    replay.seq = record.seq;
+                }
             }
+        }
+        if let Some(missing) = hole {
+            if missing <= served.seq {
+                unproven_from = Some(missing);
+            }
+            break;
         }
         tokio::task::yield_now().await;
     }
@@ -366,7 +433,7 @@ pub(super) async fn validate(
              touches this timeline, fails verification"
         ),
         (None, Some(seq)) => format!(
-            "the stored log ends (or has a hole) before record {seq}, so it cannot be proven"
+            "the stored log has no record {seq} (deleted, or cut off), so it cannot be proven"
         ),
         (None, None) => "the verified log does not produce it as served".into(),
     };

@@ -58,7 +58,8 @@ pub fn retrieve_item(
                 time: left_at,
             } => Err(ServiceError::Conflict(format!(
                 "you retrieved '{}' in this timeline before (item '{}') and left it in timeline \
-                 '{timeline}' at {}; travel there to take it again",
+                 '{timeline}' at {}; it comes along again on a journey from there that lists it \
+                 in items_transported",
                 existing.description,
                 existing.id,
                 format_instant(left_at)

@@ -443,7 +443,12 @@ impl WorldImage {
         world.journeys = r
             .journeys
             .into_iter()
-            .map(|j| (j.id.clone(), Arc::new(j)))
+            .map(|mut j| {
+                // Written before journeys had kinds: the kind folding would give them.
+                j.kind
+                    .get_or_insert_with(|| crate::model::JourneyKind::derived(j.anchor.as_ref()));
+                (j.id.clone(), Arc::new(j))
+            })
             .collect();
         world.positions = r.positions.into_iter().collect::<HashMap<_, _>>();
         world.scripts = r

@@ -870,15 +870,20 @@ impl World {
             spent.status = AnchorStatus::Spent;
             self.anchors.insert(anchor_id.clone(), Arc::new(spent));
         }
-        // A paused traveller arrives paused: their time stands at the arrival time.
-        let paused = self.positions.get(owner).is_some_and(|p| p.paused);
+        // A paused traveller arrives paused: their time stands at the arrival time, and the
+        // pause still dates from when it began (a resume says how long it lasted).
+        let paused_since = self
+            .positions
+            .get(owner)
+            .filter(|p| p.paused)
+            .map(|p| p.arrived_at);
         self.positions.insert(
             owner.clone(),
             Position {
                 timeline: journey.to_timeline.clone(),
                 arrival_time: journey.arrival_time,
-                arrived_at: journey.departed_at,
-                paused,
+                arrived_at: paused_since.unwrap_or(journey.departed_at),
+                paused: paused_since.is_some(),
             },
         );
         let traveller = journey.traveller.clone();

@@ -2682,6 +2682,11 @@ pub async fn guide_pause_and_resume(face: &Face) {
     let resumed = face.ok("resume", ada.resume_time()).await;
     assert_eq!(resumed.status, "resumed");
     assert_eq!(resumed.time, t("2024-09-01T00:15:00Z"));
+    assert_eq!(
+        resumed.paused_for.as_deref(),
+        Some("11m"),
+        "the pause dates from when it began, a journey in between or not"
+    );
     assert!(!resumed.position.paused);
     let not = face.ok("resume again", ada.resume_time()).await;
     assert_eq!(not.status, "not_paused");

@@ -74,7 +74,7 @@ pub async fn retrieve_item_post(
 /// as `search-events` is, reported from where you are. With `view=full` each carries its change
 /// state: `changed_at` (the last change by a traveller or automation), `in_paradox` (an open
 /// anomaly names it) and `relative` (`past` or `future` against your time). For changes as they
-/// happen, follow `GET /v1/monitor-timeline/stream`.
+/// happen, follow `GET /v1/monitor-events/stream`.
 #[utoipa::path(get, path = "/v1/monitor-events", tag = "Guide", operation_id = "monitorEvents",
     params(SearchParams),
     request_body(content = SearchParams, description = "The same fields as a JSON body, instead of the query"),
