@@ -915,7 +915,7 @@ async fn events_stream_follows_changes(
     );
     assert_eq!(
         removed,
-        [celebration.clone()],
+        std::slice::from_ref(&celebration),
         "the old head no longer stands"
     );
 

@@ -4086,7 +4086,7 @@ pub async fn guide_monitor_events_and_lists(face: &Face) {
         .await;
     let ids = |p: &Page<TimelineInfo>| p.items.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&open), [primary()]);
-    assert_eq!(ids(&closed), [branch.id.clone()]);
+    assert_eq!(ids(&closed), std::slice::from_ref(&branch.id));
 }
 
 /// Tamper detection on a sound store (§5.4): every record verifies and every event and data
