@@ -189,6 +189,7 @@ impl Setup {
             arrival_time: start(),
             arrived_at: start(),
             paused: false,
+            location: None,
         };
         let items = (0..2u128)
             .map(|k| Item {

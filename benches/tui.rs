@@ -228,6 +228,7 @@ fn timeline_view(c: &mut Criterion) {
             arrival_time: t("1850-06-01T00:00:00Z"),
             arrived_at: now,
             paused: false,
+            location: None,
         },
     };
     let anchors = [Anchor {

@@ -195,6 +195,7 @@ fn fixture() -> Fixture {
             arrival_time: t("1889-03-11T01:00:00Z"),
             arrived_at: now(),
             paused: false,
+            location: None,
         },
     };
     let anchor = |n: u128, timeline: TimelineId, at: &str, what: &str, status| Anchor {

@@ -451,6 +451,20 @@ impl WorldImage {
             })
             .collect();
         world.positions = r.positions.into_iter().collect::<HashMap<_, _>>();
+        // Written before positions had places: the place of each traveller's latest journey
+        // (journeys are in id order, which is the order they were made in).
+        let last_place: std::collections::HashMap<Traveller, Option<String>> = world
+            .journeys
+            .values()
+            .map(|j| (j.traveller.clone(), j.location.clone()))
+            .collect();
+        for (traveller, position) in world.positions.iter_mut() {
+            if position.location.is_none()
+                && let Some(place) = last_place.get(traveller)
+            {
+                position.location = place.clone();
+            }
+        }
         world.scripts = r
             .scripts
             .into_iter()

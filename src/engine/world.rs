@@ -373,8 +373,7 @@ impl World {
     /// that name no place keep the one before; a return restores the anchor's). `None` before
     /// any place was named.
     pub fn location_of(&self, traveller: &Traveller) -> Option<String> {
-        let last = self.owned.get(traveller)?.journeys.get_max()?;
-        self.journeys.get(last)?.location.clone()
+        self.positions.get(traveller)?.location.clone()
     }
 
     /// Rebuilds the per-traveller indexes from the records (after reading a snapshot).
@@ -884,6 +883,7 @@ impl World {
                 arrival_time: journey.arrival_time,
                 arrived_at: paused_since.unwrap_or(journey.departed_at),
                 paused: paused_since.is_some(),
+                location: journey.location.clone(),
             },
         );
         let traveller = journey.traveller.clone();

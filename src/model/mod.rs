@@ -158,6 +158,10 @@ pub struct Position {
     /// Their clock is paused: their time stands still at `arrival_time` until they resume.
     #[serde(default)]
     pub paused: bool,
+    /// The place they are at: where their latest journey arrived (one that named none kept the
+    /// place before; a return restores the anchor's). `None` before any place was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 impl Position {
@@ -168,6 +172,7 @@ impl Position {
             arrival_time: now,
             arrived_at: now,
             paused: false,
+            location: None,
         }
     }
 
@@ -472,6 +477,7 @@ mod tests {
             arrival_time: t("1889-03-10T23:50:00Z"),
             arrived_at: t("2026-01-01T00:00:00Z"),
             paused: false,
+            location: None,
         };
         assert_eq!(
             p.time_at(t("2026-01-01T00:05:00Z")),

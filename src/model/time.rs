@@ -705,6 +705,7 @@ mod tests {
             arrival_time: DateTime::<Utc>::MAX_UTC,
             arrived_at: t("2025-01-01T00:00:00Z"),
             paused: false,
+            location: None,
         };
         assert_eq!(p.time_at(t("2026-01-01T00:00:00Z")), MAX_INSTANT);
     }
@@ -716,6 +717,7 @@ mod tests {
             arrival_time: parse_instant("time", "9999-12-31T23:59:59Z").unwrap(),
             arrived_at: t("2025-01-01T00:00:00Z"),
             paused: false,
+            location: None,
         };
         let later = p.time_at(t("2025-01-01T00:00:02Z"));
         assert_eq!(later, MAX_INSTANT);

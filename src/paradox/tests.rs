@@ -62,6 +62,7 @@ impl Fixture {
                 arrival_time: at(0),
                 arrived_at: at(0),
                 paused: false,
+                location: None,
             },
             items: Vec::new(),
         }
@@ -252,6 +253,7 @@ fn the_worked_mission_is_stable() {
         arrival_time: arrival,
         arrived_at: at(0),
         paused: false,
+        location: None,
     };
     fx.item("blueprint", "tml_x", 0);
     fx.items[0].origin_time = arrival;

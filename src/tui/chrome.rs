@@ -451,6 +451,7 @@ mod tests {
                 arrival_time: at,
                 arrived_at: at,
                 paused: true,
+                location: None,
             },
         };
         let header = Header {

@@ -3842,6 +3842,8 @@ pub async fn guide_retrieve_item_and_safety_check(face: &Face) {
         Some("Paris"),
         "a journey naming no place keeps the traveller's"
     );
+    let me = face.ok("whoami in Paris", ada.whoami()).await;
+    assert_eq!(me.position.location.as_deref(), Some("Paris"));
 
     // Found where the traveller stands, at their time, when neither is given.
     let notebook = face
