@@ -1031,7 +1031,7 @@ async fn help_scrolls_to_its_last_line_and_no_further() {
     let screen = h.render(100, 30);
     assert!(screen.contains("ctrl-c quits from anywhere"), "{screen}");
     assert!(
-        screen.contains("automation log"),
+        screen.contains("Anomaly monitor"),
         "the last page is full: {screen}"
     );
 }
@@ -1119,6 +1119,9 @@ on_both_faces!(
     the_anchors_list_checks_adjusts_and_deletes_after_asking,
     the_wizard_travels_to_a_time_and_place,
     the_picture_shows_you_paused_and_space_resumes_there,
+    the_merge_wizard_shows_the_diff_and_merges_only_after_apply_anyway,
+    the_diff_view_shows_changed_lineages_side_by_side_or_stacked,
+    a_merge_left_for_review_is_marked_in_the_tree,
 );
 
 #[tokio::test]
@@ -2253,4 +2256,230 @@ async fn the_picture_shows_you_paused_and_space_resumes_there(w: World) {
     let screen = h.render(140, 30);
     assert!(!screen.contains("paused"), "{screen}");
     assert!(screen.contains("┃ you "), "{screen}");
+}
+
+// ---------------------------------------------------------------- diff and merge
+
+/// A branch "Tesla stays" of primary: in it the Eiffel Tower opens a day later (incoming) and
+/// souvenirs of the Great Exhibition are sold in 1890 (added); in primary the exhibition moved
+/// to 1900 (kept), after the branch's souvenirs: bringing them over would put an effect before
+/// its cause.
+async fn branch_with_a_paradox_to_bring(service: &Arc<dyn TimelineService>) -> TimelineId {
+    let eiffel = event_called(service, "Eiffel Tower opens").await;
+    let exhibition = event_called(service, "Great Exhibition opens").await;
+    let branch = service
+        .create_timeline(named("Tesla stays"))
+        .await
+        .unwrap()
+        .id;
+    service
+        .manipulate_event(manipulation(
+            Some(&branch),
+            &eiffel,
+            retimed("1889-04-01T12:00:00Z"),
+        ))
+        .await
+        .unwrap();
+    service
+        .add_event(
+            &branch,
+            new_event(
+                "Exhibition souvenirs sold",
+                "1890-01-01T12:00:00Z",
+                "London",
+                &[&exhibition],
+            ),
+        )
+        .await
+        .unwrap();
+    service
+        .manipulate_event(manipulation(
+            None,
+            &exhibition,
+            retimed("1900-05-01T11:00:00Z"),
+        ))
+        .await
+        .unwrap();
+    branch
+}
+
+async fn primary_has(service: &Arc<dyn TimelineService>, description: &str) -> bool {
+    all_events(service.as_ref())
+        .await
+        .iter()
+        .any(|e| e.description == description)
+}
+
+async fn the_merge_wizard_shows_the_diff_and_merges_only_after_apply_anyway(w: World) {
+    branch_with_a_paradox_to_bring(&w.service).await;
+    let mut h = harness(&w).await;
+    // The tree: Primary, └─ Tesla stays. The merge goes into its parent by default.
+    h.press("j M");
+    let screen = h.render(140, 30);
+    assert!(screen.contains("▶ parent      Primary"), "{screen}");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("1 incoming · 1 added · 1 kept · 0 convergent · 0 conflicts"),
+        "{screen}"
+    );
+    let added = screen
+        .lines()
+        .find(|l| l.contains("+ added"))
+        .unwrap_or_else(|| panic!("an added row:\n{screen}"));
+    assert!(
+        added.contains("Exhibition souvenirs sold") && added.contains("— (not there)"),
+        "A beside B: {added}"
+    );
+    assert!(
+        !screen.contains("Storming of the Bastille"),
+        "unchanged lineages are left out:\n{screen}"
+    );
+    // Strategy, confirm: enter is no yes; y merges, checked, and the check refuses.
+    h.press("enter enter enter");
+    assert!(h.app.flash.as_ref().is_none_or(|f| !f.error));
+    h.press("y");
+    h.settle().await;
+    let Some(Modal::Merge(wizard)) = &h.app.modal else {
+        panic!("the wizard stays: {:?}", h.app.modal);
+    };
+    let why = &wizard.refused.as_ref().expect("asks: apply anyway?").why;
+    assert!(why.contains("Exhibition souvenirs sold"), "{why}");
+    assert!(h.render(140, 30).contains("Apply it anyway?"));
+    assert!(!primary_has(&w.service, "Exhibition souvenirs sold").await);
+    // n keeps it unmade, with the reason.
+    h.press("n");
+    assert!(h.render(140, 30).contains("Not merged."));
+    assert!(!primary_has(&w.service, "Exhibition souvenirs sold").await);
+    // y, then y again: applied without the check.
+    h.press("y");
+    h.settle().await;
+    h.press("y");
+    h.settle().await;
+    assert!(primary_has(&w.service, "Exhibition souvenirs sold").await);
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Merged Tesla stays into Primary."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("applied anyway: 1 paradox added"),
+        "{screen}"
+    );
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash
+            .text
+            .starts_with("Merged into Primary: 2 events written"),
+        "{}",
+        flash.text
+    );
+    h.press("enter");
+    assert!(h.app.modal.is_none());
+    // The tree was asked again: primary's paradox shows in it.
+    let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
+    assert!(primary.paradoxes > 0);
+}
+
+async fn the_diff_view_shows_changed_lineages_side_by_side_or_stacked(w: World) {
+    branch_with_a_paradox_to_bring(&w.service).await;
+    let mut h = harness(&w).await;
+    h.press("j D enter");
+    h.settle().await;
+    let wide = h.render(140, 30);
+    let incoming = wide
+        .lines()
+        .find(|l| l.contains("→ incoming"))
+        .unwrap_or_else(|| panic!("an incoming row:\n{wide}"));
+    assert!(
+        incoming.contains("1889-04-01 12:00:00") && incoming.contains("1889-03-31 12:00:00"),
+        "A's and B's outcomes side by side: {incoming}"
+    );
+    assert!(
+        wide.contains("at the branch point: Eiffel Tower opens"),
+        "{wide}"
+    );
+    let narrow = h.render(80, 30);
+    let lines: Vec<&str> = narrow.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("→ incoming"))
+        .unwrap_or_else(|| panic!("{narrow}"));
+    assert!(lines[at + 1].contains("A Eiffel Tower opens"), "{narrow}");
+    assert!(lines[at + 2].contains("B Eiffel Tower opens"), "{narrow}");
+    // Tab swaps the sides: what A added, B lacks.
+    h.press("tab");
+    h.settle().await;
+    let swapped = h.render(140, 30);
+    assert!(
+        swapped.contains("Diff Primary against Tesla stays"),
+        "{swapped}"
+    );
+    assert!(swapped.contains("1 incoming"), "{swapped}");
+    h.press("enter");
+    assert!(h.app.modal.is_none(), "the diff alone closes on enter");
+}
+
+async fn a_merge_left_for_review_is_marked_in_the_tree(w: World) {
+    let bastille = event_called(&w.service, "Storming of the Bastille").await;
+    let branch = w
+        .service
+        .create_timeline(named("Tesla stays"))
+        .await
+        .unwrap()
+        .id;
+    for (timeline, time) in [
+        (Some(&branch), "1789-07-15T15:00:00Z"),
+        (None, "1789-07-16T15:00:00Z"),
+    ] {
+        w.service
+            .manipulate_event(manipulation(timeline, &bastille, retimed(time)))
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    h.press("j M enter");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("✗ conflict"));
+    // manual_review is the default strategy.
+    h.press("enter enter y");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Waiting for review: 1 conflict to resolve"),
+        "{screen}"
+    );
+    h.press("esc");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Primary ⇄1"), "{screen}");
+    assert!(screen.contains("Tesla stays ⇄1"), "{screen}");
+    assert!(
+        screen.contains("⇄ 1 merge waiting for review"),
+        "the selected one says it: {screen}"
+    );
+    // Merging again is refused while it waits: the reason shows in the wizard.
+    h.press("M enter");
+    h.settle().await;
+    h.press("enter enter y");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("waiting for review"), "{screen}");
+    assert!(matches!(h.app.modal, Some(Modal::Merge(_))));
+}
+
+#[tokio::test]
+async fn diff_and_merge_say_why_when_a_timeline_has_no_relative() {
+    let mut h = embedded().await;
+    h.press("D");
+    assert!(h.app.modal.is_none());
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.error && flash.text.contains("no parent and no branch"),
+        "{}",
+        flash.text
+    );
+    h.press("tab M");
+    assert!(h.app.modal.is_none(), "M is the timelines pane's");
 }

@@ -8,8 +8,8 @@ use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
 use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
-    Anchor, ClockState, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport,
-    RevertResult, TimelineInfo, TravellerStatus,
+    Anchor, ClockState, EventRecord, Item, Journey, LogEntry, ManipulationResult, MergeResult,
+    MonitorReport, RevertResult, TimelineDiff, TimelineInfo, TravellerStatus,
 };
 
 macro_rules! actions {
@@ -82,6 +82,8 @@ actions! {
     FastForward = "fast_forward",
     Rewind = "rewind",
     Anchors = "anchors",
+    Diff = "diff",
+    Merge = "merge",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -112,6 +114,8 @@ pub enum Slot {
     Picture,
     /// The anchors list and each anchor's stability.
     Anchors,
+    /// The diff of two timelines (the diff view, the merge wizard).
+    Diff,
 }
 
 impl Slot {
@@ -194,6 +198,10 @@ pub enum Reply {
     AnchorAdjusted(AnchorRecord),
     /// An anchor was deleted (its name is for the flash that reports it).
     AnchorDeleted(AnchorId, String),
+    /// Two timelines compared, lineage by lineage.
+    Diff(TimelineDiff),
+    /// A merge was made (or waits for review, or had nothing to do).
+    Merged(MergeResult),
 }
 
 /// A message on the dashboard's queue.

@@ -15,7 +15,7 @@ use super::forms::FormKind;
 use super::theme::Palette;
 use super::widgets::{Form, centered, modal};
 use crate::model::{AnchorId, TimelineId};
-use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest};
+use crate::service::{EventRecord, ManipulateRequest, MergeRequest, NewEvent, RevertRequest};
 
 /// A question before something that destroys.
 #[derive(Debug)]
@@ -47,6 +47,8 @@ pub enum Checked {
     Manipulate(ManipulateRequest),
     /// A revert.
     Revert(RevertRequest),
+    /// A merge of one timeline into another.
+    Merge(MergeRequest),
 }
 
 impl Confirm {

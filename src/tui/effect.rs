@@ -7,8 +7,8 @@ use super::confirm::Checked;
 use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
-    AdjustAnchorRequest, GuideTravelRequest, NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest,
-    ShiftRequest, TravelRequest,
+    AdjustAnchorRequest, DiffQuery, GuideTravelRequest, NewAnchor, NewItem, NewTimeline,
+    ParadoxCheckRequest, ShiftRequest, TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.
@@ -68,6 +68,8 @@ pub enum Call {
     DeleteAnchor(AnchorId, String),
     /// List the anchors again and check each one's stability.
     CheckAnchors,
+    /// Compare two timelines lineage by lineage (nothing is written).
+    Diff(DiffQuery),
 }
 
 /// What a component answers a key with: whether it closes, and what the loop should do.

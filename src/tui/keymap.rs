@@ -241,6 +241,8 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         (">",             A::FastForward,      "fast-forward you by a preset or typed duration", C::Global,   "ffwd"),
         ("<",             A::Rewind,           "rewind you by a preset or typed duration",      C::Global,    "rewind"),
         ("A",             A::Anchors,          "your anchors: stability, adjust, delete",       C::Global,    "anchors"),
+        ("D",             A::Diff,             "diff the selected timeline with a relative",   C::Timelines, "diff"),
+        ("M",             A::Merge,            "merge the selected timeline (wizard, checked)", C::Timelines, "merge"),
     ]
 };
 

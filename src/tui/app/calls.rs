@@ -347,6 +347,9 @@ impl App {
                 .map(|()| Reply::AnchorDeleted(id, name))
             }),
             Call::CheckAnchors => self.request_anchors(),
+            Call::Diff(query) => self.spawn(Slot::Diff, async move {
+                svc.diff_timelines(query).await.map(Reply::Diff)
+            }),
         }
     }
 }
@@ -382,6 +385,10 @@ async fn send(
         Checked::Revert(req) => {
             req.safety_check = safety_check;
             svc.revert_event(req.clone()).await.map(Reply::Reverted)
+        }
+        Checked::Merge(req) => {
+            req.safety_check = safety_check;
+            svc.merge_timelines(req.clone()).await.map(Reply::Merged)
         }
     }
 }

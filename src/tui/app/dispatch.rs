@@ -8,6 +8,7 @@ use crate::tui::anchors::AnchorsList;
 use crate::tui::confirm::Confirm;
 use crate::tui::effect::Call;
 use crate::tui::forms;
+use crate::tui::merge::MergeWizard;
 use crate::tui::modal::Modal;
 use crate::tui::panes::PaneId;
 use crate::tui::panes::wizard::Wizard;
@@ -193,6 +194,15 @@ impl App {
             A::Anchors => {
                 self.modal = Some(Modal::Anchors(Box::new(AnchorsList::new())));
                 self.request_anchors();
+            }
+            A::Diff | A::Merge => {
+                let Some(t) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline first.");
+                };
+                match MergeWizard::from_tree(&self.timelines.all, t, action == A::Diff) {
+                    Ok(w) => self.modal = Some(Modal::Merge(Box::new(w))),
+                    Err(why) => self.flash_error(why),
+                }
             }
         }
     }

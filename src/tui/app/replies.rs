@@ -7,7 +7,7 @@ use crate::error::ServiceError;
 use crate::model::TimelineId;
 use crate::service::ClockState;
 use crate::tui::action::{Action, Reply, Slot};
-use crate::tui::confirm::Confirm;
+use crate::tui::confirm::{Checked, Confirm};
 use crate::tui::forms::conditions_text;
 use crate::tui::modal::Modal;
 use crate::tui::time_controls::spoken;
@@ -52,6 +52,15 @@ impl App {
         };
         match result {
             // The safety check found paradoxes: say which and ask before applying anyway.
+            // The merge wizard asks itself, with the paradoxes in its last step.
+            Err(e @ ServiceError::ParadoxDetected { .. })
+                if matches!(checked, Some(Checked::Merge(_)))
+                    && matches!(self.modal, Some(Modal::Merge(_))) =>
+            {
+                if let (Some(Modal::Merge(w)), Some(change)) = (&mut self.modal, checked) {
+                    w.paradox(change, e.explain());
+                }
+            }
             Err(e @ ServiceError::ParadoxDetected { .. }) if checked.is_some() => {
                 let form = match self.modal.take() {
                     Some(Modal::Form(mut form)) if pending_form => {
@@ -346,6 +355,31 @@ impl App {
             Reply::AnchorDeleted(id, name) => {
                 self.flash_info(format!("Deleted anchor {name} ({id})."));
                 self.request_anchors();
+            }
+            Reply::Diff(diff) => {
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.show_diff(diff);
+                }
+            }
+            Reply::Merged(result) => {
+                let into = self.timelines.name_of(&result.merged_timeline_id);
+                self.flash_info(match result.status.as_str() {
+                    "up_to_date" => format!("{into} is up to date: nothing was written."),
+                    "pending_review" => format!(
+                        "The merge into {into} waits for review: {} conflict{} to resolve.",
+                        result.conflicts,
+                        if result.conflicts == 1 { "" } else { "s" }
+                    ),
+                    _ => format!(
+                        "Merged into {into}: {} event{} written.",
+                        result.written.len(),
+                        if result.written.len() == 1 { "" } else { "s" }
+                    ),
+                });
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.merged(result);
+                }
+                self.after_event_change();
             }
         }
     }
