@@ -2393,11 +2393,12 @@ async fn the_diff_view_shows_changed_lineages_side_by_side_or_stacked(w: World) 
         .find(|l| l.contains("→ incoming"))
         .unwrap_or_else(|| panic!("an incoming row:\n{wide}"));
     assert!(
-        incoming.contains("1889-04-01 12:00:00") && incoming.contains("1889-03-31 12:00:00"),
+        incoming.contains("1889-04-01 12:00 Eiffel")
+            && incoming.contains("1889-03-31 12:00 Eiffel"),
         "A's and B's outcomes side by side: {incoming}"
     );
     assert!(
-        wide.contains("at the branch point: Eiffel Tower opens"),
+        wide.contains("base  1889-03-31 12:00 Eiffel Tower opens"),
         "{wide}"
     );
     let narrow = h.render(80, 30);
@@ -2406,8 +2407,14 @@ async fn the_diff_view_shows_changed_lineages_side_by_side_or_stacked(w: World) 
         .iter()
         .position(|l| l.contains("→ incoming"))
         .unwrap_or_else(|| panic!("{narrow}"));
-    assert!(lines[at + 1].contains("A Eiffel Tower opens"), "{narrow}");
-    assert!(lines[at + 2].contains("B Eiffel Tower opens"), "{narrow}");
+    assert!(
+        lines[at + 1].contains("A 1889-04-01 12:00 Eiffel Tower opens"),
+        "{narrow}"
+    );
+    assert!(
+        lines[at + 2].contains("B 1889-03-31 12:00 Eiffel Tower opens"),
+        "{narrow}"
+    );
     // Tab swaps the sides: what A added, B lacks.
     h.press("tab");
     h.settle().await;

@@ -739,7 +739,7 @@ fn the_merge_wizard_merges_a_branch_on_a_remote_server() {
     s.wait_for("Merge Treaty late into");
     s.send(ENTER);
     s.wait_for("0 incoming · 0 added · 0 kept · 0 convergent · 1 conflict");
-    s.wait_for("1861-06-01 12:00:00");
+    s.wait_for("1861-06-01 12:00 Treaty signed");
     // Strategy: source_overwrite is the first; then the last look, and y.
     s.keys(&[ENTER, "k", "k", ENTER]);
     s.wait_for("strategy  source_overwrite");

@@ -20,11 +20,14 @@ use super::confirm::Checked;
 use super::effect::{Call, Effect, Outcome};
 use super::theme::Palette;
 use super::tree::tree_order;
-use super::widgets::{Cursor, centered, ellipsize, fmt_time, modal};
+use super::widgets::{Cursor, centered, ellipsize, modal};
 use crate::model::TimelineId;
 use crate::service::{
     DiffQuery, EventRecord, MergeRequest, MergeResult, MergeStrategy, TimelineDiff, TimelineInfo,
 };
+
+/// Rows under the diff for the selected lineage in full.
+const DETAIL_ROWS: u16 = 7;
 
 /// From this width on, the diff shows the two sides side by side; below, stacked.
 pub const SIDE_BY_SIDE: u16 = 110;
@@ -533,7 +536,7 @@ impl MergeWizard {
     }
 
     /// The diff: a summary, then each changed lineage, A beside B (or A above B when narrow),
-    /// then the selected lineage at the branch point.
+    /// then the selected lineage in full, with its event at the branch point.
     fn render_diff(&mut self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
         let a = self.source.name.clone();
         let b = self
@@ -551,7 +554,7 @@ impl MergeWizard {
         let [summary, table, detail] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Min(1),
-            Constraint::Length(2),
+            Constraint::Length(DETAIL_ROWS),
         ])
         .areas(area);
         frame.render_widget(
@@ -639,33 +642,36 @@ impl MergeWizard {
             }
         }
         frame.render_widget(Paragraph::new(lines), table);
-        let selected = diff.lines.get(self.line_cursor.selected);
-        if let Some(line) = selected {
-            let base = match &line.base {
-                Some(e) => format!("at the branch point: {}", event_text(e)),
-                None => "not there at the branch point".to_owned(),
+        // The selected lineage in full: the branch point, then each side, wrapped.
+        if let Some(line) = diff.lines.get(self.line_cursor.selected) {
+            let (glyph, style) = class_look(&line.class, p);
+            let whole = |label: &str, e: Option<&EventRecord>| {
+                Line::from(vec![
+                    Span::styled(format!("{label:<6}"), p.dim),
+                    Span::styled(
+                        e.map_or_else(|| "— (not there)".to_owned(), event_text),
+                        p.text,
+                    ),
+                ])
             };
-            frame.render_widget(
-                Paragraph::new(vec![
-                    Line::from(Span::styled(
-                        ellipsize(
-                            &format!(
-                                "{} {}/{len} · {} · {base}",
-                                class_look(&line.class, p).0,
-                                self.line_cursor.selected + 1,
-                                line.lineage
-                            ),
-                            width,
+            let lines = vec![
+                Line::from(Span::styled("─".repeat(width), p.dim)),
+                Line::from(vec![
+                    Span::styled(
+                        format!(
+                            "{glyph} {}/{len} {} ",
+                            self.line_cursor.selected + 1,
+                            line.lineage
                         ),
-                        p.dim,
-                    )),
-                    Line::from(Span::styled(
-                        ellipsize(class_meaning(&line.class), width),
-                        p.dim,
-                    )),
+                        style,
+                    ),
+                    Span::styled(class_meaning(&line.class).to_owned(), p.dim),
                 ]),
-                detail,
-            );
+                whole("base", line.base.as_ref()),
+                whole("A", line.source.as_ref()),
+                whole("B", line.destination.as_ref()),
+            ];
+            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail);
         }
     }
 
@@ -858,9 +864,15 @@ fn class_meaning(class: &str) -> &'static str {
     }
 }
 
-/// An event in a line: `description · time · place`.
+/// An event in a line, its time first (what a change most often moves, kept in view when the
+/// rest is cut): `1889-03-31 12:00 Eiffel Tower opens · Paris`.
 fn event_text(e: &EventRecord) -> String {
-    format!("{} · {} · {}", e.description, fmt_time(&e.time), e.location)
+    format!(
+        "{} {} · {}",
+        e.time.format("%Y-%m-%d %H:%M"),
+        e.description,
+        e.location
+    )
 }
 
 /// One side of a lineage cut to `width`: its event, or that it is not there.
@@ -1035,13 +1047,16 @@ mod tests {
             .iter()
             .position(|l| l.contains("✗ conflict"))
             .unwrap_or_else(|| panic!("{narrow}"));
-        assert!(lines[at + 1].contains("A Tesla stays in Paris"), "{narrow}");
         assert!(
-            lines[at + 2].contains("B Tesla sails to New York"),
+            lines[at + 1].contains("A 1970-01-01 00:00 Tesla stays in Paris"),
             "{narrow}"
         );
         assert!(
-            narrow.contains("at the branch point: Tesla sails"),
+            lines[at + 2].contains("B 1970-01-01 00:00 Tesla sails to New York"),
+            "{narrow}"
+        );
+        assert!(
+            narrow.contains("base  1970-01-01 00:00 Tesla sails"),
             "{narrow}"
         );
     }

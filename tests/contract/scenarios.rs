@@ -4140,7 +4140,6 @@ pub async fn integrity_of_a_sound_store(face: &Face) {
     assert_unknown(&err, "timeline", "tml_nope");
 }
 
-
 /// Completing what manual review leaves (§3), data entries carried by merges (§3, §6), and the
 /// timeline's full view counting pending merges and listing isolations (§3, §4):
 /// - a pending merge whose only conflict went away (the destination took the source's outcome)
