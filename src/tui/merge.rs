@@ -23,11 +23,9 @@ use super::tree::tree_order;
 use super::widgets::{Cursor, centered, ellipsize, modal};
 use crate::model::TimelineId;
 use crate::service::{
-    DiffQuery, EventRecord, MergeRequest, MergeResult, MergeStrategy, TimelineDiff, TimelineInfo,
+    DiffLine, DiffQuery, EventRecord, MergeRequest, MergeResult, MergeStrategy, TimelineDiff,
+    TimelineInfo,
 };
-
-/// Rows under the diff for the selected lineage in full.
-const DETAIL_ROWS: u16 = 7;
 
 /// From this width on, the diff shows the two sides side by side; below, stacked.
 pub const SIDE_BY_SIDE: u16 = 110;
@@ -427,10 +425,19 @@ impl MergeWizard {
             area.height.saturating_sub(2).min(30),
         );
         let inner = modal(frame, rect, &self.title(), p);
+        // A refusal as tall as it wraps (a service's reason can be long), up to a few rows.
+        let refusal_text = self.refusal.as_ref().map(|why| {
+            Paragraph::new(Span::styled(format!("✗ {why}"), p.error)).wrap(Wrap { trim: true })
+        });
+        let refusal_rows = refusal_text.as_ref().map_or(0, |text| {
+            u16::try_from(text.line_count(inner.width))
+                .unwrap_or(u16::MAX)
+                .min(6)
+        });
         let [steps, body, refusal, keys] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Min(1),
-            Constraint::Length(if self.refusal.is_some() { 2 } else { 0 }),
+            Constraint::Length(refusal_rows),
             Constraint::Length(1),
         ])
         .areas(inner);
@@ -473,11 +480,8 @@ impl MergeWizard {
             )),
             keys,
         );
-        if let Some(why) = &self.refusal {
-            frame.render_widget(
-                Paragraph::new(Span::styled(format!("✗ {why}"), p.error)).wrap(Wrap { trim: true }),
-                refusal,
-            );
+        if let Some(text) = refusal_text {
+            frame.render_widget(text, refusal);
         }
         if self.loading && self.step != MergeStep::Diff {
             frame.render_widget(Paragraph::new(Span::styled("Working…", p.dim)), body);
@@ -551,10 +555,20 @@ impl MergeWizard {
             return;
         };
         let width = usize::from(area.width);
+        let detail_text = diff
+            .lines
+            .get(self.line_cursor.selected)
+            .map(|line| self.detail(line, diff.lines.len(), width, p));
+        // The selected lineage whole, as tall as it wraps, on at most half the body.
+        let detail_rows = detail_text.as_ref().map_or(0, |text| {
+            u16::try_from(text.line_count(area.width))
+                .unwrap_or(u16::MAX)
+                .min(area.height / 2)
+        });
         let [summary, table, detail] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Min(1),
-            Constraint::Length(DETAIL_ROWS),
+            Constraint::Length(detail_rows),
         ])
         .areas(area);
         frame.render_widget(
@@ -642,37 +656,42 @@ impl MergeWizard {
             }
         }
         frame.render_widget(Paragraph::new(lines), table);
-        // The selected lineage in full: the branch point, then each side, wrapped.
-        if let Some(line) = diff.lines.get(self.line_cursor.selected) {
-            let (glyph, style) = class_look(&line.class, p);
-            let whole = |label: &str, e: Option<&EventRecord>| {
-                Line::from(vec![
-                    Span::styled(format!("{label:<6}"), p.dim),
-                    Span::styled(
-                        e.map_or_else(|| "— (not there)".to_owned(), event_text),
-                        p.text,
-                    ),
-                ])
-            };
-            let lines = vec![
-                Line::from(Span::styled("─".repeat(width), p.dim)),
-                Line::from(vec![
-                    Span::styled(
-                        format!(
-                            "{glyph} {}/{len} {} ",
-                            self.line_cursor.selected + 1,
-                            line.lineage
-                        ),
-                        style,
-                    ),
-                    Span::styled(class_meaning(&line.class).to_owned(), p.dim),
-                ]),
-                whole("base", line.base.as_ref()),
-                whole("A", line.source.as_ref()),
-                whole("B", line.destination.as_ref()),
-            ];
-            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail);
+        if let Some(text) = detail_text {
+            frame.render_widget(text, detail);
         }
+    }
+
+    /// The selected lineage in full, wrapped: its class and what it means, the branch point,
+    /// then each side.
+    fn detail(&self, line: &DiffLine, len: usize, width: usize, p: &Palette) -> Paragraph<'static> {
+        let (glyph, style) = class_look(&line.class, p);
+        let whole = |label: &str, e: Option<&EventRecord>| {
+            Line::from(vec![
+                Span::styled(format!("{label:<6}"), p.dim),
+                Span::styled(
+                    e.map_or_else(|| "— (not there)".to_owned(), event_text),
+                    p.text,
+                ),
+            ])
+        };
+        let lines = vec![
+            Line::from(Span::styled("─".repeat(width), p.dim)),
+            Line::from(vec![
+                Span::styled(
+                    format!(
+                        "{glyph} {}/{len} {} ",
+                        self.line_cursor.selected + 1,
+                        line.lineage
+                    ),
+                    style,
+                ),
+                Span::styled(class_meaning(&line.class).to_owned(), p.dim),
+            ]),
+            whole("base", line.base.as_ref()),
+            whole("A", line.source.as_ref()),
+            whole("B", line.destination.as_ref()),
+        ];
+        Paragraph::new(lines).wrap(Wrap { trim: false })
     }
 
     /// The strategy, confirm and done steps.
@@ -886,7 +905,6 @@ fn side_text(e: Option<&EventRecord>, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::DiffLine;
     use crate::tui::unit::{key, palette, screen, timeline};
 
     fn tree() -> Vec<TimelineInfo> {
