@@ -1122,6 +1122,8 @@ on_both_faces!(
     the_merge_wizard_shows_the_diff_and_merges_only_after_apply_anyway,
     the_diff_view_shows_changed_lineages_side_by_side_or_stacked,
     a_merge_left_for_review_is_marked_in_the_tree,
+    correct_dissonance_moves_the_selected_event_after_its_cause,
+    isolating_an_event_contains_its_paradox,
 );
 
 #[tokio::test]
@@ -2489,4 +2491,63 @@ async fn diff_and_merge_say_why_when_a_timeline_has_no_relative() {
     );
     h.press("tab M");
     assert!(h.app.modal.is_none(), "M is the timelines pane's");
+}
+
+// ---------------------------------------------------------------- isolate, correct dissonance
+
+async fn correct_dissonance_moves_the_selected_event_after_its_cause(w: World) {
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let mut h = harness(&w).await;
+    select_event(&mut h, "paris", "Eiffel souvenirs sold").await;
+    h.press("C");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Correct dissonance"), "{screen}");
+    h.press("n");
+    assert!(h.app.modal.is_none(), "n asks nothing of the service");
+    h.press("C y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert_eq!(
+        flash.text,
+        "Aligned: 'Eiffel souvenirs sold' moved from 1790-01-01 12:00:00 to 1889-03-31 12:00:01."
+    );
+    let souvenirs = all_events(w.service.as_ref())
+        .await
+        .into_iter()
+        .find(|e| e.description == "Eiffel souvenirs sold")
+        .expect("the souvenirs");
+    assert_eq!(souvenirs.time, t("1889-03-31T12:00:01Z"));
+    // The search was asked again: the row shows the new time.
+    assert!(h.render(100, 30).contains("1889-03-31 12:00:01"));
+    // Once aligned, nothing more to do.
+    h.press("C y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.starts_with("Nothing to align"), "{}", flash.text);
+}
+
+async fn isolating_an_event_contains_its_paradox(w: World) {
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let mut h = harness(&w).await;
+    select_event(&mut h, "paris", "Eiffel souvenirs sold").await;
+    h.press("I");
+    assert!(h.render(100, 30).contains("Isolate event"));
+    h.press("y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.text.starts_with("Isolated 1 event (")
+            && flash.text.ends_with("1 paradox contained."),
+        "{}",
+        flash.text
+    );
+    let report = w
+        .service
+        .check_stability(chronoscope::service::StabilityQuery {
+            timeline_id: TimelineId::primary(),
+            after_event_id: None,
+        })
+        .await
+        .unwrap();
+    assert!(report.paradoxes.is_empty(), "{:?}", report.paradoxes);
 }

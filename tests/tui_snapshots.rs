@@ -539,3 +539,14 @@ async fn merge_wizard() {
     drive(&mut h, &[Keys("esc"), Settle]).await;
     at_both_widths("merge_pending_in_the_tree", &mut h);
 }
+
+/// Isolate (`I`) and correct dissonance (`C`) on the selected event: each asks first.
+#[tokio::test]
+async fn paradox_tools() {
+    let mut h = harness(&world().await).await;
+    search(&mut h, "paris").await;
+    drive(&mut h, &[Keys("j I")]).await;
+    at_both_widths("isolate_question", &mut h);
+    drive(&mut h, &[Keys("n C")]).await;
+    at_both_widths("correct_dissonance_question", &mut h);
+}

@@ -8,8 +8,9 @@ use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
 use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
-    Anchor, ClockState, EventRecord, Item, Journey, LogEntry, ManipulationResult, MergeResult,
-    MonitorReport, RevertResult, TimelineDiff, TimelineInfo, TravellerStatus,
+    Anchor, ClockState, DissonanceResult, EventRecord, Isolation, Item, Journey, LogEntry,
+    ManipulationResult, MergeResult, MonitorReport, RevertResult, TimelineDiff, TimelineInfo,
+    TravellerStatus,
 };
 
 macro_rules! actions {
@@ -84,6 +85,8 @@ actions! {
     Anchors = "anchors",
     Diff = "diff",
     Merge = "merge",
+    Isolate = "isolate",
+    CorrectDissonance = "correct_dissonance",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -202,6 +205,10 @@ pub enum Reply {
     Diff(TimelineDiff),
     /// A merge was made (or waits for review, or had nothing to do).
     Merged(MergeResult),
+    /// An event (or its causal loop) was isolated.
+    Isolated(Isolation),
+    /// Dissonance was corrected (the event's description is for the flash).
+    Aligned(DissonanceResult, String),
 }
 
 /// A message on the dashboard's queue.

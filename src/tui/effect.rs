@@ -7,8 +7,8 @@ use super::confirm::Checked;
 use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
-    AdjustAnchorRequest, DiffQuery, GuideTravelRequest, NewAnchor, NewItem, NewTimeline,
-    ParadoxCheckRequest, ShiftRequest, TravelRequest,
+    AdjustAnchorRequest, DiffQuery, DissonanceRequest, GuideTravelRequest, IsolateRequest,
+    NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, ShiftRequest, TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.
@@ -70,6 +70,11 @@ pub enum Call {
     CheckAnchors,
     /// Compare two timelines lineage by lineage (nothing is written).
     Diff(DiffQuery),
+    /// Isolate an event (or its causal loop).
+    Isolate(IsolateRequest),
+    /// Move an event that happens before a cause to just after it (its description is for
+    /// the flash).
+    Align(DissonanceRequest, String),
 }
 
 /// What a component answers a key with: whether it closes, and what the loop should do.

@@ -228,6 +228,8 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("e",             A::AddEvent,         "add an event to the selected timeline",         C::Global,    ""),
         ("m",             A::Manipulate,       "manipulate the selected event (safety checked)", C::Search,   "manipulate"),
         ("r",             A::Revert,           "revert the selected event's latest change",     C::Search,    "revert"),
+        ("I",             A::Isolate,          "isolate the selected event and its causal loop", C::Search,   "isolate"),
+        ("C",             A::CorrectDissonance, "move the selected event after its causes",     C::Search,    "align"),
         ("a",             A::SetAnchor,        "set an anchor where you are",                   C::Global,    "anchor"),
         ("t",             A::Travel,           "travel (wizard)",                               C::Global,    "travel"),
         ("b",             A::ReturnToAnchor,   "return to an anchor",                           C::Global,    "return"),

@@ -350,6 +350,14 @@ impl App {
             Call::Diff(query) => self.spawn(Slot::Diff, async move {
                 svc.diff_timelines(query).await.map(Reply::Diff)
             }),
+            Call::Isolate(req) => self.spawn(Slot::Mutation, async move {
+                svc.isolate_event(req).await.map(Reply::Isolated)
+            }),
+            Call::Align(req, description) => self.spawn(Slot::Mutation, async move {
+                svc.correct_dissonance(req)
+                    .await
+                    .map(|r| Reply::Aligned(r, description))
+            }),
         }
     }
 }

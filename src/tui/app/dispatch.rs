@@ -118,7 +118,7 @@ impl App {
                     .unwrap_or_else(|| chrono::SubsecRound::trunc_subsecs(self.now(), 0));
                 self.modal = Some(Modal::Form(Box::new(forms::add_event(t, time))));
             }
-            A::Manipulate | A::Revert => {
+            A::Manipulate | A::Revert | A::Isolate | A::CorrectDissonance => {
                 let (Some(event), Some(timeline)) = (
                     self.search.selected().cloned(),
                     self.search.timeline.clone(),
@@ -126,10 +126,11 @@ impl App {
                     return self
                         .flash_error("Search for an event and select it first (/ then enter).");
                 };
-                self.modal = Some(if action == A::Manipulate {
-                    Modal::Form(Box::new(forms::manipulate(timeline, &event)))
-                } else {
-                    Modal::Confirm(Confirm::Revert(timeline, event))
+                self.modal = Some(match action {
+                    A::Manipulate => Modal::Form(Box::new(forms::manipulate(timeline, &event))),
+                    A::Isolate => Modal::Confirm(Confirm::Isolate(timeline, event)),
+                    A::CorrectDissonance => Modal::Confirm(Confirm::Align(timeline, event)),
+                    _ => Modal::Confirm(Confirm::Revert(timeline, event)),
                 });
             }
             A::SetAnchor => {

@@ -356,6 +356,30 @@ impl App {
                 self.flash_info(format!("Deleted anchor {name} ({id})."));
                 self.request_anchors();
             }
+            Reply::Isolated(isolation) => {
+                let members = isolation.members.len();
+                let contained = isolation.contained.len();
+                self.flash_info(format!(
+                    "Isolated {members} event{} ({}); {contained} paradox{} contained.",
+                    if members == 1 { "" } else { "s" },
+                    isolation.isolation_id,
+                    if contained == 1 { "" } else { "es" }
+                ));
+                self.after_event_change();
+            }
+            Reply::Aligned(result, description) => {
+                let text = match result.moves.as_slice() {
+                    [] => format!("Nothing to align: '{description}' happens after its causes."),
+                    [one] => format!(
+                        "Aligned: '{description}' moved from {} to {}.",
+                        fmt_time(&one.from),
+                        fmt_time(&one.to)
+                    ),
+                    moves => format!("Aligned: {} events moved.", moves.len()),
+                };
+                self.flash_info(text);
+                self.after_event_change();
+            }
             Reply::Diff(diff) => {
                 if let Some(Modal::Merge(w)) = &mut self.modal {
                     w.show_diff(diff);
