@@ -1124,6 +1124,7 @@ on_both_faces!(
     a_merge_left_for_review_is_marked_in_the_tree,
     correct_dissonance_moves_the_selected_event_after_its_cause,
     isolating_an_event_contains_its_paradox,
+    the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge,
 );
 
 #[tokio::test]
@@ -2550,4 +2551,72 @@ async fn isolating_an_event_contains_its_paradox(w: World) {
         .await
         .unwrap();
     assert!(report.paradoxes.is_empty(), "{:?}", report.paradoxes);
+}
+
+async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge(w: World) {
+    let bastille = event_called(&w.service, "Storming of the Bastille").await;
+    let branch = w
+        .service
+        .create_timeline(named("Tesla stays"))
+        .await
+        .unwrap()
+        .id;
+    for (timeline, time) in [
+        (Some(&branch), "1789-07-15T15:00:00Z"),
+        (None, "1789-07-16T15:00:00Z"),
+    ] {
+        w.service
+            .manipulate_event(manipulation(timeline, &bastille, retimed(time)))
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    // Left for review (manual_review), then r reviews its conflicts.
+    h.press("j M enter");
+    h.settle().await;
+    h.press("enter enter y");
+    h.settle().await;
+    h.press("r");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Conflicts waiting for review in Primary"),
+        "{screen}"
+    );
+    assert!(screen.contains("· open"), "{screen}");
+    assert!(
+        screen.contains("A Storming of the Bastille at 1789-07-15"),
+        "{screen}"
+    );
+    // c opens the manipulate form on A's outcome; esc closes it back onto the review.
+    h.press("c");
+    let Some(Modal::Merge(wizard)) = &h.app.modal else {
+        panic!("the wizard: {:?}", h.app.modal);
+    };
+    let form = wizard.form.as_ref().expect("the Custom Merge form");
+    assert_eq!(form.value(0), "Storming of the Bastille");
+    h.press("esc");
+    assert!(matches!(&h.app.modal, Some(Modal::Merge(w)) if w.form.is_none()));
+    // A new outcome: the merge completes with it.
+    h.press("c ctrl-u");
+    h.type_text("Bastille stormed at noon");
+    h.press("tab ctrl-u");
+    h.type_text("1789-07-14 12:00");
+    h.press("enter");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.text.ends_with("the merge is complete."),
+        "{}",
+        flash.text
+    );
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("No conflict waits for review in Primary."),
+        "{screen}"
+    );
+    assert!(primary_has(&w.service, "Bastille stormed at noon").await);
+    h.press("esc");
+    let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
+    assert_eq!(primary.pending_merges, 0, "the mark goes with the merge");
 }

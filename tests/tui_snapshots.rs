@@ -536,7 +536,11 @@ async fn merge_wizard() {
     at_both_widths("merge_confirm", &mut h);
     drive(&mut h, &[Keys("y"), Settle]).await;
     at_both_widths("merge_waiting_for_review", &mut h);
-    drive(&mut h, &[Keys("esc"), Settle]).await;
+    drive(&mut h, &[Keys("r"), Settle]).await;
+    at_both_widths("merge_review", &mut h);
+    drive(&mut h, &[Keys("c")]).await;
+    at_both_widths("merge_custom_merge_form", &mut h);
+    drive(&mut h, &[Keys("esc esc"), Settle]).await;
     at_both_widths("merge_pending_in_the_tree", &mut h);
 }
 

@@ -8,9 +8,9 @@ use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
 use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
-    Anchor, ClockState, DissonanceResult, EventRecord, Isolation, Item, Journey, LogEntry,
-    ManipulationResult, MergeResult, MonitorReport, RevertResult, TimelineDiff, TimelineInfo,
-    TravellerStatus,
+    Anchor, ClockState, ConflictReview, DissonanceResult, EventRecord, Isolation, Item, Journey,
+    LogEntry, ManipulationResult, MergeResult, MonitorReport, ResolveResult, RevertResult,
+    TimelineDiff, TimelineInfo, TravellerStatus,
 };
 
 macro_rules! actions {
@@ -205,6 +205,10 @@ pub enum Reply {
     Diff(TimelineDiff),
     /// A merge was made (or waits for review, or had nothing to do).
     Merged(MergeResult),
+    /// The conflicts of the merges waiting for review into a timeline.
+    Review(ConflictReview),
+    /// A conflict of a pending merge was resolved (the last one completes the merge).
+    Resolved(ResolveResult),
     /// An event (or its causal loop) was isolated.
     Isolated(Isolation),
     /// Dissonance was corrected (the event's description is for the flash).

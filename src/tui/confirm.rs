@@ -17,7 +17,7 @@ use super::widgets::{Form, centered, modal};
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
     DissonanceRequest, EventRecord, IsolateRequest, IsolationType, ManipulateRequest, MergeRequest,
-    NewEvent, RevertRequest,
+    NewEvent, ResolveRequest, RevertRequest,
 };
 
 /// A question before something that destroys.
@@ -56,6 +56,8 @@ pub enum Checked {
     Revert(RevertRequest),
     /// A merge of one timeline into another.
     Merge(MergeRequest),
+    /// A resolution of a pending merge's conflict.
+    Resolve(ResolveRequest),
 }
 
 impl Confirm {

@@ -8,7 +8,7 @@ use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
     AdjustAnchorRequest, DiffQuery, DissonanceRequest, GuideTravelRequest, IsolateRequest,
-    NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, ShiftRequest, TravelRequest,
+    NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, ReviewQuery, ShiftRequest, TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.
@@ -70,6 +70,8 @@ pub enum Call {
     CheckAnchors,
     /// Compare two timelines lineage by lineage (nothing is written).
     Diff(DiffQuery),
+    /// The conflicts of the merges waiting for review into a timeline (nothing is written).
+    Review(ReviewQuery),
     /// Isolate an event (or its causal loop).
     Isolate(IsolateRequest),
     /// Move an event that happens before a cause to just after it (its description is for

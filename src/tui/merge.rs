@@ -18,12 +18,14 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::confirm::Checked;
 use super::effect::{Call, Effect, Outcome};
+use super::forms::{self, FormKind};
 use super::theme::Palette;
 use super::tree::tree_order;
-use super::widgets::{Cursor, centered, ellipsize, modal};
-use crate::model::TimelineId;
+use super::widgets::{Cursor, Form, centered, ellipsize, modal};
+use crate::model::{MergeId, TimelineId};
 use crate::service::{
-    DiffLine, DiffQuery, EventRecord, MergeRequest, MergeResult, MergeStrategy, TimelineDiff,
+    ConflictResolution, ConflictReview, DiffLine, DiffQuery, EventRecord, MergeRequest,
+    MergeResult, MergeStrategy, ResolveRequest, ResolveResult, ReviewQuery, TimelineDiff,
     TimelineInfo,
 };
 
@@ -59,15 +61,18 @@ pub enum MergeStep {
     Confirm,
     /// What the merge did.
     Done,
+    /// The conflicts of the merges waiting for review into B: a choice for each.
+    Review,
 }
 
 impl MergeStep {
-    const ALL: [(MergeStep, &'static str); 5] = [
+    const ALL: [(MergeStep, &'static str); 6] = [
         (MergeStep::Sides, "Sides"),
         (MergeStep::Diff, "Diff"),
         (MergeStep::Strategy, "Strategy"),
         (MergeStep::Confirm, "Check & confirm"),
         (MergeStep::Done, "Merged"),
+        (MergeStep::Review, "Review"),
     ];
 }
 
@@ -181,6 +186,16 @@ pub struct MergeWizard {
     pub refusal: Option<String>,
     /// What the merge did.
     pub result: Option<MergeResult>,
+    /// A merge or a resolution was sent and is waiting for its answer.
+    pub sent: bool,
+    /// The conflicts waiting for review into B.
+    pub review: Option<ConflictReview>,
+    /// Selection among the review's conflicts.
+    pub conflict_cursor: Cursor,
+    /// The Custom Merge form (the manipulate form), open over the review.
+    pub form: Option<Box<Form<FormKind>>>,
+    /// What the last resolution did.
+    pub note: Option<String>,
 }
 
 impl MergeWizard {
@@ -201,6 +216,11 @@ impl MergeWizard {
             refused: None,
             refusal: None,
             result: None,
+            sent: false,
+            review: None,
+            conflict_cursor: Cursor::default(),
+            form: None,
+            note: None,
         }
     }
 
@@ -262,11 +282,141 @@ impl MergeWizard {
         Outcome::with(Effect::Call(Call::Diff(query)))
     }
 
+    /// Asks for the conflicts waiting for review into B (of `merge`, else of every merge).
+    fn ask_review(&mut self, merge: Option<MergeId>) -> Outcome {
+        let Some(destination) = &self.destination else {
+            return Outcome::keep();
+        };
+        let query = ReviewQuery {
+            merged_timeline_id: destination.id.clone(),
+            merge_id: merge,
+        };
+        self.step = MergeStep::Review;
+        self.loading = true;
+        Outcome::with(Effect::Call(Call::Review(query)))
+    }
+
+    /// The review query of the review step, to ask it again after a resolution.
+    pub fn review_query(&self) -> Option<ReviewQuery> {
+        Some(ReviewQuery {
+            merged_timeline_id: self.destination.as_ref()?.id.clone(),
+            merge_id: None,
+        })
+    }
+
+    /// The review arrived.
+    pub fn show_review(&mut self, review: ConflictReview) {
+        self.conflict_cursor.clamp(review.conflicts.len());
+        self.review = Some(review);
+        self.loading = false;
+    }
+
+    /// A resolution was recorded (the last one completed its merge).
+    pub fn resolved(&mut self, result: &ResolveResult) {
+        self.sent = false;
+        self.loading = false;
+        self.form = None;
+        self.note = Some(if result.merge_status == "merged" {
+            format!(
+                "✓ {} resolved: the merge is complete, {} event{} written.",
+                result.resolved_event_id,
+                result.written.len(),
+                if result.written.len() == 1 { "" } else { "s" }
+            )
+        } else {
+            format!(
+                "✓ {} resolved; {} conflict{} of the merge still open.",
+                result.resolved_event_id,
+                result.remaining_conflicts,
+                if result.remaining_conflicts == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            )
+        });
+    }
+
+    /// A key in the review: a / b keep A's / B's outcome, c opens the Custom Merge form.
+    fn review_key(&mut self, code: KeyCode) -> Outcome {
+        self.refusal = None;
+        let Some(review) = &self.review else {
+            return Outcome::keep();
+        };
+        let len = review.conflicts.len();
+        let Some(conflict) = review.conflicts.get(self.conflict_cursor.selected) else {
+            if matches!(code, KeyCode::Backspace | KeyCode::Left) && self.diff.is_some() {
+                self.step = MergeStep::Diff;
+            }
+            return Outcome::keep();
+        };
+        let resolution = match code {
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.conflict_cursor.step(-1, len);
+                return Outcome::keep();
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.conflict_cursor.step(1, len);
+                return Outcome::keep();
+            }
+            KeyCode::Backspace | KeyCode::Left if self.diff.is_some() => {
+                self.step = MergeStep::Diff;
+                return Outcome::keep();
+            }
+            KeyCode::Char('a') => ConflictResolution::KeepSource,
+            KeyCode::Char('b') => ConflictResolution::KeepDestination,
+            KeyCode::Char('c') => ConflictResolution::Custom,
+            _ => return Outcome::keep(),
+        };
+        if !conflict.allowed.iter().any(|a| a == resolution.option()) {
+            self.refusal = Some(format!(
+                "{} is not open to {}: only {} (a fixed point keeps its outcome).",
+                conflict.event_id,
+                resolution.option(),
+                conflict.allowed.join(", ")
+            ));
+            return Outcome::keep();
+        }
+        let Some(destination) = self.destination.as_ref().map(|d| d.id.clone()) else {
+            return Outcome::keep();
+        };
+        if resolution == ConflictResolution::Custom {
+            self.form = Some(Box::new(forms::custom_merge(destination, conflict)));
+            return Outcome::keep();
+        }
+        let req = ResolveRequest {
+            event_id: conflict.event_id.clone(),
+            resolution,
+            new_outcome: None,
+            merge_id: Some(conflict.merge_id.clone()),
+            merged_timeline_id: Some(destination),
+            safety_check: true,
+        };
+        self.sent = true;
+        self.loading = true;
+        self.note = None;
+        Outcome::with(Effect::Call(Call::Checked(Checked::Resolve(req))))
+    }
+
     /// A key: esc closes from any step, ⌫ goes back a step, enter goes on; ↑↓ choose; in the
     /// diff, tab swaps the sides; the merge goes only on `y` at the last step, and a refused
     /// one is applied anyway only on `y` again (`n` keeps it unmade).
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
         let code = key.code;
+        if let Some(form) = &mut self.form {
+            let outcome = form.key(key);
+            if outcome.close {
+                self.form = None;
+            }
+            if !outcome.effects.is_empty() {
+                self.sent = true;
+                self.note = None;
+            }
+            return Outcome {
+                close: false,
+                effects: outcome.effects,
+            };
+        }
         if code == KeyCode::Esc {
             return Outcome::close();
         }
@@ -277,10 +427,15 @@ impl MergeWizard {
             return match code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => {
                     self.loading = true;
+                    self.sent = true;
                     Outcome::with(Effect::Call(Call::Unchecked(refused.change)))
                 }
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Backspace => {
-                    self.refusal = Some(format!("Not merged. {}", refused.why));
+                    let what = match refused.change {
+                        Checked::Resolve(_) => "Not resolved.",
+                        _ => "Not merged.",
+                    };
+                    self.refusal = Some(format!("{what} {}", refused.why));
                     Outcome::keep()
                 }
                 _ => {
@@ -317,6 +472,8 @@ impl MergeWizard {
                     self.line_cursor.step(1, len);
                 } else if back {
                     self.step = MergeStep::Sides;
+                } else if code == KeyCode::Char('r') && !self.diff_only {
+                    return self.ask_review(None);
                 } else if matches!(code, KeyCode::Tab | KeyCode::BackTab) {
                     if let Some(destination) = self.destination.take() {
                         let source = std::mem::replace(&mut self.source, destination);
@@ -351,6 +508,7 @@ impl MergeWizard {
                 {
                     self.refusal = None;
                     self.loading = true;
+                    self.sent = true;
                     return Outcome::with(Effect::Call(Call::Checked(Checked::Merge(req))));
                 }
             }
@@ -358,7 +516,18 @@ impl MergeWizard {
                 if code == KeyCode::Enter {
                     return Outcome::close();
                 }
+                let pending = self
+                    .result
+                    .as_ref()
+                    .filter(|r| r.status == "pending_review");
+                if code == KeyCode::Char('r')
+                    && let Some(result) = pending
+                {
+                    let merge = result.merge_id.clone();
+                    return self.ask_review(merge);
+                }
             }
+            MergeStep::Review => return self.review_key(code),
         }
         Outcome::keep()
     }
@@ -369,9 +538,9 @@ impl MergeWizard {
         self.loading = false;
     }
 
-    /// Waiting for the merge it sent.
+    /// Waiting for the merge or the resolution it sent.
     pub fn waiting(&self) -> bool {
-        self.loading && self.step == MergeStep::Confirm
+        self.sent
     }
 
     /// The merge it sent was made (or waits for review, or had nothing to do).
@@ -379,19 +548,31 @@ impl MergeWizard {
         self.result = Some(result);
         self.step = MergeStep::Done;
         self.loading = false;
+        self.sent = false;
     }
 
-    /// The safety check refused the merge: the paradoxes show, and `y` applies it anyway.
+    /// The safety check refused the merge or the resolution: the paradoxes show, and `y`
+    /// applies it anyway.
     pub fn paradox(&mut self, change: Checked, why: String) {
         self.loading = false;
+        self.sent = false;
+        self.form = None;
         self.refusal = None;
         self.refused = Some(Refused { change, why });
     }
 
-    /// The service refused the merge (a pending merge between the two, a closed timeline):
-    /// the reason shows in the step.
+    /// The service refused the merge (a pending merge between the two, a closed timeline) or
+    /// the resolution: the reason shows under the form, or in the step.
     pub fn refuse(&mut self, why: Option<String>) {
         self.loading = false;
+        self.sent = false;
+        if let Some(form) = &mut self.form {
+            form.pending = false;
+            if let Some(why) = why {
+                form.refuse(why, None);
+            }
+            return;
+        }
         if why.is_some() {
             self.refusal = why;
         }
@@ -400,7 +581,13 @@ impl MergeWizard {
     /// A call it waited on failed: it stops waiting; a failed diff goes back to the sides.
     pub fn failed(&mut self, diff: bool) {
         self.loading = false;
-        if diff {
+        if !diff {
+            self.sent = false;
+            if let Some(form) = &mut self.form {
+                form.pending = false;
+            }
+        }
+        if diff && self.step == MergeStep::Diff {
             self.step = MergeStep::Sides;
         }
     }
@@ -444,8 +631,10 @@ impl MergeWizard {
         let mut bar = Vec::new();
         let shown: &[(MergeStep, &str)] = if self.diff_only {
             &MergeStep::ALL[..2]
-        } else {
+        } else if self.step == MergeStep::Review {
             &MergeStep::ALL
+        } else {
+            &MergeStep::ALL[..5]
         };
         for (i, (step, name)) in shown.iter().enumerate() {
             if i > 0 {
@@ -468,10 +657,23 @@ impl MergeWizard {
             MergeStep::Diff if self.diff_only => {
                 "↑↓ lineage · tab swap sides · ⌫ back · enter / esc close"
             }
-            MergeStep::Diff => "↑↓ lineage · tab swap sides · enter strategy · ⌫ back · esc close",
+            MergeStep::Diff => {
+                "↑↓ lineage · tab swap · enter strategy · r review pending · ⌫ back · esc close"
+            }
             MergeStep::Strategy => "↑↓ choose · enter next · ⌫ back · esc close",
             MergeStep::Confirm => "y merge now · ⌫ back · esc close",
+            MergeStep::Done
+                if self
+                    .result
+                    .as_ref()
+                    .is_some_and(|r| r.status == "pending_review") =>
+            {
+                "r review its conflicts · enter / esc close"
+            }
             MergeStep::Done => "enter / esc close",
+            MergeStep::Review => {
+                "a keep A · b keep B · c custom merge · ↑↓ conflict · ⌫ diff · esc close"
+            }
         };
         frame.render_widget(
             Paragraph::new(Span::styled(
@@ -493,6 +695,13 @@ impl MergeWizard {
                 frame.render_widget(Paragraph::new(lines), body);
             }
             MergeStep::Diff => self.render_diff(frame, body, p),
+            MergeStep::Review => {
+                let lines = self.review_lines(body.height as usize, body.width as usize, p);
+                frame.render_widget(Paragraph::new(lines), body);
+                if let Some(form) = &mut self.form {
+                    form.render(frame, area, p);
+                }
+            }
             _ => {
                 let lines = self.later_lines(p);
                 frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
@@ -692,6 +901,89 @@ impl MergeWizard {
             whole("B", line.destination.as_ref()),
         ];
         Paragraph::new(lines).wrap(Wrap { trim: false })
+    }
+
+    /// The review: each conflict of the merges waiting into B, A's outcome over B's, and what
+    /// has been chosen; the paradoxes of a refused resolution and "apply anyway?".
+    fn review_lines<'a>(&mut self, height: usize, width: usize, p: &Palette) -> Vec<Line<'a>> {
+        let b = self
+            .destination
+            .as_ref()
+            .map_or_else(String::new, |d| d.name.clone());
+        let mut lines = vec![Line::from(Span::styled(
+            ellipsize(&format!("Conflicts waiting for review in {b} (B)"), width),
+            p.title,
+        ))];
+        if let Some(note) = &self.note {
+            lines.push(Line::from(Span::styled(ellipsize(note, width), p.ok)));
+        }
+        if let Some(refused) = &self.refused {
+            lines.extend(
+                refused
+                    .why
+                    .lines()
+                    .map(|l| Line::from(Span::styled(l.to_owned(), p.error))),
+            );
+            lines.push(Line::from(Span::styled(
+                "Apply it anyway? (n keeps it unmade)",
+                p.warn,
+            )));
+            return lines;
+        }
+        let Some(review) = &self.review else {
+            return lines;
+        };
+        for m in &review.merges {
+            let from = if m.source_timeline_id == self.source.id {
+                self.source.name.clone()
+            } else {
+                m.source_timeline_id.to_string()
+            };
+            lines.push(Line::from(Span::styled(
+                ellipsize(
+                    &format!(
+                        "merge {} from {from}: {} open, {} resolved",
+                        m.merge_id, m.open_conflicts, m.resolved_conflicts
+                    ),
+                    width,
+                ),
+                p.dim,
+            )));
+        }
+        if review.conflicts.is_empty() {
+            lines.push(Line::from(Span::styled(
+                format!("No conflict waits for review in {b}."),
+                p.ok,
+            )));
+            return lines;
+        }
+        let rows = height.saturating_sub(lines.len()) / 3;
+        let len = review.conflicts.len();
+        for i in self.conflict_cursor.window(len, rows.max(1)) {
+            let c = &review.conflicts[i];
+            let selected = i == self.conflict_cursor.selected;
+            let chosen = c
+                .resolution
+                .map_or_else(|| "open".to_owned(), |r| format!("chosen: {}", r.option()));
+            lines.push(Line::from(Span::styled(
+                ellipsize(
+                    &format!(
+                        "{} ✗ {} · {chosen}",
+                        if selected { "▶" } else { " " },
+                        c.event_id
+                    ),
+                    width,
+                ),
+                if selected { p.selected } else { p.text },
+            )));
+            for (side, outcome) in [("A", &c.source_outcome), ("B", &c.destination_outcome)] {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("   {side} "), p.dim),
+                    Span::styled(ellipsize(outcome, width.saturating_sub(5)), p.text),
+                ]));
+            }
+        }
+        lines
     }
 
     /// The strategy, confirm and done steps.
@@ -1026,6 +1318,48 @@ mod tests {
             &outcome.effects[..],
             [Effect::Call(Call::Unchecked(Checked::Merge(_)))]
         ));
+    }
+
+    #[test]
+    fn a_fixed_point_keeps_its_outcome_and_b_resolves_checked() {
+        let all = tree();
+        let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
+        w.key(key("enter"));
+        w.show_diff(diff(&all[2].id, &all[1].id));
+        assert!(matches!(
+            &w.key(key("r")).effects[..],
+            [Effect::Call(Call::Review(q))] if q.merged_timeline_id == all[1].id
+        ));
+        w.show_review(ConflictReview {
+            conflicts: vec![crate::service::ReviewConflict {
+                event_id: "event-5678abcd".parse().expect("an event id"),
+                source_outcome: "Tesla stays in Paris".into(),
+                destination_outcome: "Tesla sails to New York".into(),
+                merge_id: "mrg_review".parse().expect("a merge id"),
+                source_timeline_id: all[2].id.clone(),
+                base: Some(event("Tesla sails")),
+                source: event("Tesla stays in Paris"),
+                destination: event("Tesla sails to New York"),
+                resolution: None,
+                allowed: vec!["Keep Event B".into()],
+            }],
+            resolution_options: Vec::new(),
+            merges: Vec::new(),
+        });
+        for refused in ["a", "c"] {
+            assert!(w.key(key(refused)).effects.is_empty() && w.form.is_none());
+            assert!(
+                w.refusal
+                    .as_deref()
+                    .is_some_and(|r| r.contains("only Keep Event B"))
+            );
+        }
+        let outcome = w.key(key("b"));
+        let [Effect::Call(Call::Checked(Checked::Resolve(req)))] = &outcome.effects[..] else {
+            panic!("b resolves, checked: {:?}", outcome.effects);
+        };
+        assert_eq!(req.resolution, ConflictResolution::KeepDestination);
+        assert!(req.safety_check && w.waiting());
     }
 
     #[test]

@@ -350,6 +350,9 @@ impl App {
             Call::Diff(query) => self.spawn(Slot::Diff, async move {
                 svc.diff_timelines(query).await.map(Reply::Diff)
             }),
+            Call::Review(query) => self.spawn(Slot::Diff, async move {
+                svc.review_conflicts(query).await.map(Reply::Review)
+            }),
             Call::Isolate(req) => self.spawn(Slot::Mutation, async move {
                 svc.isolate_event(req).await.map(Reply::Isolated)
             }),
@@ -397,6 +400,10 @@ async fn send(
         Checked::Merge(req) => {
             req.safety_check = safety_check;
             svc.merge_timelines(req.clone()).await.map(Reply::Merged)
+        }
+        Checked::Resolve(req) => {
+            req.safety_check = safety_check;
+            svc.resolve_conflict(req.clone()).await.map(Reply::Resolved)
         }
     }
 }

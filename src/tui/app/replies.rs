@@ -54,7 +54,7 @@ impl App {
             // The safety check found paradoxes: say which and ask before applying anyway.
             // The merge wizard asks itself, with the paradoxes in its last step.
             Err(e @ ServiceError::ParadoxDetected { .. })
-                if matches!(checked, Some(Checked::Merge(_)))
+                if matches!(checked, Some(Checked::Merge(_) | Checked::Resolve(_)))
                     && matches!(self.modal, Some(Modal::Merge(_))) =>
             {
                 if let (Some(Modal::Merge(w)), Some(change)) = (&mut self.modal, checked) {
@@ -379,6 +379,44 @@ impl App {
                 };
                 self.flash_info(text);
                 self.after_event_change();
+            }
+            Reply::Review(review) => {
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.show_review(review);
+                }
+            }
+            Reply::Resolved(result) => {
+                let done = result.merge_status == "merged";
+                self.flash_info(if done {
+                    format!(
+                        "Resolved {}: the merge is complete.",
+                        result.resolved_event_id
+                    )
+                } else {
+                    format!(
+                        "Resolved {}; {} conflict{} still open.",
+                        result.resolved_event_id,
+                        result.remaining_conflicts,
+                        if result.remaining_conflicts == 1 {
+                            ""
+                        } else {
+                            "s"
+                        }
+                    )
+                });
+                let mut again = None;
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.resolved(&result);
+                    again = w.review_query();
+                }
+                if let Some(query) = again {
+                    self.call(crate::tui::effect::Call::Review(query));
+                }
+                if done {
+                    self.after_event_change();
+                } else {
+                    self.request_timelines();
+                }
             }
             Reply::Diff(diff) => {
                 if let Some(Modal::Merge(w)) = &mut self.modal {
