@@ -554,3 +554,55 @@ async fn paradox_tools() {
     drive(&mut h, &[Keys("n C")]).await;
     at_both_widths("correct_dissonance_question", &mut h);
 }
+
+/// A merge the safety check refuses: the wizard names the paradox and asks "apply anyway?".
+#[tokio::test]
+async fn merge_refused_for_a_paradox() {
+    use chronoscope::service::{ManipulateRequest, NewOutcome, OutcomeChange};
+    let w = world().await;
+    let s = &w.service;
+    let moon = support::timelines(s.as_ref())
+        .await
+        .into_iter()
+        .find(|t| t.name == "Moon 1969")
+        .unwrap()
+        .id;
+    let eiffel = all_events(s.as_ref())
+        .await
+        .into_iter()
+        .find(|e| e.description == "Eiffel Tower opens")
+        .unwrap()
+        .event_id;
+    s.add_event(
+        &moon,
+        new_event(
+            "Tower souvenirs sold",
+            "1890-01-01T12:00:00Z",
+            "Paris",
+            &[&eiffel],
+        ),
+    )
+    .await
+    .unwrap();
+    s.manipulate_event(ManipulateRequest {
+        timeline_id: Some(TimelineId::primary()),
+        event_id: eiffel,
+        new_outcome: NewOutcome {
+            description: None,
+            changes: vec![OutcomeChange {
+                action: None,
+                time: Some(t("1900-04-14T12:00:00Z")),
+            }],
+        },
+        safety_check: false,
+    })
+    .await
+    .unwrap();
+    let mut h = harness(&w).await;
+    drive(
+        &mut h,
+        &[Keys("j j j M enter"), Settle, Keys("enter enter y"), Settle],
+    )
+    .await;
+    at_both_widths("merge_apply_anyway", &mut h);
+}
