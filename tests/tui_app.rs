@@ -1031,7 +1031,7 @@ async fn help_scrolls_to_its_last_line_and_no_further() {
     let screen = h.render(100, 30);
     assert!(screen.contains("ctrl-c quits from anywhere"), "{screen}");
     assert!(
-        screen.contains("automation log"),
+        screen.contains("Anomaly monitor"),
         "the last page is full: {screen}"
     );
 }
@@ -1119,6 +1119,12 @@ on_both_faces!(
     the_anchors_list_checks_adjusts_and_deletes_after_asking,
     the_wizard_travels_to_a_time_and_place,
     the_picture_shows_you_paused_and_space_resumes_there,
+    the_merge_wizard_shows_the_diff_and_merges_only_after_apply_anyway,
+    the_diff_view_shows_changed_lineages_side_by_side_or_stacked,
+    a_merge_left_for_review_is_marked_in_the_tree,
+    correct_dissonance_moves_the_selected_event_after_its_cause,
+    isolating_an_event_contains_its_paradox,
+    the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge,
 );
 
 #[tokio::test]
@@ -2253,4 +2259,364 @@ async fn the_picture_shows_you_paused_and_space_resumes_there(w: World) {
     let screen = h.render(140, 30);
     assert!(!screen.contains("paused"), "{screen}");
     assert!(screen.contains("┃ you "), "{screen}");
+}
+
+// ---------------------------------------------------------------- diff and merge
+
+/// A branch "Tesla stays" of primary: in it the Eiffel Tower opens a day later (incoming) and
+/// souvenirs of the Great Exhibition are sold in 1890 (added); in primary the exhibition moved
+/// to 1900 (kept), after the branch's souvenirs: bringing them over would put an effect before
+/// its cause.
+async fn branch_with_a_paradox_to_bring(service: &Arc<dyn TimelineService>) -> TimelineId {
+    let eiffel = event_called(service, "Eiffel Tower opens").await;
+    let exhibition = event_called(service, "Great Exhibition opens").await;
+    let branch = service
+        .create_timeline(named("Tesla stays"))
+        .await
+        .unwrap()
+        .id;
+    service
+        .manipulate_event(manipulation(
+            Some(&branch),
+            &eiffel,
+            retimed("1889-04-01T12:00:00Z"),
+        ))
+        .await
+        .unwrap();
+    service
+        .add_event(
+            &branch,
+            new_event(
+                "Exhibition souvenirs sold",
+                "1890-01-01T12:00:00Z",
+                "London",
+                &[&exhibition],
+            ),
+        )
+        .await
+        .unwrap();
+    service
+        .manipulate_event(manipulation(
+            None,
+            &exhibition,
+            retimed("1900-05-01T11:00:00Z"),
+        ))
+        .await
+        .unwrap();
+    branch
+}
+
+async fn primary_has(service: &Arc<dyn TimelineService>, description: &str) -> bool {
+    all_events(service.as_ref())
+        .await
+        .iter()
+        .any(|e| e.description == description)
+}
+
+async fn the_merge_wizard_shows_the_diff_and_merges_only_after_apply_anyway(w: World) {
+    branch_with_a_paradox_to_bring(&w.service).await;
+    let mut h = harness(&w).await;
+    // The tree: Primary, └─ Tesla stays. The merge goes into its parent by default.
+    h.press("j M");
+    let screen = h.render(140, 30);
+    assert!(screen.contains("▶ parent      Primary"), "{screen}");
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("1 incoming · 1 added · 1 kept · 0 convergent · 0 conflicts"),
+        "{screen}"
+    );
+    let added = screen
+        .lines()
+        .find(|l| l.contains("+ added"))
+        .unwrap_or_else(|| panic!("an added row:\n{screen}"));
+    assert!(
+        added.contains("Exhibition souvenirs sold") && added.contains("— (not there)"),
+        "A beside B: {added}"
+    );
+    assert!(
+        !screen.contains("Storming of the Bastille"),
+        "unchanged lineages are left out:\n{screen}"
+    );
+    // Strategy, confirm: enter is no yes; y merges, checked, and the check refuses.
+    h.press("enter enter enter");
+    assert!(h.app.flash.as_ref().is_none_or(|f| !f.error));
+    h.press("y");
+    h.settle().await;
+    let Some(Modal::Merge(wizard)) = &h.app.modal else {
+        panic!("the wizard stays: {:?}", h.app.modal);
+    };
+    let why = &wizard.refused.as_ref().expect("asks: apply anyway?").why;
+    assert!(why.contains("Exhibition souvenirs sold"), "{why}");
+    assert!(h.render(140, 30).contains("Apply it anyway?"));
+    assert!(!primary_has(&w.service, "Exhibition souvenirs sold").await);
+    // n keeps it unmade, with the reason.
+    h.press("n");
+    assert!(h.render(140, 30).contains("Not merged."));
+    assert!(!primary_has(&w.service, "Exhibition souvenirs sold").await);
+    // y, then y again: applied without the check.
+    h.press("y");
+    h.settle().await;
+    h.press("y");
+    h.settle().await;
+    assert!(primary_has(&w.service, "Exhibition souvenirs sold").await);
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Merged Tesla stays into Primary."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("applied anyway: 1 paradox added"),
+        "{screen}"
+    );
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash
+            .text
+            .starts_with("Merged into Primary: 2 events written"),
+        "{}",
+        flash.text
+    );
+    h.press("enter");
+    assert!(h.app.modal.is_none());
+    // The tree was asked again: primary's paradox shows in it.
+    let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
+    assert!(primary.paradoxes > 0);
+}
+
+async fn the_diff_view_shows_changed_lineages_side_by_side_or_stacked(w: World) {
+    branch_with_a_paradox_to_bring(&w.service).await;
+    let mut h = harness(&w).await;
+    h.press("j D enter");
+    h.settle().await;
+    let wide = h.render(140, 30);
+    let incoming = wide
+        .lines()
+        .find(|l| l.contains("→ incoming"))
+        .unwrap_or_else(|| panic!("an incoming row:\n{wide}"));
+    assert!(
+        incoming.contains("1889-04-01 12:00 Eiffel")
+            && incoming.contains("1889-03-31 12:00 Eiffel"),
+        "A's and B's outcomes side by side: {incoming}"
+    );
+    assert!(
+        wide.contains("base  1889-03-31 12:00 Eiffel Tower opens"),
+        "{wide}"
+    );
+    let narrow = h.render(80, 30);
+    let lines: Vec<&str> = narrow.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("→ incoming"))
+        .unwrap_or_else(|| panic!("{narrow}"));
+    assert!(
+        lines[at + 1].contains("A 1889-04-01 12:00 Eiffel Tower opens"),
+        "{narrow}"
+    );
+    assert!(
+        lines[at + 2].contains("B 1889-03-31 12:00 Eiffel Tower opens"),
+        "{narrow}"
+    );
+    // Tab swaps the sides: what A added, B lacks.
+    h.press("tab");
+    h.settle().await;
+    let swapped = h.render(140, 30);
+    assert!(
+        swapped.contains("Diff Primary against Tesla stays"),
+        "{swapped}"
+    );
+    assert!(swapped.contains("1 incoming"), "{swapped}");
+    h.press("enter");
+    assert!(h.app.modal.is_none(), "the diff alone closes on enter");
+}
+
+async fn a_merge_left_for_review_is_marked_in_the_tree(w: World) {
+    let bastille = event_called(&w.service, "Storming of the Bastille").await;
+    let branch = w
+        .service
+        .create_timeline(named("Tesla stays"))
+        .await
+        .unwrap()
+        .id;
+    for (timeline, time) in [
+        (Some(&branch), "1789-07-15T15:00:00Z"),
+        (None, "1789-07-16T15:00:00Z"),
+    ] {
+        w.service
+            .manipulate_event(manipulation(timeline, &bastille, retimed(time)))
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    h.press("j M enter");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("✗ conflict"));
+    // manual_review is the default strategy.
+    h.press("enter enter y");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Waiting for review: 1 conflict to resolve"),
+        "{screen}"
+    );
+    h.press("esc");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("Primary ⇄1"), "{screen}");
+    assert!(screen.contains("Tesla stays ⇄1"), "{screen}");
+    assert!(
+        screen.contains("⇄ 1 merge waiting for review"),
+        "the selected one says it: {screen}"
+    );
+    // Merging again is refused while it waits: the reason shows in the wizard.
+    h.press("M enter");
+    h.settle().await;
+    h.press("enter enter y");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("waiting for review"), "{screen}");
+    assert!(matches!(h.app.modal, Some(Modal::Merge(_))));
+}
+
+#[tokio::test]
+async fn diff_and_merge_say_why_when_a_timeline_has_no_relative() {
+    let mut h = embedded().await;
+    h.press("D");
+    assert!(h.app.modal.is_none());
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.error && flash.text.contains("no parent and no branch"),
+        "{}",
+        flash.text
+    );
+    h.press("tab M");
+    assert!(h.app.modal.is_none(), "M is the timelines pane's");
+}
+
+// ---------------------------------------------------------------- isolate, correct dissonance
+
+async fn correct_dissonance_moves_the_selected_event_after_its_cause(w: World) {
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let mut h = harness(&w).await;
+    select_event(&mut h, "paris", "Eiffel souvenirs sold").await;
+    h.press("C");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Correct dissonance"), "{screen}");
+    h.press("n");
+    assert!(h.app.modal.is_none(), "n asks nothing of the service");
+    h.press("C y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert_eq!(
+        flash.text,
+        "Aligned: 'Eiffel souvenirs sold' moved from 1790-01-01 12:00:00 to 1889-03-31 12:00:01."
+    );
+    let souvenirs = all_events(w.service.as_ref())
+        .await
+        .into_iter()
+        .find(|e| e.description == "Eiffel souvenirs sold")
+        .expect("the souvenirs");
+    assert_eq!(souvenirs.time, t("1889-03-31T12:00:01Z"));
+    // The search was asked again: the row shows the new time.
+    assert!(h.render(100, 30).contains("1889-03-31 12:00:01"));
+    // Once aligned, nothing more to do.
+    h.press("C y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.starts_with("Nothing to align"), "{}", flash.text);
+}
+
+async fn isolating_an_event_contains_its_paradox(w: World) {
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let mut h = harness(&w).await;
+    select_event(&mut h, "paris", "Eiffel souvenirs sold").await;
+    h.press("I");
+    assert!(h.render(100, 30).contains("Isolate event"));
+    h.press("y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.text.starts_with("Isolated 1 event (")
+            && flash.text.ends_with("1 paradox contained."),
+        "{}",
+        flash.text
+    );
+    let report = w
+        .service
+        .check_stability(chronoscope::service::StabilityQuery {
+            timeline_id: TimelineId::primary(),
+            after_event_id: None,
+        })
+        .await
+        .unwrap();
+    assert!(report.paradoxes.is_empty(), "{:?}", report.paradoxes);
+}
+
+async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge(w: World) {
+    let bastille = event_called(&w.service, "Storming of the Bastille").await;
+    let branch = w
+        .service
+        .create_timeline(named("Tesla stays"))
+        .await
+        .unwrap()
+        .id;
+    for (timeline, time) in [
+        (Some(&branch), "1789-07-15T15:00:00Z"),
+        (None, "1789-07-16T15:00:00Z"),
+    ] {
+        w.service
+            .manipulate_event(manipulation(timeline, &bastille, retimed(time)))
+            .await
+            .unwrap();
+    }
+    let mut h = harness(&w).await;
+    // Left for review (manual_review), then r reviews its conflicts.
+    h.press("j M enter");
+    h.settle().await;
+    h.press("enter enter y");
+    h.settle().await;
+    h.press("r");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Conflicts waiting for review in Primary"),
+        "{screen}"
+    );
+    assert!(screen.contains("· open"), "{screen}");
+    assert!(
+        screen.contains("A Storming of the Bastille at 1789-07-15"),
+        "{screen}"
+    );
+    // c opens the manipulate form on A's outcome; esc closes it back onto the review.
+    h.press("c");
+    let Some(Modal::Merge(wizard)) = &h.app.modal else {
+        panic!("the wizard: {:?}", h.app.modal);
+    };
+    let form = wizard.form.as_ref().expect("the Custom Merge form");
+    assert_eq!(form.value(0), "Storming of the Bastille");
+    h.press("esc");
+    assert!(matches!(&h.app.modal, Some(Modal::Merge(w)) if w.form.is_none()));
+    // A new outcome: the merge completes with it.
+    h.press("c ctrl-u");
+    h.type_text("Bastille stormed at noon");
+    h.press("tab ctrl-u");
+    h.type_text("1789-07-14 12:00");
+    h.press("enter");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.text.ends_with("the merge is complete."),
+        "{}",
+        flash.text
+    );
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("No conflict waits for review in Primary."),
+        "{screen}"
+    );
+    assert!(primary_has(&w.service, "Bastille stormed at noon").await);
+    h.press("esc");
+    let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
+    assert_eq!(primary.pending_merges, 0, "the mark goes with the merge");
 }

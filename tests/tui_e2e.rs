@@ -669,3 +669,94 @@ fn another_clients_change_reaches_the_remote_dashboard_through_the_stream() {
     let status = s.exit_status();
     assert!(status.success(), "exit status {status:?}");
 }
+
+/// The merge wizard against a real server: a branch is diffed with its parent and merged into
+/// it with `source_overwrite`, and the server's primary timeline then has the branch's outcome.
+#[test]
+fn the_merge_wizard_merges_a_branch_on_a_remote_server() {
+    use chronoscope::model::{TimelineId, parse_instant};
+    use chronoscope::service::*;
+
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
+    let (engine, port) = runtime.block_on(async {
+        let engine = support::memory_engine().await;
+        let port = support::serve_port(Arc::clone(&engine), None).await;
+        (engine, port)
+    });
+    let at = |s| parse_instant("t", s).expect("a time");
+    let ada = engine.session("ada".parse().expect("a name"));
+    let primary = TimelineId::primary();
+    let moved =
+        |timeline: &TimelineId, event: &chronoscope::model::EventId, time| ManipulateRequest {
+            timeline_id: Some(timeline.clone()),
+            event_id: event.clone(),
+            new_outcome: NewOutcome {
+                description: None,
+                changes: vec![OutcomeChange {
+                    action: None,
+                    time: Some(at(time)),
+                }],
+            },
+            safety_check: false,
+        };
+    runtime.block_on(async {
+        let treaty = ada
+            .add_event(
+                &primary,
+                NewEvent {
+                    description: "Treaty signed".into(),
+                    time: at("1860-06-01T12:00:00Z"),
+                    location: "Turin".into(),
+                    causes: vec![],
+                    fixed_point: false,
+                    safety_check: false,
+                },
+            )
+            .await
+            .expect("an event");
+        let branch = ada
+            .create_timeline(NewTimeline {
+                name: Some("Treaty late".into()),
+                ..NewTimeline::default()
+            })
+            .await
+            .expect("a branch");
+        ada.manipulate_event(moved(&branch.id, &treaty.event_id, "1861-06-01T12:00:00Z"))
+            .await
+            .expect("moved in the branch");
+        ada.manipulate_event(moved(&primary, &treaty.event_id, "1859-06-01T12:00:00Z"))
+            .await
+            .expect("moved in primary");
+    });
+
+    let token = support::token("ada");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let remote = format!("http://127.0.0.1:{port}/v1");
+    let mut s = Session::spawn(dir.path(), &["--remote", &remote, "--token", &token], &[]);
+    s.wait_for("Treaty late");
+    // Primary is selected (you are there); the branch is under it.
+    s.keys(&["j", "M"]);
+    s.wait_for("Merge Treaty late into");
+    s.send(ENTER);
+    s.wait_for("0 incoming · 0 added · 0 kept · 0 convergent · 1 conflict");
+    s.wait_for("1861-06-01 12:00 Treaty signed");
+    // Strategy: source_overwrite is the first; then the last look, and y.
+    s.keys(&[ENTER, "k", "k", ENTER]);
+    s.wait_for("strategy  source_overwrite");
+    s.send("y");
+    s.wait_for("Merged Treaty late into Primary.");
+    let events = runtime
+        .block_on(ada.search_events(SearchQuery::default()))
+        .expect("the server's engine answers");
+    assert!(
+        events
+            .items
+            .iter()
+            .any(|e| e.description == "Treaty signed" && e.time == at("1861-06-01T12:00:00Z")),
+        "primary has the branch's outcome: {:?}",
+        events.items
+    );
+    s.keys(&[ESC, "q"]);
+    let status = s.exit_status();
+    assert!(status.success(), "exit status {status:?}");
+}

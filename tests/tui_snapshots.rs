@@ -27,8 +27,8 @@ use support::{
 
 /// Replaces the characters after an id prefix with `#`, keeping the layout.
 fn redact(screen: &str) -> String {
-    const PREFIXES: [&str; 8] = [
-        "tml_", "evt_", "itm_", "anc_", "jrn_", "anm_", "scr_", "sch_",
+    const PREFIXES: [&str; 9] = [
+        "tml_", "evt_", "itm_", "anc_", "jrn_", "anm_", "scr_", "sch_", "mrg_",
     ];
     let chars: Vec<char> = screen.chars().collect();
     let mut out = String::with_capacity(screen.len());
@@ -444,4 +444,165 @@ async fn wizard_time_and_place() {
     at_both_widths("wizard_time_and_place", &mut h);
     drive(&mut h, &[Keys("enter enter"), Settle, Keys("enter")]).await;
     at_both_widths("wizard_time_and_place_confirm", &mut h);
+}
+
+/// Tesla 1889 and its branch Tesla stays, each with its own history since the branch point:
+/// in Tesla stays, Tesla stays in Paris (a conflict: Tesla 1889 moved the same event
+/// elsewhere), the tower opens a day later (incoming) and a lab is founded (added); in Tesla
+/// 1889, the exhibition moved a year (kept).
+async fn branched_world() -> World {
+    use chronoscope::service::{ManipulateRequest, NewOutcome, OutcomeChange};
+    let w = world().await;
+    let s = &w.service;
+    let all = support::timelines(s.as_ref()).await;
+    let id = |name: &str| all.iter().find(|t| t.name == name).unwrap().id.clone();
+    let (tesla, stays) = (id("Tesla 1889"), id("Tesla stays"));
+    let event = |name: &str| {
+        let name = name.to_owned();
+        let s = s.clone();
+        async move {
+            all_events(s.as_ref())
+                .await
+                .into_iter()
+                .find(|e| e.description == name)
+                .unwrap()
+                .event_id
+        }
+    };
+    let (bastille, eiffel, exhibition) = (
+        event("Storming of the Bastille").await,
+        event("Eiffel Tower opens").await,
+        event("Great Exhibition opens").await,
+    );
+    let change = |timeline: &TimelineId, event: &EventId, description: Option<&str>, time: &str| {
+        ManipulateRequest {
+            timeline_id: Some(timeline.clone()),
+            event_id: event.clone(),
+            new_outcome: NewOutcome {
+                description: description.map(Into::into),
+                changes: vec![OutcomeChange {
+                    action: None,
+                    time: Some(t(time)),
+                }],
+            },
+            safety_check: false,
+        }
+    };
+    for req in [
+        change(
+            &stays,
+            &bastille,
+            Some("Bastille stormed a day late"),
+            "1789-07-15T15:00:00Z",
+        ),
+        change(
+            &tesla,
+            &bastille,
+            Some("Bastille never stormed"),
+            "1789-07-16T15:00:00Z",
+        ),
+        change(&stays, &eiffel, None, "1889-04-01T12:00:00Z"),
+        change(&tesla, &exhibition, None, "1852-05-01T11:00:00Z"),
+    ] {
+        s.manipulate_event(req).await.unwrap();
+    }
+    s.add_event(
+        &stays,
+        new_event(
+            "Tesla opens a Paris lab",
+            "1889-06-01T09:00:00Z",
+            "Paris",
+            &[],
+        ),
+    )
+    .await
+    .unwrap();
+    w
+}
+
+/// The diff view from the tree (`D`) and the merge wizard (`M`), step by step, at 80 and
+/// 140 columns; a merge left for review marked in the tree.
+#[tokio::test]
+async fn merge_wizard() {
+    let mut h = harness(&branched_world().await).await;
+    // The tree: Primary, Tesla 1889, Tesla stays, Moon 1969; Tesla stays is the third row.
+    drive(&mut h, &[Keys("j j"), Settle, Keys("D")]).await;
+    at_both_widths("diff_sides", &mut h);
+    drive(&mut h, &[Keys("enter"), Settle]).await;
+    at_both_widths("diff_view", &mut h);
+    drive(&mut h, &[Keys("esc M enter"), Settle, Keys("enter")]).await;
+    at_both_widths("merge_strategy", &mut h);
+    drive(&mut h, &[Keys("enter")]).await;
+    at_both_widths("merge_confirm", &mut h);
+    drive(&mut h, &[Keys("y"), Settle]).await;
+    at_both_widths("merge_waiting_for_review", &mut h);
+    drive(&mut h, &[Keys("r"), Settle]).await;
+    at_both_widths("merge_review", &mut h);
+    drive(&mut h, &[Keys("c")]).await;
+    at_both_widths("merge_custom_merge_form", &mut h);
+    drive(&mut h, &[Keys("esc esc"), Settle]).await;
+    at_both_widths("merge_pending_in_the_tree", &mut h);
+}
+
+/// Isolate (`I`) and correct dissonance (`C`) on the selected event: each asks first.
+#[tokio::test]
+async fn paradox_tools() {
+    let mut h = harness(&world().await).await;
+    search(&mut h, "paris").await;
+    drive(&mut h, &[Keys("j I")]).await;
+    at_both_widths("isolate_question", &mut h);
+    drive(&mut h, &[Keys("n C")]).await;
+    at_both_widths("correct_dissonance_question", &mut h);
+}
+
+/// A merge the safety check refuses: the wizard names the paradox and asks "apply anyway?".
+#[tokio::test]
+async fn merge_refused_for_a_paradox() {
+    use chronoscope::service::{ManipulateRequest, NewOutcome, OutcomeChange};
+    let w = world().await;
+    let s = &w.service;
+    let moon = support::timelines(s.as_ref())
+        .await
+        .into_iter()
+        .find(|t| t.name == "Moon 1969")
+        .unwrap()
+        .id;
+    let eiffel = all_events(s.as_ref())
+        .await
+        .into_iter()
+        .find(|e| e.description == "Eiffel Tower opens")
+        .unwrap()
+        .event_id;
+    s.add_event(
+        &moon,
+        new_event(
+            "Tower souvenirs sold",
+            "1890-01-01T12:00:00Z",
+            "Paris",
+            &[&eiffel],
+        ),
+    )
+    .await
+    .unwrap();
+    s.manipulate_event(ManipulateRequest {
+        timeline_id: Some(TimelineId::primary()),
+        event_id: eiffel,
+        new_outcome: NewOutcome {
+            description: None,
+            changes: vec![OutcomeChange {
+                action: None,
+                time: Some(t("1900-04-14T12:00:00Z")),
+            }],
+        },
+        safety_check: false,
+    })
+    .await
+    .unwrap();
+    let mut h = harness(&w).await;
+    drive(
+        &mut h,
+        &[Keys("j j j M enter"), Settle, Keys("enter enter y"), Settle],
+    )
+    .await;
+    at_both_widths("merge_apply_anyway", &mut h);
 }

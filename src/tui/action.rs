@@ -8,8 +8,9 @@ use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
 use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
-    Anchor, ClockState, EventRecord, Item, Journey, LogEntry, ManipulationResult, MonitorReport,
-    RevertResult, TimelineInfo, TravellerStatus,
+    Anchor, ClockState, ConflictReview, DissonanceResult, EventRecord, Isolation, Item, Journey,
+    LogEntry, ManipulationResult, MergeResult, MonitorReport, ResolveResult, RevertResult,
+    TimelineDiff, TimelineInfo, TravellerStatus,
 };
 
 macro_rules! actions {
@@ -82,6 +83,10 @@ actions! {
     FastForward = "fast_forward",
     Rewind = "rewind",
     Anchors = "anchors",
+    Diff = "diff",
+    Merge = "merge",
+    Isolate = "isolate",
+    CorrectDissonance = "correct_dissonance",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -112,6 +117,8 @@ pub enum Slot {
     Picture,
     /// The anchors list and each anchor's stability.
     Anchors,
+    /// The diff of two timelines (the diff view, the merge wizard).
+    Diff,
 }
 
 impl Slot {
@@ -194,6 +201,18 @@ pub enum Reply {
     AnchorAdjusted(AnchorRecord),
     /// An anchor was deleted (its name is for the flash that reports it).
     AnchorDeleted(AnchorId, String),
+    /// Two timelines compared, lineage by lineage.
+    Diff(TimelineDiff),
+    /// A merge was made (or waits for review, or had nothing to do).
+    Merged(MergeResult),
+    /// The conflicts of the merges waiting for review into a timeline.
+    Review(ConflictReview),
+    /// A conflict of a pending merge was resolved (the last one completes the merge).
+    Resolved(ResolveResult),
+    /// An event (or its causal loop) was isolated.
+    Isolated(Isolation),
+    /// Dissonance was corrected (the event's description is for the flash).
+    Aligned(DissonanceResult, String),
 }
 
 /// A message on the dashboard's queue.

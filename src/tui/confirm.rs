@@ -15,7 +15,10 @@ use super::forms::FormKind;
 use super::theme::Palette;
 use super::widgets::{Form, centered, modal};
 use crate::model::{AnchorId, TimelineId};
-use crate::service::{EventRecord, ManipulateRequest, NewEvent, RevertRequest};
+use crate::service::{
+    DissonanceRequest, EventRecord, IsolateRequest, IsolationType, ManipulateRequest, MergeRequest,
+    NewEvent, ResolveRequest, RevertRequest,
+};
 
 /// A question before something that destroys.
 #[derive(Debug)]
@@ -26,6 +29,10 @@ pub enum Confirm {
     Revert(TimelineId, EventRecord),
     /// Delete one of your anchors (named as the list names it).
     DeleteAnchor(AnchorId, String),
+    /// Isolate an event and the causal loop it lies on.
+    Isolate(TimelineId, EventRecord),
+    /// Move an event that happens before one of its causes to just after it.
+    Align(TimelineId, EventRecord),
     /// The safety check refused a change: make it anyway?
     ApplyAnyway {
         /// The change, sent again without the check on yes.
@@ -47,6 +54,10 @@ pub enum Checked {
     Manipulate(ManipulateRequest),
     /// A revert.
     Revert(RevertRequest),
+    /// A merge of one timeline into another.
+    Merge(MergeRequest),
+    /// A resolution of a pending merge's conflict.
+    Resolve(ResolveRequest),
 }
 
 impl Confirm {
@@ -70,6 +81,22 @@ impl Confirm {
                 "Delete anchor",
                 format!(
                     "Delete anchor {name} ({id})? It stops being a way back; journeys that used it still name it. (n keeps it)"
+                ),
+            ),
+            Confirm::Isolate(_, e) => (
+                "Isolate event",
+                format!(
+                    "Isolate {} ({}) and the causal loop it lies on, if any? The paradox checks stop \
+                     at the isolation; no event is rewritten.",
+                    e.description, e.event_id
+                ),
+            ),
+            Confirm::Align(_, e) => (
+                "Correct dissonance",
+                format!(
+                    "Move {} ({}) to one second after its latest cause, if it happens before one? \
+                     A move that would leave a paradox is refused.",
+                    e.description, e.event_id
                 ),
             ),
             Confirm::ApplyAnyway { why, .. } => (
@@ -142,6 +169,21 @@ impl Confirm {
             Confirm::DeleteAnchor(id, name) => {
                 Answer::Closed(vec![Effect::Call(Call::DeleteAnchor(id, name))])
             }
+            Confirm::Isolate(timeline, event) => {
+                Answer::Closed(vec![Effect::Call(Call::Isolate(IsolateRequest {
+                    event_id: event.event_id,
+                    isolation_type: IsolationType::ClosedLoop,
+                    description: None,
+                    timeline_id: Some(timeline),
+                }))])
+            }
+            Confirm::Align(timeline, event) => Answer::Closed(vec![Effect::Call(Call::Align(
+                DissonanceRequest {
+                    timeline_id: timeline,
+                    conflicting_events: vec![event.event_id],
+                },
+                event.description,
+            ))]),
             Confirm::Revert(timeline, event) => Answer::Closed(vec![Effect::Call(Call::Checked(
                 Checked::Revert(RevertRequest {
                     event_id: event.event_id,

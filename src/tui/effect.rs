@@ -7,8 +7,8 @@ use super::confirm::Checked;
 use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
-    AdjustAnchorRequest, GuideTravelRequest, NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest,
-    ShiftRequest, TravelRequest,
+    AdjustAnchorRequest, DiffQuery, DissonanceRequest, GuideTravelRequest, IsolateRequest,
+    NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, ReviewQuery, ShiftRequest, TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.
@@ -68,6 +68,15 @@ pub enum Call {
     DeleteAnchor(AnchorId, String),
     /// List the anchors again and check each one's stability.
     CheckAnchors,
+    /// Compare two timelines lineage by lineage (nothing is written).
+    Diff(DiffQuery),
+    /// The conflicts of the merges waiting for review into a timeline (nothing is written).
+    Review(ReviewQuery),
+    /// Isolate an event (or its causal loop).
+    Isolate(IsolateRequest),
+    /// Move an event that happens before a cause to just after it (its description is for
+    /// the flash).
+    Align(DissonanceRequest, String),
 }
 
 /// What a component answers a key with: whether it closes, and what the loop should do.

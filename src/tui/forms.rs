@@ -15,8 +15,9 @@ use crate::model::{
     parse_typed_instant,
 };
 use crate::service::{
-    AdjustAnchorRequest, EventRecord, ManipulateRequest, NewAnchor, NewEvent, NewItem, NewOutcome,
-    NewTimeline, OutcomeChange, ParadoxCheckRequest, ProposedChange, TimelineInfo,
+    AdjustAnchorRequest, ConflictResolution, EventRecord, ManipulateRequest, NewAnchor, NewEvent,
+    NewItem, NewOutcome, NewTimeline, OutcomeChange, ParadoxCheckRequest, ProposedChange,
+    ResolveRequest, ReviewConflict, TimelineInfo,
 };
 
 /// What a form does when submitted.
@@ -41,6 +42,9 @@ pub enum FormKind {
     CheckDraft(TimelineId),
     /// Replace what an anchor records of its environment.
     AdjustAnchor(AnchorId),
+    /// Resolve a conflict of a pending merge with a new outcome (Custom Merge): the request
+    /// without its outcome.
+    CustomMerge(Box<ResolveRequest>),
 }
 
 /// What a submitted form asks the service for.
@@ -137,6 +141,32 @@ pub fn manipulate(timeline: TimelineId, event: &EventRecord) -> Form<FormKind> {
             (
                 "New time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
                 format_instant(&event.time),
+                "",
+            ),
+            ("Action taken", String::new(), "optional: what you did"),
+        ],
+    )
+}
+
+/// The manipulate form for a conflict of a pending merge (Custom Merge): a new outcome for the
+/// lineage in the merge's destination, starting from the source's (A's) outcome.
+pub fn custom_merge(destination: TimelineId, conflict: &ReviewConflict) -> Form<FormKind> {
+    let source = &conflict.source;
+    Form::new(
+        format!("Custom Merge of {} (safety checked)", conflict.event_id),
+        FormKind::CustomMerge(Box::new(ResolveRequest {
+            event_id: conflict.event_id.clone(),
+            resolution: ConflictResolution::Custom,
+            new_outcome: None,
+            merge_id: Some(conflict.merge_id.clone()),
+            merged_timeline_id: Some(destination),
+            safety_check: true,
+        })),
+        &[
+            ("New description", source.description.clone(), ""),
+            (
+                "New time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
+                format_instant(&source.time),
                 "",
             ),
             ("Action taken", String::new(), "optional: what you did"),
@@ -371,6 +401,19 @@ impl Form<FormKind> {
                         }],
                     },
                     safety_check: true,
+                }))
+            }
+            FormKind::CustomMerge(req) => {
+                let time = optional_time("new time", self.value(1))?;
+                Submission::Checked(Checked::Resolve(ResolveRequest {
+                    new_outcome: Some(NewOutcome {
+                        description: optional(self.value(0)),
+                        changes: vec![OutcomeChange {
+                            action: optional(self.value(2)),
+                            time,
+                        }],
+                    }),
+                    ..(**req).clone()
                 }))
             }
             FormKind::Anchor => {

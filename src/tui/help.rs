@@ -90,6 +90,15 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             "Travel wizard ({}): tab types a time and place to arrive at in a timeline.",
             key(Action::Travel)
         ),
+        format!(
+            "Diff {} / merge {}: ↑↓ other side, enter diff, tab swap, y merge (checked).",
+            key(Action::Diff),
+            key(Action::Merge)
+        ),
+        format!(
+            "Merge review (r in {}): a keep A, b keep B, c Custom Merge (a form).",
+            key(Action::Merge)
+        ),
         "In forms: tab next field, enter submit, esc cancel.".to_owned(),
         "ctrl-c quits from anywhere.".to_owned(),
     ];

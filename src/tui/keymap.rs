@@ -228,6 +228,8 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("e",             A::AddEvent,         "add an event to the selected timeline",         C::Global,    ""),
         ("m",             A::Manipulate,       "manipulate the selected event (safety checked)", C::Search,   "manipulate"),
         ("r",             A::Revert,           "revert the selected event's latest change",     C::Search,    "revert"),
+        ("I",             A::Isolate,          "isolate the selected event and its causal loop", C::Search,   "isolate"),
+        ("C",             A::CorrectDissonance, "move the selected event after its causes",     C::Search,    "align"),
         ("a",             A::SetAnchor,        "set an anchor where you are",                   C::Global,    "anchor"),
         ("t",             A::Travel,           "travel (wizard)",                               C::Global,    "travel"),
         ("b",             A::ReturnToAnchor,   "return to an anchor",                           C::Global,    "return"),
@@ -241,6 +243,8 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         (">",             A::FastForward,      "fast-forward you by a preset or typed duration", C::Global,   "ffwd"),
         ("<",             A::Rewind,           "rewind you by a preset or typed duration",      C::Global,    "rewind"),
         ("A",             A::Anchors,          "your anchors: stability, adjust, delete",       C::Global,    "anchors"),
+        ("D",             A::Diff,             "diff the selected timeline with a relative",   C::Timelines, "diff"),
+        ("M",             A::Merge,            "merge the selected timeline (wizard, checked)", C::Timelines, "merge"),
     ]
 };
 

@@ -34,6 +34,7 @@ pub mod forms;
 pub mod help;
 pub mod keymap;
 pub mod live;
+pub mod merge;
 pub mod modal;
 pub mod mouse;
 pub mod panes;

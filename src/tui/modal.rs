@@ -20,6 +20,7 @@ use super::effect::{Effect, Outcome};
 use super::forms::FormKind;
 use super::help;
 use super::keymap::{Context, Key, KeyMap};
+use super::merge::MergeWizard;
 use super::panes::Ctx;
 use super::panes::monitor::MonitorPane;
 use super::panes::timelines::TimelinesPane;
@@ -56,6 +57,8 @@ pub enum Modal {
     Shift(Box<Shift>),
     /// Your anchors.
     Anchors(Box<AnchorsList>),
+    /// The timeline diff, or the merge wizard.
+    Merge(Box<MergeWizard>),
 }
 
 /// What a modal reads of the dashboard around it (to name timelines, draw the help, picture
@@ -148,16 +151,21 @@ impl Modal {
                 let outcome = list.key(key);
                 kept(Modal::Anchors(list), outcome)
             }
+            Modal::Merge(mut w) => {
+                let outcome = w.key(key);
+                kept(Modal::Merge(w), outcome)
+            }
         }
     }
 
-    /// Whether it waits for the answer of a change it sent: a form, the time shift, or the
-    /// form over the anchors list.
+    /// Whether it waits for the answer of a change it sent: a form, the time shift, the
+    /// form over the anchors list, or the merge wizard's merge.
     pub fn pending_form(&self) -> bool {
         match self {
             Modal::Form(form) => form.pending,
             Modal::Shift(shift) => shift.pending,
             Modal::Anchors(list) => list.waiting(),
+            Modal::Merge(w) => w.waiting(),
             _ => false,
         }
     }
@@ -179,6 +187,7 @@ impl Modal {
     /// it under the field at fault (`field`, as the service names it) or the input.
     pub fn refused(&mut self, why: Option<String>, field: Option<&str>) {
         let form = match self {
+            Modal::Merge(w) => return w.refuse(why),
             Modal::Form(form) => Some(form),
             Modal::Anchors(list) => list.form.as_mut(),
             Modal::Shift(shift) => {
@@ -209,6 +218,9 @@ impl Modal {
             }
             Modal::Picture(p) if slot == Slot::Picture => p.loading = false,
             Modal::Anchors(list) if slot == Slot::Anchors => list.loading = false,
+            Modal::Merge(w) if matches!(slot, Slot::Diff | Slot::Mutation) => {
+                w.failed(slot == Slot::Diff);
+            }
             _ => {}
         }
     }
@@ -224,6 +236,7 @@ impl Modal {
             Modal::Wizard(w) => w.render(frame, area, p, &name_of),
             Modal::Shift(shift) => shift.render(frame, area, p, around.whoami, &name_of),
             Modal::Anchors(list) => list.render(frame, area, p, &name_of),
+            Modal::Merge(w) => w.render(frame, area, p),
             Modal::Journeys(journeys, scroll) => {
                 let lines = journey_lines(journeys, p, &name_of);
                 scrolling_modal(frame, area, "Your journeys, newest first", lines, scroll, p);

@@ -347,6 +347,20 @@ impl App {
                 .map(|()| Reply::AnchorDeleted(id, name))
             }),
             Call::CheckAnchors => self.request_anchors(),
+            Call::Diff(query) => self.spawn(Slot::Diff, async move {
+                svc.diff_timelines(query).await.map(Reply::Diff)
+            }),
+            Call::Review(query) => self.spawn(Slot::Diff, async move {
+                svc.review_conflicts(query).await.map(Reply::Review)
+            }),
+            Call::Isolate(req) => self.spawn(Slot::Mutation, async move {
+                svc.isolate_event(req).await.map(Reply::Isolated)
+            }),
+            Call::Align(req, description) => self.spawn(Slot::Mutation, async move {
+                svc.correct_dissonance(req)
+                    .await
+                    .map(|r| Reply::Aligned(r, description))
+            }),
         }
     }
 }
@@ -382,6 +396,14 @@ async fn send(
         Checked::Revert(req) => {
             req.safety_check = safety_check;
             svc.revert_event(req.clone()).await.map(Reply::Reverted)
+        }
+        Checked::Merge(req) => {
+            req.safety_check = safety_check;
+            svc.merge_timelines(req.clone()).await.map(Reply::Merged)
+        }
+        Checked::Resolve(req) => {
+            req.safety_check = safety_check;
+            svc.resolve_conflict(req.clone()).await.map(Reply::Resolved)
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::tui::anchors::AnchorsList;
 use crate::tui::confirm::Confirm;
 use crate::tui::effect::Call;
 use crate::tui::forms;
+use crate::tui::merge::MergeWizard;
 use crate::tui::modal::Modal;
 use crate::tui::panes::PaneId;
 use crate::tui::panes::wizard::Wizard;
@@ -117,7 +118,7 @@ impl App {
                     .unwrap_or_else(|| chrono::SubsecRound::trunc_subsecs(self.now(), 0));
                 self.modal = Some(Modal::Form(Box::new(forms::add_event(t, time))));
             }
-            A::Manipulate | A::Revert => {
+            A::Manipulate | A::Revert | A::Isolate | A::CorrectDissonance => {
                 let (Some(event), Some(timeline)) = (
                     self.search.selected().cloned(),
                     self.search.timeline.clone(),
@@ -125,10 +126,11 @@ impl App {
                     return self
                         .flash_error("Search for an event and select it first (/ then enter).");
                 };
-                self.modal = Some(if action == A::Manipulate {
-                    Modal::Form(Box::new(forms::manipulate(timeline, &event)))
-                } else {
-                    Modal::Confirm(Confirm::Revert(timeline, event))
+                self.modal = Some(match action {
+                    A::Manipulate => Modal::Form(Box::new(forms::manipulate(timeline, &event))),
+                    A::Isolate => Modal::Confirm(Confirm::Isolate(timeline, event)),
+                    A::CorrectDissonance => Modal::Confirm(Confirm::Align(timeline, event)),
+                    _ => Modal::Confirm(Confirm::Revert(timeline, event)),
                 });
             }
             A::SetAnchor => {
@@ -193,6 +195,15 @@ impl App {
             A::Anchors => {
                 self.modal = Some(Modal::Anchors(Box::new(AnchorsList::new())));
                 self.request_anchors();
+            }
+            A::Diff | A::Merge => {
+                let Some(t) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline first.");
+                };
+                match MergeWizard::from_tree(&self.timelines.all, t, action == A::Diff) {
+                    Ok(w) => self.modal = Some(Modal::Merge(Box::new(w))),
+                    Err(why) => self.flash_error(why),
+                }
             }
         }
     }

@@ -7,7 +7,7 @@ use crate::error::ServiceError;
 use crate::model::TimelineId;
 use crate::service::ClockState;
 use crate::tui::action::{Action, Reply, Slot};
-use crate::tui::confirm::Confirm;
+use crate::tui::confirm::{Checked, Confirm};
 use crate::tui::forms::conditions_text;
 use crate::tui::modal::Modal;
 use crate::tui::time_controls::spoken;
@@ -52,6 +52,15 @@ impl App {
         };
         match result {
             // The safety check found paradoxes: say which and ask before applying anyway.
+            // The merge wizard asks itself, with the paradoxes in its last step.
+            Err(e @ ServiceError::ParadoxDetected { .. })
+                if matches!(checked, Some(Checked::Merge(_) | Checked::Resolve(_)))
+                    && matches!(self.modal, Some(Modal::Merge(_))) =>
+            {
+                if let (Some(Modal::Merge(w)), Some(change)) = (&mut self.modal, checked) {
+                    w.paradox(change, e.explain());
+                }
+            }
             Err(e @ ServiceError::ParadoxDetected { .. }) if checked.is_some() => {
                 let form = match self.modal.take() {
                     Some(Modal::Form(mut form)) if pending_form => {
@@ -346,6 +355,93 @@ impl App {
             Reply::AnchorDeleted(id, name) => {
                 self.flash_info(format!("Deleted anchor {name} ({id})."));
                 self.request_anchors();
+            }
+            Reply::Isolated(isolation) => {
+                let members = isolation.members.len();
+                let contained = isolation.contained.len();
+                self.flash_info(format!(
+                    "Isolated {members} event{} ({}); {contained} paradox{} contained.",
+                    if members == 1 { "" } else { "s" },
+                    isolation.isolation_id,
+                    if contained == 1 { "" } else { "es" }
+                ));
+                self.after_event_change();
+            }
+            Reply::Aligned(result, description) => {
+                let text = match result.moves.as_slice() {
+                    [] => format!("Nothing to align: '{description}' happens after its causes."),
+                    [one] => format!(
+                        "Aligned: '{description}' moved from {} to {}.",
+                        fmt_time(&one.from),
+                        fmt_time(&one.to)
+                    ),
+                    moves => format!("Aligned: {} events moved.", moves.len()),
+                };
+                self.flash_info(text);
+                self.after_event_change();
+            }
+            Reply::Review(review) => {
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.show_review(review);
+                }
+            }
+            Reply::Resolved(result) => {
+                let done = result.merge_status == "merged";
+                self.flash_info(if done {
+                    format!(
+                        "Resolved {}: the merge is complete.",
+                        result.resolved_event_id
+                    )
+                } else {
+                    format!(
+                        "Resolved {}; {} conflict{} still open.",
+                        result.resolved_event_id,
+                        result.remaining_conflicts,
+                        if result.remaining_conflicts == 1 {
+                            ""
+                        } else {
+                            "s"
+                        }
+                    )
+                });
+                let mut again = None;
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.resolved(&result);
+                    again = w.review_query();
+                }
+                if let Some(query) = again {
+                    self.call(crate::tui::effect::Call::Review(query));
+                }
+                if done {
+                    self.after_event_change();
+                } else {
+                    self.request_timelines();
+                }
+            }
+            Reply::Diff(diff) => {
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.show_diff(diff);
+                }
+            }
+            Reply::Merged(result) => {
+                let into = self.timelines.name_of(&result.merged_timeline_id);
+                self.flash_info(match result.status.as_str() {
+                    "up_to_date" => format!("{into} is up to date: nothing was written."),
+                    "pending_review" => format!(
+                        "The merge into {into} waits for review: {} conflict{} to resolve.",
+                        result.conflicts,
+                        if result.conflicts == 1 { "" } else { "s" }
+                    ),
+                    _ => format!(
+                        "Merged into {into}: {} event{} written.",
+                        result.written.len(),
+                        if result.written.len() == 1 { "" } else { "s" }
+                    ),
+                });
+                if let Some(Modal::Merge(w)) = &mut self.modal {
+                    w.merged(result);
+                }
+                self.after_event_change();
             }
         }
     }

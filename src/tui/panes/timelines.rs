@@ -280,7 +280,7 @@ impl TimelinesPane {
             };
             let mut row_cells = vec![
                 Cell::from(marker),
-                Cell::from(tree_name(prefix, &t.name, name_width, compact)),
+                Cell::from(name_cell(prefix, t, name_width, compact)),
                 Cell::from(Span::styled(trouble, trouble_style)),
                 Cell::from(Span::styled(status, status_style)),
                 Cell::from(Span::styled(window, window_style)),
@@ -378,9 +378,30 @@ fn tree_name(prefix: &str, name: &str, width: usize, compact: bool) -> String {
     ellipsize(&format!("{prefix}{name}"), width)
 }
 
-/// What the timelines list does not show of `t`: its description and variation.
+/// The name cell: the tree prefix and the name, then `⇄N` when N merges naming the timeline
+/// wait for review (kept whole: the name gives way).
+fn name_cell(prefix: &str, t: &TimelineInfo, width: usize, compact: bool) -> String {
+    if t.pending_merges == 0 {
+        return tree_name(prefix, &t.name, width, compact);
+    }
+    let mark = format!(" {PENDING_MARK}{}", t.pending_merges);
+    let room = width.saturating_sub(mark.chars().count());
+    format!("{}{mark}", tree_name(prefix, &t.name, room, compact))
+}
+
+/// Marks a timeline with merges waiting for review.
+pub const PENDING_MARK: char = '⇄';
+
+/// What the timelines list does not show of `t`: its description and variation, and the
+/// merges waiting for review.
 fn about(t: &TimelineInfo) -> Option<String> {
+    let pending = match t.pending_merges {
+        0 => None,
+        1 => Some(format!("{PENDING_MARK} 1 merge waiting for review")),
+        n => Some(format!("{PENDING_MARK} {n} merges waiting for review")),
+    };
     let parts: Vec<String> = [
+        pending,
         t.description.as_ref().filter(|d| **d != t.name).cloned(),
         t.variation.as_ref().map(|v| format!("variation: {v}")),
     ]
