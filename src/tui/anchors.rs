@@ -137,7 +137,8 @@ impl AnchorsList {
             KeyCode::Down | KeyCode::Char('j') => self.cursor.step(1, len),
             KeyCode::Home | KeyCode::Char('g') => self.cursor.step(isize::MIN / 2, len),
             KeyCode::End | KeyCode::Char('G') => self.cursor.step(isize::MAX / 2, len),
-            KeyCode::Char('s') => {
+            // One check at a time: each is a page and a stability call per anchor.
+            KeyCode::Char('s') if !self.loading => {
                 self.loading = true;
                 return Outcome::with(Effect::Call(Call::CheckAnchors));
             }

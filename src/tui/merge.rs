@@ -188,6 +188,8 @@ pub struct MergeWizard {
     pub result: Option<MergeResult>,
     /// A merge or a resolution was sent and is waiting for its answer.
     pub sent: bool,
+    /// The sides were swapped with tab (A is the other side, B the timeline it was opened on).
+    swapped: bool,
     /// The conflicts waiting for review into B.
     pub review: Option<ConflictReview>,
     /// Selection among the review's conflicts.
@@ -217,6 +219,7 @@ impl MergeWizard {
             refusal: None,
             result: None,
             sent: false,
+            swapped: false,
             review: None,
             conflict_cursor: Cursor::default(),
             form: None,
@@ -292,6 +295,7 @@ impl MergeWizard {
             merge_id: merge,
         };
         self.step = MergeStep::Review;
+        self.review = None;
         self.loading = true;
         Outcome::with(Effect::Call(Call::Review(query)))
     }
@@ -314,7 +318,9 @@ impl MergeWizard {
     /// A resolution was recorded (the last one completed its merge).
     pub fn resolved(&mut self, result: &ResolveResult) {
         self.sent = false;
-        self.loading = false;
+        // The review is asked again at once: until it comes, the old list (with the conflict
+        // just resolved) takes no keys, so nothing is resolved twice.
+        self.loading = self.destination.is_some();
         self.form = None;
         self.note = Some(if result.merge_status == "merged" {
             format!(
@@ -340,6 +346,19 @@ impl MergeWizard {
     /// A key in the review: a / b keep A's / B's outcome, c opens the Custom Merge form.
     fn review_key(&mut self, code: KeyCode) -> Outcome {
         self.refusal = None;
+        if self.sent {
+            return Outcome::keep();
+        }
+        if self.review.is_none() {
+            if matches!(code, KeyCode::Backspace | KeyCode::Left) {
+                self.step = if self.diff.is_some() {
+                    MergeStep::Diff
+                } else {
+                    MergeStep::Sides
+                };
+            }
+            return Outcome::keep();
+        }
         let Some(review) = &self.review else {
             return Outcome::keep();
         };
@@ -471,13 +490,14 @@ impl MergeWizard {
                 } else if down {
                     self.line_cursor.step(1, len);
                 } else if back {
-                    self.step = MergeStep::Sides;
+                    self.back_to_sides();
                 } else if code == KeyCode::Char('r') && !self.diff_only {
                     return self.ask_review(None);
                 } else if matches!(code, KeyCode::Tab | KeyCode::BackTab) {
                     if let Some(destination) = self.destination.take() {
                         let source = std::mem::replace(&mut self.source, destination);
                         self.destination = Some(source);
+                        self.swapped = !self.swapped;
                     }
                     return self.ask_diff();
                 } else if code == KeyCode::Enter {
@@ -588,8 +608,28 @@ impl MergeWizard {
             }
         }
         if diff && self.step == MergeStep::Diff {
-            self.step = MergeStep::Sides;
+            self.back_to_sides();
         }
+        if self.step == MergeStep::Review && self.review.is_none() {
+            self.step = if self.diff.is_some() {
+                MergeStep::Diff
+            } else {
+                MergeStep::Sides
+            };
+        }
+    }
+
+    /// Back to choosing the other side, of the timeline the wizard was opened on (sides swapped
+    /// with tab are swapped back: the list is that timeline's relatives).
+    fn back_to_sides(&mut self) {
+        if self.swapped
+            && let Some(destination) = self.destination.take()
+        {
+            let source = std::mem::replace(&mut self.source, destination);
+            self.destination = Some(source);
+            self.swapped = false;
+        }
+        self.step = MergeStep::Sides;
     }
 
     fn title(&self) -> String {
@@ -1318,6 +1358,48 @@ mod tests {
             &outcome.effects[..],
             [Effect::Call(Call::Unchecked(Checked::Merge(_)))]
         ));
+    }
+
+    #[test]
+    fn going_back_after_a_swap_offers_the_opened_timelines_relatives_again() {
+        let all = tree();
+        let mut w = MergeWizard::from_tree(&all, &all[1], false).expect("a wizard");
+        w.key(key("enter"));
+        w.show_diff(diff(&all[1].id, &all[0].id));
+        w.key(key("tab"));
+        assert_eq!(w.source.id, all[0].id, "tab swaps the sides");
+        w.show_diff(diff(&all[0].id, &all[1].id));
+        w.key(key("backspace"));
+        assert_eq!(w.step, MergeStep::Sides);
+        assert_eq!(
+            w.source.id, all[1].id,
+            "A is the timeline it was opened on again"
+        );
+        let outcome = w.key(key("enter"));
+        assert!(matches!(
+            &outcome.effects[..],
+            [Effect::Call(Call::Diff(q))]
+                if q.source_timeline_id == all[1].id && q.destination_timeline_id == all[0].id
+        ));
+    }
+
+    #[test]
+    fn a_review_that_failed_to_come_leaves_the_review_step() {
+        let all = tree();
+        let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
+        w.key(key("enter"));
+        w.show_diff(diff(&all[2].id, &all[1].id));
+        let asked = w.key(key("r"));
+        assert!(matches!(
+            &asked.effects[..],
+            [Effect::Call(Call::Review(_))]
+        ));
+        w.failed(false);
+        assert_eq!(
+            w.step,
+            MergeStep::Diff,
+            "back where the review was asked from"
+        );
     }
 
     #[test]

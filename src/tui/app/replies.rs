@@ -53,9 +53,10 @@ impl App {
         match result {
             // The safety check found paradoxes: say which and ask before applying anyway.
             // The merge wizard asks itself, with the paradoxes in its last step.
+            // Only the wizard that sent it (one closed meanwhile and opened again is another).
             Err(e @ ServiceError::ParadoxDetected { .. })
                 if matches!(checked, Some(Checked::Merge(_) | Checked::Resolve(_)))
-                    && matches!(self.modal, Some(Modal::Merge(_))) =>
+                    && matches!(&self.modal, Some(Modal::Merge(w)) if w.waiting()) =>
             {
                 if let (Some(Modal::Merge(w)), Some(change)) = (&mut self.modal, checked) {
                     w.paradox(change, e.explain());
@@ -405,7 +406,9 @@ impl App {
                     )
                 });
                 let mut again = None;
-                if let Some(Modal::Merge(w)) = &mut self.modal {
+                if let Some(Modal::Merge(w)) = &mut self.modal
+                    && w.waiting()
+                {
                     w.resolved(&result);
                     again = w.review_query();
                 }
@@ -438,7 +441,9 @@ impl App {
                         if result.written.len() == 1 { "" } else { "s" }
                     ),
                 });
-                if let Some(Modal::Merge(w)) = &mut self.modal {
+                if let Some(Modal::Merge(w)) = &mut self.modal
+                    && w.waiting()
+                {
                     w.merged(result);
                 }
                 self.after_event_change();
