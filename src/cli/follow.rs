@@ -240,3 +240,57 @@ fn events_text(change: &EventsChange, known: Option<&HashMap<EventId, MonitoredE
         (EventsChange::Removed { event_id }, _) => format!("- {event_id} no longer stands\n"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EventStatus, parse_instant};
+    use crate::service::{EventRecord, Relative};
+
+    fn monitored(id: &str, in_paradox: bool) -> MonitoredEvent {
+        let event_id: EventId = id.parse().expect("an event id");
+        MonitoredEvent {
+            event: EventRecord {
+                event_id: event_id.clone(),
+                description: format!("event {id}"),
+                time: parse_instant("t", "1860-06-01T12:00:00Z").expect("a time"),
+                location: "Turin".into(),
+                causes: Vec::new(),
+                fixed_point: false,
+                status: EventStatus::OnSchedule,
+                lineage: event_id,
+                supersedes: None,
+                superseded_by: None,
+                author: None,
+            },
+            changed_at: None,
+            in_paradox,
+            relative: Relative::Past,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_after_reconnecting_prints_only_what_changed_meanwhile() {
+        let mut known = None;
+        fold_events(
+            &mut known,
+            EventsChange::Snapshot {
+                events: vec![monitored("evt_a", false), monitored("evt_b", false)],
+            },
+        );
+        let again = EventsChange::Snapshot {
+            events: vec![monitored("evt_a", true), monitored("evt_c", false)],
+        };
+        let text = events_text(&again, known.as_ref());
+        let lines: Vec<_> = text.lines().map(|l| l.split(' ').next()).collect();
+        assert_eq!(lines, [Some("~"), Some("+"), Some("-")], "{text}");
+        assert!(text.contains("in paradox") && text.contains("evt_b no longer stands"));
+        assert_eq!(
+            events_text(&again, known.as_ref()),
+            text,
+            "printing changes nothing"
+        );
+        fold_events(&mut known, again.clone());
+        assert!(events_text(&again, known.as_ref()).is_empty());
+    }
+}

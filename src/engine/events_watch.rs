@@ -138,6 +138,11 @@ impl Following {
             if self.ended || self.position.changed().await.is_err() {
                 return None;
             }
+            // Under a stream of writes, look at most every LEAST_GAP (the writes meanwhile are
+            // in that one look).
+            if let Some(last) = self.worked_at {
+                tokio::time::sleep_until(last + LEAST_GAP).await;
+            }
             self.position.borrow_and_update();
             let engine = self.engine.upgrade()?;
             let world = engine.snapshot_now();
@@ -151,21 +156,7 @@ impl Following {
             if state.history.same_as(&self.history) && state.isolated.ptr_eq(&self.isolated) {
                 continue;
             }
-            // Under a stream of writes, work them out at most every LEAST_GAP (the writes
-            // meanwhile are in the next look).
-            if let Some(last) = self.worked_at {
-                tokio::time::sleep_until(last + LEAST_GAP).await;
-                self.position.borrow_and_update();
-            }
             self.worked_at = Some(tokio::time::Instant::now());
-            let world = engine.snapshot_now();
-            let Some(state) = world.timelines.get(&self.timeline) else {
-                self.ended = true;
-                return Some((
-                    Err(ServiceError::not_found("timeline", &self.timeline)),
-                    self,
-                ));
-            };
             self.history = state.history.clone();
             self.isolated = state.isolated.clone();
             let now = match matching(

@@ -74,7 +74,7 @@ pub fn retrieve_item(
         Some(t) if t != now_there => {
             let travel = TravelRequest {
                 destination: position.timeline.to_string(),
-                items_transported: carried(world, ctx),
+                items_transported: super::session::listed_or_carried(world, ctx.traveller, &None),
             };
             let (mut op, mut made) = rules::travel(world, ctx, &travel, Some(t))?;
             made.location = location.clone();
@@ -108,15 +108,6 @@ pub fn retrieve_item(
             journey,
         },
     ))
-}
-
-/// The items the traveller carries: every one of them comes along on a plain trip.
-fn carried(world: &World, ctx: &Ctx<'_>) -> Vec<ItemId> {
-    world
-        .items_of(ctx.traveller)
-        .filter(|i| i.whereabouts == Whereabouts::Carried)
-        .map(|i| i.id.clone())
-        .collect()
 }
 
 /// `monitor-events`: a page of standing events of `timeline`, each with its change state seen

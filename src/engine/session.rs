@@ -257,7 +257,7 @@ pub(super) fn of_kind(
 }
 
 /// The items a journey takes: those listed, or every item the traveller carries.
-fn listed_or_carried(
+pub(super) fn listed_or_carried(
     world: &super::World,
     traveller: &Traveller,
     listed: &Option<Vec<ItemId>>,

@@ -83,39 +83,17 @@ pub async fn stream_monitor_timeline(
             after,
         })
         .await?;
-    let ctx = RequestCtx::current();
-    let events = changes
-        .map(move |item| {
-            let _held = &slot;
-            let event = match item {
-                Ok(change) => {
-                    let event = Event::default()
-                        .id(change.position.to_string())
-                        .event(change.change.name());
-                    match &change.change {
-                        MonitorChange::Snapshot(report) => event.json_data(report),
-                        MonitorChange::Appeared(anomaly) | MonitorChange::Resolved(anomaly) => {
-                            event.json_data(anomaly)
-                        }
-                    }
-                }
-                Err(e) => Event::default()
-                    .event("error")
-                    .json_data(Problem::from_error(e).body(&ctx)),
-            };
-            // Serialising our own types cannot fail; if it ever did, a comment says so.
-            Ok::<_, Infallible>(event.unwrap_or_else(|e| {
-                Event::default().comment(format!("an event could not be written: {e}"))
-            }))
-        })
-        .take_until(stopping.stopped());
-    Ok(Sse::new(events)
-        .keep_alive(
-            KeepAlive::new()
-                .interval(config.heartbeat)
-                .text("heartbeat"),
-        )
-        .into_response())
+    Ok(event_stream(changes, slot, stopping, &config, |change| {
+        let event = Event::default()
+            .id(change.position.to_string())
+            .event(change.change.name());
+        match &change.change {
+            MonitorChange::Snapshot(report) => event.json_data(report),
+            MonitorChange::Appeared(anomaly) | MonitorChange::Resolved(anomaly) => {
+                event.json_data(anomaly)
+            }
+        }
+    }))
 }
 
 /// Follow the events `monitor-events` reports (Server-Sent Events; the same fields, as query
@@ -145,36 +123,50 @@ pub async fn stream_monitor_events(
 ) -> ApiResult {
     let slot = slots.take(caller.traveller.as_str())?;
     let changes = caller.service.watch_events(q.into()).await?;
+    Ok(event_stream(changes, slot, stopping, &config, |update| {
+        let name = match &update.change {
+            EventsChange::Snapshot { .. } => "snapshot",
+            EventsChange::Changed { .. } => "changed",
+            EventsChange::Removed { .. } => "removed",
+        };
+        Event::default()
+            .id(update.position.to_string())
+            .event(name)
+            .json_data(&update.change)
+    }))
+}
+
+/// A stream of `changes` as Server-Sent Events, each written by `encode`; an error is the
+/// `error` event (a problem) that ends it. `slot` is held while it is open; it ends when the
+/// server stops; a heartbeat comment comes every `config.heartbeat` of silence.
+fn event_stream<T: Send + 'static>(
+    changes: futures::stream::BoxStream<'static, Result<T, crate::error::ServiceError>>,
+    slot: impl Send + 'static,
+    stopping: Stopping,
+    config: &ServerConfig,
+    encode: impl Fn(&T) -> Result<Event, axum::Error> + Send + 'static,
+) -> axum::response::Response {
     let ctx = RequestCtx::current();
     let events = changes
         .map(move |item| {
             let _held = &slot;
             let event = match item {
-                Ok(update) => {
-                    let name = match &update.change {
-                        EventsChange::Snapshot { .. } => "snapshot",
-                        EventsChange::Changed { .. } => "changed",
-                        EventsChange::Removed { .. } => "removed",
-                    };
-                    Event::default()
-                        .id(update.position.to_string())
-                        .event(name)
-                        .json_data(&update.change)
-                }
+                Ok(change) => encode(&change),
                 Err(e) => Event::default()
                     .event("error")
                     .json_data(Problem::from_error(e).body(&ctx)),
             };
+            // Serialising our own types cannot fail; if it ever did, a comment says so.
             Ok::<_, Infallible>(event.unwrap_or_else(|e| {
                 Event::default().comment(format!("an event could not be written: {e}"))
             }))
         })
         .take_until(stopping.stopped());
-    Ok(Sse::new(events)
+    Sse::new(events)
         .keep_alive(
             KeepAlive::new()
                 .interval(config.heartbeat)
                 .text("heartbeat"),
         )
-        .into_response())
+        .into_response()
 }
