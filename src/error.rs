@@ -77,6 +77,10 @@ problem_types! {
         "The service cannot answer now (storage unreachable, timed out or shutting down); try again shortly.";
     DECRYPTION_FAILED = "decryption-failed", 400, "Decryption failed",
         "The key does not decrypt this data entry. The entry's log record verified when it was read, so the key is wrong. The service never keeps keys: only the key the data was encrypted with opens it.";
+    ACCESS_DENIED = "access-denied", 403, "Access denied",
+        "You may read this timeline, but its access control does not give you the right this operation needs (write or admin). The detail names the right. A timeline's admins or an operator can change its access control.";
+    TRAVEL_RESTRICTED = "travel-restricted", 403, "Travel restricted",
+        "An operator restricted this traveller. The detail names the level and what it still allows; an operator lifts it with restrict-time-travel and the level unrestricted.";
 }
 
 /// Looks a problem type up by its slug.
@@ -186,6 +190,32 @@ pub enum ServiceError {
     #[error("{0}")]
     #[serde(with = "message")]
     Internal(String),
+    /// The caller may read the timeline but lacks the right the operation needs.
+    #[error("{message}")]
+    AccessDenied {
+        /// The timeline.
+        timeline: String,
+        /// The right needed: `write` or `admin`.
+        right: String,
+        /// The sentence for a person.
+        message: String,
+    },
+    /// The follower of a stream lost the read right on its timeline: the stream ends.
+    #[error(
+        "your read right on timeline '{timeline}' was taken away: this stream ends (its admins or an operator can give it back)"
+    )]
+    AccessRevoked {
+        /// The timeline.
+        timeline: String,
+    },
+    /// An operator restricted the traveller (nothing was done).
+    #[error("an operator restricted you to {level}: you may do {allows}")]
+    TravelRestricted {
+        /// The level.
+        level: String,
+        /// What it still allows.
+        allows: String,
+    },
     /// The key does not open an encrypted data entry (nothing was written).
     #[error("the key does not decrypt data entry '{data_id}'; use the key it was encrypted with")]
     DecryptionFailed {
@@ -297,6 +327,8 @@ impl ServiceError {
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,
             Self::DecryptionFailed { .. } => &DECRYPTION_FAILED,
+            Self::AccessDenied { .. } | Self::AccessRevoked { .. } => &ACCESS_DENIED,
+            Self::TravelRestricted { .. } => &TRAVEL_RESTRICTED,
         }
     }
 }

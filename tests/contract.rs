@@ -105,4 +105,6 @@ contract! {
     merge_manual_review,
     merge_completion_and_data,
     isolation_overlay,
+    access_control_on_every_face,
+    restrictions_on_every_face,
 }

@@ -91,6 +91,11 @@ const CONTRACT: &[(&str, &str)] = &[
     ("delete", "/v1/caches/{cache_id}"),
     ("post", "/v1/detect-tampering"),
     ("post", "/v1/validate-integrity"),
+    ("post", "/v1/set-access-control"),
+    ("get", "/v1/timeline/{timeline_id}/access-control"),
+    ("get", "/v1/access-controls"),
+    ("post", "/v1/restrict-time-travel"),
+    ("get", "/v1/restrictions"),
 ];
 
 fn doc() -> Value {

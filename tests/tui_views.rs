@@ -197,6 +197,8 @@ fn fixture() -> Fixture {
             paused: false,
             location: None,
         },
+        operator: false,
+        restriction: None,
     };
     let anchor = |n: u128, timeline: TimelineId, at: &str, what: &str, status| Anchor {
         id: AnchorId::from_ulid(ulid::Ulid::from(n)),

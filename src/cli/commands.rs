@@ -719,6 +719,7 @@ pub async fn execute(
             out.print(&log, human::log)
         }
         Command::Data(cmd) => super::data::execute(cmd, service, &mut out).await,
+        Command::Access(cmd) => super::access::execute(cmd, service, &mut out).await,
     }
 }
 

@@ -4,6 +4,7 @@
 //! Subcommands talk to an `Arc<dyn TimelineService>`, so each works the same on the embedded
 //! engine and, with `--remote`, on a server.
 
+mod access;
 mod commands;
 mod data;
 mod follow;
@@ -289,6 +290,9 @@ pub enum Command {
     /// built-in indexes; allow your reads to be boundedly stale
     #[command(subcommand)]
     Data(data::DataCommand),
+    /// Who may read, write and administer timelines; restrictions on travellers (operators)
+    #[command(subcommand)]
+    Access(access::AccessCommand),
 }
 
 /// Actions of scripts and triggers.

@@ -76,7 +76,7 @@ pub mod human {
     use crate::service::{MonitoredEvent, Relative, RetrievedItem};
 
     /// Formats rows as left-aligned columns under a header.
-    fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    pub(crate) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
         for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
@@ -103,7 +103,7 @@ pub mod human {
         out
     }
 
-    fn more<T>(page: &Page<T>, mut text: String) -> String {
+    pub(crate) fn more<T>(page: &Page<T>, mut text: String) -> String {
         if page.items.is_empty() {
             text = "nothing found\n".into();
         }
@@ -115,12 +115,24 @@ pub mod human {
 
     /// `whoami`.
     pub fn whoami(me: &TravellerStatus) -> String {
-        format!(
-            "you are {}\nin timeline {} at {}\n",
+        let mut s = format!(
+            "you are {}{}\nin timeline {} at {}\n",
             me.traveller,
+            if me.operator { " (operator)" } else { "" },
             me.timeline_id,
             format_instant(&me.time)
-        )
+        );
+        if let Some(r) = &me.restriction {
+            let _ = writeln!(
+                s,
+                "restricted to {} by {} at {}: you may do {}",
+                r.level.as_str(),
+                r.set_by,
+                format_instant(&r.at),
+                r.level.allows()
+            );
+        }
+        s
     }
 
     /// One timeline.

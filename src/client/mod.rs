@@ -1168,6 +1168,47 @@ impl TimelineService for RemoteClient {
         self.send(Call::delete(&["v1", "isolations", id])).await?;
         Ok(())
     }
+
+    async fn set_access_control(
+        &self,
+        req: SetAccessControlRequest,
+    ) -> ServiceResult<AccessControlSet> {
+        self.send(Call::post(&["v1", "set-access-control"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn access_control(&self, timeline: &TimelineId) -> ServiceResult<AccessControlView> {
+        let id = segment("timeline", timeline.as_str())?;
+        self.send(Call::get(&["v1", "timeline", id, "access-control"]))
+            .await?
+            .json()
+    }
+
+    async fn list_access_controls(
+        &self,
+        page: PageRequest,
+    ) -> ServiceResult<Page<AccessControlView>> {
+        self.list(&["v1", "access-controls"], &page).await
+    }
+
+    async fn restrict_time_travel(&self, req: RestrictRequest) -> ServiceResult<Restricted> {
+        self.send(Call::post(&["v1", "restrict-time-travel"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn access_logs(&self, req: AccessLogQuery) -> ServiceResult<AccessLog> {
+        let call = Call::get(&["v1", "access-logs"])
+            .param("timeline_id", Some(&req.timeline_id))
+            .param("time_range", req.time_range.as_ref())
+            .page(&req.page);
+        self.send(call).await?.json()
+    }
+
+    async fn list_restrictions(&self, page: PageRequest) -> ServiceResult<Page<Restriction>> {
+        self.list(&["v1", "restrictions"], &page).await
+    }
 }
 
 #[cfg(test)]

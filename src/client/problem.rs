@@ -142,6 +142,25 @@ fn fallback(f: Failure<'_>, problem: ProblemBody) -> ServiceError {
                 .unwrap_or_default()
                 .to_owned(),
         },
+        "access-denied" => ServiceError::AccessDenied {
+            timeline: between(&detail, "timeline '", "'")
+                .unwrap_or_default()
+                .to_owned(),
+            right: between(&detail, "the ", " right")
+                .unwrap_or_default()
+                .to_owned(),
+            message: detail,
+        },
+        "travel-restricted" => {
+            let level = between(&detail, "restricted you to ", ":").unwrap_or_default();
+            let allows = detail
+                .split_once(": you may do ")
+                .map_or("", |(_, allows)| allows);
+            ServiceError::TravelRestricted {
+                level: level.to_owned(),
+                allows: allows.to_owned(),
+            }
+        }
         // invalid-request, unprocessable, payload-too-large, unsupported-media-type.
         _ => invalid(&detail),
     }
@@ -385,6 +404,11 @@ mod tests {
             },
             ServiceError::DecryptionFailed {
                 data_id: "dat_01kakzq3xv9d5v3m0f4g8q2h7c".into(),
+            },
+            crate::engine::access::denied(&"tml_x".parse().unwrap(), crate::service::Right::Write),
+            ServiceError::TravelRestricted {
+                level: "read_only".into(),
+                allows: crate::service::RestrictionLevel::ReadOnly.allows().into(),
             },
         ];
         for err in cases {

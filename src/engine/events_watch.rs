@@ -74,6 +74,12 @@ pub(super) async fn watch_events(
         .timeline_id
         .clone()
         .unwrap_or_else(|| world.position_of(&session.traveller, engine.now()).timeline);
+    super::watch::still_readable(&world, &session.traveller, session.admin, &timeline).map_err(
+        |e| match e {
+            ServiceError::AccessRevoked { timeline } => ServiceError::unknown("timeline", timeline),
+            other => other,
+        },
+    )?;
     let state = rules::referenced(&world, &timeline)?;
     let (history, isolated) = (state.history.clone(), state.isolated.clone());
     let events = matching(
@@ -92,6 +98,7 @@ pub(super) async fn watch_events(
         engine: Arc::downgrade(&engine),
         position,
         traveller: session.traveller.clone(),
+        operator: session.admin,
         req,
         timeline,
         history,
@@ -113,6 +120,8 @@ struct Following {
     engine: Weak<Engine>,
     position: watch::Receiver<u64>,
     traveller: Traveller,
+    /// Whether the follower is an operator (rights are re-checked on every wake).
+    operator: bool,
     req: MonitorEventsQuery,
     timeline: crate::model::TimelineId,
     /// What the client's view was worked out from.
@@ -146,6 +155,12 @@ impl Following {
             self.position.borrow_and_update();
             let engine = self.engine.upgrade()?;
             let world = engine.snapshot_now();
+            if let Err(e) =
+                super::watch::still_readable(&world, &self.traveller, self.operator, &self.timeline)
+            {
+                self.ended = true;
+                return Some((Err(e), self));
+            }
             let Some(state) = world.timelines.get(&self.timeline) else {
                 self.ended = true;
                 return Some((

@@ -97,7 +97,12 @@ pub fn plan(
             now,
             mint,
         };
-        let outcome = run_action(&scratch, &ctx, &timeline, action);
+        // With the owner's rights now, as if they made the change themselves (a traveller who
+        // lost write, or was restricted, sees it fail here and in the monitor).
+        let outcome = run_action(&scratch, &ctx, &timeline, action).and_then(|done| {
+            super::access::permit(&scratch, &owner, false, std::slice::from_ref(&done.0))
+                .map(|()| done)
+        });
         let entry = match outcome {
             Ok((op, new_event, taken)) => {
                 if scratch.apply(scratch.seq + 1, op.clone()).is_err() {

@@ -6,6 +6,7 @@
 //! Another process writing the same store (a CLI next to the dashboard, a second server replica)
 //! is seen on the next call, and a write that raced one is decided again on the new state.
 
+pub mod access;
 mod anchors;
 pub mod audit;
 mod barrier;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Engine;
+use super::access;
 use super::idempotency::{self, Idempotency};
 use super::rules::{self, Ctx};
 use crate::automation;
@@ -29,7 +30,7 @@ pub struct EngineSession {
     /// Whether the traveller may change what other travellers share (delete a timeline they
     /// did not create). The embedded engine's user owns the whole store; a server grants it
     /// with the `admin` scope.
-    admin: bool,
+    pub(super) admin: bool,
 }
 
 impl EngineSession {
@@ -60,22 +61,28 @@ impl EngineSession {
         let mint = || self.engine.mint();
         self.engine
             .write(Some(&self.traveller), |world, now| {
+                self.refuse_if_barred(world, true)?;
                 let ctx = Ctx {
                     traveller: &self.traveller,
                     now,
                     mint: &mint,
                 };
-                match &self.idempotency {
-                    None => decide(world, &ctx),
+                // Decided on what the traveller may see; checked against the whole world.
+                let view = access::view(world, &self.traveller, self.admin);
+                let seen = view.as_ref().unwrap_or(world);
+                let (ops, answer) = match &self.idempotency {
+                    None => decide(seen, &ctx),
                     Some(request) => {
                         // Decisions run under the engine's writer lock, so what is published
                         // now is what is durable.
                         let durable = self.engine.snapshot_now().seq;
-                        idempotency::decide(world, &self.traveller, request, now, durable, || {
-                            decide(world, &ctx)
+                        idempotency::decide(seen, &self.traveller, request, now, durable, || {
+                            decide(seen, &ctx)
                         })
                     }
-                }
+                }?;
+                access::permit(world, &self.traveller, self.admin, &ops)?;
+                Ok((ops, answer))
             })
             .await
     }
@@ -140,13 +147,33 @@ impl EngineSession {
             .engine
             .snapshot_within(self.allowed_staleness(scope))
             .await?;
+        self.refuse_if_barred(&world, false)?;
         let mint = || self.engine.mint();
         let ctx = Ctx {
             traveller: &self.traveller,
             now: self.engine.now(),
             mint: &mint,
         };
-        look(&world, &ctx)
+        let view = access::view(&world, &self.traveller, self.admin);
+        look(view.as_ref().unwrap_or(&world), &ctx)
+    }
+
+    /// Refuses a traveller an operator barred from this: everything at `no_access`, and
+    /// every write at `read_only` (what `limited_access` allows is decided op by op).
+    fn refuse_if_barred(&self, world: &super::World, writing: bool) -> Result<(), ServiceError> {
+        match access::restriction_of(world, &self.traveller, self.admin) {
+            Some(level @ RestrictionLevel::NoAccess) => Err(access::restricted(level)),
+            Some(level @ RestrictionLevel::ReadOnly) if writing => Err(access::restricted(level)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The world as this session may see it (see [`access::view`]).
+    pub(super) fn visible(&self, world: Arc<super::World>) -> Arc<super::World> {
+        match access::view(&world, &self.traveller, self.admin) {
+            Some(view) => Arc::new(view),
+            None => world,
+        }
     }
 
     /// A read whose work grows with a timeline's size (a monitor scan, a full paradox check,
@@ -169,6 +196,8 @@ impl EngineSession {
             .engine
             .snapshot_within(self.allowed_staleness(scope))
             .await?;
+        self.refuse_if_barred(&world, false)?;
+        let world = self.visible(world);
         let engine = Arc::clone(&self.engine);
         let traveller = self.traveller.clone();
         tokio::task::spawn_blocking(move || {
@@ -339,16 +368,24 @@ fn parse_event_cursor(cursor: &str) -> Result<(Instant, EventId), ServiceError> 
 #[async_trait]
 impl TimelineService for EngineSession {
     async fn whoami(&self) -> ServiceResult<TravellerStatus> {
-        self.read(|world, ctx| {
-            let position = world.position_of(ctx.traveller, ctx.now);
-            Ok(TravellerStatus {
-                traveller: ctx.traveller.clone(),
-                timeline_id: position.timeline.clone(),
-                time: position.time_at(ctx.now),
-                position,
-            })
+        // Answered even at `no_access`: it is how a restricted traveller learns why.
+        let world = self
+            .engine
+            .snapshot_within(std::time::Duration::ZERO)
+            .await?;
+        let now = self.engine.now();
+        let position = world.position_of(&self.traveller, now);
+        Ok(TravellerStatus {
+            traveller: self.traveller.clone(),
+            timeline_id: position.timeline.clone(),
+            time: position.time_at(now),
+            position,
+            operator: self.admin,
+            restriction: (!self.admin)
+                .then(|| world.restrictions.get(&self.traveller))
+                .flatten()
+                .map(|r| (**r).clone()),
         })
-        .await
     }
 
     async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>> {
@@ -1284,6 +1321,9 @@ impl TimelineService for EngineSession {
     }
 
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
+        // Unknown to a traveller who may not read it, as everywhere.
+        self.read(|world, _| rules::referenced(world, &req.timeline_id).map(|_| ()))
+            .await?;
         super::integrity::detect(&self.engine, &req.timeline_id, req.scan_depth, self.admin).await
     }
 
@@ -1292,6 +1332,8 @@ impl TimelineService for EngineSession {
             .engine
             .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
             .await?;
+        self.refuse_if_barred(&served, false)?;
+        let served = self.visible(served);
         super::integrity::validate(&self.engine, served, &req.timeline_id, req.timestamp).await
     }
 
@@ -1311,5 +1353,147 @@ impl TimelineService for EngineSession {
             Ok((vec![super::Op::LiftIsolation { id: id.clone() }], ()))
         })
         .await
+    }
+
+    async fn set_access_control(
+        &self,
+        req: SetAccessControlRequest,
+    ) -> ServiceResult<AccessControlSet> {
+        let permissions = req.permissions.map(access::validated).transpose()?;
+        self.write(|world, ctx| {
+            let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
+            if access::right_of(world, ctx.traveller, self.admin, id) < Some(Right::Admin) {
+                return Err(access::denied(id, Right::Admin));
+            }
+            if let Some(p) = &permissions
+                && !self.admin
+                && !p.admin.contains(ctx.traveller)
+            {
+                return Err(ServiceError::Conflict(format!(
+                    "this list would take your admin right on timeline '{id}' away; keep \
+                     '{}' in permissions.admin (an operator can set any list)",
+                    ctx.traveller
+                )));
+            }
+            let access_control = permissions.clone().map(|permissions| AccessControl {
+                timeline_id: id.clone(),
+                permissions,
+                set_by: ctx.traveller.clone(),
+                at: ctx.now,
+            });
+            let status = if access_control.is_some() {
+                "set"
+            } else {
+                "removed"
+            };
+            let answer = AccessControlSet {
+                status: status.into(),
+                timeline_id: id.clone(),
+                access_control: access_control.clone(),
+            };
+            if access_control.is_none() && !world.acls.contains_key(id) {
+                return Ok((Vec::new(), answer));
+            }
+            let op = super::Op::SetAccessControl {
+                timeline: id.clone(),
+                access_control,
+            };
+            Ok((vec![op], answer))
+        })
+        .await
+    }
+
+    async fn access_control(&self, timeline: &TimelineId) -> ServiceResult<AccessControlView> {
+        self.read(|world, ctx| {
+            let id = &rules::addressed(world, timeline)?.meta.id;
+            Ok(self.access_view(world, ctx, id))
+        })
+        .await
+    }
+
+    async fn list_access_controls(
+        &self,
+        page: PageRequest,
+    ) -> ServiceResult<Page<AccessControlView>> {
+        self.read(|world, ctx| {
+            let keyed = world
+                .acls
+                .keys()
+                .filter(|id| world.timelines.contains_key(*id))
+                .map(|id| (id.to_string(), self.access_view(world, ctx, id)))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+
+    async fn restrict_time_travel(&self, req: RestrictRequest) -> ServiceResult<Restricted> {
+        self.require_operator("restricting a traveller")?;
+        self.write(|_world, ctx| {
+            let restriction = Restriction {
+                user_id: req.user_id.clone(),
+                level: req.restriction_level,
+                set_by: ctx.traveller.clone(),
+                at: ctx.now,
+            };
+            let status = if req.restriction_level == RestrictionLevel::Unrestricted {
+                "lifted"
+            } else {
+                "restricted"
+            };
+            let answer = Restricted {
+                status: status.into(),
+                restriction: restriction.clone(),
+            };
+            Ok((vec![super::Op::RestrictTraveller { restriction }], answer))
+        })
+        .await
+    }
+
+    async fn access_logs(&self, _req: AccessLogQuery) -> ServiceResult<AccessLog> {
+        Err(ServiceError::Unsupported(
+            "the access log is being built (issue 27); it is not served yet".into(),
+        ))
+    }
+
+    async fn list_restrictions(&self, page: PageRequest) -> ServiceResult<Page<Restriction>> {
+        self.require_operator("seeing the restrictions")?;
+        self.read(|world, _ctx| {
+            let keyed = world
+                .restrictions
+                .values()
+                .map(|r| (r.user_id.to_string(), (**r).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
+}
+
+impl EngineSession {
+    /// Refuses `what` to a session that is not an operator's.
+    fn require_operator(&self, what: &str) -> Result<(), ServiceError> {
+        if self.admin {
+            Ok(())
+        } else {
+            Err(ServiceError::Forbidden(format!(
+                "{what} is for operators: it needs a token with the 'admin' scope"
+            )))
+        }
+    }
+
+    /// Timeline `id`'s access control as this session sees it.
+    fn access_view(
+        &self,
+        world: &super::World,
+        ctx: &Ctx<'_>,
+        id: &TimelineId,
+    ) -> AccessControlView {
+        AccessControlView {
+            timeline_id: id.clone(),
+            access_control: world.acls.get(id).map(|a| (**a).clone()),
+            your_right: access::right_of(world, ctx.traveller, self.admin, id)
+                .unwrap_or(Right::Read),
+        }
     }
 }

@@ -43,7 +43,9 @@ use crate::store::{Link, LogKey};
 /// `read_staleness`).
 /// Format 6 (review): merges carry their resolutions (manual review), and the isolations with
 /// each timeline's isolated lineages.
-pub const FORMAT: u32 = 6;
+/// Format 7: access-control lists and restrictions (`acls`, `restrictions`). An older version
+/// must not read these snapshots: it would drop them and serve hidden timelines.
+pub const FORMAT: u32 = 7;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 /// Magic, format, position, body length, CRC-32, head link.
@@ -255,6 +257,12 @@ struct Records {
     /// Each timeline's isolated lineages, with their isolation (review, format 6).
     #[serde(default)]
     isolated: Vec<(TimelineId, Vec<(EventId, crate::model::IsolationId)>)>,
+    /// Access-control lists (format 7).
+    #[serde(default)]
+    acls: Vec<crate::service::AccessControl>,
+    /// Restrictions in force (format 7).
+    #[serde(default)]
+    restrictions: Vec<crate::service::Restriction>,
 }
 
 /// A timeline's data entries, written against its parent's as they stand: what it has that
@@ -358,6 +366,8 @@ impl WorldImage {
             merges: world.merges.values().map(|m| (**m).clone()).collect(),
             timeline_data,
             read_staleness: world.read_staleness.values().cloned().collect(),
+            acls: world.acls.values().map(|a| (**a).clone()).collect(),
+            restrictions: world.restrictions.values().map(|r| (**r).clone()).collect(),
             isolations: world.isolations.values().map(|i| (**i).clone()).collect(),
             isolated: world
                 .timelines
@@ -486,6 +496,16 @@ impl WorldImage {
             .read_staleness
             .into_iter()
             .map(|s| (s.traveller.clone(), s))
+            .collect();
+        world.acls = r
+            .acls
+            .into_iter()
+            .map(|a| (a.timeline_id.clone(), Arc::new(a)))
+            .collect();
+        world.restrictions = r
+            .restrictions
+            .into_iter()
+            .map(|r| (r.user_id.clone(), Arc::new(r)))
             .collect();
         world.isolations = r
             .isolations

@@ -481,6 +481,54 @@ impl Hubs {
     }
 }
 
+/// What decides who may read a timeline: its access-control list and the restrictions in force
+/// (shared maps, compared by identity).
+struct Rights {
+    acl: Option<Arc<crate::service::AccessControl>>,
+    restrictions: imbl::HashMap<crate::model::Traveller, Arc<crate::service::Restriction>>,
+}
+
+impl Rights {
+    fn of(world: &World, timeline: &TimelineId) -> Self {
+        Self {
+            acl: world.acls.get(timeline).cloned(),
+            restrictions: world.restrictions.clone(),
+        }
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        let acl = match (&self.acl, &other.acl) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        acl && self.restrictions.ptr_eq(&other.restrictions)
+    }
+}
+
+/// Whether the follower of a stream may still read `timeline` at `world`: the error that ends
+/// their stream when not.
+pub(super) fn still_readable(
+    world: &World,
+    who: &crate::model::Traveller,
+    operator: bool,
+    timeline: &TimelineId,
+) -> Result<(), ServiceError> {
+    if let Some(level @ crate::service::RestrictionLevel::NoAccess) =
+        super::access::restriction_of(world, who, operator)
+    {
+        return Err(super::access::restricted(level));
+    }
+    if world.timelines.contains_key(timeline)
+        && super::access::right_of(world, who, operator, timeline).is_none()
+    {
+        return Err(ServiceError::AccessRevoked {
+            timeline: timeline.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// The task that watches one timeline for all its streams.
 struct Hub {
     engine: Weak<Engine>,
@@ -492,6 +540,8 @@ struct Hub {
 impl Hub {
     async fn run(mut self) {
         let mut last = Seen::nothing();
+        // Who may read the timeline, as last seen: a change wakes every stream to re-check.
+        let mut rights: Option<Rights> = None;
         let mut last_scan: Option<(tokio::time::Instant, Duration)> = None;
         let mut first = true;
         loop {
@@ -561,7 +611,19 @@ impl Hub {
                     }
                 }
             };
+            let now_rights = Rights::of(&world, &self.timeline);
+            let rights_changed = rights
+                .as_ref()
+                .is_some_and(|before| !before.same(&now_rights));
+            rights = Some(now_rights);
             if Arc::ptr_eq(&anomalies, &last.anomalies) || anomalies == last.anomalies {
+                if rights_changed {
+                    // Nothing new to tell; the streams wake to check they may still read.
+                    last.position = world.seq;
+                    last.before = Arc::clone(&last.anomalies);
+                    last.changes = Arc::default();
+                    self.tx.send_replace(last.clone());
+                }
                 continue;
             }
             let changes = differences(&last.anomalies, &anomalies);
@@ -608,6 +670,10 @@ pub(super) async fn watch_monitor(
     let mut hub = engine.hubs.subscribe(&engine, &timeline);
     hub.borrow_and_update();
     let world = engine.snapshot().await?;
+    still_readable(&world, &session.traveller, session.admin, &timeline).map_err(|e| match e {
+        ServiceError::AccessRevoked { timeline } => ServiceError::unknown("timeline", timeline),
+        other => other,
+    })?;
     let (open, checked_at) = open_blocking(&engine, Arc::clone(&world), &timeline).await?;
     // A resumed stream starts with the state now too: what changed while the client was away
     // is in it, whatever caused it (a write, or time alone), and nothing is told twice over a
@@ -629,6 +695,9 @@ pub(super) async fn watch_monitor(
     }]);
     let state = Following {
         hub,
+        engine: Arc::downgrade(&engine),
+        follower: (session.traveller.clone(), session.admin),
+        timeline: req.timeline_id.clone(),
         from: world.seq,
         open,
         queued: first,
@@ -641,6 +710,12 @@ pub(super) async fn watch_monitor(
 struct Following {
     /// The timeline's hub.
     hub: watch::Receiver<Seen>,
+    /// Where rights are looked up on every push.
+    engine: Weak<Engine>,
+    /// Who follows, and whether they are an operator.
+    follower: (crate::model::Traveller, bool),
+    /// The timeline followed.
+    timeline: TimelineId,
     /// The log position of the stream's snapshot: what the hub found before it is old news.
     from: u64,
     /// The anomalies the client was last told are open.
@@ -664,6 +739,14 @@ impl Following {
             if let Some(e) = seen.failed {
                 self.ended = true;
                 return Some((Err(e), self));
+            }
+            if let Some(engine) = self.engine.upgrade() {
+                let (who, operator) = &self.follower;
+                let world = engine.snapshot_now();
+                if let Err(e) = still_readable(&world, who, *operator, &self.timeline) {
+                    self.ended = true;
+                    return Some((Err(e), self));
+                }
             }
             if seen.position < self.from {
                 continue;

@@ -249,6 +249,19 @@ pub enum Op {
         /// Which.
         id: crate::model::IsolationId,
     },
+    /// A timeline's access-control list set, or removed (`None`): §5.1.
+    SetAccessControl {
+        /// The timeline.
+        timeline: TimelineId,
+        /// The list now in force.
+        access_control: Option<crate::service::AccessControl>,
+    },
+    /// A traveller restricted by an operator, or their restriction lifted (`unrestricted`):
+    /// §5.2.
+    RestrictTraveller {
+        /// The restriction.
+        restriction: crate::service::Restriction,
+    },
 }
 
 /// A timeline with its events.
@@ -307,6 +320,10 @@ pub struct World {
     pub data_index: HashMap<crate::model::DataId, (TimelineId, Instant)>,
     /// Each traveller's bounded-staleness reads, when they set them.
     pub read_staleness: HashMap<Traveller, crate::service::ReadStaleness>,
+    /// Access-control lists by timeline (a timeline without one is open to every traveller).
+    pub acls: HashMap<TimelineId, Arc<crate::service::AccessControl>>,
+    /// Restrictions in force by traveller.
+    pub restrictions: HashMap<Traveller, Arc<crate::service::Restriction>>,
 }
 
 /// The ids of one traveller's records, in id order (the order of the maps they index).
@@ -502,6 +519,14 @@ impl World {
                         Default::default(),
                     ),
                 };
+                let inherited = timeline
+                    .parent
+                    .as_ref()
+                    .and_then(|p| self.acls.get(p))
+                    .and_then(|acl| super::access::inherited(acl, &timeline));
+                if let Some(acl) = inherited {
+                    self.acls.insert(timeline.id.clone(), acl);
+                }
                 self.timelines.insert(
                     timeline.id.clone(),
                     TimelineState {
@@ -516,6 +541,7 @@ impl World {
             }
             Op::DeleteTimeline { id } => {
                 crate::metrics::forget_timeline(&id);
+                self.acls.remove(&id);
                 if let Some(state) = self.timelines.remove(&id) {
                     super::data::forget_timeline(
                         &mut self.data_index,
@@ -725,6 +751,26 @@ impl World {
                             state.isolated.remove(lineage);
                         }
                     }
+                }
+            }
+            Op::SetAccessControl {
+                timeline,
+                access_control,
+            } => {
+                if !self.timelines.contains_key(&timeline) {
+                    return Err(fail(format!("unknown timeline {timeline}")));
+                }
+                match access_control {
+                    Some(acl) => self.acls.insert(timeline, Arc::new(acl)),
+                    None => self.acls.remove(&timeline),
+                };
+            }
+            Op::RestrictTraveller { restriction } => {
+                if restriction.level == crate::service::RestrictionLevel::Unrestricted {
+                    self.restrictions.remove(&restriction.user_id);
+                } else {
+                    self.restrictions
+                        .insert(restriction.user_id.clone(), Arc::new(restriction));
                 }
             }
             Op::Remember {

@@ -52,6 +52,7 @@ mod data;
 mod integrity;
 mod merges;
 mod navigation;
+mod security;
 mod types;
 
 use async_trait::async_trait;
@@ -60,6 +61,7 @@ pub use data::*;
 pub use integrity::*;
 pub use merges::*;
 pub use navigation::*;
+pub use security::*;
 pub use types::*;
 
 use crate::error::ServiceError;
@@ -238,4 +240,26 @@ pub trait TimelineService: Send + Sync {
     async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation>;
     /// Lifts an isolation: the checks apply to its members again.
     async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()>;
+    /// Sets a timeline's access-control list, or removes it (`permissions: null`); needs the
+    /// admin right on the timeline (an operator, the creator of a timeline without a list, or
+    /// a name in its `admin` list).
+    async fn set_access_control(
+        &self,
+        req: SetAccessControlRequest,
+    ) -> ServiceResult<AccessControlSet>;
+    /// A timeline's access control, with the caller's right on it.
+    async fn access_control(&self, timeline: &TimelineId) -> ServiceResult<AccessControlView>;
+    /// The access controls of the timelines the caller may see that have a list, with the
+    /// caller's right on each (the others give every traveller read and write).
+    async fn list_access_controls(
+        &self,
+        page: PageRequest,
+    ) -> ServiceResult<Page<AccessControlView>>;
+    /// Restricts a traveller, or lifts their restriction (operators only).
+    async fn restrict_time_travel(&self, req: RestrictRequest) -> ServiceResult<Restricted>;
+    /// The restrictions in force (operators only).
+    async fn list_restrictions(&self, page: PageRequest) -> ServiceResult<Page<Restriction>>;
+    /// A timeline's access log over a wall-clock range: its accepted changes (from the op log
+    /// itself), and its reads and refused attempts counted per minute. Needs the admin right.
+    async fn access_logs(&self, req: AccessLogQuery) -> ServiceResult<AccessLog>;
 }

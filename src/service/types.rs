@@ -62,6 +62,13 @@ pub struct TravellerStatus {
     pub time: Instant,
     /// The raw position (arrival and wall-clock arrival).
     pub position: Position,
+    /// Whether the session is an operator's (admin scope, or the embedded engine): every
+    /// right on every timeline, never restricted.
+    #[serde(default)]
+    pub operator: bool,
+    /// The restriction an operator put on the traveller, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restriction: Option<crate::service::Restriction>,
 }
 
 /// A timeline as responses show it.

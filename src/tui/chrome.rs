@@ -453,6 +453,8 @@ mod tests {
                 paused: true,
                 location: None,
             },
+            operator: false,
+            restriction: None,
         };
         let header = Header {
             palette: &p,

@@ -111,6 +111,18 @@ impl Server {
         client.build().expect("a client of the test server")
     }
 
+    /// A client acting as `traveller` with the admin scope too: an operator.
+    pub fn operator_client(&self, traveller: &str) -> RemoteClient {
+        let mut client = RemoteClient::builder(
+            &self.base_url,
+            self.token_with(traveller, "read write admin"),
+        );
+        if let Some(pki) = &self.pki {
+            client = client.ca_cert(pki.ca());
+        }
+        client.build().expect("a client of the test server")
+    }
+
     /// Stops the server and waits until its port is closed.
     pub async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {

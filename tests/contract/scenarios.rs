@@ -4580,3 +4580,374 @@ fn written_event(written: &[WrittenEvent], l: &EventId) -> EventId {
         .map(|w| w.event_id.clone())
         .expect("the merge wrote that lineage")
 }
+
+fn lists(read: &[&str], write: &[&str], admin: &[&str]) -> Option<Permissions> {
+    let names = |l: &[&str]| l.iter().map(|n| n.parse().expect("name")).collect();
+    Some(Permissions {
+        read: names(read),
+        write: names(write),
+        admin: names(admin),
+    })
+}
+
+#[track_caller]
+fn assert_denied(err: &ServiceError, timeline: &TimelineId, right: &str) {
+    assert!(
+        matches!(err, ServiceError::AccessDenied { timeline: t, right: r, .. }
+            if t == timeline.as_str() && r == right),
+        "expected access-denied ({right} on {timeline}), got {err:?}"
+    );
+}
+
+#[track_caller]
+fn assert_restricted(err: &ServiceError, level: &str) {
+    assert!(
+        matches!(err, ServiceError::TravelRestricted { level: l, .. } if l == level),
+        "expected travel-restricted at {level}, got {err:?}"
+    );
+}
+
+/// Access control (guide §5.1) as every face refuses it: a timeline's creator administers it
+/// until it has a list; with one, a traveller not listed does not see it at all (lists,
+/// lookups, searches, journeys), one listed under `read` sees it and is denied changes, and
+/// only its admins change the list, never leaving themselves out; a branch inherits the list
+/// with its creator as admin; operators keep every right; a scheduled change of a traveller
+/// who lost write fails at run time.
+pub async fn access_control_on_every_face(face: &Face) {
+    let root = face.operator("root");
+    let ada = face.member("ada");
+    let bob = face.member("bob");
+    let cy = face.member("cy");
+    let vault = face
+        .ok(
+            "ada creates a timeline",
+            ada.create_timeline(named("Vault")),
+        )
+        .await
+        .id;
+    let open = face
+        .ok("without a list bob reads it", bob.access_control(&vault))
+        .await;
+    assert_eq!(
+        (open.access_control.is_none(), open.your_right),
+        (true, Right::Write)
+    );
+    face.ok(
+        "without a list bob writes it",
+        bob.add_event(
+            &vault,
+            event("Bob was here", "1900-01-01T00:00:00Z", "Vault", &[]),
+        ),
+    )
+    .await;
+    let err = face
+        .err(
+            "bob may not set its list (ada created it)",
+            bob.set_access_control(SetAccessControlRequest {
+                timeline_id: vault.clone(),
+                permissions: lists(&["bob"], &[], &["bob"]),
+            }),
+        )
+        .await;
+    assert_denied(&err, &vault, "admin");
+    let err = face
+        .err(
+            "ada may not leave herself out of admin",
+            ada.set_access_control(SetAccessControlRequest {
+                timeline_id: vault.clone(),
+                permissions: lists(&["bob"], &[], &[]),
+            }),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
+    let set = face
+        .ok(
+            "ada sets the list",
+            ada.set_access_control(SetAccessControlRequest {
+                timeline_id: vault.clone(),
+                permissions: lists(&["bob"], &[], &["ada"]),
+            }),
+        )
+        .await;
+    assert_eq!(set.status, "set");
+    // bob reads, and is denied writes.
+    let seen = face
+        .ok("bob still reads it", bob.get_timeline(&vault))
+        .await;
+    assert_eq!(seen.name, "Vault");
+    let err = face
+        .err(
+            "bob may not add an event",
+            bob.add_event(
+                &vault,
+                event("Bob again", "1900-01-02T00:00:00Z", "Vault", &[]),
+            ),
+        )
+        .await;
+    assert_denied(&err, &vault, "write");
+    let err = face
+        .err("bob may not delete it", bob.delete_timeline(&vault))
+        .await;
+    assert_denied(&err, &vault, "admin");
+    face.ok(
+        "bob may travel there (read)",
+        bob.travel(to(vault.as_str(), &[])),
+    )
+    .await;
+    // cy does not see it at all.
+    let err = face.err("cy cannot get it", cy.get_timeline(&vault)).await;
+    assert_eq!(err, ServiceError::not_found("timeline", &vault));
+    let listed = face
+        .ok(
+            "cy's list leaves it out",
+            cy.list_timelines(PageRequest::default()),
+        )
+        .await;
+    assert!(listed.items.iter().all(|t| t.id != vault));
+    let err = face
+        .err("cy cannot search it", cy.search_events(search(&vault)))
+        .await;
+    assert_unknown(&err, "timeline", vault.as_str());
+    let err = face
+        .err("cy cannot travel there", cy.travel(to(vault.as_str(), &[])))
+        .await;
+    assert!(
+        matches!(
+            &err,
+            ServiceError::InvalidInput { .. } | ServiceError::UnknownReference { .. }
+        ),
+        "{err:?}"
+    );
+    let err = face
+        .err(
+            "cy cannot branch it",
+            cy.create_timeline(NewTimeline {
+                base_timeline_id: Some(vault.clone()),
+                ..named("Peek")
+            }),
+        )
+        .await;
+    assert_unknown(&err, "timeline", vault.as_str());
+    // A branch inherits the list, its creator added to admin.
+    let branch = face
+        .ok(
+            "bob branches it (read is enough)",
+            bob.create_timeline(NewTimeline {
+                base_timeline_id: Some(vault.clone()),
+                ..named("Bob's vault")
+            }),
+        )
+        .await
+        .id;
+    let inherited = face
+        .ok("the branch's list", bob.access_control(&branch))
+        .await;
+    let acl = inherited.access_control.expect("inherited");
+    assert_eq!(
+        (acl.permissions.admin.len(), inherited.your_right),
+        (2, Right::Admin)
+    );
+    face.ok(
+        "bob writes his branch",
+        bob.add_event(
+            &branch,
+            event("Bob's own", "1900-01-03T00:00:00Z", "Vault", &[]),
+        ),
+    )
+    .await;
+    // Operators keep every right; only they set primary's first list.
+    face.ok(
+        "root writes the vault",
+        root.add_event(&vault, event("Audit", "1900-01-04T00:00:00Z", "Vault", &[])),
+    )
+    .await;
+    let err = face
+        .err(
+            "ada may not set primary's list",
+            ada.set_access_control(SetAccessControlRequest {
+                timeline_id: primary(),
+                permissions: lists(&["ada"], &[], &["ada"]),
+            }),
+        )
+        .await;
+    assert_denied(&err, &primary(), "admin");
+    // A schedule of a traveller who loses write fails when it runs.
+    let tea = face
+        .ok(
+            "ada adds an event",
+            ada.add_event(&vault, event("Tea", "1900-01-05T00:00:00Z", "Vault", &[])),
+        )
+        .await
+        .event_id;
+    face.ok(
+        "ada gives bob write",
+        ada.set_access_control(SetAccessControlRequest {
+            timeline_id: vault.clone(),
+            permissions: lists(&[], &["bob"], &["ada"]),
+        }),
+    )
+    .await;
+    face.ok(
+        "bob schedules a manipulation",
+        bob.schedule_manipulation(NewSchedule {
+            event_id: tea.clone(),
+            scheduled_time: face.now() + Duration::minutes(5),
+            manipulation_details: ManipulationDetails {
+                new_time: None,
+                new_details: Some("Coffee".into()),
+            },
+            timeline_id: Some(vault.clone()),
+        }),
+    )
+    .await;
+    face.ok(
+        "ada takes write back",
+        ada.set_access_control(SetAccessControlRequest {
+            timeline_id: vault.clone(),
+            permissions: lists(&["bob"], &[], &["ada"]),
+        }),
+    )
+    .await;
+    face.advance(Duration::minutes(6));
+    face.run_due().await;
+    let log = face
+        .ok(
+            "bob's automation log",
+            bob.automation_log(LogQuery {
+                timeline_id: Some(vault.clone()),
+                date_range: None,
+                page: PageRequest::default(),
+            }),
+        )
+        .await;
+    let failed = log
+        .items
+        .iter()
+        .find(|e| e.event_id == tea)
+        .expect("logged");
+    assert_ne!(failed.outcome, "done", "{failed:?}");
+    // Removing the list opens it again.
+    let removed = face
+        .ok(
+            "ada removes the list",
+            ada.set_access_control(SetAccessControlRequest {
+                timeline_id: vault.clone(),
+                permissions: None,
+            }),
+        )
+        .await;
+    assert_eq!(removed.status, "removed");
+    face.ok("cy sees it again", cy.get_timeline(&vault)).await;
+}
+
+/// Restrictions (guide §5.2) as every face refuses them: `read_only` reads and does nothing
+/// else, `limited_access` returns to its own anchor and no further, `no_access` leaves only
+/// whoami, which states it; operators are never restricted; `unrestricted` lifts it.
+pub async fn restrictions_on_every_face(face: &Face) {
+    let root = face.operator("root");
+    let dee = face.member("dee");
+    let home = face
+        .ok(
+            "dee sets an anchor",
+            dee.set_anchor(anchor("1900-01-01T00:00:00Z", "home")),
+        )
+        .await;
+    face.ok("dee travels away", dee.travel(to("primary", &[])))
+        .await;
+    let restricted = face
+        .ok(
+            "root restricts dee to read_only",
+            root.restrict_time_travel(RestrictRequest {
+                user_id: "dee".parse().expect("name"),
+                restriction_level: RestrictionLevel::ReadOnly,
+            }),
+        )
+        .await;
+    assert_eq!(
+        (restricted.status.as_str(), restricted.restriction.level),
+        ("restricted", RestrictionLevel::ReadOnly)
+    );
+    face.ok(
+        "read_only reads",
+        dee.list_timelines(PageRequest::default()),
+    )
+    .await;
+    let err = face
+        .err(
+            "read_only adds nothing",
+            dee.add_event(&primary(), event("No", "1900-01-02T00:00:00Z", "Here", &[])),
+        )
+        .await;
+    assert_restricted(&err, "read_only");
+    let err = face.err("read_only pauses nothing", dee.pause_time()).await;
+    assert_restricted(&err, "read_only");
+    face.ok(
+        "root limits dee",
+        root.restrict_time_travel(RestrictRequest {
+            user_id: "dee".parse().expect("name"),
+            restriction_level: RestrictionLevel::LimitedAccess,
+        }),
+    )
+    .await;
+    let err = face
+        .err(
+            "limited_access goes nowhere new",
+            dee.travel_to_time(TimeTravelRequest {
+                destination_time: t("1800-01-01T00:00:00Z"),
+                location: None,
+            }),
+        )
+        .await;
+    assert_restricted(&err, "limited_access");
+    face.ok(
+        "limited_access comes home",
+        dee.return_to_anchor(ReturnRequest {
+            anchor_id: home.id.to_string(),
+            items_transported: None,
+        }),
+    )
+    .await;
+    face.ok("limited_access pauses", dee.pause_time()).await;
+    face.ok(
+        "root bars dee",
+        root.restrict_time_travel(RestrictRequest {
+            user_id: "dee".parse().expect("name"),
+            restriction_level: RestrictionLevel::NoAccess,
+        }),
+    )
+    .await;
+    let err = face
+        .err(
+            "no_access reads nothing",
+            dee.list_timelines(PageRequest::default()),
+        )
+        .await;
+    assert_restricted(&err, "no_access");
+    let me = face.ok("no_access still asks whoami", dee.whoami()).await;
+    assert_eq!(
+        me.restriction.map(|r| r.level),
+        Some(RestrictionLevel::NoAccess)
+    );
+    let listed = face
+        .ok(
+            "root lists restrictions",
+            root.list_restrictions(PageRequest::default()),
+        )
+        .await;
+    assert_eq!(listed.items.len(), 1);
+    let lifted = face
+        .ok(
+            "root lifts it",
+            root.restrict_time_travel(RestrictRequest {
+                user_id: "dee".parse().expect("name"),
+                restriction_level: RestrictionLevel::Unrestricted,
+            }),
+        )
+        .await;
+    assert_eq!(lifted.status, "lifted");
+    face.ok(
+        "dee reads again",
+        dee.list_timelines(PageRequest::default()),
+    )
+    .await;
+}

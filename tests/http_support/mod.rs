@@ -357,4 +357,10 @@ wrapped! {
     diff_timelines(req: DiffQuery) -> TimelineDiff;
     isolate_event(req: IsolateRequest) -> Isolation;
     lift_isolation(id: &IsolationId) -> ();
+    set_access_control(req: SetAccessControlRequest) -> AccessControlSet;
+    access_control(timeline: &TimelineId) -> AccessControlView;
+    list_access_controls(page: PageRequest) -> Page<AccessControlView>;
+    restrict_time_travel(req: RestrictRequest) -> Restricted;
+    list_restrictions(page: PageRequest) -> Page<Restriction>;
+    access_logs(req: AccessLogQuery) -> AccessLog;
 }

@@ -107,6 +107,22 @@ macro_rules! list_route {
 }
 
 list_route!(
+    list_access_controls,
+    "/v1/access-controls",
+    "listAccessControls",
+    list_access_controls,
+    crate::service::AccessControlView,
+    "The access-control lists of the timelines you may see that have one, with your right on each (a timeline without one gives every traveller read and write)."
+);
+list_route!(
+    list_restrictions,
+    "/v1/restrictions",
+    "listRestrictions",
+    list_restrictions,
+    crate::service::Restriction,
+    "The restrictions in force (operators only: it needs the admin scope)."
+);
+list_route!(
     list_journeys,
     "/v1/travels",
     "listJourneys",

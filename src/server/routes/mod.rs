@@ -9,6 +9,7 @@ mod integrity;
 mod navigation;
 pub(super) mod ops;
 mod review;
+mod security;
 mod stream;
 mod tutorial;
 mod unsupported;
@@ -133,6 +134,17 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
                 super::extract::RouteScope(crate::auth::Scope::Read),
             )),
         )
+        .routes(routes!(security::set_access_control))
+        .routes(routes!(security::get_access_control))
+        .routes(routes!(extension::list_access_controls))
+        .routes(
+            routes!(security::restrict_time_travel).layer(axum::Extension(
+                super::extract::RouteScope(crate::auth::Scope::Admin),
+            )),
+        )
+        .routes(routes!(extension::list_restrictions).layer(axum::Extension(
+            super::extract::RouteScope(crate::auth::Scope::Admin),
+        )))
         .merge(ops::open_router())
 }
 

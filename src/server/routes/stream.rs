@@ -5,7 +5,8 @@
 //! snapshot of the state now, so it misses nothing (see `crate::engine` `watch`). Event names:
 //! `snapshot` (data: the monitor's report, every open anomaly; replaces what the client knew),
 //! `appeared` and `resolved` (data: the anomaly), `error` (data: a problem; the stream then
-//! ends, e.g. when the timeline was deleted). A `: heartbeat` comment comes every 15 s of
+//! ends, e.g. when the timeline was deleted), `access_revoked` (data: a problem; the caller
+//! lost the read right on the timeline, re-checked on every push, and the stream ends). A `: heartbeat` comment comes every 15 s of
 //! silence; the stream ends cleanly when the server shuts down. It is authenticated and counted
 //! in the rate limits like every other call, once per connection. Open streams are capped per
 //! traveller and in all (`--max-streams-per-traveller`, `--max-streams`): beyond, 429 with
@@ -48,8 +49,9 @@ pub struct StreamQuery {
     responses((status = 200, content_type = "text/event-stream", body = String,
         description = "An event stream: `snapshot` (data: the monitor's report), then \
             `appeared` and `resolved` (data: the anomaly), each with `id:` its log position; \
-            `error` (data: a problem) ends it; a `: heartbeat` comment every 15 s of silence; \
-            429 when the caller or the server has as many streams open as allowed"))
+            `error` (data: a problem) ends it, and so does `access_revoked` (data: a problem) \
+            when the caller's read right on the timeline is taken away; a `: heartbeat` \
+            comment every 15 s of silence; 429 when the caller or the server has as many streams open as allowed"))
 )]
 pub async fn stream_monitor_timeline(
     caller: Caller,
@@ -111,8 +113,9 @@ pub async fn stream_monitor_timeline(
         description = "An event stream: `snapshot` (data: `{\"kind\":\"snapshot\",\"events\":[...]}`), \
             `changed` (data: `{\"kind\":\"changed\",\"event\":{...}}`), `removed` (data: \
             `{\"kind\":\"removed\",\"event_id\":...}`), each with `id:` its log position; \
-            `error` (data: a problem) ends it; a `: heartbeat` comment every 15 s of silence; \
-            429 when the caller or the server has as many streams open as allowed"))
+            `error` (data: a problem) ends it, and so does `access_revoked` (data: a problem) \
+            when the caller's read right on the timeline is taken away; a `: heartbeat` \
+            comment every 15 s of silence; 429 when the caller or the server has as many streams open as allowed"))
 )]
 pub async fn stream_monitor_events(
     caller: Caller,
@@ -153,7 +156,10 @@ fn event_stream<T: Send + 'static>(
             let event = match item {
                 Ok(change) => encode(&change),
                 Err(e) => Event::default()
-                    .event("error")
+                    .event(match e {
+                        crate::error::ServiceError::AccessRevoked { .. } => "access_revoked",
+                        _ => "error",
+                    })
                     .json_data(Problem::from_error(e).body(&ctx)),
             };
             // Serialising our own types cannot fail; if it ever did, a comment says so.

@@ -1,0 +1,258 @@
+//! `chronoscope access …`: who may read, write and administer a timeline, and the restrictions
+//! operators put on travellers (guide operations §5.1–5.2).
+
+use std::fmt::Write as _;
+
+use clap::{Subcommand, ValueEnum};
+
+use super::PageArgs;
+use super::output::{Output, human};
+use crate::error::ServiceError;
+use crate::model::{Traveller, format_instant};
+use crate::service::*;
+
+/// `access …`.
+#[derive(Debug, Subcommand)]
+pub enum AccessCommand {
+    /// Show a timeline's access-control list and your right on it
+    Show {
+        /// Timeline id
+        timeline: String,
+    },
+    /// List the timelines you may see that have an access-control list, with your right
+    List(PageArgs),
+    /// Set a timeline's lists (replacing them): names are token subjects; admin gives write
+    /// and read, write gives read. Needs the admin right on the timeline
+    Set {
+        /// Timeline id
+        timeline: String,
+        /// Who may read (comma-separated names; the flag may repeat)
+        #[arg(long, value_delimiter = ',')]
+        read: Vec<String>,
+        /// Who may read and write
+        #[arg(long, value_delimiter = ',')]
+        write: Vec<String>,
+        /// Who may read, write and administer (a non-operator must keep their own name here)
+        #[arg(long, value_delimiter = ',')]
+        admin: Vec<String>,
+    },
+    /// Remove a timeline's lists: every traveller may read and write it again
+    Remove {
+        /// Timeline id
+        timeline: String,
+    },
+    /// Restrict a traveller, or lift their restriction (operators only)
+    Restrict {
+        /// The traveller (a token's subject)
+        user: String,
+        /// How far
+        #[arg(value_enum)]
+        level: LevelArg,
+    },
+    /// List the restrictions in force (operators only)
+    Restrictions(PageArgs),
+}
+
+/// `restrict`'s levels.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LevelArg {
+    /// Nothing but whoami
+    NoAccess,
+    /// Reads only: no journey, no change
+    ReadOnly,
+    /// Reads, returning to their own anchors, pausing and resuming, their anchors and items
+    LimitedAccess,
+    /// Lift the restriction
+    Unrestricted,
+}
+
+impl From<LevelArg> for RestrictionLevel {
+    fn from(level: LevelArg) -> Self {
+        match level {
+            LevelArg::NoAccess => Self::NoAccess,
+            LevelArg::ReadOnly => Self::ReadOnly,
+            LevelArg::LimitedAccess => Self::LimitedAccess,
+            LevelArg::Unrestricted => Self::Unrestricted,
+        }
+    }
+}
+
+/// Names as given on the command line, each checked.
+fn names(field: &str, given: Vec<String>) -> Result<Vec<Traveller>, ServiceError> {
+    given
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .map(|n| {
+            n.parse()
+                .map_err(|e: crate::model::InvalidValue| ServiceError::invalid(field, e.message))
+        })
+        .collect()
+}
+
+fn page(args: &PageArgs) -> PageRequest {
+    PageRequest {
+        limit: args.limit,
+        cursor: args.cursor.clone(),
+    }
+}
+
+/// Runs an `access` command.
+pub async fn execute(
+    command: AccessCommand,
+    service: &dyn TimelineService,
+    out: &mut Output<'_>,
+) -> Result<(), ServiceError> {
+    match command {
+        AccessCommand::Show { timeline } => {
+            let view = service.access_control(&timeline.parse()?).await?;
+            out.print(&view, shown)
+        }
+        AccessCommand::List(args) => {
+            let listed = service.list_access_controls(page(&args)).await?;
+            out.print(&listed, |p| {
+                let rows = p
+                    .items
+                    .iter()
+                    .map(|v| {
+                        let p = v.access_control.as_ref().map(|a| &a.permissions);
+                        vec![
+                            v.timeline_id.to_string(),
+                            v.your_right.as_str().to_owned(),
+                            p.map_or(0, |p| p.read.len() + p.write.len() + p.admin.len())
+                                .to_string(),
+                        ]
+                    })
+                    .collect();
+                human::more(p, human::table(&["TIMELINE", "YOUR RIGHT", "NAMES"], rows))
+            })
+        }
+        AccessCommand::Set {
+            timeline,
+            read,
+            write,
+            admin,
+        } => {
+            let permissions = Permissions {
+                read: names("read", read)?,
+                write: names("write", write)?,
+                admin: names("admin", admin)?,
+            };
+            if permissions == Permissions::default() {
+                return Err(ServiceError::invalid(
+                    "permissions",
+                    "name at least one traveller with --read, --write or --admin (to open the \
+                     timeline to everyone, use `access remove`)",
+                ));
+            }
+            let set = service
+                .set_access_control(SetAccessControlRequest {
+                    timeline_id: timeline.parse()?,
+                    permissions: Some(permissions),
+                })
+                .await?;
+            out.print(&set, set_text)
+        }
+        AccessCommand::Remove { timeline } => {
+            let set = service
+                .set_access_control(SetAccessControlRequest {
+                    timeline_id: timeline.parse()?,
+                    permissions: None,
+                })
+                .await?;
+            out.print(&set, set_text)
+        }
+        AccessCommand::Restrict { user, level } => {
+            let done = service
+                .restrict_time_travel(RestrictRequest {
+                    user_id: user.parse().map_err(|e: crate::model::InvalidValue| {
+                        ServiceError::invalid("user", e.message)
+                    })?,
+                    restriction_level: level.into(),
+                })
+                .await?;
+            out.print(&done, |r| {
+                let level = r.restriction.level;
+                if level == RestrictionLevel::Unrestricted {
+                    format!("{} is no longer restricted\n", r.restriction.user_id)
+                } else {
+                    format!(
+                        "{} is restricted to {}: they may do {}\n",
+                        r.restriction.user_id,
+                        level.as_str(),
+                        level.allows()
+                    )
+                }
+            })
+        }
+        AccessCommand::Restrictions(args) => {
+            let listed = service.list_restrictions(page(&args)).await?;
+            out.print(&listed, |p| {
+                let rows = p
+                    .items
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.user_id.to_string(),
+                            r.level.as_str().to_owned(),
+                            r.set_by.to_string(),
+                            format_instant(&r.at),
+                        ]
+                    })
+                    .collect();
+                human::more(
+                    p,
+                    human::table(&["TRAVELLER", "LEVEL", "SET BY", "AT"], rows),
+                )
+            })
+        }
+    }
+}
+
+/// The lists, one per line.
+fn lists(p: &Permissions) -> String {
+    let mut s = String::new();
+    for (name, list) in [("admin", &p.admin), ("write", &p.write), ("read", &p.read)] {
+        let names: Vec<&str> = list.iter().map(Traveller::as_str).collect();
+        let shown = if names.is_empty() {
+            "-".to_owned()
+        } else {
+            names.join(", ")
+        };
+        let _ = writeln!(s, "  {name:<5}  {shown}");
+    }
+    s
+}
+
+fn shown(v: &AccessControlView) -> String {
+    let mut s = match &v.access_control {
+        None => format!(
+            "timeline {} has no access-control list: every traveller may read and write it, its \
+             creator administers it\n",
+            v.timeline_id
+        ),
+        Some(acl) => format!(
+            "timeline {} (set by {} at {}):\n{}",
+            v.timeline_id,
+            acl.set_by,
+            format_instant(&acl.at),
+            lists(&acl.permissions)
+        ),
+    };
+    let _ = writeln!(s, "your right: {}", v.your_right.as_str());
+    s
+}
+
+fn set_text(r: &AccessControlSet) -> String {
+    match &r.access_control {
+        Some(acl) => format!(
+            "access control set on {}:\n{}",
+            r.timeline_id,
+            lists(&acl.permissions)
+        ),
+        None => format!(
+            "access control removed from {}: every traveller may read and write it\n",
+            r.timeline_id
+        ),
+    }
+}
