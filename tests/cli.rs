@@ -374,7 +374,8 @@ async fn mistakes_get_a_message_a_person_understands() {
         "Unknown reference: no timeline 'tml_nowhere' is known to you"
     );
     let me = run(&ada, &["whoami"]).await.unwrap();
-    assert!(me.starts_with("you are ada\n"), "{me}");
+    // The embedded engine's user owns the store: an operator.
+    assert!(me.starts_with("you are ada (operator)\n"), "{me}");
     // Flag values are checked by the parser before anything runs.
     let parse = Cli::try_parse_from(["chronoscope", "events", "search", "--range", "last week"]);
     let message = parse.unwrap_err().to_string();
@@ -1203,4 +1204,115 @@ fn monitor_counts_one_anomaly_in_the_singular() {
     let scan = with_backtraces(dir.path(), &["monitor", "primary"]);
     let text = String::from_utf8_lossy(&scan.stdout);
     assert_eq!(text.lines().next(), Some("primary: 1 anomaly"), "{text}");
+}
+
+/// Access control from the command line (guide §5.1–5.2): an operator sets a timeline's lists
+/// and restricts a traveller; the real binary, talking to a server as a traveller listed only
+/// under `read`, is refused a change with a sentence naming the right, and one not listed
+/// does not see the timeline at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_refuses_what_access_control_refuses() {
+    let engine = engine().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let url = format!(
+        "http://127.0.0.1:{}",
+        listener.local_addr().expect("bound").port()
+    );
+    let secret = chronoscope::auth::Secret::from_bytes(support::SECRET.to_vec()).expect("secret");
+    tokio::spawn(chronoscope::server::run(
+        listener,
+        chronoscope::server::ServerConfig::new(secret),
+        Arc::clone(&engine),
+        std::future::pending(),
+    ));
+    // The embedded engine's user is an operator.
+    let root = engine.session("root".parse().unwrap());
+    let vault = json(&root, &["timelines", "create", "Vault"]).await;
+    let vault = vault["id"].as_str().unwrap().to_owned();
+    let set = run(
+        &root,
+        &["access", "set", &vault, "--read", "ada", "--admin", "root"],
+    )
+    .await
+    .unwrap();
+    assert!(set.contains("read   ada"), "{set}");
+    let shown = run(&root, &["access", "show", &vault]).await.unwrap();
+    assert!(shown.contains("your right: admin"), "{shown}");
+    let err = run(&root, &["access", "set", &vault]).await.unwrap_err();
+    assert!(
+        err.explain().contains("--read, --write or --admin"),
+        "{err:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let refused = remote_run(
+        &url,
+        dir.path(),
+        &[
+            "events",
+            "add",
+            "Break-in",
+            "--timeline",
+            &vault,
+            "--time",
+            "1900-01-01",
+            "--location",
+            "Vault",
+        ],
+    )
+    .output()
+    .await
+    .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("Access denied: you need the write right on timeline")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let shown = remote_run(&url, dir.path(), &["access", "show", &vault])
+        .output()
+        .await
+        .expect("the CLI runs");
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("your right: read"),
+        "{shown:?}"
+    );
+    // bob is not listed: the timeline does not exist for him.
+    let mut as_bob = tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"));
+    as_bob
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--remote", &url, "--token", &support::token("bob")])
+        .args(["timelines", "show", &vault])
+        .env("NO_COLOR", "1");
+    let hidden = as_bob.output().await.expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&hidden.stderr);
+    assert!(
+        !hidden.status.success() && stderr.contains(&format!("no timeline '{vault}'")),
+        "{stderr}"
+    );
+    // A restriction, and whoami saying it.
+    let said = run(&root, &["access", "restrict", "ada", "read-only"])
+        .await
+        .unwrap();
+    assert!(said.contains("ada is restricted to read_only"), "{said}");
+    let me = remote_run(&url, dir.path(), &["whoami"])
+        .output()
+        .await
+        .expect("the CLI runs");
+    assert!(
+        String::from_utf8_lossy(&me.stdout).contains("restricted to read_only by root"),
+        "{me:?}"
+    );
+    let paused = remote_run(&url, dir.path(), &["pause"])
+        .output()
+        .await
+        .expect("the CLI runs");
+    assert!(
+        String::from_utf8_lossy(&paused.stderr).contains("Travel restricted"),
+        "{paused:?}"
+    );
 }
