@@ -1284,7 +1284,14 @@ impl TimelineService for EngineSession {
     }
 
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
-        super::integrity::detect(&self.engine, &req.timeline_id, req.scan_depth, self.admin).await
+        super::integrity::detect(
+            &self.engine,
+            &self.traveller,
+            &req.timeline_id,
+            req.scan_depth,
+            self.admin,
+        )
+        .await
     }
 
     async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {

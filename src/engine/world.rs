@@ -249,6 +249,19 @@ pub enum Op {
         /// Which.
         id: crate::model::IsolationId,
     },
+    /// A `detect-tampering` scan recorded (bookkeeping, guide operations §5.4): the next
+    /// `recent` scan starts after `head_seq`, and the findings are `log_tampered` anomalies
+    /// on every timeline until a full scan no longer finds them.
+    ScanResult {
+        /// The stored log's last record when the scan read it.
+        head_seq: u64,
+        /// Every record that did not verify, oldest first (unredacted).
+        findings: Vec<crate::service::TamperFinding>,
+        /// Whether it read every record (only a full scan clears what earlier scans found).
+        full: bool,
+        /// When.
+        at: Instant,
+    },
 }
 
 /// A timeline with its events.
@@ -307,6 +320,9 @@ pub struct World {
     pub data_index: HashMap<crate::model::DataId, (TimelineId, Instant)>,
     /// Each traveller's bounded-staleness reads, when they set them.
     pub read_staleness: HashMap<Traveller, crate::service::ReadStaleness>,
+    /// What `detect-tampering` scans recorded: where the next `recent` one starts, and the
+    /// findings still open.
+    pub scans: super::integrity::Scans,
 }
 
 /// The ids of one traveller's records, in id order (the order of the maps they index).
@@ -447,6 +463,7 @@ impl World {
             .or_else(|| differ("merges", &self.merges, &other.merges))
             .or_else(|| super::data::first_difference(self, other))
             .or_else(|| differ("isolations", &self.isolations, &other.isolations))
+            .or_else(|| differ("scans", &self.scans, &other.scans))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })
@@ -727,6 +744,12 @@ impl World {
                     }
                 }
             }
+            Op::ScanResult {
+                head_seq,
+                findings,
+                full,
+                at,
+            } => self.scans.record(head_seq, findings, full, at),
             Op::Remember {
                 traveller,
                 key,
