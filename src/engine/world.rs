@@ -253,11 +253,13 @@ pub enum Op {
     /// `recent` scan starts after `head_seq`, and the findings are `log_tampered` anomalies
     /// on every timeline until a full scan no longer finds them.
     ScanResult {
-        /// The stored log's last record when the scan read it.
+        /// The record the scan checked up to: the stored head (or beyond, when records were
+        /// appended while it ran), or the record before a hole that cut it short.
         head_seq: u64,
         /// Every record that did not verify, oldest first (unredacted).
         findings: Vec<crate::service::TamperFinding>,
-        /// Whether it read every record (only a full scan clears what earlier scans found).
+        /// Whether it read every record up to `head_seq`, from the first (a full scan not cut
+        /// short by a hole): only such a scan clears what earlier scans found.
         full: bool,
         /// When.
         at: Instant,

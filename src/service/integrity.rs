@@ -93,8 +93,8 @@ pub struct TamperReport {
     /// proven only from then on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_from: Option<u64>,
-    /// The log record that recorded this scan (its `ScanResult`: the head scanned and the
-    /// findings, which the monitor shows as `log_tampered` anomalies and the next `recent`
+    /// The log record that recorded this scan (its `ScanResult`: the record it checked up to
+    /// and the findings, which the monitor shows as `log_tampered` anomalies and the next `recent`
     /// scan starts after). Absent when it could not be written (the store refused the append,
     /// as it does below a truncated log): the findings are then only in this answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]

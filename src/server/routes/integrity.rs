@@ -54,9 +54,9 @@ pub enum IntegrityView {
 
 /// Check the stored log's keyed hash chain record by record (`scan_depth` `full`, or `recent`:
 /// the records after the last recorded scan, or before any scan after the newest snapshot) and
-/// say whether anything bearing on the timeline was altered: a record changed after it was written, a hole in the numbering, a record that
-/// cannot be read, a log that ends before what the server already folded, or a store chained
-/// with another key. A record that fails cannot be trusted to say what it touches, so every
+/// say whether anything bearing on the timeline was altered: a record changed after it was
+/// written, a hole in the numbering, a record that cannot be read, a log that ends before what
+/// the server already folded, or a store chained with another key. A record that fails cannot be trusted to say what it touches, so every
 /// finding counts for every timeline; for non-operators, what records that name no asked
 /// timeline say they hold is withheld. Limits: someone holding both write access to the
 /// database and the log key can rewrite history undetectably, and a truncated log is caught
