@@ -512,7 +512,8 @@ async fn a_recent_scan_checks_only_the_records_after_the_last_scan() {
     assert_eq!(
         second.details,
         format!(
-            "No tampering: 3 records verified ({}–{}, after the last scan (up to record {}))",
+            "No tampering: 3 records verified ({}–{}), those after the last scan, which checked \
+             up to record {}",
             first.head_seq + 1,
             items[1],
             first.head_seq

@@ -474,8 +474,11 @@ fn report(
     }
     let after = match since {
         Since::Start => None,
-        Since::Scan(seq) => Some(format!("the last scan (up to record {})", grouped(seq))),
-        Since::Snapshot(seq) => Some(format!("the newest snapshot (record {})", grouped(seq))),
+        Since::Scan(seq) => Some(format!(
+            "the last scan, which checked up to record {}",
+            grouped(seq)
+        )),
+        Since::Snapshot(seq) => Some(format!("the newest snapshot, at record {}", grouped(seq))),
     };
     // What was read, said as a clause.
     let range = match (&after, checked) {
@@ -484,14 +487,14 @@ fn report(
             "no records after {after} to check; ask for scan_depth full to check every record"
         ),
         (after, _) => format!(
-            "{} record{} verified ({}–{}{})",
+            "{} record{} verified ({}–{}){}",
             grouped(checked),
             if checked == 1 { "" } else { "s" },
             grouped(from_seq),
             grouped(from_seq + checked - 1),
             after
                 .as_ref()
-                .map_or(String::new(), |a| format!(", after {a}"))
+                .map_or(String::new(), |a| format!(", those after {a}"))
         ),
     };
     let earlier_words = match earlier.as_slice() {
