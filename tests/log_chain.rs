@@ -442,3 +442,259 @@ async fn a_deleted_record_is_named_as_the_gap_and_what_follows_it_is_unproven() 
         "{proven:?}"
     );
 }
+
+/// `detect-tampering` on `primary` as ada, an operator.
+async fn scan(
+    engine: &Arc<Engine>,
+    depth: chronoscope::service::ScanDepth,
+) -> chronoscope::service::TamperReport {
+    use chronoscope::service::TamperQuery;
+    engine
+        .session("ada".parse().unwrap())
+        .detect_tampering(TamperQuery {
+            timeline_id: chronoscope::model::TimelineId::primary(),
+            scan_depth: depth,
+        })
+        .await
+        .unwrap()
+}
+
+/// The `log_tampered` anomalies the monitor shows on `timeline`: (id, severity, subjects).
+async fn tamper_anomalies(
+    engine: &Arc<Engine>,
+    timeline: &chronoscope::model::TimelineId,
+) -> Vec<(
+    chronoscope::model::AnomalyId,
+    chronoscope::monitor::Severity,
+    Vec<String>,
+)> {
+    use chronoscope::monitor::AnomalyKind;
+    use chronoscope::service::MonitorQuery;
+    let report = engine
+        .session("bob".parse().unwrap())
+        .with_admin(false)
+        .monitor_timeline(MonitorQuery {
+            timeline_id: timeline.clone(),
+            time_range: None,
+        })
+        .await
+        .unwrap();
+    report
+        .anomalies
+        .into_iter()
+        .filter(|a| a.kind == AnomalyKind::LogTampered)
+        .map(|a| (a.anomaly_id, a.severity, a.subjects))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_recent_scan_checks_only_the_records_after_the_last_scan() {
+    use chronoscope::service::ScanDepth;
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    chronicle(&engine).await;
+
+    // No scan and no snapshot yet: every record.
+    let first = scan(&engine, ScanDepth::Recent).await;
+    assert_eq!((first.from_seq, first.records_checked), (1, first.head_seq));
+    let recorded = first.recorded_seq.expect("the scan is recorded");
+    assert_eq!(recorded, first.head_seq + 1);
+
+    let items = register(&engine, &["compass", "lantern"]).await;
+    let second = scan(&engine, ScanDepth::Recent).await;
+    // Its own record and the two registrations: nothing before.
+    assert_eq!(second.from_seq, first.head_seq + 1);
+    assert_eq!(second.records_checked, 3);
+    assert_eq!(second.head_seq, items[1]);
+    assert!(!second.tampering_detected);
+    assert_eq!(
+        second.details,
+        format!(
+            "No tampering: 3 records verified ({}–{}), those after the last scan, which checked \
+             up to record {}",
+            first.head_seq + 1,
+            items[1],
+            first.head_seq
+        )
+    );
+
+    // A full scan still reads everything.
+    let full = scan(&engine, ScanDepth::Full).await;
+    assert_eq!((full.from_seq, full.records_checked), (1, full.head_seq));
+}
+
+#[tokio::test]
+async fn a_tampered_record_is_a_critical_anomaly_on_every_timeline_until_a_full_scan_clears_it() {
+    use chronoscope::model::TimelineId;
+    use chronoscope::monitor::{AnomalyKind, Severity};
+    use chronoscope::service::{MonitorChange, MonitorWatch, NewTimeline, ScanDepth};
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let (seqs, _) = chronicle(&engine).await;
+    // Bob's timeline: the changed record says nothing about it, yet counts there too.
+    let elsewhere = engine
+        .session("bob".parse().unwrap())
+        .create_timeline(NewTimeline {
+            name: Some("elsewhere".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let primary = TimelineId::primary();
+    assert!(!scan(&engine, ScanDepth::Full).await.tampering_detected);
+    assert_eq!(tamper_anomalies(&engine, &primary).await, []);
+    // Bob follows his timeline's monitor.
+    let mut stream = engine
+        .session("bob".parse().unwrap())
+        .watch_monitor(MonitorWatch {
+            timeline_id: elsewhere.clone(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    assert!(matches!(
+        stream.next().await,
+        Some(Ok(e)) if matches!(e.change, MonitorChange::Snapshot(_))
+    ));
+
+    let path = dir.path().to_owned();
+    edit_sqlite_record(&path, seqs[1], |body| {
+        body.replace("Pocket watch", "Pocket knife")
+    });
+    // Found; until then nothing shows (the monitor does not read the stored log).
+    assert_eq!(tamper_anomalies(&engine, &primary).await, []);
+    let found = scan(&engine, ScanDepth::Full).await;
+    assert!(found.tampering_detected);
+    let shown = tamper_anomalies(&engine, &primary).await;
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    let (id, severity, subjects) = shown[0].clone();
+    assert_eq!(severity, Severity::Critical);
+    assert_eq!(subjects, [format!("log record {}", seqs[1])]);
+    assert_eq!(tamper_anomalies(&engine, &elsewhere).await, shown);
+    let appeared = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match stream.next().await {
+                Some(Ok(e)) => {
+                    if let MonitorChange::Appeared(a) = e.change
+                        && a.kind == AnomalyKind::LogTampered
+                    {
+                        return a;
+                    }
+                }
+                other => panic!("the stream ended: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the stream tells the anomaly");
+    assert_eq!(appeared.anomaly_id, id);
+
+    // Scanned again, it keeps its id; a recent scan does not read it again, yet says it is
+    // still open.
+    let again = scan(&engine, ScanDepth::Recent).await;
+    assert!(again.findings.is_empty(), "{again:?}");
+    assert!(again.tampering_detected);
+    assert!(
+        again.details.starts_with("No new tampering: ")
+            && again.details.ends_with(&format!(
+                "but record {} found by an earlier scan is still open until a full scan no \
+                 longer finds it",
+                seqs[1]
+            )),
+        "{}",
+        again.details
+    );
+    assert_eq!(scan(&engine, ScanDepth::Full).await.findings.len(), 1);
+    assert_eq!(tamper_anomalies(&engine, &primary).await, shown);
+
+    // Restored (from a backup, say): a recent scan cannot clear it, a full one does.
+    edit_sqlite_record(&path, seqs[1], |body| {
+        body.replace("Pocket knife", "Pocket watch")
+    });
+    scan(&engine, ScanDepth::Recent).await;
+    assert_eq!(tamper_anomalies(&engine, &primary).await, shown);
+    let clean = scan(&engine, ScanDepth::Full).await;
+    assert!(!clean.tampering_detected, "{clean:?}");
+    assert!(
+        clean.details.starts_with("No tampering: "),
+        "{}",
+        clean.details
+    );
+    assert_eq!(tamper_anomalies(&engine, &primary).await, []);
+    assert_eq!(tamper_anomalies(&engine, &elsewhere).await, []);
+    let resolved = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match stream.next().await {
+                Some(Ok(e)) => {
+                    if let MonitorChange::Resolved(a) = e.change {
+                        return a;
+                    }
+                }
+                other => panic!("the stream ended: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the stream tells it resolved");
+    assert_eq!(resolved.anomaly_id, id);
+}
+
+#[tokio::test]
+async fn a_recorded_finding_survives_a_snapshot_and_a_restart() {
+    use chronoscope::model::TimelineId;
+    use chronoscope::service::ScanDepth;
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let (seqs, _) = chronicle(&engine).await;
+    edit_sqlite_record(dir.path(), seqs[1], |body| {
+        body.replace("Pocket watch", "Pocket knife")
+    });
+    let found = scan(&engine, ScanDepth::Full).await;
+    let recorded = found.recorded_seq.expect("recorded");
+    let shown = tamper_anomalies(&engine, &TimelineId::primary()).await;
+    assert_eq!(shown.len(), 1);
+    // The snapshot covers the changed record, so the restart does not fold it again.
+    assert_eq!(engine.write_snapshot().await.unwrap(), Some(recorded));
+    drop(engine);
+
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    assert_eq!(
+        tamper_anomalies(&engine, &TimelineId::primary()).await,
+        shown
+    );
+    // And the next recent scan starts after the recorded one, not after the snapshot.
+    let next = scan(&engine, ScanDepth::Recent).await;
+    assert_eq!(next.from_seq, found.head_seq + 1);
+    assert!(next.tampering_detected, "still open: {next:?}");
+}
+
+#[tokio::test]
+async fn a_scan_of_a_truncated_log_answers_its_findings_though_it_cannot_be_recorded() {
+    use chronoscope::service::{FindingKind, ScanDepth};
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let (seqs, _) = chronicle(&engine).await;
+    let last = *seqs.last().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("log.db")).unwrap();
+    conn.execute("DELETE FROM op_log WHERE seq = ?1", [last as i64])
+        .unwrap();
+    drop(conn);
+    let started = std::time::Instant::now();
+    let found = scan(&engine, ScanDepth::Full).await;
+    let located: Vec<_> = found.findings.iter().map(|f| (f.seq, f.kind)).collect();
+    assert_eq!(located, [(last, FindingKind::Truncated)], "{found:?}");
+    assert!(found.tampering_detected);
+    // The store refuses to append below what this server folded: not recorded, but answered.
+    assert_eq!(found.recorded_seq, None, "{found:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}

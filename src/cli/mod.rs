@@ -273,7 +273,8 @@ pub enum Command {
     DetectTampering {
         /// Timeline id
         timeline: String,
-        /// Check every record, not only those after the newest snapshot
+        /// Check every record, not only those after the last scan (or, before any scan, after
+        /// the newest snapshot); only a full scan clears what earlier scans found
         #[arg(long)]
         full: bool,
     },

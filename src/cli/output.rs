@@ -344,6 +344,12 @@ pub mod human {
         for f in &r.findings {
             let _ = writeln!(s, "  record {}: {}", f.seq, f.reason);
         }
+        if r.recorded_seq.is_none() {
+            s.push_str(
+                "  (this scan could not be recorded in the log: the monitor does not show its \
+                 findings, and the next recent scan starts where the last recorded one ended)\n",
+            );
+        }
         s
     }
 

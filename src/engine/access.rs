@@ -151,7 +151,8 @@ pub fn needs(world: &World, op: &Op) -> Vec<(TimelineId, Right)> {
         | Op::Remember { .. }
         | Op::Ran { .. }
         | Op::SetReadStaleness { .. }
-        | Op::RestrictTraveller { .. } => Vec::new(),
+        | Op::RestrictTraveller { .. }
+        | Op::ScanResult { .. } => Vec::new(),
     }
 }
 

@@ -5,6 +5,11 @@
 //! stored now, so they also see records changed after this process folded them. Verification
 //! uses the *stored* previous link, so a modified body fails at exactly its record.
 //!
+//! A `detect-tampering` scan is recorded in the log (`Op::ScanResult`, folded into [`Scans`]):
+//! the next `recent` scan starts after the record it checked up to, and its findings stay open,
+//! as critical `log_tampered` anomalies of every timeline, until a full scan reads every record
+//! and no longer finds them.
+//!
 //! `validate-integrity` replays the verified records from the first into a fresh state (the
 //! same fold the engine runs) and compares the timeline's served events and data entries with
 //! it: an item passes when the verified log produces exactly what is served. That costs a pass
@@ -14,15 +19,68 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::{CATCH_UP_BATCH, Engine, Envelope, World, rules};
+use serde::{Deserialize, Serialize};
+
+use super::{CATCH_UP_BATCH, Engine, Envelope, Op, World, rules};
 use crate::error::ServiceError;
-use crate::model::{Instant, TimelineId, format_instant, in_range};
+use crate::model::{Instant, TimelineId, Traveller, format_instant, in_range};
 use crate::service::{
     FindingKind, IntegrityFailure, IntegrityReport, ScanDepth, TamperFinding, TamperReport,
     integrity_score,
 };
 use crate::store::chain::{self, LogKey};
 use crate::store::{Link, Record, StoreError};
+
+/// What the scans recorded (their `ScanResult` records, folded): where the next `recent`
+/// scan starts, and the findings the monitor shows as `log_tampered` anomalies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scans {
+    /// The stored head the last scan read up to (`None` before the first scan).
+    pub last_head: Option<u64>,
+    /// Findings no full scan has cleared since, by record seq. A `recent` scan only adds to
+    /// them (it does not read the older records); a `full` one replaces them all.
+    pub open: imbl::OrdMap<u64, Arc<OpenFinding>>,
+}
+
+/// A finding recorded by a scan and not cleared since.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenFinding {
+    /// What the latest scan that found it said.
+    pub finding: TamperFinding,
+    /// When a scan first found it (of this kind): the anomaly's `detected_at`.
+    pub found_at: Instant,
+}
+
+impl Scans {
+    /// Folds a `ScanResult`: the scan read the stored log up to `head_seq` at `at` and found
+    /// `findings` (`full`: in every record). The open findings keep their identity when
+    /// nothing changed, so the monitor's kept answers stay valid across scans.
+    pub(super) fn record(
+        &mut self,
+        head_seq: u64,
+        findings: Vec<TamperFinding>,
+        full: bool,
+        at: Instant,
+    ) {
+        let mut open = if full {
+            imbl::OrdMap::new()
+        } else {
+            self.open.clone()
+        };
+        for finding in findings {
+            let found_at = self
+                .open
+                .get(&finding.seq)
+                .filter(|o| o.finding.kind == finding.kind)
+                .map_or(at, |o| o.found_at);
+            open.insert(finding.seq, Arc::new(OpenFinding { finding, found_at }));
+        }
+        if open != self.open {
+            self.open = open;
+        }
+        self.last_head = Some(head_seq);
+    }
+}
 
 /// What a stored record says about itself, read without trusting it.
 #[derive(Default)]
@@ -193,18 +251,59 @@ async fn link_before(engine: &Engine, first: u64) -> Result<Link, ServiceError> 
         .unwrap_or_else(|| key.genesis()))
 }
 
-/// `detect-tampering` on `timeline`: every stored record of the range checked, the stored head
-/// against the one this process folded. `operator`: whether details of records that do not
-/// touch the timeline may be shown.
+/// Where a scan started.
+#[derive(Clone, Copy, Debug)]
+enum Since {
+    /// At the first record.
+    Start,
+    /// After the record the last recorded scan checked up to.
+    Scan(u64),
+    /// After the newest snapshot (no scan recorded yet).
+    Snapshot(u64),
+}
+
+/// What a scan read: its range and where it started.
+struct Scanned {
+    since: Since,
+    from_seq: u64,
+    checked: u64,
+    head_seq: u64,
+    chain_from: Option<u64>,
+    /// Records earlier scans found that this one did not find again and does not clear
+    /// (it was not a full scan to the end): still open.
+    earlier: Vec<u64>,
+}
+
+/// The findings of earlier scans that a scan finding `findings` leaves open: all those it did
+/// not find again, unless it read every record (`full`).
+fn still_open(world: &World, findings: &[TamperFinding], full: bool) -> Vec<u64> {
+    if full {
+        return Vec::new();
+    }
+    world
+        .scans
+        .open
+        .keys()
+        .filter(|seq| !findings.iter().any(|f| f.seq == **seq))
+        .copied()
+        .collect()
+}
+
+/// `detect-tampering` on `timeline` by `by`: every stored record of the range checked, the
+/// stored head against the one this process folded, and the scan recorded in the log (a
+/// `ScanResult`, bookkeeping that the read scope allows). `operator`: whether details of
+/// records that do not touch the timeline may be shown.
 pub(super) async fn detect(
     engine: &Engine,
+    by: &Traveller,
     timeline: &TimelineId,
     depth: ScanDepth,
     operator: bool,
 ) -> Result<TamperReport, ServiceError> {
-    let served = engine.snapshot().await?;
-    rules::referenced(&served, timeline)?;
+    rules::referenced(&*engine.snapshot().await?, timeline)?;
     let _turn = one_at_a_time().await?;
+    // Read in turn: a scan that ran meanwhile is recorded in it.
+    let served = engine.snapshot().await?;
     let key = &engine.config.log_key;
     let store = &engine.store;
     let head_seq = store.last_seq().await?;
@@ -225,17 +324,40 @@ pub(super) async fn detect(
                     chain::short(&key.fingerprint())
                 ),
             });
-            return Ok(report(timeline, findings, 0, 1, head_seq, None, operator));
+            // Nothing was read: it clears nothing and moves the next scan's start nowhere.
+            let checked_to = served.scans.last_head.unwrap_or(0);
+            let recorded = record(engine, by, checked_to, &findings, false).await;
+            let scanned = Scanned {
+                since: Since::Start,
+                from_seq: 1,
+                checked: 0,
+                head_seq,
+                chain_from: None,
+                earlier: still_open(&served, &findings, false),
+            };
+            return Ok(report(timeline, findings, &scanned, recorded, operator));
         }
         None => None,
     };
-    let from_seq = match depth {
-        ScanDepth::Full => 1,
-        ScanDepth::Recent => store.snapshots().await?.first().map_or(1, |s| s.seq + 1),
+    let since = match depth {
+        ScanDepth::Full => Since::Start,
+        ScanDepth::Recent => match served.scans.last_head {
+            Some(seq) => Since::Scan(seq),
+            None => store
+                .snapshots()
+                .await?
+                .first()
+                .map_or(Since::Start, |s| Since::Snapshot(s.seq)),
+        },
+    };
+    let from_seq = match since {
+        Since::Start => 1,
+        Since::Scan(seq) | Since::Snapshot(seq) => seq + 1,
     };
     let mut previous = link_before(engine, from_seq).await?;
     let mut after = from_seq - 1;
     let mut checked = 0;
+    let mut cut_short = false;
     loop {
         let (records, hole) = page_after(engine, after).await?;
         for record in &records {
@@ -257,6 +379,7 @@ pub(super) async fn detect(
                      were not checked"
                 ),
             });
+            cut_short = true;
             break;
         }
         if records.is_empty() {
@@ -278,20 +401,67 @@ pub(super) async fn detect(
             ),
         });
     }
-    Ok(report(
-        timeline, findings, checked, from_seq, head_seq, chain_from, operator,
-    ))
+    // Checked up to `after`: the next recent scan starts there, so one cut short by a hole
+    // meets the hole again rather than skipping what lies behind it.
+    let full = depth == ScanDepth::Full && !cut_short;
+    let recorded = record(engine, by, after, &findings, full).await;
+    let scanned = Scanned {
+        since,
+        from_seq,
+        checked,
+        head_seq,
+        chain_from,
+        earlier: still_open(&served, &findings, full),
+    };
+    Ok(report(timeline, findings, &scanned, recorded, operator))
+}
+
+/// Appends the `ScanResult` of a scan that checked the stored log up to `checked_to` and found
+/// `findings` (`full`: in every record up to there); answers its seq. A store that refuses the
+/// append (as below a truncated log) does not hide the findings: the scan is still answered,
+/// without a recorded seq.
+async fn record(
+    engine: &Engine,
+    by: &Traveller,
+    checked_to: u64,
+    findings: &[TamperFinding],
+    full: bool,
+) -> Option<u64> {
+    let written = engine
+        .write(Some(by), |world, now| {
+            let op = Op::ScanResult {
+                head_seq: checked_to,
+                findings: findings.to_vec(),
+                full,
+                at: now,
+            };
+            Ok((vec![op], world.seq + 1))
+        })
+        .await;
+    match written {
+        Ok(seq) => Some(seq),
+        Err(e) => {
+            tracing::warn!(error = %e, "a detect-tampering scan could not be recorded");
+            None
+        }
+    }
 }
 
 fn report(
     timeline: &TimelineId,
     mut findings: Vec<TamperFinding>,
-    checked: u64,
-    from_seq: u64,
-    head_seq: u64,
-    chain_from: Option<u64>,
+    scanned: &Scanned,
+    recorded_seq: Option<u64>,
     operator: bool,
 ) -> TamperReport {
+    let Scanned {
+        since,
+        from_seq,
+        checked,
+        head_seq,
+        chain_from,
+        ref earlier,
+    } = *scanned;
     if !operator {
         for f in findings
             .iter_mut()
@@ -302,19 +472,51 @@ fn report(
             f.timelines.clear();
         }
     }
-    let details = match findings.first() {
-        None if checked == 0 => format!(
-            "No tampering: no records after the newest snapshot (record {head_seq}) to check; \
-             ask for scan_depth full to check every record"
+    let after = match since {
+        Since::Start => None,
+        Since::Scan(seq) => Some(format!(
+            "the last scan, which checked up to record {}",
+            grouped(seq)
+        )),
+        Since::Snapshot(seq) => Some(format!("the newest snapshot, at record {}", grouped(seq))),
+    };
+    // What was read, said as a clause.
+    let range = match (&after, checked) {
+        (None, 0) => "the stored log has no records".to_owned(),
+        (Some(after), 0) => format!(
+            "no records after {after} to check; ask for scan_depth full to check every record"
         ),
-        None => format!(
-            "No tampering: {} record{} verified ({}–{})",
+        (after, _) => format!(
+            "{} record{} verified ({}–{}){}",
             grouped(checked),
             if checked == 1 { "" } else { "s" },
             grouped(from_seq),
-            grouped(from_seq + checked - 1)
+            grouped(from_seq + checked - 1),
+            after
+                .as_ref()
+                .map_or(String::new(), |a| format!(", those after {a}"))
         ),
-        Some(first) => {
+    };
+    let earlier_words = match earlier.as_slice() {
+        [] => None,
+        [seq] => Some(format!(
+            "record {} found by an earlier scan is still open until a full scan no longer \
+             finds it",
+            grouped(*seq)
+        )),
+        seqs => Some(format!(
+            "records {} found by earlier scans are still open until a full scan no longer \
+             finds them",
+            seqs.iter()
+                .map(|s| grouped(*s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    let details = match (findings.first(), &earlier_words) {
+        (None, None) => format!("No tampering: {range}"),
+        (None, Some(earlier)) => format!("No new tampering: {range}; but {earlier}"),
+        (Some(first), _) => {
             let what = match (&first.op, first.timelines.as_slice()) {
                 (Some(op), []) => format!(" ({op}"),
                 (Some(op), timelines) => format!(
@@ -336,8 +538,9 @@ fn report(
                 1 => String::new(),
                 n => format!("; {} more finding{}", n - 1, if n == 2 { "" } else { "s" }),
             };
+            let earlier = earlier_words.map_or(String::new(), |e| format!("; {e}"));
             format!(
-                "Record {}{what}: {}{more}",
+                "Record {}{what}: {}{more}{earlier}",
                 grouped(first.seq),
                 first.reason
             )
@@ -345,13 +548,14 @@ fn report(
     };
     TamperReport {
         status: "complete".into(),
-        tampering_detected: !findings.is_empty(),
+        tampering_detected: !findings.is_empty() || !earlier.is_empty(),
         details,
         findings,
         records_checked: checked,
         from_seq,
         head_seq,
         chain_from,
+        recorded_seq,
     }
 }
 
@@ -507,6 +711,66 @@ fn malformed_lineage(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn finding(seq: u64, kind: FindingKind) -> TamperFinding {
+        TamperFinding {
+            seq,
+            kind,
+            written_at: None,
+            op: None,
+            timelines: Vec::new(),
+            reason: format!("record {seq} is wrong"),
+        }
+    }
+
+    fn at(hour: u32) -> Instant {
+        crate::model::parse_instant("at", &format!("2026-11-24T{hour:02}:00:00Z")).expect("time")
+    }
+
+    fn open(scans: &Scans) -> Vec<(u64, FindingKind, Instant)> {
+        scans
+            .open
+            .values()
+            .map(|o| (o.finding.seq, o.finding.kind, o.found_at))
+            .collect()
+    }
+
+    #[test]
+    fn a_recent_scan_adds_findings_and_only_a_full_one_clears_them() {
+        let mut scans = Scans::default();
+        scans.record(10, vec![finding(4, FindingKind::Modified)], false, at(1));
+        assert_eq!(scans.last_head, Some(10));
+        // Found again later: the same finding, first found at 1:00.
+        scans.record(
+            12,
+            vec![
+                finding(4, FindingKind::Modified),
+                finding(11, FindingKind::Gap),
+            ],
+            false,
+            at(2),
+        );
+        // A recent scan that does not find it again (it did not read it) leaves it open.
+        let unchanged = scans.open.clone();
+        scans.record(15, Vec::new(), false, at(3));
+        assert!(
+            scans.open.ptr_eq(&unchanged),
+            "nothing changed, nothing replaced"
+        );
+        assert_eq!(
+            open(&scans),
+            [
+                (4, FindingKind::Modified, at(1)),
+                (11, FindingKind::Gap, at(2))
+            ]
+        );
+        // A full scan replaces them: what it no longer finds is cleared.
+        scans.record(16, vec![finding(11, FindingKind::Gap)], true, at(4));
+        assert_eq!(open(&scans), [(11, FindingKind::Gap, at(2))]);
+        assert_eq!(scans.last_head, Some(16));
+        scans.record(17, Vec::new(), true, at(5));
+        assert!(scans.open.is_empty());
+    }
 
     #[test]
     fn large_counts_are_grouped_by_thousands() {

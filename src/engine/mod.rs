@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex, RwLock};
 pub use barrier::ReadStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use data::{ALGORITHM as DATA_ALGORITHM, DERIVATIONS_BUSY};
+pub use integrity::{OpenFinding, Scans};
 pub use seed::{Seed, WorldFile};
 pub use session::EngineSession;
 pub use world::{Envelope, Op, TimelineState, World};

@@ -1324,7 +1324,14 @@ impl TimelineService for EngineSession {
         // Unknown to a traveller who may not read it, as everywhere.
         self.read(|world, _| rules::referenced(world, &req.timeline_id).map(|_| ()))
             .await?;
-        super::integrity::detect(&self.engine, &req.timeline_id, req.scan_depth, self.admin).await
+        super::integrity::detect(
+            &self.engine,
+            &self.traveller,
+            &req.timeline_id,
+            req.scan_depth,
+            self.admin,
+        )
+        .await
     }
 
     async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {

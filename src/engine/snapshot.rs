@@ -263,6 +263,13 @@ struct Records {
     /// Restrictions in force (format 7).
     #[serde(default)]
     restrictions: Vec<crate::service::Restriction>,
+    /// The stored head the last `detect-tampering` scan read up to (absent before any scan,
+    /// and in snapshots written before scans were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_scan: Option<u64>,
+    /// The tamper findings still open, oldest record first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tamper_findings: Vec<super::OpenFinding>,
 }
 
 /// A timeline's data entries, written against its parent's as they stand: what it has that
@@ -378,6 +385,8 @@ impl WorldImage {
                     (id.clone(), members.collect())
                 })
                 .collect(),
+            last_scan: world.scans.last_head,
+            tamper_findings: world.scans.open.values().map(|f| (**f).clone()).collect(),
             keys: world
                 .keys
                 .entries()
@@ -519,6 +528,14 @@ impl WorldImage {
                 .ok_or_else(|| format!("isolations of unknown timeline {id}"))?;
             state.isolated = members.into_iter().collect();
         }
+        world.scans = super::Scans {
+            last_head: r.last_scan,
+            open: r
+                .tamper_findings
+                .into_iter()
+                .map(|f| (f.finding.seq, Arc::new(f)))
+                .collect(),
+        };
         world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
             (
                 k.traveller,
@@ -726,6 +743,59 @@ mod tests {
         // The same image with its true length still reads back.
         let read = decode(&good, &key).expect("the unforged snapshot decodes");
         assert_eq!(read.first_difference(&world), None);
+    }
+
+    #[test]
+    fn recorded_scans_and_their_open_findings_survive_a_snapshot() {
+        use crate::service::{FindingKind, TamperFinding};
+        let finding = |seq: u64, kind| TamperFinding {
+            seq,
+            kind,
+            written_at: None,
+            op: Some("add_events".into()),
+            timelines: vec![TimelineId::primary()],
+            reason: format!("record {seq} does not match its link"),
+        };
+        let mut world = branched_world();
+        let key = LogKey::development();
+        // None recorded: none read back (and none written, as by older versions).
+        let read = decode(&encode(&world, &key), &key).expect("decodes");
+        assert_eq!(read.scans, crate::engine::Scans::default());
+        let first = Instant::from_timestamp(1_767_225_600, 0).unwrap_or_default();
+        let second = Instant::from_timestamp(1_767_229_200, 0).unwrap_or_default();
+        for (findings, full, at) in [
+            (vec![finding(2, FindingKind::Modified)], true, first),
+            (vec![finding(3, FindingKind::Gap)], false, second),
+        ] {
+            let head_seq = world.seq;
+            world
+                .apply(
+                    world.seq + 1,
+                    Op::ScanResult {
+                        head_seq,
+                        findings,
+                        full,
+                        at,
+                    },
+                )
+                .expect("the op applies");
+        }
+        let read = decode(&encode(&world, &key), &key).expect("decodes");
+        assert_eq!(read.first_difference(&world), None);
+        assert_eq!(read.scans.last_head, Some(world.seq - 1));
+        let open: Vec<_> = read
+            .scans
+            .open
+            .values()
+            .map(|o| (o.finding.seq, o.finding.kind, o.found_at))
+            .collect();
+        assert_eq!(
+            open,
+            [
+                (2, FindingKind::Modified, first),
+                (3, FindingKind::Gap, second)
+            ]
+        );
     }
 
     fn data_entry(id: &str, timeline: &str, minutes: i64) -> crate::service::DataEntry {

@@ -4,7 +4,9 @@
 //!
 //! **One scan per change of a timeline, shared.** [`Reports`] keeps each timeline's open
 //! anomalies with what they were worked out from (its events, attributes, the items that may
-//! be in it and their owners' positions, its failed automation, and the phase of its window).
+//! be in it and their owners' positions, its failed automation, the phase of its window, and
+//! the tamper findings `detect-tampering` recorded, which are `log_tampered` anomalies of every
+//! timeline).
 //! Any caller — a monitor call, the timelines list counting anomalies, a stream — gets the kept
 //! answer while those are unchanged; only a change to one of them costs a scan, and callers
 //! that ask during a scan wait for it instead of scanning beside it. The part that reads the
@@ -139,6 +141,18 @@ fn item_anomalies(state: &TimelineState, holders: &[Holder], now: Instant) -> Ve
     monitor::item_anomalies(&state.meta, &owners)
 }
 
+/// The `log_tampered` anomalies of `world`: the findings its scans recorded and no full scan
+/// has cleared, the same on every timeline.
+fn tamper_anomalies(world: &World) -> Vec<Anomaly> {
+    monitor::log_tampered(
+        world
+            .scans
+            .open
+            .values()
+            .map(|open| (&open.finding, open.found_at)),
+    )
+}
+
 /// One timeline's open anomalies and what they were worked out from.
 struct Kept {
     meta: Arc<Timeline>,
@@ -155,7 +169,9 @@ struct Kept {
     items: imbl::OrdMap<ItemId, Arc<Item>>,
     positions: imbl::HashMap<Traveller, Position>,
     holders: Vec<Holder>,
-    /// Both parts together, as a scan answers.
+    /// The tamper findings the scans recorded (the same for every timeline).
+    tamper: imbl::OrdMap<u64, Arc<super::OpenFinding>>,
+    /// Both parts and the tamper findings together, as a scan answers.
     all: Arc<Vec<Anomaly>>,
 }
 
@@ -246,7 +262,8 @@ impl Reports {
         (kept.events_hold(state, WindowPhase::of(&state.meta, now))
             && kept.log.ptr_eq(&world.log)
             && kept.items.ptr_eq(&world.items)
-            && kept.positions.ptr_eq(&world.positions))
+            && kept.positions.ptr_eq(&world.positions)
+            && kept.tamper.ptr_eq(&world.scans.open))
         .then(|| Arc::clone(&kept.all))
     }
 
@@ -271,11 +288,13 @@ impl Reports {
         if let Some(k) = kept.as_mut() {
             let failures_hold = failures.as_ref().is_none_or(|f| *f == k.failures);
             let holders_hold = holders.as_ref().is_none_or(|h| *h == k.holders);
-            if k.events_hold(state, phase) && failures_hold && holders_hold {
+            let tamper_holds = k.tamper == world.scans.open;
+            if k.events_hold(state, phase) && failures_hold && holders_hold && tamper_holds {
                 // The same answer; remember the newer maps so the next look is O(1).
                 k.log = world.log.clone();
                 k.items = world.items.clone();
                 k.positions = world.positions.clone();
+                k.tamper = world.scans.open.clone();
                 return Arc::clone(&k.all);
             }
         }
@@ -300,10 +319,18 @@ impl Reports {
             _ => self.counted_scan(state, &graph, now, None, &failures),
         };
         let items = item_anomalies(state, &holders, now);
-        let all = if items.is_empty() {
+        let tampered = tamper_anomalies(world);
+        let all = if items.is_empty() && tampered.is_empty() {
             events.clone()
         } else {
-            monitor::sorted(events.iter().cloned().chain(items).collect())
+            monitor::sorted(
+                events
+                    .iter()
+                    .cloned()
+                    .chain(items)
+                    .chain(tampered)
+                    .collect(),
+            )
         };
         crate::metrics::record_anomalies(timeline, &all);
         let all = Arc::new(all);
@@ -320,6 +347,7 @@ impl Reports {
             items: world.items.clone(),
             positions: world.positions.clone(),
             holders,
+            tamper: world.scans.open.clone(),
             all: Arc::clone(&all),
         });
         all
@@ -346,9 +374,12 @@ impl Reports {
         let holders = holders(world, timeline);
         let failures = super::jobs::failures(world, timeline);
         let mut found = self.counted_scan(state, &graph, now, Some(range), &failures);
+        // Like item paradoxes, tamper findings involve no event: always kept.
         let items = item_anomalies(state, &holders, now);
-        if !items.is_empty() {
+        let tampered = tamper_anomalies(world);
+        if !items.is_empty() || !tampered.is_empty() {
             found.extend(items);
+            found.extend(tampered);
             found = monitor::sorted(found);
         }
         found

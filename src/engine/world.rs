@@ -262,6 +262,21 @@ pub enum Op {
         /// The restriction.
         restriction: crate::service::Restriction,
     },
+    /// A `detect-tampering` scan recorded (bookkeeping, guide operations §5.4): the next
+    /// `recent` scan starts after `head_seq`, and the findings are `log_tampered` anomalies
+    /// on every timeline until a full scan no longer finds them.
+    ScanResult {
+        /// The record the scan checked up to: the stored head (or beyond, when records were
+        /// appended while it ran), or the record before a hole that cut it short.
+        head_seq: u64,
+        /// Every record that did not verify, oldest first (unredacted).
+        findings: Vec<crate::service::TamperFinding>,
+        /// Whether it read every record up to `head_seq`, from the first (a full scan not cut
+        /// short by a hole): only such a scan clears what earlier scans found.
+        full: bool,
+        /// When.
+        at: Instant,
+    },
 }
 
 /// A timeline with its events.
@@ -324,6 +339,9 @@ pub struct World {
     pub acls: HashMap<TimelineId, Arc<crate::service::AccessControl>>,
     /// Restrictions in force by traveller.
     pub restrictions: HashMap<Traveller, Arc<crate::service::Restriction>>,
+    /// What `detect-tampering` scans recorded: where the next `recent` one starts, and the
+    /// findings still open.
+    pub scans: super::integrity::Scans,
 }
 
 /// The ids of one traveller's records, in id order (the order of the maps they index).
@@ -464,6 +482,7 @@ impl World {
             .or_else(|| differ("merges", &self.merges, &other.merges))
             .or_else(|| super::data::first_difference(self, other))
             .or_else(|| differ("isolations", &self.isolations, &other.isolations))
+            .or_else(|| differ("scans", &self.scans, &other.scans))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })
@@ -773,6 +792,12 @@ impl World {
                         .insert(restriction.user_id.clone(), Arc::new(restriction));
                 }
             }
+            Op::ScanResult {
+                head_seq,
+                findings,
+                full,
+                at,
+            } => self.scans.record(head_seq, findings, full, at),
             Op::Remember {
                 traveller,
                 key,

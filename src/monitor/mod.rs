@@ -64,6 +64,10 @@ pub enum AnomalyKind {
     OrphanedEvent,
     /// An automated action failed.
     AutomationFailed,
+    /// A record of the stored log failed a `detect-tampering` scan: it counts for every
+    /// timeline (a changed record cannot be trusted to say what it touches) until a full scan
+    /// no longer finds it.
+    LogTampered,
 }
 
 /// One anomaly.
@@ -271,6 +275,40 @@ pub fn sorted(mut out: Vec<Anomaly>) -> Vec<Anomaly> {
     });
     out.dedup_by(|a, b| a.anomaly_id == b.anomaly_id);
     out
+}
+
+/// The tamper findings the scans recorded and no full scan has cleared since, each a
+/// critical anomaly of every timeline. Its id is derived from the record's seq alone, so a
+/// finding keeps its id across scans and timelines; its words name no timeline or operation
+/// (the monitor answers every viewer alike, and a record that fails cannot be trusted anyway).
+/// `findings`: each with when a scan first found it.
+pub fn log_tampered<'f>(
+    findings: impl IntoIterator<Item = (&'f crate::service::TamperFinding, Instant)>,
+) -> Vec<Anomaly> {
+    findings
+        .into_iter()
+        .map(|(f, found_at)| {
+            let kind = match f.kind {
+                crate::service::FindingKind::Modified => "modified",
+                crate::service::FindingKind::Gap => "gap",
+                crate::service::FindingKind::Undecodable => "undecodable",
+                crate::service::FindingKind::Truncated => "truncated",
+                crate::service::FindingKind::KeyMismatch => "key_mismatch",
+            };
+            Anomaly {
+                anomaly_id: AnomalyId::derived(&format!("log_tampered|{}", f.seq)),
+                description: format!(
+                    "The stored log was tampered with ({kind}): {}. It counts for every \
+                     timeline until a full detect-tampering scan no longer finds it.",
+                    f.reason
+                ),
+                kind: AnomalyKind::LogTampered,
+                severity: Severity::Critical,
+                subjects: vec![format!("log record {}", f.seq)],
+                detected_at: found_at,
+            }
+        })
+        .collect()
 }
 
 /// A paradox as a critical anomaly, its id derived from its kind and subjects.

@@ -13,7 +13,8 @@ use crate::model::{Instant, TimelineId};
 pub enum ScanDepth {
     /// Every record, from the first.
     Full,
-    /// The records after the newest snapshot (every record when there is none).
+    /// The records after the stored head the last scan recorded (its `ScanResult` record),
+    /// or, before any scan, after the newest snapshot (every record when there is neither).
     #[default]
     Recent,
 }
@@ -75,7 +76,8 @@ pub struct TamperFinding {
 pub struct TamperReport {
     /// `complete`.
     pub status: String,
-    /// Whether any finding bears on the timeline.
+    /// Whether any finding bears on the timeline: one of this scan's, or one an earlier scan
+    /// recorded that this one leaves open (only a full scan clears them).
     pub tampering_detected: bool,
     /// One sentence.
     pub details: String,
@@ -91,6 +93,12 @@ pub struct TamperReport {
     /// proven only from then on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_from: Option<u64>,
+    /// The log record that recorded this scan (its `ScanResult`: the record it checked up to
+    /// and the findings, which the monitor shows as `log_tampered` anomalies and the next `recent`
+    /// scan starts after). Absent when it could not be written (the store refused the append,
+    /// as it does below a truncated log): the findings are then only in this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_seq: Option<u64>,
 }
 
 /// `validate-integrity`.

@@ -222,8 +222,9 @@ pub trait TimelineService: Send + Sync {
     /// again. Not found when `id` is not their setting in force.
     async fn disable_caching(&self, id: &CacheId) -> ServiceResult<()>;
     /// Checks the stored log's keyed hash chain record by record (all of it, or what came
-    /// after the newest snapshot) and says whether anything bearing on a timeline was altered.
-    /// Nothing is written.
+    /// after the last recorded scan, else after the newest snapshot) and says whether anything
+    /// bearing on a timeline was altered. Records the scan (a `ScanResult`), whose findings the
+    /// monitor shows as `log_tampered` anomalies until a full scan no longer finds them.
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport>;
     /// Proves a timeline's events and data entries as of a time: each passes when the verified
     /// log produces exactly what is served. Nothing is written.

@@ -1,6 +1,6 @@
 //! Tamper detection (guide operations §5.4): `detect-tampering` and `validate-integrity`, POSTs
-//! that only read (the `read` scope is enough; their answers are never remembered for an
-//! Idempotency-Key).
+//! that only read, apart from the scan's own bookkeeping record (the `read` scope is enough;
+//! their answers are never remembered for an Idempotency-Key).
 
 use axum::http::StatusCode;
 use serde::Serialize;
@@ -53,15 +53,19 @@ pub enum IntegrityView {
 }
 
 /// Check the stored log's keyed hash chain record by record (`scan_depth` `full`, or `recent`:
-/// the records after the newest snapshot) and say whether anything bearing on the timeline was
-/// altered: a record changed after it was written, a hole in the numbering, a record that
-/// cannot be read, a log that ends before what the server already folded, or a store chained
-/// with another key. A record that fails cannot be trusted to say what it touches, so every
+/// the records after the last recorded scan, or before any scan after the newest snapshot) and
+/// say whether anything bearing on the timeline was altered: a record changed after it was
+/// written, a hole in the numbering, a record that cannot be read, a log that ends before what
+/// the server already folded, or a store chained with another key. A record that fails cannot be trusted to say what it touches, so every
 /// finding counts for every timeline; for non-operators, what records that name no asked
 /// timeline say they hold is withheld. Limits: someone holding both write access to the
 /// database and the log key can rewrite history undetectably, and a truncated log is caught
 /// only against a head known outside the store (this server's, or the `chronoscope_log_head`
-/// metric an operator records). Nothing is written.
+/// metric an operator records). The scan is recorded in the log (a `ScanResult`: the record it
+/// checked up to and its findings; bookkeeping, so the read scope is enough): each finding is
+/// then a critical `log_tampered` anomaly on every timeline, with one id per record, until a
+/// full scan no longer finds it (a recent scan does not read older records, so it cannot clear
+/// them, and its answer says which are still open).
 #[utoipa::path(post, path = "/v1/detect-tampering", tag = "Guide", operation_id = "detectTampering",
     request_body = TamperQuery,
     responses((status = 200, description = "The scan (`complete`)", body = TamperView))

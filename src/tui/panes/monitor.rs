@@ -394,6 +394,7 @@ fn kind_word(k: AnomalyKind) -> &'static str {
         AnomalyKind::WindowClosing => "window_closing",
         AnomalyKind::OrphanedEvent => "orphaned_event",
         AnomalyKind::AutomationFailed => "automation_failed",
+        AnomalyKind::LogTampered => "log_tampered",
     }
 }
 
