@@ -963,3 +963,62 @@ async fn the_events_stream_tells_changes_within_a_second_embedded() {
     let bob = engine.session("bob".parse().unwrap());
     events_stream_follows_changes(&ada, &bob).await;
 }
+
+/// A stream re-checks read on every push (guide §5.1): when the timeline's admin takes the
+/// follower's read away, their monitor stream and their events stream end with an
+/// `access_revoked` event on the wire, a problem naming the timeline, and the timeline is then
+/// unknown to them.
+#[tokio::test]
+async fn taking_read_away_ends_the_streams_with_access_revoked() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let made = ada
+        .create_timeline(NewTimeline {
+            name: Some("Archive".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let lists = |read: &[&str]| SetAccessControlRequest {
+        timeline_id: made.id.clone(),
+        permissions: Some(Permissions {
+            read: read.iter().map(|n| n.parse().unwrap()).collect(),
+            write: Vec::new(),
+            admin: vec!["ada".parse().unwrap()],
+        }),
+    };
+    ada.set_access_control(lists(&["bob"])).await.unwrap();
+    let http = reqwest::Client::new();
+    let open = |path: &str| {
+        http.get(format!("{}{path}?timeline_id={}", server.base, made.id))
+            .bearer_auth(token("bob"))
+            .send()
+    };
+    let mut monitor = open("/v1/monitor-timeline/stream").await.unwrap();
+    let mut events = open("/v1/monitor-events/stream").await.unwrap();
+    assert_eq!(
+        (monitor.status().as_u16(), events.status().as_u16()),
+        (200, 200)
+    );
+    for stream in [&mut monitor, &mut events] {
+        let first = read_until(stream, "event: snapshot", Duration::from_secs(3)).await;
+        assert!(first.contains("event: snapshot"), "{first}");
+    }
+    ada.set_access_control(lists(&[])).await.unwrap();
+    for stream in [&mut monitor, &mut events] {
+        let end = read_until(stream, "\n\n", Duration::from_secs(5)).await;
+        let end = if end.contains("access_revoked") {
+            end
+        } else {
+            end + &read_until(stream, "access_revoked", Duration::from_secs(5)).await
+        };
+        assert!(end.contains("event: access_revoked"), "{end}");
+        assert!(end.contains(made.id.as_str()), "{end}");
+        assert!(
+            matches!(stream.chunk().await, Ok(None)),
+            "the stream ends after access_revoked"
+        );
+    }
+    let again = open("/v1/monitor-timeline/stream").await.unwrap();
+    assert_eq!(again.status().as_u16(), 400, "unknown to bob now");
+}

@@ -60,7 +60,7 @@ pub enum IntegrityView {
 /// finding counts for every timeline; for non-operators, what records that name no asked
 /// timeline say they hold is withheld. Limits: someone holding both write access to the
 /// database and the log key can rewrite history undetectably, and a truncated log is caught
-/// only against a head known outside the store (this server's, or the `chronoscope_log_head`
+/// only against a head known outside the store (this server's, or the `chronoscope_log_position`
 /// metric an operator records). The scan is recorded in the log (a `ScanResult`: the record it
 /// checked up to and its findings; bookkeeping, so the read scope is enough): each finding is
 /// then a critical `log_tampered` anomaly on every timeline, with one id per record, until a
