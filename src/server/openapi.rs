@@ -41,6 +41,7 @@ const CONFLICT_ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/merges/{merge_id}"),
     ("get", "/v1/diff-timelines"),
     ("post", "/v1/isolate-event"),
+    ("post", "/v1/set-access-control"),
 ];
 
 #[derive(OpenApi)]
@@ -297,7 +298,9 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         "403",
         problem_response(
             "The token lacks the scope (read for GET, write for POST and DELETE, admin to \
-             delete a timeline another traveller created)",
+             delete a timeline another traveller created): forbidden; the timeline's \
+             access-control list does not give the right the operation needs: access-denied; \
+             an operator restricted the traveller: travel-restricted",
         ),
     );
     add("500", problem_response("An unexpected failure"));
@@ -341,7 +344,8 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
             "409",
             problem_response(
                 "Refused in the current state (branches or travellers in it, the job already ran, \
-                 timelines not on one line of descent, or a spent anchor)",
+                 timelines not on one line of descent, a spent anchor, or an access-control \
+                 list that would leave its own author out of admin)",
             ),
         );
     }
