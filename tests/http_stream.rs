@@ -1022,3 +1022,75 @@ async fn taking_read_away_ends_the_streams_with_access_revoked() {
     let again = open("/v1/monitor-timeline/stream").await.unwrap();
     assert_eq!(again.status().as_u16(), 400, "unknown to bob now");
 }
+
+/// The remote client (the dashboard's, `monitor --follow`'s) ends a stream whose read was
+/// taken away with the error, as the engine in-process does, not quietly.
+#[tokio::test]
+async fn the_client_ends_a_revoked_stream_with_the_reason() {
+    let server = Served::start(config()).await;
+    let ada = server.client("ada");
+    let made = ada
+        .create_timeline(NewTimeline {
+            name: Some("Ledger".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let set = |read: Vec<&str>| SetAccessControlRequest {
+        timeline_id: made.id.clone(),
+        permissions: Some(Permissions {
+            read: read.into_iter().map(|n| n.parse().unwrap()).collect(),
+            write: Vec::new(),
+            admin: vec!["ada".parse().unwrap()],
+        }),
+    };
+    ada.set_access_control(set(vec!["bob"])).await.unwrap();
+    let mut stream = server
+        .client("bob")
+        .watch_monitor(MonitorWatch {
+            timeline_id: made.id.clone(),
+            after: None,
+        })
+        .await
+        .unwrap();
+    next(&mut stream).await;
+    ada.set_access_control(set(Vec::new())).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("told within 5 s");
+    assert!(
+        matches!(&end, Some(Err(ServiceError::AccessRevoked { timeline })) if timeline == made.id.as_str()),
+        "{end:?}"
+    );
+    assert!(stream.next().await.is_none(), "nothing after it");
+}
+
+/// `set-access-control` needs `permissions`: a body without it (or with it misspelt) is refused
+/// rather than taken for a removal that would open the timeline to everyone.
+#[tokio::test]
+async fn a_missing_permissions_field_is_refused_not_taken_for_a_removal() {
+    let server = Served::start(config()).await;
+    let http = reqwest::Client::new();
+    for body in [
+        r#"{"timeline_id":"primary"}"#,
+        r#"{"timeline_id":"primary","permision":null}"#,
+    ] {
+        let resp = http
+            .post(format!("{}/v1/set-access-control", server.base))
+            .bearer_auth(token("ada"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 400, "{body}");
+        let problem: serde_json::Value = resp.json().await.unwrap();
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("permissions"),
+            "{problem}"
+        );
+    }
+}

@@ -64,6 +64,9 @@ pub struct ScriptRecord {
     pub status: ScriptStatus,
     /// Set when its trigger lineage was manipulated or reverted: it fires on the next run.
     pub triggered: bool,
+    /// Whether an operator made it: it runs with every right (older records: no).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operator: bool,
 }
 
 /// Where a job stands.
@@ -121,6 +124,9 @@ pub struct Job {
     pub status: JobStatus,
     /// When it was created.
     pub created_at: Instant,
+    /// Whether an operator made it: it runs with every right (older records: no).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operator: bool,
 }
 
 /// One automation log entry, with its owner.

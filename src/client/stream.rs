@@ -190,7 +190,7 @@ fn decode(name: &str, id: &str, data: &str) -> Result<Option<MonitorEvent>, Serv
     let odd = |why: String| {
         ServiceError::Internal(format!("{ROUTE} sent an event that makes no sense: {why}"))
     };
-    if name == "error" {
+    if name == "error" || name == "access_revoked" {
         return Err(stream_error(data, ROUTE));
     }
     if !matches!(name, "snapshot" | "appeared" | "resolved") {
@@ -227,7 +227,7 @@ fn stream_error(data: &str, route: &str) -> ServiceError {
 
 /// One event of `monitor-events/stream`; `None` for one this client does not know.
 fn decode_events(name: &str, id: &str, data: &str) -> Result<Option<EventsUpdate>, ServiceError> {
-    if name == "error" {
+    if name == "error" || name == "access_revoked" {
         return Err(stream_error(data, EVENTS_ROUTE));
     }
     if !matches!(name, "snapshot" | "changed" | "removed") {

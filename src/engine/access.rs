@@ -98,7 +98,68 @@ pub fn view(world: &World, who: &Traveller, operator: bool) -> Option<World> {
     for id in &hidden {
         seen.timelines.remove(id);
     }
+    // What names a hidden timeline goes with it: merges from or into it, its isolations.
+    let merges: Vec<_> = seen
+        .merges
+        .values()
+        .filter(|m| {
+            hidden.contains(&m.source_timeline_id) || hidden.contains(&m.destination_timeline_id)
+        })
+        .map(|m| m.merge_id.clone())
+        .collect();
+    for id in &merges {
+        seen.merges.remove(id);
+    }
+    let isolations: Vec<_> = seen
+        .isolations
+        .values()
+        .filter(|i| hidden.contains(&i.timeline_id))
+        .map(|i| i.isolation_id.clone())
+        .collect();
+    for id in &isolations {
+        seen.isolations.remove(id);
+    }
     Some(seen)
+}
+
+/// Whether `who` may change shared state in `timeline` now (automation checks this before it
+/// runs an action): read, then write, then no restriction.
+pub fn may_change(
+    world: &World,
+    who: &Traveller,
+    operator: bool,
+    timeline: &TimelineId,
+) -> Result<(), ServiceError> {
+    if world.timelines.contains_key(timeline) {
+        match right_of(world, who, operator, timeline) {
+            None => return Err(ServiceError::unknown("timeline", timeline)),
+            Some(held) if held < Right::Write => return Err(denied(timeline, Right::Write)),
+            Some(_) => {}
+        }
+    }
+    match restriction_of(world, who, operator) {
+        Some(level) if level != RestrictionLevel::Unrestricted => Err(restricted(level)),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses what a decision on a partial view could not see: deleting a timeline that has
+/// branches hidden from the caller (they are not named).
+pub fn guard_unseen(world: &World, ops: &[Op]) -> Result<(), ServiceError> {
+    for op in ops {
+        if let Op::DeleteTimeline { id } = op
+            && world
+                .timelines
+                .values()
+                .any(|t| t.meta.parent.as_ref() == Some(id))
+        {
+            return Err(ServiceError::Conflict(format!(
+                "timeline '{id}' has branches (some of which you may not see); they must be \
+                 deleted first"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The timelines `op` touches and the right each needs. Leaving a timeline needs no right;

@@ -292,13 +292,15 @@ fn still_open(world: &World, findings: &[TamperFinding], full: bool) -> Vec<u64>
 /// `detect-tampering` on `timeline` by `by`: every stored record of the range checked, the
 /// stored head against the one this process folded, and the scan recorded in the log (a
 /// `ScanResult`, bookkeeping that the read scope allows). `operator`: whether details of
-/// records that do not touch the timeline may be shown.
+/// records that do not touch the timeline may be shown; `hidden`: the timelines the caller
+/// may not read, never named to them.
 pub(super) async fn detect(
     engine: &Engine,
     by: &Traveller,
     timeline: &TimelineId,
     depth: ScanDepth,
     operator: bool,
+    hidden: &[TimelineId],
 ) -> Result<TamperReport, ServiceError> {
     rules::referenced(&*engine.snapshot().await?, timeline)?;
     let _turn = one_at_a_time().await?;
@@ -335,7 +337,9 @@ pub(super) async fn detect(
                 chain_from: None,
                 earlier: still_open(&served, &findings, false),
             };
-            return Ok(report(timeline, findings, &scanned, recorded, operator));
+            return Ok(report(
+                timeline, findings, &scanned, recorded, operator, hidden,
+            ));
         }
         None => None,
     };
@@ -413,7 +417,9 @@ pub(super) async fn detect(
         chain_from,
         earlier: still_open(&served, &findings, full),
     };
-    Ok(report(timeline, findings, &scanned, recorded, operator))
+    Ok(report(
+        timeline, findings, &scanned, recorded, operator, hidden,
+    ))
 }
 
 /// Appends the `ScanResult` of a scan that checked the stored log up to `checked_to` and found
@@ -453,6 +459,7 @@ fn report(
     scanned: &Scanned,
     recorded_seq: Option<u64>,
     operator: bool,
+    hidden: &[TimelineId],
 ) -> TamperReport {
     let Scanned {
         since,
@@ -470,6 +477,9 @@ fn report(
             f.op = None;
             f.written_at = None;
             f.timelines.clear();
+        }
+        for f in &mut findings {
+            f.timelines.retain(|t| !hidden.contains(t));
         }
     }
     let after = match since {

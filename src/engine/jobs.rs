@@ -62,7 +62,7 @@ pub fn plan(
     now: Instant,
     mint: &dyn Fn() -> ulid::Ulid,
 ) -> Option<Vec<Op>> {
-    let (owner, timeline, actions, source) = match due {
+    let (owner, operator, timeline, actions, source) = match due {
         Due::Job(id) => {
             let job = world
                 .jobs
@@ -70,6 +70,7 @@ pub fn plan(
                 .filter(|j| j.status.is_pending() && j.due <= now)?;
             (
                 job.owner.clone(),
+                job.operator,
                 job.timeline.clone(),
                 job.actions.clone(),
                 id.to_string(),
@@ -82,6 +83,7 @@ pub fn plan(
                 .filter(|s| script_due(world, s, now))?;
             (
                 script.owner.clone(),
+                script.operator,
                 script.timeline.clone(),
                 script.actions.clone(),
                 id.to_string(),
@@ -96,13 +98,17 @@ pub fn plan(
             traveller: &owner,
             now,
             mint,
+            operator,
         };
         // With the owner's rights now, as if they made the change themselves (a traveller who
-        // lost write, or was restricted, sees it fail here and in the monitor).
-        let outcome = run_action(&scratch, &ctx, &timeline, action).and_then(|done| {
-            super::access::permit(&scratch, &owner, false, std::slice::from_ref(&done.0))
-                .map(|()| done)
-        });
+        // lost write, or was restricted, sees it fail here and in the monitor): checked first,
+        // so a failure never describes what they may no longer read.
+        let outcome = super::access::may_change(&scratch, &owner, operator, &timeline)
+            .and_then(|()| run_action(&scratch, &ctx, &timeline, action))
+            .and_then(|done| {
+                super::access::permit(&scratch, &owner, operator, std::slice::from_ref(&done.0))
+                    .map(|()| done)
+            });
         let entry = match outcome {
             Ok((op, new_event, taken)) => {
                 if scratch.apply(scratch.seq + 1, op.clone()).is_err() {

@@ -70,6 +70,7 @@ pub fn decide_merge(
         traveller,
         now,
         mint: &mint,
+        operator: true,
     };
     merge::merge(world, &ctx, req)
 }

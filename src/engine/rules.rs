@@ -30,6 +30,9 @@ pub struct Ctx<'a> {
     pub now: Instant,
     /// Mints a fresh ULID.
     pub mint: &'a dyn Fn() -> ulid::Ulid,
+    /// Whether the traveller acts as an operator (every right, never restricted): recorded on
+    /// the scripts and jobs they make, which later run with their rights.
+    pub operator: bool,
 }
 
 /// A required, trimmed, bounded text field.
@@ -936,6 +939,7 @@ pub fn new_script(
         created_at: ctx.now,
         status: crate::automation::ScriptStatus::Active,
         triggered: false,
+        operator: ctx.operator,
     })
 }
 
@@ -968,5 +972,6 @@ pub fn new_job(
         build_status,
         status,
         created_at: ctx.now,
+        operator: ctx.operator,
     })
 }

@@ -66,6 +66,7 @@ impl EngineSession {
                     traveller: &self.traveller,
                     now,
                     mint: &mint,
+                    operator: self.admin,
                 };
                 // Decided on what the traveller may see; checked against the whole world.
                 let view = access::view(world, &self.traveller, self.admin);
@@ -82,6 +83,7 @@ impl EngineSession {
                     }
                 }?;
                 access::permit(world, &self.traveller, self.admin, &ops)?;
+                access::guard_unseen(world, &ops)?;
                 Ok((ops, answer))
             })
             .await
@@ -153,6 +155,7 @@ impl EngineSession {
             traveller: &self.traveller,
             now: self.engine.now(),
             mint: &mint,
+            operator: self.admin,
         };
         let view = access::view(&world, &self.traveller, self.admin);
         look(view.as_ref().unwrap_or(&world), &ctx)
@@ -200,12 +203,14 @@ impl EngineSession {
         let world = self.visible(world);
         let engine = Arc::clone(&self.engine);
         let traveller = self.traveller.clone();
+        let operator = self.admin;
         tokio::task::spawn_blocking(move || {
             let mint = || engine.mint();
             let ctx = Ctx {
                 traveller: &traveller,
                 now: engine.now(),
                 mint: &mint,
+                operator,
             };
             look(&world, &ctx)
         })
@@ -1322,7 +1327,15 @@ impl TimelineService for EngineSession {
 
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
         // Unknown to a traveller who may not read it, as everywhere.
-        self.read(|world, _| rules::referenced(world, &req.timeline_id).map(|_| ()))
+        let hidden = self
+            .read(|world, ctx| {
+                rules::referenced(world, &req.timeline_id)?;
+                Ok(access::hidden_from(
+                    &self.engine.snapshot_now(),
+                    ctx.traveller,
+                    self.admin,
+                ))
+            })
             .await?;
         super::integrity::detect(
             &self.engine,
@@ -1330,6 +1343,7 @@ impl TimelineService for EngineSession {
             &req.timeline_id,
             req.scan_depth,
             self.admin,
+            &hidden,
         )
         .await
     }
@@ -1372,10 +1386,17 @@ impl TimelineService for EngineSession {
             if access::right_of(world, ctx.traveller, self.admin, id) < Some(Right::Admin) {
                 return Err(access::denied(id, Right::Admin));
             }
-            if let Some(p) = &permissions
-                && !self.admin
-                && !p.admin.contains(ctx.traveller)
-            {
+            let created = world
+                .timelines
+                .get(id)
+                .is_some_and(|t| t.meta.created_by.as_ref() == Some(ctx.traveller));
+            // Without a list only the creator administers it: removing it takes admin away
+            // from everyone else.
+            let keeps_admin = match &permissions {
+                Some(p) => p.admin.contains(ctx.traveller),
+                None => created,
+            };
+            if !self.admin && !keeps_admin {
                 return Err(ServiceError::Conflict(format!(
                     "this list would take your admin right on timeline '{id}' away; keep \
                      '{}' in permissions.admin (an operator can set any list)",

@@ -483,6 +483,8 @@ impl World {
             .or_else(|| super::data::first_difference(self, other))
             .or_else(|| differ("isolations", &self.isolations, &other.isolations))
             .or_else(|| differ("scans", &self.scans, &other.scans))
+            .or_else(|| differ("access-control lists", &self.acls, &other.acls))
+            .or_else(|| differ("restrictions", &self.restrictions, &other.restrictions))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })

@@ -90,7 +90,10 @@ pub struct SetAccessControlRequest {
     #[schema(value_type = String)]
     pub timeline_id: TimelineId,
     /// The lists, or `null` to remove them (the timeline is then open to every traveller
-    /// again, its creator acting as its admin).
+    /// again, its creator acting as its admin). Required: a body without it is refused rather
+    /// than taken for a removal.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schema(required = true)]
     pub permissions: Option<Permissions>,
 }
 

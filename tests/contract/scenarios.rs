@@ -4694,6 +4694,37 @@ pub async fn access_control_on_every_face(face: &Face) {
         bob.travel(to(vault.as_str(), &[])),
     )
     .await;
+    // A merge into it: listed to its readers only.
+    let draft = face
+        .ok(
+            "ada drafts a branch",
+            ada.create_timeline(NewTimeline {
+                base_timeline_id: Some(vault.clone()),
+                ..named("Draft")
+            }),
+        )
+        .await
+        .id;
+    face.ok(
+        "ada writes the draft",
+        ada.add_event(
+            &draft,
+            event("Drafted", "1900-01-01T06:00:00Z", "Vault", &[]),
+        ),
+    )
+    .await;
+    face.ok(
+        "ada merges the draft into the vault",
+        ada.merge_timelines(merge_req(&draft, &vault, MergeStrategy::SourceOverwrite)),
+    )
+    .await;
+    let bobs = face
+        .ok("bob's merges", bob.list_merges(PageRequest::default()))
+        .await;
+    let cys = face
+        .ok("cy's merges", cy.list_merges(PageRequest::default()))
+        .await;
+    assert_eq!((bobs.items.len(), cys.items.len()), (1, 0));
     // cy does not see it at all.
     let err = face.err("cy cannot get it", cy.get_timeline(&vault)).await;
     assert_eq!(err, ServiceError::not_found("timeline", &vault));
@@ -4771,6 +4802,62 @@ pub async fn access_control_on_every_face(face: &Face) {
         )
         .await;
     assert_denied(&err, &primary(), "admin");
+    // A branch hidden from the vault's admin keeps it from being deleted, unnamed.
+    let secret = face
+        .ok(
+            "root branches the vault",
+            root.create_timeline(NewTimeline {
+                base_timeline_id: Some(vault.clone()),
+                ..named("Secret")
+            }),
+        )
+        .await
+        .id;
+    face.ok(
+        "root keeps the branch to itself",
+        root.set_access_control(SetAccessControlRequest {
+            timeline_id: secret.clone(),
+            permissions: lists(&[], &[], &["root"]),
+        }),
+    )
+    .await;
+    face.ok("ada deletes her draft", ada.delete_timeline(&draft))
+        .await;
+    face.ok("bob deletes his branch", bob.delete_timeline(&branch))
+        .await;
+    face.ok("bob leaves the vault", bob.travel(to("primary", &[])))
+        .await;
+    let err = face
+        .err("ada cannot delete the vault", ada.delete_timeline(&vault))
+        .await;
+    assert!(
+        matches!(&err, ServiceError::Conflict(m)
+            if m.contains("may not see") && !m.contains(secret.as_str())),
+        "{err:?}"
+    );
+    face.ok("root deletes the secret", root.delete_timeline(&secret))
+        .await;
+    // An operator's schedule keeps every right, whatever the list says.
+    let note = face
+        .ok(
+            "root adds a note",
+            root.add_event(&vault, event("Note", "1900-01-06T00:00:00Z", "Vault", &[])),
+        )
+        .await
+        .event_id;
+    face.ok(
+        "root schedules a manipulation",
+        root.schedule_manipulation(NewSchedule {
+            event_id: note.clone(),
+            scheduled_time: face.now() + Duration::minutes(5),
+            manipulation_details: ManipulationDetails {
+                new_time: None,
+                new_details: Some("Annotated".into()),
+            },
+            timeline_id: Some(vault.clone()),
+        }),
+    )
+    .await;
     // A schedule of a traveller who loses write fails when it runs.
     let tea = face
         .ok(
@@ -4825,7 +4912,45 @@ pub async fn access_control_on_every_face(face: &Face) {
         .iter()
         .find(|e| e.event_id == tea)
         .expect("logged");
-    assert_ne!(failed.outcome, "done", "{failed:?}");
+    assert!(
+        failed.outcome == "failed" && failed.action_taken.contains("write right"),
+        "{failed:?}"
+    );
+    let roots = face
+        .ok(
+            "root's automation log",
+            root.automation_log(LogQuery {
+                timeline_id: Some(vault.clone()),
+                date_range: None,
+                page: PageRequest::default(),
+            }),
+        )
+        .await;
+    let ran = roots
+        .items
+        .iter()
+        .find(|e| e.event_id == note)
+        .expect("logged");
+    assert_eq!(ran.outcome, "done", "{ran:?}");
+    // bob, an admin of a list he did not create, cannot remove it (he would lose admin).
+    face.ok(
+        "ada makes bob an admin",
+        ada.set_access_control(SetAccessControlRequest {
+            timeline_id: vault.clone(),
+            permissions: lists(&[], &[], &["ada", "bob"]),
+        }),
+    )
+    .await;
+    let err = face
+        .err(
+            "bob may not remove the list",
+            bob.set_access_control(SetAccessControlRequest {
+                timeline_id: vault.clone(),
+                permissions: None,
+            }),
+        )
+        .await;
+    assert!(matches!(err, ServiceError::Conflict(_)), "{err:?}");
     // Removing the list opens it again.
     let removed = face
         .ok(
