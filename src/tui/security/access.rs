@@ -502,7 +502,7 @@ impl AccessScreen {
                 .unwrap_or(u16::MAX)
                 .saturating_add(2)
                 .max(3),
-            Some(_) => 3,
+            Some(_) => 4,
         };
         let note_height = if self.note.is_some() { 2 } else { 0 };
         let wanted = names_wanted
@@ -553,8 +553,10 @@ impl AccessScreen {
             );
         }
         if let Some(view) = &self.log {
+            // Entries are cut to the width; a reason it could not be read wraps.
             frame.render_widget(
-                Paragraph::new(log_lines(view, log.height.into(), width, p)),
+                Paragraph::new(log_lines(view, log.height.into(), width, p))
+                    .wrap(Wrap { trim: true }),
                 log,
             );
         }
@@ -692,10 +694,7 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
     match &view.answer {
         None => title.push_str(" · loading…"),
         Some(Err(why)) => {
-            lines.push(Line::from(Span::styled(
-                ellipsize(&format!("Not read: {why}"), width.saturating_mul(2)),
-                p.warn,
-            )));
+            lines.push(Line::from(Span::styled(format!("Not read: {why}"), p.warn)));
         }
         Some(Ok(log)) => {
             let refused = log

@@ -140,10 +140,14 @@ impl IntegrityScreen {
 
     /// Draws the screen over `area`.
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
+        // As tall as what it found needs (with the keys), scrolling when the screen is not.
+        let width = area.width.saturating_sub(4).min(110);
+        let text = Paragraph::new(self.lines(p)).wrap(Wrap { trim: false });
+        let needed = u16::try_from(text.line_count(width.saturating_sub(2))).unwrap_or(u16::MAX);
         let rect = centered(
             area,
-            area.width.saturating_sub(4).min(110),
-            area.height.saturating_sub(2).min(30),
+            width,
+            needed.saturating_add(3).min(area.height.saturating_sub(2)),
         );
         let mut title = format!("Integrity of {} ({})", self.name, self.timeline);
         match self.running {
@@ -155,8 +159,6 @@ impl IntegrityScreen {
         let inner = modal(frame, rect, &title, p);
         let [body, keys] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
-        let text = Paragraph::new(self.lines(p)).wrap(Wrap { trim: false });
-        let needed = u16::try_from(text.line_count(body.width)).unwrap_or(u16::MAX);
         self.scroll = self.scroll.min(needed.saturating_sub(body.height));
         frame.render_widget(text.scroll((self.scroll, 0)), body);
         frame.render_widget(
