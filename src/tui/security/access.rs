@@ -20,9 +20,11 @@ use crate::tui::effect::{Call, Effect, Outcome};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
-/// The keys, as the bottom line of the screen lists them.
-const KEYS: &str =
-    "a add a name · x remove it · D remove the list · l access log · s reload · esc close";
+/// The keys, as the bottom line of the screen lists them to an admin.
+const KEYS: &str = "a add a name · x remove it · D remove the list · l access log · esc close";
+
+/// The keys, as the bottom line lists them to someone who may not change the lists.
+const READER_KEYS: &str = "↑↓ move · s reload · esc close · changes need the admin right";
 
 /// Lines at the top for your right and the list's standing (it wraps on a narrow screen).
 const HEAD_LINES: u16 = 3;
@@ -560,8 +562,13 @@ impl AccessScreen {
                 log,
             );
         }
+        let keys_text = if self.right() == Some(Right::Admin) {
+            KEYS
+        } else {
+            READER_KEYS
+        };
         frame.render_widget(
-            Paragraph::new(Span::styled(ellipsize(KEYS, width), p.dim)),
+            Paragraph::new(Span::styled(ellipsize(keys_text, width), p.dim)),
             keys,
         );
         if let Some(form) = &mut self.form {
@@ -648,10 +655,16 @@ impl AccessScreen {
                 .is_some_and(|v| v.access_control.is_some())
             {
                 "The lists name nobody: only operators may use it."
-            } else if self.view.is_some() {
-                "Press a to make a list (you stay its admin)."
+            } else if self.right() != Some(Right::Admin) {
+                if self.view.is_some() {
+                    "Its creator or an operator may make one."
+                } else {
+                    ""
+                }
+            } else if self.operator {
+                "Press a to make a list."
             } else {
-                ""
+                "Press a to make a list (you stay its admin)."
             };
             return vec![Line::from(Span::styled(text, p.dim))];
         }

@@ -20,8 +20,7 @@ use crate::tui::theme::Palette;
 use crate::tui::widgets::{centered, ellipsize, fmt_time, modal};
 
 /// The keys, as the bottom line of the screen lists them.
-const KEYS: &str =
-    "r scan recent records · f scan the whole log · v validate its data · j/k scroll · esc close";
+const KEYS: &str = "r recent scan · f full scan · v validate its data · j/k scroll · esc close";
 
 /// What the screen is running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,9 +260,8 @@ impl IntegrityScreen {
                     "nothing to examine: no event or data entry at or before that time".to_owned()
                 } else {
                     format!(
-                        "{} of {} examined (events and data entries) pass",
-                        v.passed,
-                        counted(v.examined, "item")
+                        "{} of {} examined pass (events and data entries)",
+                        v.passed, v.examined
                     )
                 };
                 out.push(Line::from(Span::styled(examined, p.dim)));
