@@ -457,7 +457,7 @@ impl AccessScreen {
         };
         self.form = None;
         self.log = Some(LogView {
-            range: range.clone(),
+            range,
             loading: true,
             answer: None,
         });
