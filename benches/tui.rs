@@ -230,6 +230,8 @@ fn timeline_view(c: &mut Criterion) {
             paused: false,
             location: None,
         },
+        operator: true,
+        restriction: None,
     };
     let anchors = [Anchor {
         id: AnchorId::from_ulid(ulid::Ulid::from(1u128)),
