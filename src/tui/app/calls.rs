@@ -287,10 +287,14 @@ impl App {
     /// A change your rights on its timeline (or an operator's restriction) do not allow is
     /// refused here, before anything is sent.
     pub(super) fn call(&mut self, call: Call) {
-        if let Some(why) = self
-            .written_by(&call)
-            .and_then(|(timeline, needed)| self.refusal(&timeline, needed))
-        {
+        let refused = match &call {
+            // A new timeline is shared state too: no restricted traveller makes one.
+            Call::Create(_) => self.restricted(),
+            _ => self
+                .written_by(&call)
+                .and_then(|(timeline, needed)| self.refusal(&timeline, needed)),
+        };
+        if let Some(why) = refused {
             return self.refuse_unsent(why);
         }
         let svc = Arc::clone(&self.service);

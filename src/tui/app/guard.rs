@@ -14,20 +14,11 @@ impl App {
     /// Why you may not make a change that needs `needed` on `timeline`, as the footer says it;
     /// `None` when, as far as the dashboard knows, you may.
     pub(super) fn refusal(&self, timeline: &TimelineId, needed: Right) -> Option<String> {
-        let whoami = self.whoami.as_ref();
-        if whoami.is_some_and(|w| w.operator) {
+        if self.whoami.as_ref().is_some_and(|w| w.operator) {
             return None; // operators have every right, and are never restricted
         }
-        if let Some(r) = whoami.and_then(|w| w.restriction.as_ref())
-            && r.level != RestrictionLevel::Unrestricted
-        {
-            return Some(
-                ServiceError::TravelRestricted {
-                    level: r.level.as_str().into(),
-                    allows: r.level.allows().into(),
-                }
-                .explain(),
-            );
+        if let Some(why) = self.restricted() {
+            return Some(why);
         }
         let right = self.timelines.right_of(timeline);
         if right >= needed {
@@ -49,6 +40,20 @@ impl App {
                  it): ask its admins."
             ),
             _ => format!("You may read {named} but not write it: ask its admins."),
+        })
+    }
+
+    /// Why an operator's restriction keeps you from changing anything shared, if it does
+    /// (every level but `unrestricted` does; operators are never restricted).
+    pub(super) fn restricted(&self) -> Option<String> {
+        let whoami = self.whoami.as_ref().filter(|w| !w.operator)?;
+        let r = whoami.restriction.as_ref()?;
+        (r.level != RestrictionLevel::Unrestricted).then(|| {
+            ServiceError::TravelRestricted {
+                level: r.level.as_str().into(),
+                allows: r.level.allows().into(),
+            }
+            .explain()
         })
     }
 
