@@ -2620,3 +2620,199 @@ async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merg
     let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
     assert_eq!(primary.pending_merges, 0, "the mark goes with the merge");
 }
+
+/// An engine with three events in the primary timeline that ada may only read (root, an
+/// operator, administers it); the operator's session, and ada's dashboard without the
+/// operator's rights.
+async fn read_only_primary() -> (chronoscope::engine::EngineSession, Harness) {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let root = engine.session("root".parse().unwrap());
+    root.set_access_control(SetAccessControlRequest {
+        timeline_id: TimelineId::primary(),
+        permissions: Some(Permissions {
+            admin: vec!["root".parse().unwrap()],
+            write: vec![],
+            read: vec!["ada".parse().unwrap()],
+        }),
+    })
+    .await
+    .unwrap();
+    let ada: Arc<dyn TimelineService> =
+        Arc::new(engine.session("ada".parse().unwrap()).with_admin(false));
+    (root, dashboard(ada, clock).await)
+}
+
+/// The flash says `what`, as an error, and no call is on its way.
+fn refused_unsent(h: &Harness, what: &str) {
+    assert!(!h.app.busy(), "nothing is sent: {:?}", h.app);
+    let flash = h.app.flash.clone().expect("the refusal is said");
+    assert!(flash.error, "{}", flash.text);
+    assert!(flash.text.contains(what), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn edits_on_a_read_only_timeline_are_refused_before_a_request_is_sent() {
+    let (root, mut h) = read_only_primary().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Primary ro"), "marked read-only\n{screen}");
+    assert!(
+        screen.contains("ro: you may read it, not write it"),
+        "{screen}"
+    );
+    h.press("e");
+    assert!(h.app.modal.is_none(), "no form to fill in for nothing");
+    refused_unsent(
+        &h,
+        "You may read Primary (primary) but not write it: ask its admins.",
+    );
+    search(&mut h, "paris").await;
+    for key in ["m", "r", "I", "C"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing");
+        refused_unsent(&h, "but not write it: ask its admins");
+    }
+    assert_eq!(all_events(&root).await.len(), 3, "nothing was written");
+}
+
+#[tokio::test]
+async fn a_refusal_from_the_service_stays_under_the_form_readably() {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let ada: Arc<dyn TimelineService> =
+        Arc::new(engine.session("ada".parse().unwrap()).with_admin(false));
+    let mut h = dashboard(ada, clock).await;
+    // The list changes after the dashboard read the rights: only the service knows.
+    let root = engine.session("root".parse().unwrap());
+    root.set_access_control(SetAccessControlRequest {
+        timeline_id: TimelineId::primary(),
+        permissions: Some(Permissions {
+            admin: vec!["root".parse().unwrap()],
+            write: vec![],
+            read: vec!["ada".parse().unwrap()],
+        }),
+    })
+    .await
+    .unwrap();
+    submit(&mut h, "e", &["Moon landing", "", "Sea of Tranquility"]).await;
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("the form stays: {:?}", h.app.modal)
+    };
+    let why = form.refusal.clone().unwrap_or_default();
+    assert!(why.starts_with("Access denied: "), "{why}");
+    assert!(why.contains("write"), "{why}");
+    assert!(h.render(100, 30).contains("Access denied"));
+    // The next refresh brings the rights: the timeline is marked, and the dashboard says no
+    // before sending.
+    h.press("esc");
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert!(h.render(100, 30).contains("Primary ro"));
+}
+
+#[tokio::test]
+async fn a_restricted_traveller_is_told_why_before_anything_is_sent() {
+    use chronoscope::service::{RestrictRequest, RestrictionLevel};
+    let (root, mut h) = read_only_primary().await;
+    root.restrict_time_travel(RestrictRequest {
+        user_id: "ada".parse().unwrap(),
+        restriction_level: RestrictionLevel::ReadOnly,
+    })
+    .await
+    .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("e");
+    refused_unsent(
+        &h,
+        "Travel restricted: an operator restricted you to read_only",
+    );
+    // The restrictions are an operator's screen: said, not opened.
+    h.press("R");
+    assert!(h.app.modal.is_none());
+    refused_unsent(&h, "for operators");
+}
+
+#[tokio::test]
+async fn an_operator_edits_access_lists_and_restrictions_and_checks_integrity() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    // ada (the embedded engine's operator) makes a first list on the primary timeline.
+    h.press("S");
+    h.settle().await;
+    assert!(h.render(100, 30).contains("No access-control list"));
+    submit(&mut h, "a", &["bob"]).await;
+    let view = w
+        .service
+        .access_control(&TimelineId::primary())
+        .await
+        .unwrap();
+    let acl = view.access_control.expect("a list now");
+    assert_eq!(acl.permissions.read, vec!["bob".parse().unwrap()]);
+    let screen = h.render(100, 30);
+    assert!(screen.contains("read    bob"), "{screen}");
+    assert!(!matches!(h.app.modal, Some(Modal::Form(_))));
+    // Taking bob off asks first; the list is then empty, and removing it leaves none.
+    h.press("x n");
+    h.settle().await;
+    assert!(
+        !w.service
+            .access_control(&TimelineId::primary())
+            .await
+            .unwrap()
+            .access_control
+            .unwrap()
+            .permissions
+            .read
+            .is_empty()
+    );
+    h.press("x y");
+    h.settle().await;
+    assert!(
+        w.service
+            .access_control(&TimelineId::primary())
+            .await
+            .unwrap()
+            .access_control
+            .unwrap()
+            .permissions
+            .read
+            .is_empty()
+    );
+    h.press("D y");
+    h.settle().await;
+    assert!(
+        w.service
+            .access_control(&TimelineId::primary())
+            .await
+            .unwrap()
+            .access_control
+            .is_none()
+    );
+    let flash = h.app.flash.clone().expect("said");
+    assert!(
+        flash.text.contains("has no access-control list now"),
+        "{}",
+        flash.text
+    );
+    // The restrictions: eve restricted, then lifted.
+    h.press("esc R");
+    h.settle().await;
+    submit(&mut h, "n", &["eve"]).await;
+    let screen = h.render(100, 30);
+    assert!(
+        screen.contains("eve") && screen.contains("read_only"),
+        "{screen}"
+    );
+    h.press("x y");
+    h.settle().await;
+    assert!(h.render(100, 30).contains("Nobody is restricted"));
+    // The integrity check runs a recent scan as it opens.
+    h.press("esc T");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("✓ intact"), "{screen}");
+}

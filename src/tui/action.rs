@@ -8,9 +8,10 @@ use super::panes::wizard::Verdict;
 use crate::error::ServiceError;
 use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
-    Anchor, ClockState, ConflictReview, DissonanceResult, EventRecord, Isolation, Item, Journey,
-    LogEntry, ManipulationResult, MergeResult, MonitorReport, ResolveResult, RevertResult,
-    TimelineDiff, TimelineInfo, TravellerStatus,
+    AccessControlSet, AccessControlView, AccessLog, Anchor, ClockState, ConflictReview,
+    DissonanceResult, EventRecord, IntegrityReport, Isolation, Item, Journey, LogEntry,
+    ManipulationResult, MergeResult, MonitorReport, ResolveResult, Restricted, Restriction,
+    RevertResult, TamperReport, TimelineDiff, TimelineInfo, TravellerStatus,
 };
 
 macro_rules! actions {
@@ -87,6 +88,9 @@ actions! {
     Merge = "merge",
     Isolate = "isolate",
     CorrectDissonance = "correct_dissonance",
+    AccessControl = "access",
+    Restrictions = "restrictions",
+    Integrity = "integrity",
 }
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
@@ -119,6 +123,12 @@ pub enum Slot {
     Anchors,
     /// The diff of two timelines (the diff view, the merge wizard).
     Diff,
+    /// What the security screens show: an access-control list, the restrictions.
+    Security,
+    /// The access log the access screen shows.
+    AccessLog,
+    /// A tamper scan or an integrity validation.
+    Integrity,
 }
 
 impl Slot {
@@ -136,8 +146,9 @@ impl Slot {
 pub enum Reply {
     /// Who and where the traveller is.
     Whoami(TravellerStatus),
-    /// All timelines.
-    Timelines(Vec<TimelineInfo>),
+    /// All timelines, and your rights on those with an access-control list (`None` when
+    /// they could not be listed: the rights known before stay).
+    Timelines(Vec<TimelineInfo>, Option<Vec<AccessControlView>>),
     /// Search results.
     Search(Vec<EventRecord>),
     /// Causes of the event in the detail view that the results do not hold.
@@ -213,6 +224,20 @@ pub enum Reply {
     Isolated(Isolation),
     /// Dissonance was corrected (the event's description is for the flash).
     Aligned(DissonanceResult, String),
+    /// A timeline's access-control list and your right on it.
+    AccessControl(AccessControlView),
+    /// An access-control list was set or removed.
+    AccessSet(AccessControlSet),
+    /// A timeline's access log.
+    AccessLog(AccessLog),
+    /// The restrictions in force.
+    Restrictions(Vec<Restriction>),
+    /// A traveller was restricted, or their restriction lifted.
+    Restricted(Restricted),
+    /// What a tamper scan found.
+    Tamper(TamperReport),
+    /// What an integrity validation found.
+    Integrity(IntegrityReport),
 }
 
 /// A message on the dashboard's queue.

@@ -7,8 +7,10 @@ use super::confirm::Checked;
 use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
-    AdjustAnchorRequest, DiffQuery, DissonanceRequest, GuideTravelRequest, IsolateRequest,
-    NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest, ReviewQuery, ShiftRequest, TravelRequest,
+    AccessLogQuery, AdjustAnchorRequest, DiffQuery, DissonanceRequest, GuideTravelRequest,
+    IntegrityQuery, IsolateRequest, NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest,
+    RestrictRequest, ReviewQuery, SetAccessControlRequest, ShiftRequest, TamperQuery,
+    TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.
@@ -77,6 +79,21 @@ pub enum Call {
     /// Move an event that happens before a cause to just after it (its description is for
     /// the flash).
     Align(DissonanceRequest, String),
+    /// A timeline's access-control list and your right on it (nothing is written).
+    AccessControl(TimelineId),
+    /// Set a timeline's access-control list, or remove it.
+    SetAccess(SetAccessControlRequest),
+    /// A timeline's access log over a wall-clock range (nothing is written).
+    AccessLog(AccessLogQuery),
+    /// The restrictions in force (operators; nothing is written).
+    Restrictions,
+    /// Restrict a traveller, or lift their restriction (operators).
+    Restrict(RestrictRequest),
+    /// Read the stored log's hash chain for tampering.
+    Tamper(TamperQuery),
+    /// Prove a timeline's events and data entries against the verified log (nothing is
+    /// written).
+    Validate(IntegrityQuery),
 }
 
 /// What a component answers a key with: whether it closes, and what the loop should do.

@@ -99,6 +99,21 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             "Merge review (r in {}): a keep A, b keep B, c Custom Merge (a form).",
             key(Action::Merge)
         ),
+        format!(
+            "ro after a timeline's name: you may read it, not write it (ask its admins; {} \
+             shows who may).",
+            key(Action::AccessControl)
+        ),
+        format!(
+            "Access ({}): a add a name, x remove it, D remove the list (both ask), l access log.",
+            key(Action::AccessControl)
+        ),
+        format!(
+            "Restrictions ({}): n restrict a traveller, x lift (asks). Integrity ({}): r recent \
+             scan, f full scan, v validate.",
+            key(Action::Restrictions),
+            key(Action::Integrity)
+        ),
         "In forms: tab next field, enter submit, esc cancel.".to_owned(),
         "ctrl-c quits from anywhere.".to_owned(),
     ];

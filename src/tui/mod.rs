@@ -17,7 +17,7 @@
 //! mouse event into a [`mouse::Pointer`]. Only the loop in [`app`] (the `App`, its `update`,
 //! the background calls with their slots and generations, routing, replies, drawing the
 //! frame) knows them all, and no component imports it. A new screen (a merge wizard, time
-//! controls, an anchors list, operator panes) is a component of its own: a pane in
+//! controls, an anchors list, the [`security`] screens) is a component of its own: a pane in
 //! [`panes`] if it lives beside the others, else a `Modal` variant; it answers with
 //! `Effect`s (add a `Call` variant for a new service call and send it in `app/calls.rs`),
 //! its answers are routed in `app/replies.rs`, its opening action in `app/dispatch.rs`, and
@@ -39,6 +39,7 @@ pub mod modal;
 pub mod mouse;
 pub mod panes;
 pub mod picture;
+pub mod security;
 #[cfg(any(test, feature = "test-hooks"))]
 pub use app::testing;
 pub mod theme;

@@ -26,6 +26,9 @@ use super::panes::monitor::MonitorPane;
 use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::{self, Wizard};
 use super::picture::{Picture, Scene};
+use super::security::access::AccessScreen;
+use super::security::integrity::IntegrityScreen;
+use super::security::restrictions::RestrictionsScreen;
 use super::theme::Palette;
 use super::time_controls::Shift;
 use super::widgets::{Form, centered, fmt_time, modal};
@@ -59,6 +62,12 @@ pub enum Modal {
     Anchors(Box<AnchorsList>),
     /// The timeline diff, or the merge wizard.
     Merge(Box<MergeWizard>),
+    /// Who may use a timeline, and its access log.
+    Access(Box<AccessScreen>),
+    /// The restrictions on travellers (operators).
+    Restrictions(Box<RestrictionsScreen>),
+    /// A timeline's integrity check.
+    Integrity(Box<IntegrityScreen>),
 }
 
 /// What a modal reads of the dashboard around it (to name timelines, draw the help, picture
@@ -155,17 +164,31 @@ impl Modal {
                 let outcome = w.key(key);
                 kept(Modal::Merge(w), outcome)
             }
+            Modal::Access(mut screen) => {
+                let outcome = screen.key(key);
+                kept(Modal::Access(screen), outcome)
+            }
+            Modal::Restrictions(mut screen) => {
+                let outcome = screen.key(key);
+                kept(Modal::Restrictions(screen), outcome)
+            }
+            Modal::Integrity(mut screen) => {
+                let outcome = screen.key(key);
+                kept(Modal::Integrity(screen), outcome)
+            }
         }
     }
 
     /// Whether it waits for the answer of a change it sent: a form, the time shift, the
-    /// form over the anchors list, or the merge wizard's merge.
+    /// form over the anchors list, the merge wizard's merge, or a security screen's change.
     pub fn pending_form(&self) -> bool {
         match self {
             Modal::Form(form) => form.pending,
             Modal::Shift(shift) => shift.pending,
             Modal::Anchors(list) => list.waiting(),
             Modal::Merge(w) => w.waiting(),
+            Modal::Access(screen) => screen.waiting(),
+            Modal::Restrictions(screen) => screen.waiting(),
             _ => false,
         }
     }
@@ -179,6 +202,14 @@ impl Modal {
                 list.form = None;
                 Some(Modal::Anchors(list))
             }
+            Modal::Access(mut screen) => {
+                screen.answered();
+                Some(Modal::Access(screen))
+            }
+            Modal::Restrictions(mut screen) => {
+                screen.answered();
+                Some(Modal::Restrictions(screen))
+            }
             other => Some(other),
         }
     }
@@ -188,6 +219,8 @@ impl Modal {
     pub fn refused(&mut self, why: Option<String>, field: Option<&str>) {
         let form = match self {
             Modal::Merge(w) => return w.refuse(why),
+            Modal::Access(screen) => return screen.refuse(why),
+            Modal::Restrictions(screen) => return screen.refuse(why),
             Modal::Form(form) => Some(form),
             Modal::Anchors(list) => list.form.as_mut(),
             Modal::Shift(shift) => {
@@ -207,10 +240,14 @@ impl Modal {
         }
     }
 
-    /// A call of `slot` failed: a wizard or a picture waiting on it stops waiting (the picture
-    /// shows what it had; the flash says why there is no more).
-    pub fn call_failed(&mut self, slot: Slot) {
+    /// A call of `slot` failed with `why`: a wizard or a picture waiting on it stops waiting
+    /// (the picture shows what it had; the flash says why there is no more). True when the
+    /// modal shows `why` itself, so the footer need not say it again.
+    pub fn call_failed(&mut self, slot: Slot, why: &str) -> bool {
         match self {
+            Modal::Access(screen) => return screen.failed(slot, why),
+            Modal::Restrictions(screen) => return screen.failed(slot, why),
+            Modal::Integrity(screen) => return screen.failed(slot, why),
             Modal::Wizard(w)
                 if matches!(slot, Slot::WizardData | Slot::WizardCheck | Slot::Mutation) =>
             {
@@ -223,6 +260,7 @@ impl Modal {
             }
             _ => {}
         }
+        false
     }
 
     /// Draws the modal over `area` (the command line draws in the footer instead).
@@ -237,6 +275,9 @@ impl Modal {
             Modal::Shift(shift) => shift.render(frame, area, p, around.whoami, &name_of),
             Modal::Anchors(list) => list.render(frame, area, p, &name_of),
             Modal::Merge(w) => w.render(frame, area, p),
+            Modal::Access(screen) => screen.render(frame, area, p),
+            Modal::Restrictions(screen) => screen.render(frame, area, p),
+            Modal::Integrity(screen) => screen.render(frame, area, p),
             Modal::Journeys(journeys, scroll) => {
                 let lines = journey_lines(journeys, p, &name_of);
                 scrolling_modal(frame, area, "Your journeys, newest first", lines, scroll, p);
@@ -456,19 +497,19 @@ mod tests {
     #[test]
     fn a_failed_check_sends_the_wizard_back_to_its_items() {
         let mut modal = Modal::Wizard(Box::new(Wizard::new(false)));
-        modal.call_failed(Slot::WizardCheck);
+        modal.call_failed(Slot::WizardCheck, "");
         let Modal::Wizard(w) = &modal else {
             unreachable!()
         };
         assert!(!w.loading);
         assert_eq!(w.step, wizard::Step::Items);
         let mut picture = Modal::Picture(Box::new(Picture::new(TimelineId::primary())));
-        picture.call_failed(Slot::Search);
+        picture.call_failed(Slot::Search, "");
         assert!(
             matches!(&picture, Modal::Picture(p) if p.loading),
             "not its call"
         );
-        picture.call_failed(Slot::Picture);
+        picture.call_failed(Slot::Picture, "");
         assert!(matches!(&picture, Modal::Picture(p) if !p.loading));
     }
 

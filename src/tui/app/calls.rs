@@ -93,13 +93,15 @@ impl App {
         });
     }
 
-    /// Fetches the list of timelines.
+    /// Fetches the list of timelines, and your rights on those with an access-control list
+    /// (what the timelines pane marks read-only, and the dashboard refuses to change). Rights
+    /// that cannot be listed leave the ones known before: the service checks every change.
     pub(super) fn request_timelines(&mut self) {
         let svc = Arc::clone(&self.service);
         self.spawn(Slot::Timelines, async move {
-            all_pages(|page| svc.list_timelines(page))
-                .await
-                .map(Reply::Timelines)
+            let list = all_pages(|page| svc.list_timelines(page)).await?;
+            let rights = all_pages(|page| svc.list_access_controls(page)).await.ok();
+            Ok(Reply::Timelines(list, rights))
         });
     }
 
@@ -281,7 +283,20 @@ impl App {
 
     /// Sends what a component asked for. A change goes in [`Slot::Mutation`], never stale and
     /// always reported; a safety-checked one is kept so a refusal can ask "apply anyway?".
+    ///
+    /// A change your rights on its timeline (or an operator's restriction) do not allow is
+    /// refused here, before anything is sent.
     pub(super) fn call(&mut self, call: Call) {
+        let refused = match &call {
+            // A new timeline is shared state too: no restricted traveller makes one.
+            Call::Create(_) => self.restricted(),
+            _ => self
+                .written_by(&call)
+                .and_then(|(timeline, needed)| self.refusal(&timeline, needed)),
+        };
+        if let Some(why) = refused {
+            return self.refuse_unsent(why);
+        }
         let svc = Arc::clone(&self.service);
         match call {
             Call::Create(req) => self.spawn(Slot::Mutation, async move {
@@ -360,6 +375,31 @@ impl App {
                 svc.correct_dissonance(req)
                     .await
                     .map(|r| Reply::Aligned(r, description))
+            }),
+            Call::AccessControl(timeline) => self.spawn(Slot::Security, async move {
+                svc.access_control(&timeline)
+                    .await
+                    .map(Reply::AccessControl)
+            }),
+            Call::SetAccess(req) => self.spawn(Slot::Mutation, async move {
+                svc.set_access_control(req).await.map(Reply::AccessSet)
+            }),
+            Call::AccessLog(query) => self.spawn(Slot::AccessLog, async move {
+                svc.access_logs(query).await.map(Reply::AccessLog)
+            }),
+            Call::Restrictions => self.spawn(Slot::Security, async move {
+                all_pages(|page| svc.list_restrictions(page))
+                    .await
+                    .map(Reply::Restrictions)
+            }),
+            Call::Restrict(req) => self.spawn(Slot::Mutation, async move {
+                svc.restrict_time_travel(req).await.map(Reply::Restricted)
+            }),
+            Call::Tamper(query) => self.spawn(Slot::Integrity, async move {
+                svc.detect_tampering(query).await.map(Reply::Tamper)
+            }),
+            Call::Validate(query) => self.spawn(Slot::Integrity, async move {
+                svc.validate_integrity(query).await.map(Reply::Integrity)
             }),
         }
     }

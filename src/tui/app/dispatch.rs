@@ -3,6 +3,7 @@
 
 use super::App;
 use crate::model::TimelineId;
+use crate::service::{Right, ScanDepth};
 use crate::tui::action::Action;
 use crate::tui::anchors::AnchorsList;
 use crate::tui::confirm::Confirm;
@@ -13,6 +14,9 @@ use crate::tui::modal::Modal;
 use crate::tui::panes::PaneId;
 use crate::tui::panes::wizard::Wizard;
 use crate::tui::picture::Picture;
+use crate::tui::security::access::AccessScreen;
+use crate::tui::security::integrity::IntegrityScreen;
+use crate::tui::security::restrictions::RestrictionsScreen;
 use crate::tui::time_controls::Shift;
 use crate::tui::widgets::Cursor;
 
@@ -100,6 +104,9 @@ impl App {
                 Some(t) if t.id.is_primary() => {
                     self.flash_error("The primary timeline cannot be deleted.")
                 }
+                Some(t) if let Some(why) = self.refusal(&t.id, Right::Admin) => {
+                    self.flash_error(why)
+                }
                 Some(t) => {
                     self.modal = Some(Modal::Confirm(Confirm::DeleteTimeline(
                         t.id.clone(),
@@ -112,6 +119,9 @@ impl App {
                 let Some(t) = self.timelines.selected() else {
                     return self.flash_error("Select a timeline to add the event to first.");
                 };
+                if let Some(why) = self.refusal(&t.id, Right::Write) {
+                    return self.flash_error(why);
+                }
                 // The present, to the second: a default a person can read and edit.
                 let time = t
                     .destination_time
@@ -126,6 +136,9 @@ impl App {
                     return self
                         .flash_error("Search for an event and select it first (/ then enter).");
                 };
+                if let Some(why) = self.refusal(&timeline, Right::Write) {
+                    return self.flash_error(why);
+                }
                 self.modal = Some(match action {
                     A::Manipulate => Modal::Form(Box::new(forms::manipulate(timeline, &event))),
                     A::Isolate => Modal::Confirm(Confirm::Isolate(timeline, event)),
@@ -204,6 +217,36 @@ impl App {
                     Ok(w) => self.modal = Some(Modal::Merge(Box::new(w))),
                     Err(why) => self.flash_error(why),
                 }
+            }
+            A::AccessControl => {
+                let Some(t) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline first.");
+                };
+                let operator = self.whoami.as_ref().is_some_and(|w| w.operator);
+                let me = self.whoami.as_ref().map(|w| w.traveller.clone());
+                let screen = AccessScreen::new(t.id.clone(), t.name.clone(), operator, me);
+                let call = screen.fetch();
+                self.modal = Some(Modal::Access(Box::new(screen)));
+                self.call(call);
+            }
+            A::Restrictions => {
+                if self.whoami.as_ref().is_some_and(|w| !w.operator) {
+                    return self.flash_error(
+                        "The restrictions are for operators: it takes a token with the admin \
+                         scope (the embedded dashboard is one).",
+                    );
+                }
+                self.modal = Some(Modal::Restrictions(Box::new(RestrictionsScreen::new())));
+                self.call(Call::Restrictions);
+            }
+            A::Integrity => {
+                let Some(t) = self.timelines.selected() else {
+                    return self.flash_error("Select a timeline to check first.");
+                };
+                let mut screen = IntegrityScreen::new(t.id.clone(), t.name.clone());
+                let call = screen.scan(ScanDepth::Recent);
+                self.modal = Some(Modal::Integrity(Box::new(screen)));
+                self.call(call);
             }
         }
     }

@@ -14,6 +14,7 @@
 mod calls;
 mod dispatch;
 mod draw;
+mod guard;
 mod replies;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;

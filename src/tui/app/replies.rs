@@ -5,7 +5,7 @@
 use super::{App, Connection};
 use crate::error::ServiceError;
 use crate::model::TimelineId;
-use crate::service::ClockState;
+use crate::service::{ClockState, RestrictionLevel};
 use crate::tui::action::{Action, Reply, Slot};
 use crate::tui::confirm::{Checked, Confirm};
 use crate::tui::forms::conditions_text;
@@ -117,8 +117,11 @@ impl App {
     /// An error the user should see, unless the header already says it; a wizard waiting on
     /// the call stops waiting.
     fn on_error(&mut self, slot: Slot, e: ServiceError) {
-        if let Some(modal) = &mut self.modal {
-            modal.call_failed(slot);
+        // A screen that shows why itself (a security screen) needs no flash saying it again.
+        if let Some(modal) = &mut self.modal
+            && modal.call_failed(slot, &e.explain())
+        {
+            return;
         }
         // The header and its banner already say the service is gone or refuses the token;
         // don't repeat it every tick.
@@ -163,7 +166,10 @@ impl App {
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }
-            Reply::Timelines(list) => {
+            Reply::Timelines(list, rights) => {
+                if let Some(rights) = rights {
+                    self.timelines.set_rights(rights);
+                }
                 let first = !self.timelines.loaded;
                 let searched = self
                     .search
@@ -424,6 +430,72 @@ impl App {
             Reply::Diff(diff) => {
                 if let Some(Modal::Merge(w)) = &mut self.modal {
                     w.show_diff(diff);
+                }
+            }
+            Reply::AccessControl(view) => {
+                if let Some(Modal::Access(screen)) = &mut self.modal
+                    && screen.timeline == view.timeline_id
+                {
+                    screen.show(view);
+                }
+            }
+            Reply::AccessSet(set) => {
+                let name = self.timelines.name_of(&set.timeline_id);
+                self.flash_info(match &set.access_control {
+                    Some(_) => format!("Access to {name} changed."),
+                    None => format!("{name} has no access-control list now."),
+                });
+                let mut again = None;
+                if let Some(Modal::Access(screen)) = &mut self.modal
+                    && screen.timeline == set.timeline_id
+                {
+                    screen.changed(&set);
+                    again = Some(screen.fetch());
+                }
+                if let Some(call) = again {
+                    self.call(call);
+                }
+                // Your rights (the read-only marks) may have changed with it.
+                self.request_timelines();
+            }
+            Reply::AccessLog(log) => {
+                if let Some(Modal::Access(screen)) = &mut self.modal {
+                    screen.show_log(log);
+                }
+            }
+            Reply::Restrictions(rows) => {
+                if let Some(Modal::Restrictions(screen)) = &mut self.modal {
+                    screen.show(rows);
+                }
+            }
+            Reply::Restricted(r) => {
+                let who = &r.restriction.user_id;
+                self.flash_info(if r.restriction.level == RestrictionLevel::Unrestricted {
+                    format!("{who} is not restricted now.")
+                } else {
+                    format!(
+                        "{who} is restricted to {}: they may do {}.",
+                        r.restriction.level.as_str(),
+                        r.restriction.level.allows()
+                    )
+                });
+                if matches!(self.modal, Some(Modal::Restrictions(_))) {
+                    self.call(crate::tui::effect::Call::Restrictions);
+                }
+                self.request_whoami();
+            }
+            Reply::Tamper(report) => {
+                if let Some(Modal::Integrity(screen)) = &mut self.modal
+                    && screen.running.is_some()
+                {
+                    screen.scanned(report);
+                }
+            }
+            Reply::Integrity(report) => {
+                if let Some(Modal::Integrity(screen)) = &mut self.modal
+                    && screen.running.is_some()
+                {
+                    screen.validated(report);
                 }
             }
             Reply::Merged(result) => {

@@ -1,6 +1,8 @@
 //! The timelines pane: name, standing paradoxes, status, window countdown, destination time,
 //! branch parent, and the selected one's description and variation. Rows are a tree of
-//! branches ([`crate::tui::tree`]): each parallel timeline under the one it branched from.
+//! branches ([`crate::tui::tree`]): each parallel timeline under the one it branched from. A
+//! timeline you may read but not write is marked [`READ_ONLY_MARK`] (your rights come from the
+//! access-control lists, refreshed with the list).
 
 use std::collections::HashMap;
 
@@ -13,7 +15,7 @@ use ratatui_textarea::TextArea;
 
 use super::{Ctx, InputKey};
 use crate::model::{TimelineId, TimelineStatus};
-use crate::service::TimelineInfo;
+use crate::service::{AccessControlView, Right, TimelineInfo};
 use crate::tui::tree::tree_order_of;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
 
@@ -36,6 +38,9 @@ pub struct TimelinesPane {
     pub filter_input: Option<TextArea<'static>>,
     /// Whether a listing has arrived.
     pub loaded: bool,
+    /// Your right on each timeline that has an access-control list; the others give every
+    /// traveller read and write.
+    rights: HashMap<TimelineId, Right>,
 }
 
 impl TimelinesPane {
@@ -117,6 +122,25 @@ impl TimelinesPane {
             .map(|(i, prefix)| (matching[i], prefix))
             .unzip();
         self.cursor.clamp(self.shown.len());
+    }
+
+    /// Your rights as the access-control lists give them (timelines not listed give read and
+    /// write).
+    pub fn set_rights(&mut self, views: Vec<AccessControlView>) {
+        self.rights = views
+            .into_iter()
+            .map(|v| (v.timeline_id, v.your_right))
+            .collect();
+    }
+
+    /// Your right on `id`: what its access-control list gives you, write when it has none.
+    pub fn right_of(&self, id: &TimelineId) -> Right {
+        self.rights.get(id).copied().unwrap_or(Right::Write)
+    }
+
+    /// Whether you may read `id` but not write it.
+    pub fn read_only(&self, id: &TimelineId) -> bool {
+        self.right_of(id) < Right::Write
     }
 
     /// Selects a timeline by id; false when it is not shown.
@@ -212,7 +236,9 @@ impl TimelinesPane {
         }
         // The selected timeline's description and variation, on the last line when there is
         // room for rows above it.
-        if let Some(about) = self.selected().and_then(about)
+        if let Some(about) = self
+            .selected()
+            .and_then(|t| about(t, self.read_only(&t.id)))
             && body.height >= 5
         {
             let [rows, line] =
@@ -280,7 +306,13 @@ impl TimelinesPane {
             };
             let mut row_cells = vec![
                 Cell::from(marker),
-                Cell::from(name_cell(prefix, t, name_width, compact)),
+                Cell::from(name_cell(
+                    prefix,
+                    t,
+                    self.read_only(&t.id),
+                    name_width,
+                    compact,
+                )),
                 Cell::from(Span::styled(trouble, trouble_style)),
                 Cell::from(Span::styled(status, status_style)),
                 Cell::from(Span::styled(window, window_style)),
@@ -379,12 +411,25 @@ fn tree_name(prefix: &str, name: &str, width: usize, compact: bool) -> String {
 }
 
 /// The name cell: the tree prefix and the name, then `⇄N` when N merges naming the timeline
-/// wait for review (kept whole: the name gives way).
-fn name_cell(prefix: &str, t: &TimelineInfo, width: usize, compact: bool) -> String {
-    if t.pending_merges == 0 {
+/// wait for review and [`READ_ONLY_MARK`] when you may not write it (marks kept whole: the
+/// name gives way).
+fn name_cell(
+    prefix: &str,
+    t: &TimelineInfo,
+    read_only: bool,
+    width: usize,
+    compact: bool,
+) -> String {
+    let mut mark = String::new();
+    if t.pending_merges > 0 {
+        mark.push_str(&format!(" {PENDING_MARK}{}", t.pending_merges));
+    }
+    if read_only {
+        mark.push_str(&format!(" {READ_ONLY_MARK}"));
+    }
+    if mark.is_empty() {
         return tree_name(prefix, &t.name, width, compact);
     }
-    let mark = format!(" {PENDING_MARK}{}", t.pending_merges);
     let room = width.saturating_sub(mark.chars().count());
     format!("{}{mark}", tree_name(prefix, &t.name, room, compact))
 }
@@ -392,15 +437,21 @@ fn name_cell(prefix: &str, t: &TimelineInfo, width: usize, compact: bool) -> Str
 /// Marks a timeline with merges waiting for review.
 pub const PENDING_MARK: char = '⇄';
 
-/// What the timelines list does not show of `t`: its description and variation, and the
-/// merges waiting for review.
-fn about(t: &TimelineInfo) -> Option<String> {
+/// Marks a timeline you may read but not write (its access-control list gives you read only).
+pub const READ_ONLY_MARK: &str = "ro";
+
+/// What the timelines list does not show of `t`: whether you may only read it, its
+/// description and variation, and the merges waiting for review.
+fn about(t: &TimelineInfo, read_only: bool) -> Option<String> {
+    let read_only = read_only
+        .then(|| format!("{READ_ONLY_MARK}: you may read it, not write it (ask its admins)"));
     let pending = match t.pending_merges {
         0 => None,
         1 => Some(format!("{PENDING_MARK} 1 merge waiting for review")),
         n => Some(format!("{PENDING_MARK} {n} merges waiting for review")),
     };
     let parts: Vec<String> = [
+        read_only,
         pending,
         t.description.as_ref().filter(|d| **d != t.name).cloned(),
         t.variation.as_ref().map(|v| format!("variation: {v}")),
