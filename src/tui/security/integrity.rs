@@ -309,6 +309,7 @@ mod tests {
             from_seq: 1,
             head_seq: 12,
             chain_from: Some(1),
+            recorded_seq: Some(13),
         });
         let p = palette();
         let text = screen(100, 30, |f| s.render(f, f.area(), &p));
