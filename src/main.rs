@@ -344,6 +344,20 @@ fn database_url(global: &Global, dir: &Path) -> String {
 
 /// The embedded engine on the configured store.
 async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>> {
+    open_engine_keeping(
+        global,
+        default_seed,
+        EngineConfig::default().access_log_retention,
+    )
+    .await
+}
+
+/// [`open_engine`], keeping what the access log folded for `access_log_retention`.
+async fn open_engine_keeping(
+    global: &Global,
+    default_seed: Seed,
+    access_log_retention: std::time::Duration,
+) -> Result<Arc<Engine>> {
     let dir = data_dir(global)?;
     let url = database_url(global, &dir);
     if global.database.is_none() {
@@ -358,6 +372,7 @@ async fn open_engine(global: &Global, default_seed: Seed) -> Result<Arc<Engine>>
                 .window
                 .unwrap_or(EngineConfig::default().default_window),
             log_key: log_key(global, &dir)?,
+            access_log_retention,
         },
         global.seed.unwrap_or(default_seed),
     )
@@ -652,8 +667,9 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     chronoscope::engine::idempotency::set_keys_per_traveller(
         args.idempotency_keys_per_traveller as usize,
     );
-    let engine = open_engine(global, Seed::None).await?;
+    let engine = open_engine_keeping(global, Seed::None, args.access_log_retention).await?;
     engine.spawn_scheduler(SCHEDULER_PERIOD);
+    engine.spawn_access_log(args.access_log_flush);
     engine.pace_reads(args.read_index_interval);
     let snapshots = chronoscope::engine::SnapshotPolicy {
         every_records: args.snapshot_records,
@@ -723,6 +739,11 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     // Stopped by a signal (not by an error): a long tail becomes a snapshot, so the next start
     // replays little. A failure is logged; the log is intact either way.
     if served.is_ok() {
+        // The reads and refusals counted since the last flush go into the log first, so
+        // the snapshot holds them too.
+        if let Err(e) = kept.flush_access_log().await {
+            tracing::warn!(%e, "flushing the access log before stopping failed");
+        }
         match kept.snapshot_before_exit(snapshots).await {
             Ok(Some(seq)) => {
                 eprintln!("chronoscope wrote a snapshot at record {seq} before stopping")

@@ -501,6 +501,12 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics on GET /metrics at this address (a listener of its own, without authentication) [default: off]
     #[arg(long, env = "CHRONOSCOPE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// How often the reads counted for the access log are appended to the log, e.g. 10s (refused attempts go within a second, and everything on an orderly stop; a kill -9 loses at most this interval of read counts, never a write)
+    #[arg(long, env = "CHRONOSCOPE_ACCESS_LOG_FLUSH", default_value = "10s", value_parser = parse_access_log_duration)]
+    pub access_log_flush: Duration,
+    /// How long the access log keeps what it counted in memory, e.g. 90d (older summaries stay in the op log only)
+    #[arg(long, env = "CHRONOSCOPE_ACCESS_LOG_RETENTION", default_value = "90d", value_parser = parse_access_log_duration)]
+    pub access_log_retention: Duration,
 }
 
 /// `token`.
@@ -983,6 +989,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(too_long());
     }
     Ok(parsed)
+}
+
+/// A duration above zero, for the access log's flush interval and retention.
+fn parse_access_log_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("'{s}': give more than 0"));
+    }
+    Ok(d)
 }
 
 /// A duration above zero, for timeouts that would cut every connection at once.

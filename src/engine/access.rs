@@ -213,7 +213,8 @@ pub fn needs(world: &World, op: &Op) -> Vec<(TimelineId, Right)> {
         | Op::Ran { .. }
         | Op::SetReadStaleness { .. }
         | Op::RestrictTraveller { .. }
-        | Op::ScanResult { .. } => Vec::new(),
+        | Op::ScanResult { .. }
+        | Op::AccessSummary { .. } => Vec::new(),
     }
 }
 
@@ -231,6 +232,8 @@ fn allowed_at(level: RestrictionLevel, world: &World, who: &Traveller, op: &Op) 
             | Op::Pause { .. }
             | Op::Resume { .. }
             | Op::Remember { .. } => true,
+            // Written by the engine, not by a traveller: nothing to restrict.
+            Op::AccessSummary { .. } => true,
             // Home to one of their own anchors, and nowhere else.
             Op::Travel { journey } => {
                 journey.kind.is_none_or(|k| k == JourneyKind::Return)

@@ -200,7 +200,7 @@ impl Engine {
                 let mut entries = Vec::with_capacity(ops.len());
                 for op in ops {
                     let (seq, entry) = self.record(&next, by, now, &op)?;
-                    next.apply(seq, op)
+                    next.apply_recorded(seq, by, Some(now), op, self.config.access_log_retention)
                         .map_err(|e| ServiceError::Internal(e.to_string()))?;
                     next.link = Some(entry.link);
                     entries.push(entry);

@@ -7,6 +7,7 @@
 //! is seen on the next call, and a write that raced one is decided again on the new state.
 
 pub mod access;
+pub mod access_log;
 mod anchors;
 pub mod audit;
 mod barrier;
@@ -155,6 +156,8 @@ pub struct EngineConfig {
     pub default_window: Window,
     /// The key of the log's chain (see [`crate::store::chain`]); the binary loads the real one.
     pub log_key: LogKey,
+    /// How long the access log keeps what it folded (`--access-log-retention`).
+    pub access_log_retention: std::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -162,6 +165,7 @@ impl Default for EngineConfig {
         Self {
             default_window: Window::Seconds(3600),
             log_key: LogKey::development(),
+            access_log_retention: access_log::DEFAULT_RETENTION,
         }
     }
 }
@@ -192,6 +196,8 @@ pub struct Engine {
     reports: watch::Reports,
     /// One task per watched timeline, shared by its streams (see `watch`).
     hubs: watch::Hubs,
+    /// Reads and refusals counted since the last access summary (see `access_log`).
+    access: access_log::Counters,
 }
 
 impl std::fmt::Debug for Engine {
@@ -239,6 +245,7 @@ impl Engine {
             snapshotting: tokio::sync::Mutex::new(()),
             reports: watch::Reports::default(),
             hubs: watch::Hubs::default(),
+            access: access_log::Counters::default(),
         });
         engine.establish_chain().await?;
         engine.restore_snapshot().await?;
@@ -495,7 +502,13 @@ impl Engine {
             ServiceError::Internal(format!("log record {} is unreadable: {e}", record.seq))
         })?;
         world
-            .apply(record.seq, envelope.change)
+            .apply_recorded(
+                record.seq,
+                envelope.by.as_ref(),
+                envelope.at,
+                envelope.change,
+                self.config.access_log_retention,
+            )
             .map_err(|e| ServiceError::Internal(e.to_string()))?;
         world.link = Some(link);
         Ok(())

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 
 use super::Engine;
 use super::access;
+use super::access_log;
 use super::idempotency::{self, Idempotency};
 use super::rules::{self, Ctx};
 use crate::automation;
@@ -59,7 +60,10 @@ impl EngineSession {
         decide: impl Fn(&super::World, &Ctx<'_>) -> Result<(Vec<super::Op>, T), ServiceError>,
     ) -> ServiceResult<T> {
         let mint = || self.engine.mint();
-        self.engine
+        // The op a refusal of rights or restriction was about, for the access log.
+        let refused: std::sync::Mutex<Option<RefusedOp>> = std::sync::Mutex::new(None);
+        let answer = self
+            .engine
             .write(Some(&self.traveller), |world, now| {
                 self.refuse_if_barred(world, true)?;
                 let ctx = Ctx {
@@ -82,11 +86,117 @@ impl EngineSession {
                         })
                     }
                 }?;
-                access::permit(world, &self.traveller, self.admin, &ops)?;
+                if let Err(e) = access::permit(world, &self.traveller, self.admin, &ops) {
+                    let culprit = ops.iter().find(|op| {
+                        access::permit(world, &self.traveller, self.admin, std::slice::from_ref(op))
+                            .is_err()
+                    });
+                    *refused.lock().unwrap_or_else(|e| e.into_inner()) =
+                        culprit.map(|op| RefusedOp {
+                            operation: access_log::operation(op),
+                            timeline: access_log::touched(world, op)
+                                .into_iter()
+                                .next()
+                                .map(|(t, _)| t),
+                        });
+                    return Err(e);
+                }
                 access::guard_unseen(world, &ops)?;
                 Ok((ops, answer))
             })
-            .await
+            .await;
+        if let Err(e) = &answer {
+            let refused = refused.into_inner().unwrap_or_else(|e| e.into_inner());
+            let (operation, timeline) =
+                refused.map_or(("change", None), |r| (r.operation, r.timeline));
+            self.note_refused(operation, timeline.as_ref(), e);
+        }
+        answer
+    }
+
+    /// Counts a read of `timeline` (where the traveller is, when none is named) as
+    /// `operation` in the access log, or the refused attempt it was; answers `answer`. An
+    /// in-memory count: no query, no wait.
+    fn noted<T>(
+        &self,
+        operation: &'static str,
+        timeline: Option<&TimelineId>,
+        answer: ServiceResult<T>,
+    ) -> ServiceResult<T> {
+        match &answer {
+            Ok(_) => {
+                let timeline = timeline.cloned().unwrap_or_else(|| {
+                    let now = self.engine.now();
+                    self.engine
+                        .snapshot_now()
+                        .position_of(&self.traveller, now)
+                        .timeline
+                });
+                self.engine.note_access(
+                    Some(timeline),
+                    self.traveller.as_str(),
+                    AccessAction::Read,
+                    operation,
+                    access_log::Outcome::Allowed,
+                );
+            }
+            Err(e) => self.note_refused(operation, timeline, e),
+        }
+        answer
+    }
+
+    /// Answers `read`, counted as [`EngineSession::noted`] says.
+    async fn counted<T>(
+        &self,
+        operation: &'static str,
+        timeline: Option<TimelineId>,
+        read: impl std::future::Future<Output = ServiceResult<T>>,
+    ) -> ServiceResult<T> {
+        let answer = read.await;
+        self.noted(operation, timeline.as_ref(), answer)
+    }
+
+    /// [`EngineSession::noted`] for a step of a larger operation: counts only a refusal.
+    fn refusal_noted<T>(
+        &self,
+        operation: &'static str,
+        timeline: Option<&TimelineId>,
+        answer: ServiceResult<T>,
+    ) -> ServiceResult<T> {
+        if let Err(e) = &answer {
+            self.note_refused(operation, timeline, e);
+        }
+        answer
+    }
+
+    /// Counts `e` in the access log when it refused an attempt (§5.3): a missing right, a
+    /// restriction, an operator's operation, a wrong decryption key, or a timeline that
+    /// exists but is hidden from the caller (logged against that timeline, though they were
+    /// told it is unknown). Other errors are no attempt on anything.
+    fn note_refused(&self, operation: &str, timeline: Option<&TimelineId>, e: &ServiceError) {
+        let on = match e {
+            ServiceError::AccessDenied { timeline, .. } => timeline.parse().ok(),
+            ServiceError::TravelRestricted { .. }
+            | ServiceError::Forbidden(_)
+            | ServiceError::DecryptionFailed { .. } => timeline.cloned(),
+            ServiceError::UnknownReference { what, id } | ServiceError::NotFound { what, id }
+                if what == "timeline" =>
+            {
+                let Ok(named) = id.parse::<TimelineId>() else {
+                    return;
+                };
+                let world = self.engine.snapshot_now();
+                let hidden = world.timelines.contains_key(&named)
+                    && access::right_of(&world, &self.traveller, self.admin, &named).is_none();
+                if !hidden {
+                    return;
+                }
+                Some(named)
+            }
+            _ => return,
+        };
+        self.engine
+            .note_refusal(on, self.traveller.as_str(), operation);
     }
 
     /// `fast-forward` / `rewind`: a journey within the caller's timeline from their time t to
@@ -232,6 +342,12 @@ impl EngineSession {
         let open = super::watch::open_anomalies(&self.engine.reports, world, state, now);
         rules::timeline_info(concerns, state, now, open.len())
     }
+}
+
+/// The op whose refusal a write met, as the access log names it.
+struct RefusedOp {
+    operation: &'static str,
+    timeline: Option<TimelineId>,
 }
 
 /// The page size asked for, validated.
@@ -454,11 +570,13 @@ impl TimelineService for EngineSession {
     }
 
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
-        self.read(|world, ctx| {
-            let state = rules::addressed(world, id)?;
-            Ok(self.info(world, &rules::Concerns::of(world), state, ctx.now))
-        })
-        .await
+        let answer = self
+            .read(|world, ctx| {
+                let state = rules::addressed(world, id)?;
+                Ok(self.info(world, &rules::Concerns::of(world), state, ctx.now))
+            })
+            .await;
+        self.noted("get_timeline", Some(id), answer)
     }
 
     async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()> {
@@ -785,8 +903,12 @@ impl TimelineService for EngineSession {
     }
 
     async fn simulate_wormhole(&self, req: WormholeRequest) -> ServiceResult<WormholeSimulation> {
-        self.read(|world, ctx| super::wormhole::simulate(world, ctx, &req))
-            .await
+        self.counted(
+            "simulate_wormhole",
+            req.timeline_id.clone(),
+            self.read(|world, ctx| super::wormhole::simulate(world, ctx, &req)),
+        )
+        .await
     }
 
     async fn adjust_anchor(&self, req: AdjustAnchorRequest) -> ServiceResult<AnchorRecord> {
@@ -809,61 +931,77 @@ impl TimelineService for EngineSession {
     }
 
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
-        self.read_in(CacheScope::Event, |world, ctx| {
-            events_page(world, ctx, &req, |history, location, after, take| {
-                history.search(location, req.time_range.as_ref(), after, take)
-            })
-        })
+        self.counted(
+            "search_events",
+            req.timeline_id.clone(),
+            self.read_in(CacheScope::Event, |world, ctx| {
+                events_page(world, ctx, &req, |history, location, after, take| {
+                    history.search(location, req.time_range.as_ref(), after, take)
+                })
+            }),
+        )
         .await
     }
 
     async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>> {
-        let engine = Arc::clone(&self.engine);
-        self.read_blocking_in(CacheScope::Event, move |world, ctx| {
-            let page = events_page(world, ctx, &req, |history, location, after, take| {
-                history.search(location, req.time_range.as_ref(), after, take)
-            })?;
-            let timeline = here(world, ctx, &req.timeline_id);
-            let state = rules::referenced(world, &timeline)?;
-            let open = super::watch::open_anomalies(&engine.reports, world, state, ctx.now);
-            let time = world.position_of(ctx.traveller, ctx.now).time_at(ctx.now);
-            Ok(Page {
-                items: super::navigation::monitored(world, &timeline, page.items, &open, time)?,
-                next_cursor: page.next_cursor,
+        self.counted("monitor_events", req.timeline_id.clone(), async {
+            let engine = Arc::clone(&self.engine);
+            self.read_blocking_in(CacheScope::Event, move |world, ctx| {
+                let page = events_page(world, ctx, &req, |history, location, after, take| {
+                    history.search(location, req.time_range.as_ref(), after, take)
+                })?;
+                let timeline = here(world, ctx, &req.timeline_id);
+                let state = rules::referenced(world, &timeline)?;
+                let open = super::watch::open_anomalies(&engine.reports, world, state, ctx.now);
+                let time = world.position_of(ctx.traveller, ctx.now).time_at(ctx.now);
+                Ok(Page {
+                    items: super::navigation::monitored(world, &timeline, page.items, &open, time)?,
+                    next_cursor: page.next_cursor,
+                })
             })
+            .await
         })
         .await
     }
 
     async fn watch_events(&self, req: MonitorEventsQuery) -> ServiceResult<EventsStream> {
-        super::events_watch::watch_events(self, req).await
+        self.counted(
+            "monitor_events_stream",
+            req.timeline_id.clone(),
+            super::events_watch::watch_events(self, req),
+        )
+        .await
     }
 
     async fn event_versions(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
-        self.read(|world, ctx| {
-            events_page(world, ctx, &req, |history, location, after, take| {
-                let needle = location.map(str::to_lowercase);
-                // Past versions are not indexed: one pass over every version, keeping a page.
-                let mut found: Vec<_> = history
-                    .iter_all()
-                    .filter(|e| {
-                        needle
-                            .as_ref()
-                            .is_none_or(|n| e.location.to_lowercase().contains(n.as_str()))
-                            && req.time_range.as_ref().is_none_or(|r| r.contains(&e.time))
-                            && after.is_none_or(|(t, id)| (&e.time, &e.id) > (t, id))
-                    })
-                    .cloned()
-                    .collect();
-                let key = |e: &Arc<crate::model::Event>| (e.time, e.id.clone());
-                if found.len() > take {
-                    found.select_nth_unstable_by_key(take - 1, key);
-                    found.truncate(take);
-                }
-                found.sort_unstable_by_key(key);
-                found
-            })
-        })
+        self.counted(
+            "event_versions",
+            req.timeline_id.clone(),
+            self.read(|world, ctx| {
+                events_page(world, ctx, &req, |history, location, after, take| {
+                    let needle = location.map(str::to_lowercase);
+                    // Past versions are not indexed: one pass over every version, keeping a page.
+                    let mut found: Vec<_> = history
+                        .iter_all()
+                        .filter(|e| {
+                            needle
+                                .as_ref()
+                                .is_none_or(|n| e.location.to_lowercase().contains(n.as_str()))
+                                && req.time_range.as_ref().is_none_or(|r| r.contains(&e.time))
+                                && after.is_none_or(|(t, id)| (&e.time, &e.id) > (t, id))
+                        })
+                        .cloned()
+                        .collect();
+                    let key = |e: &Arc<crate::model::Event>| (e.time, e.id.clone());
+                    if found.len() > take {
+                        found.select_nth_unstable_by_key(take - 1, key);
+                        found.truncate(take);
+                    }
+                    found.sort_unstable_by_key(key);
+                    found
+                })
+            }),
+        )
         .await
     }
 
@@ -920,103 +1058,123 @@ impl TimelineService for EngineSession {
     }
 
     async fn check_paradox(&self, req: ParadoxCheckRequest) -> ServiceResult<ParadoxReport> {
-        self.read(|world, ctx| {
-            let state = rules::referenced(world, &req.timeline_id)?;
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let items = rules::items_of(world, ctx.traveller);
-            let changes = rules::proposed_changes(ctx, world, state, &position, &req)?;
-            let subject = rules::subject(ctx, state, &position, &items);
-            let paradoxes = paradox::check(&subject, &changes);
-            Ok(ParadoxReport {
-                is_stable: paradoxes.is_empty(),
-                timeline_id: req.timeline_id.clone(),
-                paradoxes,
-            })
-        })
+        self.counted(
+            "check_paradox",
+            Some(req.timeline_id.clone()),
+            self.read(|world, ctx| {
+                let state = rules::referenced(world, &req.timeline_id)?;
+                let position = world.position_of(ctx.traveller, ctx.now);
+                let items = rules::items_of(world, ctx.traveller);
+                let changes = rules::proposed_changes(ctx, world, state, &position, &req)?;
+                let subject = rules::subject(ctx, state, &position, &items);
+                let paradoxes = paradox::check(&subject, &changes);
+                Ok(ParadoxReport {
+                    is_stable: paradoxes.is_empty(),
+                    timeline_id: req.timeline_id.clone(),
+                    paradoxes,
+                })
+            }),
+        )
         .await
     }
 
     async fn check_stability(&self, req: StabilityQuery) -> ServiceResult<ParadoxReport> {
-        self.read_blocking(move |world, ctx| {
-            let state = rules::referenced(world, &req.timeline_id)?;
-            let after = match &req.after_event_id {
-                Some(id) => Some(
-                    state
-                        .history
-                        .get(id)
-                        .ok_or_else(|| ServiceError::unknown("event", id))?
-                        .time,
-                ),
-                None => None,
-            };
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let items = rules::items_of(world, ctx.traveller);
-            let subject = rules::subject(ctx, state, &position, &items);
-            let paradoxes: Vec<_> = paradox::check(&subject, &[])
-                .into_iter()
-                .filter(|p| {
-                    let Some(after) = after else { return true };
-                    p.events.is_empty()
-                        || p.events
-                            .iter()
-                            .any(|e| state.history.get(e).is_some_and(|e| e.time >= after))
+        self.counted(
+            "check_stability",
+            Some(req.timeline_id.clone()),
+            self.read_blocking(move |world, ctx| {
+                let state = rules::referenced(world, &req.timeline_id)?;
+                let after = match &req.after_event_id {
+                    Some(id) => Some(
+                        state
+                            .history
+                            .get(id)
+                            .ok_or_else(|| ServiceError::unknown("event", id))?
+                            .time,
+                    ),
+                    None => None,
+                };
+                let position = world.position_of(ctx.traveller, ctx.now);
+                let items = rules::items_of(world, ctx.traveller);
+                let subject = rules::subject(ctx, state, &position, &items);
+                let paradoxes: Vec<_> = paradox::check(&subject, &[])
+                    .into_iter()
+                    .filter(|p| {
+                        let Some(after) = after else { return true };
+                        p.events.is_empty()
+                            || p.events
+                                .iter()
+                                .any(|e| state.history.get(e).is_some_and(|e| e.time >= after))
+                    })
+                    .collect();
+                Ok(ParadoxReport {
+                    is_stable: paradoxes.is_empty(),
+                    timeline_id: req.timeline_id.clone(),
+                    paradoxes,
                 })
-                .collect();
-            Ok(ParadoxReport {
-                is_stable: paradoxes.is_empty(),
-                timeline_id: req.timeline_id.clone(),
-                paradoxes,
-            })
-        })
+            }),
+        )
         .await
     }
 
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
-        let engine = Arc::clone(&self.engine);
-        self.read_blocking(move |world, ctx| {
-            super::watch::monitor_report(&engine.reports, world, ctx.now, &req)
+        self.counted("monitor_timeline", Some(req.timeline_id.clone()), async {
+            let engine = Arc::clone(&self.engine);
+            self.read_blocking(move |world, ctx| {
+                super::watch::monitor_report(&engine.reports, world, ctx.now, &req)
+            })
+            .await
         })
         .await
     }
 
     async fn watch_monitor(&self, req: MonitorWatch) -> ServiceResult<MonitorStream> {
-        super::watch::watch_monitor(self, req).await
+        self.counted(
+            "monitor_timeline_stream",
+            Some(req.timeline_id.clone()),
+            super::watch::watch_monitor(self, req),
+        )
+        .await
     }
 
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
-        self.read_blocking(move |world, _| {
-            let state = rules::referenced(world, &req.timeline_id)?;
-            let asked = rules::text("significant_event", &req.significant_event)?;
-            let by_id = asked
-                .parse::<EventId>()
-                .ok()
-                .and_then(|id| state.history.get(&id).map(|_| id));
-            let (status, event) = match by_id {
-                Some(id) => match state.history.head_of(&id) {
-                    Some(head) if head.id == id && head.status.is_current() => {
-                        ("holds", Some(head))
-                    }
-                    Some(head) if head.status.is_current() => ("altered", Some(head)),
-                    _ => ("missing", None),
-                },
-                None => match state
-                    .history
-                    .iter()
-                    .find(|e| e.description.eq_ignore_ascii_case(&asked))
-                {
-                    Some(e) if e.status == EventStatus::OnSchedule => ("holds", Some(e)),
-                    Some(e) => ("altered", Some(e)),
-                    None => ("missing", None),
-                },
-            };
-            Ok(TimelineCheck {
-                status: status.into(),
-                holds: status == "holds",
-                timeline_id: req.timeline_id.clone(),
-                significant_event: asked,
-                event: event.map(|e| rules::event_record(e)),
-            })
-        })
+        self.counted(
+            "check_timeline",
+            Some(req.timeline_id.clone()),
+            self.read_blocking(move |world, _| {
+                let state = rules::referenced(world, &req.timeline_id)?;
+                let asked = rules::text("significant_event", &req.significant_event)?;
+                let by_id = asked
+                    .parse::<EventId>()
+                    .ok()
+                    .and_then(|id| state.history.get(&id).map(|_| id));
+                let (status, event) = match by_id {
+                    Some(id) => match state.history.head_of(&id) {
+                        Some(head) if head.id == id && head.status.is_current() => {
+                            ("holds", Some(head))
+                        }
+                        Some(head) if head.status.is_current() => ("altered", Some(head)),
+                        _ => ("missing", None),
+                    },
+                    None => match state
+                        .history
+                        .iter()
+                        .find(|e| e.description.eq_ignore_ascii_case(&asked))
+                    {
+                        Some(e) if e.status == EventStatus::OnSchedule => ("holds", Some(e)),
+                        Some(e) => ("altered", Some(e)),
+                        None => ("missing", None),
+                    },
+                };
+                Ok(TimelineCheck {
+                    status: status.into(),
+                    holds: status == "holds",
+                    timeline_id: req.timeline_id.clone(),
+                    significant_event: asked,
+                    event: event.map(|e| rules::event_record(e)),
+                })
+            }),
+        )
         .await
     }
 
@@ -1211,17 +1369,22 @@ impl TimelineService for EngineSession {
     }
 
     async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData> {
-        self.read(|world, _| super::data::retrieve(world, &req))
-            .await
+        self.counted(
+            "retrieve_data",
+            Some(req.timeline_id.clone()),
+            self.read(|world, _| super::data::retrieve(world, &req)),
+        )
+        .await
     }
 
     async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo> {
         super::data::check_key(&req.encryption_key)?;
         let data = super::data::object("data", &req.data)?;
         // Where and when are decided first: the ciphertext is bound to them (and to the id).
-        let timestamp = self
+        let placed = self
             .read(|world, ctx| super::data::placement(world, ctx, &req.timeline_id, req.timestamp))
-            .await?;
+            .await;
+        let timestamp = self.refusal_noted("encrypt_data", Some(&req.timeline_id), placed)?;
         let data_id = crate::model::DataId::from_ulid(self.engine.mint());
         let aad = super::data::associated_data(&data_id, &req.timeline_id, timestamp);
         let plaintext = zeroize::Zeroizing::new(
@@ -1247,8 +1410,12 @@ impl TimelineService for EngineSession {
     }
 
     async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview> {
-        self.read(|world, _ctx| super::review::review(world, &req))
-            .await
+        self.counted(
+            "review_conflicts",
+            Some(req.merged_timeline_id.clone()),
+            self.read(|world, _ctx| super::review::review(world, &req)),
+        )
+        .await
     }
 
     async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult> {
@@ -1262,8 +1429,12 @@ impl TimelineService for EngineSession {
     }
 
     async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
-        self.read(|world, _ctx| super::review::diff(world, &req))
-            .await
+        self.counted(
+            "diff_timelines",
+            Some(req.destination_timeline_id.clone()),
+            self.read(|world, _ctx| super::review::diff(world, &req)),
+        )
+        .await
     }
 
     async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation> {
@@ -1281,39 +1452,52 @@ impl TimelineService for EngineSession {
 
     async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData> {
         super::data::check_key(&req.encryption_key)?;
-        let entry = self
+        let found = self
             .read(|world, _| super::data::find(world, &req.data_id).cloned())
-            .await?;
-        let answer = |status, data| DecryptedData {
-            status,
-            data,
-            data_id: entry.data_id.clone(),
-            timeline_id: entry.timeline_id.clone(),
-            timestamp: entry.timestamp,
-        };
-        let sealed = match &entry.payload {
-            DataPayload::Plain { data } => {
-                return Ok(answer(DecryptStatus::NotEncrypted, data.clone()));
-            }
-            DataPayload::Encrypted(sealed) => sealed.clone(),
-        };
-        let aad = super::data::associated_data(&entry.data_id, &entry.timeline_id, entry.timestamp);
-        let key = req.encryption_key;
-        let opened =
-            super::data::off_the_runtime(move || super::data::open(&key, &sealed, &aad)).await?;
-        let Some(plaintext) = opened else {
-            return Err(ServiceError::DecryptionFailed {
-                data_id: entry.data_id.to_string(),
-            });
-        };
-        let data: DataObject = serde_json::from_slice(&plaintext).map_err(|e| {
-            ServiceError::Internal(format!("a decrypted entry is not a JSON object: {e}"))
-        })?;
-        Ok(answer(DecryptStatus::Decrypted, data))
+            .await;
+        let entry = self.refusal_noted("decrypt_data", None, found)?;
+        let timeline = entry.timeline_id.clone();
+        let answer: ServiceResult<_> = async {
+            let answer = |status, data| DecryptedData {
+                status,
+                data,
+                data_id: entry.data_id.clone(),
+                timeline_id: entry.timeline_id.clone(),
+                timestamp: entry.timestamp,
+            };
+            let sealed = match &entry.payload {
+                DataPayload::Plain { data } => {
+                    return Ok(answer(DecryptStatus::NotEncrypted, data.clone()));
+                }
+                DataPayload::Encrypted(sealed) => sealed.clone(),
+            };
+            let aad =
+                super::data::associated_data(&entry.data_id, &entry.timeline_id, entry.timestamp);
+            let key = req.encryption_key;
+            let opened =
+                super::data::off_the_runtime(move || super::data::open(&key, &sealed, &aad))
+                    .await?;
+            let Some(plaintext) = opened else {
+                return Err(ServiceError::DecryptionFailed {
+                    data_id: entry.data_id.to_string(),
+                });
+            };
+            let data: DataObject = serde_json::from_slice(&plaintext).map_err(|e| {
+                ServiceError::Internal(format!("a decrypted entry is not a JSON object: {e}"))
+            })?;
+            Ok(answer(DecryptStatus::Decrypted, data))
+        }
+        .await;
+        self.noted("decrypt_data", Some(&timeline), answer)
     }
 
     async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
-        self.read(|world, _| super::data::index(world, &req)).await
+        self.counted(
+            "create_index",
+            Some(req.timeline_id.clone()),
+            self.read(|world, _| super::data::index(world, &req)),
+        )
+        .await
     }
 
     async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting> {
@@ -1326,36 +1510,42 @@ impl TimelineService for EngineSession {
     }
 
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
-        // Unknown to a traveller who may not read it, as everywhere.
-        let hidden = self
-            .read(|world, ctx| {
-                rules::referenced(world, &req.timeline_id)?;
-                Ok(access::hidden_from(
-                    &self.engine.snapshot_now(),
-                    ctx.traveller,
-                    self.admin,
-                ))
-            })
-            .await?;
-        super::integrity::detect(
-            &self.engine,
-            &self.traveller,
-            &req.timeline_id,
-            req.scan_depth,
-            self.admin,
-            &hidden,
-        )
+        self.counted("detect_tampering", Some(req.timeline_id.clone()), async {
+            // Unknown to a traveller who may not read it, as everywhere.
+            let hidden = self
+                .read(|world, ctx| {
+                    rules::referenced(world, &req.timeline_id)?;
+                    Ok(access::hidden_from(
+                        &self.engine.snapshot_now(),
+                        ctx.traveller,
+                        self.admin,
+                    ))
+                })
+                .await?;
+            super::integrity::detect(
+                &self.engine,
+                &self.traveller,
+                &req.timeline_id,
+                req.scan_depth,
+                self.admin,
+                &hidden,
+            )
+            .await
+        })
         .await
     }
 
     async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {
-        let served = self
-            .engine
-            .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
-            .await?;
-        self.refuse_if_barred(&served, false)?;
-        let served = self.visible(served);
-        super::integrity::validate(&self.engine, served, &req.timeline_id, req.timestamp).await
+        self.counted("validate_integrity", Some(req.timeline_id.clone()), async {
+            let served = self
+                .engine
+                .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
+                .await?;
+            self.refuse_if_barred(&served, false)?;
+            let served = self.visible(served);
+            super::integrity::validate(&self.engine, served, &req.timeline_id, req.timestamp).await
+        })
+        .await
     }
 
     async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
@@ -1432,10 +1622,14 @@ impl TimelineService for EngineSession {
     }
 
     async fn access_control(&self, timeline: &TimelineId) -> ServiceResult<AccessControlView> {
-        self.read(|world, ctx| {
-            let id = &rules::addressed(world, timeline)?.meta.id;
-            Ok(self.access_view(world, ctx, id))
-        })
+        self.counted(
+            "access_control",
+            Some(timeline.clone()),
+            self.read(|world, ctx| {
+                let id = &rules::addressed(world, timeline)?.meta.id;
+                Ok(self.access_view(world, ctx, id))
+            }),
+        )
         .await
     }
 
@@ -1478,10 +1672,34 @@ impl TimelineService for EngineSession {
         .await
     }
 
-    async fn access_logs(&self, _req: AccessLogQuery) -> ServiceResult<AccessLog> {
-        Err(ServiceError::Unsupported(
-            "the access log is being built (issue 27); it is not served yet".into(),
-        ))
+    async fn access_logs(&self, req: AccessLogQuery) -> ServiceResult<AccessLog> {
+        let retention = self.engine.config().access_log_retention;
+        let answer = self
+            .read(|world, ctx| {
+                let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
+                if access::right_of(world, ctx.traveller, self.admin, id) != Some(Right::Admin) {
+                    return Err(access::denied(id, Right::Admin));
+                }
+                let (found, dropped, retained_from) = access_log::entries(
+                    &self.engine,
+                    world,
+                    id,
+                    self.admin,
+                    req.time_range.as_ref(),
+                    ctx.now,
+                    retention,
+                );
+                let page = paginate(found, &req.page)?;
+                Ok(AccessLog {
+                    status: "ok".into(),
+                    logs: page.items,
+                    dropped,
+                    retained_from: Some(retained_from),
+                    next_cursor: page.next_cursor,
+                })
+            })
+            .await;
+        self.noted("access_logs", Some(&req.timeline_id), answer)
     }
 
     async fn list_restrictions(&self, page: PageRequest) -> ServiceResult<Page<Restriction>> {

@@ -270,6 +270,10 @@ struct Records {
     /// The tamper findings still open, oldest record first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tamper_findings: Vec<super::OpenFinding>,
+    /// The folded access log (format 7, added later: absent in older snapshots of the format,
+    /// which then start it empty).
+    #[serde(default)]
+    access: super::access_log::AccessImage,
 }
 
 /// A timeline's data entries, written against its parent's as they stand: what it has that
@@ -375,6 +379,7 @@ impl WorldImage {
             read_staleness: world.read_staleness.values().cloned().collect(),
             acls: world.acls.values().map(|a| (**a).clone()).collect(),
             restrictions: world.restrictions.values().map(|r| (**r).clone()).collect(),
+            access: world.access.image(),
             isolations: world.isolations.values().map(|i| (**i).clone()).collect(),
             isolated: world
                 .timelines
@@ -516,6 +521,7 @@ impl WorldImage {
             .into_iter()
             .map(|r| (r.user_id.clone(), Arc::new(r)))
             .collect();
+        world.access = super::access_log::AccessBook::from_image(r.access);
         world.isolations = r
             .isolations
             .into_iter()

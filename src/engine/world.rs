@@ -277,6 +277,20 @@ pub enum Op {
         /// When.
         at: Instant,
     },
+    /// Reads and refused attempts one process counted since its last summary (§5.3): written
+    /// by the engine, never on a request's path (see `access_log`).
+    AccessSummary {
+        /// The counters, each of one (timeline or service, minute, traveller, action,
+        /// operation, outcome).
+        counters: Vec<super::access_log::Counted>,
+        /// Accesses that found no room among the keys one summary carries.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropped: u64,
+    },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A timeline with its events.
@@ -342,6 +356,8 @@ pub struct World {
     /// What `detect-tampering` scans recorded: where the next `recent` one starts, and the
     /// findings still open.
     pub scans: super::integrity::Scans,
+    /// The folded access log (§5.3).
+    pub access: super::access_log::AccessBook,
 }
 
 /// The ids of one traveller's records, in id order (the order of the maps they index).
@@ -485,6 +501,7 @@ impl World {
             .or_else(|| differ("scans", &self.scans, &other.scans))
             .or_else(|| differ("access-control lists", &self.acls, &other.acls))
             .or_else(|| differ("restrictions", &self.restrictions, &other.restrictions))
+            .or_else(|| differ("access logs", &self.access, &other.access))
             .or_else(|| {
                 (!self.keys.same_as(&other.keys)).then(|| "remembered keys differ".to_owned())
             })
@@ -800,6 +817,9 @@ impl World {
                 full,
                 at,
             } => self.scans.record(head_seq, findings, full, at),
+            Op::AccessSummary { counters, dropped } => {
+                self.apply_access_summary(counters, dropped);
+            }
             Op::Remember {
                 traveller,
                 key,
