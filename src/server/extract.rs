@@ -42,13 +42,28 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
-        let auth = Authenticated::from_request_parts(parts, state).await?;
+        let auth = match Authenticated::from_request_parts(parts, state).await {
+            Ok(auth) => auth,
+            Err(rejection) => {
+                let (timeline, operation) = refused_request(parts);
+                state.sessions.note_refusal(
+                    timeline,
+                    crate::engine::access_log::UNKNOWN_USER,
+                    &operation,
+                );
+                return Err(rejection.into());
+            }
+        };
         let needed = match parts.extensions.get::<RouteScope>() {
             Some(RouteScope(scope)) => *scope,
             None if parts.method == Method::GET || parts.method == Method::HEAD => Scope::Read,
             None => Scope::Write,
         };
         if !auth.scopes.allows(needed) {
+            let (timeline, operation) = refused_request(parts);
+            state
+                .sessions
+                .note_refusal(timeline, auth.traveller.as_str(), &operation);
             return Err(Problem::from_error(ServiceError::Forbidden(format!(
                 "{} {} needs the '{needed}' scope; this token grants '{}'",
                 parts.method,
@@ -72,6 +87,33 @@ impl FromRequestParts<AppState> for Caller {
             scopes: auth.scopes,
         })
     }
+}
+
+/// What the access log records of a request refused before a session saw it: the timeline
+/// named in its path (`/v1/timeline/{id}…`) or query (`timeline_id`), if any, and the route
+/// (`GET /v1/timeline/{timeline_id}`). The body is never read.
+fn refused_request(parts: &Parts) -> (Option<crate::model::TimelineId>, String) {
+    let in_path = parts
+        .uri
+        .path()
+        .strip_prefix("/v1/timeline/")
+        .and_then(|rest| rest.split('/').next());
+    let in_query = || {
+        serde_urlencoded::from_str::<Vec<(String, String)>>(parts.uri.query()?)
+            .ok()?
+            .into_iter()
+            .find(|(k, _)| k == "timeline_id")
+            .map(|(_, v)| v)
+    };
+    let timeline = in_path
+        .map(str::to_owned)
+        .or_else(in_query)
+        .and_then(|t| t.parse().ok());
+    let route = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| parts.uri.path(), |m| m.as_str());
+    (timeline, format!("{} {route}", parts.method))
 }
 
 /// Whether the request declares a JSON body (`application/json` or `application/*+json`).

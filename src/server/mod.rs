@@ -73,6 +73,17 @@ pub trait Sessions: Send + Sync + 'static {
     fn writable(&self) -> Result<(), crate::error::ServiceError> {
         Ok(())
     }
+
+    /// Counts a request refused before it reached a session (no valid token: `user` is
+    /// `unknown`; a scope the token lacks) in the access log, against `timeline` when the
+    /// request named one, else service-wide. Never waits.
+    fn note_refusal(
+        &self,
+        _timeline: Option<crate::model::TimelineId>,
+        _user: &str,
+        _operation: &str,
+    ) {
+    }
 }
 
 impl Sessions for Arc<Engine> {
@@ -93,6 +104,15 @@ impl Sessions for Arc<Engine> {
 
     fn writable(&self) -> Result<(), crate::error::ServiceError> {
         self.store().writable().map_err(Into::into)
+    }
+
+    fn note_refusal(
+        &self,
+        timeline: Option<crate::model::TimelineId>,
+        user: &str,
+        operation: &str,
+    ) {
+        Engine::note_refusal(self, timeline, user, operation);
     }
 }
 

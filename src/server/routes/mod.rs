@@ -1,5 +1,6 @@
 //! The routes: documented operations, guide operations, extensions, and the open endpoints.
 
+mod access_log;
 mod anchors;
 pub(super) mod data;
 mod documented;
@@ -145,6 +146,7 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(extension::list_restrictions).layer(axum::Extension(
             super::extract::RouteScope(crate::auth::Scope::Admin),
         )))
+        .routes(routes!(access_log::access_logs))
         .merge(ops::open_router())
 }
 
