@@ -107,4 +107,5 @@ contract! {
     isolation_overlay,
     access_control_on_every_face,
     restrictions_on_every_face,
+    access_log_on_every_face,
 }

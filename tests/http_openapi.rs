@@ -96,6 +96,7 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/v1/access-controls"),
     ("post", "/v1/restrict-time-travel"),
     ("get", "/v1/restrictions"),
+    ("get", "/v1/access-logs"),
 ];
 
 fn doc() -> Value {

@@ -5076,3 +5076,167 @@ pub async fn restrictions_on_every_face(face: &Face) {
     )
     .await;
 }
+
+/// What the access log says of everything but reads, as a traveller would check it: who did
+/// what, how, how often, with what outcome (reads are asserted apart: a face may read more
+/// to build an answer).
+fn accesses_but_reads(log: &AccessLog) -> Vec<(String, AccessAction, String, u64, String)> {
+    let mut seen: Vec<_> = log
+        .logs
+        .iter()
+        .filter(|e| e.action != AccessAction::Read)
+        .map(|e| {
+            (
+                e.user_id.clone(),
+                e.action,
+                e.operation.clone(),
+                e.count,
+                e.outcome.clone(),
+            )
+        })
+        .collect();
+    seen.sort_by(|a, b| (&a.0, &a.2).cmp(&(&b.0, &b.2)));
+    seen
+}
+
+fn log_of(timeline: &TimelineId) -> AccessLogQuery {
+    AccessLogQuery {
+        timeline_id: timeline.clone(),
+        time_range: None,
+        page: PageRequest::default(),
+    }
+}
+
+/// The access log (guide §5.3) on every face: each accepted change appears once, with its
+/// traveller and action; refused attempts (a missing right, a hidden timeline named) appear
+/// as `unauthorized_access_attempt`; the log needs the admin right.
+pub async fn access_log_on_every_face(face: &Face) {
+    let root = face.operator("root");
+    let ada = face.member("ada");
+    let bob = face.member("bob");
+    let cy = face.member("cy");
+    let vault = face
+        .ok(
+            "ada creates a timeline",
+            ada.create_timeline(named("Vault")),
+        )
+        .await
+        .id;
+    face.ok(
+        "ada adds an event",
+        ada.add_event(
+            &vault,
+            event("Ada was here", "1900-01-01T00:00:00Z", "Vault", &[]),
+        ),
+    )
+    .await;
+    face.ok(
+        "ada lets bob read it",
+        ada.set_access_control(SetAccessControlRequest {
+            timeline_id: vault.clone(),
+            permissions: lists(&["bob"], &[], &["ada"]),
+        }),
+    )
+    .await;
+    face.ok("bob reads it", bob.get_timeline(&vault)).await;
+    let err = face
+        .err(
+            "bob may not add an event",
+            bob.add_event(
+                &vault,
+                event("Bob was here", "1900-01-02T00:00:00Z", "Vault", &[]),
+            ),
+        )
+        .await;
+    assert_denied(&err, &vault, "write");
+    face.err("cy does not see it", cy.get_timeline(&vault))
+        .await;
+    let err = face
+        .err(
+            "bob may not read its access log",
+            bob.access_logs(log_of(&vault)),
+        )
+        .await;
+    assert_denied(&err, &vault, "admin");
+    let err = face
+        .err("cy is told it is unknown", cy.access_logs(log_of(&vault)))
+        .await;
+    assert_eq!(err, ServiceError::unknown("timeline", &vault));
+
+    let log = ada
+        .access_logs(log_of(&vault))
+        .await
+        .expect("ada's access log");
+    let seen = face
+        .ok("ada reads its access log", async {
+            Ok::<_, ServiceError>(accesses_but_reads(&log))
+        })
+        .await;
+    let refused = |who: &str, operation: &str| {
+        (
+            who.to_owned(),
+            AccessAction::UnauthorizedAccessAttempt,
+            operation.to_owned(),
+            1,
+            "refused".to_owned(),
+        )
+    };
+    let allowed = |who: &str, action, operation: &str| {
+        (
+            who.to_owned(),
+            action,
+            operation.to_owned(),
+            1,
+            "allowed".to_owned(),
+        )
+    };
+    assert_eq!(
+        seen,
+        vec![
+            allowed("ada", AccessAction::Write, "add_events"),
+            allowed("ada", AccessAction::Write, "create_timeline"),
+            allowed("ada", AccessAction::Admin, "set_access_control"),
+            refused("bob", "access_logs"),
+            refused("bob", "add_events"),
+            refused("cy", "access_logs"),
+            refused("cy", "get_timeline"),
+        ]
+    );
+    assert!(
+        log.logs
+            .iter()
+            .all(|e| e.timestamp == t(START) && e.scope == "timeline"),
+        "{log:?}"
+    );
+    // Bob's one read is counted once, and not yet durable (nothing was flushed).
+    let reads: Vec<_> = log
+        .logs
+        .iter()
+        .filter(|e| e.user_id == "bob" && e.action == AccessAction::Read)
+        .map(|e| (e.operation.as_str(), e.count, e.durable))
+        .collect();
+    assert_eq!(reads, [("get_timeline", 1, false)], "{log:?}");
+    // Writes are durable: they are the log's own records.
+    assert!(
+        log.logs
+            .iter()
+            .filter(|e| e.action == AccessAction::Write)
+            .all(|e| e.durable),
+        "{log:?}"
+    );
+
+    // An operator reads every timeline's log; the guide's September 2024 range finds nothing.
+    let old = face
+        .ok(
+            "a range in 2024 finds nothing",
+            root.access_logs(AccessLogQuery {
+                time_range: Some(TimeRange {
+                    start: t("2024-09-01T00:00:00Z"),
+                    end: t("2024-09-30T23:59:59Z"),
+                }),
+                ..log_of(&vault)
+            }),
+        )
+        .await;
+    assert!(old.logs.is_empty(), "{old:?}");
+}
