@@ -223,3 +223,102 @@ async fn postgres_access_log_survives_a_kill() {
     };
     killed_server_keeps_every_write_and_what_it_flushed(Some(&db.url)).await;
 }
+
+/// A memory store whose appends fail while `failing` is set, like a database that is down.
+struct FlakyStore {
+    inner: chronoscope::store::MemoryStore,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl chronoscope::store::Store for FlakyStore {
+    async fn lock(
+        &self,
+    ) -> Result<Box<dyn chronoscope::store::LogLock>, chronoscope::store::StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(chronoscope::store::StoreError::Unavailable(
+                "the test's store is down".into(),
+            ));
+        }
+        self.inner.lock().await
+    }
+    async fn read_since(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<chronoscope::store::Record>, chronoscope::store::StoreError> {
+        self.inner.read_since(after, limit).await
+    }
+    async fn last_seq(&self) -> Result<u64, chronoscope::store::StoreError> {
+        self.inner.last_seq().await
+    }
+    fn describe(&self) -> String {
+        "flaky memory".into()
+    }
+    async fn chain(
+        &self,
+    ) -> Result<Option<chronoscope::store::ChainMeta>, chronoscope::store::StoreError> {
+        self.inner.chain().await
+    }
+    async fn start_chain(
+        &self,
+        meta: chronoscope::store::ChainMeta,
+        links: &[chronoscope::store::Link],
+    ) -> Result<(), chronoscope::store::StoreError> {
+        self.inner.start_chain(meta, links).await
+    }
+}
+
+/// A flush whose append fails keeps its counts: they are shown as not durable, and the next
+/// flush writes them once.
+#[tokio::test]
+async fn a_failed_flush_keeps_its_counts_for_the_next() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let store = Arc::new(FlakyStore {
+        inner: chronoscope::store::MemoryStore::new(),
+        failing: std::sync::atomic::AtomicBool::new(false),
+    });
+    let clock = Arc::new(chronoscope::engine::ManualClock::new(support::t(
+        support::START,
+    )));
+    let engine = support::engine_on(store.clone(), clock.clone()).await;
+    let ada = engine.session("ada".parse().unwrap()).with_admin(false);
+    let vault = ada
+        .create_timeline(support::named("Vault"))
+        .await
+        .unwrap()
+        .id;
+    for _ in 0..2 {
+        ada.get_timeline(&vault).await.unwrap();
+    }
+    let reads = |log: &AccessLog| {
+        log.logs
+            .iter()
+            .filter(|e| e.operation == "get_timeline")
+            .map(|e| (e.count, e.durable))
+            .collect::<Vec<_>>()
+    };
+    let query = AccessLogQuery {
+        timeline_id: vault.clone(),
+        time_range: None,
+        page: PageRequest::default(),
+    };
+    store.failing.store(true, Ordering::SeqCst);
+    assert!(engine.flush_access_log().await.is_err());
+    store.failing.store(false, Ordering::SeqCst);
+    let log = ada.access_logs(query.clone()).await.unwrap();
+    assert_eq!(reads(&log), [(2, false)], "{log:#?}");
+    assert!(engine.flush_access_log().await.unwrap());
+    let log = ada.access_logs(query.clone()).await.unwrap();
+    assert_eq!(reads(&log), [(2, true)], "{log:#?}");
+    // Another engine on the store folds the same, once.
+    let fresh = support::engine_on(store, clock).await;
+    let log = fresh
+        .session("ada".parse().unwrap())
+        .with_admin(false)
+        .access_logs(query)
+        .await
+        .unwrap();
+    assert_eq!(reads(&log), [(2, true)], "{log:#?}");
+}

@@ -233,8 +233,16 @@ async fn full_replay(store: &dyn Store) -> World {
             return world;
         }
         for r in records {
+            // As the engine folds a record: with the accesses it is (the access log).
+            let envelope = Envelope::decode(&r.body).unwrap();
             world
-                .apply(r.seq, Envelope::decode(&r.body).unwrap().change)
+                .apply_recorded(
+                    r.seq,
+                    envelope.by.as_ref(),
+                    envelope.at,
+                    envelope.change,
+                    EngineConfig::default().access_log_retention,
+                )
                 .unwrap();
         }
     }
