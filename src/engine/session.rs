@@ -1650,7 +1650,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn restrict_time_travel(&self, req: RestrictRequest) -> ServiceResult<Restricted> {
-        self.require_operator("restricting a traveller")?;
+        self.require_operator("restrict_time_travel", "restricting a traveller")?;
         self.write(|_world, ctx| {
             let restriction = Restriction {
                 user_id: req.user_id.clone(),
@@ -1703,7 +1703,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn list_restrictions(&self, page: PageRequest) -> ServiceResult<Page<Restriction>> {
-        self.require_operator("seeing the restrictions")?;
+        self.require_operator("list_restrictions", "seeing the restrictions")?;
         self.read(|world, _ctx| {
             let keyed = world
                 .restrictions
@@ -1717,15 +1717,18 @@ impl TimelineService for EngineSession {
 }
 
 impl EngineSession {
-    /// Refuses `what` to a session that is not an operator's.
-    fn require_operator(&self, what: &str) -> Result<(), ServiceError> {
+    /// Refuses `what` (the access log's `operation`) to a session that is not an operator's,
+    /// counting the refused attempt service-wide (a server refuses it earlier, for the token's
+    /// scope, and counts it there).
+    fn require_operator(&self, operation: &str, what: &str) -> Result<(), ServiceError> {
         if self.admin {
-            Ok(())
-        } else {
-            Err(ServiceError::Forbidden(format!(
-                "{what} is for operators: it needs a token with the 'admin' scope"
-            )))
+            return Ok(());
         }
+        let refusal = ServiceError::Forbidden(format!(
+            "{what} is for operators: it needs a token with the 'admin' scope"
+        ));
+        self.note_refused(operation, None, &refusal);
+        Err(refusal)
     }
 
     /// Timeline `id`'s access control as this session sees it.
