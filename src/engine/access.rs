@@ -22,17 +22,23 @@ use crate::service::{AccessControl, Permissions, RestrictionLevel, Right};
 
 /// The refusal of an operation needing `right` on a timeline the caller can read.
 pub fn denied(timeline: &TimelineId, right: Right) -> ServiceError {
-    let lists = match right {
-        Right::Read => "read, write or admin",
-        Right::Write => "write or admin",
-        Right::Admin => "admin",
+    let why = match right {
+        // Without a list everyone reads and writes, so only a list refuses these.
+        Right::Read => "its access control does not list you (its admins or an operator can)",
+        Right::Write => {
+            "its access control does not list you under write or admin (its admins or an \
+             operator can change that)"
+        }
+        Right::Admin => {
+            "only its admins may do this: its creator while it has no access-control list, the \
+             names under admin once it has one, and operators"
+        }
     };
     ServiceError::AccessDenied {
         timeline: timeline.to_string(),
         right: right.as_str().into(),
         message: format!(
-            "you need the {} right on timeline '{timeline}': its access control does not list \
-             you under {lists} (its admins or an operator can change that)",
+            "you need the {} right on timeline '{timeline}': {why}",
             right.as_str()
         ),
     }
