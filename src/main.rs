@@ -505,6 +505,9 @@ async fn connect(
     // Due scripts and jobs run while this process lives; each run is atomic, so a one-shot
     // command that exits mid-run loses nothing.
     engine.spawn_scheduler(SCHEDULER_PERIOD);
+    // The dashboard's reads reach the access log as a server's do; a one-shot command exits
+    // before a flush (its writes are in the log by themselves).
+    engine.spawn_access_log(chronoscope::engine::access_log::DEFAULT_FLUSH);
     let label = format!("embedded {}", engine.describe_store());
     Ok((Arc::new(engine.session(local_traveller(global)?)), label))
 }

@@ -177,7 +177,7 @@ async fn killed_server_keeps_every_write_and_what_it_flushed(database: Option<&s
             &log,
             "unknown",
             AccessAction::UnauthorizedAccessAttempt,
-            "GET /v1/timeline/{timeline_id}"
+            "unauthenticated"
         ),
         (1, true),
         "{log:#?}"

@@ -398,6 +398,9 @@ pub(super) struct Counters {
     pending: Mutex<Pending>,
     /// Told of each refusal, so that it is flushed within a second.
     refused: std::sync::Arc<tokio::sync::Notify>,
+    /// Held while a flush is appended: the flush at an orderly stop waits for one in flight
+    /// (and takes what a failed one put back) instead of missing its counts.
+    flushing: tokio::sync::Mutex<()>,
 }
 
 /// The counts waiting for a flush.
@@ -528,6 +531,7 @@ impl super::Engine {
     /// ordinary group commit. Answers whether there was anything to flush; when the append
     /// fails, the counts are kept for the next flush.
     pub async fn flush_access_log(&self) -> Result<bool, ServiceError> {
+        let _one_at_a_time = self.access.flushing.lock().await;
         let taken = self.access.take();
         if taken.counts.is_empty() && taken.dropped == 0 {
             return Ok(false);

@@ -1674,17 +1674,20 @@ impl TimelineService for EngineSession {
 
     async fn access_logs(&self, req: AccessLogQuery) -> ServiceResult<AccessLog> {
         let retention = self.engine.config().access_log_retention;
+        let (engine, operator, query) = (Arc::clone(&self.engine), self.admin, req.clone());
+        // Its work grows with the entries in the range: on the blocking pool.
         let answer = self
-            .read(|world, ctx| {
+            .read_blocking(move |world, ctx| {
+                let req = query;
                 let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
-                if access::right_of(world, ctx.traveller, self.admin, id) != Some(Right::Admin) {
+                if access::right_of(world, ctx.traveller, operator, id) != Some(Right::Admin) {
                     return Err(access::denied(id, Right::Admin));
                 }
                 let (found, dropped, retained_from) = access_log::entries(
-                    &self.engine,
+                    &engine,
                     world,
                     id,
-                    self.admin,
+                    operator,
                     req.time_range.as_ref(),
                     ctx.now,
                     retention,

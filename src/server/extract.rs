@@ -45,11 +45,13 @@ impl FromRequestParts<AppState> for Caller {
         let auth = match Authenticated::from_request_parts(parts, state).await {
             Ok(auth) => auth,
             Err(rejection) => {
-                let (timeline, operation) = refused_request(parts);
+                // One operation for every request without a valid token, so a flood of them
+                // costs a counter per timeline and minute, whatever routes it tries.
+                let (timeline, _) = refused_request(parts);
                 state.sessions.note_refusal(
                     timeline,
                     crate::engine::access_log::UNKNOWN_USER,
-                    &operation,
+                    "unauthenticated",
                 );
                 return Err(rejection.into());
             }
