@@ -158,14 +158,7 @@ impl AccessScreen {
     /// The change it waited for was refused: the form (if open) shows `why`, else the screen.
     pub fn refuse(&mut self, why: Option<String>) {
         self.sent = false;
-        if let Some(form) = &mut self.form {
-            form.pending = false;
-            if let Some(why) = why {
-                form.refuse(why, None);
-            }
-        } else if let Some(why) = why {
-            self.note = Some((why, true));
-        }
+        super::show_refusal(&mut self.form, &mut self.note, why);
     }
 
     /// A call of `slot` failed with `why`: what waited for it stops waiting and says why.

@@ -33,6 +33,23 @@ pub enum FormKey {
     Submit,
 }
 
+/// A refused change, shown where the person looks: under its form when one is open (which
+/// stops waiting), else in the screen's note.
+pub fn show_refusal<K>(
+    form: &mut Option<Box<Form<K>>>,
+    note: &mut Option<(String, bool)>,
+    why: Option<String>,
+) {
+    if let Some(form) = form {
+        form.pending = false;
+        if let Some(why) = why {
+            form.refuse(why, None);
+        }
+    } else if let Some(why) = why {
+        *note = Some((why, true));
+    }
+}
+
 /// A key on a form: tab and shift-tab move between fields, enter submits (not again while
 /// it waits for its answer), esc closes, anything else edits the field.
 pub fn form_key<K>(form: &mut Form<K>, key: KeyEvent) -> FormKey {
