@@ -642,6 +642,43 @@ async fn identity_keys(args: &ServeArgs) -> Result<Option<Arc<chronoscope::auth:
     Ok(Some(keys))
 }
 
+/// Where the other replicas send writes while this one holds the writer's lease: `given`
+/// (checked), else this server's own address when that is one address over plain http.
+fn advertised_url(
+    given: Option<&str>,
+    address: std::net::SocketAddr,
+    tls: bool,
+) -> Result<Option<String>> {
+    let Some(given) = given.map(str::trim).filter(|g| !g.is_empty()) else {
+        return Ok((!tls && !address.ip().is_unspecified()).then(|| format!("http://{address}")));
+    };
+    let bad = |why: &str| eyre!("--advertise-url {given}: {why}");
+    if tls {
+        return Err(bad(
+            "this replica serves https only, and forwarded writes go over plain http: leave \
+             --advertise-url out (replicas serving https take turns with the writer's lease)",
+        ));
+    }
+    let url = reqwest::Url::parse(given).map_err(|e| bad(&e.to_string()))?;
+    if url.scheme() != "http" {
+        return Err(bad(
+            "forwarded writes go over plain http on the replicas' own network; give an \
+             http:// address",
+        ));
+    }
+    if url.host_str().is_none()
+        || url.path() != "/"
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+    {
+        return Err(bad(
+            "give only a scheme, a host and a port, e.g. http://10.0.0.5:8080",
+        ));
+    }
+    Ok(Some(url.as_str().trim_end_matches('/').to_owned()))
+}
+
 async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     let secret = secret(
         global,
@@ -685,6 +722,12 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         .await
         .wrap_err_with(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
+    if let Some(url) = advertised_url(args.advertise_url.as_deref(), address, tls.is_some())? {
+        engine
+            .advertise_writer(&url)
+            .await
+            .map_err(|why| eyre!("--advertise-url {url}: {why}"))?;
+    }
     let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!(
         "chronoscope serving on {scheme}://{address} (store: {})",
@@ -747,6 +790,8 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         if let Err(e) = kept.flush_access_log().await {
             tracing::warn!(%e, "flushing the access log before stopping failed");
         }
+        // The other replicas may write at once, not once this process has ended.
+        kept.release_writer_lease().await;
         match kept.snapshot_before_exit(snapshots).await {
             Ok(Some(seq)) => {
                 eprintln!("chronoscope wrote a snapshot at record {seq} before stopping")

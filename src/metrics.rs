@@ -16,6 +16,9 @@
 //! | `chronoscope_commit_append_seconds` | histogram | | time from handing a batch to the store until it is durable (write + fsync) |
 //! | `chronoscope_commit_failures_total` | counter | | appends the store refused |
 //! | `chronoscope_commit_races_lost_total` | counter | | appends that found another replica had written first (their writes are decided again under the log's lock) |
+//! | `chronoscope_writer_lease_taken_total` | counter | | times this process took the writer's lease (PostgreSQL: only the holder writes; it passes on request, see `engine::lease`) |
+//! | `chronoscope_writer_lease_held` | gauge | | 1 while this process holds the writer's lease |
+//! | `chronoscope_writes_forwarded_total` | counter | | writes received over HTTP and sent on to the replica holding the writer's lease (`server::forward`) |
 //! | `chronoscope_jobs_run_total` | counter | | scheduled jobs and scripts run by this process |
 //! | `chronoscope_jobs_failed_total` | counter | | of those, runs with a failed action |
 //! | `chronoscope_monitor_scans_total` | counter | | anomaly monitor scans |
@@ -52,6 +55,12 @@ pub const COMMIT_APPEND_SECONDS: &str = "chronoscope_commit_append_seconds";
 pub const COMMIT_FAILURES: &str = "chronoscope_commit_failures_total";
 /// Appends that lost the race for the next log position to another process.
 pub const COMMIT_RACES_LOST: &str = "chronoscope_commit_races_lost_total";
+/// Times this process took the writer's lease.
+pub const WRITER_LEASE_TAKEN: &str = "chronoscope_writer_lease_taken_total";
+/// Whether this process holds the writer's lease.
+pub const WRITER_LEASE_HELD: &str = "chronoscope_writer_lease_held";
+/// Writes sent on to the replica holding the writer's lease.
+pub const WRITES_FORWARDED: &str = "chronoscope_writes_forwarded_total";
 /// Jobs and scripts run.
 pub const JOBS_RUN: &str = "chronoscope_jobs_run_total";
 /// Jobs and scripts whose run had a failed action.
@@ -114,6 +123,8 @@ fn register() {
     for name in [
         COMMIT_FAILURES,
         COMMIT_RACES_LOST,
+        WRITER_LEASE_TAKEN,
+        WRITES_FORWARDED,
         JOBS_RUN,
         JOBS_FAILED,
         MONITOR_SCANS,
@@ -123,7 +134,7 @@ fn register() {
     ] {
         metrics::counter!(name).increment(0);
     }
-    for name in [LOG_POSITION, REPLICA_LAG] {
+    for name in [LOG_POSITION, REPLICA_LAG, WRITER_LEASE_HELD] {
         metrics::gauge!(name).increment(0.0);
     }
     for name in [COMMIT_BATCH_OPS, COMMIT_APPEND_SECONDS] {
@@ -161,6 +172,18 @@ fn describe() {
     describe_counter!(
         COMMIT_RACES_LOST,
         "Appends that found another process had written first"
+    );
+    describe_counter!(
+        WRITER_LEASE_TAKEN,
+        "Times this process took the writer's lease (only its holder writes)"
+    );
+    describe_gauge!(
+        WRITER_LEASE_HELD,
+        "1 while this process holds the writer's lease"
+    );
+    describe_counter!(
+        WRITES_FORWARDED,
+        "Writes received over HTTP and sent on to the replica holding the writer's lease"
     );
     describe_counter!(JOBS_RUN, "Scheduled jobs and scripts run by this process");
     describe_counter!(JOBS_FAILED, "Job and script runs with a failed action");

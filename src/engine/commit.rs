@@ -14,9 +14,10 @@
 //! to the next instead of waiting for this process to hear of the first and send the second.
 //! The store refuses a chained append when the one before it failed; its writers decide again.
 //!
-//! Another process may have appended since the batch was decided (a second server replica).
-//! The flusher learns this with the store's write lock in hand: it catches up and *keeps* the
-//! lock while the batch's writers decide again on the new state. Each of them holds a share of
+//! Another process may have appended since the batch was decided (a second server replica
+//! writing without the writer's lease, see `lease`, which makes this rare). The flusher learns
+//! this with the store's write lock in hand: it catches up and *keeps* the lock while the
+//! batch's writers decide again on the new state. Each of them holds a share of
 //! a [`Rejoin`] until it has decided again; when the last lets go, every one of them is in the
 //! open batch, and that batch is appended with the kept lock, so it cannot lose again. Under
 //! any amount of contention a write therefore takes at most two rounds. The lock is released
@@ -149,6 +150,27 @@ impl Engine {
         by: Option<&Traveller>,
         decide: impl Fn(&World, Instant) -> Result<(Vec<Op>, T), ServiceError>,
     ) -> Result<T, ServiceError> {
+        if self.lease_elsewhere() {
+            // Taking the lease costs the process that holds it a pause: not for a write that
+            // is refused (or changes nothing) on what this process knows, caught up.
+            let mut seen = self.snapshot_now();
+            for _ in 0..2 {
+                match decide(&seen, self.clock.now()) {
+                    Ok((ops, answer)) if ops.is_empty() => return Ok(answer),
+                    Ok(_) => break,
+                    Err(refusal) => {
+                        self.catch_up().await?;
+                        let latest = self.snapshot_now();
+                        if latest.seq == seen.seq {
+                            return Err(refusal);
+                        }
+                        seen = latest;
+                    }
+                }
+            }
+        }
+        // Held until the write is durable: while it is, the lease stays with this process.
+        let _lease = self.lease_share().await?;
         // Set while the store's write lock is kept for this writer's next decision.
         let mut rejoin: Option<Arc<Rejoin>> = None;
         for attempt in 0..WRITE_ATTEMPTS {
@@ -398,6 +420,7 @@ impl Engine {
             // Usually another process wrote first; the lock tells, and is then kept (below).
             StoreError::Conflict(_) => {
                 metrics::counter!(crate::metrics::COMMIT_RACES_LOST).increment(1);
+                self.doubt_lease();
                 let lock = self.store.lock().await;
                 self.append_locked(batch, lock, refused).await;
             }

@@ -21,6 +21,7 @@ pub mod idempotency;
 mod integrity;
 mod isolation;
 mod jobs;
+mod lease;
 mod merge;
 mod navigation;
 mod review;
@@ -198,6 +199,8 @@ pub struct Engine {
     hubs: watch::Hubs,
     /// Reads and refusals counted since the last access summary (see `access_log`).
     access: access_log::Counters,
+    /// The writer's lease, on a store several processes append to (see `lease`).
+    lease: Option<lease::Lease>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -229,8 +232,10 @@ impl Engine {
         config: EngineConfig,
         seed: Seed,
     ) -> Result<Arc<Self>, ServiceError> {
+        let lease = store.writer_lease().map(lease::Lease::new);
         let engine = Arc::new_cyclic(|me| Self {
             me: me.clone(),
+            lease,
             store,
             clock,
             config,

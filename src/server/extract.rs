@@ -139,11 +139,7 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Pr
         .await
         .map_err(|e: BytesRejection| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::of_kind(
-                    &error::PAYLOAD_TOO_LARGE,
-                    "body",
-                    "the request body is larger than this server accepts",
-                )
+                Problem::body_too_large()
             } else {
                 Problem::invalid("body", format!("the request body could not be read: {e}"))
             }

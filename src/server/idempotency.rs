@@ -15,7 +15,6 @@ use super::openapi::UNPROCESSABLE_ROUTES;
 use super::problem::Problem;
 use crate::auth::{Authenticated, Verifier};
 use crate::engine::idempotency::{Idempotency, IdempotencyKey};
-use crate::error;
 
 /// What the keyed layer needs: how much body it may read, and the token check that comes
 /// before reading any.
@@ -59,12 +58,7 @@ pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: Next) 
         }
     };
     let Ok(bytes) = to_bytes(body, keyed.body_limit).await else {
-        return Problem::of_kind(
-            &error::PAYLOAD_TOO_LARGE,
-            "body",
-            "the request body is larger than this server accepts",
-        )
-        .into_response();
+        return Problem::body_too_large().into_response();
     };
     let target = parts.uri.path_and_query().map_or("", |pq| pq.as_str());
     let mut digest = Sha256::new();

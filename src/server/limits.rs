@@ -152,6 +152,14 @@ pub async fn by_address(
     req: Request,
     next: Next,
 ) -> Response {
+    // A write another replica forwarded was counted there, against its sender's address.
+    if req
+        .extensions()
+        .get::<super::forward::Forwarded>()
+        .is_some()
+    {
+        return next.run(req).await;
+    }
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

@@ -22,6 +22,7 @@
 
 mod conn;
 mod extract;
+mod forward;
 mod idempotency;
 mod limits;
 mod openapi;
@@ -84,6 +85,15 @@ pub trait Sessions: Send + Sync + 'static {
         _operation: &str,
     ) {
     }
+
+    /// Where a write received here should be sent instead: the replica holding the writer's
+    /// lease, when that is another one (see `forward`). Never waits.
+    fn forward_writes_to(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// A write forwarded to `url` found nobody there.
+    fn forward_failed(&self, _url: &str) {}
 }
 
 impl Sessions for Arc<Engine> {
@@ -113,6 +123,14 @@ impl Sessions for Arc<Engine> {
         operation: &str,
     ) {
         Engine::note_refusal(self, timeline, user, operation);
+    }
+
+    fn forward_writes_to(&self) -> Option<Arc<str>> {
+        Engine::forward_writes_to(self)
+    }
+
+    fn forward_failed(&self, url: &str) {
+        Engine::forward_failed(self, url);
     }
 }
 
@@ -319,8 +337,15 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         config.secret.clone(),
         config.identity.clone(),
     ));
+    let sessions: Arc<dyn Sessions> = Arc::new(sessions);
+    let forwarding = forward::Forwarding::new(
+        Arc::clone(&sessions),
+        &config.secret,
+        config.body_limit,
+        config.request_timeout,
+    );
     let state = AppState {
-        sessions: Arc::new(sessions),
+        sessions,
         verifier: Arc::clone(&verifier),
         limiter: Arc::new(RateLimiter::new(config.rate_limit)),
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
@@ -335,12 +360,18 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         .fallback(routes::ops::not_found)
         .method_not_allowed_fallback(routes::ops::method_not_allowed)
         .with_state(state);
-    with_layers(router, &config, verifier)
+    with_layers(router, &config, verifier, forwarding)
 }
 
 /// Wraps `router` in the layers every route shares (metrics, request id, tracing, request
-/// context, panic catching, address rate limit, timeout, idempotency, body limit).
-fn with_layers(router: Router, config: &ServerConfig, verifier: Arc<Verifier>) -> Router {
+/// context, panic catching, address rate limit, timeout, forwarding writes to the writer's
+/// lease holder, idempotency, body limit).
+fn with_layers(
+    router: Router,
+    config: &ServerConfig,
+    verifier: Arc<Verifier>,
+    forwarding: forward::Forwarding,
+) -> Router {
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(
             Arc::new(crate::metrics::HttpMetrics::default()),
@@ -361,6 +392,10 @@ fn with_layers(router: Router, config: &ServerConfig, verifier: Arc<Verifier>) -
         .layer(middleware::from_fn(request_context))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn_with_state(
+            forwarding.clone(),
+            forward::mark,
+        ))
+        .layer(middleware::from_fn_with_state(
             Arc::new(RateLimiter::<std::net::IpAddr>::new(
                 config.address_rate_limit,
             )),
@@ -372,6 +407,7 @@ fn with_layers(router: Router, config: &ServerConfig, verifier: Arc<Verifier>) -
             config.request_timeout,
             limits::timeout,
         ))
+        .layer(middleware::from_fn_with_state(forwarding, forward::forward))
         .layer(middleware::from_fn_with_state(
             idempotency::Keyed {
                 body_limit: config.body_limit,
@@ -539,7 +575,26 @@ mod tests {
             config.secret.clone(),
             config.identity.clone(),
         ));
-        let router = with_layers(Router::new().route("/boom", get(boom)), &config, verifier);
+        let engine = Engine::open(
+            Arc::new(crate::store::MemoryStore::new()),
+            Arc::new(crate::engine::SystemClock),
+            crate::engine::EngineConfig::default(),
+            crate::engine::Seed::None,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        let forwarding = forward::Forwarding::new(
+            Arc::new(engine),
+            &config.secret,
+            config.body_limit,
+            config.request_timeout,
+        );
+        let router = with_layers(
+            Router::new().route("/boom", get(boom)),
+            &config,
+            verifier,
+            forwarding,
+        );
         let req = Request::get("/boom")
             .header("x-request-id", "req-42")
             .body(Body::empty())

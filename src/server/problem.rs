@@ -115,6 +115,15 @@ impl Problem {
         Self::new(kind, ServiceError::invalid(field, detail))
     }
 
+    /// The 413 for a request body larger than the server accepts.
+    pub fn body_too_large() -> Self {
+        Self::of_kind(
+            &crate::error::PAYLOAD_TOO_LARGE,
+            "body",
+            "the request body is larger than this server accepts",
+        )
+    }
+
     /// Answers with `status` instead of the catalogue's (422 on operations without a 400).
     pub fn with_status(mut self, status: StatusCode) -> Self {
         self.status = status;

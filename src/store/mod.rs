@@ -12,6 +12,7 @@
 pub mod chain;
 mod memory;
 mod postgres;
+mod postgres_lease;
 mod sqlite;
 mod sqlite_writer;
 mod watched;
@@ -313,12 +314,61 @@ pub trait Store: Send + Sync {
         std::time::Duration::ZERO
     }
 
+    /// The writer's lease, on a backend several processes append to (PostgreSQL): one process
+    /// at a time holds it, decides its writes on a state known to be the latest and appends
+    /// them without racing anybody (see `engine::lease`). `None` when the backend has one
+    /// writer anyway (SQLite's file lock, memory).
+    fn writer_lease(&self) -> Option<Arc<dyn WriterLease>> {
+        None
+    }
+
     /// Whether a write could be made now, as far as is known without making one (a store
     /// known to be down, a write that just failed, a full disk); `Err` says why, for the logs.
     /// Never waits.
     fn writable(&self) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// The writer's lease of a shared store (see [`Store::writer_lease`]).
+///
+/// It only saves work, never guards correctness: an append still names the sequence number it
+/// takes and is refused when another process took it, so a process that lost the lease without
+/// noticing (its connection dropped) merely loses races again.
+#[async_trait]
+pub trait WriterLease: Send + Sync {
+    /// Waits until this process holds the lease, telling the holder (through
+    /// [`WriterLease::wanted`] in its process) that it is wanted, again and again while it
+    /// waits. `Ok(None)` when it was not granted within the backend's patience (a holder that
+    /// stopped answering): write without it.
+    async fn acquire(&self) -> Result<Option<Box<dyn HeldLease>>, StoreError>;
+
+    /// Moves on each time another process asks for the lease.
+    fn wanted(&self) -> tokio::sync::watch::Receiver<u64>;
+
+    /// Names the address at which this process takes writes that other processes forward to
+    /// it while it holds the lease (see [`WriterLease::holder`]). Takes effect the next time
+    /// the lease is taken; `Err` says why the backend cannot keep this address.
+    fn advertise(&self, url: &str) -> Result<(), String>;
+
+    /// Who holds the lease now, as far as the backend knows; `None` when nobody does.
+    async fn holder(&self) -> Result<Option<LeaseHolder>, StoreError>;
+}
+
+/// The process holding a writer's lease (see [`WriterLease::holder`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseHolder {
+    /// Whether it is this process.
+    pub mine: bool,
+    /// Where it takes forwarded writes, when it said (see [`WriterLease::advertise`]).
+    pub url: Option<String>,
+}
+
+/// The lease, held; dropping it releases it too, as soon as the backend notices.
+#[async_trait]
+pub trait HeldLease: Send + Sync {
+    /// Gives the lease up for the next process waiting for it.
+    async fn release(self: Box<Self>);
 }
 
 /// The log's write lock, held from [`Store::lock`] until [`LogLock::commit`] or

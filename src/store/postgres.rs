@@ -6,6 +6,10 @@
 //! sequence number. Because commits happen in sequence order, a reader that saw record
 //! N can never later find an older record appear below it, so catching up is gap-free. The
 //! primary key on `seq` backs this up: a duplicate is impossible even if the head were bypassed.
+//!
+//! So that replicas seldom race at all, one at a time holds the writer's lease
+//! (`postgres_lease.rs`, an advisory lock) and only the holder writes; the race above is what
+//! keeps the log whole whatever the lease does.
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -19,8 +23,10 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, SqlSafeStr, Transaction};
 use tokio::sync::watch;
 
+use super::postgres_lease::{LEASE_CHANNEL, PgLease};
 use super::{
     ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError,
+    WriterLease,
 };
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
@@ -96,6 +102,8 @@ pub struct PostgresStore {
     /// The highest record this handle has tried to append: a notice up to it is (most likely)
     /// about this process's own write, which it publishes itself, so it is not pushed.
     appending: Arc<AtomicU64>,
+    /// The writer's lease (see [`Store::writer_lease`]).
+    lease: Arc<PgLease>,
 }
 
 impl PostgresStore {
@@ -127,7 +135,7 @@ impl PostgresStore {
                     Ok(true)
                 })
             })
-            .connect_with(options);
+            .connect_with(options.clone());
         let pool = tokio::time::timeout(CONNECT_TIMEOUT * 2, pool)
             .await
             .map_err(|_| {
@@ -152,18 +160,31 @@ impl PostgresStore {
             .await
             .map_err(|e| map_err(&shown, "prepare", e))?;
         let (pushed, heads) = watch::channel(0);
+        let (wanted, lease_wanted) = watch::channel(0);
         let appending = Arc::new(AtomicU64::new(0));
-        tokio::spawn(listen_for_heads(
+        let lease = Arc::new(PgLease::new(
+            &options,
+            pool.clone(),
+            format!("{:08x}", rand::random::<u32>()),
+            lease_wanted,
+            shown.clone(),
+        ));
+        tokio::spawn(listen(
             pool.clone(),
             shown.clone(),
-            pushed,
-            Arc::clone(&appending),
+            Heard {
+                heads: pushed,
+                own: Arc::clone(&appending),
+                wanted,
+                me: lease.me.clone(),
+            },
         ));
         Ok(Self {
             pool,
             shown,
             heads,
             appending,
+            lease,
         })
     }
 
@@ -430,17 +451,29 @@ impl Store for PostgresStore {
     fn pushed_heads(&self) -> Option<watch::Receiver<u64>> {
         Some(self.heads.clone())
     }
+
+    fn writer_lease(&self) -> Option<Arc<dyn WriterLease>> {
+        Some(Arc::clone(&self.lease) as Arc<dyn WriterLease>)
+    }
 }
 
-/// Listens for the heads other processes' appends reach and pushes them to `pushed`, until
-/// nobody is left to tell. On a lost connection it listens again (what was sent meanwhile is
-/// lost, which readers tolerate: they confirm the head themselves).
-async fn listen_for_heads(
-    pool: PgPool,
-    shown: String,
-    pushed: watch::Sender<u64>,
+/// Where the listener passes on what it hears.
+struct Heard {
+    /// Heads reached by other processes' appends.
+    heads: watch::Sender<u64>,
+    /// The highest record this process has tried to append (see [`PostgresStore`]).
     own: Arc<AtomicU64>,
-) {
+    /// Moved on when another process asks for the writer's lease.
+    wanted: watch::Sender<u64>,
+    /// This process in lease requests.
+    me: String,
+}
+
+/// Listens for the heads other processes' appends reach and for requests for the writer's
+/// lease, and passes them on, until nobody is left to tell of heads. On a lost connection it
+/// listens again (what was sent meanwhile is lost, which both tolerate: readers confirm the
+/// head themselves, and a process waiting for the lease asks again).
+async fn listen(pool: PgPool, shown: String, heard: Heard) {
     let listen = async {
         loop {
             let mut listener = match PgListener::connect_with(&pool).await {
@@ -452,21 +485,28 @@ async fn listen_for_heads(
                     continue;
                 }
             };
-            if let Err(e) = listener.listen(HEAD_CHANNEL).await {
+            if let Err(e) = listener.listen_all([HEAD_CHANNEL, LEASE_CHANNEL]).await {
                 tracing::debug!(%e, store = %shown, "cannot listen for new records yet");
                 tokio::time::sleep(RELISTEN_AFTER).await;
                 continue;
             }
             loop {
                 match listener.recv().await {
+                    Ok(notice) if notice.channel() == LEASE_CHANNEL => {
+                        if notice.payload() != heard.me {
+                            heard
+                                .wanted
+                                .send_modify(|asked| *asked = asked.wrapping_add(1));
+                        }
+                    }
                     Ok(notice) => {
                         // A notice of our own append would only make the engine fetch what it
                         // is about to publish. One that outraced ours is skipped too: losing
                         // the race makes the engine catch up anyway.
                         if let Ok(head) = notice.payload().parse::<u64>()
-                            && head > own.load(Ordering::Acquire)
+                            && head > heard.own.load(Ordering::Acquire)
                         {
-                            pushed.send_if_modified(|seen| {
+                            heard.heads.send_if_modified(|seen| {
                                 let newer = head > *seen;
                                 *seen = (*seen).max(head);
                                 newer
@@ -484,7 +524,7 @@ async fn listen_for_heads(
         }
     };
     tokio::select! {
-        () = pushed.closed() => {}
+        () = heard.heads.closed() => {}
         _ = listen => {}
     }
 }
@@ -576,7 +616,7 @@ pub(super) fn describe_options(options: &PgConnectOptions) -> String {
 }
 
 /// Maps a driver error to what the engine can act on, naming the server (without secrets).
-fn map_err(shown: &str, action: &str, e: sqlx::Error) -> StoreError {
+pub(super) fn map_err(shown: &str, action: &str, e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::Database(db) => {
             let code = db.code().map(|c| c.into_owned()).unwrap_or_default();

@@ -273,6 +273,12 @@ impl Store for Watched {
         self.shared.inner.read_staleness()
     }
 
+    /// The inner store's, unwatched: waiting for the lease is bounded by the backend's patience,
+    /// and a write made under it goes through this store, which watches it.
+    fn writer_lease(&self) -> Option<Arc<dyn super::WriterLease>> {
+        self.shared.inner.writer_lease()
+    }
+
     fn writable(&self) -> Result<(), StoreError> {
         let full = self.shared.disk_full();
         let mut state = self.shared.state();
