@@ -63,6 +63,8 @@ const JOBS_SETTLE_LIMIT: Duration = Duration::from_secs(15);
 struct Replica {
     name: &'static str,
     base: String,
+    /// Where its Prometheus metrics are served (`http://host:port`).
+    metrics: String,
     child: Option<Child>,
     stderr: Arc<Mutex<String>>,
     _data_dir: tempfile::TempDir,
@@ -99,6 +101,8 @@ impl Replica {
                 "0",
                 "--address-rate-limit",
                 "0",
+                "--metrics-listen",
+                "127.0.0.1:0",
             ])
             .args(["--jwt-secret", SECRET])
             .env_remove("CHRONOSCOPE_REMOTE")
@@ -117,13 +121,19 @@ impl Replica {
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.split_once("serving on http://").map(|(_, r)| r) {
-                    let addr = rest
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned();
-                    let _ = tx.send(addr);
+                for (said, what) in [
+                    ("serving on http://", "api"),
+                    ("metrics on http://", "metrics"),
+                ] {
+                    if let Some(rest) = line.split_once(said).map(|(_, r)| r) {
+                        let addr = rest
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or_default()
+                            .trim_end_matches("/metrics")
+                            .to_owned();
+                        let _ = tx.send((what, addr));
+                    }
                 }
                 let mut all = sink.lock().unwrap_or_else(|e| e.into_inner());
                 all.push_str(&line);
@@ -133,19 +143,23 @@ impl Replica {
         let mut replica = Replica {
             name,
             base: String::new(),
+            metrics: String::new(),
             child: Some(child),
             stderr,
             _data_dir: data_dir,
         };
-        match rx.recv_timeout(STARTUP_LIMIT) {
-            Ok(addr) => replica.base = format!("http://{addr}"),
-            Err(e) => {
-                let status = replica.child.as_mut().map(Child::try_wait);
-                replica.kill();
-                panic!(
-                    "replica {name} did not start ({e}; exit status {status:?}); its stderr:\n{}",
-                    replica.stderr()
-                );
+        while replica.base.is_empty() || replica.metrics.is_empty() {
+            match rx.recv_timeout(STARTUP_LIMIT) {
+                Ok(("api", addr)) => replica.base = format!("http://{addr}"),
+                Ok((_, addr)) => replica.metrics = format!("http://{addr}"),
+                Err(e) => {
+                    let status = replica.child.as_mut().map(Child::try_wait);
+                    replica.kill();
+                    panic!(
+                        "replica {name} did not start ({e}; exit status {status:?}); its stderr:\n{}",
+                        replica.stderr()
+                    );
+                }
             }
         }
         replica
@@ -371,6 +385,10 @@ impl Write {
     }
 }
 
+/// How a replica words the answer to a write it sent on to the writer's lease holder and got
+/// no answer for (`server::forward`).
+const IN_DOUBT: &str = "may or may not have been made";
+
 /// What the workload saw.
 #[derive(Debug, Default)]
 struct Seen {
@@ -415,6 +433,12 @@ fn record(
                 "{id} acknowledged twice"
             );
             Some(id)
+        }
+        // Sent on to the replica holding the writer's lease, which was killed before it
+        // answered: the write may or may not have been made (checked like a cut write).
+        Ok(answer) if answer.status == 503 && answer.body.to_string().contains(IN_DOUBT) => {
+            seen.cut_by_kill += 1;
+            None
         }
         // The engine retries a write that lost the race for the next record a few times, then
         // answers 503 (nothing written). Under a steady stream of writes through another
@@ -907,4 +931,325 @@ async fn scenario(database: &str) {
         let on_c = api.read_all("C", &c.base, path).await;
         assert_eq!(on_b, on_c, "B and C disagree on {path}");
     }
+}
+
+// ---------------------------------------------------------------- the writer's lease
+
+/// Writers per replica in the lease scenario, each writing as fast as it is answered, and the
+/// most each writes per phase (a bound, so the check at the end reads a few pages at most).
+const LEASE_WRITERS: usize = 3;
+const LEASE_WRITES_MAX: usize = 400;
+/// How long both replicas write at once.
+const CONTENDED_FOR: Duration = Duration::from_secs(3);
+/// How long both take writes before the lease's holder is killed, with writes in flight.
+const BEFORE_KILL: Duration = Duration::from_millis(800);
+/// The budget for a takeover: after the holder is killed, a write sent to the survivor is
+/// acknowledged within this long ("within a few seconds").
+const TAKEOVER_LIMIT: Duration = Duration::from_secs(5);
+
+/// What a replica's `/metrics` says: each series without labels, by name.
+async fn scrape(replica: &Replica) -> HashMap<String, f64> {
+    let text = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(REQUEST_LIMIT)
+        .build()
+        .unwrap()
+        .get(format!("{}/metrics", replica.metrics))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("scraping {}: {e}", replica.name))
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+fn series(scraped: &HashMap<String, f64>, name: &str) -> f64 {
+    scraped.get(name).copied().unwrap_or(0.0)
+}
+
+/// What one writer of the lease scenario saw.
+#[derive(Default)]
+struct Wrote {
+    failures: Vec<String>,
+    /// Writes cut by the kill: no answer, or the answer that the write is in doubt.
+    cut: usize,
+}
+
+/// Registers items through `base` as fast as it answers until `stop`, each acknowledged one
+/// noted in `acked` (id -> description). After `dies` is set, writes without an answer, or
+/// answered as in doubt, are cut by a kill, not failures.
+async fn write_items(
+    api: Api,
+    base: String,
+    label: String,
+    stop: Arc<AtomicBool>,
+    dies: Arc<AtomicBool>,
+    acked: Arc<Mutex<BTreeMap<String, String>>>,
+) -> Wrote {
+    let mut wrote = Wrote::default();
+    for n in 0..LEASE_WRITES_MAX {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let description = format!("lease item {label}-{n}");
+        let answer = api
+            .post(
+                &base,
+                "/v1/items?view=full",
+                &json!({ "description": description }),
+            )
+            .await;
+        let dying = dies.load(Ordering::SeqCst);
+        match answer {
+            Ok(answer) if answer.status == 200 => {
+                let id = str_field(&answer.body, "id").to_owned();
+                acked.lock().unwrap().insert(id, description);
+            }
+            Ok(answer)
+                if dying && answer.status == 503 && answer.body.to_string().contains(IN_DOUBT) =>
+            {
+                wrote.cut += 1;
+            }
+            Ok(answer) => wrote
+                .failures
+                .push(format!("{description}: {} {}", answer.status, answer.body)),
+            Err(_) if dying => {
+                wrote.cut += 1;
+                break;
+            }
+            Err(e) => wrote
+                .failures
+                .push(format!("{description}: no answer: {e}")),
+        }
+    }
+    wrote
+}
+
+/// Every item `replica` lists, following its pages: id -> description.
+async fn all_items(api: &Api, replica: &Replica) -> BTreeMap<String, String> {
+    let mut items = BTreeMap::new();
+    let mut path = "/v1/items?view=full&limit=1000".to_owned();
+    loop {
+        let resp = api
+            .http
+            .get(format!("{}{path}", replica.base))
+            .bearer_auth(&api.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "listing items on {}", replica.name);
+        let next = resp
+            .headers()
+            .get(reqwest::header::LINK)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| {
+                l.strip_prefix('<')?
+                    .split_once('>')
+                    .map(|(u, _)| u.to_owned())
+            });
+        let page: Value = resp.json().await.unwrap();
+        for item in page.as_array().unwrap() {
+            items.insert(
+                str_field(item, "id").to_owned(),
+                str_field(item, "description").to_owned(),
+            );
+        }
+        match next {
+            Some(next) => path = next,
+            None => return items,
+        }
+    }
+}
+
+/// Two replicas writing flat out at once: the one holding the writer's lease makes every
+/// write, the other sends it the writes it receives, so at most 5 % of appends find their place
+/// taken (without the lease, over half did). Then the holder is killed while both write: the
+/// survivor takes the lease and acknowledges a write within seconds, and every write either
+/// acknowledged is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_writes_for_both_and_a_survivor_takes_the_writer_lease_over() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    tokio::time::timeout(SCENARIO_LIMIT, lease_scenario(&db.url))
+        .await
+        .expect("the lease scenario did not finish in time");
+}
+
+/// Starts `LEASE_WRITERS` writers on each of `replicas`, labelled with `phase`.
+fn start_writers(
+    api: &Api,
+    replicas: &[&Replica],
+    phase: &str,
+    stop: &Arc<AtomicBool>,
+    dies: &Arc<AtomicBool>,
+    acked: &Arc<Mutex<BTreeMap<String, String>>>,
+) -> Vec<tokio::task::JoinHandle<Wrote>> {
+    let mut writers = Vec::new();
+    for replica in replicas {
+        for k in 0..LEASE_WRITERS {
+            writers.push(tokio::spawn(write_items(
+                api.clone(),
+                replica.base.clone(),
+                format!("{}{phase}{k}", replica.name),
+                Arc::clone(stop),
+                Arc::clone(dies),
+                Arc::clone(acked),
+            )));
+        }
+    }
+    writers
+}
+
+/// Waits for `writers`; fails on any failure; returns the writes cut by a kill.
+async fn finish(writers: Vec<tokio::task::JoinHandle<Wrote>>) -> usize {
+    let mut cut = 0;
+    for writer in writers {
+        let wrote = writer.await.unwrap();
+        assert!(
+            wrote.failures.is_empty(),
+            "writes failed: {:?}",
+            wrote.failures
+        );
+        cut += wrote.cut;
+    }
+    cut
+}
+
+async fn lease_scenario(database: &str) {
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let api = Api::new(token(&exe).await);
+    let a = Replica::start(&exe, "A", database);
+    wait_healthy(&api, &a).await;
+    let b = Replica::start(&exe, "B", database);
+    wait_healthy(&api, &b).await;
+    let acked = Arc::new(Mutex::new(BTreeMap::new()));
+    let never = Arc::new(AtomicBool::new(false));
+
+    // Both take writes at once.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers = start_writers(&api, &[&a, &b], "", &stop, &never, &acked);
+    tokio::time::sleep(CONTENDED_FOR).await;
+    stop.store(true, Ordering::SeqCst);
+    finish(writers).await;
+    let (on_a, on_b) = (scrape(&a).await, scrape(&b).await);
+    let sum = |name: &str| series(&on_a, name) + series(&on_b, name);
+    let appends = sum("chronoscope_commit_batch_ops_count");
+    let lost = sum("chronoscope_commit_races_lost_total");
+    let forwarded = sum("chronoscope_writes_forwarded_total");
+    let written = acked.lock().unwrap().len();
+    eprintln!(
+        "contended: {written} items in {appends} appends, {lost} lost a race, {forwarded} \
+         forwarded; the lease taken {} times by A, {} by B",
+        series(&on_a, "chronoscope_writer_lease_taken_total"),
+        series(&on_b, "chronoscope_writer_lease_taken_total"),
+    );
+    assert!(appends > 0.0, "no append counted: {on_a:?}");
+    assert!(
+        lost <= 0.05 * appends,
+        "{lost} of {appends} appends lost a race (budget: 5 %)"
+    );
+    assert!(
+        forwarded > 0.0,
+        "the replica without the lease sent no write on to its holder"
+    );
+    for replica in [&a, &b] {
+        let by_it = acked
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|d| d.starts_with(&format!("lease item {}", replica.name)))
+            .count();
+        assert!(by_it > 0, "{} acknowledged no write", replica.name);
+    }
+
+    // The holder is killed while both take writes.
+    let held = |scraped: &HashMap<String, f64>| series(scraped, "chronoscope_writer_lease_held");
+    let (a_holds, b_holds) = (held(&scrape(&a).await), held(&scrape(&b).await));
+    assert_eq!(
+        a_holds + b_holds,
+        1.0,
+        "exactly one replica holds the lease (A: {a_holds}, B: {b_holds})"
+    );
+    let (mut holder, other) = if a_holds == 1.0 { (a, b) } else { (b, a) };
+    let dies = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers = start_writers(&api, &[&holder, &other], "-last", &stop, &dies, &acked);
+    tokio::time::sleep(BEFORE_KILL).await;
+    dies.store(true, Ordering::SeqCst);
+    holder.kill();
+    let killed = tokio::time::Instant::now();
+    stop.store(true, Ordering::SeqCst);
+    let cut = finish(writers).await;
+
+    // The survivor takes over: a write sent to it now is acknowledged within seconds. Sent as
+    // a client should, with an Idempotency-Key, and sent again while the answer is that it is
+    // in doubt (it went to the dead holder on a connection kept from before).
+    let mut answer = None;
+    for _ in 0..3 {
+        let sent = api
+            .send(
+                api.http
+                    .post(format!("{}/v1/items?view=full", other.base))
+                    .header("Idempotency-Key", "after-the-kill")
+                    .json(&json!({ "description": "after the kill" })),
+            )
+            .await
+            .unwrap();
+        let in_doubt = sent.status == 503 && sent.body.to_string().contains(IN_DOUBT);
+        answer = Some(sent);
+        if !in_doubt {
+            break;
+        }
+    }
+    let answer = answer.unwrap();
+    let took = killed.elapsed();
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    acked.lock().unwrap().insert(
+        str_field(&answer.body, "id").to_owned(),
+        "after the kill".to_owned(),
+    );
+    eprintln!(
+        "{} acknowledged its first write {} ms after {} (the lease holder) was killed; {cut} \
+         writes cut by the kill",
+        other.name,
+        took.as_millis(),
+        holder.name
+    );
+    assert!(
+        took <= TAKEOVER_LIMIT,
+        "{} took {took:?} to write after the lease holder was killed",
+        other.name
+    );
+    assert_eq!(
+        held(&scrape(&other).await),
+        1.0,
+        "{} holds the lease now",
+        other.name
+    );
+
+    // Nothing acknowledged is lost; what was cut by the kill may or may not be there.
+    let items = all_items(&api, &other).await;
+    let acked = acked.lock().unwrap();
+    for (id, description) in acked.iter() {
+        assert_eq!(
+            items.get(id),
+            Some(description),
+            "an acknowledged item is lost or changed"
+        );
+    }
+    assert!(
+        items.len() <= acked.len() + cut,
+        "{} items listed, {} acknowledged and {cut} cut by the kill",
+        items.len(),
+        acked.len()
+    );
 }
