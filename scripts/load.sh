@@ -123,11 +123,13 @@ metric_sum() {
   echo "$total"
 }
 # What the replicas' metrics say so far: appends, records appended, races lost, reads, store
-# queries made for reads (space-separated).
+# queries made for reads, times the writer's lease was taken, writes forwarded to its holder
+# (space-separated).
 engine_counts() {
   echo "$(metric_sum chronoscope_commit_batch_ops_count) $(metric_sum chronoscope_commit_batch_ops_sum)" \
     "$(metric_sum chronoscope_commit_races_lost_total) $(metric_sum chronoscope_reads_total)" \
-    "$(metric_sum chronoscope_store_read_queries_total)"
+    "$(metric_sum chronoscope_store_read_queries_total) $(metric_sum chronoscope_writer_lease_taken_total)" \
+    "$(metric_sum chronoscope_writes_forwarded_total)"
 }
 
 # Runs wrk ($1 label, $2 url, $3 script) after a 2 s warm-up; prints requests/s on stdout.
@@ -140,16 +142,21 @@ engine_counts() {
 measure() {
   local label="$1" url="$2" script="$3" out="$work/$1.wrk"
   wrk -t "$threads" -c "$connections" -d 2s -s "$script" "$url" >/dev/null
-  local server0 db0 x0 server1 db1 x1 requests e0="" e1=""
+  local server0 db0 x0 server1 db1 x1 requests e0="" e1="" each0="" each1="" pid
   [ -n "${metrics_ports:-}" ] && e0="$(engine_counts)"
+  for pid in ${serve_pids:-}; do each0="$each0 $(cpu_us "$pid")"; done
   server0="$(cpu_us ${serve_pids:-})"; db0="$(cpu_us $(postgres_pids))"; x0="$(pg_xacts)"
   wrk -t "$threads" -c "$connections" -d "${duration}s" --latency -s "$script" "$url" >"$out"
   server1="$(cpu_us ${serve_pids:-})"; db1="$(cpu_us $(postgres_pids))"; x1="$(pg_xacts)"
+  for pid in ${serve_pids:-}; do each1="$each1 $(cpu_us "$pid")"; done
   [ -n "${metrics_ports:-}" ] && e1="$(engine_counts)"
   if [ -n "$e0" ] && [ -n "$e1" ]; then
     echo "$e0 $e1" | awk '{
-      appends = $6 - $1; records = $7 - $2; lost = $8 - $3; reads = $9 - $4; queries = $10 - $5
+      appends = $8 - $1; records = $9 - $2; lost = $10 - $3; reads = $11 - $4; queries = $12 - $5
+      turns = $13 - $6; forwarded = $14 - $7
       if (appends > 0) printf "%d appends, %.1f records each, %d (%.1f %%) lost a race", appends, records / appends, lost, 100 * lost / appends
+      if (appends > 0 && turns > 0) printf ", the writer lease taken %d times", turns
+      if (forwarded > 0) printf ", %d writes forwarded to its holder", forwarded
       if (appends > 0 && reads > 0) printf "; "
       if (reads > 0) printf "%d reads, %.3f store queries per read", reads, queries / reads
     }' >"$work/$label.engine"
@@ -158,7 +165,13 @@ measure() {
   requests="$(awk '/requests in/ {print $1}' "$out")"
   if [ -n "${serve_pids:-}" ] && [ "${requests:-0}" -gt 0 ]; then
     awk -v s=$((server1 - server0)) -v d=$((db1 - db0)) -v n="$requests" -v x0="$x0" -v x1="$x1" \
-      'BEGIN { printf "server %.1f µs", s / n; if (x0 != "") printf ", database %.1f µs, %.3f db transactions", d / n, (x1 - x0) / n; printf " per request" }' \
+      -v each0="$each0" -v each1="$each1" \
+      'BEGIN {
+        printf "server %.1f µs", s / n
+        k = split(each0, a); split(each1, b)
+        if (k > 1) { printf " (replicas:"; for (i = 1; i <= k; i++) printf " %.1f", (b[i] - a[i]) / n; printf ")" }
+        if (x0 != "") printf ", database %.1f µs, %.3f db transactions", d / n, (x1 - x0) / n
+        printf " per request" }' \
       >"$work/$label.cost"
   fi
   { grep -E 'Non-2xx or 3xx responses' "$out" || true
