@@ -54,6 +54,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let streams: usize = arg("--streams").map_or(Ok(1000), |v| v.parse())?;
     let idle: u64 = arg("--idle").map_or(Ok(12), |v| v.parse())?;
     let settle: u64 = arg("--settle").map_or(Ok(3), |v| v.parse())?;
+    // reqwest is built without a default TLS provider (the crate installs one).
+    chronoscope::tls::install_default_provider();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(streams + 8)
         .build()?;
