@@ -659,7 +659,11 @@ fn advertised_url(
              --advertise-url out (replicas serving https take turns with the writer's lease)",
         ));
     }
-    let url = reqwest::Url::parse(given).map_err(|e| bad(&e.to_string()))?;
+    let url = reqwest::Url::parse(given).map_err(|e| {
+        bad(&format!(
+            "not a URL ({e}); give one like http://10.0.0.5:8080"
+        ))
+    })?;
     if url.scheme() != "http" {
         return Err(bad(
             "forwarded writes go over plain http on the replicas' own network; give an \
@@ -692,6 +696,9 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         (Some(cert), Some(key)) => Some(chronoscope::tls::server_config(cert, key)?),
         _ => None,
     };
+    // Checked before the store is opened too (the default needs the bound address).
+    let unbound = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    advertised_url(args.advertise_url.as_deref(), unbound, tls.is_some())?;
     let metrics = match &args.metrics_listen {
         Some(addr) => {
             // Installed before the router is built, so that the router records.
@@ -728,6 +735,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
             .await
             .map_err(|why| eyre!("--advertise-url {url}: {why}"))?;
     }
+    engine.learn_lease_holder();
     let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!(
         "chronoscope serving on {scheme}://{address} (store: {})",

@@ -65,6 +65,8 @@ pub(super) struct Lease {
     resting_until: Mutex<Option<Instant>>,
     /// Where the lease's holder takes forwarded writes, as last asked.
     holder: Mutex<Holder>,
+    /// Held while the store is asked who holds the lease, so that one write asks at a time.
+    asking: tokio::sync::Mutex<()>,
 }
 
 /// What is known of the lease's holder.
@@ -72,10 +74,8 @@ pub(super) struct Lease {
 struct Holder {
     /// Its address, when it is another process that gave one.
     url: Option<Arc<str>>,
-    /// When the store was last asked.
+    /// When the store was last asked; `None` once what it said no longer holds.
     asked: Option<Instant>,
-    /// Whether the store is being asked now.
-    asking: bool,
 }
 
 impl std::fmt::Debug for Lease {
@@ -92,11 +92,26 @@ impl Lease {
             taken: AtomicU64::new(0),
             resting_until: Mutex::new(None),
             holder: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
         }
     }
 
     fn holder(&self) -> std::sync::MutexGuard<'_, Holder> {
         self.holder.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the store said about the holder, while it may still be trusted.
+    fn known_holder(&self) -> Option<Option<Arc<str>>> {
+        let holder = self.holder();
+        let fresh = holder
+            .asked
+            .is_some_and(|asked| asked.elapsed() < HOLDER_FRESH);
+        fresh.then(|| holder.url.clone())
+    }
+
+    /// Forgets what the store said about the holder: the lease moved.
+    fn forget_holder(&self) {
+        self.holder().asked = None;
     }
 
     fn resting(&self) -> bool {
@@ -206,6 +221,8 @@ impl Engine {
         {
             held.release().await;
             metrics::gauge!(crate::metrics::WRITER_LEASE_HELD).set(0.0);
+            // Another process holds it now, or soon: the next write asks who.
+            lease.forget_holder();
         }
     }
 
@@ -231,33 +248,22 @@ impl Engine {
 
     /// Where a write received over HTTP should go instead of being made here: the address of
     /// the process holding the writer's lease, when that is another process that gave one.
-    /// Never waits: what the store said about the holder is asked again in the background
-    /// once it is older than [`HOLDER_FRESH`], and until the first answer writes are made here.
-    pub fn forward_writes_to(&self) -> Option<Arc<str>> {
+    /// What the store said about the holder is used for [`HOLDER_FRESH`]; after that, or once
+    /// this process gave the lease up, the first write asks again (one query) and the writes
+    /// arriving meanwhile wait for its answer.
+    pub async fn forward_writes_to(&self) -> Option<Arc<str>> {
         let lease = self.lease.as_ref()?;
         if lease.slot.try_read().is_ok_and(|slot| slot.is_some()) {
             return None;
         }
-        let mut holder = lease.holder();
-        let stale = holder
-            .asked
-            .is_none_or(|asked| asked.elapsed() >= HOLDER_FRESH);
-        if stale && !holder.asking {
-            holder.asking = true;
-            let engine = self.me.clone();
-            tokio::spawn(async move {
-                if let Some(engine) = engine.upgrade() {
-                    engine.ask_who_holds_the_lease().await;
-                }
-            });
+        if let Some(known) = lease.known_holder() {
+            return known;
         }
-        holder.url.clone()
-    }
-
-    async fn ask_who_holds_the_lease(&self) {
-        let Some(lease) = &self.lease else {
-            return;
-        };
+        let _asking = lease.asking.lock().await;
+        // Asked while this write waited its turn.
+        if let Some(known) = lease.known_holder() {
+            return known;
+        }
         let url = match lease.store.holder().await {
             Ok(Some(LeaseHolder {
                 mine: false,
@@ -270,9 +276,23 @@ impl Engine {
             }
         };
         let mut holder = lease.holder();
-        holder.url = url;
+        holder.url = url.clone();
         holder.asked = Some(Instant::now());
-        holder.asking = false;
+        url
+    }
+
+    /// Asks the store in the background who holds the writer's lease, so that the first
+    /// writes received over HTTP go to it without waiting to ask.
+    pub fn learn_lease_holder(&self) {
+        if self.lease.is_none() {
+            return;
+        }
+        let engine = self.me.clone();
+        tokio::spawn(async move {
+            if let Some(engine) = engine.upgrade() {
+                engine.forward_writes_to().await;
+            }
+        });
     }
 
     /// A write forwarded to `url` found nobody there: writes are made here (taking the lease)

@@ -109,7 +109,10 @@ pub(super) async fn forward(State(f): State<Forwarding>, req: Request, next: Nex
     {
         return next.run(req).await;
     }
-    let (Some(http), Some(to)) = (&f.http, f.sessions.forward_writes_to()) else {
+    let Some(http) = &f.http else {
+        return next.run(req).await;
+    };
+    let Some(to) = f.sessions.forward_writes_to().await else {
         return next.run(req).await;
     };
     let (parts, body) = req.into_parts();

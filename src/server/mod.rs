@@ -87,9 +87,9 @@ pub trait Sessions: Send + Sync + 'static {
     }
 
     /// Where a write received here should be sent instead: the replica holding the writer's
-    /// lease, when that is another one (see `forward`). Never waits.
-    fn forward_writes_to(&self) -> Option<Arc<str>> {
-        None
+    /// lease, when that is another one (see `forward`). Waits at most for one query.
+    fn forward_writes_to(&self) -> futures::future::BoxFuture<'_, Option<Arc<str>>> {
+        Box::pin(async { None })
     }
 
     /// A write forwarded to `url` found nobody there.
@@ -125,8 +125,8 @@ impl Sessions for Arc<Engine> {
         Engine::note_refusal(self, timeline, user, operation);
     }
 
-    fn forward_writes_to(&self) -> Option<Arc<str>> {
-        Engine::forward_writes_to(self)
+    fn forward_writes_to(&self) -> futures::future::BoxFuture<'_, Option<Arc<str>>> {
+        Box::pin(Engine::forward_writes_to(self))
     }
 
     fn forward_failed(&self, url: &str) {
