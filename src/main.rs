@@ -642,15 +642,11 @@ async fn identity_keys(args: &ServeArgs) -> Result<Option<Arc<chronoscope::auth:
     Ok(Some(keys))
 }
 
-/// Where the other replicas send writes while this one holds the writer's lease: `given`
-/// (checked), else this server's own address when that is one address over plain http.
-fn advertised_url(
-    given: Option<&str>,
-    address: std::net::SocketAddr,
-    tls: bool,
-) -> Result<Option<String>> {
+/// `--advertise-url`, checked: where the other replicas send writes while this one holds the
+/// writer's lease. `None` when not given (see [`default_advertised_url`]).
+fn checked_advertise_url(given: Option<&str>, tls: bool) -> Result<Option<String>> {
     let Some(given) = given.map(str::trim).filter(|g| !g.is_empty()) else {
-        return Ok((!tls && !address.ip().is_unspecified()).then(|| format!("http://{address}")));
+        return Ok(None);
     };
     let bad = |why: &str| eyre!("--advertise-url {given}: {why}");
     if tls {
@@ -683,6 +679,12 @@ fn advertised_url(
     Ok(Some(url.as_str().trim_end_matches('/').to_owned()))
 }
 
+/// Without `--advertise-url`: this server's own address, when that is one address over plain
+/// http.
+fn default_advertised_url(address: std::net::SocketAddr, tls: bool) -> Option<String> {
+    (!tls && !address.ip().is_unspecified()).then(|| format!("http://{address}"))
+}
+
 async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     let secret = secret(
         global,
@@ -696,9 +698,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         (Some(cert), Some(key)) => Some(chronoscope::tls::server_config(cert, key)?),
         _ => None,
     };
-    // Checked before the store is opened too (the default needs the bound address).
-    let unbound = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
-    advertised_url(args.advertise_url.as_deref(), unbound, tls.is_some())?;
+    let advertise = checked_advertise_url(args.advertise_url.as_deref(), tls.is_some())?;
     let metrics = match &args.metrics_listen {
         Some(addr) => {
             // Installed before the router is built, so that the router records.
@@ -729,7 +729,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         .await
         .wrap_err_with(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    if let Some(url) = advertised_url(args.advertise_url.as_deref(), address, tls.is_some())? {
+    if let Some(url) = advertise.or_else(|| default_advertised_url(address, tls.is_some())) {
         engine
             .advertise_writer(&url)
             .await

@@ -495,11 +495,7 @@ impl Secret {
         let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.0)
             .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
         mac.update(purpose.as_bytes());
-        mac.finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex(&mac.finalize().into_bytes())
     }
 }
 
@@ -507,6 +503,10 @@ fn random_hex(n: usize) -> String {
     use rand::RngCore;
     let mut bytes = vec![0u8; n];
     rand::rng().fill_bytes(&mut bytes);
+    hex(&bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

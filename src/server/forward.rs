@@ -186,6 +186,43 @@ fn lost(f: &Forwarding, to: &str, e: &reqwest::Error) -> Response {
 mod tests {
     use super::*;
 
+    fn forwarding(secret: &Secret) -> Forwarding {
+        struct NoWriter;
+        impl Sessions for NoWriter {
+            fn session(
+                &self,
+                _: crate::model::Traveller,
+                _: Option<crate::engine::idempotency::Idempotency>,
+                _: bool,
+            ) -> Arc<dyn crate::service::TimelineService> {
+                unreachable!("not asked for a session")
+            }
+        }
+        Forwarding::new(Arc::new(NoWriter), secret, 1024, Duration::from_secs(1))
+    }
+
+    #[test]
+    fn only_this_deployments_proof_marks_a_request_forwarded() {
+        let ours = Secret::from_bytes("the secret every replica of this deployment shares")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let theirs = Secret::from_bytes("the secret of some other deployment entirely")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let f = forwarding(&ours);
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                FORWARDED,
+                HeaderValue::from_str(value).unwrap_or_else(|e| panic!("{e}")),
+            );
+            headers
+        };
+        assert!(f.forwarded(&with(&ours.proof(PURPOSE))));
+        assert!(!f.forwarded(&with(&theirs.proof(PURPOSE))));
+        assert!(!f.forwarded(&with(&ours.proof("another purpose"))));
+        assert!(!f.forwarded(&with("1")));
+        assert!(!f.forwarded(&HeaderMap::new()));
+    }
+
     #[test]
     fn proofs_compare_whole() {
         assert!(same(b"abc", b"abc"));
