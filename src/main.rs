@@ -598,8 +598,24 @@ async fn identity_keys(args: &ServeArgs) -> Result<Option<Arc<chronoscope::auth:
     let checks = IdentityChecks {
         issuer: args.jwt_issuer.clone().filter(|s| !s.trim().is_empty()),
         audience: args.jwt_audience.clone().filter(|s| !s.trim().is_empty()),
+        subject_prefix: match args.jwt_subject_prefix.as_str() {
+            "-" => String::new(),
+            prefix => prefix.to_owned(),
+        },
     };
-    let has_checks = checks != IdentityChecks::default();
+    let has_checks = checks.issuer.is_some() || checks.audience.is_some();
+    if args.jwks_file.is_some() || args.jwks_url.is_some() {
+        checks
+            .require_audience(args.jwt_any_audience)
+            .map_err(|e| misconfigured(e.to_string()))?;
+        if checks.subject_prefix.trim() != checks.subject_prefix
+            || checks.subject_prefix.chars().any(char::is_control)
+        {
+            return Err(misconfigured(
+                "--jwt-subject-prefix may not hold spaces at its ends or control characters",
+            ));
+        }
+    }
     if let Some(path) = &args.jwks_file {
         return Ok(Some(
             IdentityKeys::from_file(path, checks).map_err(|e| misconfigured(e.to_string()))?,

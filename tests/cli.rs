@@ -1110,14 +1110,33 @@ fn identity_provider_settings_that_cannot_work_stop_serve_before_it_listens() {
     };
     let stderr = serve(&["--jwt-audience", "chronoscope"]);
     assert!(stderr.contains("--jwks-file or --jwks-url"), "{stderr}");
-    let stderr = serve(&["--jwks-url", "ftp://id.example/jwks"]);
+    let stderr = serve(&[
+        "--jwks-url",
+        "ftp://id.example/jwks",
+        "--jwt-audience",
+        "chronoscope",
+    ]);
     assert!(
         stderr.contains("not an http:// or https:// URL"),
         "{stderr}"
     );
     let missing = dir.path().join("no-such-jwks.json");
-    let stderr = serve(&["--jwks-file", missing.to_str().unwrap()]);
+    let stderr = serve(&[
+        "--jwks-file",
+        missing.to_str().unwrap(),
+        "--jwt-audience",
+        "chronoscope",
+    ]);
     assert!(stderr.contains("no-such-jwks.json"), "{stderr}");
+    // A key set without an audience would make every token of the provider, whichever
+    // service it was issued for, valid here with its scopes.
+    let stderr = serve(&["--jwks-file", missing.to_str().unwrap()]);
+    assert!(
+        stderr.contains("--jwt-audience") && stderr.contains("--jwt-any-audience"),
+        "{stderr}"
+    );
+    let stderr = serve(&["--jwks-url", "https://id.example/jwks"]);
+    assert!(stderr.contains("--jwt-any-audience"), "{stderr}");
     assert!(!stderr.contains("BACKTRACE"), "{stderr}");
 }
 

@@ -81,6 +81,7 @@ async fn served_with(keys: &KeyServer) -> App {
         IdentityChecks {
             issuer: Some(ISSUER.into()),
             audience: Some(AUDIENCE.into()),
+            ..IdentityChecks::default()
         },
     );
     let http = reqwest::Client::new();

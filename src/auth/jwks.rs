@@ -20,7 +20,10 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::Deserialize;
 
-use super::{AuthError, Claims, LEEWAY_SECS, TokenRefusal, now_secs, rfc3339};
+use super::{
+    AuthError, Claims, LEEWAY_SECS, PROVIDER_CLAIMS, TokenRefusal, claim_at_fault, now_secs,
+    rfc3339,
+};
 
 /// Shortest wait between two fetches of a key set, whatever its cache headers say.
 pub const MIN_REFRESH: Duration = Duration::from_secs(60);
@@ -34,13 +37,60 @@ pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
 /// made-up keys costs at most one fetch per this interval).
 pub const UNKNOWN_KEY_REFRESH: Duration = Duration::from_secs(2);
 
-/// What a token from the identity provider must also say, when configured.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What the identity provider's travellers are called here by default: `idp:` before their
+/// `sub`, so that no token the server mints itself can name one of them, nor they one of its.
+pub const DEFAULT_SUBJECT_PREFIX: &str = "idp:";
+
+/// What a token from the identity provider must also say, when configured, and what its
+/// subjects are called here.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdentityChecks {
     /// The `iss` every token must carry.
     pub issuer: Option<String>,
     /// A value the token's `aud` must carry.
     pub audience: Option<String>,
+    /// Put before every provider token's `sub` to name its traveller ([`DEFAULT_SUBJECT_PREFIX`]
+    /// unless the operator chose another; empty when they chose to share one namespace). The
+    /// server's own tokens may not name a subject that starts with it.
+    pub subject_prefix: String,
+}
+
+impl Default for IdentityChecks {
+    fn default() -> Self {
+        Self {
+            issuer: None,
+            audience: None,
+            subject_prefix: DEFAULT_SUBJECT_PREFIX.into(),
+        }
+    }
+}
+
+impl IdentityChecks {
+    /// Refuses a configuration without an audience unless `any_audience` says every audience
+    /// is meant: without one, a token the provider issued to another service (with an `admin`
+    /// scope there) would be an operator's here.
+    pub fn require_audience(&self, any_audience: bool) -> Result<(), AuthError> {
+        match (&self.audience, any_audience) {
+            (None, false) => Err(AuthError::KeySet(
+                "an identity provider's key set is given without --jwt-audience: every token \
+                 that provider issued to any service would be accepted here, with its scopes. \
+                 Name this server's audience with --jwt-audience, or pass --jwt-any-audience if \
+                 every token of the provider is meant for this server"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The traveller name a provider token's `sub` stands for.
+    fn traveller(&self, sub: &str) -> String {
+        format!("{}{sub}", self.subject_prefix)
+    }
+
+    /// Whether `sub`, named by one of the server's own tokens, is in the provider's namespace.
+    pub(super) fn reserves(&self, sub: &str) -> bool {
+        !self.subject_prefix.is_empty() && sub.starts_with(&self.subject_prefix)
+    }
 }
 
 /// The identity provider's public keys, and what its tokens must say.
@@ -54,6 +104,8 @@ pub struct IdentityKeys {
     fetched: Mutex<Option<Instant>>,
     /// Wakes the refresher early (an unknown key id).
     wake: tokio::sync::Notify,
+    /// Whether the set is fetched from a URL (and so fetched again), or read from a file once.
+    from_url: bool,
 }
 
 impl fmt::Debug for IdentityKeys {
@@ -113,10 +165,21 @@ impl IdentityKeys {
         Self {
             source,
             checks,
+            from_url: set.is_none(),
             set: RwLock::new(set.map(Arc::new)),
             fetched: Mutex::new(None),
             wake: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Whether the set is fetched again while the server runs (from a URL), not read once.
+    fn fetches(&self) -> bool {
+        self.from_url
+    }
+
+    /// What the provider's tokens must say, and how their subjects are named here.
+    pub fn checks(&self) -> &IdentityChecks {
+        &self.checks
     }
 
     /// Where the keys come from.
@@ -199,19 +262,22 @@ impl IdentityKeys {
             });
         }
         let Some(set) = self.set.read().ok().and_then(|s| s.clone()) else {
-            return refuse(TokenRefusal::ProviderKeysMissing {
-                keys: self.source.clone(),
-            });
+            tracing::info!(keys = %self.source, "a provider token was refused: its keys are not fetched yet");
+            return refuse(TokenRefusal::ProviderKeysMissing);
         };
         let jwk = match &header.kid {
             Some(kid) => match set.find(kid).filter(|k| usable(k)) {
                 Some(jwk) => jwk,
                 None => {
-                    // Perhaps the provider rotated its keys: fetch the set again soon.
-                    self.wake.notify_one();
+                    // Perhaps the provider rotated its keys: fetch the set again soon (a
+                    // set read from a file is read at start only).
+                    let refetched = self.fetches();
+                    if refetched {
+                        self.wake.notify_one();
+                    }
                     return refuse(TokenRefusal::UnknownKey {
                         kid: kid.clone(),
-                        keys: self.source.clone(),
+                        refetched,
                     });
                 }
             },
@@ -221,9 +287,9 @@ impl IdentityKeys {
                     (Some(only), None) => only,
                     _ => {
                         return refuse(TokenRefusal::BadClaim {
-                            claim: "kid (the key set has several keys for this algorithm, or \
-                                    none)"
-                                .into(),
+                            claim: "kid".into(),
+                            problem: "(a header field) is missing, and the identity provider's \
+                                      key set has several keys for this algorithm, or none",
                         });
                     }
                 }
@@ -252,6 +318,7 @@ impl IdentityKeys {
             }
             None => validation.validate_aud = false,
         }
+        validation.validate_nbf = true;
         validation.set_required_spec_claims(&required);
         let claims = jsonwebtoken::decode::<ProviderClaims>(token, &key, &validation)
             .map_err(|e| AuthError::InvalidToken(self.refusal(&e, token)))?
@@ -261,9 +328,8 @@ impl IdentityKeys {
         {
             return refuse(TokenRefusal::IssuedInFuture { at: rfc3339(iat) });
         }
-        claims
-            .sub
-            .parse::<crate::model::Traveller>()
+        let sub = self.checks.traveller(&claims.sub);
+        sub.parse::<crate::model::Traveller>()
             .map_err(|e| AuthError::InvalidToken(TokenRefusal::BadSubject(e.to_string())))?;
         let mut scope = claims.scope.unwrap_or_default();
         match claims.scp {
@@ -272,7 +338,7 @@ impl IdentityKeys {
             None => {}
         }
         Ok(Claims {
-            sub: claims.sub,
+            sub,
             exp: claims.exp,
             iat: claims.iat.unwrap_or(0),
             scope: scope.split_whitespace().collect::<Vec<_>>().join(" "),
@@ -282,9 +348,8 @@ impl IdentityKeys {
     fn refusal(&self, e: &jsonwebtoken::errors::Error, token: &str) -> TokenRefusal {
         use jsonwebtoken::errors::ErrorKind as K;
         match e.kind() {
-            K::InvalidSignature => TokenRefusal::ProviderSignature {
-                keys: self.source.clone(),
-            },
+            K::InvalidSignature => TokenRefusal::ProviderSignature,
+            K::Json(_) => claim_at_fault(token, PROVIDER_CLAIMS).unwrap_or(TokenRefusal::Malformed),
             K::InvalidIssuer => TokenRefusal::WrongIssuer {
                 expected: self.checks.issuer.clone().unwrap_or_default(),
             },
@@ -452,7 +517,10 @@ mod tests {
             claims(json!({"scp": ["write"]})),
         );
         let claims = verifier.verify(&token).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(claims.sub, "ada");
+        assert_eq!(
+            claims.sub, "idp:ada",
+            "the provider's travellers have a namespace"
+        );
         let scopes = Scopes::parse(&claims.scope);
         assert!(
             scopes.allows(crate::auth::Scope::Read) && scopes.allows(crate::auth::Scope::Write)
@@ -486,7 +554,7 @@ mod tests {
         let token = sign(Algorithm::RS256, &key, Some("r1"), claims(json!({})));
         assert_eq!(
             verifier.verify(&token).map(|c| c.sub).ok(),
-            Some("ada".into())
+            Some("idp:ada".into())
         );
         // The key names RS256: a PS256 signature by the same key is refused.
         let pss = sign(Algorithm::PS256, &key, Some("r1"), claims(json!({})));
@@ -503,6 +571,7 @@ mod tests {
         let checks = IdentityChecks {
             issuer: Some("https://id.example".into()),
             audience: Some("chronoscope".into()),
+            ..IdentityChecks::default()
         };
         let verifier = Verifier::with_identity(secret(), Some(keys(&[jwk], checks)));
         let good = json!({"iss": "https://id.example", "aud": ["other", "chronoscope"]});
@@ -518,10 +587,7 @@ mod tests {
 
         let forged = sign(Algorithm::ES256, &stranger, Some("k1"), claims(good));
         let why = refusal(&verifier, &forged);
-        assert!(
-            matches!(why, TokenRefusal::ProviderSignature { .. }),
-            "{why}"
-        );
+        assert!(matches!(why, TokenRefusal::ProviderSignature), "{why}");
 
         let other_issuer = claims(json!({"iss": "https://evil.example", "aud": "chronoscope"}));
         let why = refusal(
@@ -536,6 +602,106 @@ mod tests {
             &sign(Algorithm::ES256, &key, Some("k1"), other_audience),
         );
         assert!(matches!(why, TokenRefusal::WrongAudience { .. }), "{why}");
+    }
+
+    #[test]
+    fn a_key_set_without_an_audience_is_refused_unless_every_audience_is_meant() {
+        let none = IdentityChecks::default();
+        let err = none.require_audience(false).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("--jwt-audience") && e.contains("--jwt-any-audience")),
+            "{err:?}"
+        );
+        assert!(none.require_audience(true).is_ok());
+        let named = IdentityChecks {
+            audience: Some("chronoscope".into()),
+            ..IdentityChecks::default()
+        };
+        assert!(named.require_audience(false).is_ok());
+    }
+
+    #[test]
+    fn a_provider_token_not_valid_yet_is_refused() {
+        let (key, jwk) = ec_key("k1");
+        let verifier =
+            Verifier::with_identity(secret(), Some(keys(&[jwk], IdentityChecks::default())));
+        let thirty_days = 30 * 24 * 3600;
+        let early = claims(json!({"nbf": now_secs() + thirty_days}));
+        let why = refusal(&verifier, &sign(Algorithm::ES256, &key, Some("k1"), early));
+        assert!(matches!(why, TokenRefusal::NotYetValid { .. }), "{why}");
+    }
+
+    #[test]
+    fn provider_subjects_and_the_servers_own_never_name_each_other() {
+        let (key, jwk) = ec_key("k1");
+        let verifier = Verifier::with_identity(
+            secret(),
+            Some(keys(std::slice::from_ref(&jwk), IdentityChecks::default())),
+        );
+        // The provider's `root` is `idp:root` here, never the operator's `root`.
+        let root = sign(
+            Algorithm::ES256,
+            &key,
+            Some("k1"),
+            claims(json!({"sub": "root"})),
+        );
+        assert_eq!(
+            verifier.verify(&root).map(|c| c.sub).ok(),
+            Some("idp:root".into())
+        );
+        // A token minted with the server's secret cannot claim a provider traveller's name.
+        let own = |sub: &str| {
+            crate::auth::issue_token(
+                &secret(),
+                sub,
+                &Scopes::parse("read"),
+                Duration::from_secs(60),
+            )
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let why = refusal(&verifier, &own("idp:grace"));
+        assert!(
+            matches!(&why, TokenRefusal::BadSubject(s) if s.contains("--jwt-subject-prefix")),
+            "{why}"
+        );
+        assert!(verifier.verify(&own("grace")).is_ok());
+        // An operator who chose one shared namespace gets it, and says so by an empty prefix.
+        let shared = IdentityChecks {
+            subject_prefix: String::new(),
+            ..IdentityChecks::default()
+        };
+        let verifier = Verifier::with_identity(secret(), Some(keys(&[jwk], shared)));
+        assert_eq!(
+            verifier.verify(&root).map(|c| c.sub).ok(),
+            Some("root".into())
+        );
+        assert!(verifier.verify(&own("idp:grace")).is_ok());
+    }
+
+    #[test]
+    fn refusals_never_tell_the_caller_where_the_keys_are() {
+        let (key, jwk) = ec_key("k1");
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("provider-keys.json");
+        std::fs::write(&path, json!({"keys": [jwk]}).to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let keys = IdentityKeys::from_file(&path, IdentityChecks::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let verifier = Verifier::with_identity(secret(), Some(keys));
+        let (stranger, _) = ec_key("k1");
+        for token in [
+            sign(Algorithm::ES256, &key, Some("k9"), claims(json!({}))),
+            sign(Algorithm::ES256, &stranger, Some("k1"), claims(json!({}))),
+        ] {
+            let why = refusal(&verifier, &token).to_string();
+            assert!(
+                !why.contains("provider-keys.json")
+                    && !why.contains(&*dir.path().to_string_lossy()),
+                "{why}"
+            );
+            // A file is read at start only: nobody is fetching it again.
+            assert!(!why.contains("fetched again"), "{why}");
+        }
     }
 
     #[test]

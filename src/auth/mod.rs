@@ -192,13 +192,22 @@ pub enum TokenRefusal {
         /// The `alg` its header names.
         alg: String,
     },
-    /// A claim every chronoscope token carries is missing or not of its type.
-    #[error(
-        "the token's '{claim}' claim is missing or malformed; mint one with `chronoscope token`"
-    )]
+    /// A claim the token needs is missing or not of its type.
+    #[error("the token's '{claim}' claim {problem}; mint one with `chronoscope token`")]
     BadClaim {
         /// The claim.
         claim: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// Its header names critical extensions this server does not understand.
+    #[error(
+        "the token's header marks extensions as critical ('crit': {names}), and this server \
+         understands none, so it cannot accept the token (RFC 7515 §4.1.11)"
+    )]
+    CriticalExtension {
+        /// The extensions named.
+        names: String,
     },
     /// Its `iat` is ahead of this server's clock.
     #[error(
@@ -212,36 +221,37 @@ pub enum TokenRefusal {
     /// Its `sub` is not a traveller name.
     #[error("the token's subject cannot be a traveller: {0}")]
     BadSubject(String),
-    /// Signed with an identity provider's key that is not in its key set (yet).
+    /// Signed with an identity provider's key that is not in its key set (yet). Where the
+    /// keys come from is the operator's business: it is logged, never told to the caller.
     #[error(
         "the token is signed with the key '{kid}', which is not in the identity provider's key \
-         set ({keys}); the set is being fetched again, so retry in a few seconds if the \
-         provider has just rotated its keys"
+         set{}",
+        if *refetched {
+            "; the set is being fetched again, so retry in a few seconds if the provider has \
+             just rotated its keys"
+        } else {
+            " this server read at start; if the provider has rotated its keys, the server's \
+             operator must give it the new set"
+        }
     )]
     UnknownKey {
         /// The key id the token names.
         kid: String,
-        /// Where the keys come from.
-        keys: String,
+        /// Whether the set is being fetched again (a URL), or was read once (a file).
+        refetched: bool,
     },
     /// The identity provider's keys have not been fetched yet.
     #[error(
-        "this server could not fetch its identity provider's keys from {keys} yet; retry \
-         shortly (the server's log says why)"
+        "this server could not fetch its identity provider's keys yet; retry shortly (the \
+         server's log says why)"
     )]
-    ProviderKeysMissing {
-        /// Where the keys come from.
-        keys: String,
-    },
+    ProviderKeysMissing,
     /// The signature does not verify with the identity provider's key.
     #[error(
-        "the token's signature does not verify with the identity provider's key from {keys} \
-         (was it altered, or issued by another provider?)"
+        "the token's signature does not verify with the identity provider's key (was it \
+         altered, or issued by another provider?)"
     )]
-    ProviderSignature {
-        /// Where the keys come from.
-        keys: String,
-    },
+    ProviderSignature,
     /// Signed with an algorithm the named key is not for.
     #[error("the token is signed with {alg}, which its key '{kid}' is not for")]
     KeyForAnotherAlgorithm {
@@ -313,9 +323,15 @@ impl TokenRefusal {
                     alg: header_alg(token).unwrap_or_default(),
                 }
             }
-            K::Json(_) => Self::Malformed,
-            K::MissingRequiredClaim(claim) | K::InvalidClaimFormat(claim) => Self::BadClaim {
+            // Well formed, but a claim is missing or of another type: say which.
+            K::Json(_) => claim_at_fault(token, OWN_CLAIMS).unwrap_or(Self::Malformed),
+            K::MissingRequiredClaim(claim) => Self::BadClaim {
                 claim: claim.clone(),
+                problem: "is missing",
+            },
+            K::InvalidClaimFormat(claim) => Self::BadClaim {
+                claim: claim.clone(),
+                problem: "is not of its type",
             },
             K::ImmatureSignature => {
                 match jsonwebtoken::dangerous::insecure_decode_claims::<NotBefore>(token) {
@@ -376,16 +392,88 @@ fn rfc3339(secs: u64) -> String {
         )
 }
 
+/// The JSON of a token's `part` (0: header, 1: claims), read without trusting it.
+fn token_part(token: &str, part: usize) -> Option<serde_json::Map<String, serde_json::Value>> {
+    use base64::Engine as _;
+    let text = token.split('.').nth(part)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .ok()?;
+    match serde_json::from_slice(&bytes).ok()? {
+        serde_json::Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
 /// The `alg` a token's header names, read without trusting it.
 fn header_alg(token: &str) -> Option<String> {
-    use base64::Engine as _;
-    let header = token.split('.').next()?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(header.trim_end_matches('='))
-        .ok()?;
-    let header: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    header.get("alg")?.as_str().map(str::to_owned)
+    token_part(token, 0)?
+        .get("alg")?
+        .as_str()
+        .map(str::to_owned)
 }
+
+/// Refuses a token whose header lists critical extensions (`crit`, RFC 7515 §4.1.11): this
+/// server understands none, so it must not accept a token that depends on one.
+fn refuse_critical_extensions(token: &str) -> Result<(), AuthError> {
+    match token_part(token, 0).as_ref().and_then(|h| h.get("crit")) {
+        None => Ok(()),
+        Some(crit) => Err(AuthError::InvalidToken(TokenRefusal::CriticalExtension {
+            names: match crit.as_array() {
+                Some(names) if !names.is_empty() => names
+                    .iter()
+                    .map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => "a malformed list".into(),
+            },
+        })),
+    }
+}
+
+/// A claim a token is read with: its name, whether it is required, and a check of its JSON type.
+pub(crate) type ClaimShape = (&'static str, bool, fn(&serde_json::Value) -> bool);
+
+/// Which claim of a well-formed token is missing or not of its type, for a token whose claims
+/// did not deserialize: `expected` lists each claim with whether it is required and a check of
+/// its JSON type. `None` when the claims are not a JSON object at all.
+pub(crate) fn claim_at_fault(token: &str, expected: &[ClaimShape]) -> Option<TokenRefusal> {
+    let claims = token_part(token, 1)?;
+    expected.iter().find_map(|&(name, required, fits)| {
+        let kind = match claims.get(name) {
+            None if required => "is missing",
+            Some(value) if !fits(value) => "is not of its type",
+            _ => return None,
+        };
+        Some(TokenRefusal::BadClaim {
+            claim: name.into(),
+            problem: kind,
+        })
+    })
+}
+
+/// The claims of an identity provider's tokens that chronoscope reads, and their types.
+pub(crate) const PROVIDER_CLAIMS: &[ClaimShape] = &[
+    ("sub", true, serde_json::Value::is_string),
+    ("exp", true, serde_json::Value::is_u64),
+    ("iat", false, serde_json::Value::is_u64),
+    ("nbf", false, serde_json::Value::is_u64),
+    ("scope", false, serde_json::Value::is_string),
+    ("scp", false, |v| {
+        v.is_string()
+            || v.as_array()
+                .is_some_and(|a| a.iter().all(serde_json::Value::is_string))
+    }),
+];
+
+/// The claims of chronoscope's own tokens and the type each must have.
+const OWN_CLAIMS: &[ClaimShape] = &[
+    ("sub", true, serde_json::Value::is_string),
+    ("exp", true, serde_json::Value::is_u64),
+    ("iat", true, serde_json::Value::is_u64),
+    ("nbf", false, serde_json::Value::is_u64),
+    ("scope", false, serde_json::Value::is_string),
+];
 
 /// The HMAC secret tokens are signed with. Never printed.
 #[derive(Clone)]
@@ -578,9 +666,11 @@ pub fn sign(secret: &Secret, claims: &Claims) -> Result<String, AuthError> {
 /// Verifies an HS256 token: signature, algorithm, expiry (a few seconds of leeway), issue time
 /// not in the future, and a usable `sub`.
 pub fn verify(secret: &Secret, token: &str) -> Result<Claims, AuthError> {
+    refuse_critical_extensions(token)?;
     let mut validation = Validation::new(Algorithm::HS256);
     validation.leeway = LEEWAY_SECS;
     validation.validate_exp = true;
+    validation.validate_nbf = true;
     validation.set_required_spec_claims(&["exp", "sub", "iat"]);
     let data = jsonwebtoken::decode::<Claims>(
         token,
@@ -686,13 +776,26 @@ impl Verifier {
     /// Checks `token` with the key its header asks for: an asymmetric algorithm goes to the
     /// identity provider's keys when there are any, everything else to the server's secret.
     fn verify_signed(&self, token: &str) -> Result<Claims, AuthError> {
-        if let Some(identity) = &self.identity
-            && let Ok(header) = jsonwebtoken::decode_header(token)
+        refuse_critical_extensions(token)?;
+        let Some(identity) = &self.identity else {
+            return verify(&self.secret, token);
+        };
+        if let Ok(header) = jsonwebtoken::decode_header(token)
             && header.alg != Algorithm::HS256
         {
             return identity.verify(token, &header);
         }
-        verify(&self.secret, token)
+        let claims = verify(&self.secret, token)?;
+        // The provider's travellers are named in a namespace of their own.
+        if identity.checks().reserves(&claims.sub) {
+            return Err(AuthError::InvalidToken(TokenRefusal::BadSubject(format!(
+                "'{}' starts with '{}', which names the identity provider's travellers \
+                 (--jwt-subject-prefix); mint this server's tokens for other names",
+                claims.sub,
+                identity.checks().subject_prefix
+            ))));
+        }
+        Ok(claims)
     }
 }
 

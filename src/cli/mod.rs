@@ -432,9 +432,24 @@ pub struct ServeArgs {
     /// The `iss` the identity provider's tokens must carry (checked when set)
     #[arg(long, env = "CHRONOSCOPE_JWT_ISSUER", value_name = "ISSUER")]
     pub jwt_issuer: Option<String>,
-    /// An audience the identity provider's tokens' `aud` must name (checked when set)
+    /// An audience the identity provider's tokens' `aud` must name; required with --jwks-file or --jwks-url (unless --jwt-any-audience), since a token the provider issued for another service would otherwise be accepted here with its scopes
     #[arg(long, env = "CHRONOSCOPE_JWT_AUDIENCE", value_name = "AUDIENCE")]
     pub jwt_audience: Option<String>,
+    /// Accept the identity provider's tokens whatever their audience: say so only when every token it issues is meant for this server
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_JWT_ANY_AUDIENCE",
+        conflicts_with = "jwt_audience"
+    )]
+    pub jwt_any_audience: bool,
+    /// What the identity provider's travellers are called here: this prefix before their `sub` (`grace` becomes `idp:grace` in access lists, restrictions and the access log), so that they and the server's own tokens' travellers can never name each other; the server's own tokens may not use it. `-` for none (one shared namespace: a provider's `root` is then the same traveller as a minted `root`)
+    #[arg(
+        long,
+        env = "CHRONOSCOPE_JWT_SUBJECT_PREFIX",
+        value_name = "PREFIX",
+        default_value = crate::auth::jwks::DEFAULT_SUBJECT_PREFIX
+    )]
+    pub jwt_subject_prefix: String,
     /// Requests per second allowed per traveller (0 = no limit)
     #[arg(long, env = "CHRONOSCOPE_RATE_LIMIT", default_value_t = 50)]
     pub rate_limit: u32,

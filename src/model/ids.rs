@@ -228,12 +228,25 @@ impl Traveller {
 
 impl FromStr for Traveller {
     type Err = InvalidValue;
+    /// A name is taken exactly as given: `" root"` is refused, never read as `root`, and so
+    /// is a name with an invisible format character (a zero-width space, a direction
+    /// override) that would show as another traveller's name in access lists and logs.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim();
+        use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+        let refuse = |why: &str| Err(InvalidValue::new("traveller", why));
         if s.is_empty() || s.len() > MAX_ID_LEN || s.chars().any(char::is_control) {
-            return Err(InvalidValue::new(
-                "traveller",
-                "a traveller name is 1 to 128 printable characters",
+            return refuse("a traveller name is 1 to 128 printable characters");
+        }
+        if s.trim() != s {
+            return refuse("a traveller name may not begin or end with a space");
+        }
+        if let Some(c) = s
+            .chars()
+            .find(|c| c.general_category() == GeneralCategory::Format)
+        {
+            return refuse(&format!(
+                "a traveller name may not hold invisible format characters (U+{:04X})",
+                u32::from(c)
             ));
         }
         Ok(Self(s.to_owned()))
