@@ -1731,7 +1731,7 @@ async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
         ),
         "ada".parse().unwrap(),
         None,
-        true,
+        &chronoscope::auth::Scopes::parse("admin"),
     );
     let mut h = Harness::pushed(service.clone(), w.clock.clone());
     h.settle().await;

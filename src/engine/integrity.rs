@@ -296,14 +296,18 @@ fn still_open(world: &World, findings: &[TamperFinding], full: bool) -> Vec<u64>
 /// may not read, never named to them.
 pub(super) async fn detect(
     engine: &Engine,
-    by: &Traveller,
+    recorder: Option<&Traveller>,
     timeline: &TimelineId,
     depth: ScanDepth,
     operator: bool,
     hidden: &[TimelineId],
 ) -> Result<TamperReport, ServiceError> {
     rules::referenced(&*engine.snapshot().await?, timeline)?;
-    let _turn = one_at_a_time().await?;
+    // Scans that are recorded take turns; one that only answers its caller need not wait.
+    let _turn = match recorder {
+        Some(_) => Some(one_at_a_time().await?),
+        None => None,
+    };
     // Read in turn: a scan that ran meanwhile is recorded in it.
     let served = engine.snapshot().await?;
     let key = &engine.config.log_key;
@@ -328,7 +332,7 @@ pub(super) async fn detect(
             });
             // Nothing was read: it clears nothing and moves the next scan's start nowhere.
             let checked_to = served.scans.last_head.unwrap_or(0);
-            let recorded = record(engine, by, checked_to, &findings, false).await;
+            let recorded = record(engine, recorder, checked_to, &findings, false).await;
             let scanned = Scanned {
                 since: Since::Start,
                 from_seq: 1,
@@ -408,7 +412,7 @@ pub(super) async fn detect(
     // Checked up to `after`: the next recent scan starts there, so one cut short by a hole
     // meets the hole again rather than skipping what lies behind it.
     let full = depth == ScanDepth::Full && !cut_short;
-    let recorded = record(engine, by, after, &findings, full).await;
+    let recorded = record(engine, recorder, after, &findings, full).await;
     let scanned = Scanned {
         since,
         from_seq,
@@ -423,16 +427,18 @@ pub(super) async fn detect(
 }
 
 /// Appends the `ScanResult` of a scan that checked the stored log up to `checked_to` and found
-/// `findings` (`full`: in every record up to there); answers its seq. A store that refuses the
-/// append (as below a truncated log) does not hide the findings: the scan is still answered,
-/// without a recorded seq.
+/// `findings` (`full`: in every record up to there) as `recorder`; answers its seq. A store that
+/// refuses the append (as below a truncated log) does not hide the findings: the scan is still
+/// answered, without a recorded seq. A caller who may not write (`recorder` is `None`) gets
+/// the same answer, and nothing is appended.
 async fn record(
     engine: &Engine,
-    by: &Traveller,
+    recorder: Option<&Traveller>,
     checked_to: u64,
     findings: &[TamperFinding],
     full: bool,
 ) -> Option<u64> {
+    let by = recorder?;
     let written = engine
         .write(Some(by), |world, now| {
             let op = Op::ScanResult {

@@ -32,6 +32,9 @@ pub struct EngineSession {
     /// did not create). The embedded engine's user owns the whole store; a server grants it
     /// with the `admin` scope.
     pub(super) admin: bool,
+    /// Whether the caller's token allows writes at all (a `read` token does not): what such a
+    /// caller does must never append to the log.
+    pub(super) may_write: bool,
 }
 
 impl EngineSession {
@@ -45,12 +48,19 @@ impl EngineSession {
             traveller,
             idempotency,
             admin: true,
+            may_write: true,
         }
     }
 
     /// The same session, with or without the right to change what other travellers share.
     pub fn with_admin(mut self, admin: bool) -> Self {
         self.admin = admin;
+        self
+    }
+
+    /// The same session for a caller whose token does (or does not) allow writes.
+    pub fn with_write(mut self, may_write: bool) -> Self {
+        self.may_write = may_write;
         self
     }
 
@@ -1512,16 +1522,30 @@ impl TimelineService for EngineSession {
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
         self.counted("detect_tampering", Some(req.timeline_id.clone()), async {
             // Unknown to a traveller who may not read it, as everywhere.
-            let hidden = self
+            let (hidden, restriction) = self
                 .read(|world, ctx| {
                     rules::referenced(world, &req.timeline_id)?;
                     // The view keeps every list, so it says what it hid.
-                    Ok(access::hidden_from(world, ctx.traveller, self.admin))
+                    Ok((
+                        access::hidden_from(world, ctx.traveller, self.admin),
+                        access::restriction_of(world, ctx.traveller, self.admin),
+                    ))
                 })
                 .await?;
+            // Only a caller who may write has their scan recorded (it is a record in the
+            // log): a reader's scan is answered the same, and appends nothing.
+            let may_record = self.may_write
+                && !matches!(
+                    restriction,
+                    Some(
+                        RestrictionLevel::NoAccess
+                            | RestrictionLevel::ReadOnly
+                            | RestrictionLevel::LimitedAccess
+                    )
+                );
             super::integrity::detect(
                 &self.engine,
-                &self.traveller,
+                may_record.then_some(&self.traveller),
                 &req.timeline_id,
                 req.scan_depth,
                 self.admin,

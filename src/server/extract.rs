@@ -42,6 +42,24 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        // HEAD must change nothing, and axum answers it with the GET handler: a GET that
+        // writes (its route needs the write scope) does not answer HEAD.
+        if parts.method == Method::HEAD
+            && matches!(
+                parts.extensions.get::<RouteScope>(),
+                Some(RouteScope(Scope::Write))
+            )
+        {
+            return Err(Problem::of_kind(
+                &crate::error::METHOD_NOT_ALLOWED,
+                "method",
+                format!(
+                    "{} does not answer HEAD: its GET makes a change (use GET or POST)",
+                    parts.uri.path()
+                ),
+            )
+            .with_header(axum::http::header::ALLOW, "GET, POST"));
+        }
         let auth = match Authenticated::from_request_parts(parts, state).await {
             Ok(auth) => auth,
             Err(rejection) => {
@@ -80,11 +98,9 @@ impl FromRequestParts<AppState> for Caller {
         }
         let keyed = parts.extensions.get::<Idempotency>().cloned();
         Ok(Caller {
-            service: state.sessions.session(
-                auth.traveller.clone(),
-                keyed,
-                auth.scopes.allows(Scope::Admin),
-            ),
+            service: state
+                .sessions
+                .session(auth.traveller.clone(), keyed, &auth.scopes),
             traveller: auth.traveller,
             scopes: auth.scopes,
         })

@@ -193,7 +193,7 @@ mod tests {
                 &self,
                 _: crate::model::Traveller,
                 _: Option<crate::engine::idempotency::Idempotency>,
-                _: bool,
+                _: &crate::auth::Scopes,
             ) -> Arc<dyn crate::service::TimelineService> {
                 unreachable!("not asked for a session")
             }

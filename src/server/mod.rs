@@ -60,13 +60,14 @@ use crate::service::TimelineService;
 /// Hands out the service bound to one traveller; the only thing the server needs.
 pub trait Sessions: Send + Sync + 'static {
     /// The service acting as `traveller`; with `idempotency`, for one keyed request whose
-    /// write must be done once and whose repeats get the first answer; with `admin` (the
-    /// token's scope), allowed to change what other travellers share.
+    /// write must be done once and whose repeats get the first answer; with `scopes` (the
+    /// token's): `admin` allows changing what other travellers share, and without `write`
+    /// nothing the caller does appends to the log.
     fn session(
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
-        admin: bool,
+        scopes: &crate::auth::Scopes,
     ) -> Arc<dyn TimelineService>;
 
     /// Whether writes can be made now, as far as is known without making one (a store known
@@ -101,14 +102,16 @@ impl Sessions for Arc<Engine> {
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
-        admin: bool,
+        scopes: &crate::auth::Scopes,
     ) -> Arc<dyn TimelineService> {
+        use crate::auth::Scope;
         Arc::new(
             match idempotency {
                 Some(request) => Engine::keyed_session(self, traveller, request),
                 None => Engine::session(self, traveller),
             }
-            .with_admin(admin),
+            .with_admin(scopes.allows(Scope::Admin))
+            .with_write(scopes.allows(Scope::Write)),
         )
     }
 

@@ -244,14 +244,16 @@ impl Sessions for Wrapped {
         &self,
         traveller: Traveller,
         idempotency: Option<Idempotency>,
-        admin: bool,
+        scopes: &chronoscope::auth::Scopes,
     ) -> Arc<dyn TimelineService> {
+        use chronoscope::auth::Scope;
         Arc::new(WrappedService {
             inner: match idempotency {
                 Some(request) => self.engine.keyed_session(traveller, request),
                 None => self.engine.session(traveller),
             }
-            .with_admin(admin),
+            .with_admin(scopes.allows(Scope::Admin))
+            .with_write(scopes.allows(Scope::Write)),
             pause: self.pause,
             failures: Arc::clone(&self.failures),
         })

@@ -61,7 +61,9 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult {
             "the service is not ready: writes cannot be made now",
         ));
     }
-    let service = state.sessions.session(traveller, None, false);
+    let service = state
+        .sessions
+        .session(traveller, None, &crate::auth::Scopes::default());
     let wait = READINESS_TIMEOUT.min(state.config.request_timeout);
     match tokio::time::timeout(wait, service.whoami()).await {
         Ok(Ok(_)) => Ok(json(
