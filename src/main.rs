@@ -267,11 +267,19 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
         }
         Some(command) => {
             init_logging(&global.log);
-            let (service, _) = connect(&global, Seed::Demo, Face::Command).await?;
+            let (service, _, engine) = connect(&global, Seed::Demo, Face::Command).await?;
             let mut stdout = std::io::stdout().lock();
-            chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
-                .await
-                .map_err(failed)
+            let done =
+                chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
+                    .await
+                    .map_err(failed);
+            // What the command wrote is witnessed before the process exits.
+            if let Some(engine) = engine
+                && let Err(e) = engine.record_witness().await
+            {
+                tracing::warn!(%e, "recording the head in the witness failed");
+            }
+            done
         }
     }
 }
@@ -394,22 +402,13 @@ fn log_key(global: &Global, dir: &Path) -> Result<chronoscope::store::LogKey> {
         .map_err(|e| misconfigured(e.to_string()))
 }
 
-/// This data directory's witness of `store` (see `chronoscope::store::witness`), one file per
-/// store: a SQLite file is named by its full path, PostgreSQL by user, host, port and
-/// database. A memory store has none: nothing of it outlives the process.
+/// This data directory's witness of `store` (see `chronoscope::store::witness`).
 fn witness_of(
     store: &dyn chronoscope::store::Store,
     dir: &Path,
     key: &chronoscope::store::LogKey,
 ) -> Option<chronoscope::store::Witness> {
-    let described = store.describe();
-    let identity = match described.strip_prefix("sqlite://") {
-        Some(path) => std::fs::canonicalize(path)
-            .map_or(described.clone(), |p| format!("sqlite://{}", p.display())),
-        None if described == "memory" => return None,
-        None => described,
-    };
-    Some(chronoscope::store::Witness::new(dir, &identity, key))
+    chronoscope::store::Witness::for_store(dir, store, key)
 }
 
 /// The store, the log key and the data directory's witness of the store, for the commands
@@ -602,7 +601,7 @@ async fn witness_command(
                 store.as_ref(),
                 &w,
                 Some(from),
-                audit.last_seq,
+                audit.verified,
             )
             .await
             .map_err(|e| explain(e.into()))?;
@@ -682,7 +681,7 @@ async fn connect(
     global: &Global,
     default_seed: Seed,
     face: Face,
-) -> Result<(Arc<dyn TimelineService>, String)> {
+) -> Result<(Arc<dyn TimelineService>, String, Option<Arc<Engine>>)> {
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
             // The interface has no window to ask for: the server's own `serve --window` decides.
@@ -727,7 +726,7 @@ async fn connect(
         }
         let client = client.build().map_err(explain)?;
         let label = format!("server {}", client.base_url());
-        return Ok((Arc::new(client), label));
+        return Ok((Arc::new(client), label, None));
     }
     let engine = open_engine(global, default_seed).await?;
     // Due scripts and jobs run while this process lives; each run is atomic, so a one-shot
@@ -737,14 +736,15 @@ async fn connect(
     // before a flush (its writes are in the log by themselves).
     engine.spawn_access_log(chronoscope::engine::access_log::DEFAULT_FLUSH);
     let label = format!("embedded {}", engine.describe_store());
-    Ok((Arc::new(engine.session(local_traveller(global)?)), label))
+    let session = Arc::new(engine.session(local_traveller(global)?));
+    Ok((session, label, Some(engine)))
 }
 
 /// How often the embedded scheduler looks for due scripts and jobs.
 const SCHEDULER_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
 
 async fn dashboard(global: &Global, args: chronoscope::cli::DashboardArgs) -> Result<()> {
-    let (service, source) = connect(global, Seed::Demo, Face::Dashboard).await?;
+    let (service, source, _) = connect(global, Seed::Demo, Face::Dashboard).await?;
     let options = chronoscope::tui::TuiOptions {
         tick: args.tick,
         mouse: args.mouse,

@@ -170,8 +170,9 @@ pub async fn audit_witnessed(
     if audit.problem.is_none()
         && let Some((witnessed, _)) = witness
     {
+        // The last record read, not the store's own count (a PostgreSQL head row may say more).
         let found =
-            witnessing::disagreement(store, witnessed, audit.chain_from, audit.last_seq).await?;
+            witnessing::disagreement(store, witnessed, audit.chain_from, audit.verified).await?;
         audit.problem = found.as_ref().and_then(disagreeing);
     }
     if audit.problem.is_none() {

@@ -267,9 +267,11 @@ impl Engine {
             chain_from: std::sync::OnceLock::new(),
         });
         engine.establish_chain().await?;
+        engine.check_witness_at_start().await?;
         engine.restore_snapshot().await?;
         engine.catch_up().await?;
-        engine.check_witness_at_start().await?;
+        // What the start verified is witnessed from now on.
+        engine.record_witness().await?;
         engine.follow_pushed_heads();
         engine.spawn_witness();
         if engine.snapshot_now().seq == 0 {

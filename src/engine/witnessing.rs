@@ -107,23 +107,19 @@ pub(super) async fn refuse_unchained(engine: &Engine) -> Result<(), ServiceError
 }
 
 impl Engine {
-    /// The start's check of the folded store against this replica's witness, then the witness
-    /// moved to the head just verified. Without a witness yet, the store is taken as it is
-    /// (said in the log): a new replica, or the first start after an upgrade.
+    /// The start's check of the store against this replica's witness, before anything is
+    /// folded (a sealed snapshot ahead of a cut log would otherwise say less). Without a
+    /// witness yet, the store is taken as it is (said in the log): a new replica, or the first
+    /// start after an upgrade. The witness is moved to the head once the start has verified it.
     pub(super) async fn check_witness_at_start(&self) -> Result<(), ServiceError> {
         let Some(witness) = &self.config.witness else {
             return Ok(());
         };
-        let world = self.snapshot_now();
         let from = self.store.chain().await?.map(|m| m.from);
+        let last_seq = self.store.last_seq().await?;
         match load(witness)? {
             Some(witnessed) => {
-                // Folded up to the store's end: the link at the head is the one just verified.
-                let found = if witnessed.head.seq == world.seq {
-                    witness::compare(&witnessed, from, world.seq, world.link)
-                } else {
-                    disagreement(self.store.as_ref(), &witnessed, from, world.seq).await?
-                };
+                let found = disagreement(self.store.as_ref(), &witnessed, from, last_seq).await?;
                 if let Some(found) = found {
                     return Err(ServiceError::IntegrityFailed(format!(
                         "{}: {}",
@@ -132,16 +128,15 @@ impl Engine {
                     )));
                 }
             }
-            None if world.seq > 0 => tracing::warn!(
+            None if last_seq > 0 => tracing::warn!(
                 witness = %witness.path().display(),
-                head = world.seq,
                 "this data directory has no witness of the store yet: it is taken as it is and \
-                 witnessed from record {} on (a cut or a re-link before now cannot be told)",
-                world.seq
+                 witnessed from record {last_seq} on (a cut or a re-link before now cannot be \
+                 told)"
             ),
             None => {}
         }
-        self.record_witness().await
+        Ok(())
     }
 
     /// Moves this replica's witness to the head it has verified and published, unless it is

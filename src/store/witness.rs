@@ -134,6 +134,21 @@ impl Witness {
         }))
     }
 
+    /// This data directory's witness of `store`, one file per store: a SQLite file is named by
+    /// its full path, PostgreSQL by user, host, port and database (so each replica, with its
+    /// own `--data-dir`, keeps its own). A memory store has none: nothing of it outlives the
+    /// process.
+    pub fn for_store(data_dir: &Path, store: &dyn super::Store, key: &LogKey) -> Option<Self> {
+        let described = store.describe();
+        let identity = match described.strip_prefix("sqlite://") {
+            Some(path) => std::fs::canonicalize(path)
+                .map_or(described.clone(), |p| format!("sqlite://{}", p.display())),
+            None if described == "memory" => return None,
+            None => described,
+        };
+        Some(Self::new(data_dir, &identity, key))
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
         &self.0.path
