@@ -75,6 +75,8 @@ problem_types! {
         "The service has no state this operation could act on, so any answer would be invented. The detail says why and what to use instead.";
     UNAVAILABLE = "unavailable", 503, "Service unavailable",
         "The service cannot answer now (storage unreachable, timed out or shutting down); try again shortly.";
+    INTEGRITY_FAILED = "integrity-failed", 500, "Store failed its integrity check",
+        "The stored log does not verify against the log key, has a record missing, or disagrees with what this replica witnessed of it (records changed, deleted, cut off or re-linked behind chronoscope's back). Trying again does not help: an operator runs `chronoscope verify`, which names the problem, and restores the store from a backup or a standby.";
     DECRYPTION_FAILED = "decryption-failed", 400, "Decryption failed",
         "The key does not decrypt this data entry. The entry's log record verified when it was read, so the key is wrong. The service never keeps keys: only the key the data was encrypted with opens it.";
     ACCESS_DENIED = "access-denied", 403, "Access denied",
@@ -186,6 +188,11 @@ pub enum ServiceError {
     #[error("{0}")]
     #[serde(with = "message")]
     Unavailable(String),
+    /// The stored log failed its integrity check (a record that does not verify or is missing,
+    /// a store that disagrees with the witness): retrying cannot help.
+    #[error("{0}")]
+    #[serde(with = "message")]
+    IntegrityFailed(String),
     /// A bug or an unexpected failure; the message is for logs.
     #[error("{0}")]
     #[serde(with = "message")]
@@ -326,6 +333,7 @@ impl ServiceError {
             Self::Unsupported(_) => &UNSUPPORTED_OPERATION,
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,
+            Self::IntegrityFailed(_) => &INTEGRITY_FAILED,
             Self::DecryptionFailed { .. } => &DECRYPTION_FAILED,
             Self::AccessDenied { .. } | Self::AccessRevoked { .. } => &ACCESS_DENIED,
             Self::TravelRestricted { .. } => &TRAVEL_RESTRICTED,

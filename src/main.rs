@@ -237,6 +237,11 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
         }
         Some(Command::Token(args)) => Ok(token(&global, args)?),
         Some(Command::Verify) => verify(&global).await,
+        Some(Command::LinkUnchainedStore(args)) => {
+            init_logging(&global.log);
+            link_unchained_store(&global, args).await
+        }
+        Some(Command::Witness(command)) => witness_command(&global, command).await,
         Some(Command::Completions { shell }) => {
             // Rendered first: the generator panics when it cannot write (a closed pipe).
             let mut script = Vec::new();
@@ -262,11 +267,19 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
         }
         Some(command) => {
             init_logging(&global.log);
-            let (service, _) = connect(&global, Seed::Demo, Face::Command).await?;
+            let (service, _, engine) = connect(&global, Seed::Demo, Face::Command).await?;
             let mut stdout = std::io::stdout().lock();
-            chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
-                .await
-                .map_err(failed)
+            let done =
+                chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
+                    .await
+                    .map_err(failed);
+            // What the command wrote is witnessed before the process exits.
+            if let Some(engine) = engine
+                && let Err(e) = engine.record_witness().await
+            {
+                tracing::warn!(%e, "recording the head in the witness failed");
+            }
+            done
         }
     }
 }
@@ -364,6 +377,8 @@ async fn open_engine_keeping(
         private_database_file(&dir.join("chronoscope.db"))?;
     }
     let store = open_store(&url).await?;
+    let log_key = log_key(global, &dir)?;
+    let witness = witness_of(store.as_ref(), &dir, &log_key);
     Engine::open(
         store,
         Arc::new(SystemClock),
@@ -371,8 +386,9 @@ async fn open_engine_keeping(
             default_window: global
                 .window
                 .unwrap_or(EngineConfig::default().default_window),
-            log_key: log_key(global, &dir)?,
+            log_key,
             access_log_retention,
+            witness,
         },
         global.seed.unwrap_or(default_seed),
     )
@@ -386,14 +402,52 @@ fn log_key(global: &Global, dir: &Path) -> Result<chronoscope::store::LogKey> {
         .map_err(|e| misconfigured(e.to_string()))
 }
 
-/// `chronoscope verify`: every record of the store against the log key, read-only.
-async fn verify(global: &Global) -> std::result::Result<(), Failed> {
+/// This data directory's witness of `store` (see `chronoscope::store::witness`).
+fn witness_of(
+    store: &dyn chronoscope::store::Store,
+    dir: &Path,
+    key: &chronoscope::store::LogKey,
+) -> Option<chronoscope::store::Witness> {
+    chronoscope::store::Witness::for_store(dir, store, key)
+}
+
+/// The store, the log key and the data directory's witness of the store, for the commands
+/// that check or link a store without serving it.
+async fn store_key_witness(
+    global: &Global,
+) -> Result<(
+    Arc<dyn chronoscope::store::Store>,
+    chronoscope::store::LogKey,
+    Option<chronoscope::store::Witness>,
+)> {
     let dir = data_dir(global)?;
     let url = database_url(global, &dir);
     let store = open_store(&url).await?;
-    let audit = chronoscope::engine::audit::audit(store.as_ref(), &log_key(global, &dir)?)
-        .await
-        .map_err(explain)?;
+    let key = log_key(global, &dir)?;
+    let witness = witness_of(store.as_ref(), &dir, &key);
+    Ok((store, key, witness))
+}
+
+/// `chronoscope verify`: every record of the store against the log key, and the store against
+/// this data directory's witness; a sound store moves the witness forward to its head.
+async fn verify(global: &Global) -> std::result::Result<(), Failed> {
+    let (store, key, witness) = store_key_witness(global).await?;
+    let witnessed = match &witness {
+        Some(w) => w.load().map_err(|e| Failed::Finding(e.to_string()))?,
+        None => None,
+    };
+    let audit = chronoscope::engine::audit::audit_witnessed(
+        store.as_ref(),
+        &key,
+        witnessed.as_ref().zip(witness.as_ref().map(|w| w.path())),
+    )
+    .await
+    .map_err(explain)?;
+    if let (Some(witness), Some(head), Some(from)) = (&witness, audit.head, audit.chain_from) {
+        witness
+            .advance(from, head)
+            .map_err(|e| Failed::Finding(e.to_string()))?;
+    }
     if global.json {
         let text = serde_json::to_string_pretty(&audit).wrap_err("cannot encode the report")?;
         println!("{text}");
@@ -419,6 +473,179 @@ async fn verify(global: &Global) -> std::result::Result<(), Failed> {
             "{}: {} ({} records before it verify)",
             audit.store, problem.reason, audit.verified
         ))),
+    }
+}
+
+/// `chronoscope link-unchained-store`: links a store an older version wrote, on purpose.
+async fn link_unchained_store(
+    global: &Global,
+    args: chronoscope::cli::LinkUnchainedArgs,
+) -> std::result::Result<(), Failed> {
+    let (store, key, witness) = store_key_witness(global).await?;
+    let witnessed = match &witness {
+        Some(w) => w.load().map_err(|e| Failed::Finding(e.to_string()))?,
+        None => None,
+    };
+    let linked = chronoscope::engine::witnessing::link_unchained_store(
+        store.as_ref(),
+        &key,
+        witnessed.as_ref(),
+        args.despite_links,
+    )
+    .await
+    .map_err(failed)?;
+    if args.despite_links && (linked.had_links_from.is_some() || witnessed.is_some()) {
+        eprintln!(
+            "WARNING: linked a store whose chain record was removed (record {} carried a link{}): \
+             whatever was changed in it is now proven; restore it from a backup if you did not \
+             mean this",
+            linked.had_links_from.unwrap_or(0),
+            if witnessed.is_some() {
+                ", and this data directory had witnessed it chained"
+            } else {
+                ""
+            }
+        );
+    }
+    tracing::warn!(
+        records = linked.records,
+        store = %store.describe(),
+        by = %local_traveller(global).map(|t| t.to_string()).unwrap_or_default(),
+        "linked the records of an unchained store on the operator's command"
+    );
+    if let Some(witness) = &witness {
+        witness
+            .record(linked.from, linked.head)
+            .map_err(|e| Failed::Finding(e.to_string()))?;
+    }
+    println!(
+        "{}: linked {} records as they are now; they are proven from now on",
+        store.describe(),
+        linked.records
+    );
+    Ok(())
+}
+
+/// `chronoscope witness ...`.
+async fn witness_command(
+    global: &Global,
+    command: chronoscope::cli::WitnessCommand,
+) -> std::result::Result<(), Failed> {
+    use chronoscope::cli::WitnessCommand;
+    let (store, key, witness) = store_key_witness(global).await?;
+    let Some(witness) = witness else {
+        return Err(Failed::User(ServiceError::Unsupported(format!(
+            "{} keeps nothing after the process: it has no witness",
+            store.describe()
+        ))));
+    };
+    let witnessed = witness.load().map_err(|e| Failed::Finding(e.to_string()))?;
+    match command {
+        WitnessCommand::Show => {
+            let Some(w) = witnessed else {
+                println!(
+                    "{}: no witness in {} yet (the first start or `chronoscope verify` writes one)",
+                    store.describe(),
+                    witness.path().display()
+                );
+                return Ok(());
+            };
+            if global.json {
+                let shown = serde_json::json!({
+                    "file": witness.path().display().to_string(),
+                    "store": w.store,
+                    "chain_from": w.from,
+                    "head_seq": w.head.seq,
+                    "head_link": chronoscope::store::chain::short(&w.head.link),
+                    "accepted": w.accepted,
+                });
+                println!("{shown:#}");
+            } else {
+                println!(
+                    "{}: witnessed up to record {} (link {}…), chained from record {}, in {}",
+                    w.store,
+                    w.head.seq,
+                    chronoscope::store::chain::short(&w.head.link),
+                    w.from,
+                    witness.path().display()
+                );
+                for a in &w.accepted {
+                    println!(
+                        "  {} {} accepted the loss of {} records (witnessed {}, store at {})",
+                        a.at, a.by, a.lost, a.witnessed, a.store_head
+                    );
+                }
+            }
+            Ok(())
+        }
+        WitnessCommand::Accept { lost_records } => {
+            let Some(w) = witnessed else {
+                return Err(Failed::User(ServiceError::Conflict(format!(
+                    "there is no witness of {} in this data directory: nothing to accept",
+                    store.describe()
+                ))));
+            };
+            // The store must prove itself, whatever it lacks.
+            let audit = chronoscope::engine::audit::audit(store.as_ref(), &key)
+                .await
+                .map_err(explain)?;
+            let (Some(head), Some(from)) = (audit.head, audit.chain_from) else {
+                let reason = audit.problem.map(|p| p.reason).unwrap_or_default();
+                return Err(Failed::Finding(format!(
+                    "{}: the store itself does not verify, so it cannot take the witnessed \
+                     one's place: {reason}",
+                    audit.store
+                )));
+            };
+            let found = chronoscope::engine::witnessing::disagreement(
+                store.as_ref(),
+                &w,
+                Some(from),
+                audit.verified,
+            )
+            .await
+            .map_err(|e| explain(e.into()))?;
+            let Some(found) = found else {
+                println!(
+                    "{}: the store holds every record witnessed (up to {}): nothing to accept",
+                    audit.store, w.head.seq
+                );
+                return Ok(());
+            };
+            if !found.acceptable() {
+                return Err(Failed::Finding(found.explain(Some(witness.path()))));
+            }
+            if found.lost() != lost_records {
+                return Err(Failed::User(ServiceError::invalid(
+                    "lost-records",
+                    format!(
+                        "the store lacks {} witnessed records, not {lost_records}: {}",
+                        found.lost(),
+                        found.explain(Some(witness.path()))
+                    ),
+                )));
+            }
+            let by = local_traveller(global)?.to_string();
+            let acceptance = chronoscope::store::witness::Acceptance {
+                at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                by: by.clone(),
+                witnessed: w.head.seq,
+                store_head: head.seq,
+                lost: lost_records,
+            };
+            witness
+                .accept(from, head, acceptance)
+                .map_err(|e| Failed::Finding(e.to_string()))?;
+            eprintln!(
+                "{by} accepted that {} lacks {lost_records} records this data directory \
+                 witnessed (up to {}); witnessing it from record {} on. Recorded in {}",
+                audit.store,
+                w.head.seq,
+                head.seq,
+                witness.path().display()
+            );
+            Ok(())
+        }
     }
 }
 
@@ -454,7 +681,7 @@ async fn connect(
     global: &Global,
     default_seed: Seed,
     face: Face,
-) -> Result<(Arc<dyn TimelineService>, String)> {
+) -> Result<(Arc<dyn TimelineService>, String, Option<Arc<Engine>>)> {
     if let Some(url) = &global.remote {
         if let Some(window) = global.window {
             // The interface has no window to ask for: the server's own `serve --window` decides.
@@ -499,7 +726,7 @@ async fn connect(
         }
         let client = client.build().map_err(explain)?;
         let label = format!("server {}", client.base_url());
-        return Ok((Arc::new(client), label));
+        return Ok((Arc::new(client), label, None));
     }
     let engine = open_engine(global, default_seed).await?;
     // Due scripts and jobs run while this process lives; each run is atomic, so a one-shot
@@ -509,14 +736,15 @@ async fn connect(
     // before a flush (its writes are in the log by themselves).
     engine.spawn_access_log(chronoscope::engine::access_log::DEFAULT_FLUSH);
     let label = format!("embedded {}", engine.describe_store());
-    Ok((Arc::new(engine.session(local_traveller(global)?)), label))
+    let session = Arc::new(engine.session(local_traveller(global)?));
+    Ok((session, label, Some(engine)))
 }
 
 /// How often the embedded scheduler looks for due scripts and jobs.
 const SCHEDULER_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
 
 async fn dashboard(global: &Global, args: chronoscope::cli::DashboardArgs) -> Result<()> {
-    let (service, source) = connect(global, Seed::Demo, Face::Dashboard).await?;
+    let (service, source, _) = connect(global, Seed::Demo, Face::Dashboard).await?;
     let options = chronoscope::tui::TuiOptions {
         tick: args.tick,
         mouse: args.mouse,
@@ -816,6 +1044,9 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         }
         // The other replicas may write at once, not once this process has ended.
         kept.release_writer_lease().await;
+        if let Err(e) = kept.record_witness().await {
+            tracing::warn!(%e, "recording the head in the witness before stopping failed");
+        }
         match kept.snapshot_before_exit(snapshots).await {
             Ok(Some(seq)) => {
                 eprintln!("chronoscope wrote a snapshot at record {seq} before stopping")

@@ -1,7 +1,7 @@
 //! The log's keyed hash chain, against real stores: a record changed behind chronoscope's back
 //! (a SQLite file, a PostgreSQL row) stops the start at exactly that record, a store written
 //! with another key is refused, a log shorter than its sealed snapshot is refused, and a store
-//! written before chains existed is linked on its first start.
+//! written before chains existed is refused until the operator links it on purpose.
 
 mod support;
 
@@ -159,7 +159,7 @@ async fn a_log_shorter_than_its_sealed_snapshot_is_refused() {
 }
 
 #[tokio::test]
-async fn a_store_from_before_chains_is_linked_on_its_first_start_and_then_protected() {
+async fn a_store_from_before_chains_is_linked_by_the_operators_command_and_then_protected() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_url(dir.path());
     let key = LogKey::from_bytes(b"k");
@@ -172,9 +172,15 @@ async fn a_store_from_before_chains_is_linked_on_its_first_start_and_then_protec
         .unwrap();
     drop(conn);
 
+    // No start links it (that would prove whatever the records now say): the operator does.
+    let message = refusal(open(store::open(&url).await.unwrap(), &key).await);
+    assert!(message.contains("link-unchained-store"), "{message}");
+    let store = store::open(&url).await.unwrap();
+    chronoscope::engine::witnessing::link_unchained_store(&*store, &key, None, false)
+        .await
+        .unwrap();
     let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
     assert_eq!(item_descriptions(&engine).await, ["compass", "lantern"]);
-    let store = store::open(&url).await.unwrap();
     let chain = store.chain().await.unwrap().unwrap();
     assert_eq!(chain.from, seqs[1] + 1);
     register(&engine, &["rope"]).await;

@@ -72,6 +72,8 @@ pub async fn execute(
         Command::Serve(_)
         | Command::Token(_)
         | Command::Verify
+        | Command::LinkUnchainedStore(_)
+        | Command::Witness(_)
         | Command::Completions { .. }
         | Command::Man { .. } => Err(ServiceError::Internal(
             "serve, token, completions and man are not service commands".into(),

@@ -140,6 +140,22 @@ pub struct DashboardArgs {
     pub theme: ThemeArg,
 }
 
+/// `link-unchained-store --help`: what the command makes permanent.
+const LINK_UNCHAINED_ABOUT: &str = "\
+Link the records of a store an older version of chronoscope wrote, before the log was chained.
+
+Every record is linked as it is now, and from then on every start, `chronoscope verify` and \
+scan proves it against the log key. So whatever the records say at this moment becomes the \
+proven history: an edit made in the database before this command can never be told again. Run \
+it once, on a store you trust as it is (a backup of it is wise), with the log key every replica \
+will use.
+
+No start links anything: a store that holds records and has no chain record is refused. A store \
+whose chain record was removed (a record carries a link, or this data directory witnessed the \
+store chained) is refused here too: someone who can write the database removed it, perhaps to \
+have changed records linked again. Restore such a store from a backup or a standby; \
+--despite-links links it anyway and says so loudly.";
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -149,6 +165,12 @@ pub enum Command {
     Token(TokenArgs),
     /// Check every record of the store against the log key and report the first bad one (read-only; exit status 1 when one is found)
     Verify,
+    /// Link the records of a store an older version wrote, before the log was chained (a one-time operator step; no start does it)
+    #[command(long_about = LINK_UNCHAINED_ABOUT)]
+    LinkUnchainedStore(LinkUnchainedArgs),
+    /// This data directory's witness of the store: show it, or accept records lost on purpose
+    #[command(subcommand)]
+    Witness(WitnessCommand),
     /// Show who you are and where you are
     Whoami,
     /// List, show, create and delete timelines
@@ -525,6 +547,30 @@ pub struct ServeArgs {
     /// How long the access log keeps what it counted in memory, e.g. 90d (older summaries stay in the op log only)
     #[arg(long, env = "CHRONOSCOPE_ACCESS_LOG_RETENTION", default_value = "90d", value_parser = parse_access_log_duration)]
     pub access_log_retention: Duration,
+}
+
+/// `link-unchained-store`.
+#[derive(Debug, Args)]
+pub struct LinkUnchainedArgs {
+    /// Link the store even though a record carries a link or this data directory witnessed it
+    /// chained: its chain record was removed, and whatever was changed in it becomes proven
+    #[arg(long)]
+    pub despite_links: bool,
+}
+
+/// `chronoscope witness ...`.
+#[derive(Debug, Subcommand)]
+pub enum WitnessCommand {
+    /// Print what this data directory's witness of the store holds (the head last verified)
+    Show,
+    /// Accept, on purpose, that the store lacks records this data directory witnessed (an older
+    /// backup restored): checks the store, records who accepted how many, and witnesses its
+    /// head from now on
+    Accept {
+        /// How many witnessed records the store lacks, as the refusal said (it must match)
+        #[arg(long, value_name = "N")]
+        lost_records: u64,
+    },
 }
 
 /// `token`.

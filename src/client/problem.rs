@@ -136,6 +136,7 @@ fn fallback(f: Failure<'_>, problem: ProblemBody) -> ServiceError {
         },
         "unavailable" => ServiceError::Unavailable(detail),
         "unsupported-operation" => ServiceError::Unsupported(detail),
+        "integrity-failed" => ServiceError::IntegrityFailed(detail),
         "internal" | "method-not-allowed" => ServiceError::Internal(detail),
         "decryption-failed" => ServiceError::DecryptionFailed {
             data_id: between(&detail, "data entry '", "'")

@@ -5,9 +5,12 @@
 
 use serde::Serialize;
 
-use super::{CATCH_UP_BATCH, Envelope, snapshot};
+use std::path::Path;
+
+use super::{CATCH_UP_BATCH, Envelope, snapshot, witnessing};
 use crate::error::ServiceError;
 use crate::store::chain::{self, LogKey};
+use crate::store::witness::{Disagreement, Head, Witnessed};
 use crate::store::{Store, StoreError};
 
 /// What a check of the whole store found.
@@ -21,8 +24,13 @@ pub struct Audit {
     pub last_seq: u64,
     /// The first record linked as it was written (earlier ones were linked on upgrade).
     pub chain_from: Option<u64>,
+    /// The head this data directory's witness held when the check began (`None`: no witness).
+    pub witnessed: Option<u64>,
     /// The first problem, if any: everything after it is unproven.
     pub problem: Option<Problem>,
+    /// The last record that verified and its link, when every record did.
+    #[serde(skip)]
+    pub head: Option<Head>,
 }
 
 /// The first record that does not verify, or what else is wrong.
@@ -44,14 +52,33 @@ impl Audit {
 /// Checks every record of `store` against `key`, stopping at the first one that does not
 /// verify or decode, and the newest snapshot's position against the log's end.
 pub async fn audit(store: &dyn Store, key: &LogKey) -> Result<Audit, ServiceError> {
+    audit_witnessed(store, key, None).await
+}
+
+/// [`audit`], and the store compared with what `witness` (its file named in the problem)
+/// holds: a chain record that is gone or rewritten, a log shorter than the head witnessed,
+/// another record at that head.
+pub async fn audit_witnessed(
+    store: &dyn Store,
+    key: &LogKey,
+    witness: Option<(&Witnessed, &Path)>,
+) -> Result<Audit, ServiceError> {
     let mut audit = Audit {
         store: store.describe(),
         verified: 0,
         last_seq: store.last_seq().await?,
         chain_from: None,
+        witnessed: witness.map(|(w, _)| w.head.seq),
         problem: None,
+        head: None,
     };
     let problem = |seq: Option<u64>, reason: String| Some(Problem { seq, reason });
+    let disagreeing = |found: &Disagreement| {
+        problem(
+            Some(found.seq()),
+            found.explain(witness.map(|(_, path)| path)),
+        )
+    };
     match store.chain().await? {
         Some(meta) if meta.fingerprint == key.fingerprint() => audit.chain_from = Some(meta.from),
         Some(meta) => {
@@ -66,25 +93,44 @@ pub async fn audit(store: &dyn Store, key: &LogKey) -> Result<Audit, ServiceErro
             );
             return Ok(audit);
         }
-        None if audit.last_seq == 0 => return Ok(audit),
         None => {
-            audit.problem = problem(
-                None,
-                "the store has not been chained yet: start chronoscope on it once (any command) \
-                 to link its records"
-                    .into(),
-            );
+            if let Some((witnessed, _)) = witness {
+                audit.problem = disagreeing(&Disagreement::Unchained {
+                    witnessed: witnessed.head.seq,
+                });
+            } else if audit.last_seq > 0 {
+                let reason = witnessing::unchained_problem(store, audit.last_seq).await?;
+                // Said without the store, which the report names already.
+                let reason = reason
+                    .strip_prefix(&format!("{}: ", audit.store))
+                    .map_or(reason.clone(), str::to_owned);
+                audit.problem = problem(None, reason);
+            } else {
+                audit.head = Some(Head {
+                    seq: 0,
+                    link: key.genesis(),
+                });
+            }
             return Ok(audit);
         }
     }
     let mut previous = key.genesis();
+    let mut limit = CATCH_UP_BATCH;
+    // The first missing record, once a page ran into it: the pages before it are read first.
+    let mut hole: Option<(u64, String)> = None;
     'pages: loop {
-        let records = match store.read_since(audit.verified, CATCH_UP_BATCH).await {
+        let records = match store.read_since(audit.verified, limit).await {
             Ok(records) => records,
-            // A hole in the numbering: records were deleted.
-            Err(StoreError::Corrupt(reason)) => {
-                audit.problem = problem(Some(audit.verified + 1), reason);
-                break;
+            // A hole in the numbering: records were deleted. Those before it are checked.
+            Err(e @ StoreError::Missing { seq, .. }) => {
+                let before = seq.saturating_sub(audit.verified + 1);
+                if before == 0 {
+                    audit.problem = problem(Some(seq), e.to_string());
+                    break;
+                }
+                hole = Some((seq, e.to_string()));
+                limit = u32::try_from(before).unwrap_or(CATCH_UP_BATCH);
+                continue;
             }
             Err(e) => return Err(e.into()),
         };
@@ -114,9 +160,29 @@ pub async fn audit(store: &dyn Store, key: &LogKey) -> Result<Audit, ServiceErro
             }
             audit.verified = record.seq;
         }
+        if let Some((seq, reason)) = &hole
+            && *seq == audit.verified + 1
+        {
+            audit.problem = problem(Some(*seq), reason.clone());
+            break;
+        }
+    }
+    if audit.problem.is_none()
+        && let Some((witnessed, _)) = witness
+    {
+        // The last record read, not the store's own count (a PostgreSQL head row may say more).
+        let found =
+            witnessing::disagreement(store, witnessed, audit.chain_from, audit.verified).await?;
+        audit.problem = found.as_ref().and_then(disagreeing);
     }
     if audit.problem.is_none() {
         audit.problem = snapshot_ahead(store, key, audit.last_seq).await?;
+    }
+    if audit.problem.is_none() {
+        audit.head = Some(Head {
+            seq: audit.verified,
+            link: previous,
+        });
     }
     Ok(audit)
 }

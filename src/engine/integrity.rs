@@ -29,6 +29,7 @@ use crate::service::{
     integrity_score,
 };
 use crate::store::chain::{self, LogKey};
+use crate::store::witness::Disagreement;
 use crate::store::{Link, Record, StoreError};
 
 /// What the scans recorded (their `ScanResult` records, folded): where the next `recent`
@@ -199,6 +200,16 @@ async fn page_after(
 ) -> Result<(Vec<Record>, Option<u64>), ServiceError> {
     match engine.store.read_since(after, CATCH_UP_BATCH).await {
         Ok(records) => Ok((records, None)),
+        Err(StoreError::Missing { seq, .. }) => {
+            // The first missing record is named: the records before it are read.
+            let before = seq.saturating_sub(after + 1);
+            let records = match u32::try_from(before) {
+                Ok(0) => Vec::new(),
+                Ok(limit) => engine.store.read_since(after, limit).await?,
+                Err(_) => Vec::new(),
+            };
+            Ok((records, Some(seq)))
+        }
         Err(StoreError::Corrupt(_)) => {
             // read_since(after, 0 records) always succeeds; read_since(after, BATCH) fails.
             let (mut good, mut bad) = (0u32, CATCH_UP_BATCH);
@@ -206,7 +217,7 @@ async fn page_after(
                 let mid = good + (bad - good) / 2;
                 match engine.store.read_since(after, mid).await {
                     Ok(_) => good = mid,
-                    Err(StoreError::Corrupt(_)) => bad = mid,
+                    Err(StoreError::Corrupt(_) | StoreError::Missing { .. }) => bad = mid,
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -242,7 +253,7 @@ async fn link_before(engine: &Engine, first: u64) -> Result<Link, ServiceError> 
     // not match the genesis link): no need to fail here.
     let records = match engine.store.read_since(first - 2, 1).await {
         Ok(records) => records,
-        Err(StoreError::Corrupt(_)) => Vec::new(),
+        Err(StoreError::Corrupt(_) | StoreError::Missing { .. }) => Vec::new(),
         Err(e) => return Err(e.into()),
     };
     Ok(records
@@ -408,6 +419,27 @@ pub(super) async fn detect(
                 served.seq
             ),
         });
+    }
+    // The store against this replica's witness: a chain record removed or rewritten, a log
+    // shorter than the head witnessed (said once, when the served head said it already).
+    if let Some(found) = engine.witness_problem(head_seq).await? {
+        let kind = match found {
+            Disagreement::Shorter { .. } => FindingKind::Truncated,
+            _ => FindingKind::Rechained,
+        };
+        if !findings
+            .iter()
+            .any(|f| f.kind == kind && f.seq == found.seq())
+        {
+            findings.push(TamperFinding {
+                seq: found.seq(),
+                kind,
+                written_at: None,
+                op: None,
+                timelines: Vec::new(),
+                reason: found.explain(None),
+            });
+        }
     }
     // Checked up to `after`: the next recent scan starts there, so one cut short by a hole
     // meets the hole again rather than skipping what lies behind it.
@@ -643,6 +675,13 @@ pub(super) async fn validate(
         }
         tokio::task::yield_now().await;
     }
+    // A store that is not the one witnessed (its chain record removed or rewritten, another
+    // record at the witnessed head) proves nothing it serves.
+    let last_seq = engine.store.last_seq().await?;
+    let replaced = engine
+        .witness_problem(last_seq)
+        .await?
+        .filter(|found| !matches!(found, Disagreement::Shorter { .. }));
     let suspect = failed
         .iter()
         .find(|(_, claims)| claims.touches(timeline))
@@ -663,7 +702,9 @@ pub(super) async fn validate(
     for event in state.history.iter().filter(|e| e.time <= at) {
         examined += 1;
         let produced = proven.and_then(|p| p.history.current(&event.id));
-        let reason = if produced.is_none_or(|p| p != event) {
+        let reason = if let Some(found) = &replaced {
+            Some(found.explain(None))
+        } else if produced.is_none_or(|p| p != event) {
             Some(why_missing())
         } else {
             malformed_lineage(&state.history, event)
@@ -671,7 +712,7 @@ pub(super) async fn validate(
         if let Some(reason) = reason {
             failures.push(IntegrityFailure {
                 id: event.id.to_string(),
-                seq: suspect,
+                seq: replaced.as_ref().map_or(suspect, |found| Some(found.seq())),
                 reason,
             });
         }
@@ -679,7 +720,13 @@ pub(super) async fn validate(
     for (key, entry) in state.data.iter().filter(|((t, _), _)| *t <= at) {
         examined += 1;
         let produced = proven.and_then(|p| p.data.get(key));
-        if produced.is_none_or(|p| p != entry) {
+        if let Some(found) = &replaced {
+            failures.push(IntegrityFailure {
+                id: entry.data_id.to_string(),
+                seq: Some(found.seq()),
+                reason: found.explain(None),
+            });
+        } else if produced.is_none_or(|p| p != entry) {
             failures.push(IntegrityFailure {
                 id: entry.data_id.to_string(),
                 seq: suspect,

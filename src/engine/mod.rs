@@ -30,6 +30,7 @@ mod seed;
 mod session;
 pub mod snapshot;
 mod watch;
+pub mod witnessing;
 mod world;
 mod wormhole;
 
@@ -159,6 +160,10 @@ pub struct EngineConfig {
     pub log_key: LogKey,
     /// How long the access log keeps what it folded (`--access-log-retention`).
     pub access_log_retention: std::time::Duration,
+    /// This replica's witness of the store (see [`crate::store::witness`]): checked at start
+    /// and by the scans, and moved forward as the head does. `None` (tests, a memory store):
+    /// nothing is witnessed.
+    pub witness: Option<crate::store::Witness>,
 }
 
 impl Default for EngineConfig {
@@ -167,6 +172,7 @@ impl Default for EngineConfig {
             default_window: Window::Seconds(3600),
             log_key: LogKey::development(),
             access_log_retention: access_log::DEFAULT_RETENTION,
+            witness: None,
         }
     }
 }
@@ -201,6 +207,9 @@ pub struct Engine {
     access: access_log::Counters,
     /// The writer's lease, on a store several processes append to (see `lease`).
     lease: Option<lease::Lease>,
+    /// The first record the store's chain record says was linked as written, as found at start
+    /// (what the witness records beside the head).
+    chain_from: std::sync::OnceLock<u64>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -219,6 +228,10 @@ impl From<StoreError> for ServiceError {
                 ServiceError::Unavailable(e.to_string())
             }
             StoreError::Corrupt(_) => ServiceError::Internal(e.to_string()),
+            StoreError::Missing { seq, .. } => ServiceError::IntegrityFailed(format!(
+                "{e}. Nothing from record {seq} on is served; `chronoscope verify` reports the \
+                 store's problems. Restore the store from a backup or a standby"
+            )),
         }
     }
 }
@@ -251,11 +264,16 @@ impl Engine {
             reports: watch::Reports::default(),
             hubs: watch::Hubs::default(),
             access: access_log::Counters::default(),
+            chain_from: std::sync::OnceLock::new(),
         });
         engine.establish_chain().await?;
+        engine.check_witness_at_start().await?;
         engine.restore_snapshot().await?;
         engine.catch_up().await?;
+        // What the start verified is witnessed from now on.
+        engine.record_witness().await?;
         engine.follow_pushed_heads();
+        engine.spawn_witness();
         if engine.snapshot_now().seq == 0 {
             engine.write_seed(seed).await?;
         }
@@ -298,14 +316,16 @@ impl Engine {
         self.clock.now()
     }
 
-    /// Checks that the store's chain is keyed with this engine's key; a store not chained yet
-    /// (an empty one, or one written before chains) has what it holds linked first, in one
-    /// transaction.
+    /// Checks that the store's chain is keyed with this engine's key. An empty store not chained
+    /// yet is chained; one that holds records is refused (see `witnessing::refuse_unchained`).
     async fn establish_chain(&self) -> Result<(), ServiceError> {
         let key = &self.config.log_key;
         loop {
             match self.store.chain().await? {
-                Some(meta) if meta.fingerprint == key.fingerprint() => return Ok(()),
+                Some(meta) if meta.fingerprint == key.fingerprint() => {
+                    let _ = self.chain_from.set(meta.from);
+                    return Ok(());
+                }
                 Some(meta) => {
                     return Err(ServiceError::Unavailable(format!(
                         "{} was written with another log key (fingerprint {}; this process has \
@@ -318,34 +338,16 @@ impl Engine {
                     )));
                 }
                 None => {
-                    let mut links = Vec::new();
-                    let mut previous = key.genesis();
-                    loop {
-                        let records = self
-                            .store
-                            .read_since(links.len() as u64, CATCH_UP_BATCH)
-                            .await?;
-                        if records.is_empty() {
-                            break;
-                        }
-                        for record in records {
-                            previous = key.link(&previous, record.seq, &record.body);
-                            links.push(previous);
-                        }
-                    }
+                    // Linking a store that holds records would prove whatever they now say:
+                    // only an operator does that, on purpose (`chronoscope link-unchained-store`).
+                    witnessing::refuse_unchained(self).await?;
                     let meta = ChainMeta {
                         fingerprint: key.fingerprint(),
-                        from: links.len() as u64 + 1,
+                        from: 1,
                     };
-                    match self.store.start_chain(meta, &links).await {
+                    match self.store.start_chain(meta, &[]).await {
                         Ok(()) => {
-                            if !links.is_empty() {
-                                tracing::info!(
-                                    records = links.len(),
-                                    "linked the records written before the log was chained; \
-                                     they are proven from now on"
-                                );
-                            }
+                            let _ = self.chain_from.set(meta.from);
                             return Ok(());
                         }
                         // Another process chained it, or appended meanwhile: look again.
@@ -495,7 +497,7 @@ impl Engine {
             record.link.as_ref(),
         )
         .map_err(|broken| {
-            ServiceError::Unavailable(format!(
+            ServiceError::IntegrityFailed(format!(
                 "the log of {} does not verify: {broken}. Nothing from record {} on is \
                      served; `chronoscope verify` reports every bad record. Restore the store \
                      from a backup or a standby",

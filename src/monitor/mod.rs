@@ -294,6 +294,7 @@ pub fn log_tampered<'f>(
                 crate::service::FindingKind::Undecodable => "undecodable",
                 crate::service::FindingKind::Truncated => "truncated",
                 crate::service::FindingKind::KeyMismatch => "key_mismatch",
+                crate::service::FindingKind::Rechained => "rechained",
             };
             Anomaly {
                 anomaly_id: AnomalyId::derived(&format!("log_tampered|{}", f.seq)),

@@ -162,7 +162,11 @@ impl Problem {
         let detail = match &self.error {
             // Internal messages are for the logs, not for callers; so are the store's reasons
             // for being unavailable (its URL, the driver's words).
-            ServiceError::Internal(_) => self.kind.explanation.to_string(),
+            // The integrity failure's words name the store (a path, a database URL): the
+            // operator finds them in the log and with `chronoscope verify`.
+            ServiceError::Internal(_) | ServiceError::IntegrityFailed(_) => {
+                self.kind.explanation.to_string()
+            }
             ServiceError::Unavailable(_) if !self.shown => self.kind.explanation.to_string(),
             e => e.to_string(),
         };
@@ -178,6 +182,7 @@ impl Problem {
         if ctx.full {
             let error = match &self.error {
                 ServiceError::Internal(_) => ServiceError::Internal(detail.clone()),
+                ServiceError::IntegrityFailed(_) => ServiceError::IntegrityFailed(detail.clone()),
                 ServiceError::Unavailable(_) => ServiceError::Unavailable(detail.clone()),
                 e => e.clone(),
             };

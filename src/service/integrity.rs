@@ -45,6 +45,9 @@ pub enum FindingKind {
     Truncated,
     /// The store was chained with another log key.
     KeyMismatch,
+    /// The store's chain record was removed or rewritten, or the record at the head this
+    /// replica witnessed is another one: the log was re-linked or replaced.
+    Rechained,
 }
 
 /// One record (or stretch of the log) that does not verify.

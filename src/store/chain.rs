@@ -71,6 +71,14 @@ impl LogKey {
         <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!())
     }
 
+    /// A MAC under `label`, for tags that must never pass for a link or for one another (the
+    /// snapshot seal, the witness).
+    pub(crate) fn labelled(&self, label: &[u8]) -> Hmac<Sha256> {
+        let mut mac = self.mac();
+        mac.update(label);
+        mac
+    }
+
     /// The link before record 1.
     pub fn genesis(&self) -> Link {
         let mut mac = self.mac();

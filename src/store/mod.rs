@@ -16,6 +16,7 @@ mod postgres_lease;
 mod sqlite;
 mod sqlite_writer;
 mod watched;
+pub mod witness;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use watched::{MIN_FREE_BYTES, Watched, free_bytes};
+pub use witness::{Head, Witness, Witnessed};
 
 /// The forms [`open`] accepts, for error messages and `--help`.
 pub const ACCEPTED_FORMS: &str = "sqlite://PATH, sqlite:PATH or a plain file path (SQLite); \
@@ -144,9 +146,11 @@ fn contiguous(after: u64, rows: Vec<Row>, what: &str) -> Result<Vec<Record>, Sto
                     link: link.and_then(|l| Link::try_from(l.as_slice()).ok()),
                 })
             } else {
-                Err(StoreError::Corrupt(format!(
-                    "{what}: the log jumps to record {seq} where {expected} should be"
-                )))
+                Err(StoreError::Missing {
+                    store: what.to_owned(),
+                    seq: expected,
+                    found: seq,
+                })
             }
         })
         .collect()
@@ -194,6 +198,16 @@ pub enum StoreError {
     /// The data on disk is not what this version expects.
     #[error("storage is corrupt or from another version: {0}")]
     Corrupt(String),
+    /// A record is missing from the log: the numbering jumps over it (records were deleted).
+    #[error("{store}: record {seq} is missing (the log jumps to record {found}): it was deleted")]
+    Missing {
+        /// Where the data lives.
+        store: String,
+        /// The first missing record.
+        seq: u64,
+        /// The record found in its place.
+        found: i64,
+    },
     /// The store was chained by another process first (see [`Store::start_chain`]).
     #[error("the log was chained by another process meanwhile")]
     AlreadyChained,
@@ -459,7 +473,11 @@ mod tests {
         let rows = vec![(3, "a".to_owned(), None), (5, "b".to_owned(), None)];
         assert!(matches!(
             contiguous(2, rows, "x"),
-            Err(StoreError::Corrupt(_))
+            Err(StoreError::Missing {
+                seq: 4,
+                found: 5,
+                ..
+            })
         ));
         let rows = vec![(3, "a".to_owned(), None), (4, "b".to_owned(), None)];
         let records = contiguous(2, rows, "x").ok().unwrap_or_default();

@@ -47,6 +47,8 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(5);
 #[utoipa::path(get, path = "/readyz", tag = "Operations", operation_id = "readyz", security(()),
     responses(
         (status = 200, description = "The service answers", body = Health),
+        (status = 500, description = "The store failed its integrity check (`integrity-failed`): waiting does not help", body = crate::server::views::Problem,
+            content_type = "application/problem+json"),
         (status = 503, description = "The service does not answer", body = crate::server::views::Problem,
             content_type = "application/problem+json"),
     )
@@ -72,6 +74,11 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult {
                 status: "ready".into(),
             },
         )),
+        // Not a matter of time: waiting does not make the log verify again.
+        Ok(Err(e @ crate::error::ServiceError::IntegrityFailed(_))) => {
+            tracing::error!(%e, "not ready: the store failed its integrity check");
+            Err(Problem::from_error(e))
+        }
         Ok(Err(e)) => {
             tracing::warn!(%e, "not ready: the service does not answer");
             Err(Problem::unavailable(

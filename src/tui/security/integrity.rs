@@ -222,6 +222,7 @@ impl IntegrityScreen {
                         FindingKind::Undecodable => "undecodable",
                         FindingKind::Truncated => "truncated",
                         FindingKind::KeyMismatch => "key mismatch",
+                        FindingKind::Rechained => "re-chained",
                     };
                     let mut what = format!("  ✗ record {} {kind}", f.seq);
                     if let Some(op) = &f.op {
