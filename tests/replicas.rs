@@ -1602,9 +1602,11 @@ async fn co_tenant_scenario(database: &str) {
         }
     }
 
-    // Every acknowledged write is there, on both replicas.
-    for replica in [&a, &b] {
-        for (api, wrote) in [(&member_a, &members), (&operator, &operators)] {
+    // Every acknowledged write is there, on both replicas (each asked with a token of its own
+    // secret).
+    let operator_b = Api::new(token_for(&exe, OTHER_SECRET, "doc-brown", "read,write,admin").await);
+    for (replica, member, operator) in [(&a, &member_a, &operator), (&b, &member_b, &operator_b)] {
+        for (api, wrote) in [(member, &members), (operator, &operators)] {
             let items = all_items(api, replica).await;
             for (id, description) in wrote {
                 assert_eq!(
