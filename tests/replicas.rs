@@ -8,6 +8,7 @@
 //! The rate limiter is in-memory per process, so a limit applies per replica, not per cluster;
 //! this test runs with `--rate-limit 0`.
 
+mod pki;
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -104,10 +105,14 @@ impl Replica {
             .arg("--log-key-file")
             .arg(&key_file)
             .args(["--database", database, "--seed", "none", "--log", "warn"])
+            .arg("serve")
+            .args(
+                (!extra.contains(&"--listen"))
+                    .then_some(["--listen", "127.0.0.1:0"])
+                    .into_iter()
+                    .flatten(),
+            )
             .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
                 "--rate-limit",
                 "0",
                 "--address-rate-limit",
@@ -135,6 +140,7 @@ impl Replica {
                 let Ok(line) = line else { break };
                 for (said, what) in [
                     ("serving on http://", "api"),
+                    ("serving on https://", "api-tls"),
                     ("metrics on http://", "metrics"),
                 ] {
                     if let Some(rest) = line.split_once(said).map(|(_, r)| r) {
@@ -163,6 +169,7 @@ impl Replica {
         while replica.base.is_empty() || replica.metrics.is_empty() {
             match rx.recv_timeout(STARTUP_LIMIT) {
                 Ok(("api", addr)) => replica.base = format!("http://{addr}"),
+                Ok(("api-tls", addr)) => replica.base = format!("https://{addr}"),
                 Ok((_, addr)) => replica.metrics = format!("http://{addr}"),
                 Err(e) => {
                     let status = replica.child.as_mut().map(Child::try_wait);
@@ -222,6 +229,19 @@ impl Api {
         let http = reqwest::Client::builder()
             .no_proxy()
             .timeout(REQUEST_LIMIT)
+            .build()
+            .unwrap();
+        Api { http, token }
+    }
+
+    /// [`Api::new`], trusting the CA certificate `ca` (PEM) besides the platform's roots.
+    fn trusting(token: String, ca: &Path) -> Api {
+        chronoscope::tls::install_default_provider();
+        let pem = std::fs::read(ca).unwrap();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(REQUEST_LIMIT)
+            .tls_certs_merge(reqwest::Certificate::from_pem_bundle(&pem).unwrap())
             .build()
             .unwrap();
         Api { http, token }
@@ -1616,6 +1636,86 @@ async fn co_tenant_scenario(database: &str) {
                     replica.name
                 );
             }
+        }
+    }
+}
+
+/// Replicas serving https only, each advertising an https address (`--advertise-url`) whose
+/// certificate a private CA signed (`--replica-ca-cert`): the one without the writer's lease
+/// forwards to the one with it over https, and every write is made once and listed on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_serving_https_forward_writes_to_each_other_over_https() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    tokio::time::timeout(SCENARIO_LIMIT, https_scenario(&db.url))
+        .await
+        .expect("the https scenario did not finish in time");
+}
+
+async fn https_scenario(database: &str) {
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let pki = pki::Pki::new();
+    let (cert, key, ca) = (pki.cert(), pki.key(), pki.ca());
+    let (cert, key, ca) = (
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    );
+    let start = |name: &'static str| {
+        // A free port, named before the replica listens on it: its address is advertised.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let advertise = format!("https://localhost:{port}");
+        Replica::start_with(
+            &exe,
+            name,
+            database,
+            SECRET,
+            &[
+                "--listen",
+                &listen,
+                "--tls-cert",
+                cert,
+                "--tls-key",
+                key,
+                "--advertise-url",
+                &advertise,
+                "--replica-ca-cert",
+                ca,
+                "--access-log-flush",
+                "1h",
+            ],
+        )
+    };
+    let api = Api::trusting(token(&exe).await, &pki.ca());
+    let a = start("A");
+    let b = start("B");
+    assert!(a.base.starts_with("https://"), "{}", a.base);
+    wait_healthy(&api, &a).await;
+    wait_healthy(&api, &b).await;
+    let mut wrote = BTreeMap::new();
+    for n in 0..10 {
+        wrote.extend([register(&api, &a, &format!("over https A{n}")).await]);
+        wrote.extend([register(&api, &b, &format!("over https B{n}")).await]);
+    }
+    let forwarded = series(&scrape(&a).await, "chronoscope_writes_forwarded_total")
+        + series(&scrape(&b).await, "chronoscope_writes_forwarded_total");
+    assert!(
+        forwarded > 0.0,
+        "no write was forwarded between replicas serving https; A:\n{}\nB:\n{}",
+        a.stderr(),
+        b.stderr()
+    );
+    for replica in [&a, &b] {
+        let items = all_items(&api, replica).await;
+        for (id, description) in &wrote {
+            assert_eq!(items.get(id), Some(description), "on {}", replica.name);
         }
     }
 }

@@ -98,6 +98,9 @@ const PROVEN_FOR: Duration = Duration::from_secs(10);
 const DISPROVEN_FOR: Duration = Duration::from_secs(1);
 /// How long connecting to the holder may take before the write is made here instead.
 const CONNECT_LIMIT: Duration = Duration::from_secs(1);
+/// How long a challenged holder may take to answer: a genuine one answers at once, and one
+/// that keeps the connection open without answering must not hold writes up for long.
+const CHALLENGE_LIMIT: Duration = Duration::from_secs(2);
 
 /// A request forwarded by another replica, checked by [`mark`]: who the caller is, as that
 /// replica verified, and what [`forward`] still checks (the body) and [`mark`] signs.
@@ -387,6 +390,7 @@ impl Forwarding {
         let answer = http
             .get(format!("{to}{CHALLENGE_PATH}"))
             .header(CHALLENGE, &nonce)
+            .timeout(CHALLENGE_LIMIT)
             .send()
             .await;
         let genuine = match answer {
@@ -548,10 +552,13 @@ pub(super) async fn forward(State(f): State<Forwarding>, req: Request, next: Nex
         parts.extensions.insert(caller);
         next.run(Request::from_parts(parts, Body::from(bytes)))
     };
-    if key_bearing(parts.uri.path(), &bytes) || !f.genuine(http, keys, &to).await {
-        if !key_bearing(parts.uri.path(), &bytes) {
-            f.sessions.forward_failed(&to);
-        }
+    // A customer's key stays here; a holder that does not prove it is a replica of this
+    // deployment is sent nothing, and written around until it is asked again.
+    if key_bearing(parts.uri.path(), &bytes) {
+        return here(parts, bytes, caller).await;
+    }
+    if !f.genuine(http, keys, &to).await {
+        f.sessions.forward_failed(&to);
         return here(parts, bytes, caller).await;
     }
     let target = parts

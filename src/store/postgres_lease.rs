@@ -9,7 +9,10 @@
 //!
 //! The lease's connection is named (`application_name`) after the process and the address at
 //! which it takes forwarded writes, so that the others find the holder with one query of
-//! `pg_locks` and `pg_stat_activity` ([`PgLease::holder`]); the name goes with the lock.
+//! `pg_locks` and `pg_stat_activity` ([`PgLease::holder`]); the name goes with the lock. Any
+//! database login can take the lock under such a name: the name is only where to look, and a
+//! replica sends nothing to that address before it proved it is one of this deployment's
+//! (`server::forward`).
 //!
 //! A request for the lease is signed with a key derived from the log key ([`REQUEST_LABEL`]),
 //! names who asks, expires and carries a nonce ([`Requests`]): anyone may `NOTIFY` on the
