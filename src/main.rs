@@ -893,22 +893,30 @@ fn checked_advertise_url(given: Option<&str>, tls: bool) -> Result<Option<String
         return Ok(None);
     };
     let bad = |why: &str| eyre!("--advertise-url {given}: {why}");
-    if tls {
-        return Err(bad(
-            "this replica serves https only, and forwarded writes go over plain http: leave \
-             --advertise-url out (replicas serving https take turns with the writer's lease)",
-        ));
-    }
     let url = reqwest::Url::parse(given).map_err(|e| {
         bad(&format!(
             "not a URL ({e}); give one like http://10.0.0.5:8080"
         ))
     })?;
-    if url.scheme() != "http" {
-        return Err(bad(
-            "forwarded writes go over plain http on the replicas' own network; give an \
-             http:// address",
-        ));
+    match (url.scheme(), tls) {
+        ("http", false) | ("https", true) => {}
+        ("https", false) => {
+            return Err(bad(
+                "this replica serves plain http (no --tls-cert): give an http:// address, or \
+                 serve https with --tls-cert and --tls-key",
+            ));
+        }
+        ("http", true) => {
+            return Err(bad(
+                "this replica serves https only: give its https:// address, with a name its \
+                 certificate is valid for",
+            ));
+        }
+        _ => {
+            return Err(bad(
+                "give an http:// address (or https:// when serving with --tls-cert)",
+            ));
+        }
     }
     if url.host_str().is_none()
         || url.path() != "/"
@@ -943,6 +951,12 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         _ => None,
     };
     let advertise = checked_advertise_url(args.advertise_url.as_deref(), tls.is_some())?;
+    let replica_ca = match &args.replica_ca_cert {
+        Some(path) => Some(
+            chronoscope::tls::read_ca_bundle(path).map_err(|e| eyre!("--replica-ca-cert: {e}"))?,
+        ),
+        None => None,
+    };
     let metrics = match &args.metrics_listen {
         Some(addr) => {
             // Installed before the router is built, so that the router records.
@@ -1024,6 +1038,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
         shutdown_timeout: args.shutdown_timeout,
         max_streams_per_traveller: args.max_streams_per_traveller as usize,
         max_streams: args.max_streams as usize,
+        replica_ca,
     };
     let shutdown = chronoscope::server::shutdown_signal();
     let served = match tls {

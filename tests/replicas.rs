@@ -8,6 +8,7 @@
 //! The rate limiter is in-memory per process, so a limit applies per replica, not per cluster;
 //! this test runs with `--rate-limit 0`.
 
+mod pki;
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -73,6 +74,17 @@ struct Replica {
 impl Replica {
     /// Starts a replica on a free loopback port and waits until it says where it listens.
     fn start(exe: &Path, name: &'static str, database: &str) -> Replica {
+        Replica::start_with(exe, name, database, SECRET, &[])
+    }
+
+    /// [`Replica::start`] with token secret `secret` and `extra` arguments to `serve`.
+    fn start_with(
+        exe: &Path,
+        name: &'static str,
+        database: &str,
+        secret: &str,
+        extra: &[&str],
+    ) -> Replica {
         let data_dir = tempfile::tempdir().unwrap();
         // Replicas of one store chain its log with one key, each from its own copy of the file.
         let key_file = data_dir.path().join("shared-log-key");
@@ -93,10 +105,14 @@ impl Replica {
             .arg("--log-key-file")
             .arg(&key_file)
             .args(["--database", database, "--seed", "none", "--log", "warn"])
+            .arg("serve")
+            .args(
+                (!extra.contains(&"--listen"))
+                    .then_some(["--listen", "127.0.0.1:0"])
+                    .into_iter()
+                    .flatten(),
+            )
             .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
                 "--rate-limit",
                 "0",
                 "--address-rate-limit",
@@ -104,7 +120,8 @@ impl Replica {
                 "--metrics-listen",
                 "127.0.0.1:0",
             ])
-            .args(["--jwt-secret", SECRET])
+            .args(["--jwt-secret", secret])
+            .args(extra)
             .env_remove("CHRONOSCOPE_REMOTE")
             .env_remove("CHRONOSCOPE_TOKEN")
             .stdin(Stdio::null())
@@ -123,6 +140,7 @@ impl Replica {
                 let Ok(line) = line else { break };
                 for (said, what) in [
                     ("serving on http://", "api"),
+                    ("serving on https://", "api-tls"),
                     ("metrics on http://", "metrics"),
                 ] {
                     if let Some(rest) = line.split_once(said).map(|(_, r)| r) {
@@ -151,6 +169,7 @@ impl Replica {
         while replica.base.is_empty() || replica.metrics.is_empty() {
             match rx.recv_timeout(STARTUP_LIMIT) {
                 Ok(("api", addr)) => replica.base = format!("http://{addr}"),
+                Ok(("api-tls", addr)) => replica.base = format!("https://{addr}"),
                 Ok((_, addr)) => replica.metrics = format!("http://{addr}"),
                 Err(e) => {
                     let status = replica.child.as_mut().map(Child::try_wait);
@@ -210,6 +229,19 @@ impl Api {
         let http = reqwest::Client::builder()
             .no_proxy()
             .timeout(REQUEST_LIMIT)
+            .build()
+            .unwrap();
+        Api { http, token }
+    }
+
+    /// [`Api::new`], trusting the CA certificate `ca` (PEM) besides the platform's roots.
+    fn trusting(token: String, ca: &Path) -> Api {
+        chronoscope::tls::install_default_provider();
+        let pem = std::fs::read(ca).unwrap();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(REQUEST_LIMIT)
+            .tls_certs_merge(reqwest::Certificate::from_pem_bundle(&pem).unwrap())
             .build()
             .unwrap();
         Api { http, token }
@@ -1260,4 +1292,430 @@ async fn lease_scenario(database: &str) {
         items.len(),
         acked.len()
     );
+}
+
+// ---------------------------------------------------------------- a database co-tenant
+
+/// The second replica's token secret in the co-tenant scenario: replicas need share only the
+/// log key.
+const OTHER_SECRET: &str = "replicas-test-other-secret-fedcba9876543210";
+/// A customer's encryption key, which must never leave the replica it was sent to.
+const CUSTOMER_KEY: &str = "customer-key-c0ffee-must-stay-on-its-replica";
+/// The writer's lease: `postgres_lease.rs`'s advisory lock key ("chrono").
+const LEASE_KEY: i64 = 0x6368_726f_6e6f;
+/// What the rogue answers every request with.
+const FORGED: &str = "forged-by-the-rogue";
+
+/// A token from the real `token` command for `subject` with `scope`, signed with `secret`.
+async fn token_for(exe: &Path, secret: &str, subject: &str, scope: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    run(
+        exe,
+        &[
+            "--data-dir",
+            dir,
+            "token",
+            "--subject",
+            subject,
+            "--scope",
+            scope,
+            "--jwt-secret",
+            secret,
+        ],
+    )
+    .await
+}
+
+/// A rogue HTTP listener: records every request that reaches it, whole, and answers each with a
+/// forged `201` carrying made-up signatures.
+async fn rogue_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&heard);
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let sink = Arc::clone(&sink);
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let read = tokio::time::timeout(Duration::from_secs(2), conn.read(&mut buf));
+                    match read.await {
+                        Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                    if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if got.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                sink.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&got).into_owned());
+                let body = format!(
+                    r#"{{"id":"{FORGED}","description":"{FORGED}","data_id":"{FORGED}","status":"{FORGED}"}}"#
+                );
+                let answer = format!(
+                    "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: \
+                     {}\r\nx-chronoscope-answer: {}\r\nx-chronoscope-replica: {}\r\nconnection: \
+                     close\r\n\r\n{body}",
+                    body.len(),
+                    "00".repeat(32),
+                    "00".repeat(32),
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    (port, heard)
+}
+
+/// Who holds the writer's lease: the backend pid and connection name, as anyone may read them.
+async fn lease_holder(conn: &mut sqlx::PgConnection) -> Option<(i32, String)> {
+    sqlx::query_as(
+        "SELECT l.pid, a.application_name \
+         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+           AND l.classid = ($1::bigint)::oid AND l.objid = ($2::bigint)::oid \
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .bind(LEASE_KEY >> 32)
+    .bind(LEASE_KEY & 0xffff_ffff)
+    .fetch_optional(conn)
+    .await
+    .unwrap()
+}
+
+/// Registers an item through `base`: it must be made (200, an id that is no forgery).
+async fn register(api: &Api, replica: &Replica, description: &str) -> (String, String) {
+    let answer = api
+        .post(
+            &replica.base,
+            "/v1/items?view=full",
+            &json!({ "description": description }),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{description} through {}: {e}", replica.name));
+    assert_eq!(
+        answer.status, 200,
+        "{description} through {}: {}",
+        replica.name, answer.body
+    );
+    assert!(
+        !answer.body.to_string().contains(FORGED),
+        "a forged answer was passed to a client: {}",
+        answer.body
+    );
+    (
+        str_field(&answer.body, "id").to_owned(),
+        description.to_owned(),
+    )
+}
+
+/// A database co-tenant (a plain database login, no chronoscope secret) poses as the writer:
+/// it names its connection after a replica with its own address, asks for the lease on the
+/// notification channel (unsigned, forged, and replaying the replicas' own requests) and takes
+/// the advisory lock. Nothing of a client's reaches it (no token, no Authorization header, no
+/// customer key, no write), no client gets its forged answer, every write is made and listed,
+/// and its requests for the lease move nothing. The two replicas have different token
+/// secrets and one log key, and still forward to each other once a genuine one holds the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_co_tenant_posing_as_the_writer_gets_no_token_key_or_write() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    tokio::time::timeout(SCENARIO_LIMIT, co_tenant_scenario(&db.url))
+        .await
+        .expect("the co-tenant scenario did not finish in time");
+}
+
+async fn co_tenant_scenario(database: &str) {
+    use sqlx::Connection;
+    use std::str::FromStr;
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let (port, heard) = rogue_listener().await;
+
+    // The co-tenant: a plain login, named like a replica, holding the lock before anyone.
+    let options = sqlx::postgres::PgConnectOptions::from_str(database)
+        .unwrap()
+        .application_name(&format!("chronoscope evil http://127.0.0.1:{port}"));
+    let mut rogue = sqlx::PgConnection::connect_with(&options).await.unwrap();
+    let mut overheard = sqlx::postgres::PgListener::connect(database).await.unwrap();
+    overheard.listen("chronoscope_lease").await.unwrap();
+    let requests = Arc::new(Mutex::new(Vec::<String>::new()));
+    let kept = Arc::clone(&requests);
+    tokio::spawn(async move {
+        while let Ok(notice) = overheard.recv().await {
+            kept.lock().unwrap().push(notice.payload().to_owned());
+        }
+    });
+    let notify =
+        |payload: String| sqlx::query("SELECT pg_notify('chronoscope_lease', $1)").bind(payload);
+    notify("evil".into()).execute(&mut rogue).await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(LEASE_KEY)
+        .execute(&mut rogue)
+        .await
+        .unwrap();
+
+    // Two replicas, different token secrets, one log key; nothing but the clients' writes
+    // moves the lease (no access-log summaries meanwhile).
+    let quiet = ["--access-log-flush", "1h"];
+    let a = Replica::start_with(&exe, "A", database, SECRET, &quiet);
+    let b = Replica::start_with(&exe, "B", database, OTHER_SECRET, &quiet);
+    let member_a = Api::new(token_for(&exe, SECRET, SUBJECT, "read,write").await);
+    let member_b = Api::new(token_for(&exe, OTHER_SECRET, SUBJECT, "read,write").await);
+    let operator = Api::new(token_for(&exe, SECRET, "doc-brown", "read,write,admin").await);
+    wait_healthy(&member_a, &a).await;
+    wait_healthy(&member_b, &b).await;
+    let tokens = [&member_a.token, &member_b.token, &operator.token];
+    let mut members = BTreeMap::new();
+    let mut operators = BTreeMap::new();
+
+    // While the co-tenant holds the lock: members' and an operator's writes, and a customer's
+    // key, through both replicas.
+    for n in 0..3 {
+        members.extend([register(&member_a, &a, &format!("co-tenant A{n}")).await]);
+        members.extend([register(&member_b, &b, &format!("co-tenant B{n}")).await]);
+        operators.extend([register(&operator, &a, &format!("co-tenant operator {n}")).await]);
+    }
+    let mut sealed = Vec::new();
+    for (api, replica) in [(&member_a, &a), (&member_b, &b)] {
+        let answer = api
+            .post(
+                &replica.base,
+                "/v1/encrypt-data",
+                &json!({
+                    "timeline_id": "primary",
+                    "data": { "flux": "1.21 gigawatts" },
+                    "encryption_key": CUSTOMER_KEY,
+                }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            answer.status, 201,
+            "encrypt-data on {}: {}",
+            replica.name, answer.body
+        );
+        assert!(!answer.body.to_string().contains(FORGED), "{}", answer.body);
+        sealed.push(str_field(&answer.body, "data_id").to_owned());
+    }
+    notify("evil".into()).execute(&mut rogue).await.unwrap();
+
+    // The co-tenant lets go; a replica takes the lease with its next write.
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(LEASE_KEY)
+        .execute(&mut rogue)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    let mut n = 0;
+    let held = loop {
+        members.extend([register(&member_a, &a, &format!("after the co-tenant {n}")).await]);
+        n += 1;
+        if let Some((pid, name)) = lease_holder(&mut rogue).await
+            && name.starts_with("chronoscope ")
+            && !name.contains("evil")
+        {
+            break (pid, name);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no replica took the writer's lease after the co-tenant let it go"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+
+    // Its requests for the lease move nothing: unsigned, forged, or replayed from what the
+    // replicas asked while it held the lock.
+    let replayed = requests.lock().unwrap().clone();
+    assert!(
+        replayed.iter().any(|r| r != "evil"),
+        "the replicas never asked for the lease while the co-tenant held it: {replayed:?}"
+    );
+    let forged = format!(
+        "{} 9999999999 {} {}",
+        "ab".repeat(4),
+        "00".repeat(16),
+        "11".repeat(32)
+    );
+    for payload in ["evil".to_owned(), forged].into_iter().chain(replayed) {
+        notify(payload).execute(&mut rogue).await.unwrap();
+    }
+    // A genuine request moves the lease within milliseconds (MIN_HOLD is 20 ms).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        lease_holder(&mut rogue).await,
+        Some(held.clone()),
+        "the co-tenant's requests moved the writer's lease"
+    );
+
+    // Writes through both replicas, tokens of either secret: the one without the lease sends
+    // them to the one with it.
+    for n in 0..5 {
+        members.extend([register(&member_a, &a, &format!("forwarded A{n}")).await]);
+        members.extend([register(&member_b, &b, &format!("forwarded B{n}")).await]);
+    }
+    let forwarded = series(&scrape(&a).await, "chronoscope_writes_forwarded_total")
+        + series(&scrape(&b).await, "chronoscope_writes_forwarded_total");
+    assert!(
+        forwarded > 0.0,
+        "replicas with different token secrets did not forward to the holder ({held:?})"
+    );
+    // A customer's entry opens on the other replica with the customer's key.
+    let opened = member_b
+        .post(
+            &b.base,
+            "/v1/decrypt-data",
+            &json!({ "data_id": sealed[0], "encryption_key": CUSTOMER_KEY }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    assert_eq!(
+        opened.body["data"]["flux"], "1.21 gigawatts",
+        "{}",
+        opened.body
+    );
+
+    // Nothing of a client's reached the co-tenant: only challenges, which it failed.
+    let heard = heard.lock().unwrap().clone();
+    assert!(
+        !heard.is_empty(),
+        "the replicas never turned to the co-tenant"
+    );
+    for request in &heard {
+        let lower = request.to_ascii_lowercase();
+        assert!(
+            request.starts_with("GET /replica/challenge HTTP/1.1\r\n"),
+            "the co-tenant was sent more than a challenge:\n{request}"
+        );
+        for secret in tokens.iter().map(|t| t.as_str()).chain([CUSTOMER_KEY]) {
+            assert!(
+                !request.contains(secret),
+                "a secret reached the co-tenant:\n{request}"
+            );
+        }
+        for header in [
+            "authorization",
+            "bearer",
+            "x-chronoscope-forwarded",
+            "encryption_key",
+        ] {
+            assert!(
+                !lower.contains(header),
+                "{header} reached the co-tenant:\n{request}"
+            );
+        }
+    }
+
+    // Every acknowledged write is there, on both replicas (each asked with a token of its own
+    // secret).
+    let operator_b = Api::new(token_for(&exe, OTHER_SECRET, "doc-brown", "read,write,admin").await);
+    for (replica, member, operator) in [(&a, &member_a, &operator), (&b, &member_b, &operator_b)] {
+        for (api, wrote) in [(member, &members), (operator, &operators)] {
+            let items = all_items(api, replica).await;
+            for (id, description) in wrote {
+                assert_eq!(
+                    items.get(id),
+                    Some(description),
+                    "an acknowledged write is not listed on {}",
+                    replica.name
+                );
+            }
+        }
+    }
+}
+
+/// Replicas serving https only, each advertising an https address (`--advertise-url`) whose
+/// certificate a private CA signed (`--replica-ca-cert`): the one without the writer's lease
+/// forwards to the one with it over https, and every write is made once and listed on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_serving_https_forward_writes_to_each_other_over_https() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    tokio::time::timeout(SCENARIO_LIMIT, https_scenario(&db.url))
+        .await
+        .expect("the https scenario did not finish in time");
+}
+
+async fn https_scenario(database: &str) {
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let pki = pki::Pki::new();
+    let (cert, key, ca) = (pki.cert(), pki.key(), pki.ca());
+    let (cert, key, ca) = (
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    );
+    let start = |name: &'static str| {
+        // A free port, named before the replica listens on it: its address is advertised.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let advertise = format!("https://localhost:{port}");
+        Replica::start_with(
+            &exe,
+            name,
+            database,
+            SECRET,
+            &[
+                "--listen",
+                &listen,
+                "--tls-cert",
+                cert,
+                "--tls-key",
+                key,
+                "--advertise-url",
+                &advertise,
+                "--replica-ca-cert",
+                ca,
+                "--access-log-flush",
+                "1h",
+            ],
+        )
+    };
+    let api = Api::trusting(token(&exe).await, &pki.ca());
+    let a = start("A");
+    let b = start("B");
+    assert!(a.base.starts_with("https://"), "{}", a.base);
+    wait_healthy(&api, &a).await;
+    wait_healthy(&api, &b).await;
+    let mut wrote = BTreeMap::new();
+    for n in 0..10 {
+        wrote.extend([register(&api, &a, &format!("over https A{n}")).await]);
+        wrote.extend([register(&api, &b, &format!("over https B{n}")).await]);
+    }
+    let forwarded = series(&scrape(&a).await, "chronoscope_writes_forwarded_total")
+        + series(&scrape(&b).await, "chronoscope_writes_forwarded_total");
+    assert!(
+        forwarded > 0.0,
+        "no write was forwarded between replicas serving https; A:\n{}\nB:\n{}",
+        a.stderr(),
+        b.stderr()
+    );
+    for replica in [&a, &b] {
+        let items = all_items(&api, replica).await;
+        for (id, description) in &wrote {
+            assert_eq!(items.get(id), Some(description), "on {}", replica.name);
+        }
+    }
 }

@@ -575,16 +575,6 @@ impl Secret {
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.0
     }
-
-    /// A value only holders of this secret can make, for one `purpose` (HMAC-SHA256 of it,
-    /// hex): it proves that its bearer knows the secret and reveals nothing of it.
-    pub fn proof(&self, purpose: &str) -> String {
-        use hmac::{Hmac, Mac};
-        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
-        mac.update(purpose.as_bytes());
-        hex(&mac.finalize().into_bytes())
-    }
 }
 
 fn random_hex(n: usize) -> String {

@@ -425,9 +425,12 @@ pub struct ServeArgs {
         value_name = "ADDR"
     )]
     pub listen: String,
-    /// With several replicas on PostgreSQL: the plain-http address at which the other replicas reach this one, e.g. http://10.0.0.5:8080. While this replica holds the writer's lease, the others send it the writes they receive, so that one replica decides them all [default: http://ADDR when --listen names one address and there is no --tls-cert; none when it listens on every address (0.0.0.0, [::]) or over https: then the lease moves to whichever replica has writes, which is slower]
+    /// With several replicas on PostgreSQL: the address at which the other replicas reach this one, e.g. http://10.0.0.5:8080, or https://replica-1.example:8443 with --tls-cert (its certificate must be valid for that name). While this replica holds the writer's lease, the others send it the writes they receive (never a client's token or encryption key), so that one replica decides them all [default: http://ADDR when --listen names one address and there is no --tls-cert; none when it listens on every address (0.0.0.0, [::]) or over https without this flag: then the lease moves to whichever replica has writes, which is slower]
     #[arg(long, env = "CHRONOSCOPE_ADVERTISE_URL", value_name = "URL")]
     pub advertise_url: Option<String>,
+    /// CA certificates (PEM) that sign the other replicas' certificates, when they advertise https addresses signed by a private CA (the platform's roots are trusted too)
+    #[arg(long, env = "CHRONOSCOPE_REPLICA_CA_CERT", value_name = "FILE")]
+    pub replica_ca_cert: Option<PathBuf>,
     /// HS256 secret for tokens, at least 32 bytes; prefer the environment variable or --jwt-secret-file, since a flag shows in `ps` [default: the `jwt-secret` file in the data directory, created if missing]
     #[arg(
         long,

@@ -37,7 +37,7 @@ use tokio::time::Instant;
 
 use super::Engine;
 use crate::error::ServiceError;
-use crate::store::{HeldLease, LeaseHolder, WriterLease};
+use crate::store::{HeldLease, LeaseHolder, LogKey, WriterLease};
 
 /// How long the lease is held at least once taken, however soon another process asks for it:
 /// passing it costs a few round trips and a catch-up, which this spreads over many writes.
@@ -67,6 +67,8 @@ pub(super) struct Lease {
     holder: Mutex<Holder>,
     /// Held while the store is asked who holds the lease, so that one write asks at a time.
     asking: tokio::sync::Mutex<()>,
+    /// Where this process takes forwarded writes (see [`Engine::advertise_writer`]).
+    advertised: Mutex<Option<Arc<str>>>,
 }
 
 /// What is known of the lease's holder.
@@ -85,7 +87,9 @@ impl std::fmt::Debug for Lease {
 }
 
 impl Lease {
-    pub(super) fn new(store: Arc<dyn WriterLease>) -> Self {
+    /// The lease of `store`, whose requests for it are signed with a key derived from `key`.
+    pub(super) fn new(store: Arc<dyn WriterLease>, key: &LogKey) -> Self {
+        store.sign_requests_with(key);
         Self {
             store,
             slot: RwLock::new(None),
@@ -93,6 +97,7 @@ impl Lease {
             resting_until: Mutex::new(None),
             holder: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
+            advertised: Mutex::new(None),
         }
     }
 
@@ -241,9 +246,29 @@ impl Engine {
             return Ok(());
         };
         lease.store.advertise(url)?;
+        *lease.advertised.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(url));
         // Taken again, under the new name, by the next write.
         self.give_lease_up(None).await;
         Ok(())
+    }
+
+    /// Where this process takes writes forwarded by the others (see
+    /// [`Engine::advertise_writer`]); `None` when it has no writer's lease or gave no address.
+    /// A forwarded write names the address it was sent to, and is refused anywhere else.
+    pub fn advertised_writer(&self) -> Option<Arc<str>> {
+        let lease = self.lease.as_ref()?;
+        lease
+            .advertised
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A key for what the replicas of this deployment prove to each other over `label`
+    /// (forwarded writes and their answers, see `server::forward`), derived from the log key:
+    /// the one secret every replica is sure to share.
+    pub fn replica_key(&self, label: &str) -> [u8; 32] {
+        self.config.log_key.derive(label)
     }
 
     /// Where a write received over HTTP should go instead of being made here: the address of

@@ -245,7 +245,9 @@ impl Engine {
         config: EngineConfig,
         seed: Seed,
     ) -> Result<Arc<Self>, ServiceError> {
-        let lease = store.writer_lease().map(lease::Lease::new);
+        let lease = store
+            .writer_lease()
+            .map(|lease| lease::Lease::new(lease, &config.log_key));
         let engine = Arc::new_cyclic(|me| Self {
             me: me.clone(),
             lease,

@@ -93,8 +93,19 @@ pub trait Sessions: Send + Sync + 'static {
         Box::pin(async { None })
     }
 
-    /// A write forwarded to `url` found nobody there.
+    /// A write forwarded to `url` found nobody there, or nobody who proved to be a replica.
     fn forward_failed(&self, _url: &str) {}
+
+    /// A key for what the replicas of this deployment prove to each other over `label`
+    /// (derived from the log key); `None` when this service has no replicas to talk to.
+    fn replica_key(&self, _label: &str) -> Option<[u8; 32]> {
+        None
+    }
+
+    /// Where this replica takes forwarded writes, when it said (see `forward`).
+    fn advertised(&self) -> Option<Arc<str>> {
+        None
+    }
 }
 
 impl Sessions for Arc<Engine> {
@@ -135,6 +146,14 @@ impl Sessions for Arc<Engine> {
     fn forward_failed(&self, url: &str) {
         Engine::forward_failed(self, url);
     }
+
+    fn replica_key(&self, label: &str) -> Option<[u8; 32]> {
+        Some(Engine::replica_key(self, label))
+    }
+
+    fn advertised(&self) -> Option<Arc<str>> {
+        Engine::advertised_writer(self)
+    }
 }
 
 /// Settings of the HTTP service.
@@ -171,6 +190,9 @@ pub struct ServerConfig {
     pub max_streams_per_traveller: usize,
     /// Monitor streams the server keeps open at once, everyone's (429 beyond).
     pub max_streams: usize,
+    /// CA certificates (PEM) trusted, besides the platform's roots, for the other replicas'
+    /// https addresses, to which writes are forwarded (see `forward`).
+    pub replica_ca: Option<Vec<u8>>,
 }
 
 impl ServerConfig {
@@ -207,6 +229,7 @@ impl ServerConfig {
             shutdown_timeout: Self::DEFAULT_SHUTDOWN_TIMEOUT,
             max_streams_per_traveller: Self::DEFAULT_MAX_STREAMS_PER_TRAVELLER,
             max_streams: Self::DEFAULT_MAX_STREAMS,
+            replica_ca: None,
         }
     }
 }
@@ -343,9 +366,10 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
     let sessions: Arc<dyn Sessions> = Arc::new(sessions);
     let forwarding = forward::Forwarding::new(
         Arc::clone(&sessions),
-        &config.secret,
+        Arc::clone(&verifier),
         config.body_limit,
         config.request_timeout,
+        config.replica_ca.as_deref(),
     );
     let state = AppState {
         sessions,
@@ -588,9 +612,10 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         let forwarding = forward::Forwarding::new(
             Arc::new(engine),
-            &config.secret,
+            Arc::clone(&verifier),
             config.body_limit,
             config.request_timeout,
+            None,
         );
         let router = with_layers(
             Router::new().route("/boom", get(boom)),

@@ -88,11 +88,19 @@ impl LogKey {
 
     /// The link of record `seq` holding `body`, after `previous` (the genesis for record 1).
     pub fn link(&self, previous: &Link, seq: u64, body: &str) -> Link {
+        self.link_mac(previous, seq, body)
+            .finalize()
+            .into_bytes()
+            .into()
+    }
+
+    /// The MAC whose tag is [`LogKey::link`], to compare a stored link with in constant time.
+    fn link_mac(&self, previous: &Link, seq: u64, body: &str) -> Hmac<Sha256> {
         let mut mac = self.mac();
         mac.update(previous);
         mac.update(&seq.to_be_bytes());
         mac.update(&Sha256::digest(body.as_bytes()));
-        mac.finalize().into_bytes().into()
+        mac
     }
 
     /// What the store keeps to recognise this key without holding it.
@@ -117,6 +125,17 @@ impl LogKey {
         mac.update(b"chronoscope-snapshot-v1");
         mac.update(bytes);
         mac.verify_slice(tag).is_ok()
+    }
+
+    /// A key of its own for `label` (HMAC of the label under this key), for what the replicas
+    /// of one deployment prove to each other (forwarded writes, requests for the writer's
+    /// lease): they are only sure to share the log key, and a derived key can never pass for
+    /// a link, a seal or the log key itself.
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        let mut mac = self.mac();
+        mac.update(b"chronoscope-derived-key-v1\n");
+        mac.update(label.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 }
 
@@ -181,10 +200,11 @@ pub fn verify(
     link: Option<&Link>,
 ) -> Result<Link, Broken> {
     let link = link.ok_or(Broken::Unlinked { seq })?;
-    if key.link(previous, seq, body) == *link {
-        Ok(*link)
-    } else {
-        Err(Broken::Modified { seq })
+    // Compared in constant time (hmac's `verify_slice`), like a snapshot's seal: how long a
+    // refusal takes tells nothing of how much of a forged link was right.
+    match key.link_mac(previous, seq, body).verify_slice(link) {
+        Ok(()) => Ok(*link),
+        Err(_) => Err(Broken::Modified { seq }),
     }
 }
 

@@ -367,6 +367,11 @@ pub trait WriterLease: Send + Sync {
 
     /// Who holds the lease now, as far as the backend knows; `None` when nobody does.
     async fn holder(&self) -> Result<Option<LeaseHolder>, StoreError>;
+
+    /// The key this process's requests for the lease are signed with and other processes'
+    /// are checked with (derived from the log key, which every replica shares): a request
+    /// anyone else makes moves nothing. Until it is given, requests are neither made nor heard.
+    fn sign_requests_with(&self, _key: &LogKey) {}
 }
 
 /// The process holding a writer's lease (see [`WriterLease::holder`]).

@@ -176,7 +176,7 @@ impl PostgresStore {
                 heads: pushed,
                 own: Arc::clone(&appending),
                 wanted,
-                me: lease.me.clone(),
+                lease: Arc::clone(&lease),
             },
         ));
         Ok(Self {
@@ -465,8 +465,8 @@ struct Heard {
     own: Arc<AtomicU64>,
     /// Moved on when another process asks for the writer's lease.
     wanted: watch::Sender<u64>,
-    /// This process in lease requests.
-    me: String,
+    /// Tells requests for the lease another replica made from anyone else's.
+    lease: Arc<PgLease>,
 }
 
 /// Listens for the heads other processes' appends reach and for requests for the writer's
@@ -493,7 +493,7 @@ async fn listen(pool: PgPool, shown: String, heard: Heard) {
             loop {
                 match listener.recv().await {
                     Ok(notice) if notice.channel() == LEASE_CHANNEL => {
-                        if notice.payload() != heard.me {
+                        if heard.lease.asked_by_another(notice.payload()) {
                             heard
                                 .wanted
                                 .send_modify(|asked| *asked = asked.wrapping_add(1));

@@ -9,7 +9,15 @@
 //!
 //! The lease's connection is named (`application_name`) after the process and the address at
 //! which it takes forwarded writes, so that the others find the holder with one query of
-//! `pg_locks` and `pg_stat_activity` ([`PgLease::holder`]); the name goes with the lock.
+//! `pg_locks` and `pg_stat_activity` ([`PgLease::holder`]); the name goes with the lock. Any
+//! database login can take the lock under such a name: the name is only where to look, and a
+//! replica sends nothing to that address before it proved it is one of this deployment's
+//! (`server::forward`).
+//!
+//! A request for the lease is signed with a key derived from the log key ([`REQUEST_LABEL`]),
+//! names who asks, expires and carries a nonce ([`Requests`]): anyone may `NOTIFY` on the
+//! channel with a database login, but only a replica of this deployment moves the lease, and
+//! a request heard once is never heard again.
 //!
 //! When the holder dies, its connection ends and PostgreSQL frees the lock at once (after
 //! kill -9 the kernel closes the socket); a holder cut off by the network is noticed by the
@@ -28,8 +36,14 @@ use tokio::sync::{Mutex, watch};
 use super::postgres::map_err;
 use super::{HeldLease, LeaseHolder, StoreError, WriterLease};
 
-/// The channel on which a process asks for the lease (the payload is its [`PgLease::me`]).
+/// The channel on which a process asks for the lease (the payload is [`Requests::make`]'s).
 pub(super) const LEASE_CHANNEL: &str = "chronoscope_lease";
+/// What the key requests for the lease are signed with is derived for (see `LogKey::derive`).
+const REQUEST_LABEL: &str = "chronoscope: a request for the writer's lease";
+/// How long a request for the lease counts once made.
+const REQUEST_VALID: Duration = Duration::from_secs(10);
+/// How far apart the replicas' clocks may be for their requests to count.
+const CLOCK_DRIFT: Duration = Duration::from_secs(30);
 /// The advisory lock's key: "chrono" in ASCII.
 const LEASE_KEY: i64 = 0x6368_726f_6e6f;
 /// How long one wait for the lock lasts before the holder is told again that the lease is
@@ -61,6 +75,94 @@ pub(super) struct PgLease {
     /// What the lease's connection is named when it takes the lease: this process and where it
     /// takes forwarded writes.
     name: std::sync::Mutex<String>,
+    /// Signs this process's requests for the lease and checks the others'; set once the
+    /// engine gives the log key.
+    requests: std::sync::OnceLock<Requests>,
+}
+
+/// Requests for the lease, signed: `<who> <expiry, unix seconds> <nonce> <HMAC>` with the key
+/// derived for [`REQUEST_LABEL`], so that a `NOTIFY` from anyone without the log key (any
+/// database login may send one) is ignored, and one heard is never heard again (its nonce is
+/// kept until it expired).
+pub(super) struct Requests {
+    key: [u8; 32],
+    seen: moka::sync::Cache<String, ()>,
+}
+
+impl Requests {
+    pub(super) fn new(key: [u8; 32]) -> Self {
+        Self {
+            key,
+            seen: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(REQUEST_VALID + CLOCK_DRIFT * 2)
+                .build(),
+        }
+    }
+
+    fn mac(&self, who: &str, expires: u64, nonce: &str) -> hmac::Hmac<sha2::Sha256> {
+        use hmac::Mac;
+        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(format!("{REQUEST_LABEL}\n{who}\n{expires}\n{nonce}").as_bytes());
+        mac
+    }
+
+    /// A request for the lease by `who`, made `now` (unix seconds).
+    pub(super) fn make(&self, who: &str, now: u64) -> String {
+        use hmac::Mac;
+        let nonce = hex(&rand::random::<[u8; 16]>());
+        let expires = now + REQUEST_VALID.as_secs();
+        let tag = self.mac(who, expires, &nonce).finalize().into_bytes();
+        format!("{who} {expires} {nonce} {}", hex(&tag))
+    }
+
+    /// Whether `payload` is a request made by a process that holds the key, other than `me`,
+    /// unexpired at `now` (unix seconds) and not heard before.
+    pub(super) fn genuine(&self, payload: &str, me: &str, now: u64) -> bool {
+        use hmac::Mac;
+        let mut words = payload.split(' ');
+        let (Some(who), Some(expires), Some(nonce), Some(tag), None) = (
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+        ) else {
+            return false;
+        };
+        let (Ok(expires), Some(tag)) = (expires.parse::<u64>(), unhex(tag)) else {
+            return false;
+        };
+        let drift = CLOCK_DRIFT.as_secs();
+        who != me
+            && self.mac(who, expires, nonce).verify_slice(&tag).is_ok()
+            && expires.saturating_add(drift) >= now
+            && expires <= now + REQUEST_VALID.as_secs() + drift
+            && self.seen.entry(nonce.to_owned()).or_insert(()).is_fresh()
+    }
+}
+
+/// Seconds since the epoch: requests for the lease expire by the wall clock, which the
+/// replicas share (within [`CLOCK_DRIFT`]).
+pub(super) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
 }
 
 impl std::fmt::Debug for PgLease {
@@ -91,7 +193,24 @@ impl PgLease {
             wanted,
             shown,
             pool,
+            requests: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether a notice on [`LEASE_CHANNEL`] is another replica asking for the lease (see
+    /// [`Requests`]).
+    pub(super) fn asked_by_another(&self, payload: &str) -> bool {
+        let genuine = self
+            .requests
+            .get()
+            .is_some_and(|requests| requests.genuine(payload, &self.me, unix_now()));
+        if !genuine {
+            tracing::debug!(
+                "a request for the writer's lease that no replica of this deployment made \
+                 (unsigned, forged, expired or heard before) was ignored"
+            );
+        }
+        genuine
     }
 
     fn name(&self) -> String {
@@ -135,13 +254,16 @@ impl WriterLease for PgLease {
         }
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
-            // Delivered when this statement commits, so before the wait below begins.
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(LEASE_CHANNEL)
-                .bind(&self.me)
-                .execute(&mut conn)
-                .await
-                .map_err(|e| self.err(e))?;
+            // Delivered when this statement commits, so before the wait below begins. Without
+            // the key (never, once the engine is open) nobody would listen to an unsigned one.
+            if let Some(requests) = self.requests.get() {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(LEASE_CHANNEL)
+                    .bind(requests.make(&self.me, unix_now()))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| self.err(e))?;
+            }
             let waited = sqlx::query("SELECT pg_advisory_lock($1)")
                 .bind(LEASE_KEY)
                 .execute(&mut conn)
@@ -163,6 +285,10 @@ impl WriterLease for PgLease {
 
     fn wanted(&self) -> watch::Receiver<u64> {
         self.wanted.clone()
+    }
+
+    fn sign_requests_with(&self, key: &super::LogKey) {
+        let _ = self.requests.set(Requests::new(key.derive(REQUEST_LABEL)));
     }
 
     fn advertise(&self, url: &str) -> Result<(), String> {
@@ -211,9 +337,16 @@ impl WriterLease for PgLease {
         // connection to the database comes from the same address).
         let reachable = |url: &&str| {
             same_host
-                || !["http://127.", "http://[::1]", "http://localhost"]
-                    .iter()
-                    .any(|local| url.starts_with(local))
+                || ![
+                    "http://127.",
+                    "http://[::1]",
+                    "http://localhost",
+                    "https://127.",
+                    "https://[::1]",
+                    "https://localhost",
+                ]
+                .iter()
+                .any(|local| url.starts_with(local))
         };
         Ok(Some(LeaseHolder {
             mine: me == Some(self.me.as_str()),
@@ -247,5 +380,38 @@ impl HeldLease for PgHeld {
             // The connection is broken: dropping it frees the lock once the server notices.
             Err(e) => tracing::debug!(%e, "giving the writer's lease up"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests(key: &str) -> Requests {
+        Requests::new(super::super::LogKey::from_bytes(key).derive(REQUEST_LABEL))
+    }
+
+    #[test]
+    fn only_a_replica_holding_the_log_key_moves_the_lease_and_only_once() {
+        let (ours, theirs) = (requests("the log key"), requests("another log key"));
+        let now = 1_800_000_000;
+        let asked = ours.make("aaaa0001", now);
+        // Another replica of the deployment asking: heard once, never again (a replay).
+        assert!(ours.genuine(&asked, "bbbb0002", now));
+        assert!(!ours.genuine(&asked, "bbbb0002", now));
+        // Its own request, one signed with another key, one expired, made up or altered.
+        assert!(!ours.genuine(&ours.make("bbbb0002", now), "bbbb0002", now));
+        assert!(!ours.genuine(&theirs.make("aaaa0001", now), "bbbb0002", now));
+        let late = now + REQUEST_VALID.as_secs() + CLOCK_DRIFT.as_secs() + 1;
+        assert!(!ours.genuine(&ours.make("aaaa0001", now), "bbbb0002", late));
+        let early = now - REQUEST_VALID.as_secs() - CLOCK_DRIFT.as_secs() - 1;
+        assert!(!ours.genuine(&ours.make("aaaa0001", now), "bbbb0002", early));
+        for forged in ["evil", "aaaa0001", "", "a b c d e"] {
+            assert!(!ours.genuine(forged, "bbbb0002", now), "{forged}");
+        }
+        let fresh = ours.make("aaaa0001", now);
+        let altered = fresh.replacen("aaaa0001", "cccc0003", 1);
+        assert!(!ours.genuine(&altered, "bbbb0002", now));
+        assert!(ours.genuine(&fresh, "bbbb0002", now));
     }
 }
