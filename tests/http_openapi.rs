@@ -552,7 +552,7 @@ fn the_documented_manipulation_body_is_one_object() {
 
 /// A body a caller may leave out is an optional request body of its type, not a nullable
 /// one: a generated client then sends nothing when given nothing (with `oneOf [null, X]` it
-/// failed before sending).
+/// failed before sending; with a required body it could not call delete-anchor by its query).
 #[test]
 fn bodies_that_may_be_left_out_are_optional_not_null() {
     let doc = doc();
@@ -568,6 +568,17 @@ fn bodies_that_may_be_left_out_are_optional_not_null() {
             "{method} {path}: {body}"
         );
     }
+    // delete-anchor takes `anchor_id` from its body or its query: neither is required alone.
+    let delete = &doc["paths"]["/v1/delete-anchor"]["delete"];
+    assert_eq!(delete["requestBody"]["required"], false);
+    assert!(
+        delete["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["in"] != "query" || p["required"] == false),
+        "{delete}"
+    );
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             let schema = &op["requestBody"]["content"]["application/json"]["schema"];

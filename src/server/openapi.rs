@@ -729,13 +729,17 @@ fn constrain(doc: &mut serde_json::Value) {
             }
         }
     }
-    // The GET guide operations read their fields from a JSON body or the query (or both): each
-    // is optional, and a request that gives a required field in neither is a 400.
+    // The GET guide operations (and `DELETE /v1/delete-anchor`) read their fields from a JSON
+    // body or the query (or both): each is optional, and a request that gives a required field
+    // in neither is a 400.
     if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
-        for item in paths.values_mut() {
-            let Some(op) = item.get_mut("get") else {
-                continue;
-            };
+        for op in paths
+            .values_mut()
+            .filter_map(|i| i.as_object_mut())
+            .flat_map(|i| i.iter_mut())
+            .filter(|(method, _)| *method == "get" || *method == "delete")
+            .map(|(_, op)| op)
+        {
             let Some(body) = op.get_mut("requestBody") else {
                 continue;
             };
