@@ -189,9 +189,12 @@ fn describe_views(doc: &mut serde_json::Value) {
     }
 }
 
-/// The two event streams: path, the component naming one event of it, and its events (name,
-/// component of the data, whether it carries an `id`, what it is).
-const STREAMS: &[(&str, &str, &[(&str, &str, bool, &str)])] = &[
+/// One event of a stream: its name, the component its data is, whether it carries an `id`,
+/// and what it is.
+type StreamEvent = (&'static str, &'static str, bool, &'static str);
+
+/// The two event streams: path, the component naming one event of it, and its events.
+const STREAMS: &[(&str, &str, &[StreamEvent])] = &[
     (
         "/v1/monitor-timeline/stream",
         "MonitorTimelineStreamEvent",
