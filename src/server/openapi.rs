@@ -848,7 +848,11 @@ fn constrain(doc: &mut serde_json::Value) {
         }
     }
     // A body that may be left out is an optional request body of its type: `oneOf [null, X]`
-    // makes generated clients send `null`, or fail, when the caller leaves it out.
+    // makes generated clients send `null`, or fail, when the caller leaves it out. The server
+    // also takes a `null` body as no body (clients may send one), which X then says: an
+    // object or null, written without a `type` union (`not` the other types), which
+    // generators would turn back into a union with null.
+    let mut nullable_bodies = Vec::new();
     if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
         for item in paths.values_mut().filter_map(|i| i.as_object_mut()) {
             for op in item.values_mut() {
@@ -864,9 +868,37 @@ fn constrain(doc: &mut serde_json::Value) {
                     .unwrap_or_default();
                 if alternatives.is_some_and(|a| a.len() == 2) && not_null.len() == 1 {
                     *schema = not_null[0].clone();
+                    if let Some(name) = component_name(schema) {
+                        nullable_bodies.push(name.to_owned());
+                    }
                     body["required"] = json!(false);
                 }
             }
+        }
+    }
+    for name in nullable_bodies {
+        if let Some(schema) = doc
+            .pointer_mut(&format!("/components/schemas/{name}"))
+            .and_then(|s| s.as_object_mut())
+            && schema.get("type") == Some(&json!("object"))
+        {
+            schema.remove("type");
+            schema.entry("properties").or_insert_with(|| json!({}));
+            schema.insert(
+                "not".into(),
+                json!({"type": ["string", "number", "boolean", "array"]}),
+            );
+            let about = schema
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            schema.insert(
+                "description".into(),
+                json!(format!(
+                    "{about} An object, or `null` (the same as no body)."
+                )),
+            );
         }
     }
 }
