@@ -556,7 +556,8 @@ fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
         "bearerAuth",
         [],
     )]);
-    // A full body also matches its documented projection, so the views are anyOf, not oneOf.
+    // An empty list is both views of a list, so the views are anyOf, not oneOf (`describe_views`
+    // puts the full type first and closes the projection).
     for (name, schema) in components.schemas.iter_mut() {
         if let (true, RefOr::T(Schema::OneOf(one))) = (name.ends_with("View"), &*schema) {
             let any = one
