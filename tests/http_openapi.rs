@@ -455,3 +455,223 @@ async fn the_description_and_the_server_agree_on_what_a_request_may_be() {
         serde_json::json!(["manipulate", "revert", "modify_event"])
     );
 }
+
+/// A schema's required members, through its `allOf` parts.
+fn required_members(doc: &Value, schema: &Value) -> Vec<String> {
+    let schema = resolve(doc, schema);
+    let mut out: Vec<String> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().map(|m| m.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        out.extend(required_members(doc, part));
+    }
+    out
+}
+
+/// The component a `$ref` names (or the schema itself).
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(r) => &doc["components"]["schemas"][r.strip_prefix("#/components/schemas/").unwrap()],
+        None => schema,
+    }
+}
+
+/// Generated clients (openapi-python-client, among others) try a union's alternatives in
+/// order and keep the first that parses. So each view lists its full type first, and a
+/// documented answer cannot pass for a full one: the full type requires a member the
+/// documented projection does not have. The projection says it has exactly its members
+/// (`additionalProperties: false`, DESIGN §4), so a full answer is no projection either.
+#[test]
+fn each_view_parses_into_its_own_model_in_a_generated_client() {
+    let doc = doc();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let mut views = 0;
+    for (name, schema) in schemas.iter().filter(|(n, _)| n.ends_with("View")) {
+        // (AccessControlView is one type, named for what it is.)
+        let Some(alternatives) = schema["anyOf"].as_array() else {
+            continue;
+        };
+        let [full, documented] = alternatives.as_slice() else {
+            panic!("{name} is two views: {schema}");
+        };
+        let (full, documented) = match (full.get("items"), documented.get("items")) {
+            (Some(f), Some(d)) => (f, d),
+            _ => (full, documented),
+        };
+        let projection = resolve(&doc, documented);
+        assert_eq!(
+            projection["additionalProperties"], false,
+            "{name}: the documented projection {documented} is closed"
+        );
+        let members: Vec<&String> = projection["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        let only_full: Vec<String> = required_members(&doc, full)
+            .into_iter()
+            .filter(|m| !members.contains(&m))
+            .collect();
+        assert!(
+            !only_full.is_empty(),
+            "{name}: the full type {full} requires no member the projection lacks, so a \
+             documented answer passes for a full one"
+        );
+        views += 1;
+    }
+    assert!(views > 40, "{views} views");
+    // Request bodies stay open: the server ignores unknown fields there.
+    assert!(schemas["NewTimeline"].get("additionalProperties").is_none());
+}
+
+/// openapi-python-client could not merge the documented body of `POST /v1/events` (an
+/// `allOf` of the guide's request, whose `timeline_id` may be null, and a required string):
+/// it is one object schema with `timeline_id` required and never null.
+#[test]
+fn the_documented_manipulation_body_is_one_object() {
+    let doc = doc();
+    let body = &doc["paths"]["/v1/events"]["post"]["requestBody"];
+    assert_eq!(body["required"], true);
+    let schema = resolve(&doc, &body["content"]["application/json"]["schema"]);
+    assert!(schema.get("allOf").is_none(), "{schema}");
+    let required = required_members(&doc, schema);
+    for member in ["timeline_id", "event_id", "new_outcome"] {
+        assert!(required.iter().any(|r| r == member), "{member}: {schema}");
+    }
+    assert_eq!(
+        schema["properties"]["timeline_id"]["$ref"],
+        "#/components/schemas/TimelineId"
+    );
+    // The guide's manipulate-event keeps its optional timeline.
+    let guide = &doc["paths"]["/v1/manipulate-event"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    let guide = resolve(&doc, guide);
+    assert!(!required_members(&doc, guide).contains(&"timeline_id".to_owned()));
+}
+
+/// A body a caller may leave out is an optional request body of its type, not a nullable
+/// one: a generated client then sends nothing when given nothing (with `oneOf [null, X]` it
+/// failed before sending; with a required body it could not call delete-anchor by its query).
+#[test]
+fn bodies_that_may_be_left_out_are_optional_not_null() {
+    let doc = doc();
+    for (path, method) in [
+        ("/v1/pause-time", "post"),
+        ("/v1/resume-time", "post"),
+        ("/v1/list-anchors", "get"),
+    ] {
+        let body = &doc["paths"][path][method]["requestBody"];
+        assert_eq!(body["required"], false, "{method} {path}");
+        let schema = resolve(&doc, &body["content"]["application/json"]["schema"]);
+        assert!(
+            body["content"]["application/json"]["schema"]["$ref"].is_string(),
+            "{method} {path}: {body}"
+        );
+        // The server takes `null` as no body: the schema allows an object or null, without
+        // a type union (which generators turn back into `X | None`).
+        assert!(schema.get("type").is_none(), "{method} {path}: {schema}");
+        assert_eq!(
+            schema["not"]["type"],
+            serde_json::json!(["string", "number", "boolean", "array"]),
+            "{method} {path}"
+        );
+    }
+    // delete-anchor takes `anchor_id` from its body or its query: neither is required alone.
+    let delete = &doc["paths"]["/v1/delete-anchor"]["delete"];
+    assert_eq!(delete["requestBody"]["required"], false);
+    assert!(
+        delete["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["in"] != "query" || p["required"] == false),
+        "{delete}"
+    );
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+            let nullable = schema["oneOf"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|s| s["type"] == "null"));
+            assert!(!nullable, "{method} {path}: a null body: {schema}");
+        }
+    }
+}
+
+/// A timeline needs a name or a description; that rule stands in an `allOf` so generators
+/// keep the properties beside it (with a bare `anyOf`, they kept only the alternatives and
+/// left `base_timeline_id`, `variation` and `destination_time` untyped).
+#[test]
+fn the_new_timeline_rule_leaves_its_properties_typed() {
+    let doc = doc();
+    let schema = &doc["components"]["schemas"]["NewTimeline"];
+    assert!(schema.get("anyOf").is_none(), "{schema}");
+    let properties = schema["properties"].as_object().unwrap();
+    for name in [
+        "name",
+        "description",
+        "base_timeline_id",
+        "variation",
+        "destination_time",
+    ] {
+        assert!(properties.contains_key(name), "{name}");
+    }
+    let rule = &schema["allOf"][0]["anyOf"];
+    assert_eq!(rule[0]["required"], serde_json::json!(["name"]));
+    assert_eq!(rule[1]["required"], serde_json::json!(["description"]));
+}
+
+/// The event streams are text to a generated client (not JSON to parse when the stream
+/// ends), and each names its events' shape for readers that follow them event by event.
+#[test]
+fn the_streams_are_text_with_their_events_described() {
+    let doc = doc();
+    for (path, component, names) in [
+        (
+            "/v1/monitor-timeline/stream",
+            "MonitorTimelineStreamEvent",
+            &[
+                "snapshot",
+                "appeared",
+                "resolved",
+                "error",
+                "access_revoked",
+            ][..],
+        ),
+        (
+            "/v1/monitor-events/stream",
+            "MonitorEventsStreamEvent",
+            &["snapshot", "changed", "removed", "error", "access_revoked"][..],
+        ),
+    ] {
+        let media = &doc["paths"][path]["get"]["responses"]["200"]["content"]["text/event-stream"];
+        assert_eq!(media["schema"]["type"], "string", "{path}");
+        assert_eq!(
+            media["x-itemSchema"]["$ref"],
+            format!("#/components/schemas/{component}")
+        );
+        let events: Vec<&Value> = doc["components"]["schemas"][component]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| &e["properties"]["event"]["const"])
+            .collect();
+        assert_eq!(events, names, "{path}");
+    }
+    assert!(doc["components"]["schemas"]["EventsChange"].is_object());
+}
+
+/// Jobs and merges name what they made in `Location` (their guide answers carry no id).
+#[test]
+fn jobs_and_merges_document_their_location() {
+    let doc = doc();
+    for (path, status) in [
+        ("/v1/schedule-manipulation", "201"),
+        ("/v1/trigger-external-manipulation", "202"),
+        ("/v1/merge-timelines", "200"),
+    ] {
+        let headers = &doc["paths"][path]["post"]["responses"][status]["headers"];
+        assert!(headers.get("Location").is_some(), "{path}: {headers}");
+    }
+}

@@ -1006,3 +1006,126 @@ async fn review_resolve_and_isolate_answer_the_guides_shapes() {
     let lifted = app.delete(&format!("/v1/isolations/{id}"), &t).await;
     assert_eq!(lifted.status, StatusCode::NO_CONTENT, "{}", lifted.text);
 }
+
+/// The guide's answers of schedule-manipulation, trigger-external-manipulation and a merge
+/// carry no id (the guide's fields only), so each names what it made in `Location`: a client
+/// cancels the job or reads the pending merge there without listing first. A merge that wrote
+/// nothing (`up_to_date`) made nothing and names nothing.
+#[tokio::test]
+async fn jobs_and_merges_name_what_they_made_in_location() {
+    let app = App::new().await;
+    let t = token("ada");
+    let launch = add_event(
+        &app,
+        &t,
+        "primary",
+        "launch",
+        "2025-03-01T12:00:00Z",
+        "Cape Canaveral",
+    )
+    .await["event_id"]
+        .clone();
+    let scheduled = app
+        .post(
+            "/v1/schedule-manipulation",
+            &t,
+            json!({"event_id": launch, "scheduled_time": "2099-01-01T00:00:00Z",
+                   "manipulation_details": {"new_details": "much later"}}),
+        )
+        .await;
+    assert_eq!(scheduled.status, StatusCode::CREATED, "{}", scheduled.text);
+    assert_eq!(keys(&scheduled.json()), ["scheduled_time", "status"]);
+    let job = scheduled
+        .header("location")
+        .unwrap_or_else(|| panic!("no Location: {:?}", scheduled.headers))
+        .to_owned();
+    let jobs = app.get("/v1/schedules", &t).await.json();
+    assert_eq!(
+        format!("/v1/schedules/{}", jobs[0]["schedule_id"].as_str().unwrap()),
+        job
+    );
+    let cancelled = app.delete(&job, &t).await;
+    assert_eq!(
+        cancelled.status,
+        StatusCode::NO_CONTENT,
+        "{}",
+        cancelled.text
+    );
+
+    let action =
+        json!({"action_type": "manipulate", "event_id": launch, "new_details": "scrubbed"});
+    let triggered = app
+        .post(
+            "/v1/trigger-external-manipulation",
+            &t,
+            json!({"external_system": "ci",
+                   "trigger_conditions": {"build_status": "success", "timestamp": "2099-01-01T00:00:00Z"},
+                   "actions": [action]}),
+        )
+        .await;
+    assert_eq!(triggered.status, StatusCode::ACCEPTED, "{}", triggered.text);
+    assert_eq!(keys(&triggered.json()), ["external_system", "status"]);
+    let job = triggered.header("location").unwrap_or_default().to_owned();
+    assert!(job.starts_with("/v1/schedules/sch_"), "{job}");
+    let cancelled = app.delete(&job, &t).await;
+    assert_eq!(
+        cancelled.status,
+        StatusCode::NO_CONTENT,
+        "{}",
+        cancelled.text
+    );
+
+    // A merge waiting for review: its record is where Location says.
+    let a = app
+        .post("/v1/create-timeline", &t, json!({"description": "A"}))
+        .await
+        .json()["timeline_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let e = add_event(&app, &t, &a, "launch", "1900-01-01T10:00:00Z", "Pad").await["event_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = app
+        .post(
+            "/v1/create-timeline",
+            &t,
+            json!({"base_timeline_id": a, "description": "B"}),
+        )
+        .await
+        .json()["timeline_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let merge = |conflicts: &'static str| json!({"source_timeline_id": b, "destination_timeline_id": a, "conflict_resolution": conflicts});
+    let nothing = app
+        .post("/v1/merge-timelines", &t, merge("manual_review"))
+        .await;
+    assert_eq!(nothing.json()["status"], "up_to_date", "{}", nothing.text);
+    assert_eq!(nothing.header("location"), None, "nothing was made");
+    for (tl, what) in [(&b, "launch in B"), (&a, "launch in A")] {
+        let r = app
+            .post(
+                "/v1/manipulate-event",
+                &t,
+                json!({"timeline_id": tl, "event_id": e, "new_outcome": {"description": what}}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let pending = app
+        .post("/v1/merge-timelines", &t, merge("manual_review"))
+        .await;
+    assert_eq!(pending.status, StatusCode::OK, "{}", pending.text);
+    assert_eq!(
+        keys(&pending.json()),
+        ["conflicts_resolved", "merged_timeline_id", "status"]
+    );
+    assert_eq!(pending.json()["status"], "pending_review");
+    let record = pending.header("location").unwrap_or_default().to_owned();
+    assert!(record.starts_with("/v1/merges/mrg_"), "{record}");
+    let read = app.get(&record, &t).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.text);
+    assert_eq!(read.json()["status"], "pending_review", "{}", read.text);
+}

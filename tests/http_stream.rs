@@ -406,7 +406,7 @@ async fn shutting_down_ends_open_streams_instead_of_waiting_for_them() {
 }
 
 /// The served description names each event of the stream and the JSON its `data` carries
-/// (the form schemathesis checks each event against): every event a real stream sends
+/// (the component its `x-itemSchema` names, which schemathesis checks each event against): every event a real stream sends
 /// (snapshot, appeared, resolved, error) matches exactly one documented event, with the
 /// fields and the required members of its `data` the description asks for.
 #[tokio::test]
@@ -414,9 +414,14 @@ async fn every_event_on_the_wire_is_one_the_description_names() {
     let server = Served::start(config()).await;
     let doc = chronoscope::server::openapi();
     let op = &doc["paths"]["/v1/monitor-timeline/stream"]["get"];
-    let documented = op["responses"]["200"]["content"]["text/event-stream"]["schema"]["oneOf"]
+    let media = &op["responses"]["200"]["content"]["text/event-stream"];
+    let event = media["x-itemSchema"]["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        .unwrap_or_else(|| panic!("no event schema: {media}"));
+    let documented = doc["components"]["schemas"][event]["oneOf"]
         .as_array()
-        .unwrap_or_else(|| panic!("no event schemas: {}", op["responses"]["200"]))
+        .unwrap_or_else(|| panic!("no event schemas: {}", doc["components"]["schemas"][event]))
         .clone();
     assert!(
         op["responses"]["400"]["description"]

@@ -56,7 +56,7 @@ const CONFLICT_ROUTES: &[(&str, &str)] = &[
         license(name = "MIT", identifier = "MIT"),
     ),
     servers((url = "/", description = "The server answering this document")),
-    components(schemas(views::Problem)),
+    components(schemas(views::Problem, crate::service::EventsChange)),
     tags(
         (name = "Timelines", description = "Documented: timelines"),
         (name = "Travel", description = "Documented: journeys"),
@@ -88,18 +88,180 @@ pub fn openapi() -> serde_json::Value {
 pub(super) fn document(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
     let mut value = serde_json::to_value(finish(doc)).unwrap_or_default();
     constrain(&mut value);
-    describe_stream(&mut value);
+    describe_views(&mut value);
+    describe_streams(&mut value);
     value
 }
 
-/// The monitor's event stream, one schema per event name.
-const STREAM_PATH: &str = "/v1/monitor-timeline/stream";
+/// The name of the component a schema (or the items of an array schema) refers to.
+fn component_name(schema: &serde_json::Value) -> Option<&str> {
+    schema
+        .get("$ref")
+        .or_else(|| schema.pointer("/items/$ref"))
+        .and_then(|r| r.as_str())
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+}
 
-/// The schema of one event of the monitor's stream, as OpenAPI 3.2 (`itemSchema`) and
-/// schemathesis read it: an object of the event's `event`, `id` and `data` fields, `data`
-/// being JSON (`contentMediaType`) of the named component (`contentSchema`). In this 3.1
-/// document it stands as the `schema` of `text/event-stream`, which schemathesis applies to
-/// each event.
+/// The components reachable from `roots` through `$ref`s, the roots included.
+fn reachable(
+    schemas: &serde_json::Map<String, serde_json::Value>,
+    roots: impl IntoIterator<Item = String>,
+) -> std::collections::BTreeSet<String> {
+    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::String(r)) = m.get("$ref")
+                    && let Some(name) = r.strip_prefix("#/components/schemas/")
+                {
+                    out.push(name.to_owned());
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut todo: Vec<String> = roots.into_iter().collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if let Some(schema) = schemas.get(&name)
+            && seen.insert(name)
+        {
+            refs(schema, &mut todo);
+        }
+    }
+    seen
+}
+
+/// The two views of every answer, as typed clients read them. A `…View` component is "the
+/// documented projection, or with `view=full` the full type" (see `views`). Generated clients
+/// try the alternatives of an `anyOf` in order and keep the first that parses, so:
+/// - the documented projection carries exactly its properties (DESIGN §4), and says so:
+///   `additionalProperties: false` on it and on every object schema only projections reach
+///   (not on what full types or request bodies use);
+/// - the full type comes first: a documented answer lacks members the full type requires
+///   (`tests/http_openapi.rs` checks that of every view), so it is not taken for a full one,
+///   and a full answer is never cut down to the projection.
+fn describe_views(doc: &mut serde_json::Value) {
+    // Request bodies stay open: the server ignores unknown fields there (DESIGN §4).
+    let in_requests = request_components(doc);
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(|s| s.as_object_mut())
+    else {
+        return;
+    };
+    let mut documented = Vec::new();
+    let mut full = Vec::new();
+    for (name, schema) in schemas.iter_mut() {
+        if !name.ends_with("View") {
+            continue;
+        }
+        let Some(alternatives) = schema.get_mut("anyOf").and_then(|a| a.as_array_mut()) else {
+            continue;
+        };
+        if alternatives.len() != 2 {
+            continue;
+        }
+        if let (Some(d), Some(f)) = (
+            component_name(&alternatives[0]),
+            component_name(&alternatives[1]),
+        ) {
+            documented.push(d.to_owned());
+            full.push(f.to_owned());
+        }
+        alternatives.swap(0, 1);
+    }
+    let in_full = reachable(schemas, full);
+    for name in reachable(schemas, documented) {
+        if in_full.contains(&name) || in_requests.contains(&name) {
+            continue;
+        }
+        if let Some(schema) = schemas.get_mut(&name).and_then(|s| s.as_object_mut())
+            && schema.contains_key("properties")
+            && !schema.contains_key("allOf")
+        {
+            schema.insert(
+                "additionalProperties".into(),
+                serde_json::Value::Bool(false),
+            );
+        }
+    }
+}
+
+/// One event of a stream: its name, the component its data is, whether it carries an `id`,
+/// and what it is.
+type StreamEvent = (&'static str, &'static str, bool, &'static str);
+
+/// The two event streams: path, the component naming one event of it, and its events.
+const STREAMS: &[(&str, &str, &[StreamEvent])] = &[
+    (
+        "/v1/monitor-timeline/stream",
+        "MonitorTimelineStreamEvent",
+        &[
+            (
+                "snapshot",
+                "MonitorReport",
+                true,
+                "First (also after a reconnection): every open anomaly; replaces what the client knew",
+            ),
+            ("appeared", "Anomaly", true, "An anomaly that appeared"),
+            ("resolved", "Anomaly", true, "An anomaly that was resolved"),
+            (
+                "error",
+                "Problem",
+                false,
+                "Why the stream ends (e.g. the timeline was deleted); nothing follows it",
+            ),
+            (
+                "access_revoked",
+                "Problem",
+                false,
+                "The caller lost the read right on the timeline; nothing follows it",
+            ),
+        ],
+    ),
+    (
+        "/v1/monitor-events/stream",
+        "MonitorEventsStreamEvent",
+        &[
+            (
+                "snapshot",
+                "EventsChange",
+                true,
+                "First: every matching event now (`kind` `snapshot`); replaces what the client knew",
+            ),
+            (
+                "changed",
+                "EventsChange",
+                true,
+                "A matching event that is new or whose change state moved (`kind` `changed`)",
+            ),
+            (
+                "removed",
+                "EventsChange",
+                true,
+                "An event that no longer stands (`kind` `removed`)",
+            ),
+            (
+                "error",
+                "Problem",
+                false,
+                "Why the stream ends (e.g. the timeline was deleted); nothing follows it",
+            ),
+            (
+                "access_revoked",
+                "Problem",
+                false,
+                "The caller lost the read right on the timeline; nothing follows it",
+            ),
+        ],
+    ),
+];
+
+/// The schema of one event of a stream, as OpenAPI 3.2 (`itemSchema`) and schemathesis read
+/// it: an object of the event's `event`, `id` and `data` fields, `data` being JSON
+/// (`contentMediaType`) of the named component (`contentSchema`).
 fn stream_event(
     name: &str,
     component: &str,
@@ -130,32 +292,55 @@ fn stream_event(
     })
 }
 
-/// Replaces the stream's generated `type: string` with each event's shape, and says what its
-/// 400 stands for.
-fn describe_stream(doc: &mut serde_json::Value) {
-    let Some(responses) = doc.pointer_mut(&format!(
-        "/paths/{}/get/responses",
-        STREAM_PATH.replace('/', "~1")
-    )) else {
-        return;
-    };
-    if let Some(media) = responses.pointer_mut("/200/content/text~1event-stream") {
-        media["schema"] = serde_json::json!({
-            "oneOf": [
-                stream_event("snapshot", "MonitorReport", true,
-                    "First (also after a reconnection): every open anomaly; replaces what the client knew"),
-                stream_event("appeared", "Anomaly", true, "An anomaly that appeared"),
-                stream_event("resolved", "Anomaly", true, "An anomaly that was resolved"),
-                stream_event("error", "Problem", false,
-                    "Why the stream ends (e.g. the timeline was deleted); nothing follows it"),
-            ],
-        });
-    }
-    if let Some(bad) = responses.pointer_mut("/400/description") {
-        *bad = serde_json::Value::from(
-            "An unknown timeline (unknown-reference), a malformed `timeline_id` or \
-             `Last-Event-ID`, or an unknown `view`; answered before the stream starts",
-        );
+/// Describes the event streams as OpenAPI 3.1 can: the body is text (`schema: string`), so
+/// generated clients hand it over as text instead of parsing it as JSON, and one event's shape
+/// is a component (named by the media type's `x-itemSchema`, OpenAPI 3.2's `itemSchema`, which
+/// a 3.1 document may only carry as an extension) for readers that follow the stream event by
+/// event. Also says what the monitor stream's 400 stands for.
+fn describe_streams(doc: &mut serde_json::Value) {
+    for (path, component, events) in STREAMS {
+        let one_of: Vec<serde_json::Value> = events
+            .iter()
+            .map(|(name, data, with_id, about)| stream_event(name, data, *with_id, about))
+            .collect();
+        if let Some(schemas) = doc
+            .pointer_mut("/components/schemas")
+            .and_then(|s| s.as_object_mut())
+        {
+            schemas.insert(
+                (*component).to_owned(),
+                serde_json::json!({
+                    "description": format!(
+                        "One event of `GET {path}` (Server-Sent Events): its `event` name, \
+                         `id` and JSON `data`"
+                    ),
+                    "oneOf": one_of,
+                }),
+            );
+        }
+        let pointer = format!("/paths/{}/get/responses", path.replace('/', "~1"));
+        let Some(responses) = doc.pointer_mut(&pointer) else {
+            continue;
+        };
+        if let Some(media) = responses.pointer_mut("/200/content/text~1event-stream") {
+            media["schema"] = serde_json::json!({
+                "type": "string",
+                "description": format!(
+                    "The stream's text, which lasts as long as the client reads it: read it \
+                     event by event (each is a {component}), not to its end"
+                ),
+            });
+            media["x-itemSchema"] =
+                serde_json::json!({ "$ref": format!("#/components/schemas/{component}") });
+        }
+        if *path == "/v1/monitor-timeline/stream"
+            && let Some(bad) = responses.pointer_mut("/400/description")
+        {
+            *bad = serde_json::Value::from(
+                "An unknown timeline (unknown-reference), a malformed `timeline_id` or \
+                 `Last-Event-ID`, or an unknown `view`; answered before the stream starts",
+            );
+        }
     }
 }
 
@@ -371,7 +556,8 @@ fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
         "bearerAuth",
         [],
     )]);
-    // A full body also matches its documented projection, so the views are anyOf, not oneOf.
+    // An empty list is both views of a list, so the views are anyOf, not oneOf (`describe_views`
+    // puts the full type first and closes the projection).
     for (name, schema) in components.schemas.iter_mut() {
         if let (true, RefOr::T(Schema::OneOf(one))) = (name.ends_with("View"), &*schema) {
             let any = one
@@ -547,13 +733,17 @@ fn constrain(doc: &mut serde_json::Value) {
             }
         }
     }
-    // The GET guide operations read their fields from a JSON body or the query (or both): each
-    // is optional, and a request that gives a required field in neither is a 400.
+    // The GET guide operations (and `DELETE /v1/delete-anchor`) read their fields from a JSON
+    // body or the query (or both): each is optional, and a request that gives a required field
+    // in neither is a 400.
     if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
-        for item in paths.values_mut() {
-            let Some(op) = item.get_mut("get") else {
-                continue;
-            };
+        for op in paths
+            .values_mut()
+            .filter_map(|i| i.as_object_mut())
+            .flat_map(|i| i.iter_mut())
+            .filter(|(method, _)| *method == "get" || *method == "delete")
+            .map(|(_, op)| op)
+        {
             let Some(body) = op.get_mut("requestBody") else {
                 continue;
             };
@@ -617,23 +807,99 @@ fn constrain(doc: &mut serde_json::Value) {
             .collect();
         action_type["enum"] = json!(words);
     }
-    // A timeline needs a name or a description (the name defaults to the description).
+    // A timeline needs a name or a description (the name defaults to the description). The
+    // rule stands in an `allOf` beside the properties: generators read a schema's properties
+    // and an `allOf`'s, but keep only the alternatives of an `anyOf` standing beside them.
     if let Some(new_timeline) = doc.pointer_mut("/components/schemas/NewTimeline") {
-        new_timeline["anyOf"] = json!([
+        new_timeline["allOf"] = json!([{"anyOf": [
             {"required": ["name"], "properties": {"name": {"type": "string"}}},
             {"required": ["description"], "properties": {"description": {"type": "string"}}}
-        ]);
+        ]}]);
     }
-    // The documented manipulateEvent requires `timeline_id` (the guide operation defaults it).
-    if let Some(schema) =
-        doc.pointer_mut("/paths/~1v1~1events/post/requestBody/content/application~1json/schema")
+    // The documented manipulateEvent requires `timeline_id` (the guide operation defaults it):
+    // its own component, the guide's request with that field required and never null.
+    if let Some(manipulate) = doc
+        .pointer("/components/schemas/ManipulateRequest")
+        .cloned()
     {
-        *schema = json!({
-            "allOf": [
-                schema.clone(),
-                {"required": ["timeline_id"],
-                 "properties": {"timeline_id": {"$ref": "#/components/schemas/TimelineId"}}}
-            ]
+        let mut documented = manipulate;
+        documented["description"] = json!(
+            "The documented ManipulateEventRequest (`POST /v1/events`): the timeline, the event \
+             and its new outcome."
+        );
+        documented["properties"]["timeline_id"] = json!({
+            "$ref": "#/components/schemas/TimelineId",
+            "description": "The timeline containing the event.",
         });
+        if let Some(required) = documented["required"].as_array_mut()
+            && !required.iter().any(|r| r == "timeline_id")
+        {
+            required.insert(0, json!("timeline_id"));
+        }
+        if let Some(schemas) = doc
+            .pointer_mut("/components/schemas")
+            .and_then(|s| s.as_object_mut())
+        {
+            schemas.insert("ManipulateEventRequest".into(), documented);
+        }
+        if let Some(schema) =
+            doc.pointer_mut("/paths/~1v1~1events/post/requestBody/content/application~1json/schema")
+        {
+            *schema = json!({"$ref": "#/components/schemas/ManipulateEventRequest"});
+        }
+    }
+    // A body that may be left out is an optional request body of its type: `oneOf [null, X]`
+    // makes generated clients send `null`, or fail, when the caller leaves it out. The server
+    // also takes a `null` body as no body (clients may send one), which X then says: an
+    // object or null, written without a `type` union (`not` the other types), which
+    // generators would turn back into a union with null.
+    let mut nullable_bodies = Vec::new();
+    if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
+        for item in paths.values_mut().filter_map(|i| i.as_object_mut()) {
+            for op in item.values_mut() {
+                let Some(body) = op.get_mut("requestBody") else {
+                    continue;
+                };
+                let Some(schema) = body.pointer_mut("/content/application~1json/schema") else {
+                    continue;
+                };
+                let alternatives = schema.get("oneOf").and_then(|o| o.as_array());
+                let not_null: Vec<serde_json::Value> = alternatives
+                    .map(|a| a.iter().filter(|s| s["type"] != "null").cloned().collect())
+                    .unwrap_or_default();
+                if alternatives.is_some_and(|a| a.len() == 2) && not_null.len() == 1 {
+                    *schema = not_null[0].clone();
+                    if let Some(name) = component_name(schema) {
+                        nullable_bodies.push(name.to_owned());
+                    }
+                    body["required"] = json!(false);
+                }
+            }
+        }
+    }
+    for name in nullable_bodies {
+        if let Some(schema) = doc
+            .pointer_mut(&format!("/components/schemas/{name}"))
+            .and_then(|s| s.as_object_mut())
+            && schema.get("type") == Some(&json!("object"))
+        {
+            schema.remove("type");
+            schema.entry("properties").or_insert_with(|| json!({}));
+            schema.insert(
+                "not".into(),
+                json!({"type": ["string", "number", "boolean", "array"]}),
+            );
+            let about = schema
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            schema.insert(
+                "description".into(),
+                json!(format!(
+                    "{about} An object, or `null` (the same as no body)."
+                )),
+            );
+        }
     }
 }

@@ -346,6 +346,8 @@ pub struct EventsFull {
     /// The events found, in time order.
     pub events: Vec<EventRecord>,
     /// The cursor of the next page, if any.
+    /// Always present: null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -441,6 +443,8 @@ pub struct TimelinesFull {
     /// The timelines, `primary` first, then by creation.
     pub timelines: Vec<TimelineInfo>,
     /// The cursor of the next page, when there is one.
+    /// Always present: null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -743,6 +747,8 @@ pub struct AutomationLogFull {
     /// The entries, oldest first.
     pub log_entries: Vec<LogEntry>,
     /// The cursor of the next page, if any.
+    /// Always present: null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -931,5 +937,7 @@ pub struct MonitoredEventsFull {
     /// The events with their change state, in time order.
     pub events: Vec<MonitoredEvent>,
     /// The cursor of the next page, when there is one.
+    /// Always present: null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }

@@ -167,6 +167,7 @@ pub struct ConflictReview {
     /// open now: one with none open is completed by `resolve-conflict` on a lineage it weighed
     /// or by merging again with `manual_review`.
     #[serde(default)]
+    #[schema(required = true)]
     pub merges: Vec<PendingReview>,
 }
 

@@ -105,7 +105,8 @@ pub struct AccessControlSet {
     /// The timeline.
     #[schema(value_type = String)]
     pub timeline_id: TimelineId,
-    /// The list now in force (`None` when removed).
+    /// The list now in force (null when removed).
+    #[schema(required = true)]
     pub access_control: Option<AccessControl>,
 }
 

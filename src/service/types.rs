@@ -104,10 +104,12 @@ pub struct TimelineInfo {
     pub closes_at: Option<Instant>,
     /// How many events it now has.
     #[serde(default)]
+    #[schema(required = true)]
     pub event_count: usize,
     /// How many anomalies the monitor reports for it now (paradoxes, a closing window,
     /// orphaned events, failed automation), whoever asks: the monitor's own count.
     #[serde(default)]
+    #[schema(required = true)]
     pub paradoxes: usize,
     /// The traveller who created it; absent for `primary` and history as shipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,10 +117,12 @@ pub struct TimelineInfo {
     /// How many merges waiting for review (manual review) name it, as source or destination:
     /// pending work, which is not an anomaly. It cannot be deleted while there are any.
     #[serde(default)]
+    #[schema(required = true)]
     pub pending_merges: usize,
     /// The isolations in force on it, oldest first (`DELETE /v1/isolations/{id}` lifts one).
     #[serde(default)]
     #[schema(value_type = Vec<String>)]
+    #[schema(required = true)]
     pub isolations: Vec<crate::model::IsolationId>,
 }
 

@@ -50,7 +50,8 @@ pub struct AnchorsDoc {
 pub struct AnchorsFull {
     /// The anchors, in creation order.
     pub anchors: Vec<AnchorRecord>,
-    /// The cursor of the next page, if any.
+    /// The cursor of the next page, if any (null on the last page).
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 

@@ -129,11 +129,17 @@ pub async fn revert_event(caller: Caller, JsonBody(req): JsonBody<RevertRequest>
 /// `merged`, or `up_to_date` when there was nothing to bring over (nothing is written).
 #[utoipa::path(post, path = "/v1/merge-timelines", tag = "Guide", operation_id = "mergeTimelines",
     request_body = MergeRequest,
-    responses((status = 200, description = "The merge was applied, or there was nothing to merge", body = MergedView))
+    responses((status = 200, description = "The merge was applied, or there was nothing to merge", body = MergedView,
+        headers(("Location" = String,
+            description = "/v1/merges/{merge_id}: the merge record (pending or applied); absent when nothing was written (`up_to_date`). The guide's answer carries no id"))))
 )]
 pub async fn merge_timelines(caller: Caller, JsonBody(req): JsonBody<MergeRequest>) -> ApiResult {
     let r = caller.service.merge_timelines(req).await?;
-    Ok(projected(StatusCode::OK, &r, MergedDoc::from))
+    let resp = projected(StatusCode::OK, &r, MergedDoc::from);
+    Ok(match &r.merge_id {
+        Some(id) => located(resp, &format!("/v1/merges/{id}")),
+        None => resp,
+    })
 }
 
 /// Align named events that happen before one of their causes: each is moved to one second
@@ -184,14 +190,17 @@ pub async fn create_script(caller: Caller, JsonBody(req): JsonBody<NewScript>) -
 #[utoipa::path(post, path = "/v1/schedule-manipulation", tag = "Guide",
     operation_id = "scheduleManipulation",
     request_body = NewSchedule,
-    responses((status = 201, description = "The manipulation was scheduled", body = ScheduledView))
+    responses((status = 201, description = "The manipulation was scheduled", body = ScheduledView,
+        headers(("Location" = String,
+            description = "/v1/schedules/{schedule_id}: the job (DELETE it to cancel); the guide's answer carries no id"))))
 )]
 pub async fn schedule_manipulation(
     caller: Caller,
     JsonBody(req): JsonBody<NewSchedule>,
 ) -> ApiResult {
     let s = caller.service.schedule_manipulation(req).await?;
-    Ok(projected(StatusCode::CREATED, &s, ScheduledDoc::from))
+    let resp = projected(StatusCode::CREATED, &s, ScheduledDoc::from);
+    Ok(located(resp, &format!("/v1/schedules/{}", s.schedule_id)))
 }
 
 /// An outside system (a CI pipeline, say) triggers actions.
@@ -199,7 +208,9 @@ pub async fn schedule_manipulation(
     operation_id = "triggerExternalManipulation",
     request_body = ExternalTrigger,
     responses((status = 202, description = "The trigger was recorded; its actions run at its timestamp",
-        body = TriggeredView))
+        body = TriggeredView,
+        headers(("Location" = String,
+            description = "/v1/schedules/{schedule_id}: the job (DELETE it to cancel); the guide's answer carries no id"))))
 )]
 pub async fn trigger_external_manipulation(
     caller: Caller,
@@ -207,10 +218,11 @@ pub async fn trigger_external_manipulation(
 ) -> ApiResult {
     let system = req.external_system.clone();
     let s = caller.service.trigger_external_manipulation(req).await?;
-    Ok(projected(StatusCode::ACCEPTED, &s, |s| TriggeredDoc {
+    let resp = projected(StatusCode::ACCEPTED, &s, |s| TriggeredDoc {
         status: "triggered".into(),
         external_system: s.external_system.clone().unwrap_or(system),
-    }))
+    });
+    Ok(located(resp, &format!("/v1/schedules/{}", s.schedule_id)))
 }
 
 /// Automated actions, filtered by timeline and date range.
