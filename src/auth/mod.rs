@@ -581,11 +581,7 @@ fn random_hex(n: usize) -> String {
     use rand::RngCore;
     let mut bytes = vec![0u8; n];
     rand::rng().fill_bytes(&mut bytes);
-    hex(&bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::store::chain::hex(&bytes)
 }
 
 /// Creates `path` holding `text`, readable by the owner only, unless it exists already. The

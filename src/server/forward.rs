@@ -57,6 +57,7 @@ use super::Sessions;
 use super::problem::Problem;
 use crate::auth::{Authenticated, Claims, Scopes, Verifier};
 use crate::error::ServiceError;
+use crate::store::chain::{hex, unhex};
 
 /// The header of a request forwarded by another replica:
 /// `<expiry>.<nonce>.<body digest>.<claims>.<HMAC>` (see [`Keys::request`]).
@@ -434,20 +435,6 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
 }
 
 fn refused(why: &str) -> Response {

@@ -208,9 +208,25 @@ pub fn verify(
     }
 }
 
+/// `bytes` in lowercase hex (links, tags and nonces in files and headers).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes `text` spells in hex, if it is hex.
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
 /// The first bytes of a link or fingerprint in hex, to name it in messages.
 pub fn short(link: &Link) -> String {
-    link[..6].iter().map(|b| format!("{b:02x}")).collect()
+    hex(&link[..6])
 }
 
 #[cfg(test)]

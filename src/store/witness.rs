@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::chain::{Link, LogKey};
+use super::chain::{hex, unhex};
 
 /// How the witness files in a data directory are named: this, then 16 hex digits of the
 /// SHA-256 of the store's description (one file per store the directory's replica serves).
@@ -473,20 +474,6 @@ pub fn compare(
 /// Constant-time equality of two links.
 fn equal(a: &Link, b: &Link) -> bool {
     a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
 }
 
 #[cfg(test)]
