@@ -102,25 +102,27 @@ fn component_name(schema: &serde_json::Value) -> Option<&str> {
         .and_then(|r| r.strip_prefix("#/components/schemas/"))
 }
 
+/// Pushes the name of every component schema `v` refers to (`$ref`), at any depth, onto `out`.
+fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::String(r)) = m.get("$ref")
+                && let Some(name) = r.strip_prefix("#/components/schemas/")
+            {
+                out.push(name.to_owned());
+            }
+            m.values().for_each(|v| refs(v, out));
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
 /// The components reachable from `roots` through `$ref`s, the roots included.
 fn reachable(
     schemas: &serde_json::Map<String, serde_json::Value>,
     roots: impl IntoIterator<Item = String>,
 ) -> std::collections::BTreeSet<String> {
-    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                if let Some(serde_json::Value::String(r)) = m.get("$ref")
-                    && let Some(name) = r.strip_prefix("#/components/schemas/")
-                {
-                    out.push(name.to_owned());
-                }
-                m.values().for_each(|v| refs(v, out));
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
-            _ => {}
-        }
-    }
     let mut todo: Vec<String> = roots.into_iter().collect();
     let mut seen = std::collections::BTreeSet::new();
     while let Some(name) = todo.pop() {
@@ -687,20 +689,6 @@ fn constrain_named(name: &str, schema: &mut serde_json::Value, path: &str, text:
 
 /// The component schemas request bodies use, found by following `$ref`s from them.
 fn request_components(doc: &serde_json::Value) -> std::collections::BTreeSet<String> {
-    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                if let Some(serde_json::Value::String(r)) = m.get("$ref")
-                    && let Some(name) = r.strip_prefix("#/components/schemas/")
-                {
-                    out.push(name.to_owned());
-                }
-                m.values().for_each(|v| refs(v, out));
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
-            _ => {}
-        }
-    }
     let mut todo = Vec::new();
     if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
         for item in paths.values().filter_map(|i| i.as_object()) {
@@ -711,15 +699,13 @@ fn request_components(doc: &serde_json::Value) -> std::collections::BTreeSet<Str
             }
         }
     }
-    let mut seen = std::collections::BTreeSet::new();
-    while let Some(name) = todo.pop() {
-        if seen.insert(name.clone())
-            && let Some(s) = doc.pointer(&format!("/components/schemas/{name}"))
-        {
-            refs(s, &mut todo);
-        }
+    match doc
+        .pointer("/components/schemas")
+        .and_then(|s| s.as_object())
+    {
+        Some(schemas) => reachable(schemas, todo),
+        None => std::collections::BTreeSet::new(),
     }
-    seen
 }
 
 /// Writes into the description what the service checks of every parameter and request body:
