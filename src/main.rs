@@ -428,14 +428,21 @@ async fn store_key_witness(
     Ok((store, key, witness))
 }
 
+/// What `witness` holds (nothing without one); an unreadable or unsealed file is a finding.
+fn witnessed(
+    witness: Option<&chronoscope::store::Witness>,
+) -> std::result::Result<Option<chronoscope::store::witness::Witnessed>, Failed> {
+    match witness {
+        Some(w) => w.load().map_err(|e| Failed::Finding(e.to_string())),
+        None => Ok(None),
+    }
+}
+
 /// `chronoscope verify`: every record of the store against the log key, and the store against
 /// this data directory's witness; a sound store moves the witness forward to its head.
 async fn verify(global: &Global) -> std::result::Result<(), Failed> {
     let (store, key, witness) = store_key_witness(global).await?;
-    let witnessed = match &witness {
-        Some(w) => w.load().map_err(|e| Failed::Finding(e.to_string()))?,
-        None => None,
-    };
+    let witnessed = witnessed(witness.as_ref())?;
     let audit = chronoscope::engine::audit::audit_witnessed(
         store.as_ref(),
         &key,
@@ -482,10 +489,7 @@ async fn link_unchained_store(
     args: chronoscope::cli::LinkUnchainedArgs,
 ) -> std::result::Result<(), Failed> {
     let (store, key, witness) = store_key_witness(global).await?;
-    let witnessed = match &witness {
-        Some(w) => w.load().map_err(|e| Failed::Finding(e.to_string()))?,
-        None => None,
-    };
+    let witnessed = witnessed(witness.as_ref())?;
     let linked = chronoscope::engine::witnessing::link_unchained_store(
         store.as_ref(),
         &key,

@@ -240,8 +240,11 @@ impl FromStr for Traveller {
         if s.trim() != s {
             return refuse("a traveller name may not begin or end with a space");
         }
+        // ASCII holds no format character: most names (and every record replayed at start)
+        // skip the table lookup.
         if let Some(c) = s
             .chars()
+            .filter(|c| !c.is_ascii())
             .find(|c| c.general_category() == GeneralCategory::Format)
         {
             return refuse(&format!(
