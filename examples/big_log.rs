@@ -11,8 +11,9 @@
 //! `chronoscope --data-dir DIR serve` will check them with.
 //!
 //! The store must be new (empty) or hold only what this example wrote before; the events go in
-//! as `AddEvents` records of 10,000 events each, appended straight to the log, so a server that
-//! opens the store afterwards replays them like any other history.
+//! as `AddEvents` records of 10,000 events each (`--per-record N` for another size: 1 makes a
+//! log of a million small records, as a busy server's is), appended straight to the log, so a
+//! server that opens the store afterwards replays them like any other history.
 
 use std::sync::Arc;
 
@@ -23,7 +24,8 @@ use chronoscope::store::LogKey;
 use color_eyre::eyre::{Result, WrapErr, bail, eyre};
 
 const CHAINS: usize = 1_000;
-const PER_RECORD: usize = 10_000;
+/// Events per append: one transaction, whatever the records' size.
+const PER_APPEND: usize = 10_000;
 const CITIES: [&str; 8] = [
     "Paris", "London", "Geneva", "Vienna", "Prague", "Tokyo", "Lima", "Boston",
 ];
@@ -71,7 +73,7 @@ fn event(i: usize, n: usize) -> Event {
 }
 
 fn usage() -> String {
-    "usage: big_log --database URL --data-dir DIR [--events N]".to_string()
+    "usage: big_log --database URL --data-dir DIR [--events N] [--per-record N]".to_string()
 }
 
 #[tokio::main]
@@ -80,6 +82,7 @@ async fn main() -> Result<()> {
     let mut database = None;
     let mut data_dir = None;
     let mut events = 1_000_000usize;
+    let mut per_record = PER_APPEND;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -90,6 +93,16 @@ async fn main() -> Result<()> {
                 events = n
                     .parse()
                     .wrap_err_with(|| format!("--events: '{n}' is not a count"))?;
+            }
+            "--per-record" => {
+                let n = args.next().ok_or_else(|| eyre!(usage()))?;
+                per_record = n
+                    .parse()
+                    .ok()
+                    .filter(|&n| (1..=PER_APPEND).contains(&n))
+                    .ok_or_else(|| {
+                        eyre!("--per-record: '{n}' is not a count from 1 to {PER_APPEND}")
+                    })?;
             }
             "-h" | "--help" => {
                 println!("{}", usage());
@@ -115,15 +128,18 @@ async fn main() -> Result<()> {
     )
     .await?;
     let started = std::time::Instant::now();
-    for first in (0..events).step_by(PER_RECORD) {
-        let op = Op::AddEvents {
-            timeline: TimelineId::primary(),
-            events: (first..(first + PER_RECORD).min(events))
-                .map(|i| event(i, events))
-                .collect(),
-            at: None,
-        };
-        append_ops(&*store, &log_key, &[op]).await?;
+    for first in (0..events).step_by(PER_APPEND) {
+        let ops: Vec<Op> = (first..(first + PER_APPEND).min(events))
+            .step_by(per_record)
+            .map(|from| Op::AddEvents {
+                timeline: TimelineId::primary(),
+                events: (from..(from + per_record).min(events))
+                    .map(|i| event(i, events))
+                    .collect(),
+                at: None,
+            })
+            .collect();
+        append_ops(&*store, &log_key, &ops).await?;
     }
     println!(
         "wrote {events} events to {} in {:.1} s (log head {})",

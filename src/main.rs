@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+
+mod backups;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use chronoscope::cli::{Cli, Command, Global, ServeArgs, ThemeArg, TokenArgs};
@@ -236,7 +238,15 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
             Ok(serve(&global, *args).await?)
         }
         Some(Command::Token(args)) => Ok(token(&global, args)?),
-        Some(Command::Verify) => verify(&global).await,
+        Some(Command::Verify(args)) => match &args.backup {
+            Some(file) => backups::verify(&global, file).await,
+            None => verify(&global).await,
+        },
+        Some(Command::Backup(args)) => backups::backup(&global, args).await,
+        Some(Command::Restore(args)) => {
+            init_logging(&global.log);
+            backups::restore(&global, args).await
+        }
         Some(Command::LinkUnchainedStore(args)) => {
             init_logging(&global.log);
             link_unchained_store(&global, args).await
@@ -562,6 +572,7 @@ async fn witness_command(
                     "head_seq": w.head.seq,
                     "head_link": chronoscope::store::chain::short(&w.head.link),
                     "accepted": w.accepted,
+                    "restored": w.restored,
                 });
                 println!("{shown:#}");
             } else {
@@ -577,6 +588,12 @@ async fn witness_command(
                     println!(
                         "  {} {} accepted the loss of {} records (witnessed {}, store at {})",
                         a.at, a.by, a.lost, a.witnessed, a.store_head
+                    );
+                }
+                for r in &w.restored {
+                    println!(
+                        "  {} {} restored {} records from {} (made {} by {} from {})",
+                        r.at, r.by, r.records, r.file, r.made_at, r.made_by, r.source
                     );
                 }
             }

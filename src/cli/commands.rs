@@ -71,12 +71,15 @@ pub async fn execute(
     match command {
         Command::Serve(_)
         | Command::Token(_)
-        | Command::Verify
+        | Command::Verify(_)
+        | Command::Backup(_)
+        | Command::Restore(_)
         | Command::LinkUnchainedStore(_)
         | Command::Witness(_)
         | Command::Completions { .. }
         | Command::Man { .. } => Err(ServiceError::Internal(
-            "serve, token, completions and man are not service commands".into(),
+            "serve, token, the store's commands, completions and man are not service commands"
+                .into(),
         )),
         Command::Whoami => out.print(&service.whoami().await?, human::whoami),
         Command::Timelines(cmd) => match cmd {

@@ -163,8 +163,14 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Print a bearer token for the server that uses this data directory
     Token(TokenArgs),
-    /// Check every record of the store against the log key and report the first bad one (read-only; exit status 1 when one is found)
-    Verify,
+    /// Check every record of the store (or, with --backup, of a backup file) against the log key and report the first bad one (read-only; exit status 1 when one is found)
+    Verify(VerifyArgs),
+    /// Write a backup of the store to FILE while servers go on serving: every record acknowledged before it began, each link checked, sealed with the log key
+    #[command(long_about = BACKUP_ABOUT)]
+    Backup(BackupArgs),
+    /// Restore a backup into the store named by --database / --data-dir, which must be empty: verified whole first, written in one transaction
+    #[command(long_about = RESTORE_ABOUT)]
+    Restore(RestoreArgs),
     /// Link the records of a store an older version wrote, before the log was chained (a one-time operator step; no start does it)
     #[command(long_about = LINK_UNCHAINED_ABOUT)]
     LinkUnchainedStore(LinkUnchainedArgs),
@@ -550,6 +556,62 @@ pub struct ServeArgs {
     /// How long the access log keeps what it counted in memory, e.g. 90d (older summaries stay in the op log only)
     #[arg(long, env = "CHRONOSCOPE_ACCESS_LOG_RETENTION", default_value = "90d", value_parser = parse_access_log_duration)]
     pub access_log_retention: Duration,
+}
+
+const BACKUP_ABOUT: &str = "\
+Write a backup of the store named by --database / --data-dir (SQLite or PostgreSQL) to FILE.
+
+Servers may go on serving and writing meanwhile: the backup holds every record up to the last \
+one committed when it began (every write acknowledged before it began), nothing later. Each \
+record's link is checked with the log key as it is read; a log that does not verify is not \
+backed up (`chronoscope verify` says why).
+
+The file is one portable format for both stores (JSON lines: a header naming the log key's \
+fingerprint, the first and last record, the head's link, when and by whom; the records with \
+their links; an end line sealing it with the log key). It is written under a temporary name \
+beside FILE and moved into place only when complete: an interrupted backup (Ctrl-C, a kill) \
+leaves no FILE. Keep the log key file with it: without the key it can be neither verified nor \
+restored.
+
+Shows a progress bar on a terminal; --json prints one summary.";
+
+const RESTORE_ABOUT: &str = "\
+Restore a backup (`chronoscope backup`) into the store named by --database / --data-dir.
+
+The store must hold no records: a new SQLite file, or a new PostgreSQL database (refused \
+otherwise, before anything is read). The backup is verified whole with the log key (every link, \
+the header's head, the seal) before anything is written, then written in one transaction: a \
+kill or Ctrl-C at any moment leaves the store empty or complete, never half. A backup made with \
+another log key is refused: name the key file of the store it came from with --log-key-file \
+(and give the same file to the servers that will use the store).
+
+This data directory's witness of the store is set to the backup's head, recording the restore \
+(`chronoscope witness show`). Replicas with data directories of their own that witnessed a \
+longer log refuse it at start until their operator runs `chronoscope witness accept`.";
+
+/// `verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Check this backup file instead of the store (needs only the log key)
+    #[arg(long, value_name = "FILE")]
+    pub backup: Option<PathBuf>,
+}
+
+/// `backup`.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where to write the backup
+    pub file: PathBuf,
+    /// Write over FILE if it exists (it is replaced only once the new backup is complete)
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// `restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The backup file
+    pub file: PathBuf,
 }
 
 /// `link-unchained-store`.

@@ -228,6 +228,7 @@ impl From<StoreError> for ServiceError {
                 ServiceError::Unavailable(e.to_string())
             }
             StoreError::Corrupt(_) => ServiceError::Internal(e.to_string()),
+            StoreError::NotEmpty { .. } => ServiceError::Conflict(e.to_string()),
             StoreError::Missing { seq, .. } => ServiceError::IntegrityFailed(format!(
                 "{e}. Nothing from record {seq} on is served; `chronoscope verify` reports the \
                  store's problems. Restore the store from a backup or a standby"

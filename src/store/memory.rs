@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use tokio::sync::OwnedMutexGuard;
 
 use super::{
-    ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError,
+    ChainMeta, Entry, Link, LogLock, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo, Store,
+    StoreError,
 };
 
 /// The log in a `Vec`; lost when dropped.
@@ -75,6 +76,38 @@ impl Store for MemoryStore {
 
     async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
         Ok(*self.chain.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    async fn restore(
+        &self,
+        meta: ChainMeta,
+        mut batches: tokio::sync::mpsc::Receiver<Restoring>,
+    ) -> Result<(), StoreError> {
+        let _held = self.writer.lock().await;
+        let records = len(&self.records);
+        if records > 0 {
+            return Err(StoreError::NotEmpty {
+                store: self.describe(),
+                records,
+            });
+        }
+        let mut restored = Vec::new();
+        loop {
+            match batches.recv().await {
+                Some(Restoring::Records(entries)) => {
+                    restored.extend(entries.into_iter().map(|e| (e.body, Some(e.link))))
+                }
+                Some(Restoring::Done) => break,
+                None => return Err(super::restore_interrupted(&self.describe())),
+            }
+        }
+        *self.records.lock().unwrap_or_else(PoisonError::into_inner) = restored;
+        *self.chain.lock().unwrap_or_else(PoisonError::into_inner) = Some(meta);
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        Ok(())
     }
 
     async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {

@@ -9,6 +9,7 @@
 //! A write names the sequence number it expects to take; a second writer that raced it gets
 //! [`StoreError::Conflict`], catches up, re-validates and tries again.
 
+pub mod backup;
 pub mod chain;
 mod memory;
 mod postgres;
@@ -186,6 +187,22 @@ pub struct Entry {
     pub link: Link,
 }
 
+/// What [`Store::restore`] is fed.
+#[derive(Debug)]
+pub enum Restoring {
+    /// The next records, in order.
+    Records(Vec<Entry>),
+    /// Every record was sent and verified: commit.
+    Done,
+}
+
+/// Why a restore's transaction ended without [`Restoring::Done`].
+pub(crate) fn restore_interrupted(store: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "{store}: the restore was interrupted before its last record; nothing was written"
+    ))
+}
+
 /// What can go wrong in a store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -207,6 +224,17 @@ pub enum StoreError {
         seq: u64,
         /// The record found in its place.
         found: i64,
+    },
+    /// A restore was asked into a store that holds records (see [`Store::restore`]).
+    #[error(
+        "{store} holds {records} records: a backup is restored only into an empty store (a new \
+         SQLite file, or a new PostgreSQL database)"
+    )]
+    NotEmpty {
+        /// Where the data lives.
+        store: String,
+        /// How many records it holds.
+        records: u64,
     },
     /// The store was chained by another process first (see [`Store::start_chain`]).
     #[error("the log was chained by another process meanwhile")]
@@ -284,6 +312,26 @@ pub trait Store: Send + Sync {
     /// `meta`. Refused with [`StoreError::Conflict`] when the log no longer ends at
     /// `meta.from - 1`, and with [`StoreError::AlreadyChained`] when another process did it.
     async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError>;
+
+    /// Fills this store, which must hold no records, with a backup's: the records `batches`
+    /// yields (numbered from 1 in the order given, their links as given), then the chain record
+    /// `meta`, all in one transaction, so a kill at any moment leaves the store empty or
+    /// complete. Snapshots the empty store kept are dropped in it too. The sender ends with
+    /// [`Restoring::Done`]; a channel closed before it (the restore was interrupted) rolls
+    /// everything back and answers [`StoreError::Unavailable`]. A store holding records is
+    /// refused with [`StoreError::NotEmpty`] before anything is written. The caller verifies
+    /// the links: the store takes them as given.
+    async fn restore(
+        &self,
+        meta: ChainMeta,
+        batches: tokio::sync::mpsc::Receiver<Restoring>,
+    ) -> Result<(), StoreError> {
+        let _ = (meta, batches);
+        Err(StoreError::Unavailable(format!(
+            "{} cannot be restored into",
+            self.describe()
+        )))
+    }
 
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;

@@ -25,8 +25,8 @@ use tokio::sync::watch;
 
 use super::postgres_lease::{LEASE_CHANNEL, PgLease};
 use super::{
-    ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError,
-    WriterLease,
+    ChainMeta, Entry, Link, LogLock, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo, Store,
+    StoreError, WriterLease,
 };
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
@@ -372,6 +372,61 @@ impl Store for PostgresStore {
         lock.tx.commit().await.map_err(fail)
     }
 
+    async fn restore(
+        &self,
+        meta: ChainMeta,
+        mut batches: tokio::sync::mpsc::Receiver<Restoring>,
+    ) -> Result<(), StoreError> {
+        // The head row, locked: no append can slip in between the check and the commit.
+        let mut lock = self.locked().await?;
+        let fail = |e| map_err(&self.shown, "restore", e);
+        let held: i64 = sqlx::query_scalar("SELECT count(*) FROM op_log")
+            .fetch_one(&mut *lock.tx)
+            .await
+            .map_err(fail)?;
+        let records = lock.last_seq.max(u64::try_from(held).unwrap_or(0));
+        if records > 0 {
+            return Err(StoreError::NotEmpty {
+                store: self.shown.clone(),
+                records,
+            });
+        }
+        let mut last = 0u64;
+        loop {
+            match batches.recv().await {
+                Some(Restoring::Records(entries)) if entries.is_empty() => {}
+                Some(Restoring::Records(entries)) => {
+                    let first = i64::try_from(last + 1).map_err(|_| StoreError::Conflict(last))?;
+                    insert_moving_head(&mut lock.tx, first, &entries)
+                        .await
+                        .map_err(fail)?;
+                    last += entries.len() as u64;
+                }
+                Some(Restoring::Done) => break,
+                // Dropping the transaction rolls it back.
+                None => return Err(super::restore_interrupted(&self.shown)),
+            }
+        }
+        let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
+        for statement in [
+            "DELETE FROM log_chain",
+            "DELETE FROM snapshot_chunk",
+            "DELETE FROM snapshot",
+        ] {
+            sqlx::query(statement)
+                .execute(&mut *lock.tx)
+                .await
+                .map_err(fail)?;
+        }
+        sqlx::query("INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (TRUE, $1, $2)")
+            .bind(meta.fingerprint.as_slice())
+            .bind(from)
+            .execute(&mut *lock.tx)
+            .await
+            .map_err(fail)?;
+        lock.tx.commit().await.map_err(fail)
+    }
+
     /// One transaction, apart from the head row, so appends never wait for it and a crash
     /// leaves the snapshot whole or absent.
     async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
@@ -558,28 +613,16 @@ impl LogLock for PostgresLock {
         if !entries.is_empty() {
             self.appending
                 .fetch_max(self.last_seq + entries.len() as u64, Ordering::AcqRel);
-            let (bodies, links) = columns(entries);
-            // The records and the head's move in one statement: a round trip fewer while the
-            // lock is held (a data-modifying WITH runs whether or not the query reads it).
-            sqlx::query(
-                "WITH head AS ( \
-                     UPDATE op_log_head SET last_seq = $1 + cardinality($2::text[]) - 1 \
-                     WHERE id RETURNING last_seq) \
-                 INSERT INTO op_log (seq, body, link) \
-                 SELECT $1 + t.ord - 1, t.body, t.link \
-                 FROM UNNEST($2::text[], $3::bytea[]) WITH ORDINALITY AS t(body, link, ord)",
-            )
-            .bind(first)
-            .bind(bodies)
-            .bind(links)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.is_unique_violation() || lost_race(db.as_ref()) => {
-                    StoreError::Conflict(self.last_seq + 1)
-                }
-                _ => map_err(&self.shown, "write to", e),
-            })?;
+            insert_moving_head(&mut self.tx, first, entries)
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(db)
+                        if db.is_unique_violation() || lost_race(db.as_ref()) =>
+                    {
+                        StoreError::Conflict(self.last_seq + 1)
+                    }
+                    _ => map_err(&self.shown, "write to", e),
+                })?;
         }
         self.tx
             .commit()
@@ -591,6 +634,30 @@ impl LogLock for PostgresLock {
         // Nothing was written; a failed rollback is finished when the connection is reused.
         let _ = self.tx.rollback().await;
     }
+}
+
+/// Inserts `entries` as records `first`, … and moves the head row to the last, in one
+/// statement of the transaction `tx` (which holds the head row): a round trip fewer while the
+/// lock is held (a data-modifying WITH runs whether or not the query reads it).
+async fn insert_moving_head(
+    tx: &mut Transaction<'static, Postgres>,
+    first: i64,
+    entries: &[Entry],
+) -> Result<sqlx::postgres::PgQueryResult, sqlx::Error> {
+    let (bodies, links) = columns(entries);
+    sqlx::query(
+        "WITH head AS ( \
+             UPDATE op_log_head SET last_seq = $1 + cardinality($2::text[]) - 1 \
+             WHERE id RETURNING last_seq) \
+         INSERT INTO op_log (seq, body, link) \
+         SELECT $1 + t.ord - 1, t.body, t.link \
+         FROM UNNEST($2::text[], $3::bytea[]) WITH ORDINALITY AS t(body, link, ord)",
+    )
+    .bind(first)
+    .bind(bodies)
+    .bind(links)
+    .execute(&mut **tx)
+    .await
 }
 
 /// The bodies and links of `entries`, as the two arrays an append binds.

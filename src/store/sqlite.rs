@@ -22,8 +22,8 @@ use sqlx::{Row, SqlSafeStr};
 
 use super::sqlite_writer::Writer;
 use super::{
-    Appending, ChainMeta, Entry, Link, LogLock, Record, SNAPSHOTS_KEPT, SnapshotInfo, Store,
-    StoreError,
+    Appending, ChainMeta, Entry, Link, LogLock, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo,
+    Store, StoreError,
 };
 
 /// How long a statement waits for another process's write lock before giving up.
@@ -247,6 +247,19 @@ impl Store for SqliteStore {
         let links = links.to_vec();
         self.writer
             .exec(move |conn, path| super::sqlite_writer::start_chain(conn, path, meta, &links))
+            .await
+    }
+
+    async fn restore(
+        &self,
+        meta: ChainMeta,
+        batches: tokio::sync::mpsc::Receiver<Restoring>,
+    ) -> Result<(), StoreError> {
+        let shown = self.describe();
+        self.writer
+            .exec(move |conn, path| {
+                super::sqlite_writer::restore(conn, path, &shown, meta, batches)
+            })
             .await
     }
 

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
-use super::{Appending, ChainMeta, Entry, Link, LogLock, StoreError};
+use super::{Appending, ChainMeta, Entry, Link, LogLock, Restoring, StoreError};
 
 /// A request to the writer thread.
 enum Job {
@@ -485,6 +485,56 @@ pub(super) fn start_chain(
         log.run("COMMIT").map_err(fail)
     };
     let done = chained();
+    if done.is_err() {
+        log.rollback();
+    }
+    done
+}
+
+/// [`super::Store::restore`] on the writer connection: one transaction, holding the write lock
+/// (`BEGIN IMMEDIATE`) from the emptiness check to the commit, fed batch by batch as the caller
+/// reads and verifies them. Dropped without [`Restoring::Done`], it rolls back.
+pub(super) fn restore(
+    conn: &Connection,
+    path: &Path,
+    shown: &str,
+    meta: ChainMeta,
+    mut batches: tokio::sync::mpsc::Receiver<Restoring>,
+) -> Result<(), StoreError> {
+    let log = Log { conn, path };
+    let records = log.begin()?;
+    let mut restored = || -> Result<(), StoreError> {
+        if records > 0 {
+            return Err(StoreError::NotEmpty {
+                store: shown.to_owned(),
+                records,
+            });
+        }
+        let fail = |e| map_err(path, "restore", e);
+        let mut last = 0u64;
+        loop {
+            match batches.blocking_recv() {
+                Some(Restoring::Records(entries)) => {
+                    log.insert(last, &entries)?;
+                    last += entries.len() as u64;
+                }
+                Some(Restoring::Done) => break,
+                None => return Err(super::restore_interrupted(shown)),
+            }
+        }
+        let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
+        conn.execute("DELETE FROM log_chain", []).map_err(fail)?;
+        conn.execute(
+            "INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (1, ?1, ?2)",
+            (meta.fingerprint.as_slice(), from),
+        )
+        .map_err(fail)?;
+        conn.execute("DELETE FROM snapshot_chunk", [])
+            .map_err(fail)?;
+        conn.execute("DELETE FROM snapshot", []).map_err(fail)?;
+        log.run("COMMIT").map_err(fail)
+    };
+    let done = restored();
     if done.is_err() {
         log.rollback();
     }

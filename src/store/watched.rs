@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Appending, ChainMeta, Entry, Link, LogLock, Record, SnapshotInfo, Store, StoreError};
+use super::{
+    Appending, ChainMeta, Entry, Link, LogLock, Record, Restoring, SnapshotInfo, Store, StoreError,
+};
 
 /// How often the probe asks a store known to be down whether it answers again.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
@@ -239,6 +241,16 @@ impl Store for Watched {
         self.shared.check()?;
         let outcome = self.shared.inner.chain().await;
         self.shared.observe(outcome, false)
+    }
+
+    async fn restore(
+        &self,
+        meta: ChainMeta,
+        batches: tokio::sync::mpsc::Receiver<Restoring>,
+    ) -> Result<(), StoreError> {
+        self.shared.check()?;
+        let outcome = self.shared.inner.restore(meta, batches).await;
+        self.shared.observe(outcome, true)
     }
 
     async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {

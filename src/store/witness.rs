@@ -63,6 +63,25 @@ pub struct Acceptance {
     pub lost: u64,
 }
 
+/// One restore from a backup into the store (`chronoscope restore`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restoration {
+    /// When (RFC 3339).
+    pub at: String,
+    /// Who restored it (`--as`, else the OS user).
+    pub by: String,
+    /// The backup file, as named on the command line.
+    pub file: String,
+    /// When the backup was made, and by whom.
+    pub made_at: String,
+    /// See `made_at`.
+    pub made_by: String,
+    /// The store the backup was made from.
+    pub source: String,
+    /// The records it held.
+    pub records: u64,
+}
+
 /// What a witness file says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Witnessed {
@@ -74,6 +93,8 @@ pub struct Witnessed {
     pub head: Head,
     /// Losses accepted on purpose, oldest first.
     pub accepted: Vec<Acceptance>,
+    /// Restores from backups, oldest first.
+    pub restored: Vec<Restoration>,
 }
 
 /// The file's layout; the seal covers `witness` exactly as written.
@@ -92,6 +113,9 @@ struct Body {
     link: String,
     #[serde(default)]
     accepted: Vec<Acceptance>,
+    // Left out when empty: files written before restores existed seal the same bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    restored: Vec<Restoration>,
 }
 
 /// A witness file could not be read, opened or written.
@@ -197,21 +221,17 @@ impl Witness {
                 link,
             },
             accepted: sealed.witness.accepted,
+            restored: sealed.witness.restored,
         };
         Ok(Some(witnessed))
     }
 
     /// Sets the witness to `head` of a log chained from record `from`, whatever it said before
-    /// (keeping the acceptances it lists). For a restore: once a backup's store is in place and
-    /// verified, record its head here, so that the replica neither refuses it as shorter nor
-    /// takes a later cut for granted. Written atomically (a temporary file, synced, renamed).
+    /// (keeping the acceptances and restores it lists). Written atomically (a temporary file,
+    /// synced, renamed).
     pub fn record(&self, from: u64, head: Head) -> Result<(), WitnessError> {
         let mut known = self.known();
-        let accepted = known
-            .as_ref()
-            .map(|k| k.accepted.clone())
-            .unwrap_or_default();
-        self.write(&mut known, from, head, accepted)
+        self.write(&mut known, from, head, |_| {})
     }
 
     /// Moves the witness forward to `head`, when it is past what this process last wrote and
@@ -235,11 +255,7 @@ impl Witness {
         if now.is_some() {
             *known = now;
         }
-        let accepted = known
-            .as_ref()
-            .map(|k| k.accepted.clone())
-            .unwrap_or_default();
-        self.write(&mut known, from, head, accepted)?;
+        self.write(&mut known, from, head, |_| {})?;
         Ok(true)
     }
 
@@ -251,32 +267,56 @@ impl Witness {
         acceptance: Acceptance,
     ) -> Result<(), WitnessError> {
         let mut known = self.known();
-        let mut accepted = known
-            .as_ref()
-            .map(|k| k.accepted.clone())
-            .unwrap_or_default();
-        accepted.push(acceptance);
-        self.write(&mut known, from, head, accepted)
+        self.write(&mut known, from, head, |w| w.accepted.push(acceptance))
+    }
+
+    /// Sets the witness to the head of a store just restored from a backup, recording the
+    /// restore: the replica neither refuses the store as shorter than what it witnessed before
+    /// nor takes a later cut for granted.
+    pub fn restored(
+        &self,
+        from: u64,
+        head: Head,
+        restoration: Restoration,
+    ) -> Result<(), WitnessError> {
+        let mut known = self.known();
+        self.write(&mut known, from, head, |w| w.restored.push(restoration))
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, Option<Witnessed>> {
         self.0.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Writes `head` with what the file listed, changed by `note`.
     fn write(
         &self,
         known: &mut Option<Witnessed>,
         from: u64,
         head: Head,
-        accepted: Vec<Acceptance>,
+        note: impl FnOnce(&mut Witnessed),
     ) -> Result<(), WitnessError> {
+        let mut witnessed = Witnessed {
+            store: self.0.store.clone(),
+            from,
+            head,
+            accepted: known
+                .as_ref()
+                .map(|k| k.accepted.clone())
+                .unwrap_or_default(),
+            restored: known
+                .as_ref()
+                .map(|k| k.restored.clone())
+                .unwrap_or_default(),
+        };
+        note(&mut witnessed);
         let body = Body {
             version: 1,
             store: self.0.store.clone(),
             from,
             seq: head.seq,
             link: hex(&head.link),
-            accepted: accepted.clone(),
+            accepted: witnessed.accepted.clone(),
+            restored: witnessed.restored.clone(),
         };
         let bytes = serde_json::to_vec(&body).map_err(|e| self.error(e.to_string()))?;
         let sealed = Sealed {
@@ -299,12 +339,7 @@ impl Witness {
         if let Ok(dir) = std::fs::File::open(dir) {
             let _ = dir.sync_all();
         }
-        *known = Some(Witnessed {
-            store: self.0.store.clone(),
-            from,
-            head,
-            accepted,
-        });
+        *known = Some(witnessed);
         Ok(())
     }
 
@@ -539,6 +574,7 @@ mod tests {
             from: 1,
             head: head(70, 7),
             accepted: Vec::new(),
+            restored: Vec::new(),
         };
         let same = Some([7; 32]);
         assert_eq!(compare(&witnessed, Some(1), 70, same), None);
