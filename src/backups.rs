@@ -22,9 +22,15 @@ fn progress(global: &Global, doing: &str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let style = ProgressStyle::with_template(
-        "{msg:>10} [{bar:32}] {human_pos}/{human_len} records  {per_sec}  {eta} left",
+        "{msg} [{wide_bar}] {human_pos}/{human_len} records  {rate}  {eta} left",
     )
     .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .with_key(
+        "rate",
+        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.0}/s", state.per_sec());
+        },
+    )
     .progress_chars("=> ");
     let bar = ProgressBar::new(0).with_style(style);
     bar.set_message(doing.to_owned());
@@ -53,7 +59,7 @@ fn failed(e: BackupError) -> Failed {
         | BackupError::OtherKey { .. }
         | BackupError::Refused(_)
         | BackupError::Interrupted(_) => Failed::Finding(e.to_string()),
-        BackupError::Io { .. } => Failed::User(ServiceError::invalid("file", e.to_string())),
+        BackupError::Io { .. } => Failed::Misconfigured(e.to_string()),
         BackupError::Store(e @ StoreError::NotEmpty { .. }) => {
             Failed::User(ServiceError::Conflict(e.to_string()))
         }
@@ -69,11 +75,12 @@ fn print(global: &Global, said: &str, summary: &Summary) -> Result<(), Failed> {
         println!("{value:#}");
     } else {
         println!(
-            "{said} {}: {} ({:.1} s, {:.0} records/s)",
+            "{said} {}: {} ({:.1} s, {:.0} records/s, {:.0} MB/s)",
             summary.file,
             summary.describe(),
             summary.seconds,
-            summary.rate()
+            summary.rate(),
+            summary.bytes as f64 / 1e6 / summary.seconds.max(1e-9)
         );
     }
     Ok(())

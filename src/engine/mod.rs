@@ -224,9 +224,10 @@ impl std::fmt::Debug for Engine {
 impl From<StoreError> for ServiceError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Conflict(_) | StoreError::Unavailable(_) | StoreError::AlreadyChained => {
-                ServiceError::Unavailable(e.to_string())
-            }
+            StoreError::Conflict(_)
+            | StoreError::Unavailable(_)
+            | StoreError::AlreadyChained
+            | StoreError::Interrupted { .. } => ServiceError::Unavailable(e.to_string()),
             StoreError::Corrupt(_) => ServiceError::Internal(e.to_string()),
             StoreError::NotEmpty { .. } => ServiceError::Conflict(e.to_string()),
             StoreError::Missing { seq, .. } => ServiceError::IntegrityFailed(format!(

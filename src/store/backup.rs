@@ -38,8 +38,12 @@ pub const FORMAT: &str = "chronoscope-backup";
 /// The layout version this build writes and reads.
 pub const VERSION: u32 = 1;
 
-/// How many records are read from the store, or sent to it, at once.
+/// How many records are read from the store, or sent to it, at once, at most…
 const BATCH: u32 = 5_000;
+
+/// …and about how many bytes of bodies: a log of big records (10,000 events each) is read and
+/// written a few records at a time, so memory and each statement stay small.
+const BATCH_BYTES: usize = 8 << 20;
 
 /// The first line of a backup.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -348,6 +352,8 @@ pub async fn backup(
     progress.set_length(last);
     let mut previous = key.genesis();
     let mut seen = 0u64;
+    // One record first: its size says how many the next page can take.
+    let mut page = 1;
     while seen < last {
         if stop.load(Ordering::Relaxed) {
             return Err(BackupError::Interrupted(format!(
@@ -355,8 +361,13 @@ pub async fn backup(
                 to.display()
             )));
         }
-        let want = u32::try_from(last - seen).map_or(BATCH, |left| left.min(BATCH));
+        let want = u32::try_from(last - seen).map_or(page, |left| left.min(page));
         let records = store.read_since(seen, want).await?;
+        // The next page sized after this one's bodies, from one record to a full batch.
+        let bytes: usize = records.iter().map(|r| r.body.len()).sum::<usize>().max(1);
+        page = u32::try_from(records.len() * BATCH_BYTES / bytes)
+            .unwrap_or(BATCH)
+            .clamp(1, BATCH);
         if records.is_empty() {
             return Err(BackupError::Refused(format!(
                 "{}: the log ends at record {seen}, though it said {last} when the backup began",
@@ -559,7 +570,8 @@ impl<'k> Reader<'k> {
             return Ok(None);
         }
         let mut batch = Vec::with_capacity(max.min(1024));
-        while batch.len() < max {
+        let mut bytes = 0;
+        while batch.len() < max && bytes < BATCH_BYTES {
             if !self.read_line()? {
                 return Err(self.damaged(
                     None,
@@ -604,6 +616,7 @@ impl<'k> Reader<'k> {
                 .map_err(|broken| self.damaged(Some(line), broken.to_string()))?;
             self.summary.tally(&body);
             self.next_seq += 1;
+            bytes += body.len();
             batch.push(Entry { body, link });
         }
         Ok(Some(batch))

@@ -198,9 +198,9 @@ pub enum Restoring {
 
 /// Why a restore's transaction ended without [`Restoring::Done`].
 pub(crate) fn restore_interrupted(store: &str) -> StoreError {
-    StoreError::Unavailable(format!(
-        "{store}: the restore was interrupted before its last record; nothing was written"
-    ))
+    StoreError::Interrupted {
+        store: store.to_owned(),
+    }
 }
 
 /// What can go wrong in a store.
@@ -224,6 +224,13 @@ pub enum StoreError {
         seq: u64,
         /// The record found in its place.
         found: i64,
+    },
+    /// A restore stopped before its last record (Ctrl-C, an error reading the backup): its
+    /// transaction was rolled back. Not a sign that the store is down.
+    #[error("{store}: the restore was interrupted before its last record; nothing was written")]
+    Interrupted {
+        /// Where the data lives.
+        store: String,
     },
     /// A restore was asked into a store that holds records (see [`Store::restore`]).
     #[error(
@@ -318,7 +325,7 @@ pub trait Store: Send + Sync {
     /// `meta`, all in one transaction, so a kill at any moment leaves the store empty or
     /// complete. Snapshots the empty store kept are dropped in it too. The sender ends with
     /// [`Restoring::Done`]; a channel closed before it (the restore was interrupted) rolls
-    /// everything back and answers [`StoreError::Unavailable`]. A store holding records is
+    /// everything back and answers [`StoreError::Interrupted`]. A store holding records is
     /// refused with [`StoreError::NotEmpty`] before anything is written. The caller verifies
     /// the links: the store takes them as given.
     async fn restore(

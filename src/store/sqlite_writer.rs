@@ -532,7 +532,11 @@ pub(super) fn restore(
         conn.execute("DELETE FROM snapshot_chunk", [])
             .map_err(fail)?;
         conn.execute("DELETE FROM snapshot", []).map_err(fail)?;
-        log.run("COMMIT").map_err(fail)
+        log.run("COMMIT").map_err(fail)?;
+        // The whole log went through the write-ahead file: fold it into the database now,
+        // rather than leave a second copy of it on disk until the next start.
+        let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
+        Ok(())
     };
     let done = restored();
     if done.is_err() {
