@@ -88,8 +88,10 @@ pub async fn add_event(
     Ok(json(StatusCode::CREATED, &e))
 }
 
-/// A timeline as a world file (the format `POST /v1/timelines/import` reads): every version
-/// of its events, a branch's inherited ones too, from one state of the store; no parent.
+/// A timeline as a world file.
+///
+/// The format `POST /v1/timelines/import` reads: the timeline and every version of its
+/// events, a branch's inherited ones too, from one state of the store; it names no parent.
 #[utoipa::path(get, path = "/v1/timeline/{timeline_id}/export", tag = "Extensions",
     operation_id = "exportTimeline",
     params(("timeline_id" = String, Path, description = "The timeline")),
@@ -105,8 +107,10 @@ pub async fn export_timeline(caller: Caller, Path(timeline_id): Path<String>) ->
     Ok(json(StatusCode::OK, &file))
 }
 
-/// Create the timelines of a world file in one write (all or nothing): ids kept, or new ones
-/// minted when taken (listed in `remapped`). Refused whole, with nothing written, on bad
+/// Create the timelines of a world file in one write.
+///
+/// All or nothing: ids kept, or new ones minted when taken (listed in `remapped`). Refused
+/// whole, with nothing written, on bad
 /// input (the detail names the body's line and the field, `line 14,
 /// timelines[0].events[3].time: ...`), on a cause or parent that does not exist, on an id
 /// given twice, and on a paradox a created timeline would hold that its parent does not
