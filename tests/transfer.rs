@@ -181,7 +181,7 @@ fn bad_input_is_refused_whole_with_its_line_and_field() {
         (
             "a bad time",
             file(&[good.clone(), event("b", "1900-13-01T00:00:00Z", "")]),
-            "line 5, timelines[0].events[1].time: ",
+            "line 5, timelines[0].events[1].time: not an RFC 3339 date-time",
         ),
         (
             "an unknown cause",
@@ -421,4 +421,76 @@ fn help_says_what_the_file_holds_what_happens_to_taken_ids_and_what_is_refused()
     for said in ["every version of its events", "temporary name", "--to"] {
         assert!(export.contains(said), "{said}: {export}");
     }
+}
+
+/// On a terminal, a large import shows a bar of the events checked with the rate and the
+/// time left (on a pipe nothing: see the round trip above), then the report.
+#[test]
+fn a_large_import_shows_its_progress_on_a_terminal() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::Read;
+
+    let dir = tempfile::tempdir().unwrap();
+    let events: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"e{i}\", \"time\": \"{}\", \"location\": \"Lab\", \"description\": \"Step {i}\"}}",
+                chronoscope::model::format_instant(
+                    &(support::t("1900-01-01T00:00:00Z") + chrono::Duration::minutes(i))
+                )
+            )
+        })
+        .collect();
+    let file = dir.path().join("big.json");
+    std::fs::write(
+        &file,
+        format!(
+            "{{\"timelines\": [{{\"id\": \"tml_big\", \"name\": \"Big\", \"events\": [\n{}\n]}}]}}",
+            events.join(",\n")
+        ),
+    )
+    .unwrap();
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("a pseudo-terminal");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_chronoscope"));
+    cmd.arg("--data-dir");
+    cmd.arg(dir.path());
+    cmd.args(["--seed", "none", "timelines", "import"]);
+    cmd.arg(&file);
+    cmd.env("NO_COLOR", "1");
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pty.slave.spawn_command(cmd).expect("the binary starts");
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().expect("pty reader");
+    let reading = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains("imported 1 timeline") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let status = child.wait().expect("the import ends");
+    drop(pty.master);
+    let shown = reading.join().expect("the reader ends");
+    assert!(status.success(), "{shown}");
+    assert!(shown.contains("/20,000 events"), "{shown}");
+    assert!(shown.contains("/s, "), "{shown}");
+    assert!(shown.contains(" left"), "{shown}");
+    assert!(
+        shown.contains("imported 1 timeline, 20000 event versions"),
+        "{shown}"
+    );
 }

@@ -130,6 +130,11 @@ pub fn parse(text: &str) -> Result<WorldFile, ServiceError> {
             Some(cut) => format!("{} (column {})", &message[..cut], inner.column()),
             None => message,
         };
+        let message = if field.ends_with("time") && inner.is_data() {
+            format!("not an RFC 3339 date-time such as 1889-03-10T23:50:00Z: {message}")
+        } else {
+            message
+        };
         ServiceError::invalid(format!("line {line}, {field}"), message)
     })?;
     de.end().map_err(|e| {
