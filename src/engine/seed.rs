@@ -7,7 +7,10 @@ use std::str::FromStr;
 use super::world::Op;
 use crate::error::ServiceError;
 use crate::model::{Event, EventId, EventStatus, Instant, Timeline, TimelineId, Window};
-pub use crate::service::{WorldEvent, WorldFile, WorldManipulation, WorldStep, WorldTimeline};
+pub use crate::service::{
+    WorldEvent, WorldFile, WorldManipulation, WorldStep, WorldStepManipulate,
+    WorldStepPendingMerge, WorldStepRevert, WorldTimeline,
+};
 
 /// The demo world shipped with the binary.
 const DEMO_WORLD: &str = include_str!("../../assets/worlds/demo.json");
@@ -58,13 +61,13 @@ impl WorldFile {
         }
         for step in self.steps {
             match step {
-                WorldStep::Manipulate {
+                WorldStep::Manipulate(WorldStepManipulate {
                     timeline,
                     event_id,
                     new_id,
                     description,
                     time,
-                } => manipulation_ops(
+                }) => manipulation_ops(
                     &mut ops,
                     &mut known,
                     &timeline,
@@ -79,17 +82,17 @@ impl WorldFile {
                 WorldStep::Branch(tl) => {
                     timeline_ops(&mut ops, &mut known, tl, now, default_window)
                 }
-                WorldStep::Revert { timeline, head } => ops.push(Op::Revert {
+                WorldStep::Revert(WorldStepRevert { timeline, head }) => ops.push(Op::Revert {
                     timeline,
                     head,
                     at: None,
                 }),
-                WorldStep::PendingMerge {
+                WorldStep::PendingMerge(WorldStepPendingMerge {
                     id,
                     source,
                     destination,
                     by,
-                } => ops.push(Op::Merge {
+                }) => ops.push(Op::Merge {
                     merge: crate::service::Merge {
                         merge_id: id,
                         // The seed's merges are of a branch into its parent.

@@ -17,7 +17,8 @@ use crate::model::{
 };
 use crate::service::{
     ImportProgress, ImportReport, ImportedTimeline, Remapped, WORLD_FORMAT, WORLD_VERSION,
-    WorldEvent, WorldFile, WorldStep, WorldTimeline,
+    WorldEvent, WorldFile, WorldStep, WorldStepManipulate, WorldStepPendingMerge, WorldStepRevert,
+    WorldTimeline,
 };
 
 /// Events per logged `AddEvents` record: a large import is many records of one batch.
@@ -403,13 +404,13 @@ impl Import<'_> {
             let path = root.at("steps", k);
             match step {
                 WorldStep::Branch(tl) => self.timeline(tl, &path.key("branch"))?,
-                WorldStep::Manipulate {
+                WorldStep::Manipulate(WorldStepManipulate {
                     timeline,
                     event_id,
                     new_id,
                     description,
                     time,
-                } => {
+                }) => {
                     let path = path.key("manipulate");
                     let here = self.own(timeline, &path.key("timeline"))?;
                     let change = Change {
@@ -421,7 +422,7 @@ impl Import<'_> {
                     };
                     self.manipulate(&here, &change, &path)?;
                 }
-                WorldStep::Revert { timeline, head } => {
+                WorldStep::Revert(WorldStepRevert { timeline, head }) => {
                     let path = path.key("revert");
                     let here = self.own(timeline, &path.key("timeline"))?;
                     let head = self.event_here(&here, head);
@@ -431,12 +432,12 @@ impl Import<'_> {
                     )?;
                     self.apply(op)?;
                 }
-                WorldStep::PendingMerge {
+                WorldStep::PendingMerge(WorldStepPendingMerge {
                     id,
                     source,
                     destination,
                     by,
-                } => {
+                }) => {
                     let path = path.key("pending_merge");
                     let source = self.own(source, &path.key("source"))?;
                     let destination = self.own(destination, &path.key("destination"))?;

@@ -40,40 +40,55 @@ pub struct WorldFile {
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum WorldStep {
     /// A manipulation in a timeline.
-    Manipulate {
-        /// Where.
-        timeline: TimelineId,
-        /// The event changed (any version of its lineage that is current there).
-        event_id: EventId,
-        /// The id of the new head.
-        new_id: EventId,
-        /// Its description.
-        description: String,
-        /// Its time.
-        #[schema(value_type = String, format = DateTime)]
-        time: Instant,
-    },
+    Manipulate(WorldStepManipulate),
     /// A branch created now, from its parent as it stands.
     Branch(WorldTimeline),
     /// A manipulation undone.
-    Revert {
-        /// Where.
-        timeline: TimelineId,
-        /// The head undone.
-        head: EventId,
-    },
-    /// A merge of `source` into `destination` recorded for manual review: nothing is
-    /// written into the destination until its conflicts are resolved.
-    PendingMerge {
-        /// The merge's id.
-        id: MergeId,
-        /// Where the changes come from (a branch of the destination).
-        source: TimelineId,
-        /// Where they would be written.
-        destination: TimelineId,
-        /// Who asked for it.
-        by: Traveller,
-    },
+    Revert(WorldStepRevert),
+    /// A merge recorded for manual review.
+    PendingMerge(WorldStepPendingMerge),
+}
+
+/// A step's manipulation in a timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorldStepManipulate {
+    /// Where.
+    pub timeline: TimelineId,
+    /// The event changed (any version of its lineage that is current there).
+    pub event_id: EventId,
+    /// The id of the new head.
+    pub new_id: EventId,
+    /// Its description.
+    pub description: String,
+    /// Its time.
+    #[schema(value_type = String, format = DateTime)]
+    pub time: Instant,
+}
+
+/// A step's revert: a manipulation undone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorldStepRevert {
+    /// Where.
+    pub timeline: TimelineId,
+    /// The head undone.
+    pub head: EventId,
+}
+
+/// A step's merge of `source` into `destination` recorded for manual review: nothing is
+/// written into the destination until its conflicts are resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorldStepPendingMerge {
+    /// The merge's id.
+    pub id: MergeId,
+    /// Where the changes come from (a branch of the destination).
+    pub source: TimelineId,
+    /// Where they would be written.
+    pub destination: TimelineId,
+    /// Who asked for it.
+    pub by: Traveller,
 }
 
 /// One timeline of a world file.
