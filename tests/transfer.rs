@@ -305,6 +305,10 @@ async fn a_refused_import_leaves_the_store_untouched() {
             {"id": "bad", "name": "", "events": []}]}"#,
         r#"{"timelines": [{"id": "ok", "name": "Fine"}],
             "steps": [{"revert": {"timeline": "primary", "head": "x"}}]}"#,
+        // A pending merge between timelines that are not branches of one another.
+        r#"{"timelines": [{"id": "ok", "name": "Fine"}, {"id": "other", "name": "Other"}],
+            "steps": [{"pending_merge": {"id": "m", "source": "other", "destination": "ok",
+                                         "by": "ada"}}]}"#,
         r#"{"version": 2, "timelines": [{"id": "ok", "name": "Fine"}]}"#,
         r#"{"timelines": [{"id": "ok", "name": "Fine"}]} trailing"#,
         "not json",

@@ -441,6 +441,13 @@ impl Import<'_> {
                     let path = path.key("pending_merge");
                     let source = self.own(source, &path.key("source"))?;
                     let destination = self.own(destination, &path.key("destination"))?;
+                    if !self.descends(&source, &destination) {
+                        return Err(self.fault(
+                            &path.key("source"),
+                            "a pending merge's source is a branch of its destination \
+                             (or a branch of one of its branches)",
+                        ));
+                    }
                     let merge_id = if self.scratch.merges.contains_key(id) {
                         let new = MergeId::from_ulid((self.ctx.mint)());
                         self.remap("merge", None, id.as_str(), new.as_str());
@@ -488,6 +495,19 @@ impl Import<'_> {
                 ),
             )
         })
+    }
+
+    /// Whether `timeline` branches, directly or not, from `ancestor`.
+    fn descends(&self, timeline: &TimelineId, ancestor: &TimelineId) -> bool {
+        let mut at = self.scratch.timelines.get(timeline);
+        for _ in 0..=self.scratch.timelines.len() {
+            match at.and_then(|t| t.meta.parent.as_ref()) {
+                Some(parent) if parent == ancestor => return true,
+                Some(parent) => at = self.scratch.timelines.get(parent),
+                None => return false,
+            }
+        }
+        false
     }
 
     /// An event named in a created timeline: the file's own event (by its id here), else the
