@@ -493,6 +493,7 @@ fn a_large_import_shows_its_progress_on_a_terminal() {
     assert!(shown.contains("/20,000 events"), "{shown}");
     assert!(shown.contains("/s, "), "{shown}");
     assert!(shown.contains(" left"), "{shown}");
+    assert!(shown.contains("checking "), "{shown}");
     assert!(
         shown.contains("imported 1 timeline, 20000 event versions"),
         "{shown}"

@@ -74,7 +74,13 @@ pub async fn import(
     let progress = std::io::stderr().is_terminal().then(|| {
         let bar = Arc::clone(&bar);
         let report: crate::service::ImportProgress = Arc::new(move |done, total| {
-            bar.get_or_init(|| progress_bar(total)).set_position(done);
+            let bar = bar.get_or_init(|| progress_bar(total));
+            bar.set_position(done);
+            if done == total {
+                // Checked: what is left is writing the batch and applying it.
+                bar.set_message("writing");
+                bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            }
         });
         report
     });
@@ -95,11 +101,12 @@ pub async fn import(
 fn progress_bar(total: u64) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(total);
     let style = indicatif::ProgressStyle::with_template(
-        "checking {bar:40} {human_pos}/{human_len} events, {per_sec}, {eta} left",
+        "{msg} {bar:40} {human_pos}/{human_len} events, {per_sec}, {eta} left",
     );
     if let Ok(style) = style {
         bar.set_style(style);
     }
+    bar.set_message("checking");
     bar
 }
 
