@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use chronoscope::error::ServiceError;
-use chronoscope::service::ImportRequest;
+use chronoscope::service::{ImportRequest, TimelineService};
 use chronoscope::store::Store;
 use serde_json::Value;
 
@@ -498,4 +498,63 @@ fn a_large_import_shows_its_progress_on_a_terminal() {
         shown.contains("imported 1 timeline, 20000 event versions"),
         "{shown}"
     );
+}
+
+/// Over HTTP: an import sent twice with one `Idempotency-Key` is made once and answered the
+/// same; a refusal is a problem+json naming the body's line and field, and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_import_operation_is_keyed_and_refuses_with_a_problem() {
+    let fresh = support::Fresh::new().await;
+    let (url, token) = support::serve(fresh.engine.clone(), "ada").await;
+    let http = reqwest::Client::new();
+    let post = |body: &'static str, key: Option<&'static str>| {
+        let mut request = http
+            .post(format!("{url}/v1/timelines/import"))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        request.send()
+    };
+    let file = "{\"timelines\": [{\"id\": \"tml_keyed\", \"name\": \"Keyed\", \"events\": [\n\
+                {\"id\": \"a\", \"time\": \"1900-01-01T00:00:00Z\", \"location\": \"Lab\", \"description\": \"A\"}]}]}";
+    let first = post(file, Some("import-1")).await.unwrap();
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    let again = post(file, Some("import-1")).await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    assert_eq!(first["timelines"][0]["id"], "tml_keyed");
+    let ada = fresh.session("ada");
+    let listed = ada
+        .list_timelines(chronoscope::service::PageRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.items.iter().filter(|t| t.name == "Keyed").count(),
+        1,
+        "imported once"
+    );
+
+    let before = fresh.store.last_seq().await.unwrap();
+    let bad = "{\"timelines\": [{\"id\": \"tml_bad\", \"name\": \"Bad\", \"events\": [\n\
+               {\"id\": \"a\", \"time\": \"1900-01-01T00:00:00Z\", \"location\": \"Lab\", \"description\": \"A\", \"causes\": [\"ghost\"]}]}]}";
+    let refused = post(bad, None).await.unwrap();
+    assert_eq!(refused.status(), 400);
+    assert_eq!(
+        refused.headers()["content-type"],
+        "application/problem+json"
+    );
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "/problems/invalid-request", "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2, timelines[0].events[0].causes[0]: no event 'ghost'"),
+        "{problem}"
+    );
+    assert_eq!(fresh.store.last_seq().await.unwrap(), before);
 }
