@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use chronoscope::error::ServiceError;
-use chronoscope::service::{ImportRequest, TimelineService};
+use chronoscope::service::ImportRequest;
 use chronoscope::store::Store;
 use serde_json::Value;
 
