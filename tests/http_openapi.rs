@@ -29,6 +29,8 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/v1/me"),
     ("get", "/v1/timeline/{timeline_id}/events"),
     ("post", "/v1/timeline/{timeline_id}/events"),
+    ("get", "/v1/timeline/{timeline_id}/export"),
+    ("post", "/v1/timelines/import"),
     ("get", "/v1/scripts"),
     ("delete", "/v1/scripts/{script_id}"),
     ("get", "/v1/schedules"),

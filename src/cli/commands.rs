@@ -123,6 +123,13 @@ pub async fn execute(
                     format!("deleted timeline {id}\n")
                 })
             }
+            TimelineCommand::Export { id, to } => {
+                super::transfer::export(service, &timeline(&id)?, to.as_deref(), &mut out).await
+            }
+            TimelineCommand::Import {
+                file,
+                no_safety_check,
+            } => super::transfer::import(service, &file, !no_safety_check, &mut out).await,
             TimelineCommand::Merge {
                 source,
                 destination,

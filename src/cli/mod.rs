@@ -9,6 +9,7 @@ mod commands;
 mod data;
 mod follow;
 mod output;
+mod transfer;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -155,6 +156,54 @@ whose chain record was removed (a record carries a link, or this data directory 
 store chained) is refused here too: someone who can write the database removed it, perhaps to \
 have changed records linked again. Restore such a store from a backup or a standby; \
 --despite-links links it anyway and says so loudly.";
+
+/// `timelines export --help`: what the file holds.
+const EXPORT_ABOUT: &str = "\
+Write a timeline as a world file: JSON in the format `timelines import` reads, the one \
+assets/worlds/demo.json is written in, one event per line.
+
+The file holds the timeline (id, name, description, variation, window, destination time) and \
+every version of its events, in time order: each with its id, time, location, description, \
+causes and whether it is a fixed point, and for a changed lineage its status (manipulated, \
+superseded or reverted) and the version it supersedes or was superseded by. A branch is \
+written whole, with the events it inherited, and names no parent. Everything is read from one \
+state of the store.
+
+Written to standard output, or with --to to FILE: under a temporary name beside it, renamed \
+into place only once complete (an interrupted export leaves no half file). With --to, --json \
+prints a summary.";
+
+/// `timelines import --help`: what the file holds, what happens to taken ids, what is refused.
+const IMPORT_ABOUT: &str = "\
+Create the timelines of a world file (what `timelines export` writes, or \
+assets/worlds/demo.json) in the embedded store, or with --remote on the server, in one write: \
+all of it or nothing.
+
+The file: {\"format\": \"chronoscope-world\", \"version\": 1, \"timelines\": [...], \
+\"steps\": [...]} (format, version and steps optional). A timeline has an id and a name, and \
+may have a description, variation, window (\"2 hours\", \"unbounded\"), destination_time, \
+parent (a timeline earlier in the file, or one in the store: the branch also holds its \
+events), events and manipulations. An event has an id, time (RFC 3339), location and \
+description, and may have causes (events of the same timeline, or of its parent), fixed_point, \
+status (on_schedule, manipulated, superseded, reverted) and supersedes / superseded_by (the \
+versions of its lineage in the same timeline).
+
+Taken ids: a timeline keeps its id when the store has none with it; otherwise (primary, \
+always) it gets a new tml_... id. An event keeps its id unless its timeline already holds one \
+(inherited from its parent), and a pending merge its id unless taken. Every id changed is \
+reported, old -> new, and references to it in the file follow it.
+
+Refused whole, with nothing written, naming the line and the field at fault (line 14, \
+timelines[0].events[3].time: ...): text that is not JSON, a field missing, unknown or of the \
+wrong type, a bad time, an empty name or description, an id given twice, a cause, parent or \
+version that does not exist, a manipulation of a fixed point, a step that changes a timeline \
+the file does not create, another format version, and a timeline that would hold a paradox \
+(an event before its cause, a causal loop) that its parent does not, unless \
+--no-safety-check, which imports anyway and lists them.
+
+A large import shows a progress bar (events checked, rate, time left) when stderr is a \
+terminal, nothing otherwise; --json prints one JSON summary. A server takes the file as one \
+request, so its --body-limit bounds the file's size.";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -716,6 +765,27 @@ pub enum TimelineCommand {
     Delete {
         /// Timeline id
         id: String,
+    },
+    /// Write a timeline and every version of its events as a world file (JSON, the format
+    /// `timelines import` reads), to stdout or --to FILE
+    #[command(long_about = EXPORT_ABOUT)]
+    Export {
+        /// Timeline id
+        id: String,
+        /// Write the file here instead of stdout (under a temporary name beside it, renamed
+        /// into place once complete)
+        #[arg(long, value_name = "FILE")]
+        to: Option<PathBuf>,
+    },
+    /// Create the timelines of a world file (JSON) in one write: ids kept or remapped when
+    /// taken, refused whole on bad input or a paradox
+    #[command(long_about = IMPORT_ABOUT)]
+    Import {
+        /// The world file (`-`: standard input)
+        file: PathBuf,
+        /// Import even if a timeline would hold paradoxes its parent does not (they are listed)
+        #[arg(long)]
+        no_safety_check: bool,
     },
     /// Merge SOURCE into DESTINATION (one must descend from the other): what the source
     /// changed since the branch point is written into the destination in one write

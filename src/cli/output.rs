@@ -33,8 +33,13 @@ impl<'a> Output<'a> {
         } else {
             human(value)
         };
+        self.raw(text.as_bytes())
+    }
+
+    /// Writes `bytes` as they are (a document, not a result), JSON or not.
+    pub fn raw(&mut self, bytes: &[u8]) -> Result<(), ServiceError> {
         self.out
-            .write_all(text.as_bytes())
+            .write_all(bytes)
             .and_then(|()| self.out.flush())
             .map_err(|e| ServiceError::Internal(format!("cannot write the output: {e}")))
     }
@@ -54,10 +59,7 @@ impl Output<'_> {
         let mut line = serde_json::to_string(value)
             .map_err(|e| ServiceError::Internal(format!("cannot print the result as JSON: {e}")))?;
         line.push('\n');
-        self.out
-            .write_all(line.as_bytes())
-            .and_then(|()| self.out.flush())
-            .map_err(|e| ServiceError::Internal(format!("cannot write the output: {e}")))
+        self.raw(line.as_bytes())
     }
 }
 

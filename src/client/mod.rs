@@ -325,15 +325,20 @@ impl<'a> Call<'a> {
     fn post(segments: &'a [&'a str], body: &impl Serialize) -> Result<Self, ServiceError> {
         let body = serde_json::to_vec(body)
             .map_err(|e| ServiceError::Internal(format!("cannot encode the request: {e}")))?;
+        Ok(Self::post_json(segments, body))
+    }
+
+    /// A POST of a JSON body already encoded (a file sent as it is).
+    fn post_json(segments: &'a [&'a str], body: Vec<u8>) -> Self {
         // A ULID is unique without coordination and is a valid key (visible ASCII).
         let key = HeaderValue::from_str(&ulid::Ulid::new().to_string()).ok();
-        Ok(Self {
+        Self {
             method: Method::POST,
             segments,
             query: Vec::new(),
             body: Some(body),
             key,
-        })
+        }
     }
 
     fn param(mut self, name: &'static str, value: Option<impl ToString>) -> Self {
@@ -748,6 +753,20 @@ impl TimelineService for RemoteClient {
         let id = segment("timeline", id.as_str())?;
         self.send(Call::delete(&["v1", "timeline", id])).await?;
         Ok(())
+    }
+
+    async fn export_timeline(&self, id: &TimelineId) -> ServiceResult<WorldFile> {
+        let id = segment("timeline", id.as_str())?;
+        self.send(Call::get(&["v1", "timeline", id, "export"]))
+            .await?
+            .json()
+    }
+
+    async fn import_timelines(&self, req: ImportRequest) -> ServiceResult<ImportReport> {
+        // The file goes as it is, so the server's refusals name the file's own lines.
+        let call = Call::post_json(&["v1", "timelines", "import"], req.document.into_bytes())
+            .param("safety_check", (!req.safety_check).then_some(false));
+        self.send(call).await?.json()
     }
 
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {

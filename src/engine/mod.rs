@@ -29,6 +29,7 @@ pub(crate) mod rules;
 mod seed;
 mod session;
 pub mod snapshot;
+pub mod transfer;
 mod watch;
 pub mod witnessing;
 mod world;

@@ -50,7 +50,7 @@ pub fn text(field: &str, value: &str) -> Result<String, ServiceError> {
     Ok(v.to_owned())
 }
 
-fn optional_text(field: &str, value: Option<&String>) -> Result<Option<String>, ServiceError> {
+pub fn optional_text(field: &str, value: Option<&String>) -> Result<Option<String>, ServiceError> {
     value.map(|v| text(field, v)).transpose()
 }
 
@@ -854,6 +854,18 @@ pub fn refuse_introduced(
     refuse_introduced_by(world, &after, ctx, timeline)
 }
 
+/// The paradoxes standing in `timeline` as the traveller of `ctx` sees it (with their items).
+pub fn standing_paradoxes(
+    world: &World,
+    ctx: &Ctx<'_>,
+    timeline: &TimelineId,
+) -> Result<Vec<Paradox>, ServiceError> {
+    let state = referenced(world, timeline)?;
+    let position = world.position_of(ctx.traveller, ctx.now);
+    let items = items_of(world, ctx.traveller);
+    Ok(paradox::check(&subject(ctx, state, &position, &items), &[]))
+}
+
 /// As [`refuse_introduced`], given `after`: `world` with the change's ops applied already (a
 /// merge has applied them while deciding, and they are not applied a second time).
 pub fn refuse_introduced_by(
@@ -862,16 +874,10 @@ pub fn refuse_introduced_by(
     ctx: &Ctx<'_>,
     timeline: &TimelineId,
 ) -> Result<(), ServiceError> {
-    let standing = |world: &World| -> Result<Vec<Paradox>, ServiceError> {
-        let state = referenced(world, timeline)?;
-        let position = world.position_of(ctx.traveller, ctx.now);
-        let items = items_of(world, ctx.traveller);
-        Ok(paradox::check(&subject(ctx, state, &position, &items), &[]))
-    };
-    let before = standing(world)?;
+    let before = standing_paradoxes(world, ctx, timeline)?;
     refuse_paradoxes(
         timeline,
-        standing(after)?
+        standing_paradoxes(after, ctx, timeline)?
             .into_iter()
             .filter(|p| !before.contains(p))
             .collect(),

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 
-use serde::Deserialize;
-
 use super::world::Op;
 use crate::error::ServiceError;
-use crate::model::{
-    Event, EventId, EventStatus, Instant, MergeId, Timeline, TimelineId, Traveller, Window,
+use crate::model::{Event, EventId, EventStatus, Instant, Timeline, TimelineId, Window};
+pub use crate::service::{
+    WorldEvent, WorldFile, WorldManipulation, WorldStep, WorldStepManipulate,
+    WorldStepPendingMerge, WorldStepRevert, WorldTimeline,
 };
 
 /// The demo world shipped with the binary.
@@ -38,126 +38,6 @@ impl FromStr for Seed {
     }
 }
 
-/// A world file: timelines in creation order, parents before branches.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorldFile {
-    /// The timelines; the first must be `primary`.
-    pub timelines: Vec<WorldTimeline>,
-    /// Changes made after the timelines, in this order, across timelines: what a history of
-    /// branches, changes on both sides and merges needs (a pending merge's conflict).
-    #[serde(default)]
-    pub steps: Vec<WorldStep>,
-}
-
-/// One ordered step of a world file, after its timelines.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub enum WorldStep {
-    /// A manipulation in a timeline.
-    Manipulate {
-        /// Where.
-        timeline: TimelineId,
-        /// The event changed (any version of its lineage that is current there).
-        event_id: EventId,
-        /// The id of the new head.
-        new_id: EventId,
-        /// Its description.
-        description: String,
-        /// Its time.
-        time: Instant,
-    },
-    /// A branch created now, from its parent as it stands.
-    Branch(WorldTimeline),
-    /// A manipulation undone.
-    Revert {
-        /// Where.
-        timeline: TimelineId,
-        /// The head undone.
-        head: EventId,
-    },
-    /// A merge of `source` into `destination` recorded for manual review: nothing is
-    /// written into the destination until its conflicts are resolved.
-    PendingMerge {
-        /// The merge's id.
-        id: MergeId,
-        /// Where the changes come from (a branch of the destination).
-        source: TimelineId,
-        /// Where they would be written.
-        destination: TimelineId,
-        /// Who asked for it.
-        by: Traveller,
-    },
-}
-
-/// One timeline of a world file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorldTimeline {
-    /// Its id (`primary` or `tml_...`).
-    pub id: TimelineId,
-    /// Its name.
-    pub name: String,
-    /// What it is for.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// How it differs from its parent.
-    #[serde(default)]
-    pub variation: Option<String>,
-    /// The timeline it branches from.
-    #[serde(default)]
-    pub parent: Option<TimelineId>,
-    /// Its window in words (default: the engine's default window; `primary` is unbounded).
-    #[serde(default)]
-    pub window: Option<Window>,
-    /// Where journeys into it arrive.
-    #[serde(default)]
-    pub destination_time: Option<Instant>,
-    /// Events of its own (a branch also sees its parent's).
-    #[serde(default)]
-    pub events: Vec<WorldEvent>,
-    /// Manipulations already made in it, applied after its events.
-    #[serde(default)]
-    pub manipulations: Vec<WorldManipulation>,
-}
-
-/// One event of a world file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorldEvent {
-    /// Its id.
-    pub id: EventId,
-    /// What happened.
-    pub description: String,
-    /// When.
-    pub time: Instant,
-    /// Where.
-    pub location: String,
-    /// What it depends on.
-    #[serde(default)]
-    pub causes: Vec<EventId>,
-    /// Whether it is a fixed point.
-    #[serde(default)]
-    pub fixed_point: bool,
-}
-
-/// A manipulation already made in a world file's timeline.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorldManipulation {
-    /// The event changed.
-    pub event_id: EventId,
-    /// The id of the new head.
-    pub new_id: EventId,
-    /// Its description.
-    pub description: String,
-    /// Its time.
-    pub time: Instant,
-    /// The manipulation was undone again: `new_id` stays in the lineage's history, reverted.
-    #[serde(default)]
-    pub reverted: bool,
-}
-
 impl WorldFile {
     /// The demo world.
     pub fn demo() -> Result<Self, ServiceError> {
@@ -181,13 +61,13 @@ impl WorldFile {
         }
         for step in self.steps {
             match step {
-                WorldStep::Manipulate {
+                WorldStep::Manipulate(WorldStepManipulate {
                     timeline,
                     event_id,
                     new_id,
                     description,
                     time,
-                } => manipulation_ops(
+                }) => manipulation_ops(
                     &mut ops,
                     &mut known,
                     &timeline,
@@ -202,17 +82,17 @@ impl WorldFile {
                 WorldStep::Branch(tl) => {
                     timeline_ops(&mut ops, &mut known, tl, now, default_window)
                 }
-                WorldStep::Revert { timeline, head } => ops.push(Op::Revert {
+                WorldStep::Revert(WorldStepRevert { timeline, head }) => ops.push(Op::Revert {
                     timeline,
                     head,
                     at: None,
                 }),
-                WorldStep::PendingMerge {
+                WorldStep::PendingMerge(WorldStepPendingMerge {
                     id,
                     source,
                     destination,
                     by,
-                } => ops.push(Op::Merge {
+                }) => ops.push(Op::Merge {
                     merge: crate::service::Merge {
                         merge_id: id,
                         // The seed's merges are of a branch into its parent.
@@ -269,9 +149,15 @@ fn timeline_ops(
         );
     }
     if !tl.events.is_empty() {
+        let lineages = super::transfer::lineages(&tl.events);
         ops.push(Op::AddEvents {
             timeline: tl.id.clone(),
-            events: tl.events.into_iter().map(WorldEvent::into_event).collect(),
+            events: tl
+                .events
+                .into_iter()
+                .zip(lineages)
+                .map(|(e, lineage)| into_event(e, lineage))
+                .collect(),
             at: None,
         });
     }
@@ -323,21 +209,20 @@ fn manipulation_ops(
     }
 }
 
-impl WorldEvent {
-    fn into_event(self) -> Event {
-        Event {
-            lineage: self.id.clone(),
-            id: self.id,
-            description: self.description,
-            time: self.time,
-            location: self.location,
-            causes: self.causes,
-            fixed_point: self.fixed_point,
-            status: EventStatus::OnSchedule,
-            supersedes: None,
-            superseded_by: None,
-            author: None,
-        }
+/// A world file's event as the engine's, in `lineage`.
+fn into_event(e: WorldEvent, lineage: EventId) -> Event {
+    Event {
+        lineage,
+        id: e.id,
+        description: e.description,
+        time: e.time,
+        location: e.location,
+        causes: e.causes,
+        fixed_point: e.fixed_point,
+        status: e.status,
+        supersedes: e.supersedes,
+        superseded_by: e.superseded_by,
+        author: None,
     }
 }
 

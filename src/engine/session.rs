@@ -599,6 +599,28 @@ impl TimelineService for EngineSession {
         .await
     }
 
+    async fn export_timeline(&self, id: &TimelineId) -> ServiceResult<WorldFile> {
+        let answer = self
+            .read(|world, _| super::transfer::export(world, id))
+            .await;
+        self.noted("export_timeline", Some(id), answer)
+    }
+
+    async fn import_timelines(&self, req: ImportRequest) -> ServiceResult<ImportReport> {
+        // Parsed once, outside the writer lock; decided (and re-decided after a race) on the
+        // latest state.
+        let file = super::transfer::parse(&req.document)?;
+        let input = super::transfer::ImportInput {
+            file: &file,
+            text: &req.document,
+            default_window: self.engine.config().default_window,
+            safety_check: req.safety_check,
+            progress: req.progress.as_ref(),
+        };
+        self.write(|world, ctx| super::transfer::decide(world, ctx, &input))
+            .await
+    }
+
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
         self.write(|world, ctx| {
             let (op, journey) = rules::travel(world, ctx, &req, None)?;

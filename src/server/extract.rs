@@ -193,6 +193,35 @@ fn json_body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T
     parse_json(bytes)
 }
 
+/// A required JSON body as its text, unparsed: for a handler that parses it itself (an
+/// imported world file, whose refusals name its own lines).
+pub struct JsonText(pub String);
+
+impl<S: Send + Sync> FromRequest<S> for JsonText {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
+        let headers = req.headers().clone();
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(Problem::invalid(
+                "body",
+                "a JSON body is required (Content-Type: application/json)",
+            ));
+        }
+        if !is_json(&headers) {
+            return Err(Problem::of_kind(
+                &error::UNSUPPORTED_MEDIA_TYPE,
+                "content-type",
+                "send the body as JSON with Content-Type: application/json",
+            ));
+        }
+        String::from_utf8(bytes.to_vec())
+            .map(JsonText)
+            .map_err(|e| Problem::invalid("body", format!("the body is not UTF-8 text: {e}")))
+    }
+}
+
 /// A required JSON body. With `UNPROCESSABLE`, a 400 is answered 422 (documented operations
 /// without a documented 400).
 pub struct JsonBody<T, const UNPROCESSABLE: bool = false>(pub T);

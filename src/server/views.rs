@@ -105,6 +105,15 @@ impl From<SearchParams> for SearchQuery {
     }
 }
 
+/// `POST /v1/timelines/import`: whether paradoxes refuse the import.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ImportParams {
+    /// `true` (default): refuse the whole import when a timeline it creates would hold a
+    /// paradox its parent does not; `false`: import anyway and list them in the answer.
+    pub safety_check: Option<bool>,
+}
+
 /// Events of one timeline (the events extension): the search without `timeline_id`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

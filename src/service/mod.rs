@@ -46,6 +46,7 @@
 //! | `automation-log` | [`TimelineService::automation_log`] |
 //! | `store-data`, `retrieve-data` | [`TimelineService::store_data`], [`TimelineService::retrieve_data`] |
 //! | `encrypt-data`, `decrypt-data` | [`TimelineService::encrypt_data`], [`TimelineService::decrypt_data`] |
+//! | `GET /v1/timeline/{id}/export`, `POST /v1/timelines/import` (extensions) | [`TimelineService::export_timeline`], [`TimelineService::import_timelines`] |
 //! | `create-index`, `enable-caching`, `DELETE /v1/caches/{id}` | [`TimelineService::report_index`], [`TimelineService::enable_caching`], [`TimelineService::disable_caching`] |
 
 mod data;
@@ -53,6 +54,7 @@ mod integrity;
 mod merges;
 mod navigation;
 mod security;
+mod transfer;
 mod types;
 
 use async_trait::async_trait;
@@ -62,6 +64,7 @@ pub use integrity::*;
 pub use merges::*;
 pub use navigation::*;
 pub use security::*;
+pub use transfer::*;
 pub use types::*;
 
 use crate::error::ServiceError;
@@ -88,6 +91,13 @@ pub trait TimelineService: Send + Sync {
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo>;
     /// Deletes a timeline with no branches and no travellers in it.
     async fn delete_timeline(&self, id: &TimelineId) -> ServiceResult<()>;
+    /// A timeline as a world file: every version of its events (a branch's inherited ones
+    /// too), from one state of the store; it names no parent.
+    async fn export_timeline(&self, id: &TimelineId) -> ServiceResult<WorldFile>;
+    /// Creates the timelines of a world file in one write, ids kept or remapped when taken:
+    /// refused whole (nothing written) on bad input, naming the line and field, and when a
+    /// timeline would hold a paradox its parent does not (unless the safety check is off).
+    async fn import_timelines(&self, req: ImportRequest) -> ServiceResult<ImportReport>;
 
     /// Travels to a timeline or returns to one of the caller's active anchors.
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey>;

@@ -330,6 +330,11 @@ def run():
     both("searchEvents", lambda v: {"timeline_id": timeline, "location": "new york"})
     both("scanEvents", lambda v: {"body": {"timeline_id": timeline, "location": "New York"}})
     both("monitorEvents", lambda v: {"timeline_id": timeline})
+    # Timelines as files: exported whole, and imported back (its id is taken here, so each
+    # import creates a new timeline, the new id reported in `remapped`).
+    exported = both("exportTimeline", lambda v: {"timeline_id": timeline})
+    world = json.loads(exported["full"][1].content)
+    both("importTimelines", lambda v: {"body": world}, expect=201)
     # Each view follows its own lineage: manipulated, manipulated again, reverted, and
     # manipulated the tutorial's way; each call names the lineage's current event.
     heads = dict(events)

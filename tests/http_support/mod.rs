@@ -303,6 +303,8 @@ wrapped! {
     create_timeline(req: NewTimeline) -> TimelineInfo;
     get_timeline(id: &TimelineId) -> TimelineInfo;
     delete_timeline(id: &TimelineId) -> ();
+    export_timeline(id: &TimelineId) -> WorldFile;
+    import_timelines(req: ImportRequest) -> ImportReport;
     travel(req: TravelRequest) -> Journey;
     travel_to_time(req: TimeTravelRequest) -> Journey;
     travel_in_time(req: GuideTravelRequest) -> Journey;

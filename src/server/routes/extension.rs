@@ -8,12 +8,12 @@ use axum::response::IntoResponse;
 use super::{ApiResult, json, with_next};
 use crate::error::ServiceError;
 use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
-use crate::server::extract::{Caller, JsonBody, QueryParams, path_id};
+use crate::server::extract::{Caller, JsonBody, JsonText, QueryParams, path_id};
 use crate::server::problem::Problem;
 use crate::server::views::*;
 use crate::service::{
-    Anchor, EventRecord, Item, Journey, Merge, NewEvent, PageRequest, Schedule, Script,
-    SearchQuery, TravellerStatus,
+    Anchor, EventRecord, ImportReport, ImportRequest, Item, Journey, Merge, NewEvent, PageRequest,
+    Schedule, Script, SearchQuery, TravellerStatus, WorldFile,
 };
 
 /// Who you are and where you are now.
@@ -53,19 +53,22 @@ pub async fn search_timeline_events(
         EventVersions::Current => caller.service.search_events(query).await,
         EventVersions::All => caller.service.event_versions(query).await,
     };
-    let page = listed.map_err(|e| {
-        // Addressed by path, an unknown timeline is a missing resource, not a bad reference.
-        match e {
-            ServiceError::UnknownReference { what, id: unknown }
-                if what == "timeline" && unknown == id.as_str() =>
-            {
-                Problem::from_error(ServiceError::not_found("timeline", unknown))
-            }
-            e => Problem::from_error(e),
-        }
-    })?;
+    let page = listed.map_err(addressed(&id))?;
     let resp = json(StatusCode::OK, &page.items);
     Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+}
+
+/// The problem for a refusal of a call about timeline `id`, addressed by path: there an
+/// unknown timeline is a missing resource (404), not a bad reference.
+fn addressed(id: &TimelineId) -> impl Fn(ServiceError) -> Problem + '_ {
+    move |e| match e {
+        ServiceError::UnknownReference { what, id: unknown }
+            if what == "timeline" && unknown == id.as_str() =>
+        {
+            Problem::from_error(ServiceError::not_found("timeline", unknown))
+        }
+        e => Problem::from_error(e),
+    }
 }
 
 /// Add an event to a timeline.
@@ -83,6 +86,55 @@ pub async fn add_event(
     let id: TimelineId = path_id("timeline", &timeline_id)?;
     let e = caller.service.add_event(&id, req).await?;
     Ok(json(StatusCode::CREATED, &e))
+}
+
+/// A timeline as a world file.
+///
+/// The format `POST /v1/timelines/import` reads: the timeline and every version of its
+/// events, a branch's inherited ones too, from one state of the store; it names no parent.
+#[utoipa::path(get, path = "/v1/timeline/{timeline_id}/export", tag = "Extensions",
+    operation_id = "exportTimeline",
+    params(("timeline_id" = String, Path, description = "The timeline")),
+    responses((status = 200, description = "The timeline as a world file", body = WorldFile))
+)]
+pub async fn export_timeline(caller: Caller, Path(timeline_id): Path<String>) -> ApiResult {
+    let id: TimelineId = path_id("timeline", &timeline_id)?;
+    let file = caller
+        .service
+        .export_timeline(&id)
+        .await
+        .map_err(addressed(&id))?;
+    Ok(json(StatusCode::OK, &file))
+}
+
+/// Create the timelines of a world file in one write.
+///
+/// All or nothing: ids kept, or new ones minted when taken (listed in `remapped`). Refused
+/// whole, with nothing written, on bad
+/// input (the detail names the body's line and the field, `line 14,
+/// timelines[0].events[3].time: ...`), on a cause or parent that does not exist, on an id
+/// given twice, and on a paradox a created timeline would hold that its parent does not
+/// (`paradox-detected`; `safety_check=false` imports anyway and lists them).
+#[utoipa::path(post, path = "/v1/timelines/import", tag = "Extensions",
+    operation_id = "importTimelines",
+    params(ImportParams),
+    request_body(content = WorldFile, content_type = "application/json"),
+    responses((status = 201, description = "The timelines were created", body = ImportReport))
+)]
+pub async fn import_timelines(
+    caller: Caller,
+    QueryParams(q): QueryParams<ImportParams>,
+    JsonText(document): JsonText,
+) -> ApiResult {
+    let report = caller
+        .service
+        .import_timelines(ImportRequest {
+            document,
+            safety_check: q.safety_check.unwrap_or(true),
+            progress: None,
+        })
+        .await?;
+    Ok(json(StatusCode::CREATED, &report))
 }
 
 macro_rules! list_route {

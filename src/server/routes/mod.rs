@@ -56,6 +56,8 @@ pub(super) fn api_router() -> OpenApiRouter<AppState> {
             extension::search_timeline_events,
             extension::add_event
         ))
+        .routes(routes!(extension::export_timeline))
+        .routes(routes!(extension::import_timelines))
         .routes(routes!(extension::get_item))
         .routes(routes!(extension::get_anchor))
         .routes(routes!(extension::list_scripts))
