@@ -95,6 +95,7 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+        Failed::Found(status) => ExitCode::from(status),
         Failed::Report(e) => {
             if json {
                 let e = match e.downcast::<Explained>() {
@@ -142,6 +143,9 @@ enum Failed {
     Finding(String),
     /// Settings that cannot work, said in one line (exit status 2): the operator's to change.
     Misconfigured(String),
+    /// What a command found and printed (tampering, a timeline that would be unstable): its
+    /// own exit status, nothing more said.
+    Found(u8),
 }
 
 /// Settings that cannot work (a flag naming a file that is not there, say), carried in a
@@ -272,7 +276,11 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
             let done =
                 chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
                     .await
-                    .map_err(failed);
+                    .map_err(failed)
+                    .and_then(|found| match found.exit_status() {
+                        0 => Ok(()),
+                        status => Err(Failed::Found(status)),
+                    });
             // What the command wrote is witnessed before the process exits.
             if let Some(engine) = engine
                 && let Err(e) = engine.record_witness().await

@@ -6,16 +6,53 @@ use serde::Serialize;
 
 use crate::error::ServiceError;
 
+/// What a command found, beyond having run: each has its own exit status, so a script can
+/// test it without reading the output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verdict {
+    /// Done, nothing found (exit status 0).
+    #[default]
+    Done,
+    /// `detect-tampering` found records changed, deleted or cut off (exit status 3).
+    Tampered,
+    /// `check` or `stability`: the timeline is, or would be, unstable (exit status 4).
+    Unstable,
+}
+
+impl Verdict {
+    /// The process's exit status for it.
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Self::Done => 0,
+            Self::Tampered => 3,
+            Self::Unstable => 4,
+        }
+    }
+}
+
 /// Where results go, and in which form.
 pub struct Output<'a> {
     out: &'a mut dyn Write,
     json: bool,
+    /// What the command found, for the exit status.
+    pub verdict: Verdict,
 }
 
 impl<'a> Output<'a> {
     /// Prints to `out`, as JSON when `json`.
     pub fn new(out: &'a mut dyn Write, json: bool) -> Self {
-        Self { out, json }
+        Self {
+            out,
+            json,
+            verdict: Verdict::Done,
+        }
+    }
+
+    /// The command found `verdict` when `found`.
+    pub fn found(&mut self, found: bool, verdict: Verdict) {
+        if found {
+            self.verdict = verdict;
+        }
     }
 
     /// Prints `value` as pretty JSON or through its human formatter.
@@ -116,11 +153,22 @@ pub mod human {
     /// `whoami`.
     pub fn whoami(me: &TravellerStatus) -> String {
         let mut s = format!(
-            "you are {}{}\nin timeline {} at {}\n",
+            "you are {}{}\nin timeline {} at {}{}\n",
             me.traveller,
-            if me.operator { " (operator)" } else { "" },
+            if me.operator {
+                " (operator)"
+            } else if me.read_only_token {
+                " (your token allows reading only)"
+            } else {
+                ""
+            },
             me.timeline_id,
-            format_instant(&me.time)
+            me.time.format("%Y-%m-%dT%H:%M:%SZ"),
+            if me.position.paused {
+                ", your clock paused (resume lets it run)"
+            } else {
+                ""
+            }
         );
         if let Some(r) = &me.restriction {
             let _ = writeln!(
@@ -340,8 +388,15 @@ pub mod human {
 
     /// What `detect-tampering` found: the sentence, then each finding.
     pub fn tampering(r: &TamperReport) -> String {
-        let mut s = format!("{}\n", r.details);
-        for f in &r.findings {
+        let headline = if r.tampering_detected {
+            "TAMPERED: "
+        } else {
+            ""
+        };
+        let mut s = format!("{headline}{}\n", r.details);
+        // A single finding is the details already: not said twice.
+        let said = matches!(r.findings.as_slice(), [f] if r.details.contains(&f.reason));
+        for f in r.findings.iter().filter(|_| !said) {
             let _ = writeln!(s, "  record {}: {}", f.seq, f.reason);
         }
         if r.recorded_seq.is_none() {

@@ -516,6 +516,7 @@ impl TimelineService for EngineSession {
                 .then(|| world.restrictions.get(&self.traveller))
                 .flatten()
                 .map(|r| (**r).clone()),
+            read_only_token: !self.may_write,
         })
     }
 
@@ -1766,7 +1767,13 @@ impl EngineSession {
             timeline_id: id.clone(),
             access_control: world.acls.get(id).map(|a| (**a).clone()),
             your_right: access::right_of(world, ctx.traveller, self.admin, id)
-                .unwrap_or(Right::Read),
+                .unwrap_or(Right::Read)
+                .min(if self.may_write {
+                    Right::Admin
+                } else {
+                    Right::Read
+                }),
+            read_only_token: !self.may_write,
         }
     }
 }

@@ -212,6 +212,9 @@ impl AccessScreen {
     fn not_admin(&self) -> Option<String> {
         match self.right() {
             Some(Right::Admin) => None,
+            _ if self.view.as_ref().is_some_and(|v| v.read_only_token) => {
+                Some(super::READ_ONLY_TOKEN.to_owned())
+            }
             None => Some("Wait for the list to arrive.".to_owned()),
             Some(right) => Some(format!(
                 "You may {} {} but not administer it (its lists, its access log): ask its admins.",
@@ -620,7 +623,9 @@ impl AccessScreen {
                 Span::styled("Your right: ", p.dim),
                 Span::styled(view.your_right.as_str(), style),
             ];
-            if view.your_right == Right::Read {
+            if view.read_only_token {
+                spans.push(Span::styled(" (your token allows reading only)", p.warn));
+            } else if view.your_right == Right::Read {
                 spans.push(Span::styled(" (you may read it, not change it)", p.dim));
             }
             spans
@@ -797,6 +802,7 @@ mod tests {
                 at: t("2026-11-22T10:00:00Z"),
             }),
             your_right: right,
+            read_only_token: false,
         }
     }
 
