@@ -2508,8 +2508,16 @@ async fn correct_dissonance_moves_the_selected_event_after_its_cause(w: World) {
     let mut h = harness(&w).await;
     select_event(&mut h, "paris", "Eiffel souvenirs sold").await;
     h.press("C");
+    h.settle().await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Correct dissonance"), "{screen}");
+    // The question says where the event goes, and after which cause.
+    for said in [
+        "1790-01-01 12:00:00 to 1889-03-31 12:00:01, one second after its",
+        "latest cause, Eiffel Tower opens (1889-03-31 12:00:00)?",
+    ] {
+        assert!(screen.contains(said), "{screen}");
+    }
     h.press("n");
     assert!(h.app.modal.is_none(), "n asks nothing of the service");
     h.press("C y");

@@ -145,7 +145,11 @@ impl App {
                 self.modal = Some(match action {
                     A::Manipulate => Modal::Form(Box::new(forms::manipulate(timeline, &event))),
                     A::Isolate => Modal::Confirm(Confirm::Isolate(timeline, event)),
-                    A::CorrectDissonance => Modal::Confirm(Confirm::Align(timeline, event)),
+                    A::CorrectDissonance => {
+                        let cause = self.search.latest_cause(&event).map(Box::new);
+                        self.request_causes();
+                        Modal::Confirm(Confirm::Align(timeline, event, cause))
+                    }
                     _ => Modal::Confirm(Confirm::Revert(timeline, event)),
                 });
             }

@@ -88,6 +88,15 @@ impl App {
         }
     }
 
+    /// Causes looked up arrived: the detail names them, and a correct-dissonance question
+    /// waiting for them says where the event goes.
+    fn causes_arrived(&mut self, causes: Vec<crate::service::EventRecord>) {
+        self.search.name_causes(causes);
+        if let Some(Modal::Confirm(Confirm::Align(_, event, cause @ None))) = &mut self.modal {
+            *cause = self.search.latest_cause(event).map(Box::new);
+        }
+    }
+
     /// What an answer says of the connection: the service is gone, refuses the token,
     /// answers only who you are (restricted to `no_access`), or answers.
     fn connection_after(&mut self, result: &Result<Reply, ServiceError>) {
@@ -234,7 +243,7 @@ impl App {
                     self.search.mark_troubled(&report);
                 }
             }
-            Reply::Causes(causes) => self.search.name_causes(causes),
+            Reply::Causes(causes) => self.causes_arrived(causes),
             Reply::Monitor(report) => {
                 self.search.mark_troubled(&report);
                 if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
