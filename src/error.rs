@@ -258,7 +258,8 @@ fn summarize(paradoxes: &[Paradox]) -> String {
     let mut said: Vec<&str> = paradoxes
         .iter()
         .take(SHOWN)
-        .map(|p| p.description.as_str())
+        // One sentence of them: "a; b", never "a.; b".
+        .map(|p| p.description.trim_end_matches('.'))
         .collect();
     let more = paradoxes.len().saturating_sub(SHOWN);
     let more = (more > 0).then(|| format!("and {more} more"));

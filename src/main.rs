@@ -67,6 +67,9 @@ fn main() -> ExitCode {
                 );
             } else {
                 eprintln!("error: {}", e.explain());
+                if matches!(e, ServiceError::ParadoxDetected { .. }) {
+                    eprintln!("{PARADOX_WAY_ON}");
+                }
             }
             ExitCode::from(2)
         }
@@ -110,6 +113,12 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// What to do after a safety check refused a change for its paradoxes.
+const PARADOX_WAY_ON: &str = "nothing was written. To apply it anyway, run it again without the \
+    safety check (--no-safety-check for a merge or a resolution; without --safety-check \
+    otherwise); to settle a causal loop first, `events isolate` contains it and `events align` \
+    moves an event after its causes.";
 
 /// Whether `--json` (or `CHRONOSCOPE_JSON`) was asked for, when the arguments did not parse.
 fn json_asked() -> bool {

@@ -460,6 +460,25 @@ fn a_change_that_makes_a_timeline_unstable_says_so_on_stderr() {
         .expect("the demo world has an effect that can be manipulated");
     let id = effect["event_id"].as_str().unwrap();
 
+    // Checked, it is refused, with the way on said after the refusal.
+    let checked = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["events", "manipulate", id, "--time", "0001-01-02T00:00:00Z"])
+        .arg("--safety-check")
+        .output()
+        .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert_eq!(checked.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: Paradox detected: "), "{stderr}");
+    assert!(
+        !stderr.contains(".;"),
+        "one sentence of paradoxes: {stderr}"
+    );
+    assert!(
+        stderr.contains("nothing was written. To apply it anyway, run it again without"),
+        "{stderr}"
+    );
     let out = cli(&["events", "manipulate", id, "--time", "0001-01-02T00:00:00Z"]);
     assert!(out.status.success(), "{out:?}");
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -2725,11 +2725,16 @@ async fn a_restricted_traveller_is_told_why_before_anything_is_sent() {
     .unwrap();
     h.send(Msg::Tick);
     h.settle().await;
-    h.press("e");
-    refused_unsent(
-        &h,
-        "Travel restricted: an operator restricted you to read_only",
-    );
+    assert!(header(&mut h, 140).contains("ada (restricted: read_only) @ Primary"));
+    for key in ["e", "n", "p"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing");
+        refused_unsent(
+            &h,
+            "Travel restricted: an operator restricted you to read_only",
+        );
+    }
     // The restrictions are an operator's screen: said, not opened.
     h.press("R");
     assert!(h.app.modal.is_none());

@@ -164,6 +164,9 @@ pub fn relatives(all: &[TimelineInfo], source: &TimelineId) -> Vec<Side> {
     out
 }
 
+/// The question a merge or a resolution the safety check refused asks.
+const APPLY_ANYWAY: &str = "It would add paradoxes. Apply it anyway? (n keeps it unmade)";
+
 /// A merge the safety check refused, waiting for "apply anyway?".
 #[derive(Clone, Debug)]
 pub struct Refused {
@@ -784,7 +787,12 @@ impl MergeWizard {
             MergeStep::Diff => self.render_diff(frame, body, p),
             MergeStep::Review => {
                 let lines = self.review_lines(body.height as usize, body.width as usize, p);
-                frame.render_widget(Paragraph::new(lines), body);
+                // A refusal wraps whole; conflict rows are cut to the width themselves.
+                let text = match self.refused {
+                    Some(_) => Paragraph::new(lines).wrap(Wrap { trim: false }),
+                    None => Paragraph::new(lines),
+                };
+                frame.render_widget(text, body);
                 if let Some(form) = &mut self.form {
                     form.render(frame, area, p);
                 }
@@ -1005,16 +1013,14 @@ impl MergeWizard {
             lines.push(Line::from(Span::styled(ellipsize(note, width), p.ok)));
         }
         if let Some(refused) = &self.refused {
+            // The question first, so a long refusal cut at the bottom never hides it.
+            lines.push(Line::from(Span::styled(APPLY_ANYWAY, p.warn)));
             lines.extend(
                 refused
                     .why
                     .lines()
                     .map(|l| Line::from(Span::styled(l.to_owned(), p.error))),
             );
-            lines.push(Line::from(Span::styled(
-                "Apply it anyway? (n keeps it unmade)",
-                p.warn,
-            )));
             return lines;
         }
         let Some(review) = &self.review else {
@@ -1121,18 +1127,15 @@ impl MergeWizard {
                     lines.push(Line::from(format!("weighs    {}", summary_text(diff))));
                 }
                 if let Some(refused) = &self.refused {
+                    // The question first, so a long refusal cut at the bottom never hides it.
                     lines.push(Line::default());
+                    lines.push(Line::from(Span::styled(APPLY_ANYWAY, p.warn)));
                     lines.extend(
                         refused
                             .why
                             .lines()
                             .map(|l| Line::from(Span::styled(l.to_owned(), p.error))),
                     );
-                    lines.push(Line::default());
-                    lines.push(Line::from(Span::styled(
-                        "Apply it anyway? (n keeps it unmade)",
-                        p.warn,
-                    )));
                 } else {
                     lines.push(Line::from(Span::styled(
                         "The merge is checked for paradoxes first: one it would add is named, \

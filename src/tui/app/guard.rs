@@ -68,11 +68,12 @@ impl App {
             .then(|| READ_ONLY_TOKEN.to_owned())
     }
 
-    /// Why `action` is refused before it opens anything, if it makes a change your token does
-    /// not allow (the forms of a read-only token would only lead to a refusal).
+    /// Why `action` is refused before it opens anything, if it makes a change your token or an
+    /// operator's restriction does not allow (its form would only lead to a refusal).
     pub(super) fn refused_action(&self, action: Action) -> Option<String> {
         use Action as A;
         match action {
+            // Shared state: no restricted traveller changes it either.
             A::NewTimeline
             | A::ParallelTimeline
             | A::DeleteTimeline
@@ -81,14 +82,15 @@ impl App {
             | A::Revert
             | A::Isolate
             | A::CorrectDissonance
-            | A::SetAnchor
+            | A::Merge => self.restricted().or_else(|| self.read_only_token()),
+            // Your own journeys, anchors, items and clock (some restrictions allow them).
+            A::SetAnchor
             | A::Travel
             | A::ReturnToAnchor
             | A::RegisterItem
             | A::PauseResume
             | A::FastForward
-            | A::Rewind
-            | A::Merge => self.read_only_token(),
+            | A::Rewind => self.read_only_token(),
             _ => None,
         }
     }
