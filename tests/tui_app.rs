@@ -3015,3 +3015,34 @@ async fn r_reviews_a_waiting_merge_on_its_destination_and_in_the_diff(w: World) 
     assert!(screen.contains("6 Review"), "{screen}");
     assert!(screen.contains("a keep A · b keep B"), "{screen}");
 }
+
+#[tokio::test]
+async fn the_access_screen_follows_a_list_set_elsewhere_and_offers_its_reload_key() {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("S");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("No access-control list"), "{screen}");
+    assert!(
+        screen.contains("s reload"),
+        "the admin's keys too: {screen}"
+    );
+    w.service
+        .set_access_control(SetAccessControlRequest {
+            timeline_id: TimelineId::primary(),
+            permissions: Some(Permissions {
+                admin: vec!["ada".parse().unwrap()],
+                write: vec![],
+                read: vec!["carol".parse().unwrap()],
+            }),
+        })
+        .await
+        .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("read    carol"), "{screen}");
+    assert!(!screen.contains("No access-control list"), "{screen}");
+}

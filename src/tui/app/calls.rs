@@ -96,6 +96,12 @@ impl App {
         if self.lower == PaneId::Log && (force || !self.pending(Slot::Log)) {
             self.request_log();
         }
+        if let Some(Modal::Access(screen)) = &self.modal
+            && let Some(call) = screen.refetch()
+            && (force || !self.pending(Slot::Security))
+        {
+            self.call(call);
+        }
     }
 
     /// Asks who and where the traveller is (the header, and whether the service answers).
