@@ -3005,6 +3005,11 @@ async fn r_reviews_a_waiting_merge_on_its_destination_and_in_the_diff(w: World) 
         "{screen}"
     );
     assert!(screen.contains("a keep A · b keep B"), "{screen}");
+    // Neither steps nor a diff it did not go through are offered.
+    assert!(
+        !screen.contains("2 Diff") && !screen.contains("⌫ diff"),
+        "{screen}"
+    );
     // And r in the diff of the source with it, as the hint says.
     h.press("esc j D enter");
     h.settle().await;

@@ -281,6 +281,14 @@ impl MergeWizard {
         Some((wizard, asked))
     }
 
+    /// Whether it was opened on the destination to review what waits there (no diff, no
+    /// merge of its own: `r` on a timeline marked ⇄).
+    fn reviewing_only(&self) -> bool {
+        self.destination
+            .as_ref()
+            .is_some_and(|d| d.id == self.source.id)
+    }
+
     /// Whether merges into side B wait for review (`r` reviews them).
     fn pending_into(&self) -> bool {
         self.destination.as_ref().is_some_and(|d| d.pending > 0)
@@ -675,12 +683,7 @@ impl MergeWizard {
             };
             return format!("{verb} {} {what} … (choose B)", self.source.name);
         };
-        // Opened on the destination itself (r on a timeline marked ⇄): every merge into it.
-        if self
-            .destination
-            .as_ref()
-            .is_some_and(|d| d.id == self.source.id)
-        {
+        if self.reviewing_only() {
             return format!("Review the merges waiting into {b}");
         }
         if self.diff_only {
@@ -715,7 +718,9 @@ impl MergeWizard {
         ])
         .areas(inner);
         let mut bar = Vec::new();
-        let shown: &[(MergeStep, &str)] = if self.step == MergeStep::Review {
+        let shown: &[(MergeStep, &str)] = if self.reviewing_only() {
+            &MergeStep::ALL[5..]
+        } else if self.step == MergeStep::Review {
             &MergeStep::ALL
         } else if self.diff_only {
             &MergeStep::ALL[..2]
@@ -761,6 +766,9 @@ impl MergeWizard {
                 "r review its conflicts · enter / esc close"
             }
             MergeStep::Done => "enter / esc close",
+            MergeStep::Review if self.reviewing_only() => {
+                "a keep A · b keep B · c custom merge · ↑↓ conflict · esc close"
+            }
             MergeStep::Review => {
                 "a keep A · b keep B · c custom merge · ↑↓ conflict · ⌫ diff · esc close"
             }

@@ -21,8 +21,7 @@ use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
 /// The keys, as the bottom line of the screen lists them to an admin.
-const KEYS: &str =
-    "a add a name · x remove it · D remove the list · l access log · s reload · esc close";
+const KEYS: &str = "a add a name · x remove it · D remove the list · l log · s reload · esc";
 
 /// The keys, as the bottom line lists them to someone who may not change the lists.
 const READER_KEYS: &str = "↑↓ move · s reload · esc close · changes need the admin right";
