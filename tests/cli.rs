@@ -1490,3 +1490,57 @@ fn a_second_identical_anchor_is_refused_in_words_and_whoami_says_paused() {
     );
     assert!(!at.contains('.'), "seconds, not nanoseconds: {said}");
 }
+
+/// A branch whose only change is a stored data entry: the text diff and merge say the entry
+/// (so a reader does not conclude there is nothing to merge); `merges list` is oldest first.
+#[test]
+fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = with_backtraces(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let created: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "timelines", "create", "Notes"])).unwrap();
+    let notes = created["id"].as_str().unwrap().to_owned();
+    let stored: serde_json::Value = serde_json::from_str(&run(&[
+        "--json",
+        "data",
+        "store",
+        &notes,
+        "2026-11-22",
+        r#"{"note": "kept"}"#,
+    ]))
+    .unwrap();
+    let entry = stored["data_id"]
+        .as_str()
+        .or_else(|| stored["id"].as_str())
+        .unwrap_or_else(|| panic!("an id: {stored}"))
+        .to_owned();
+    let diff = run(&["timelines", "diff", &notes, "primary"]);
+    assert!(
+        diff.contains(&format!("1 data entry to copy: {entry}")),
+        "{diff}"
+    );
+    let merged = run(&["timelines", "merge", &notes, "primary"]);
+    assert!(
+        merged.contains(&format!("1 data entry copied: {entry}")),
+        "{merged}"
+    );
+
+    let listed: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "merges", "list", "--limit", "100"])).unwrap();
+    let times: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["at"].as_str().unwrap())
+        .collect();
+    assert!(times.len() >= 2, "{listed}");
+    let parsed: Vec<_> = times
+        .iter()
+        .map(|t| parse_instant("at", t).unwrap())
+        .collect();
+    assert!(parsed.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+}

@@ -2566,6 +2566,16 @@ async fn isolating_an_event_contains_its_paradox(w: World) {
         .await
         .unwrap();
     assert!(report.paradoxes.is_empty(), "{:?}", report.paradoxes);
+    // Isolated again: refused, saying how to lift the first one, without HTTP words.
+    h.press("I y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash.text.contains("lift that isolation first (`chronoscope events lift iso_"),
+        "{}",
+        flash.text
+    );
+    assert!(!flash.text.contains("/v1/"), "{}", flash.text);
 }
 
 async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge(w: World) {

@@ -646,6 +646,18 @@ pub mod human {
         s
     }
 
+    /// The data entries a merge copies (`what`: "copied", "to copy"), one line with their ids;
+    /// nothing when there are none.
+    fn data_entries(out: &mut String, ids: &[crate::model::DataId], what: &str) {
+        if ids.is_empty() {
+            return;
+        }
+        let listed: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let n = ids.len();
+        let entries = if n == 1 { "entry" } else { "entries" };
+        let _ = writeln!(out, "  {n} data {entries} {what}: {}", listed.join(", "));
+    }
+
     /// Whether a significant event holds.
     pub fn holds(c: &TimelineCheck) -> String {
         let mut s = format!(
@@ -718,6 +730,7 @@ pub mod human {
                 r.status, r.merged_timeline_id
             ),
         };
+        data_entries(&mut out, &r.data_entries, "copied");
         written_and_added(&mut out, &r.written, &r.paradoxes);
         out
     }
@@ -783,6 +796,7 @@ pub mod human {
             d.base_timeline_id,
             d.lines.len()
         );
+        data_entries(&mut out, &d.data_entries, "to copy");
         let side = |e: &Option<EventRecord>| {
             e.as_ref().map_or("-".to_owned(), |e| {
                 format!("{} @ {}", e.description, format_instant(&e.time))

@@ -1348,7 +1348,11 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .merges
                 .values()
-                .map(|m| (m.merge_id.to_string(), (**m).clone()))
+                // Oldest first, as documented (ids of the demo's merges are not in time order).
+                .map(|m| {
+                    let key = format!("{}|{}", m.at.format("%Y%m%dT%H%M%S%.9f"), m.merge_id);
+                    (key, (**m).clone())
+                })
                 .collect();
             paginate(keyed, &page)
         })
