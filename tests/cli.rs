@@ -1454,6 +1454,16 @@ fn travel_carries_everything_you_carry_unless_told_to_travel_light() {
     );
     let back = json(&["travel", "primary", "--travel-light"]);
     assert_eq!(back["items_transported"], serde_json::json!([]), "{back}");
+    // The text list says each journey's kind, as the JSON does.
+    json(&["fast-forward", "10m"]);
+    let listed = with_backtraces(dir.path(), &["journeys"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.lines().next().unwrap_or_default().contains("KIND"),
+        "{listed}"
+    );
+    assert!(listed.contains(" fast_forward "), "{listed}");
+    assert!(listed.contains(" travel "), "{listed}");
 }
 
 /// An anchor set twice is refused in words that say what exists and what to do, with no

@@ -2571,7 +2571,9 @@ async fn isolating_an_event_contains_its_paradox(w: World) {
     h.settle().await;
     let flash = h.app.flash.clone().expect("a flash");
     assert!(
-        flash.text.contains("lift that isolation first (`chronoscope events lift iso_"),
+        flash
+            .text
+            .contains("lift that isolation first (`chronoscope events lift iso_"),
         "{}",
         flash.text
     );

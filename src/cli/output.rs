@@ -102,7 +102,9 @@ impl Output<'_> {
 pub mod human {
     use std::fmt::Write;
 
-    use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
+    use crate::model::{
+        Anchor, AnchorStatus, Item, Journey, JourneyKind, Whereabouts, format_instant,
+    };
     use crate::service::{
         ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge,
         MergeResult, MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, Switched,
@@ -619,8 +621,17 @@ pub mod human {
             .items
             .iter()
             .map(|j| {
+                // The kind as the JSON says it (fast_forward, rewind, switch, …).
+                let kind = j
+                    .kind
+                    .unwrap_or_else(|| JourneyKind::derived(j.anchor.as_ref()));
+                let kind = serde_json::to_value(kind).ok();
                 vec![
                     j.id.to_string(),
+                    kind.as_ref()
+                        .and_then(|k| k.as_str())
+                        .unwrap_or("?")
+                        .to_owned(),
                     j.from_timeline.to_string(),
                     j.to_timeline.to_string(),
                     format_instant(&j.arrival_time),
@@ -630,7 +641,7 @@ pub mod human {
             .collect();
         more(
             page,
-            table(&["JOURNEY", "FROM", "TO", "ARRIVAL", "ITEMS"], rows),
+            table(&["JOURNEY", "KIND", "FROM", "TO", "ARRIVAL", "ITEMS"], rows),
         )
     }
 
