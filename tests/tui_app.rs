@@ -128,6 +128,10 @@ async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
     let flash = h.app.flash.clone().expect("a flash explains the bad range");
     assert!(flash.error);
     assert!(flash.text.contains("time range"), "{}", flash.text);
+    // The results of the earlier range do not pass for an answer to this one.
+    let screen = h.render(100, 30);
+    assert!(!screen.contains("Eiffel Tower opens"), "{screen}");
+    assert!(!screen.contains("found"), "{screen}");
 
     // Fixed and searched again: the results, and the old error gone with its cause.
     h.press("/ tab");

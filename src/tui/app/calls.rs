@@ -157,7 +157,10 @@ impl App {
     pub(super) fn request_search(&mut self) {
         let query = match self.search.query() {
             Ok(q) => q,
-            Err(e) => return self.flash_error(e),
+            Err(e) => {
+                self.search.invalid();
+                return self.flash_error(e);
+            }
         };
         let timeline = self
             .timelines

@@ -144,6 +144,15 @@ impl SearchPane {
         self.searched = false;
     }
 
+    /// The inputs do not parse: the results of an earlier search go, so nothing on screen
+    /// passes for an answer to what is typed now (the title says no count).
+    pub fn invalid(&mut self) {
+        self.results.clear();
+        self.cursor = Cursor::default();
+        self.detail = false;
+        self.searched = false;
+    }
+
     /// Parses the inputs; the error is for a flash message.
     pub fn query(&self) -> Result<Query, String> {
         let location = widgets::input_text(&self.location);
