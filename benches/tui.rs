@@ -232,6 +232,7 @@ fn timeline_view(c: &mut Criterion) {
         },
         operator: false,
         restriction: None,
+        read_only_token: false,
     };
     let anchors = [Anchor {
         id: AnchorId::from_ulid(ulid::Ulid::from(1u128)),

@@ -147,8 +147,9 @@ pub enum ServiceError {
         /// The id given.
         id: String,
     },
-    /// The thing to create exists already (the documented bodiless 409).
-    #[error("already exists at {location}")]
+    /// The thing to create exists already (the documented bodiless 409), said in words from
+    /// its location alone (all a remote client gets back).
+    #[error("{}", already_exists(location))]
     AlreadyExists {
         /// Path of the existing resource, sent as `Location`.
         location: String,
@@ -257,7 +258,8 @@ fn summarize(paradoxes: &[Paradox]) -> String {
     let mut said: Vec<&str> = paradoxes
         .iter()
         .take(SHOWN)
-        .map(|p| p.description.as_str())
+        // One sentence of them: "a; b", never "a.; b".
+        .map(|p| p.description.trim_end_matches('.'))
         .collect();
     let more = paradoxes.len().saturating_sub(SHOWN);
     let more = (more > 0).then(|| format!("and {more} more"));
@@ -300,7 +302,8 @@ impl ServiceError {
     pub fn explain(&self) -> String {
         let detail = self.to_string();
         match self {
-            Self::EventLocked { .. } => {
+            // Says itself what happened and what to do: no title before it.
+            Self::EventLocked { .. } | Self::AlreadyExists { .. } => {
                 let mut chars = detail.chars();
                 chars
                     .next()
@@ -338,6 +341,23 @@ impl ServiceError {
             Self::AccessDenied { .. } | Self::AccessRevoked { .. } => &ACCESS_DENIED,
             Self::TravelRestricted { .. } => &TRAVEL_RESTRICTED,
         }
+    }
+}
+
+/// What already exists at `location` (`/v1/anchors/anc_…`, `/v1/items/itm_…`), and what to
+/// do instead, in words.
+fn already_exists(location: &str) -> String {
+    let id = location.rsplit('/').next().unwrap_or(location);
+    match location.trim_start_matches('/').split('/').nth(1) {
+        Some("anchors") => format!(
+            "you already have an active anchor at this time with this description in this \
+             timeline ({id}): return to it, or give another description or time"
+        ),
+        Some("items") => format!(
+            "you already registered an item with this description in this timeline ({id}): use \
+             that one, or describe this one otherwise"
+        ),
+        _ => format!("it exists already ({id})"),
     }
 }
 

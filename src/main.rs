@@ -69,6 +69,9 @@ fn main() -> ExitCode {
                 );
             } else {
                 eprintln!("error: {}", e.explain());
+                if matches!(e, ServiceError::ParadoxDetected { .. }) {
+                    eprintln!("{PARADOX_WAY_ON}");
+                }
             }
             ExitCode::from(2)
         }
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+        Failed::Found(status) => ExitCode::from(status),
         Failed::Report(e) => {
             if json {
                 let e = match e.downcast::<Explained>() {
@@ -111,6 +115,12 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// What to do after a safety check refused a change for its paradoxes.
+const PARADOX_WAY_ON: &str = "nothing was written. To apply it anyway, run it again without the \
+    safety check (--no-safety-check for a merge or a resolution; without --safety-check \
+    otherwise); to settle a causal loop first, `events isolate` contains it and `events align` \
+    moves an event after its causes.";
 
 /// Whether `--json` (or `CHRONOSCOPE_JSON`) was asked for, when the arguments did not parse.
 fn json_asked() -> bool {
@@ -144,6 +154,9 @@ enum Failed {
     Finding(String),
     /// Settings that cannot work, said in one line (exit status 2): the operator's to change.
     Misconfigured(String),
+    /// What a command found and printed (tampering, a timeline that would be unstable): its
+    /// own exit status, nothing more said.
+    Found(u8),
 }
 
 /// Settings that cannot work (a flag naming a file that is not there, say), carried in a
@@ -282,7 +295,11 @@ async fn run(cli: Cli) -> std::result::Result<(), Failed> {
             let done =
                 chronoscope::cli::execute(command, service.as_ref(), global.json, &mut stdout)
                     .await
-                    .map_err(failed);
+                    .map_err(failed)
+                    .and_then(|found| match found.exit_status() {
+                        0 => Ok(()),
+                        status => Err(Failed::Found(status)),
+                    });
             // What the command wrote is witnessed before the process exits.
             if let Some(engine) = engine
                 && let Err(e) = engine.record_witness().await

@@ -460,6 +460,25 @@ fn a_change_that_makes_a_timeline_unstable_says_so_on_stderr() {
         .expect("the demo world has an effect that can be manipulated");
     let id = effect["event_id"].as_str().unwrap();
 
+    // Checked, it is refused, with the way on said after the refusal.
+    let checked = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["events", "manipulate", id, "--time", "0001-01-02T00:00:00Z"])
+        .arg("--safety-check")
+        .output()
+        .expect("the CLI runs");
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert_eq!(checked.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: Paradox detected: "), "{stderr}");
+    assert!(
+        !stderr.contains(".;"),
+        "one sentence of paradoxes: {stderr}"
+    );
+    assert!(
+        stderr.contains("nothing was written. To apply it anyway, run it again without"),
+        "{stderr}"
+    );
     let out = cli(&["events", "manipulate", id, "--time", "0001-01-02T00:00:00Z"]);
     assert!(out.status.success(), "{out:?}");
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -713,11 +732,21 @@ async fn rate_limited_server(per_second: f64, burst: u32) -> String {
 
 /// The real binary against `url` as ada, with `args`.
 fn remote_run(url: &str, dir: &std::path::Path, args: &[&str]) -> tokio::process::Command {
+    remote_run_as(&support::token("ada"), url, dir, args)
+}
+
+/// The real binary against `url` with `token`, with `args`.
+fn remote_run_as(
+    token: &str,
+    url: &str,
+    dir: &std::path::Path,
+    args: &[&str],
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"));
     command
         .arg("--data-dir")
         .arg(dir)
-        .args(["--remote", url, "--token", &support::token("ada")])
+        .args(["--remote", url, "--token", token])
         .args(args)
         .env("NO_COLOR", "1")
         .env("RUST_BACKTRACE", "1");
@@ -1334,4 +1363,194 @@ async fn the_command_line_refuses_what_access_control_refuses() {
         String::from_utf8_lossy(&paused.stderr).contains("Travel restricted"),
         "{paused:?}"
     );
+}
+
+/// A `read` token, through the real binary: `whoami` and `access show` say the token allows
+/// reading only (the right capped at read), and a change is refused in words, without HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_token_is_said_by_whoami_and_access_show_and_refused_in_words() {
+    let port = support::serve_port(engine().await, None).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let tom = support::token_with("tom", "read");
+    let run = |args: &'static [&'static str]| {
+        let mut command = remote_run_as(&tom, &url, dir.path(), args);
+        async move { command.output().await.expect("the CLI runs") }
+    };
+    let me = run(&["whoami"]).await;
+    let said = String::from_utf8_lossy(&me.stdout);
+    assert!(
+        said.starts_with("you are tom (your token allows reading only)\n"),
+        "{said}"
+    );
+    let me = run(&["--json", "whoami"]).await;
+    let me: serde_json::Value = serde_json::from_slice(&me.stdout).unwrap();
+    assert_eq!(me["read_only_token"], true, "{me}");
+
+    let shown = run(&["access", "show", "primary"]).await;
+    let said = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        said.contains("your right: read (your token allows reading only)"),
+        "{said}"
+    );
+    let shown = run(&["--json", "access", "show", "primary"]).await;
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["your_right"], "read", "{shown}");
+
+    let refused = run(&["timelines", "create", "Tom's own"]).await;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("your token only allows reading"), "{said}");
+    assert!(!said.contains("/v1/"), "no HTTP words: {said}");
+}
+
+/// `check` and `stability` exit 4 when the timeline is or would be unstable, 0 when it is
+/// stable, and `--help` says what each exit status means.
+#[test]
+fn an_unstable_timeline_has_its_own_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let loop_ = with_backtraces(dir.path(), &["stability", "tml_tesla_bootstrap"]);
+    let said = String::from_utf8_lossy(&loop_.stdout);
+    assert!(said.contains("UNSTABLE"), "{said}{loop_:?}");
+    assert_eq!(loop_.status.code(), Some(4), "{said}");
+    let created = with_backtraces(dir.path(), &["--json", "timelines", "create", "Calm"]);
+    let created: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    let calm = created["id"].as_str().unwrap();
+    let stable = with_backtraces(dir.path(), &["stability", calm]);
+    assert_eq!(stable.status.code(), Some(0), "{stable:?}");
+    let checked = with_backtraces(dir.path(), &["check", "tml_tesla_bootstrap"]);
+    assert_eq!(checked.status.code(), Some(4), "{checked:?}");
+    let help = with_backtraces(dir.path(), &["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for said in [
+        "3 `detect-tampering` found tampering",
+        "4 `check` or `stability`",
+    ] {
+        assert!(help.contains(said), "{help}");
+    }
+}
+
+/// `travel` carries what you carry unless told otherwise, as `jump`, `return` and `switch` do
+/// (and the dashboard's wizard): one rule on every face; `--travel-light` leaves it all.
+#[test]
+fn travel_carries_everything_you_carry_unless_told_to_travel_light() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let out = with_backtraces(dir.path(), &with_json);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let compass = json(&["items", "register", "compass"]);
+    let compass = compass["id"].as_str().unwrap().to_owned();
+    let there = json(&["timelines", "create", "There"]);
+    let there = there["id"].as_str().unwrap().to_owned();
+    let went = json(&["travel", &there]);
+    assert_eq!(
+        went["items_transported"],
+        serde_json::json!([compass]),
+        "{went}"
+    );
+    let back = json(&["travel", "primary", "--travel-light"]);
+    assert_eq!(back["items_transported"], serde_json::json!([]), "{back}");
+    // The text list says each journey's kind, as the JSON does.
+    json(&["fast-forward", "10m"]);
+    let listed = with_backtraces(dir.path(), &["journeys"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.lines().next().unwrap_or_default().contains("KIND"),
+        "{listed}"
+    );
+    assert!(listed.contains(" fast_forward "), "{listed}");
+    assert!(listed.contains(" travel "), "{listed}");
+}
+
+/// An anchor set twice is refused in words that say what exists and what to do, with no
+/// HTTP path; `whoami` says a paused clock, to the second.
+#[test]
+fn a_second_identical_anchor_is_refused_in_words_and_whoami_says_paused() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = [
+        "anchors",
+        "set",
+        "2026-11-22T10:00:00Z",
+        "--description",
+        "home",
+    ];
+    let first = with_backtraces(dir.path(), &set);
+    assert!(first.status.success(), "{first:?}");
+    let again = with_backtraces(dir.path(), &set);
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{said}");
+    assert!(
+        said.starts_with("error: You already have an active anchor at this time"),
+        "{said}"
+    );
+    assert!(said.contains("(anc_") && !said.contains("/v1/"), "{said}");
+
+    assert!(with_backtraces(dir.path(), &["pause"]).status.success());
+    let me = with_backtraces(dir.path(), &["whoami"]);
+    let said = String::from_utf8_lossy(&me.stdout);
+    assert!(said.contains(", your clock paused"), "{said}");
+    let at = said.lines().nth(1).unwrap_or_default();
+    assert!(
+        at.ends_with("Z, your clock paused (resume lets it run)"),
+        "{said}"
+    );
+    assert!(!at.contains('.'), "seconds, not nanoseconds: {said}");
+}
+
+/// A branch whose only change is a stored data entry: the text diff and merge say the entry
+/// (so a reader does not conclude there is nothing to merge); `merges list` is oldest first.
+#[test]
+fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = with_backtraces(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let created: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "timelines", "create", "Notes"])).unwrap();
+    let notes = created["id"].as_str().unwrap().to_owned();
+    let stored: serde_json::Value = serde_json::from_str(&run(&[
+        "--json",
+        "data",
+        "store",
+        &notes,
+        "2026-11-22",
+        r#"{"note": "kept"}"#,
+    ]))
+    .unwrap();
+    let entry = stored["data_id"]
+        .as_str()
+        .or_else(|| stored["id"].as_str())
+        .unwrap_or_else(|| panic!("an id: {stored}"))
+        .to_owned();
+    let diff = run(&["timelines", "diff", &notes, "primary"]);
+    assert!(
+        diff.contains(&format!("1 data entry to copy: {entry}")),
+        "{diff}"
+    );
+    let merged = run(&["timelines", "merge", &notes, "primary"]);
+    assert!(
+        merged.contains(&format!("1 data entry copied: {entry}")),
+        "{merged}"
+    );
+
+    let listed: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "merges", "list", "--limit", "100"])).unwrap();
+    let times: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["at"].as_str().unwrap())
+        .collect();
+    assert!(times.len() >= 2, "{listed}");
+    let parsed: Vec<_> = times
+        .iter()
+        .map(|t| parse_instant("at", t).unwrap())
+        .collect();
+    assert!(parsed.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
 }

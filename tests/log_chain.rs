@@ -704,3 +704,45 @@ async fn a_scan_of_a_truncated_log_answers_its_findings_though_it_cannot_be_reco
     assert_eq!(found.recorded_seq, None, "{found:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
+
+/// The real `chronoscope detect-tampering` against a server whose SQLite record was changed
+/// behind its back: a TAMPERED headline, the finding said once, and an exit status of its own
+/// (3) that a script can test; before the change, intact and 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_exits_3_when_it_finds_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let (seqs, _) = chronicle(&engine).await;
+    let served = format!(
+        "http://127.0.0.1:{}",
+        support::serve_port(engine, None).await
+    );
+    let here = tempfile::tempdir().unwrap();
+    let detect = || {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
+            .arg("--data-dir")
+            .arg(here.path())
+            .args(["--remote", &served, "--token", &support::token("ada")])
+            .args(["detect-tampering", "primary", "--full"])
+            .output()
+    };
+    let intact = detect().await.expect("the CLI runs");
+    let said = String::from_utf8_lossy(&intact.stdout);
+    assert_eq!(intact.status.code(), Some(0), "{said}{intact:?}");
+    assert!(!said.contains("TAMPERED"), "{said}");
+
+    edit_sqlite_record(dir.path(), seqs[1], |body| {
+        body.replace("Pocket watch", "Pocket knife")
+    });
+    let found = detect().await.expect("the CLI runs");
+    let said = String::from_utf8_lossy(&found.stdout);
+    assert_eq!(found.status.code(), Some(3), "{said}{found:?}");
+    assert!(said.starts_with("TAMPERED: "), "{said}");
+    assert_eq!(
+        said.matches("does not match its link").count(),
+        1,
+        "said once: {said}"
+    );
+}

@@ -128,6 +128,10 @@ async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
     let flash = h.app.flash.clone().expect("a flash explains the bad range");
     assert!(flash.error);
     assert!(flash.text.contains("time range"), "{}", flash.text);
+    // The results of the earlier range do not pass for an answer to this one.
+    let screen = h.render(100, 30);
+    assert!(!screen.contains("Eiffel Tower opens"), "{screen}");
+    assert!(!screen.contains("found"), "{screen}");
 
     // Fixed and searched again: the results, and the old error gone with its cause.
     h.press("/ tab");
@@ -1125,6 +1129,7 @@ on_both_faces!(
     correct_dissonance_moves_the_selected_event_after_its_cause,
     isolating_an_event_contains_its_paradox,
     the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge,
+    r_reviews_a_waiting_merge_on_its_destination_and_in_the_diff,
 );
 
 #[tokio::test]
@@ -2431,10 +2436,11 @@ async fn the_diff_view_shows_changed_lineages_side_by_side_or_stacked(w: World) 
     assert!(h.app.modal.is_none(), "the diff alone closes on enter");
 }
 
-async fn a_merge_left_for_review_is_marked_in_the_tree(w: World) {
-    let bastille = event_called(&w.service, "Storming of the Bastille").await;
-    let branch = w
-        .service
+/// "Tesla stays", a branch of the primary timeline where the Bastille is stormed a day later
+/// while the primary has it two days later: a merge of the two conflicts. Its id.
+async fn conflicting_branch(service: &Arc<dyn TimelineService>) -> TimelineId {
+    let bastille = event_called(service, "Storming of the Bastille").await;
+    let branch = service
         .create_timeline(named("Tesla stays"))
         .await
         .unwrap()
@@ -2443,11 +2449,16 @@ async fn a_merge_left_for_review_is_marked_in_the_tree(w: World) {
         (Some(&branch), "1789-07-15T15:00:00Z"),
         (None, "1789-07-16T15:00:00Z"),
     ] {
-        w.service
+        service
             .manipulate_event(manipulation(timeline, &bastille, retimed(time)))
             .await
             .unwrap();
     }
+    branch
+}
+
+async fn a_merge_left_for_review_is_marked_in_the_tree(w: World) {
+    conflicting_branch(&w.service).await;
     let mut h = harness(&w).await;
     h.press("j M enter");
     h.settle().await;
@@ -2501,8 +2512,16 @@ async fn correct_dissonance_moves_the_selected_event_after_its_cause(w: World) {
     let mut h = harness(&w).await;
     select_event(&mut h, "paris", "Eiffel souvenirs sold").await;
     h.press("C");
+    h.settle().await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Correct dissonance"), "{screen}");
+    // The question says where the event goes, and after which cause.
+    for said in [
+        "1790-01-01 12:00:00 to 1889-03-31 12:00:01, one second after its",
+        "latest cause, Eiffel Tower opens (1889-03-31 12:00:00)?",
+    ] {
+        assert!(screen.contains(said), "{screen}");
+    }
     h.press("n");
     assert!(h.app.modal.is_none(), "n asks nothing of the service");
     h.press("C y");
@@ -2551,25 +2570,22 @@ async fn isolating_an_event_contains_its_paradox(w: World) {
         .await
         .unwrap();
     assert!(report.paradoxes.is_empty(), "{:?}", report.paradoxes);
+    // Isolated again: refused, saying how to lift the first one, without HTTP words.
+    h.press("I y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash
+            .text
+            .contains("lift that isolation first (`chronoscope events lift iso_"),
+        "{}",
+        flash.text
+    );
+    assert!(!flash.text.contains("/v1/"), "{}", flash.text);
 }
 
 async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge(w: World) {
-    let bastille = event_called(&w.service, "Storming of the Bastille").await;
-    let branch = w
-        .service
-        .create_timeline(named("Tesla stays"))
-        .await
-        .unwrap()
-        .id;
-    for (timeline, time) in [
-        (Some(&branch), "1789-07-15T15:00:00Z"),
-        (None, "1789-07-16T15:00:00Z"),
-    ] {
-        w.service
-            .manipulate_event(manipulation(timeline, &bastille, retimed(time)))
-            .await
-            .unwrap();
-    }
+    conflicting_branch(&w.service).await;
     let mut h = harness(&w).await;
     // Left for review (manual_review), then r reviews its conflicts.
     h.press("j M enter");
@@ -2725,11 +2741,16 @@ async fn a_restricted_traveller_is_told_why_before_anything_is_sent() {
     .unwrap();
     h.send(Msg::Tick);
     h.settle().await;
-    h.press("e");
-    refused_unsent(
-        &h,
-        "Travel restricted: an operator restricted you to read_only",
-    );
+    assert!(header(&mut h, 140).contains("ada (restricted: read_only) @ Primary"));
+    for key in ["e", "n", "p"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing");
+        refused_unsent(
+            &h,
+            "Travel restricted: an operator restricted you to read_only",
+        );
+    }
     // The restrictions are an operator's screen: said, not opened.
     h.press("R");
     assert!(h.app.modal.is_none());
@@ -2815,4 +2836,234 @@ async fn an_operator_edits_access_lists_and_restrictions_and_checks_integrity() 
     h.settle().await;
     let screen = h.render(100, 30);
     assert!(screen.contains("✓ intact"), "{screen}");
+}
+
+/// The dashboard of `name`, a traveller who is not an operator, on `engine`.
+async fn member(engine: &Arc<Engine>, clock: Arc<ManualClock>, name: &str) -> Harness {
+    let session = engine.session(name.parse().unwrap()).with_admin(false);
+    dashboard(Arc::new(session), clock).await
+}
+
+#[tokio::test]
+async fn the_creator_of_a_timeline_makes_its_first_list_and_stays_its_admin() {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let mut h = member(&engine, clock, "bob").await;
+    submit(&mut h, "n", &["Bob lab"]).await;
+    let lab = h.app.timelines.selected().expect("selected").id.clone();
+    h.press("S");
+    h.settle().await;
+    let screen = h.render(100, 30);
+    assert!(screen.contains("Your right: admin"), "{screen}");
+    assert!(screen.contains("you stay its admin"), "{screen}");
+    submit(&mut h, "a", &["tom"]).await;
+    let root = engine.session("root".parse().unwrap());
+    let acl = root
+        .access_control(&lab)
+        .await
+        .unwrap()
+        .access_control
+        .expect("the first list is made");
+    assert_eq!(acl.permissions.admin, vec!["bob".parse().unwrap()]);
+    assert_eq!(acl.permissions.read, vec!["tom".parse().unwrap()]);
+    let screen = h.render(100, 30);
+    assert!(!screen.contains("ask its admins"), "{screen}");
+    assert!(screen.contains("read    tom"), "{screen}");
+}
+
+#[tokio::test]
+async fn a_read_only_token_is_marked_and_every_change_is_refused_before_anything_is_sent() {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let tom = chronoscope::server::Sessions::session(
+        &engine,
+        "tom".parse().unwrap(),
+        None,
+        &chronoscope::auth::Scopes::parse("read"),
+    );
+    let mut h = dashboard(tom, clock).await;
+    assert!(header(&mut h, 140).contains("tom (read-only token) @ Primary"));
+    let narrow = header(&mut h, 80);
+    assert!(
+        narrow.contains("tom ro @") || narrow.contains("tom (read-only token) @"),
+        "{narrow}"
+    );
+    let refused = "Your token only allows reading: ask whoever issues your tokens for one with \
+                   the write scope.";
+    for key in ["n", "p", "e", "a", "t", "b", "i", "space", ">", "<", "d"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing");
+        refused_unsent(&h, refused);
+    }
+    search(&mut h, "paris").await;
+    for key in ["m", "r", "I", "C"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing");
+        refused_unsent(&h, refused);
+    }
+    // The access screen: the right capped by the token, and why.
+    h.press("esc esc S");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("Your right: read (your token allows reading only)"),
+        "{screen}"
+    );
+    h.press("a");
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("Your token only allows reading"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn a_traveller_restricted_to_no_access_is_told_nothing_is_updated_until_it_is_lifted() {
+    use chronoscope::service::{RestrictRequest, RestrictionLevel};
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let mut h = member(&engine, clock.clone(), "tom").await;
+    let root = engine.session("root".parse().unwrap());
+    let restrict = |level| RestrictRequest {
+        user_id: "tom".parse().unwrap(),
+        restriction_level: level,
+    };
+    root.restrict_time_travel(restrict(RestrictionLevel::NoAccess))
+        .await
+        .unwrap();
+    clock.advance(chrono::Duration::seconds(5));
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert!(matches!(h.app.connection, Connection::Restricted(_)));
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        let head = screen.lines().next().unwrap_or_default();
+        assert!(head.contains("✗ restricted"), "{screen}");
+        assert!(!head.contains("connected"), "{screen}");
+        assert!(
+            !head.contains("refreshed") && !head.contains('↻'),
+            "{screen}"
+        );
+        let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("An operator (root) restricted you to no_access"),
+            "the banner says who and what: {screen}"
+        );
+        assert!(words.contains("Nothing on screen is updated"), "{screen}");
+    }
+    // Every tick's refused reads are not repeated in the footer: the banner says it.
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert!(
+        h.app.flash.as_ref().is_none_or(|f| !f.error),
+        "{:?}",
+        h.app.flash
+    );
+
+    root.restrict_time_travel(restrict(RestrictionLevel::Unrestricted))
+        .await
+        .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    assert_eq!(h.app.connection, Connection::Connected);
+    let flash = h.app.flash.clone().expect("said");
+    assert!(
+        flash.text.contains("restriction was lifted"),
+        "{}",
+        flash.text
+    );
+    assert!(header(&mut h, 140).contains("refreshed"));
+}
+
+async fn r_reviews_a_waiting_merge_on_its_destination_and_in_the_diff(w: World) {
+    use chronoscope::service::{MergeRequest, MergeStrategy};
+    let branch = conflicting_branch(&w.service).await;
+    let mut h = harness(&w).await;
+    // Nothing waits yet: r says so, and the diff does not offer it.
+    h.press("r");
+    assert!(h.app.modal.is_none());
+    let flash = h.app.flash.clone().expect("said");
+    assert!(
+        flash
+            .text
+            .contains("No merge into Primary waits for review"),
+        "{}",
+        flash.text
+    );
+    h.press("j D enter");
+    h.settle().await;
+    assert!(!h.render(140, 30).contains("r review pending"));
+    h.press("r");
+    assert!(
+        h.render(140, 30)
+            .contains("No merge into B waits for review.")
+    );
+    h.press("esc");
+    w.service
+        .merge_timelines(MergeRequest {
+            source_timeline_id: branch,
+            destination_timeline_id: TimelineId::primary(),
+            conflict_resolution: MergeStrategy::ManualReview,
+            safety_check: false,
+        })
+        .await
+        .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    // r on the destination, marked ⇄1, opens its review.
+    h.press("k r");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("Review the merges waiting into Primary"),
+        "{screen}"
+    );
+    assert!(screen.contains("a keep A · b keep B"), "{screen}");
+    // Neither steps nor a diff it did not go through are offered.
+    assert!(
+        !screen.contains("2 Diff") && !screen.contains("⌫ diff"),
+        "{screen}"
+    );
+    // And r in the diff of the source with it, as the hint says.
+    h.press("esc j D enter");
+    h.settle().await;
+    assert!(h.render(140, 30).contains("r review pending"));
+    h.press("r");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("6 Review"), "{screen}");
+    assert!(screen.contains("a keep A · b keep B"), "{screen}");
+}
+
+#[tokio::test]
+async fn the_access_screen_follows_a_list_set_elsewhere_and_offers_its_reload_key() {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press("S");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("No access-control list"), "{screen}");
+    assert!(
+        screen.contains("s reload"),
+        "the admin's keys too: {screen}"
+    );
+    w.service
+        .set_access_control(SetAccessControlRequest {
+            timeline_id: TimelineId::primary(),
+            permissions: Some(Permissions {
+                admin: vec!["ada".parse().unwrap()],
+                write: vec![],
+                read: vec!["carol".parse().unwrap()],
+            }),
+        })
+        .await
+        .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("read    carol"), "{screen}");
+    assert!(!screen.contains("No access-control list"), "{screen}");
 }

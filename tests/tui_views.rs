@@ -199,6 +199,7 @@ fn fixture() -> Fixture {
         },
         operator: false,
         restriction: None,
+        read_only_token: false,
     };
     let anchor = |n: u128, timeline: TimelineId, at: &str, what: &str, status| Anchor {
         id: AnchorId::from_ulid(ulid::Ulid::from(n)),

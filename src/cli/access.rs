@@ -343,7 +343,11 @@ fn shown(v: &AccessControlView) -> String {
             lists(&acl.permissions)
         ),
     };
-    let _ = writeln!(s, "your right: {}", v.your_right.as_str());
+    let _ = write!(s, "your right: {}", v.your_right.as_str());
+    if v.read_only_token {
+        s.push_str(" (your token allows reading only)");
+    }
+    s.push('\n');
     s
 }
 

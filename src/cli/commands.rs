@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::output::{Output, human};
+use super::output::{Output, Verdict, human};
 use super::{
     ActionArgs, AnchorCommand, CheckArgs, Command, EventCommand, ItemCommand, MergeCommand,
     MergeStrategyArg, PageArgs, ScheduleCommand, ScriptCommand, TimelineCommand,
@@ -35,6 +35,27 @@ async fn here_or(
     }
 }
 
+/// Every item the traveller carries: what a journey takes along when none are named (the
+/// same on every face: `travel`, `jump`, `return`, `switch` and the dashboard's wizard).
+async fn carried(service: &dyn TimelineService) -> Result<Vec<ItemId>, ServiceError> {
+    let mut found = Vec::new();
+    let mut page = PageRequest::first(PageRequest::MAX_LIMIT);
+    loop {
+        let listed = service.list_items(page.clone()).await?;
+        found.extend(
+            listed
+                .items
+                .into_iter()
+                .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
+                .map(|i| i.id),
+        );
+        match listed.next_cursor {
+            Some(cursor) => page.cursor = Some(cursor),
+            None => return Ok(found),
+        }
+    }
+}
+
 /// `KEY=VALUE` arguments as recorded conditions (`None` when there are none).
 fn conditions(
     flag: &str,
@@ -60,14 +81,24 @@ fn conditions(
 }
 
 /// Runs one subcommand (not `serve`, `token`, `completions`, `man` or the dashboard) and prints
-/// its result.
+/// its result; answers what it found, for the exit status (tampering, a timeline that would be
+/// unstable).
 pub async fn execute(
     command: Command,
     service: &dyn TimelineService,
     json: bool,
     out: &mut dyn Write,
-) -> Result<(), ServiceError> {
+) -> Result<Verdict, ServiceError> {
     let mut out = Output::new(out, json);
+    run(command, service, &mut out).await?;
+    Ok(out.verdict)
+}
+
+async fn run(
+    command: Command,
+    service: &dyn TimelineService,
+    out: &mut Output<'_>,
+) -> Result<(), ServiceError> {
     match command {
         Command::Serve(_)
         | Command::Token(_)
@@ -254,7 +285,7 @@ pub async fn execute(
                     page: page(&p),
                 };
                 if follow {
-                    return super::follow::follow_events(service, query, &mut out).await;
+                    return super::follow::follow_events(service, query, out).await;
                 }
                 out.print(
                     &service.monitor_events(query).await?,
@@ -490,11 +521,14 @@ pub async fn execute(
                         .await?
                 }
                 (Some(destination), None) => {
-                    let items = args
-                        .items
-                        .iter()
-                        .map(|i| i.parse::<ItemId>())
-                        .collect::<Result<Vec<_>, _>>()?;
+                    let items = if !args.items.is_empty() || args.travel_light {
+                        args.items
+                            .iter()
+                            .map(|i| i.parse::<ItemId>())
+                            .collect::<Result<Vec<_>, _>>()?
+                    } else {
+                        carried(service).await?
+                    };
                     service
                         .travel(TravelRequest {
                             destination,
@@ -559,7 +593,9 @@ pub async fn execute(
                     ScanDepth::Recent
                 },
             };
-            out.print(&service.detect_tampering(query).await?, human::tampering)
+            let report = service.detect_tampering(query).await?;
+            out.found(report.tampering_detected, Verdict::Tampered);
+            out.print(&report, human::tampering)
         }
         Command::ValidateIntegrity { timeline: id, at } => {
             let query = IntegrityQuery {
@@ -596,14 +632,12 @@ pub async fn execute(
         ),
         Command::Journeys(p) => out.print(&service.list_journeys(page(&p)).await?, human::journeys),
         Command::Check(args) => {
-            let request = check_request(&args)?;
-            out.print(
-                &service.check_paradox(request).await?,
-                human::paradox_report,
-            )
+            let report = service.check_paradox(check_request(&args)?).await?;
+            out.found(!report.is_stable, Verdict::Unstable);
+            out.print(&report, human::paradox_report)
         }
         Command::Monitor(args) if args.follow => {
-            super::follow::follow(service, timeline(&args.timeline)?, &mut out).await
+            super::follow::follow(service, timeline(&args.timeline)?, out).await
         }
         Command::Monitor(args) => {
             let report = service
@@ -624,6 +658,7 @@ pub async fn execute(
                     after_event_id: after.map(|a| a.parse()).transpose()?,
                 })
                 .await?;
+            out.found(!report.is_stable, Verdict::Unstable);
             out.print(&report, human::paradox_report)
         }
         Command::Holds {
@@ -730,8 +765,8 @@ pub async fn execute(
                 .await?;
             out.print(&log, human::log)
         }
-        Command::Data(cmd) => super::data::execute(cmd, service, &mut out).await,
-        Command::Access(cmd) => super::access::execute(cmd, service, &mut out).await,
+        Command::Data(cmd) => super::data::execute(cmd, service, out).await,
+        Command::Access(cmd) => super::access::execute(cmd, service, out).await,
     }
 }
 

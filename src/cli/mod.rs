@@ -17,16 +17,28 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use commands::execute;
+pub use output::Verdict;
 
 use crate::engine::Seed;
 use crate::model::{Instant, TimeRange, Window};
+
+/// What the exit status of a command says, for scripts.
+const EXIT_STATUSES: &str = "Exit status: 0 done (and nothing found); 1 the service or store \
+    could not be reached, or `verify` found a bad record; 2 refused, or bad input or settings; \
+    3 `detect-tampering` found tampering; 4 `check` or `stability`: the timeline is or would \
+    be unstable.";
 
 /// chronoscope: a timeline travel service and the terminal dashboard that drives it.
 ///
 /// Without a subcommand, opens the dashboard on the embedded engine (a SQLite file in the data
 /// directory, seeded with the demo world on first run), or on a server with --remote.
 #[derive(Debug, Parser)]
-#[command(name = "chronoscope", version, propagate_version = true)]
+#[command(
+    name = "chronoscope",
+    version,
+    propagate_version = true,
+    after_help = EXIT_STATUSES
+)]
 pub struct Cli {
     /// Flags every subcommand shares.
     #[command(flatten)]
@@ -276,11 +288,11 @@ pub enum Command {
     },
     /// List your journeys
     Journeys(PageArgs),
-    /// Check proposed changes to a timeline for paradoxes (nothing is written)
+    /// Check proposed changes to a timeline for paradoxes (nothing is written; exit status 4 when it would be unstable)
     Check(CheckArgs),
     /// Scan a timeline for anomalies
     Monitor(MonitorArgs),
-    /// Check a timeline as it stands for paradoxes, optionally only after an event
+    /// Check a timeline as it stands for paradoxes, optionally only after an event (exit status 4 when it is unstable)
     Stability {
         /// Timeline id
         #[arg(default_value = "primary")]
@@ -346,7 +358,7 @@ pub enum Command {
         page: PageArgs,
     },
     /// Check the stored log's hash chain and say whether anything bearing on a timeline was
-    /// altered (records changed, deleted or cut off; another log key)
+    /// altered (records changed, deleted or cut off; another log key); exit status 3 when it was
     DetectTampering {
         /// Timeline id
         timeline: String,
@@ -1075,9 +1087,12 @@ pub struct TravelArgs {
     /// With --to-time: the place you arrive at
     #[arg(long, requires = "to_time")]
     pub location: Option<String>,
-    /// An item to carry (repeat for several); items not listed stay behind
+    /// An item to carry (repeat for several); without any, everything you carry comes along (as for jump, return and switch)
     #[arg(long = "item")]
     pub items: Vec<String>,
+    /// Carry nothing: every item you carry stays behind
+    #[arg(long, conflicts_with = "items")]
+    pub travel_light: bool,
 }
 
 /// `jump`.

@@ -6,16 +6,53 @@ use serde::Serialize;
 
 use crate::error::ServiceError;
 
+/// What a command found, beyond having run: each has its own exit status, so a script can
+/// test it without reading the output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verdict {
+    /// Done, nothing found (exit status 0).
+    #[default]
+    Done,
+    /// `detect-tampering` found records changed, deleted or cut off (exit status 3).
+    Tampered,
+    /// `check` or `stability`: the timeline is, or would be, unstable (exit status 4).
+    Unstable,
+}
+
+impl Verdict {
+    /// The process's exit status for it.
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Self::Done => 0,
+            Self::Tampered => 3,
+            Self::Unstable => 4,
+        }
+    }
+}
+
 /// Where results go, and in which form.
 pub struct Output<'a> {
     out: &'a mut dyn Write,
     json: bool,
+    /// What the command found, for the exit status.
+    pub verdict: Verdict,
 }
 
 impl<'a> Output<'a> {
     /// Prints to `out`, as JSON when `json`.
     pub fn new(out: &'a mut dyn Write, json: bool) -> Self {
-        Self { out, json }
+        Self {
+            out,
+            json,
+            verdict: Verdict::Done,
+        }
+    }
+
+    /// The command found `verdict` when `found`.
+    pub fn found(&mut self, found: bool, verdict: Verdict) {
+        if found {
+            self.verdict = verdict;
+        }
     }
 
     /// Prints `value` as pretty JSON or through its human formatter.
@@ -67,7 +104,9 @@ impl Output<'_> {
 pub mod human {
     use std::fmt::Write;
 
-    use crate::model::{Anchor, AnchorStatus, Item, Journey, Whereabouts, format_instant};
+    use crate::model::{
+        Anchor, AnchorStatus, Item, Journey, JourneyKind, Whereabouts, format_instant,
+    };
     use crate::service::{
         ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge,
         MergeResult, MonitorReport, Page, ParadoxReport, RevertResult, Schedule, Script, Switched,
@@ -118,11 +157,22 @@ pub mod human {
     /// `whoami`.
     pub fn whoami(me: &TravellerStatus) -> String {
         let mut s = format!(
-            "you are {}{}\nin timeline {} at {}\n",
+            "you are {}{}\nin timeline {} at {}{}\n",
             me.traveller,
-            if me.operator { " (operator)" } else { "" },
+            if me.operator {
+                " (operator)"
+            } else if me.read_only_token {
+                " (your token allows reading only)"
+            } else {
+                ""
+            },
             me.timeline_id,
-            format_instant(&me.time)
+            me.time.format("%Y-%m-%dT%H:%M:%SZ"),
+            if me.position.paused {
+                ", your clock paused (resume lets it run)"
+            } else {
+                ""
+            }
         );
         if let Some(r) = &me.restriction {
             let _ = writeln!(
@@ -342,8 +392,15 @@ pub mod human {
 
     /// What `detect-tampering` found: the sentence, then each finding.
     pub fn tampering(r: &TamperReport) -> String {
-        let mut s = format!("{}\n", r.details);
-        for f in &r.findings {
+        let headline = if r.tampering_detected {
+            "TAMPERED: "
+        } else {
+            ""
+        };
+        let mut s = format!("{headline}{}\n", r.details);
+        // A single finding is the details already: not said twice.
+        let said = matches!(r.findings.as_slice(), [f] if r.details.contains(&f.reason));
+        for f in r.findings.iter().filter(|_| !said) {
             let _ = writeln!(s, "  record {}: {}", f.seq, f.reason);
         }
         if r.recorded_seq.is_none() {
@@ -566,8 +623,17 @@ pub mod human {
             .items
             .iter()
             .map(|j| {
+                // The kind as the JSON says it (fast_forward, rewind, switch, …).
+                let kind = j
+                    .kind
+                    .unwrap_or_else(|| JourneyKind::derived(j.anchor.as_ref()));
+                let kind = serde_json::to_value(kind).ok();
                 vec![
                     j.id.to_string(),
+                    kind.as_ref()
+                        .and_then(|k| k.as_str())
+                        .unwrap_or("?")
+                        .to_owned(),
                     j.from_timeline.to_string(),
                     j.to_timeline.to_string(),
                     format_instant(&j.arrival_time),
@@ -577,7 +643,7 @@ pub mod human {
             .collect();
         more(
             page,
-            table(&["JOURNEY", "FROM", "TO", "ARRIVAL", "ITEMS"], rows),
+            table(&["JOURNEY", "KIND", "FROM", "TO", "ARRIVAL", "ITEMS"], rows),
         )
     }
 
@@ -591,6 +657,18 @@ pub mod human {
             let _ = writeln!(s, "  {}: {}", p.kind.as_str(), p.description);
         }
         s
+    }
+
+    /// The data entries a merge copies (`what`: "copied", "to copy"), one line with their ids;
+    /// nothing when there are none.
+    fn data_entries(out: &mut String, ids: &[crate::model::DataId], what: &str) {
+        if ids.is_empty() {
+            return;
+        }
+        let listed: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let n = ids.len();
+        let entries = if n == 1 { "entry" } else { "entries" };
+        let _ = writeln!(out, "  {n} data {entries} {what}: {}", listed.join(", "));
     }
 
     /// Whether a significant event holds.
@@ -665,6 +743,7 @@ pub mod human {
                 r.status, r.merged_timeline_id
             ),
         };
+        data_entries(&mut out, &r.data_entries, "copied");
         written_and_added(&mut out, &r.written, &r.paradoxes);
         out
     }
@@ -730,6 +809,7 @@ pub mod human {
             d.base_timeline_id,
             d.lines.len()
         );
+        data_entries(&mut out, &d.data_entries, "to copy");
         let side = |e: &Option<EventRecord>| {
             e.as_ref().map_or("-".to_owned(), |e| {
                 format!("{} @ {}", e.description, format_instant(&e.time))

@@ -67,7 +67,7 @@ pub fn isolate(
         if let Some(other) = state.isolated.get(&event.lineage) {
             return Err(ServiceError::Conflict(format!(
                 "event '{}' is already isolated by '{other}'; lift that isolation first \
-                 (DELETE /v1/isolations/{other})",
+                 (`chronoscope events lift {other}`)",
                 event.id
             )));
         }

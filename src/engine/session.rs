@@ -516,6 +516,7 @@ impl TimelineService for EngineSession {
                 .then(|| world.restrictions.get(&self.traveller))
                 .flatten()
                 .map(|r| (**r).clone()),
+            read_only_token: !self.may_write,
         })
     }
 
@@ -1369,7 +1370,11 @@ impl TimelineService for EngineSession {
             let keyed = world
                 .merges
                 .values()
-                .map(|m| (m.merge_id.to_string(), (**m).clone()))
+                // Oldest first, as documented (ids of the demo's merges are not in time order).
+                .map(|m| {
+                    let key = format!("{}|{}", m.at.format("%Y%m%dT%H%M%S%.9f"), m.merge_id);
+                    (key, (**m).clone())
+                })
                 .collect();
             paginate(keyed, &page)
         })
@@ -1788,7 +1793,13 @@ impl EngineSession {
             timeline_id: id.clone(),
             access_control: world.acls.get(id).map(|a| (**a).clone()),
             your_right: access::right_of(world, ctx.traveller, self.admin, id)
-                .unwrap_or(Right::Read),
+                .unwrap_or(Right::Read)
+                .min(if self.may_write {
+                    Right::Admin
+                } else {
+                    Right::Read
+                }),
+            read_only_token: !self.may_write,
         }
     }
 }

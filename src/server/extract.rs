@@ -84,11 +84,9 @@ impl FromRequestParts<AppState> for Caller {
             state
                 .sessions
                 .note_refusal(timeline, auth.traveller.as_str(), &operation);
-            return Err(Problem::from_error(ServiceError::Forbidden(format!(
-                "{} {} needs the '{needed}' scope; this token grants '{}'",
-                parts.method,
-                parts.uri.path(),
-                auth.scopes.to_claim()
+            return Err(Problem::from_error(ServiceError::Forbidden(scope_refusal(
+                &auth.scopes,
+                needed,
             ))));
         }
         if let Err(retry_after_secs) = state.limiter.check(&auth.traveller.as_str().to_owned()) {
@@ -105,6 +103,28 @@ impl FromRequestParts<AppState> for Caller {
             scopes: auth.scopes,
         })
     }
+}
+
+/// Why a token with `granted` may not do what needs `needed`, in words (no method or path:
+/// the caller knows what they asked, and a dashboard shows this to a person).
+fn scope_refusal(granted: &crate::auth::Scopes, needed: Scope) -> String {
+    let allows = if granted.allows(Scope::Write) {
+        "reading and changing timelines"
+    } else if granted.allows(Scope::Read) {
+        "reading"
+    } else {
+        "nothing"
+    };
+    let what = match needed {
+        Scope::Admin => "this is for operators",
+        Scope::Write => "this makes a change",
+        Scope::Read => "this reads",
+    };
+    format!(
+        "your token only allows {allows} (scope '{}'), and {what}: ask whoever issues your \
+         tokens for one with the '{needed}' scope",
+        granted.to_claim()
+    )
 }
 
 /// What the access log records of a request refused before a session saw it: the timeline

@@ -194,8 +194,13 @@ pub struct AccessControlView {
     pub timeline_id: TimelineId,
     /// Its list (`None`: open to every traveller, its creator acting as its admin).
     pub access_control: Option<AccessControl>,
-    /// The caller's highest right on it: `read`, `write` or `admin`.
+    /// The caller's highest right on it: `read`, `write` or `admin`, capped at `read` when
+    /// their token allows reading only.
     pub your_right: Right,
+    /// Whether the caller's token allows reading only (no `write` scope), which caps
+    /// `your_right` at `read`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only_token: bool,
 }
 
 /// `access-logs` (guide operations §5.3).

@@ -69,6 +69,10 @@ pub struct TravellerStatus {
     /// The restriction an operator put on the traveller, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restriction: Option<crate::service::Restriction>,
+    /// Whether the caller's token allows reading only (no `write` scope): every change they
+    /// ask for is refused, whatever the access-control lists say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only_token: bool,
 }
 
 /// A timeline as responses show it.

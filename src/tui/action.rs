@@ -86,6 +86,7 @@ actions! {
     Anchors = "anchors",
     Diff = "diff",
     Merge = "merge",
+    Review = "review",
     Isolate = "isolate",
     CorrectDissonance = "correct_dissonance",
     AccessControl = "access",

@@ -31,6 +31,9 @@ pub enum Connection {
     Unusable(String),
     /// The server answers but refuses the token (expired, or signed with another secret).
     TokenRefused(String),
+    /// An operator restricted you to `no_access`: the service answers who you are (and why),
+    /// and refuses everything else, so nothing on screen is updated.
+    Restricted(String),
 }
 
 impl Connection {
@@ -42,6 +45,7 @@ impl Connection {
             Connection::Disconnected(_) => Some("the service does not answer"),
             Connection::Unusable(_) => Some("the server cannot be used as configured"),
             Connection::TokenRefused(_) => Some("the server refuses the token"),
+            Connection::Restricted(_) => Some("an operator restricted you to no_access"),
         }
     }
 
@@ -72,6 +76,11 @@ impl Connection {
                 "✗ The server refused the token: {}. Nothing on screen is updated; start the \
                  dashboard again with a valid token (--token or CHRONOSCOPE_TOKEN).",
                 why.trim_end_matches('.')
+            )),
+            Connection::Restricted(why) => Some(format!(
+                "✗ {} Nothing on screen is updated: what it shows is from before. Ask an \
+                 operator to lift the restriction; the dashboard goes on when they do.",
+                sentence(why)
             )),
         }
     }
@@ -218,6 +227,10 @@ impl Header<'_> {
                     Span::styled(" ✗ token refused — not updating ", p.error)
                 }
                 (Connection::TokenRefused(_), true) => Span::styled(" ✗ token refused ", p.error),
+                (Connection::Restricted(_), false) => {
+                    Span::styled(" ✗ restricted — not updating ", p.error)
+                }
+                (Connection::Restricted(_), true) => Span::styled(" ✗ restricted ", p.error),
             });
             // How the monitor learns of changes: pushed, or polled when there is no stream.
             // Not said while calls fail: a stream opened earlier may still push, but nothing
@@ -238,10 +251,14 @@ impl Header<'_> {
                 (Link::Off | Link::Connecting, _) => {}
             }
             if let Some((w, place)) = &self.whoami {
+                spans.push(Span::styled(format!(" {}", w.traveller), p.text));
+                // What you may not do, said by your name: a token that only reads, a restriction.
+                if let Some(limit) = limits(w, compact) {
+                    spans.push(Span::styled(limit, p.warn));
+                }
                 spans.push(Span::styled(
                     format!(
-                        " {} @ {} {} ",
-                        w.traveller,
+                        " @ {} {} ",
                         widgets::ellipsize(place, room),
                         fmt_time(&w.time)
                     ),
@@ -252,7 +269,7 @@ impl Header<'_> {
                     spans.push(Span::styled("⏸ paused ", p.warn));
                 }
             }
-            if let Some(at) = self.last_refresh {
+            if let Some(at) = self.last_refresh.filter(|_| answering) {
                 let label = if compact { "↻" } else { "refreshed" };
                 spans.push(Span::styled(
                     format!(" {label} {} ", at.format("%H:%M:%S")),
@@ -289,6 +306,24 @@ impl Header<'_> {
             );
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    }
+}
+
+/// What the header says by your name when you may not change things: your token allows
+/// reading only, or an operator restricted you (operators are never either).
+fn limits(w: &TravellerStatus, compact: bool) -> Option<String> {
+    let restricted = w
+        .restriction
+        .as_ref()
+        .map(|r| r.level)
+        .filter(|l| *l != crate::service::RestrictionLevel::Unrestricted);
+    match (w.read_only_token, restricted, compact) {
+        _ if w.operator => None,
+        (_, Some(level), false) => Some(format!(" (restricted: {})", level.as_str())),
+        (_, Some(_), true) => Some(" ⊘".into()),
+        (true, None, false) => Some(" (read-only token)".into()),
+        (true, None, true) => Some(" ro".into()),
+        (false, None, _) => None,
     }
 }
 
@@ -455,6 +490,7 @@ mod tests {
             },
             operator: false,
             restriction: None,
+            read_only_token: false,
         };
         let header = Header {
             palette: &p,

@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 use super::effect::{Call, Effect};
 use super::forms::FormKind;
 use super::theme::Palette;
-use super::widgets::{Form, centered, modal};
+use super::widgets::{Form, centered, fmt_time, modal};
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
     DissonanceRequest, EventRecord, IsolateRequest, IsolationType, ManipulateRequest, MergeRequest,
@@ -31,8 +31,9 @@ pub enum Confirm {
     DeleteAnchor(AnchorId, String),
     /// Isolate an event and the causal loop it lies on.
     Isolate(TimelineId, EventRecord),
-    /// Move an event that happens before one of its causes to just after it.
-    Align(TimelineId, EventRecord),
+    /// Move an event that happens before one of its causes to just after it; its latest cause,
+    /// once known (the question then says where the event goes).
+    Align(TimelineId, EventRecord, Option<Box<EventRecord>>),
     /// The safety check refused a change: make it anyway?
     ApplyAnyway {
         /// The change, sent again without the check on yes.
@@ -91,14 +92,9 @@ impl Confirm {
                     e.description, e.event_id
                 ),
             ),
-            Confirm::Align(_, e) => (
-                "Correct dissonance",
-                format!(
-                    "Move {} ({}) to one second after its latest cause, if it happens before one? \
-                     A move that would leave a paradox is refused.",
-                    e.description, e.event_id
-                ),
-            ),
+            Confirm::Align(_, e, cause) => {
+                ("Correct dissonance", align_question(e, cause.as_deref()))
+            }
             Confirm::ApplyAnyway { why, .. } => (
                 "Paradox",
                 format!("{why}\n\nApply it anyway? (n keeps it unmade)"),
@@ -177,7 +173,7 @@ impl Confirm {
                     timeline_id: Some(timeline),
                 }))])
             }
-            Confirm::Align(timeline, event) => Answer::Closed(vec![Effect::Call(Call::Align(
+            Confirm::Align(timeline, event, _) => Answer::Closed(vec![Effect::Call(Call::Align(
                 DissonanceRequest {
                     timeline_id: timeline,
                     conflicting_events: vec![event.event_id],
@@ -203,6 +199,33 @@ impl Confirm {
                 }
             }
         }
+    }
+}
+
+/// The correct-dissonance question: where the event goes (one second after its latest cause,
+/// named with its time) or that it is after its causes already; while the causes are looked
+/// up, the rule alone.
+fn align_question(e: &EventRecord, cause: Option<&EventRecord>) -> String {
+    let what = format!("{} ({})", e.description, e.event_id);
+    let refused = "A move that would leave a paradox is refused.";
+    match cause {
+        Some(c) if e.time <= c.time => format!(
+            "Move {what} from {} to {}, one second after its latest cause, {} ({})? {refused}",
+            fmt_time(&e.time),
+            fmt_time(&(c.time + chrono::TimeDelta::seconds(1))),
+            c.description,
+            fmt_time(&c.time)
+        ),
+        Some(c) => format!(
+            "{what} happens after its latest cause already ({}, {}): nothing to move. Ask \
+             anyway?",
+            c.description,
+            fmt_time(&c.time)
+        ),
+        None => format!(
+            "Move {what} to one second after its latest cause, if it happens before one (its \
+             causes are being looked up)? {refused}"
+        ),
     }
 }
 

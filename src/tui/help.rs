@@ -96,8 +96,9 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             key(Action::Merge)
         ),
         format!(
-            "Merge review (r in {}): a keep A, b keep B, c Custom Merge (a form).",
-            key(Action::Merge)
+            "Merge review ({} on a timeline marked ⇄, or r in its diff): a keep A, b keep B, c \
+             Custom Merge (a form).",
+            key(Action::Review)
         ),
         format!(
             "ro after a timeline's name: you may read it, not write it (ask its admins; {} \
@@ -117,10 +118,35 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
         "In forms: tab next field, enter submit, esc cancel.".to_owned(),
         "ctrl-c quits from anywhere.".to_owned(),
     ];
+    // Each note whole, wrapped at word boundaries to the width (the scroll counts its lines).
+    let width = usize::from(width.max(20));
     for note in notes {
-        out.push(Line::from(Span::styled(note, palette.dim)));
+        out.extend(
+            word_lines(&note, width)
+                .into_iter()
+                .map(|line| Line::from(Span::styled(line, palette.dim))),
+        );
     }
     out
+}
+
+/// `text` cut into lines of at most `width` characters at spaces (a longer word is a line of
+/// its own), the lines after the first indented by two.
+fn word_lines(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let Some(line) = lines.last_mut() else { break };
+        let used = line.chars().count();
+        if used > 2 && used + 1 + word.chars().count() > width {
+            lines.push(format!("  {word}"));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
 }
 
 /// Draws the help modal, scrolled by `scroll` lines; the scroll is kept where the last line

@@ -133,6 +133,18 @@ impl Follower {
         }
     }
 
+    /// Opens a lost stream again now rather than after its pause (the server is back, or a
+    /// restriction that refused it was lifted); nothing when the stream is not lost.
+    pub fn reopen(&mut self, service: &Arc<dyn TimelineService>, tx: &UnboundedSender<Msg>) {
+        if matches!(self.link, Link::Polling(_))
+            && let Some(task) = self.task.take()
+        {
+            task.abort();
+            let timeline = self.timeline.clone();
+            self.follow(service, timeline, tx);
+        }
+    }
+
     /// Whether changes are pushed now (the tick need not poll the monitor).
     pub fn is_live(&self) -> bool {
         self.link == Link::Live

@@ -86,6 +86,20 @@ pub struct Side {
     pub name: String,
     /// How it is related to the selected one (`parent`, `ancestor`, `branch`, `descendant`).
     pub relation: &'static str,
+    /// How many merges into it wait for review (its ⇄ mark).
+    pub pending: usize,
+}
+
+impl Side {
+    /// `t` as a side, related as `relation`.
+    pub fn of(t: &TimelineInfo, relation: &'static str) -> Self {
+        Self {
+            id: t.id.clone(),
+            name: t.name.clone(),
+            relation,
+            pending: t.pending_merges,
+        }
+    }
 }
 
 /// The timelines on `source`'s line of descent: its ancestors (parent first), then its
@@ -96,10 +110,14 @@ pub fn relatives(all: &[TimelineInfo], source: &TimelineId) -> Vec<Side> {
             .find(|t| &t.id == id)
             .and_then(|t| t.parent.clone())
     };
-    let name_of = |id: &TimelineId| {
-        all.iter()
-            .find(|t| &t.id == id)
-            .map_or_else(|| id.to_string(), |t| t.name.clone())
+    let side_of = |id: &TimelineId, relation| match all.iter().find(|t| &t.id == id) {
+        Some(t) => Side::of(t, relation),
+        None => Side {
+            id: id.clone(),
+            name: id.to_string(),
+            relation,
+            pending: 0,
+        },
     };
     let mut out = Vec::new();
     let mut seen = HashSet::from([source.clone()]);
@@ -108,11 +126,10 @@ pub fn relatives(all: &[TimelineInfo], source: &TimelineId) -> Vec<Side> {
         if !seen.insert(parent.clone()) {
             break; // a parent cycle
         }
-        out.push(Side {
-            name: name_of(&parent),
-            relation: if out.is_empty() { "parent" } else { "ancestor" },
-            id: parent.clone(),
-        });
+        out.push(side_of(
+            &parent,
+            if out.is_empty() { "parent" } else { "ancestor" },
+        ));
         at = parent;
     }
     // A descendant: `source` is on its way up (cycles end the walk).
@@ -138,15 +155,17 @@ pub fn relatives(all: &[TimelineInfo], source: &TimelineId) -> Vec<Side> {
             continue;
         }
         if let Some(depth) = depth_under(t) {
-            out.push(Side {
-                id: t.id.clone(),
-                name: t.name.clone(),
-                relation: if depth == 1 { "branch" } else { "descendant" },
-            });
+            out.push(Side::of(
+                t,
+                if depth == 1 { "branch" } else { "descendant" },
+            ));
         }
     }
     out
 }
+
+/// The question a merge or a resolution the safety check refused asks.
+const APPLY_ANYWAY: &str = "It would add paradoxes. Apply it anyway? (n keeps it unmade)";
 
 /// A merge the safety check refused, waiting for "apply anyway?".
 #[derive(Clone, Debug)]
@@ -246,12 +265,33 @@ impl MergeWizard {
                 }
             ));
         }
-        let side = Side {
-            id: source.id.clone(),
-            name: source.name.clone(),
-            relation: "selected",
-        };
-        Ok(Self::new(side, sides, diff_only))
+        Ok(Self::new(Side::of(source, "selected"), sides, diff_only))
+    }
+
+    /// The review of the merges waiting for review into `destination` (marked ⇄), and the
+    /// call that asks for it; `None` when none waits.
+    pub fn review_into(destination: &TimelineInfo) -> Option<(Self, Outcome)> {
+        if destination.pending_merges == 0 {
+            return None;
+        }
+        let side = Side::of(destination, "selected");
+        let mut wizard = Self::new(side.clone(), Vec::new(), true);
+        wizard.destination = Some(side);
+        let asked = wizard.ask_review(None);
+        Some((wizard, asked))
+    }
+
+    /// Whether it was opened on the destination to review what waits there (no diff, no
+    /// merge of its own: `r` on a timeline marked ⇄).
+    fn reviewing_only(&self) -> bool {
+        self.destination
+            .as_ref()
+            .is_some_and(|d| d.id == self.source.id)
+    }
+
+    /// Whether merges into side B wait for review (`r` reviews them).
+    fn pending_into(&self) -> bool {
+        self.destination.as_ref().is_some_and(|d| d.pending > 0)
     }
 
     /// The strategy chosen.
@@ -491,8 +531,10 @@ impl MergeWizard {
                     self.line_cursor.step(1, len);
                 } else if back {
                     self.back_to_sides();
-                } else if code == KeyCode::Char('r') && !self.diff_only {
+                } else if code == KeyCode::Char('r') && self.pending_into() {
                     return self.ask_review(None);
+                } else if code == KeyCode::Char('r') {
+                    self.refusal = Some("No merge into B waits for review.".into());
                 } else if matches!(code, KeyCode::Tab | KeyCode::BackTab) {
                     if let Some(destination) = self.destination.take() {
                         let source = std::mem::replace(&mut self.source, destination);
@@ -633,10 +675,17 @@ impl MergeWizard {
     }
 
     fn title(&self) -> String {
-        let b = self
-            .destination
-            .as_ref()
-            .map_or_else(|| "…".to_owned(), |d| d.name.clone());
+        let Some(b) = self.destination.as_ref().map(|d| d.name.clone()) else {
+            let (verb, what) = if self.diff_only {
+                ("Diff", "against")
+            } else {
+                ("Merge", "into")
+            };
+            return format!("{verb} {} {what} … (choose B)", self.source.name);
+        };
+        if self.reviewing_only() {
+            return format!("Review the merges waiting into {b}");
+        }
         if self.diff_only {
             format!("Diff {} against {b}", self.source.name)
         } else {
@@ -669,10 +718,12 @@ impl MergeWizard {
         ])
         .areas(inner);
         let mut bar = Vec::new();
-        let shown: &[(MergeStep, &str)] = if self.diff_only {
-            &MergeStep::ALL[..2]
+        let shown: &[(MergeStep, &str)] = if self.reviewing_only() {
+            &MergeStep::ALL[5..]
         } else if self.step == MergeStep::Review {
             &MergeStep::ALL
+        } else if self.diff_only {
+            &MergeStep::ALL[..2]
         } else {
             &MergeStep::ALL[..5]
         };
@@ -694,12 +745,16 @@ impl MergeWizard {
             _ if self.loading => "working… · esc close",
             _ if self.refused.is_some() => "y apply anyway · n keep it unmade · esc close",
             MergeStep::Sides => "↑↓ choose the other side · enter diff · esc close",
-            MergeStep::Diff if self.diff_only => {
-                "↑↓ lineage · tab swap sides · ⌫ back · enter / esc close"
-            }
-            MergeStep::Diff => {
-                "↑↓ lineage · tab swap · enter strategy · r review pending · ⌫ back · esc close"
-            }
+            MergeStep::Diff => match (self.diff_only, self.pending_into()) {
+                (true, false) => "↑↓ lineage · tab swap sides · ⌫ back · enter / esc close",
+                (true, true) => {
+                    "↑↓ lineage · tab swap · r review pending · ⌫ back · enter / esc close"
+                }
+                (false, false) => "↑↓ lineage · tab swap · enter strategy · ⌫ back · esc close",
+                (false, true) => {
+                    "↑↓ lineage · tab swap · enter strategy · r review pending · ⌫ back · esc close"
+                }
+            },
             MergeStep::Strategy => "↑↓ choose · enter next · ⌫ back · esc close",
             MergeStep::Confirm => "y merge now · ⌫ back · esc close",
             MergeStep::Done
@@ -711,6 +766,9 @@ impl MergeWizard {
                 "r review its conflicts · enter / esc close"
             }
             MergeStep::Done => "enter / esc close",
+            MergeStep::Review if self.reviewing_only() => {
+                "a keep A · b keep B · c custom merge · ↑↓ conflict · esc close"
+            }
             MergeStep::Review => {
                 "a keep A · b keep B · c custom merge · ↑↓ conflict · ⌫ diff · esc close"
             }
@@ -737,7 +795,12 @@ impl MergeWizard {
             MergeStep::Diff => self.render_diff(frame, body, p),
             MergeStep::Review => {
                 let lines = self.review_lines(body.height as usize, body.width as usize, p);
-                frame.render_widget(Paragraph::new(lines), body);
+                // A refusal wraps whole; conflict rows are cut to the width themselves.
+                let text = match self.refused {
+                    Some(_) => Paragraph::new(lines).wrap(Wrap { trim: false }),
+                    None => Paragraph::new(lines),
+                };
+                frame.render_widget(text, body);
                 if let Some(form) = &mut self.form {
                     form.render(frame, area, p);
                 }
@@ -958,16 +1021,14 @@ impl MergeWizard {
             lines.push(Line::from(Span::styled(ellipsize(note, width), p.ok)));
         }
         if let Some(refused) = &self.refused {
+            // The question first, so a long refusal cut at the bottom never hides it.
+            lines.push(Line::from(Span::styled(APPLY_ANYWAY, p.warn)));
             lines.extend(
                 refused
                     .why
                     .lines()
                     .map(|l| Line::from(Span::styled(l.to_owned(), p.error))),
             );
-            lines.push(Line::from(Span::styled(
-                "Apply it anyway? (n keeps it unmade)",
-                p.warn,
-            )));
             return lines;
         }
         let Some(review) = &self.review else {
@@ -1074,18 +1135,15 @@ impl MergeWizard {
                     lines.push(Line::from(format!("weighs    {}", summary_text(diff))));
                 }
                 if let Some(refused) = &self.refused {
+                    // The question first, so a long refusal cut at the bottom never hides it.
                     lines.push(Line::default());
+                    lines.push(Line::from(Span::styled(APPLY_ANYWAY, p.warn)));
                     lines.extend(
                         refused
                             .why
                             .lines()
                             .map(|l| Line::from(Span::styled(l.to_owned(), p.error))),
                     );
-                    lines.push(Line::default());
-                    lines.push(Line::from(Span::styled(
-                        "Apply it anyway? (n keeps it unmade)",
-                        p.warn,
-                    )));
                 } else {
                     lines.push(Line::from(Span::styled(
                         "The merge is checked for paradoxes first: one it would add is named, \
@@ -1385,7 +1443,8 @@ mod tests {
 
     #[test]
     fn a_review_that_failed_to_come_leaves_the_review_step() {
-        let all = tree();
+        let mut all = tree();
+        all[1].pending_merges = 1; // r reviews only what waits
         let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
         w.key(key("enter"));
         w.show_diff(diff(&all[2].id, &all[1].id));
@@ -1404,7 +1463,8 @@ mod tests {
 
     #[test]
     fn a_fixed_point_keeps_its_outcome_and_b_resolves_checked() {
-        let all = tree();
+        let mut all = tree();
+        all[1].pending_merges = 1; // r reviews only what waits
         let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
         w.key(key("enter"));
         w.show_diff(diff(&all[2].id, &all[1].id));

@@ -209,10 +209,16 @@ fn secret() -> chronoscope::auth::Secret {
 
 /// A read-write token for `traveller`, for the servers [`serve_port`] starts.
 pub fn token(traveller: &str) -> String {
+    token_with(traveller, "read write")
+}
+
+/// A token for `traveller` granting `scopes` (`"read"`, `"read write"`, `"admin"`), for the
+/// servers [`serve_port`] starts.
+pub fn token_with(traveller: &str, scopes: &str) -> String {
     chronoscope::auth::issue_token(
         &secret(),
         traveller,
-        &chronoscope::auth::Scopes::parse("read write"),
+        &chronoscope::auth::Scopes::parse(scopes),
         Duration::from_secs(3600),
     )
     .expect("token")

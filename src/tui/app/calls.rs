@@ -27,6 +27,14 @@ use crate::tui::panes::wizard::Verdict;
 
 /// Longest a background call may take before it counts as the service being unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest a change may take: longer than the client's own budget for it (30 s a try, sent
+/// again with the same `Idempotency-Key` up to twice), so the dashboard never gives up on a
+/// change the server may still make, and a person never sends it again as a second change.
+const MUTATION_TIMEOUT: Duration = Duration::from_secs(100);
+const _: () = assert!(
+    MUTATION_TIMEOUT.as_secs() > 3 * crate::client::DEFAULT_REQUEST_TIMEOUT.as_secs(),
+    "a change outlives every try the client makes of it"
+);
 /// Most rows of a list fetched (timelines, journeys, the picture's events), in pages of
 /// [`PageRequest::MAX_LIMIT`].
 const MAX_ROWS: usize = 10_000;
@@ -47,7 +55,12 @@ impl App {
             // A call that panics still answers, as an error: else its slot stays pending and
             // the spinner runs for good.
             let call = AssertUnwindSafe(call).catch_unwind();
-            let result = match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            let limit = if slot == Slot::Mutation {
+                MUTATION_TIMEOUT
+            } else {
+                CALL_TIMEOUT
+            };
+            let result = match tokio::time::timeout(limit, call).await {
                 Ok(Ok(result)) => result,
                 Ok(Err(panic)) => Err(ServiceError::Internal(format!(
                     "the call failed unexpectedly ({})",
@@ -55,7 +68,7 @@ impl App {
                 ))),
                 Err(_) => Err(ServiceError::Unavailable(format!(
                     "no answer within {} s",
-                    CALL_TIMEOUT.as_secs()
+                    limit.as_secs()
                 ))),
             };
             // The receiver is gone only when the dashboard is closing.
@@ -82,6 +95,12 @@ impl App {
         }
         if self.lower == PaneId::Log && (force || !self.pending(Slot::Log)) {
             self.request_log();
+        }
+        if let Some(Modal::Access(screen)) = &self.modal
+            && let Some(call) = screen.refetch()
+            && (force || !self.pending(Slot::Security))
+        {
+            self.call(call);
         }
     }
 
@@ -138,7 +157,10 @@ impl App {
     pub(super) fn request_search(&mut self) {
         let query = match self.search.query() {
             Ok(q) => q,
-            Err(e) => return self.flash_error(e),
+            Err(e) => {
+                self.search.invalid();
+                return self.flash_error(e);
+            }
         };
         let timeline = self
             .timelines
@@ -289,7 +311,7 @@ impl App {
     pub(super) fn call(&mut self, call: Call) {
         let refused = match &call {
             // A new timeline is shared state too: no restricted traveller makes one.
-            Call::Create(_) => self.restricted(),
+            Call::Create(_) => self.restricted().or_else(|| self.read_only_token()),
             _ => self
                 .written_by(&call)
                 .and_then(|(timeline, needed)| self.refusal(&timeline, needed)),

@@ -36,6 +36,9 @@ impl App {
     /// Carries out a user intent.
     pub fn dispatch(&mut self, action: Action) {
         use Action as A;
+        if let Some(why) = self.refused_action(action) {
+            return self.flash_error(why);
+        }
         match action {
             A::Quit => self.quit = true,
             A::Help => self.modal = Some(Modal::Help(0)),
@@ -142,7 +145,11 @@ impl App {
                 self.modal = Some(match action {
                     A::Manipulate => Modal::Form(Box::new(forms::manipulate(timeline, &event))),
                     A::Isolate => Modal::Confirm(Confirm::Isolate(timeline, event)),
-                    A::CorrectDissonance => Modal::Confirm(Confirm::Align(timeline, event)),
+                    A::CorrectDissonance => {
+                        let cause = self.search.latest_cause(&event).map(Box::new);
+                        self.request_causes();
+                        Modal::Confirm(Confirm::Align(timeline, event, cause))
+                    }
                     _ => Modal::Confirm(Confirm::Revert(timeline, event)),
                 });
             }
@@ -218,17 +225,8 @@ impl App {
                     Err(why) => self.flash_error(why),
                 }
             }
-            A::AccessControl => {
-                let Some(t) = self.timelines.selected() else {
-                    return self.flash_error("Select a timeline first.");
-                };
-                let operator = self.whoami.as_ref().is_some_and(|w| w.operator);
-                let me = self.whoami.as_ref().map(|w| w.traveller.clone());
-                let screen = AccessScreen::new(t.id.clone(), t.name.clone(), operator, me);
-                let call = screen.fetch();
-                self.modal = Some(Modal::Access(Box::new(screen)));
-                self.call(call);
-            }
+            A::AccessControl => self.open_access(),
+            A::Review => self.open_review(),
             A::Restrictions => {
                 if self.whoami.as_ref().is_some_and(|w| !w.operator) {
                     return self.flash_error(
@@ -248,6 +246,36 @@ impl App {
                 self.modal = Some(Modal::Integrity(Box::new(screen)));
                 self.call(call);
             }
+        }
+    }
+
+    /// Opens the access screen of the selected timeline and asks for its list.
+    fn open_access(&mut self) {
+        let Some(t) = self.timelines.selected() else {
+            return self.flash_error("Select a timeline first.");
+        };
+        let operator = self.whoami.as_ref().is_some_and(|w| w.operator);
+        let me = self.whoami.as_ref().map(|w| w.traveller.clone());
+        let screen = AccessScreen::new(t.id.clone(), t.name.clone(), operator, me);
+        let call = screen.fetch();
+        self.modal = Some(Modal::Access(Box::new(screen)));
+        self.call(call);
+    }
+
+    /// Opens the review of the merges waiting into the selected timeline (marked ⇄).
+    fn open_review(&mut self) {
+        let Some(t) = self.timelines.selected() else {
+            return self.flash_error("Select a timeline first.");
+        };
+        match MergeWizard::review_into(t) {
+            Some((wizard, asked)) => {
+                self.modal = Some(Modal::Merge(Box::new(wizard)));
+                self.apply_all(asked.effects);
+            }
+            None => self.flash_error(format!(
+                "No merge into {} waits for review (a timeline marked ⇄ has one).",
+                t.name
+            )),
         }
     }
 

@@ -7,8 +7,10 @@ use super::App;
 use crate::error::ServiceError;
 use crate::model::TimelineId;
 use crate::service::{RestrictionLevel, Right};
+use crate::tui::action::Action;
 use crate::tui::confirm::Checked;
 use crate::tui::effect::Call;
+use crate::tui::security::READ_ONLY_TOKEN;
 
 impl App {
     /// Why you may not make a change that needs `needed` on `timeline`, as the footer says it;
@@ -17,7 +19,7 @@ impl App {
         if self.whoami.as_ref().is_some_and(|w| w.operator) {
             return None; // operators have every right, and are never restricted
         }
-        if let Some(why) = self.restricted() {
+        if let Some(why) = self.restricted().or_else(|| self.read_only_token()) {
             return Some(why);
         }
         let right = self.timelines.right_of(timeline);
@@ -55,6 +57,42 @@ impl App {
             }
             .explain()
         })
+    }
+
+    /// Why your token keeps you from changing anything, if it allows reading only (operators'
+    /// tokens allow everything).
+    pub(super) fn read_only_token(&self) -> Option<String> {
+        self.whoami
+            .as_ref()
+            .is_some_and(|w| w.read_only_token && !w.operator)
+            .then(|| READ_ONLY_TOKEN.to_owned())
+    }
+
+    /// Why `action` is refused before it opens anything, if it makes a change your token or an
+    /// operator's restriction does not allow (its form would only lead to a refusal).
+    pub(super) fn refused_action(&self, action: Action) -> Option<String> {
+        use Action as A;
+        match action {
+            // Shared state: no restricted traveller changes it either.
+            A::NewTimeline
+            | A::ParallelTimeline
+            | A::DeleteTimeline
+            | A::AddEvent
+            | A::Manipulate
+            | A::Revert
+            | A::Isolate
+            | A::CorrectDissonance
+            | A::Merge => self.restricted().or_else(|| self.read_only_token()),
+            // Your own journeys, anchors, items and clock (some restrictions allow them).
+            A::SetAnchor
+            | A::Travel
+            | A::ReturnToAnchor
+            | A::RegisterItem
+            | A::PauseResume
+            | A::FastForward
+            | A::Rewind => self.read_only_token(),
+            _ => None,
+        }
     }
 
     /// The timeline a call changes and the right it needs there, for the calls that change

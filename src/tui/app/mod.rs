@@ -286,6 +286,13 @@ impl App {
         }
     }
 
+    /// Opens the followed stream again now if it was lost, if pushes are on.
+    fn reopen_stream(&mut self) {
+        if self.push {
+            self.follower.reopen(&self.service, &self.tx);
+        }
+    }
+
     fn on_tick(&mut self) {
         self.flash = self.flash.take().and_then(Flash::aged);
         if self.follower.is_live() && !self.monitor.frozen && self.monitor.status.is_some() {

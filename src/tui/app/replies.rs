@@ -16,33 +16,7 @@ use crate::tui::widgets::fmt_time;
 impl App {
     /// The answer of a call that is still the newest of its `slot`.
     pub(super) fn on_answer(&mut self, slot: Slot, result: Result<Reply, ServiceError>) {
-        match &result {
-            Err(e @ ServiceError::Unavailable(why)) => {
-                self.connection = if crate::client::is_lasting(e) {
-                    Connection::Unusable(why.clone())
-                } else {
-                    Connection::Disconnected(why.clone())
-                };
-            }
-            Err(ServiceError::Unauthorized(why)) => {
-                self.connection = Connection::TokenRefused(why.clone());
-            }
-            Ok(_) => {
-                if !matches!(
-                    self.connection,
-                    Connection::Connected | Connection::Connecting
-                ) {
-                    self.flash_info("Reconnected.");
-                }
-                self.connection = Connection::Connected;
-            }
-            // Any other answer is an answer: the server is there.
-            Err(_) => {
-                if self.connection == Connection::Connecting {
-                    self.connection = Connection::Connected;
-                }
-            }
-        }
+        self.connection_after(&result);
         let pending_form =
             slot == Slot::Mutation && self.modal.as_ref().is_some_and(Modal::pending_form);
         let checked = if slot == Slot::Mutation {
@@ -114,6 +88,46 @@ impl App {
         }
     }
 
+    /// Causes looked up arrived: the detail names them, and a correct-dissonance question
+    /// waiting for them says where the event goes.
+    fn causes_arrived(&mut self, causes: Vec<crate::service::EventRecord>) {
+        self.search.name_causes(causes);
+        if let Some(Modal::Confirm(Confirm::Align(_, event, cause @ None))) = &mut self.modal {
+            *cause = self.search.latest_cause(event).map(Box::new);
+        }
+    }
+
+    /// What an answer says of the connection: the service is gone, refuses the token,
+    /// answers only who you are (restricted to `no_access`), or answers.
+    fn connection_after(&mut self, result: &Result<Reply, ServiceError>) {
+        let next = match result {
+            Err(e @ ServiceError::Unavailable(why)) if crate::client::is_lasting(e) => {
+                Connection::Unusable(why.clone())
+            }
+            Err(ServiceError::Unavailable(why)) => Connection::Disconnected(why.clone()),
+            Err(ServiceError::Unauthorized(why)) => Connection::TokenRefused(why.clone()),
+            Ok(Reply::Whoami(me)) => {
+                no_access(me).map_or(Connection::Connected, Connection::Restricted)
+            }
+            // At no_access only who you are is answered: nothing else lifts it.
+            _ if matches!(self.connection, Connection::Restricted(_)) => self.connection.clone(),
+            Ok(_) => Connection::Connected,
+            // Any other answer is an answer: the server is there.
+            Err(_) if self.connection == Connection::Connecting => Connection::Connected,
+            Err(_) => return,
+        };
+        if next == Connection::Connected && self.connection != Connection::Connected {
+            match self.connection {
+                Connection::Connecting => {}
+                Connection::Restricted(_) => self.flash_info("Your restriction was lifted."),
+                _ => self.flash_info("Reconnected."),
+            }
+            // A stream lost meanwhile is opened again now, not after its pause.
+            self.reopen_stream();
+        }
+        self.connection = next;
+    }
+
     /// An error the user should see, unless the header already says it; a wizard waiting on
     /// the call stops waiting.
     fn on_error(&mut self, slot: Slot, e: ServiceError) {
@@ -125,12 +139,14 @@ impl App {
         }
         // The header and its banner already say the service is gone or refuses the token;
         // don't repeat it every tick.
-        if slot.is_background()
-            && matches!(
-                e,
-                ServiceError::Unavailable(_) | ServiceError::Unauthorized(_)
-            )
-        {
+        let said = match e {
+            ServiceError::Unavailable(_) | ServiceError::Unauthorized(_) => true,
+            ServiceError::TravelRestricted { .. } => {
+                matches!(self.connection, Connection::Restricted(_))
+            }
+            _ => false,
+        };
+        if slot.is_background() && said {
             return;
         }
         // A timeline we knew is unknown now: deleted elsewhere, which is news, not an error of
@@ -163,6 +179,7 @@ impl App {
     fn on_reply(&mut self, reply: Reply) {
         match reply {
             Reply::Whoami(status) => {
+                self.timelines.me = Some(status.traveller.clone());
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }
@@ -226,7 +243,7 @@ impl App {
                     self.search.mark_troubled(&report);
                 }
             }
-            Reply::Causes(causes) => self.search.name_causes(causes),
+            Reply::Causes(causes) => self.causes_arrived(causes),
             Reply::Monitor(report) => {
                 self.search.mark_troubled(&report);
                 if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
@@ -555,4 +572,18 @@ impl App {
         self.request_timelines();
         self.refresh_picture();
     }
+}
+
+/// Why you see nothing new, when an operator restricted you to `no_access` (operators are
+/// never restricted).
+fn no_access(me: &crate::service::TravellerStatus) -> Option<String> {
+    let r = me.restriction.as_ref().filter(|_| !me.operator)?;
+    (r.level == RestrictionLevel::NoAccess).then(|| {
+        format!(
+            "An operator ({}) restricted you to no_access at {}: the service answers nothing but \
+             who you are",
+            r.set_by,
+            fmt_time(&r.at)
+        )
+    })
 }

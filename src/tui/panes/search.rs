@@ -97,6 +97,16 @@ impl SearchPane {
         }
     }
 
+    /// The latest of `event`'s causes that the results or earlier look-ups name, if any.
+    pub fn latest_cause(&self, event: &EventRecord) -> Option<EventRecord> {
+        event
+            .causes
+            .iter()
+            .filter_map(|c| self.result(c).or_else(|| self.causes.get(c)))
+            .max_by_key(|c| c.time)
+            .cloned()
+    }
+
     fn result(&self, id: &EventId) -> Option<&EventRecord> {
         self.results.iter().find(|r| &r.event_id == id)
     }
@@ -128,6 +138,15 @@ impl SearchPane {
         self.troubled.clear();
         self.timeline = None;
         self.causes.clear();
+        self.results.clear();
+        self.cursor = Cursor::default();
+        self.detail = false;
+        self.searched = false;
+    }
+
+    /// The inputs do not parse: the results of an earlier search go, so nothing on screen
+    /// passes for an answer to what is typed now (the title says no count).
+    pub fn invalid(&mut self) {
         self.results.clear();
         self.cursor = Cursor::default();
         self.detail = false;

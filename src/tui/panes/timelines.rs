@@ -14,7 +14,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui_textarea::TextArea;
 
 use super::{Ctx, InputKey};
-use crate::model::{TimelineId, TimelineStatus};
+use crate::model::{TimelineId, TimelineStatus, Traveller};
 use crate::service::{AccessControlView, Right, TimelineInfo};
 use crate::tui::tree::tree_order_of;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
@@ -39,8 +39,10 @@ pub struct TimelinesPane {
     /// Whether a listing has arrived.
     pub loaded: bool,
     /// Your right on each timeline that has an access-control list; the others give every
-    /// traveller read and write.
+    /// traveller read and write, and their creator admin.
     rights: HashMap<TimelineId, Right>,
+    /// Who you are, once known: the creator of a timeline without a list administers it.
+    pub me: Option<Traveller>,
 }
 
 impl TimelinesPane {
@@ -133,9 +135,16 @@ impl TimelinesPane {
             .collect();
     }
 
-    /// Your right on `id`: what its access-control list gives you, write when it has none.
+    /// Your right on `id`: what its access-control list gives you; when it has none, admin
+    /// if you created it, else write (as the service decides).
     pub fn right_of(&self, id: &TimelineId) -> Right {
-        self.rights.get(id).copied().unwrap_or(Right::Write)
+        if let Some(right) = self.rights.get(id) {
+            return *right;
+        }
+        let created = self
+            .get(id)
+            .is_some_and(|t| t.created_by.is_some() && t.created_by == self.me);
+        if created { Right::Admin } else { Right::Write }
     }
 
     /// Whether you may read `id` but not write it.
@@ -447,8 +456,12 @@ fn about(t: &TimelineInfo, read_only: bool) -> Option<String> {
         .then(|| format!("{READ_ONLY_MARK}: you may read it, not write it (ask its admins)"));
     let pending = match t.pending_merges {
         0 => None,
-        1 => Some(format!("{PENDING_MARK} 1 merge waiting for review")),
-        n => Some(format!("{PENDING_MARK} {n} merges waiting for review")),
+        1 => Some(format!(
+            "{PENDING_MARK} 1 merge waiting for review (r reviews it)"
+        )),
+        n => Some(format!(
+            "{PENDING_MARK} {n} merges waiting for review (r reviews them)"
+        )),
     };
     let parts: Vec<String> = [
         read_only,

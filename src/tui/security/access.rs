@@ -21,7 +21,7 @@ use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
 /// The keys, as the bottom line of the screen lists them to an admin.
-const KEYS: &str = "a add a name · x remove it · D remove the list · l access log · esc close";
+const KEYS: &str = "a add a name · x remove it · D remove the list · l log · s reload · esc";
 
 /// The keys, as the bottom line lists them to someone who may not change the lists.
 const READER_KEYS: &str = "↑↓ move · s reload · esc close · changes need the admin right";
@@ -109,6 +109,13 @@ impl AccessScreen {
     /// The call that fetches the list (again).
     pub fn fetch(&self) -> Call {
         Call::AccessControl(self.timeline.clone())
+    }
+
+    /// The call that fetches the list again on a refresh (the tick, ctrl-r), so a list changed
+    /// elsewhere shows; none while a change, a form or a question is open over it.
+    pub fn refetch(&self) -> Option<Call> {
+        let busy = self.loading || self.sent || self.form.is_some() || self.ask.is_some();
+        (!busy).then(|| self.fetch())
     }
 
     /// The list arrived.
@@ -212,6 +219,9 @@ impl AccessScreen {
     fn not_admin(&self) -> Option<String> {
         match self.right() {
             Some(Right::Admin) => None,
+            _ if self.view.as_ref().is_some_and(|v| v.read_only_token) => {
+                Some(super::READ_ONLY_TOKEN.to_owned())
+            }
             None => Some("Wait for the list to arrive.".to_owned()),
             Some(right) => Some(format!(
                 "You may {} {} but not administer it (its lists, its access log): ask its admins.",
@@ -549,9 +559,11 @@ impl AccessScreen {
         }
         if let Some(view) = &self.log {
             // Entries are cut to the width; a reason it could not be read wraps.
+            // Not trimmed: a row without the ✗ mark keeps its two leading spaces, so the
+            // columns line up.
             frame.render_widget(
                 Paragraph::new(log_lines(view, log.height.into(), width, p))
-                    .wrap(Wrap { trim: true }),
+                    .wrap(Wrap { trim: false }),
                 log,
             );
         }
@@ -620,7 +632,9 @@ impl AccessScreen {
                 Span::styled("Your right: ", p.dim),
                 Span::styled(view.your_right.as_str(), style),
             ];
-            if view.your_right == Right::Read {
+            if view.read_only_token {
+                spans.push(Span::styled(" (your token allows reading only)", p.warn));
+            } else if view.your_right == Right::Read {
                 spans.push(Span::styled(" (you may read it, not change it)", p.dim));
             }
             spans
@@ -725,10 +739,27 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
                     p.dim,
                 )));
             } else {
+                // This timeline's entries, then apart those that named no timeline (service-wide,
+                // shown to operators), the newest of each that fit.
+                let (own, service): (Vec<_>, Vec<_>) =
+                    log.logs.iter().partition(|e| e.scope != "service");
+                let service_room = if service.is_empty() {
+                    0
+                } else {
+                    1 + service.len()
+                };
                 let room = height.saturating_sub(2).max(1);
-                let skip = log.logs.len().saturating_sub(room);
-                for entry in &log.logs[skip..] {
-                    lines.push(entry_line(entry, width, p));
+                let own_room = room.saturating_sub(service_room.min(room / 2)).max(1);
+                let skip = own.len().saturating_sub(own_room);
+                lines.extend(own[skip..].iter().map(|e| entry_line(e, width, p)));
+                if !service.is_empty() {
+                    let left = room.saturating_sub(lines.len() + 1).max(1);
+                    lines.push(Line::from(Span::styled(
+                        ellipsize("Service-wide (named no timeline):", width),
+                        p.dim,
+                    )));
+                    let skip = service.len().saturating_sub(left);
+                    lines.extend(service[skip..].iter().map(|e| entry_line(e, width, p)));
                 }
             }
         }
@@ -758,9 +789,6 @@ fn entry_line(e: &AccessLogEntry, width: usize, p: &Palette) -> Line<'static> {
     );
     if !e.durable {
         rest.push_str(" (not yet flushed)");
-    }
-    if e.scope == "service" {
-        rest.push_str(" (service-wide)");
     }
     let (mark, style) = if refused {
         ("✗ ", p.error)
@@ -797,6 +825,7 @@ mod tests {
                 at: t("2026-11-22T10:00:00Z"),
             }),
             your_right: right,
+            read_only_token: false,
         }
     }
 
@@ -913,6 +942,34 @@ mod tests {
         let text = screen(100, 30, |f| s.render(f, f.area(), &p));
         assert!(text.contains("2 entries · 2 attempts refused"), "{text}");
         assert!(text.contains("✗ 2026-11-22 10:00:00 eve"), "{text}");
+        // A row without the mark lines up with a marked one.
+        let column = |who: &str| {
+            text.lines().find(|l| l.contains(who)).and_then(|l| {
+                l.find("2026-11-22 10:00:00")
+                    .map(|b| l[..b].chars().count())
+            })
+        };
+        assert_eq!(column(" ada "), column(" eve "), "{text}");
+        // Entries that named no timeline come apart, under their own heading, after it.
+        let mut service = entry("tom", AccessAction::UnauthorizedAccessAttempt, "refused");
+        service.scope = "service".into();
+        if let Some(LogView {
+            answer: Some(Ok(log)),
+            ..
+        }) = &mut s.log
+        {
+            log.logs.insert(0, service);
+        }
+        let text = screen(100, 30, |f| s.render(f, f.area(), &p));
+        let at = |said: &str| text.find(said).unwrap_or_else(|| panic!("{said}: {text}"));
+        assert!(
+            at(" eve ") < at("Service-wide (named no timeline):"),
+            "{text}"
+        );
+        assert!(
+            at("Service-wide (named no timeline):") < at(" tom "),
+            "{text}"
+        );
         assert!(s.failed(Slot::AccessLog, "Unsupported operation: not yet"));
         let text = screen(100, 30, |f| s.render(f, f.area(), &p));
         assert!(

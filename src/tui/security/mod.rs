@@ -22,6 +22,11 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::theme::Palette;
 use super::widgets::{self, Form, centered, modal};
 
+/// What a traveller whose token allows reading only is told when they ask for a change,
+/// before anything is sent.
+pub const READ_ONLY_TOKEN: &str =
+    "Your token only allows reading: ask whoever issues your tokens for one with the write scope.";
+
 /// What a key did to a form of a security screen.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FormKey {
