@@ -155,12 +155,12 @@ async fn run(
                 })
             }
             TimelineCommand::Export { id, to } => {
-                super::transfer::export(service, &timeline(&id)?, to.as_deref(), &mut out).await
+                super::transfer::export(service, &timeline(&id)?, to.as_deref(), out).await
             }
             TimelineCommand::Import {
                 file,
                 no_safety_check,
-            } => super::transfer::import(service, &file, !no_safety_check, &mut out).await,
+            } => super::transfer::import(service, &file, !no_safety_check, out).await,
             TimelineCommand::Merge {
                 source,
                 destination,
