@@ -118,8 +118,8 @@ fn main() -> ExitCode {
 
 /// What to do after a safety check refused a change for its paradoxes.
 const PARADOX_WAY_ON: &str = "nothing was written. To apply it anyway, run it again without the \
-    safety check (--no-safety-check for a merge or a resolution; without --safety-check \
-    otherwise); to settle a causal loop first, `events isolate` contains it and `events align` \
+    safety check (--no-safety-check for a merge, a resolution or an import; without \
+    --safety-check otherwise); to settle a causal loop first, `events isolate` contains it and `events align` \
     moves an event after its causes.";
 
 /// Whether `--json` (or `CHRONOSCOPE_JSON`) was asked for, when the arguments did not parse.
