@@ -5,8 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-
-mod backups;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use chronoscope::cli::{Cli, Command, Global, ServeArgs, ThemeArg, TokenArgs};
@@ -14,6 +12,8 @@ use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::Traveller;
 use chronoscope::service::TimelineService;
+
+mod backups;
 
 fn main() -> ExitCode {
     install_reporters();
