@@ -1266,3 +1266,38 @@ async fn a_travellers_clock_stops_at_the_last_printable_instant() {
         "{json}"
     );
 }
+
+/// Finding B7 (2026-11-27): a traveller listed under `read` who branches a timeline becomes the
+/// branch's admin, and sits on that one list only, not on `read` as well.
+#[tokio::test]
+async fn the_creator_of_a_branch_sits_under_admin_only() {
+    let fresh = support::Fresh::new().await;
+    let root = fresh.session("root");
+    let name = |n: &str| n.parse::<chronoscope::model::Traveller>().expect("name");
+    root.set_access_control(SetAccessControlRequest {
+        timeline_id: TimelineId::primary(),
+        permissions: Some(Permissions {
+            admin: vec![name("root")],
+            write: vec![],
+            read: vec![name("bob"), name("tom")],
+        }),
+    })
+    .await
+    .expect("list set");
+    let bob = fresh.session("bob");
+    let branch = bob
+        .create_timeline(NewTimeline {
+            base_timeline_id: Some(TimelineId::primary()),
+            ..support::named("Bob's branch")
+        })
+        .await
+        .expect("bob may branch what he may read");
+    let view = root.access_control(&branch.id).await.expect("view");
+    let lists = view
+        .access_control
+        .expect("the branch inherits a list")
+        .permissions;
+    assert_eq!(lists.admin, [name("root"), name("bob")]);
+    assert_eq!(lists.read, [name("tom")], "bob is on one list only");
+    assert!(lists.write.is_empty());
+}

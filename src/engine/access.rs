@@ -284,13 +284,16 @@ pub fn permit(
     Ok(())
 }
 
-/// A branch's list: its base's, with its creator added to `admin` (they made it).
+/// A branch's list: its base's, with its creator moved to `admin` (they made it). A name sits
+/// on one list, as everywhere else: the creator is taken off `read` and `write`.
 pub fn inherited(
     base: &AccessControl,
     branch: &crate::model::Timeline,
 ) -> Option<Arc<AccessControl>> {
     let creator = branch.created_by.clone()?;
     let mut permissions = base.permissions.clone();
+    permissions.read.retain(|name| *name != creator);
+    permissions.write.retain(|name| *name != creator);
     if !permissions.admin.contains(&creator) {
         permissions.admin.push(creator.clone());
     }
