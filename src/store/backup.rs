@@ -46,7 +46,7 @@ const BATCH: u32 = 5_000;
 const BATCH_BYTES: usize = 8 << 20;
 
 /// The first line of a backup.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     /// Always [`FORMAT`].
     pub format: String,
@@ -463,18 +463,7 @@ impl<'k> Reader<'k> {
             lines: BufReader::with_capacity(1 << 20, file),
             line: 0,
             text: String::new(),
-            header: Header {
-                format: String::new(),
-                version: 0,
-                fingerprint: String::new(),
-                chain_from: 0,
-                first: 0,
-                last: 0,
-                head: String::new(),
-                made_at: String::new(),
-                made_by: String::new(),
-                source: String::new(),
-            },
+            header: Header::default(),
             header_line: String::new(),
             previous: key.genesis(),
             next_seq: 1,

@@ -363,10 +363,7 @@ impl Store for PostgresStore {
         .await
         .map_err(fail)?;
         let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
-        sqlx::query("INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (TRUE, $1, $2)")
-            .bind(meta.fingerprint.as_slice())
-            .bind(from)
-            .execute(&mut *lock.tx)
+        insert_chain_row(&mut lock.tx, meta.fingerprint, from)
             .await
             .map_err(fail)?;
         lock.tx.commit().await.map_err(fail)
@@ -418,10 +415,7 @@ impl Store for PostgresStore {
                 .await
                 .map_err(fail)?;
         }
-        sqlx::query("INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (TRUE, $1, $2)")
-            .bind(meta.fingerprint.as_slice())
-            .bind(from)
-            .execute(&mut *lock.tx)
+        insert_chain_row(&mut lock.tx, meta.fingerprint, from)
             .await
             .map_err(fail)?;
         lock.tx.commit().await.map_err(fail)
@@ -658,6 +652,20 @@ async fn insert_moving_head(
     .bind(links)
     .execute(&mut **tx)
     .await
+}
+
+/// The chain record: which key chains the log, and from which record on.
+async fn insert_chain_row(
+    tx: &mut Transaction<'static, Postgres>,
+    fingerprint: Link,
+    from: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (TRUE, $1, $2)")
+        .bind(fingerprint.as_slice())
+        .bind(from)
+        .execute(&mut **tx)
+        .await
+        .map(drop)
 }
 
 /// The bodies and links of `entries`, as the two arrays an append binds.

@@ -477,11 +477,7 @@ pub(super) fn start_chain(
             update.execute((link.as_slice(), seq)).map_err(fail)?;
         }
         let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
-        conn.execute(
-            "INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (1, ?1, ?2)",
-            (meta.fingerprint.as_slice(), from),
-        )
-        .map_err(fail)?;
+        insert_chain_row(conn, &meta, from).map_err(fail)?;
         log.run("COMMIT").map_err(fail)
     };
     let done = chained();
@@ -524,11 +520,7 @@ pub(super) fn restore(
         }
         let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
         conn.execute("DELETE FROM log_chain", []).map_err(fail)?;
-        conn.execute(
-            "INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (1, ?1, ?2)",
-            (meta.fingerprint.as_slice(), from),
-        )
-        .map_err(fail)?;
+        insert_chain_row(conn, &meta, from).map_err(fail)?;
         conn.execute("DELETE FROM snapshot_chunk", [])
             .map_err(fail)?;
         conn.execute("DELETE FROM snapshot", []).map_err(fail)?;
@@ -543,6 +535,14 @@ pub(super) fn restore(
         log.rollback();
     }
     done
+}
+
+/// The chain record: which key chains the log, and from which record on.
+fn insert_chain_row(conn: &Connection, meta: &ChainMeta, from: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO log_chain (id, fingerprint, chain_from) VALUES (1, ?1, ?2)",
+        (meta.fingerprint.as_slice(), from),
+    )
 }
 
 pub(super) fn map_err(path: &Path, action: &str, e: rusqlite::Error) -> StoreError {
