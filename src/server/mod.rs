@@ -234,9 +234,20 @@ impl ServerConfig {
     }
 }
 
-/// What every handler can reach.
+/// What every handler can reach. Every route's handler holds one and is cloned for every
+/// request (as are the layers around it), so a clone is one reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The state behind an [`AppState`].
+pub struct Shared {
     sessions: Arc<dyn Sessions>,
     verifier: Arc<Verifier>,
     limiter: Arc<RateLimiter>,
@@ -371,7 +382,7 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         config.request_timeout,
         config.replica_ca.as_deref(),
     );
-    let state = AppState {
+    let state = AppState(Arc::new(Shared {
         sessions,
         verifier: Arc::clone(&verifier),
         limiter: Arc::new(RateLimiter::new(config.rate_limit)),
@@ -382,7 +393,7 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
             config.max_streams_per_traveller,
             config.max_streams,
         )),
-    };
+    }));
     let router = api
         .fallback(routes::ops::not_found)
         .method_not_allowed_fallback(routes::ops::method_not_allowed)
