@@ -16,7 +16,8 @@
 #   --binary PATH   measure this chronoscope binary (an older build, for a before/after in one
 #                   sitting) instead of building target/release/chronoscope.
 #   --check         exit 1 when a ratio is below its budget (default: only report it).
-#   --summary FILE  also write the three figures (bare get travels, req/s) to FILE, one line.
+#   --summary FILE  also write to FILE, on one line: the three figures (bare get travels, req/s)
+#                   and the two budgets that apply (get travels, % of bare).
 #
 # The regression guard: scripts/load.sh --against REV [--runs N] [--threshold PCT]
 #   builds REV (a commit, tag or branch) from a `git archive` of it under target/against/ (kept,
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
     --against) against="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --threshold) threshold="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -267,7 +268,7 @@ for label in get travels; do
   [ -s "$work/$label.engine" ] && printf '  %-34s %s\n' "  engine during $label" "$(cat "$work/$label.engine")"
 done
 
-[ -n "$summary" ] && echo "$bare $get $travels" >"$summary"
+[ -n "$summary" ] && echo "$bare $get $travels $get_budget $travels_budget" >"$summary"
 
 # Errors make every figure doubtful: always a failure. Budgets fail only with --check.
 if [ -n "$(cat "$work"/*.errors)" ]; then

@@ -54,7 +54,8 @@ for run in $(seq 1 "$runs"); do
   done
 done
 
-# Columns of a run's summary: bare get travels (req/s).
+# Columns of a run's summary (load.sh --summary): bare get travels (req/s), then the get and
+# travels budgets (% of bare) that apply to the store measured.
 # The median of the numbers on stdin, printed with format $1.
 median() {
   sort -n | awk -v f="$1" '{ v[NR] = $1 } END {
@@ -64,12 +65,7 @@ column() { local side="$1" col="$2" f; for f in "$results/$side"-*; do awk -v c=
 # A run's figure as a share of the same run's bare hyper, in per cent.
 share() { local side="$1" col="$2" f; for f in "$results/$side"-*; do awk -v c="$col" '{ printf "%.1f\n", 100 * $c / $1 }' "$f"; done; }
 
-database="sqlite"
-for ((i = 0; i < ${#options[@]}; i++)); do
-  [ "${options[$i]}" = --database ] && database="${options[$((i + 1))]}"
-done
-get_budget=55 travels_budget=25
-if [[ "$database" == postgres* ]]; then get_budget=35 travels_budget=20; fi
+read -r _ _ _ get_budget travels_budget <"$results/new-1"
 
 echo
 echo "against $rev ($short), $runs alternated runs each (req/s; in brackets, % of the same run's bare hyper):"
@@ -80,7 +76,7 @@ for col in 2 3; do
   line() {
     local side="$1" f out=""
     for f in $(seq 1 "$runs"); do
-      out="$out $(awk -v c="$col" '{ printf "%d (%.1f %%)", $c, 100 * $c / $1 }' "$results/$side-$f"),"
+      out="$out $(awk -v c="$col" '{ printf "%.0f (%.1f %%)", $c, 100 * $c / $1 }' "$results/$side-$f"),"
     done
     echo "${out%,}"
   }
