@@ -19,6 +19,7 @@
 //! | `chronoscope_writer_lease_taken_total` | counter | | times this process took the writer's lease (PostgreSQL: only the holder writes; it passes on request, see `engine::lease`) |
 //! | `chronoscope_writer_lease_held` | gauge | | 1 while this process holds the writer's lease |
 //! | `chronoscope_writes_forwarded_total` | counter | | writes received over HTTP and sent on to the replica holding the writer's lease (`server::forward`) |
+//! | `chronoscope_access_counts_handed_total` | counter | | access-log flushes handed to the replica holding the writer's lease instead of taking the lease to append them |
 //! | `chronoscope_jobs_run_total` | counter | | scheduled jobs and scripts run by this process |
 //! | `chronoscope_jobs_failed_total` | counter | | of those, runs with a failed action |
 //! | `chronoscope_monitor_scans_total` | counter | | anomaly monitor scans |
@@ -61,6 +62,8 @@ pub const WRITER_LEASE_TAKEN: &str = "chronoscope_writer_lease_taken_total";
 pub const WRITER_LEASE_HELD: &str = "chronoscope_writer_lease_held";
 /// Writes sent on to the replica holding the writer's lease.
 pub const WRITES_FORWARDED: &str = "chronoscope_writes_forwarded_total";
+/// Access-log flushes handed to the replica holding the writer's lease.
+pub const ACCESS_COUNTS_HANDED: &str = "chronoscope_access_counts_handed_total";
 /// Jobs and scripts run.
 pub const JOBS_RUN: &str = "chronoscope_jobs_run_total";
 /// Jobs and scripts whose run had a failed action.
@@ -125,6 +128,7 @@ fn register() {
         COMMIT_RACES_LOST,
         WRITER_LEASE_TAKEN,
         WRITES_FORWARDED,
+        ACCESS_COUNTS_HANDED,
         JOBS_RUN,
         JOBS_FAILED,
         MONITOR_SCANS,
@@ -184,6 +188,10 @@ fn describe() {
     describe_counter!(
         WRITES_FORWARDED,
         "Writes received over HTTP and sent on to the replica holding the writer's lease"
+    );
+    describe_counter!(
+        ACCESS_COUNTS_HANDED,
+        "Access-log flushes handed to the replica holding the writer's lease (instead of taking it)"
     );
     describe_counter!(JOBS_RUN, "Scheduled jobs and scripts run by this process");
     describe_counter!(JOBS_FAILED, "Job and script runs with a failed action");

@@ -1719,3 +1719,178 @@ async fn https_scenario(database: &str) {
         }
     }
 }
+
+// ---------------------------------------------------------------- what is forwarded
+
+/// Waits until `holder` holds the writer's lease and `other` does not.
+async fn wait_for_holder(holder: &Replica, other: &Replica) {
+    let held = |scraped: &HashMap<String, f64>| series(scraped, "chronoscope_writer_lease_held");
+    for _ in 0..100 {
+        if held(&scrape(holder).await) == 1.0 && held(&scrape(other).await) == 0.0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} did not come to hold the lease alone", holder.name);
+}
+
+/// The lease moves only for writes. Every write a follower receives is made by the lease
+/// holder, whatever its method or path: a GET that writes (`retrieve-item`), writes outside
+/// `/v1/` (`/api/v1/travel`, `/api/v1/manipulate-event`); each used to be made on the
+/// follower, which took the lease for it. A POST that only reads (`paradox-checks`) is
+/// answered where it arrives. And a client knocking with a bad token ten times a second gets
+/// every refusal into the access log without the follower taking the lease to append it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_moves_only_for_writes_whatever_a_follower_receives() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    tokio::time::timeout(SCENARIO_LIMIT, forwarding_scenario(&db.url))
+        .await
+        .expect("the forwarding scenario did not finish in time");
+}
+
+async fn forwarding_scenario(database: &str) {
+    let bin_dir = tempfile::tempdir().unwrap();
+    let exe = pinned_binary(bin_dir.path()).await;
+    let api = Api::new(token(&exe).await);
+    let a = Replica::start(&exe, "A", database);
+    wait_healthy(&api, &a).await;
+    // B's read counts are not flushed while this runs: that append is not what is measured.
+    let b = Replica::start_with(&exe, "B", database, SECRET, &["--access-log-flush", "1h"]);
+    wait_healthy(&api, &b).await;
+
+    // A timeline with an event, made through A, which holds the lease after.
+    let timeline = api
+        .post(&a.base, "/v1/timelines", &json!({ "name": "forwarded" }))
+        .await
+        .unwrap();
+    assert_eq!(timeline.status, 201, "{}", timeline.body);
+    let timeline = str_field(&timeline.body, "id").to_owned();
+    let event = api
+        .post(
+            &a.base,
+            &format!("/v1/timeline/{timeline}/events"),
+            &json!({ "description": "the lamp is lit", "time": "1955-11-05T06:00:00Z",
+                     "location": "Hill Valley" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(event.status, 201, "{}", event.body);
+    let event = str_field(&event.body, "event_id").to_owned();
+    wait_for_holder(&a, &b).await;
+    let before = scrape(&b).await;
+
+    let travelled = api
+        .post(
+            &b.base,
+            "/api/v1/travel",
+            &json!({ "destination_time": "1969-07-20T20:17:00Z", "location": "Houston" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(travelled.status, 200, "{}", travelled.body);
+    let manipulated = api
+        .post(
+            &b.base,
+            "/api/v1/manipulate-event",
+            &json!({ "event_id": event, "timeline_id": timeline, "action": "the lamp is out" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(manipulated.status, 200, "{}", manipulated.body);
+    let picked = api
+        .get(&b.base, "/v1/retrieve-item?item_description=a%20lamp")
+        .await
+        .unwrap();
+    assert_eq!(picked.status, 200, "{}", picked.body);
+    let checked = api
+        .post(
+            &b.base,
+            "/v1/paradox-checks",
+            &json!({ "timeline_id": timeline, "proposed_changes": [] }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(checked.status, 200, "{}", checked.body);
+
+    let after = scrape(&b).await;
+    let moved = |name: &str| series(&after, name) - series(&before, name);
+    assert_eq!(
+        moved("chronoscope_writer_lease_taken_total"),
+        0.0,
+        "B took the writer's lease for a write it should have forwarded"
+    );
+    assert_eq!(
+        moved("chronoscope_writes_forwarded_total"),
+        3.0,
+        "B forwards the three writes and answers the paradox check itself"
+    );
+    // A client with a bad token knocks on B ten times a second: each refusal is counted in
+    // the access log, within a second, without moving the lease (B hands its counts to A).
+    let knocks = 30;
+    for _ in 0..knocks {
+        let refused = api
+            .http
+            .get(format!("{}/v1/timelines", b.base))
+            .bearer_auth("not-a-token")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 401);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let operator = Api::new(token_for(&exe, SECRET, "root", "read,write,admin").await);
+    let mut counted = 0;
+    for _ in 0..50 {
+        let log = operator
+            .get(
+                &a.base,
+                &format!("/v1/access-logs?timeline_id={timeline}&view=full"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(log.status, 200, "{}", log.body);
+        counted = log.body["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["user_id"] == "unknown" && e["durable"] == true)
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum::<u64>();
+        if counted == knocks {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        counted, knocks,
+        "A's access log should hold every refusal B counted"
+    );
+
+    let after = scrape(&b).await;
+    let moved = |name: &str| series(&after, name) - series(&before, name);
+    assert_eq!(
+        moved("chronoscope_writer_lease_taken_total"),
+        0.0,
+        "B took the writer's lease for its access log"
+    );
+    assert!(
+        moved("chronoscope_access_counts_handed_total") >= 1.0,
+        "B handed no access-log counts to A"
+    );
+
+    // Made, and seen through both.
+    let events = api
+        .get(
+            &a.base,
+            &format!("/v1/timeline/{timeline}/events?view=full"),
+        )
+        .await
+        .unwrap();
+    assert!(
+        events.body.to_string().contains("the lamp is out"),
+        "the manipulation forwarded by B is not on A: {}",
+        events.body
+    );
+}

@@ -392,10 +392,45 @@ impl World {
     }
 }
 
+/// Counts taken from one replica's memory and handed to the replica holding the writer's lease,
+/// which appends them with its own: a replica that only reads (or refuses) never takes the
+/// lease for its access log.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Handover {
+    /// The counters.
+    pub counters: Vec<Counted>,
+    /// Accesses no flush could carry.
+    #[serde(default)]
+    pub dropped: u64,
+    /// When the last of them was.
+    #[serde(default)]
+    pub dropped_at: Option<Instant>,
+}
+
+/// Takes a replica's counts to the holder of the writer's lease (the server's forwarding does,
+/// signed like a forwarded write: `server::forward`).
+pub trait Courier: Send + Sync {
+    /// Hands `counts` to the holder; `Err` says why it could not (they are then appended here,
+    /// taking the lease).
+    fn deliver(&self, counts: Handover) -> futures::future::BoxFuture<'static, Result<(), String>>;
+}
+
+/// Where the courier is kept once the server sets one.
+#[derive(Default)]
+struct CourierSlot(Mutex<Option<std::sync::Arc<dyn Courier>>>);
+
+impl std::fmt::Debug for CourierSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CourierSlot")
+    }
+}
+
 /// Reads and refusals counted in this process's memory, not yet in the log.
 #[derive(Debug, Default)]
 pub(super) struct Counters {
     pending: Mutex<Pending>,
+    /// Takes the counts to the lease's holder while another process holds it.
+    courier: CourierSlot,
     /// Told of each refusal, so that it is flushed within a second.
     refused: std::sync::Arc<tokio::sync::Notify>,
     /// Held while a flush is appended: the flush at an orderly stop waits for one in flight
@@ -413,6 +448,21 @@ struct Pending {
 }
 
 impl Pending {
+    /// The counters, in the order a summary records them.
+    fn counted(&self) -> Vec<Counted> {
+        let mut counters: Vec<Counted> = self
+            .counts
+            .iter()
+            .map(|((timeline, key), tally)| Counted {
+                timeline: timeline.clone(),
+                key: key.clone(),
+                tally: *tally,
+            })
+            .collect();
+        counters.sort_by(|a, b| (&a.timeline, &a.key).cmp(&(&b.timeline, &b.key)));
+        counters
+    }
+
     /// Counts `tally` under `key`, or as dropped when the keys are full.
     fn add(&mut self, key: (Option<TimelineId>, Key), tally: Tally) {
         let full = self.counts.len() >= FLUSH_KEYS;
@@ -458,6 +508,32 @@ impl Counters {
         if outcome == Outcome::Refused {
             self.refused.notify_one();
         }
+    }
+
+    /// Counts `handed` (another replica's) as if counted here.
+    fn receive(&self, handed: Handover) {
+        let refused = handed
+            .counters
+            .iter()
+            .any(|c| c.key.outcome == Outcome::Refused);
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for c in handed.counters {
+            pending.add((c.timeline, c.key), c.tally);
+        }
+        pending.dropped = pending.dropped.saturating_add(handed.dropped);
+        pending.dropped_at = pending.dropped_at.max(handed.dropped_at);
+        drop(pending);
+        if refused {
+            self.refused.notify_one();
+        }
+    }
+
+    fn courier(&self) -> Option<std::sync::Arc<dyn Courier>> {
+        self.courier
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Takes every count for a flush.
@@ -527,27 +603,55 @@ impl super::Engine {
         );
     }
 
+    /// Has `courier` take this process's counts to the writer's lease holder while that is
+    /// another process (see [`Handover`]).
+    pub fn set_access_courier(&self, courier: std::sync::Arc<dyn Courier>) {
+        *self
+            .access
+            .courier
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(courier);
+    }
+
+    /// Counts what another replica handed over, to be appended with this process's own.
+    pub fn receive_access_counts(&self, handed: Handover) {
+        self.access.receive(handed);
+    }
+
     /// Appends the counts not flushed yet as one [`Op::AccessSummary`] record, through the
-    /// ordinary group commit. Answers whether there was anything to flush; when the append
-    /// fails, the counts are kept for the next flush.
+    /// ordinary group commit; while another process holds the writer's lease, hands them to it
+    /// instead (appending them here, taking the lease, only when it cannot be reached).
+    /// Answers whether there was anything to flush; when the append fails, the counts are kept
+    /// for the next flush.
     pub async fn flush_access_log(&self) -> Result<bool, ServiceError> {
         let _one_at_a_time = self.access.flushing.lock().await;
         let taken = self.access.take();
         if taken.counts.is_empty() && taken.dropped == 0 {
             return Ok(false);
         }
-        let mut counters: Vec<Counted> = taken
-            .counts
-            .iter()
-            .map(|((timeline, key), tally)| Counted {
-                timeline: timeline.clone(),
-                key: key.clone(),
-                tally: *tally,
-            })
-            .collect();
-        counters.sort_by(|a, b| (&a.timeline, &a.key).cmp(&(&b.timeline, &b.key)));
+        if self.lease_elsewhere()
+            && let Some(courier) = self.access.courier()
+        {
+            let handed = Handover {
+                counters: taken.counted(),
+                dropped: taken.dropped,
+                dropped_at: taken.dropped_at,
+            };
+            match courier.deliver(handed).await {
+                Ok(()) => {
+                    metrics::counter!(crate::metrics::ACCESS_COUNTS_HANDED).increment(1);
+                    return Ok(true);
+                }
+                Err(why) => tracing::debug!(
+                    %why,
+                    "the access log's counts could not be handed to the writer's lease holder; \
+                     appending them here"
+                ),
+            }
+        }
         let op = Op::AccessSummary {
-            counters,
+            counters: taken.counted(),
             dropped: taken.dropped,
         };
         match self.write(None, |_, _| Ok((vec![op.clone()], ()))).await {

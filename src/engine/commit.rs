@@ -31,6 +31,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::{oneshot, watch};
 
+use super::lease::Share;
 use super::{Engine, Envelope, Op, World};
 use crate::error::ServiceError;
 use crate::model::{Instant, Traveller};
@@ -91,6 +92,9 @@ struct Batch {
     outcome: watch::Sender<Option<Outcome>>,
     /// When it was last handed to the store, for [`crate::metrics`].
     handed: Option<std::time::Instant>,
+    /// A share of the writer's lease, held until the batch has ended: the lease cannot move
+    /// while it is appended, whether or not its writers still wait.
+    lease: Option<Arc<Share>>,
 }
 
 impl Batch {
@@ -152,25 +156,30 @@ impl Engine {
     ) -> Result<T, ServiceError> {
         if self.lease_elsewhere() {
             // Taking the lease costs the process that holds it a pause: not for a write that
-            // is refused (or changes nothing) on what this process knows, caught up.
-            let mut seen = self.snapshot_now();
-            for _ in 0..2 {
-                match decide(&seen, self.clock.now()) {
-                    Ok((ops, answer)) if ops.is_empty() => return Ok(answer),
-                    Ok(_) => break,
-                    Err(refusal) => {
-                        self.catch_up().await?;
-                        let latest = self.snapshot_now();
-                        if latest.seq == seen.seq {
-                            return Err(refusal);
-                        }
-                        seen = latest;
-                    }
+            // is refused or changes nothing (already paused, up to date) on the latest state.
+            // Either answer rests on what this process knows, so it is given only once caught
+            // up with what the holder appended.
+            let seen = self.snapshot_now();
+            let changes = |decided: &Result<(Vec<Op>, T), ServiceError>| {
+                decided.as_ref().is_ok_and(|(ops, _)| !ops.is_empty())
+            };
+            let decided = decide(&seen, self.clock.now());
+            if !changes(&decided) {
+                self.catch_up().await?;
+                let latest = self.snapshot_now();
+                let decided = if latest.seq == seen.seq {
+                    decided
+                } else {
+                    decide(&latest, self.clock.now())
+                };
+                if !changes(&decided) {
+                    return decided.map(|(_, answer)| answer);
                 }
             }
         }
-        // Held until the write is durable: while it is, the lease stays with this process.
-        let _lease = self.lease_share().await?;
+        // Held until the write is durable, and by its batch too (a request cancelled while its
+        // batch is appended must not let the lease go before the batch is durable).
+        let lease = self.lease_share().await?.map(Arc::new);
         // Set while the store's write lock is kept for this writer's next decision.
         let mut rejoin: Option<Arc<Rejoin>> = None;
         for attempt in 0..WRITE_ATTEMPTS {
@@ -235,7 +244,11 @@ impl Engine {
                     world: Arc::clone(&next),
                     outcome: watch::Sender::new(None),
                     handed: None,
+                    lease: None,
                 });
+                if batch.lease.is_none() {
+                    batch.lease.clone_from(&lease);
+                }
                 batch.entries.extend(entries);
                 batch.world = next;
                 let outcome = batch.outcome.subscribe();

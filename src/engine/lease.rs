@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, watch};
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, watch};
 use tokio::time::Instant;
 
 use super::Engine;
@@ -52,13 +52,21 @@ const HOLDER_FRESH: Duration = Duration::from_secs(1);
 /// taking never ends a later one early).
 type Slot = Option<(u64, Box<dyn HeldLease>)>;
 
-/// One write's share of the lease.
-pub(super) type Share<'a> = RwLockReadGuard<'a, Slot>;
+/// One write's share of the lease (kept by the write, and by the batch it joined).
+pub(super) struct Share {
+    _held: OwnedRwLockReadGuard<Slot>,
+}
+
+impl std::fmt::Debug for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Share")
+    }
+}
 
 /// This process's side of the store's writer lease.
 pub(super) struct Lease {
     store: Arc<dyn WriterLease>,
-    slot: RwLock<Slot>,
+    slot: Arc<RwLock<Slot>>,
     /// How many times it was taken.
     taken: AtomicU64,
     /// Until when writes go without the lease, after it could not be had.
@@ -92,7 +100,7 @@ impl Lease {
         store.sign_requests_with(key);
         Self {
             store,
-            slot: RwLock::new(None),
+            slot: Arc::new(RwLock::new(None)),
             taken: AtomicU64::new(0),
             resting_until: Mutex::new(None),
             holder: Mutex::default(),
@@ -105,13 +113,15 @@ impl Lease {
         self.holder.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What the store said about the holder, while it may still be trusted.
+    /// What the store said about the holder, while it may still be trusted. That no other
+    /// process holds it is not kept: another may take it any moment, and asking again costs
+    /// less than taking the lease from it (the write asking would take it next).
     fn known_holder(&self) -> Option<Option<Arc<str>>> {
         let holder = self.holder();
         let fresh = holder
             .asked
             .is_some_and(|asked| asked.elapsed() < HOLDER_FRESH);
-        fresh.then(|| holder.url.clone())
+        holder.url.clone().filter(|_| fresh).map(Some)
     }
 
     /// Forgets what the store said about the holder: the lease moved.
@@ -141,19 +151,19 @@ impl Engine {
     /// A share of the writer's lease for one write, taking the lease first (and folding in
     /// what was appended before it was ours) when this process does not hold it. `None` when
     /// the store has no lease, or it could not be had: the write then goes without it.
-    pub(super) async fn lease_share(&self) -> Result<Option<Share<'_>>, ServiceError> {
+    pub(super) async fn lease_share(&self) -> Result<Option<Share>, ServiceError> {
         let Some(lease) = &self.lease else {
             return Ok(None);
         };
-        let share = lease.slot.read().await;
+        let share = Arc::clone(&lease.slot).read_owned().await;
         if share.is_some() {
-            return Ok(Some(share));
+            return Ok(Some(Share { _held: share }));
         }
         drop(share);
         if lease.resting() {
             return Ok(None);
         }
-        let mut slot = lease.slot.write().await;
+        let mut slot = Arc::clone(&lease.slot).write_owned().await;
         // Another write may have taken it while this one queued for the slot.
         if slot.is_none() {
             let mut wanted = lease.store.wanted();
@@ -188,7 +198,9 @@ impl Engine {
                 }
             }
         }
-        Ok(Some(RwLockWriteGuard::downgrade(slot)))
+        Ok(Some(Share {
+            _held: OwnedRwLockWriteGuard::downgrade(slot),
+        }))
     }
 
     /// Gives the lease up (its `taking`) once another process asks for it and it was held since

@@ -14,21 +14,15 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use super::problem::Problem;
+use super::routes::table::{Does, Operation};
 use crate::auth::{Authenticated, Scope};
 use crate::engine::idempotency::Idempotency;
 use crate::error::{self, ServiceError};
 use crate::model::Traveller;
 use crate::service::TimelineService;
 
-/// The scope a route needs when it is not the one its method suggests (GET and HEAD read,
-/// everything else writes): the scope follows what an operation does. `retrieve-item` is a GET
-/// that writes; `decrypt-data` is a POST that only reads. Set on the route with
-/// `.route_layer(Extension(RouteScope(Scope::Write)))`.
-#[derive(Debug, Clone, Copy)]
-pub struct RouteScope(pub Scope);
-
-/// The caller: authenticated, allowed by the route's scope (by default the method's: GET and
-/// HEAD read, everything else writes), within their rate limit.
+/// The caller: authenticated, allowed by the scope the operation table gives the route, within
+/// their rate limit (a heavy operation costs more of it).
 pub struct Caller {
     /// Who is calling.
     pub traveller: Traveller,
@@ -42,14 +36,15 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        // Every authenticated route is in the table (`routes::tests` checks); were one not,
+        // it would need the most a token gives.
+        let does = parts
+            .extensions
+            .get::<Arc<Operation>>()
+            .map_or(Does::writes().needing(Scope::Admin), |op| op.does);
         // HEAD must change nothing, and axum answers it with the GET handler: a GET that
-        // writes (its route needs the write scope) does not answer HEAD.
-        if parts.method == Method::HEAD
-            && matches!(
-                parts.extensions.get::<RouteScope>(),
-                Some(RouteScope(Scope::Write))
-            )
-        {
+        // writes does not answer HEAD.
+        if parts.method == Method::HEAD && does.writes {
             return Err(Problem::of_kind(
                 &crate::error::METHOD_NOT_ALLOWED,
                 "method",
@@ -74,11 +69,7 @@ impl FromRequestParts<AppState> for Caller {
                 return Err(rejection.into());
             }
         };
-        let needed = match parts.extensions.get::<RouteScope>() {
-            Some(RouteScope(scope)) => *scope,
-            None if parts.method == Method::GET || parts.method == Method::HEAD => Scope::Read,
-            None => Scope::Write,
-        };
+        let needed = does.scope.unwrap_or(Scope::Read);
         if !auth.scopes.allows(needed) {
             let (timeline, operation) = refused_request(parts);
             state
@@ -89,7 +80,10 @@ impl FromRequestParts<AppState> for Caller {
                 needed,
             ))));
         }
-        if let Err(retry_after_secs) = state.limiter.check(&auth.traveller.as_str().to_owned()) {
+        if let Err(retry_after_secs) = state
+            .limiter
+            .check_n(&auth.traveller.as_str().to_owned(), does.cost())
+        {
             return Err(Problem::from_error(ServiceError::RateLimited {
                 retry_after_secs,
             }));
@@ -147,11 +141,11 @@ fn refused_request(parts: &Parts) -> (Option<crate::model::TimelineId>, String) 
         .map(str::to_owned)
         .or_else(in_query)
         .and_then(|t| t.parse().ok());
-    let route = parts
-        .extensions
-        .get::<axum::extract::MatchedPath>()
-        .map_or_else(|| parts.uri.path(), |m| m.as_str());
-    (timeline, format!("{} {route}", parts.method))
+    let operation = match parts.extensions.get::<Arc<Operation>>() {
+        Some(op) => op.log_name.clone(),
+        None => format!("{} {}", parts.method, parts.uri.path()),
+    };
+    (timeline, operation)
 }
 
 /// Whether the request declares a JSON body (`application/json` or `application/*+json`).

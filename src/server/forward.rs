@@ -55,7 +55,9 @@ use tokio::time::Instant;
 
 use super::Sessions;
 use super::problem::Problem;
+use super::routes::table::Operation;
 use crate::auth::{Authenticated, Claims, Scopes, Verifier};
+use crate::engine::access_log::Handover;
 use crate::error::ServiceError;
 use crate::store::chain::{hex, unhex};
 
@@ -74,6 +76,13 @@ const REQUEST_LABEL: &str = "chronoscope: a write forwarded to the holder of the
 const ANSWER_LABEL: &str =
     "chronoscope: the answer of the writer's lease holder to a forwarded write";
 const CHALLENGE_LABEL: &str = "chronoscope: a replica proving where it takes forwarded writes";
+/// Where a replica hands its access-log counts to the writer's lease holder (answered by
+/// [`forward`] to a request signed like a forwarded write, not a route of the API).
+pub(super) const ACCESS_COUNTS_PATH: &str = "/replica/access-counts";
+/// The caller a replica names in its own signed requests (the access-log counts).
+const REPLICA_CALLER: &str = "chronoscope-replica";
+/// The largest access-log handover taken (`access_log::FLUSH_KEYS` counters fit well within).
+const HANDOVER_LIMIT: usize = 16 << 20;
 /// Operations whose body carries a customer's key: never forwarded.
 pub(super) const KEY_BEARING: &[&str] = &["/v1/encrypt-data", "/v1/decrypt-data"];
 /// A body naming this field is never forwarded either, whatever its route.
@@ -522,13 +531,21 @@ fn answer_challenge(f: &Forwarding, headers: &HeaderMap) -> Response {
 /// proves it is one; checks the body of a write forwarded here.
 pub(super) async fn forward(State(f): State<Forwarding>, req: Request, next: Next) -> Response {
     if let Some(forwarded) = req.extensions().get::<Forwarded>().cloned() {
+        if req.uri().path() == ACCESS_COUNTS_PATH && req.method() == Method::POST {
+            return receive_counts(&f, &forwarded, req).await;
+        }
         return body_checked(&f, &forwarded, req, next).await;
     }
     if req.uri().path() == CHALLENGE_PATH && req.method() == Method::GET {
         return answer_challenge(&f, req.headers());
     }
-    let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if !write || !req.uri().path().starts_with("/v1/") || KEY_BEARING.contains(&req.uri().path()) {
+    // The table says what writes (a GET may, a POST may only read); a request that matched
+    // no route is answered here (404, 405).
+    let write = req
+        .extensions()
+        .get::<Arc<Operation>>()
+        .is_some_and(|op| op.does.writes);
+    if !write || KEY_BEARING.contains(&req.uri().path()) {
         return next.run(req).await;
     }
     let (Some(http), Some(keys)) = (&f.http, &f.keys) else {
@@ -631,6 +648,103 @@ pub(super) async fn forward(State(f): State<Forwarding>, req: Request, next: Nex
     *response.status_mut() = status;
     *response.headers_mut() = relayed;
     response
+}
+
+/// Takes another replica's access-log counts (see [`Forwarding::courier`]), with the body its
+/// signature covers.
+async fn receive_counts(f: &Forwarding, forwarded: &Forwarded, req: Request) -> Response {
+    let Ok(bytes) = to_bytes(req.into_body(), HANDOVER_LIMIT).await else {
+        return Problem::body_too_large().into_response();
+    };
+    if hex(&Sha256::digest(&bytes)) != forwarded.body_digest {
+        tracing::warn!("access-log counts whose body is not the one signed were refused");
+        return refused("its body is not the one signed");
+    }
+    match serde_json::from_slice::<Handover>(&bytes) {
+        Ok(handed) => {
+            f.sessions.receive_access_counts(handed);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => Problem::invalid("body", format!("these are not access-log counts: {e}"))
+            .into_response(),
+    }
+}
+
+/// Takes this replica's access-log counts to the writer's lease holder while another replica
+/// holds it, so that reading and refusing never move the lease (see `access_log::Handover`).
+/// Holds the forwarding weakly: the engine keeps the courier, and the forwarding the engine.
+struct Courier(std::sync::Weak<Shared>);
+
+impl crate::engine::access_log::Courier for Courier {
+    fn deliver(&self, counts: Handover) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let shared = self.0.clone();
+        Box::pin(async move {
+            let f = Forwarding(shared.upgrade().ok_or("the server is stopping")?);
+            f.hand_over(&counts).await
+        })
+    }
+}
+
+impl Forwarding {
+    /// The courier of this replica's access-log counts, when it can reach other replicas.
+    pub(super) fn courier(&self) -> Option<Arc<dyn crate::engine::access_log::Courier>> {
+        self.http.as_ref()?;
+        self.keys.as_ref()?;
+        Some(Arc::new(Courier(Arc::downgrade(&self.0))))
+    }
+
+    /// Hands `counts` to the replica holding the writer's lease, once it proves it is one;
+    /// `Ok` once it answered that it took them, signed.
+    async fn hand_over(&self, counts: &Handover) -> Result<(), String> {
+        let (Some(http), Some(keys)) = (&self.http, &self.keys) else {
+            return Err("this replica does not talk to the others".into());
+        };
+        let to = self
+            .sessions
+            .forward_writes_to()
+            .await
+            .ok_or("no other replica holds the writer's lease")?;
+        if !self.genuine(http, keys, &to).await {
+            return Err(format!(
+                "{to} did not prove it is a replica of this deployment"
+            ));
+        }
+        let body = serde_json::to_vec(counts).map_err(|e| e.to_string())?;
+        let now = unix_now();
+        let caller = Claims {
+            sub: REPLICA_CALLER.into(),
+            exp: now + VALID_FOR.as_secs(),
+            iat: now,
+            scope: String::new(),
+        };
+        let (signed, nonce) = keys
+            .sign(&to, &Method::POST, ACCESS_COUNTS_PATH, &body, &caller, now)
+            .ok_or("the counts could not be signed")?;
+        let answer = http
+            .post(format!("{to}{ACCESS_COUNTS_PATH}"))
+            .header(FORWARDED, signed)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = answer.status();
+        let headers = answer.headers().clone();
+        let body = answer.bytes().await.map_err(|e| e.to_string())?;
+        let signed = headers
+            .get(&ANSWER)
+            .and_then(|v| v.to_str().ok().and_then(unhex))
+            .is_some_and(|proof| {
+                keys.answer(&nonce, status, &headers, &body)
+                    .verify_slice(&proof)
+                    .is_ok()
+            });
+        match (signed, status) {
+            (true, StatusCode::NO_CONTENT) => Ok(()),
+            (true, status) => Err(format!("{to} answered {status}")),
+            (false, _) => Err(format!("{to}'s answer is not signed by a replica")),
+        }
+    }
 }
 
 /// A write forwarded here goes on only with the body its signature covers.

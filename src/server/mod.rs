@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, FromRef, Request};
+use axum::extract::{DefaultBodyLimit, FromRef, Request, State};
 use axum::http::{HeaderName, HeaderValue, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -56,6 +56,7 @@ use crate::engine::Engine;
 use crate::engine::idempotency::Idempotency;
 use crate::model::Traveller;
 use crate::service::TimelineService;
+use routes::table::Operations;
 
 /// Hands out the service bound to one traveller; the only thing the server needs.
 pub trait Sessions: Send + Sync + 'static {
@@ -106,6 +107,12 @@ pub trait Sessions: Send + Sync + 'static {
     fn advertised(&self) -> Option<Arc<str>> {
         None
     }
+
+    /// Has `courier` take this replica's access-log counts to the writer's lease holder.
+    fn set_access_courier(&self, _courier: Arc<dyn crate::engine::access_log::Courier>) {}
+
+    /// Counts what another replica's courier handed over, to be appended here.
+    fn receive_access_counts(&self, _handed: crate::engine::access_log::Handover) {}
 }
 
 impl Sessions for Arc<Engine> {
@@ -153,6 +160,14 @@ impl Sessions for Arc<Engine> {
 
     fn advertised(&self) -> Option<Arc<str>> {
         Engine::advertised_writer(self)
+    }
+
+    fn set_access_courier(&self, courier: Arc<dyn crate::engine::access_log::Courier>) {
+        Engine::set_access_courier(self, courier);
+    }
+
+    fn receive_access_counts(&self, handed: crate::engine::access_log::Handover) {
+        Engine::receive_access_counts(self, handed);
     }
 }
 
@@ -318,8 +333,21 @@ impl MakeRequestId for UlidRequestId {
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Makes the request id and the view known to every response built for this request.
-async fn request_context(req: Request, next: Next) -> Response {
+/// Makes the request id and the view known to every response built for this request, and the
+/// operation it asks for (from the table, by the route it matched) to the layers inside.
+async fn request_context(
+    State(operations): State<Arc<Operations>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .and_then(|route| operations.find(req.method(), route.as_str()))
+        .cloned();
+    if let Some(operation) = route {
+        req.extensions_mut().insert(operation);
+    }
     let request_id = req
         .headers()
         .get(&REQUEST_ID)
@@ -368,7 +396,8 @@ pub fn build_router(config: ServerConfig, sessions: impl Sessions) -> Router {
 
 /// [`build_router`], whose event streams end when `stopping` says so.
 fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stopping) -> Router {
-    let (api, doc) = routes::api_router().split_for_parts();
+    let (api, operations) = routes::api_router();
+    let (api, doc) = api.split_for_parts();
     let doc = openapi::document(doc);
     let verifier = Arc::new(Verifier::with_identity(
         config.secret.clone(),
@@ -382,6 +411,9 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         config.request_timeout,
         config.replica_ca.as_deref(),
     );
+    if let Some(courier) = forwarding.courier() {
+        sessions.set_access_courier(courier);
+    }
     let state = AppState(Arc::new(Shared {
         sessions,
         verifier: Arc::clone(&verifier),
@@ -398,7 +430,7 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
         .fallback(routes::ops::not_found)
         .method_not_allowed_fallback(routes::ops::method_not_allowed)
         .with_state(state);
-    with_layers(router, &config, verifier, forwarding)
+    with_layers(router, &config, verifier, forwarding, Arc::new(operations))
 }
 
 /// Wraps `router` in the layers every route shares (metrics, request id, tracing, request
@@ -409,6 +441,7 @@ fn with_layers(
     config: &ServerConfig,
     verifier: Arc<Verifier>,
     forwarding: forward::Forwarding,
+    operations: Arc<Operations>,
 ) -> Router {
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(
@@ -427,7 +460,7 @@ fn with_layers(
                 tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
             }),
         )
-        .layer(middleware::from_fn(request_context))
+        .layer(middleware::from_fn_with_state(operations, request_context))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn_with_state(
             forwarding.clone(),
@@ -633,6 +666,7 @@ mod tests {
             &config,
             verifier,
             forwarding,
+            Arc::default(),
         );
         let req = Request::get("/boom")
             .header("x-request-id", "req-42")

@@ -79,7 +79,7 @@ pub(super) fn base() -> utoipa::openapi::OpenApi {
 
 /// The complete document this server serves at `/v1/openapi.json`.
 pub fn openapi() -> serde_json::Value {
-    let (_, doc) = super::routes::api_router().split_for_parts();
+    let (_, doc) = super::routes::api_router().0.split_for_parts();
     document(doc)
 }
 
@@ -484,8 +484,9 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
     add(
         "403",
         problem_response(
-            "The token lacks the scope (read for GET, write for POST and DELETE, admin to \
-             delete a timeline another traveller created): forbidden; the timeline's \
+            "The token lacks the scope the operation needs (its `x-chronoscope-operation` \
+             says which: read, write or admin; admin also to delete a timeline another \
+             traveller created): forbidden; the timeline's \
              access-control list does not give the right the operation needs: access-denied; \
              an operator restricted the traveller: travel-restricted",
         ),

@@ -12,6 +12,7 @@ pub(super) mod ops;
 mod review;
 mod security;
 mod stream;
+pub(super) mod table;
 mod tutorial;
 mod unsupported;
 mod wormhole;
@@ -22,134 +23,140 @@ use axum::http::{HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::router::UtoipaMethodRouterExt;
 use utoipa_axum::routes;
 
 use super::AppState;
 use super::problem::{Problem, RequestCtx};
 use super::views::View;
+use table::{Api, Does, Operations};
 
 /// What every handler answers.
 pub(super) type ApiResult = Result<Response, Problem>;
 
-/// Every authenticated route, with its OpenAPI description; the open ones are added by
-/// [`ops::open_router`].
-pub(super) fn api_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(super::openapi::base())
-        .routes(routes!(
-            documented::list_timelines,
-            documented::create_timeline
-        ))
-        .routes(routes!(
-            documented::get_timeline,
-            documented::delete_timeline
-        ))
-        .routes(routes!(documented::travel, extension::list_journeys))
-        .routes(routes!(documented::register_item, extension::list_items))
-        .routes(routes!(documented::manipulate_event))
-        .routes(routes!(documented::set_anchor, extension::list_anchors))
-        .routes(routes!(documented::check_paradox))
-        .routes(routes!(documented::monitor_timeline))
-        .routes(routes!(stream::stream_monitor_timeline))
-        .routes(routes!(extension::whoami))
-        .routes(routes!(
-            extension::search_timeline_events,
-            extension::add_event
-        ))
-        .routes(routes!(extension::export_timeline))
-        .routes(routes!(extension::import_timelines))
-        .routes(routes!(extension::get_item))
-        .routes(routes!(extension::get_anchor))
-        .routes(routes!(extension::list_scripts))
-        .routes(routes!(extension::delete_script))
-        .routes(routes!(extension::list_schedules))
-        .routes(routes!(extension::delete_schedule))
-        .routes(routes!(guide::search_events))
-        .routes(routes!(guide::manipulate_event))
-        .routes(routes!(guide::create_timeline))
-        .routes(routes!(guide::create_parallel_timeline))
-        .routes(routes!(guide::check_paradox))
-        .routes(routes!(guide::revert_event))
-        .routes(routes!(guide::set_anchor))
-        .routes(routes!(guide::create_script))
-        .routes(routes!(guide::schedule_manipulation))
-        .routes(routes!(guide::trigger_external_manipulation))
-        .routes(routes!(guide::automation_log))
-        .routes(routes!(guide::travel_to_time))
-        .routes(routes!(guide::scan_events))
-        .routes(routes!(guide::monitor_paradox))
-        .routes(routes!(guide::check_timeline))
-        .routes(routes!(guide::merge_timelines))
-        .routes(routes!(guide::correct_dissonance))
-        .routes(routes!(extension::list_merges))
-        .routes(routes!(extension::get_merge))
-        .routes(routes!(guide::travel))
-        .routes(routes!(guide::return_to_anchor))
-        .routes(routes!(guide::list_timelines))
-        .routes(routes!(guide::switch_timeline))
-        .routes(routes!(guide::fast_forward))
-        .routes(routes!(guide::rewind))
-        .routes(routes!(guide::pause_time))
-        .routes(routes!(guide::resume_time))
-        .routes(routes!(anchors::list_anchors))
-        .routes(routes!(anchors::delete_anchor))
-        .routes(routes!(anchors::check_anchor_stability))
-        .routes(routes!(anchors::adjust_anchor))
-        .routes(routes!(tutorial::manipulate_event))
-        .routes(routes!(unsupported::shard_data))
-        .routes(routes!(unsupported::entangle_particles))
-        .routes(routes!(wormhole::simulate_wormhole).layer(axum::Extension(
-            super::extract::RouteScope(crate::auth::Scope::Read),
-        )))
-        .routes(routes!(data::store_data))
-        .routes(routes!(data::retrieve_data))
-        .routes(routes!(data::encrypt_data))
-        .routes(
-            routes!(data::decrypt_data).layer(axum::Extension(super::extract::RouteScope(
-                crate::auth::Scope::Read,
-            ))),
+/// Every route with its OpenAPI description and what it does (see [`table`]): the
+/// authenticated ones here, the open ones in [`ops::open_router`]. A route added with plain
+/// `.routes(…)` would be in no table: `tests::every_route_is_in_the_table` fails.
+pub(super) fn api_router() -> (OpenApiRouter<AppState>, Operations) {
+    use crate::auth::Scope;
+    // POSTs that only read: answered by whichever replica receives them. They keep the scope
+    // they always needed.
+    let checks = Does::reads().needing(Scope::Write);
+    let api = Api::new(OpenApiRouter::with_openapi(super::openapi::base()))
+        // The documented operations.
+        .reads(routes!(documented::list_timelines))
+        .writes(routes!(documented::create_timeline))
+        .reads(routes!(documented::get_timeline))
+        .writes(routes!(documented::delete_timeline))
+        .writes(routes!(documented::travel))
+        .reads(routes!(extension::list_journeys))
+        .writes(routes!(documented::register_item))
+        .reads(routes!(extension::list_items))
+        .writes(routes!(documented::manipulate_event))
+        .writes(routes!(documented::set_anchor))
+        .reads(routes!(extension::list_anchors))
+        .route(checks, routes!(documented::check_paradox))
+        .route(Does::reads().heavy(), routes!(documented::monitor_timeline))
+        .route(
+            Does::reads().heavy(),
+            routes!(stream::stream_monitor_timeline),
         )
-        .routes(
-            routes!(data::create_index).layer(axum::Extension(super::extract::RouteScope(
-                crate::auth::Scope::Read,
-            ))),
+        // chronoscope's extensions.
+        .reads(routes!(extension::whoami))
+        .route(
+            Does::reads().heavy(),
+            routes!(extension::search_timeline_events),
         )
-        .routes(routes!(data::enable_caching))
-        .routes(routes!(review::review_conflicts))
-        .routes(routes!(review::resolve_conflict))
-        .routes(routes!(review::abort_merge))
-        .routes(routes!(review::diff_timelines))
-        .routes(routes!(review::isolate_event))
-        .routes(routes!(review::lift_isolation))
-        .routes(
-            routes!(navigation::retrieve_item, navigation::retrieve_item_post).layer(
-                axum::Extension(super::extract::RouteScope(crate::auth::Scope::Write)),
-            ),
+        .writes(routes!(extension::add_event))
+        .route(Does::reads().heavy(), routes!(extension::export_timeline))
+        .route(Does::writes().heavy(), routes!(extension::import_timelines))
+        .reads(routes!(extension::get_item))
+        .reads(routes!(extension::get_anchor))
+        .reads(routes!(extension::list_scripts))
+        .writes(routes!(extension::delete_script))
+        .reads(routes!(extension::list_schedules))
+        .writes(routes!(extension::delete_schedule))
+        .reads(routes!(extension::list_merges))
+        .reads(routes!(extension::get_merge))
+        .reads(routes!(extension::list_access_controls))
+        .route(
+            Does::reads().needing(Scope::Admin),
+            routes!(extension::list_restrictions),
         )
-        .routes(routes!(navigation::monitor_events))
-        .routes(routes!(stream::stream_monitor_events))
-        .routes(routes!(navigation::disable_caching))
-        .routes(routes!(integrity::detect_tampering).layer(axum::Extension(
-            super::extract::RouteScope(crate::auth::Scope::Read),
-        )))
-        .routes(
-            routes!(integrity::validate_integrity).layer(axum::Extension(
-                super::extract::RouteScope(crate::auth::Scope::Read),
-            )),
+        // The guides' operations.
+        .route(Does::reads().heavy(), routes!(guide::search_events))
+        .writes(routes!(guide::manipulate_event))
+        .writes(routes!(guide::create_timeline))
+        .writes(routes!(guide::create_parallel_timeline))
+        .reads(routes!(guide::check_paradox))
+        .writes(routes!(guide::revert_event))
+        .writes(routes!(guide::set_anchor))
+        .writes(routes!(guide::create_script))
+        .writes(routes!(guide::schedule_manipulation))
+        .writes(routes!(guide::trigger_external_manipulation))
+        .reads(routes!(guide::automation_log))
+        .writes(routes!(guide::travel_to_time))
+        .route(checks.heavy(), routes!(guide::scan_events))
+        .route(Does::reads().heavy(), routes!(guide::monitor_paradox))
+        .route(Does::reads().heavy(), routes!(guide::check_timeline))
+        .route(Does::writes().heavy(), routes!(guide::merge_timelines))
+        .writes(routes!(guide::correct_dissonance))
+        .writes(routes!(guide::travel))
+        .writes(routes!(guide::return_to_anchor))
+        .reads(routes!(guide::list_timelines))
+        .writes(routes!(guide::switch_timeline))
+        .writes(routes!(guide::fast_forward))
+        .writes(routes!(guide::rewind))
+        .writes(routes!(guide::pause_time))
+        .writes(routes!(guide::resume_time))
+        .reads(routes!(anchors::list_anchors))
+        .writes(routes!(anchors::delete_anchor))
+        .reads(routes!(anchors::check_anchor_stability))
+        .writes(routes!(anchors::adjust_anchor))
+        .writes(routes!(tutorial::manipulate_event))
+        // Answered "not supported" by every replica: nothing to forward.
+        .route(checks, routes!(unsupported::shard_data))
+        .route(checks, routes!(unsupported::entangle_particles))
+        .reads(routes!(wormhole::simulate_wormhole))
+        .writes(routes!(data::store_data))
+        .reads(routes!(data::retrieve_data))
+        // Never forwarded whatever the table says: the body carries a customer's key
+        // (`forward::KEY_BEARING`).
+        .writes(routes!(data::encrypt_data))
+        .reads(routes!(data::decrypt_data))
+        .route(Does::reads().heavy(), routes!(data::create_index))
+        .writes(routes!(data::enable_caching))
+        .reads(routes!(review::review_conflicts))
+        .writes(routes!(review::resolve_conflict))
+        .writes(routes!(review::abort_merge))
+        .route(Does::reads().heavy(), routes!(review::diff_timelines))
+        .writes(routes!(review::isolate_event))
+        .writes(routes!(review::lift_isolation))
+        // A GET that writes (it moves the item): the write scope, no HEAD, forwarded.
+        .writes(routes!(navigation::retrieve_item))
+        .writes(routes!(navigation::retrieve_item_post))
+        .route(Does::reads().heavy(), routes!(navigation::monitor_events))
+        .route(
+            Does::reads().heavy(),
+            routes!(stream::stream_monitor_events),
         )
-        .routes(routes!(security::set_access_control))
-        .routes(routes!(security::get_access_control))
-        .routes(routes!(extension::list_access_controls))
-        .routes(
-            routes!(security::restrict_time_travel).layer(axum::Extension(
-                super::extract::RouteScope(crate::auth::Scope::Admin),
-            )),
+        .writes(routes!(navigation::disable_caching))
+        // Each records its scan in the log (a write), so the holder makes them for now.
+        .route(
+            Does::writes().needing(Scope::Read).heavy(),
+            routes!(integrity::detect_tampering),
         )
-        .routes(routes!(extension::list_restrictions).layer(axum::Extension(
-            super::extract::RouteScope(crate::auth::Scope::Admin),
-        )))
-        .routes(routes!(access_log::access_logs))
-        .merge(ops::open_router())
+        .route(
+            Does::writes().needing(Scope::Read).heavy(),
+            routes!(integrity::validate_integrity),
+        )
+        .writes(routes!(security::set_access_control))
+        .reads(routes!(security::get_access_control))
+        .route(
+            Does::writes().needing(Scope::Admin),
+            routes!(security::restrict_time_travel),
+        )
+        .reads(routes!(access_log::access_logs));
+    ops::open_routes(api).finish()
 }
 
 /// The view of the request being answered.

@@ -7,9 +7,9 @@ use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::table::{Api, Does};
 use super::{ApiResult, json};
 use crate::error::{self, ServiceError};
 use crate::server::AppState;
@@ -17,12 +17,11 @@ use crate::server::problem::Problem;
 use crate::server::views::Health;
 
 /// The open routes.
-pub(in crate::server) fn open_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(healthz))
-        .routes(routes!(readyz))
-        .routes(routes!(openapi_json))
-        .routes(routes!(problem_page))
+pub(in crate::server) fn open_routes(api: Api) -> Api {
+    api.route(Does::open(), routes!(healthz))
+        .route(Does::open(), routes!(readyz))
+        .route(Does::open(), routes!(openapi_json))
+        .route(Does::open(), routes!(problem_page))
 }
 
 /// Liveness: the process answers.
