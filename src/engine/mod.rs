@@ -199,7 +199,7 @@ pub struct Engine {
     /// What was published, for change streams.
     published: feed::Published,
     /// Held while a snapshot is written, so a process writes one at a time.
-    snapshotting: tokio::sync::Mutex<()>,
+    snapshotting: tokio::sync::Mutex<snapshot::Kept>,
     /// Each timeline's open anomalies, kept while unchanged (see `watch`).
     reports: watch::Reports,
     /// One task per watched timeline, shared by its streams (see `watch`).
@@ -265,7 +265,7 @@ impl Engine {
             barrier: barrier::ReadBarrier::default(),
             fetches: std::sync::atomic::AtomicU64::new(0),
             published: feed::Published::default(),
-            snapshotting: tokio::sync::Mutex::new(()),
+            snapshotting: tokio::sync::Mutex::default(),
             reports: watch::Reports::default(),
             hubs: watch::Hubs::default(),
             access: access_log::Counters::default(),
@@ -639,21 +639,30 @@ impl Engine {
     /// runs on a blocking thread; the store writes it without holding up appends. Answers the
     /// log position it folds up to (`None` when the log is empty).
     pub async fn write_snapshot(&self) -> Result<Option<u64>, ServiceError> {
-        let _writing = self.snapshotting.lock().await;
-        self.write_snapshot_held().await
+        let mut writing = self.snapshotting.lock().await;
+        self.write_snapshot_held(&mut writing).await
     }
 
-    /// [`Engine::write_snapshot`], with `snapshotting` held by the caller.
-    async fn write_snapshot_held(&self) -> Result<Option<u64>, ServiceError> {
+    /// [`Engine::write_snapshot`], with `snapshotting` held by the caller (`kept`: what the
+    /// last snapshot written here held, see [`snapshot::Kept`]).
+    async fn write_snapshot_held(
+        &self,
+        kept: &mut snapshot::Kept,
+    ) -> Result<Option<u64>, ServiceError> {
         let world = self.snapshot_now();
         if world.seq == 0 {
             return Ok(None);
         }
         let seq = world.seq;
         let key = self.config.log_key.clone();
-        let bytes = tokio::task::spawn_blocking(move || snapshot::encode(&world, &key))
-            .await
-            .map_err(|e| ServiceError::Internal(format!("encoding a snapshot failed: {e}")))?;
+        let mut taken = std::mem::take(kept);
+        let (bytes, taken) = tokio::task::spawn_blocking(move || {
+            let bytes = snapshot::encode_kept(&world, &key, &mut taken);
+            (bytes, taken)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("encoding a snapshot failed: {e}")))?;
+        *kept = taken;
         self.store
             .put_snapshot(snapshot::FORMAT, seq, &bytes)
             .await?;
@@ -671,7 +680,7 @@ impl Engine {
         if policy.every_records == 0 {
             return Ok(None);
         }
-        let _writing = self.snapshotting.lock().await;
+        let mut writing = self.snapshotting.lock().await;
         let seq = self.snapshot_now().seq;
         let stored = self.store.snapshots().await?.first().map_or(0, |s| s.seq);
         if seq.saturating_sub(stored) < EXIT_SNAPSHOT_RECORDS.min(policy.every_records) {
@@ -681,7 +690,7 @@ impl Engine {
             records = seq - stored,
             "writing a snapshot before stopping, so the next start replays no long tail"
         );
-        self.write_snapshot_held().await
+        self.write_snapshot_held(&mut writing).await
     }
 
     /// Writes snapshots in the background as `policy` says, until the engine is dropped. Any

@@ -45,7 +45,12 @@ use crate::store::{Link, LogKey};
 /// each timeline's isolated lineages.
 /// Format 7: access-control lists and restrictions (`acls`, `restrictions`). An older version
 /// must not read these snapshots: it would drop them and serve hidden timelines.
-pub const FORMAT: u32 = 7;
+/// Format 8: the journeys, which only grow, in JSON chunks of [`JOURNEY_CHUNK`] beside the
+/// records, so a process writing snapshots encodes only the chunks that changed (see [`Kept`]).
+pub const FORMAT: u32 = 8;
+
+/// Journeys per chunk of a snapshot.
+const JOURNEY_CHUNK: usize = 4096;
 
 const MAGIC: &[u8; 8] = b"CHRSNAP\0";
 /// Magic, format, position, body length, CRC-32, head link.
@@ -105,10 +110,56 @@ fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
 
 /// The snapshot of `world`, sealed with `key`.
 pub fn encode(world: &World, key: &LogKey) -> Vec<u8> {
-    let body = postcard::to_allocvec(&WorldImage::of(world))
+    encode_kept(world, key, &mut Kept::default())
+}
+
+/// [`encode`], reusing what `kept` holds of the snapshot this process wrote before, and keeping
+/// what this one wrote for the next.
+pub fn encode_kept(world: &World, key: &LogKey, kept: &mut Kept) -> Vec<u8> {
+    kept.follow(world);
+    let body = postcard::to_allocvec(&WorldImage::of(world, &kept.chunks))
         // Serializing plain structs into a Vec cannot fail; an empty body is refused on reading.
         .unwrap_or_default();
     frame(world.seq, world.link.unwrap_or_default(), &body, key)
+}
+
+/// What the last snapshot written by this process held of the journeys: the same journeys
+/// (`Arc`s, in the same order) still have the same JSON, and journeys are only ever added, so
+/// a busy server encodes the chunk of the newest ones rather than every journey ever made,
+/// each time. From the first journey that is not the one kept, its chunk and the rest are
+/// encoded again.
+#[derive(Default)]
+pub struct Kept {
+    journeys: Vec<Arc<Journey>>,
+    /// JSON arrays of [`JOURNEY_CHUNK`] journeys each (the last may hold fewer).
+    chunks: Vec<String>,
+}
+
+impl Kept {
+    /// Brings the chunks up to `world`'s journeys.
+    fn follow(&mut self, world: &World) {
+        let same = self
+            .journeys
+            .iter()
+            .zip(world.journeys.values())
+            .take_while(|(kept, now)| Arc::ptr_eq(kept, now))
+            .count();
+        let whole = if same == world.journeys.len() && same == self.journeys.len() {
+            self.chunks.len()
+        } else {
+            same / JOURNEY_CHUNK
+        };
+        self.chunks.truncate(whole);
+        self.journeys.truncate(whole * JOURNEY_CHUNK);
+        let rest: Vec<&Arc<Journey>> = world.journeys.values().skip(self.journeys.len()).collect();
+        for chunk in rest.chunks(JOURNEY_CHUNK) {
+            let journeys: Vec<&Journey> = chunk.iter().map(|j| &***j).collect();
+            // Plain structs into a String: cannot fail.
+            self.chunks
+                .push(serde_json::to_string(&journeys).unwrap_or_default());
+            self.journeys.extend(chunk.iter().map(|j| Arc::clone(j)));
+        }
+    }
 }
 
 /// `body` behind a header that says it folds the log up to `seq` (whose record's link is
@@ -160,7 +211,10 @@ pub fn decode_owned(bytes: Vec<u8>, key: &LogKey) -> Result<World, SnapshotError
 }
 
 /// Checks the header, checksum and seal and parses the body, which is not yet a world.
-fn parse(bytes: &[u8], key: &LogKey) -> Result<(u64, Option<Link>, WorldImage), SnapshotError> {
+fn parse(
+    bytes: &[u8],
+    key: &LogKey,
+) -> Result<(u64, Option<Link>, WorldImage<'static>), SnapshotError> {
     let header = header(bytes)?;
     if header.format != FORMAT {
         return Err(SnapshotError::OtherFormat {
@@ -197,6 +251,38 @@ fn parse(bytes: &[u8], key: &LogKey) -> Result<(u64, Option<Link>, WorldImage), 
     Ok((header.seq, link, image))
 }
 
+/// The journeys of `chunks`, each chunk parsed on a core of its own.
+fn journeys(chunks: &[String]) -> Result<Vec<Journey>, String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_core = chunks.len().div_ceil(cores).max(1);
+    let parsed: Vec<Result<Vec<Journey>, serde_json::Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .chunks(per_core)
+            .map(|some| {
+                scope.spawn(move || {
+                    let mut out = Vec::with_capacity(some.len() * JOURNEY_CHUNK);
+                    for chunk in some {
+                        out.extend(serde_json::from_str::<Vec<Journey>>(chunk)?);
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut all = Vec::new();
+    for part in parsed {
+        all.extend(part.map_err(|e| format!("the journeys: {e}"))?);
+    }
+    Ok(all)
+}
+
 fn build(seq: u64, link: Option<Link>, image: WorldImage) -> Result<World, SnapshotError> {
     let started = std::time::Instant::now();
     let mut world = image.into_world(seq).map_err(SnapshotError::Undecodable)?;
@@ -210,11 +296,14 @@ fn build(seq: u64, link: Option<Link>, image: WorldImage) -> Result<World, Snaps
 
 /// What a snapshot's body holds.
 #[derive(Serialize, Deserialize)]
-struct WorldImage {
+struct WorldImage<'a> {
     /// Parents before their branches.
     timelines: Vec<TimelineImage>,
     /// JSON of [`Records`].
     records: String,
+    /// The journeys in id order (the order they were made in): JSON arrays of
+    /// [`JOURNEY_CHUNK`] each.
+    journeys: std::borrow::Cow<'a, [String]>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -237,7 +326,6 @@ struct TimelineImage {
 struct Records {
     items: Vec<Item>,
     anchors: Vec<AnchorRecord>,
-    journeys: Vec<Journey>,
     positions: Vec<(Traveller, Position)>,
     scripts: Vec<ScriptRecord>,
     jobs: Vec<Job>,
@@ -299,8 +387,9 @@ struct KeyImage {
     seq: u64,
 }
 
-impl WorldImage {
-    fn of(world: &World) -> Self {
+impl<'a> WorldImage<'a> {
+    /// The image of `world`, whose journeys are `journeys` (see [`Kept`]).
+    fn of(world: &World, journeys: &'a [String]) -> Self {
         // Parents first: a branch is read back on top of its parent.
         let mut order: Vec<&TimelineId> = Vec::with_capacity(world.timelines.len());
         let mut placed: HashSet<&TimelineId> = HashSet::new();
@@ -365,7 +454,6 @@ impl WorldImage {
         let records = Records {
             items: world.items.values().map(|i| (**i).clone()).collect(),
             anchors: world.anchors.values().map(|a| (**a).clone()).collect(),
-            journeys: world.journeys.values().map(|j| (**j).clone()).collect(),
             positions: world
                 .positions
                 .iter()
@@ -408,6 +496,7 @@ impl WorldImage {
         Self {
             timelines,
             records: serde_json::to_string(&records).unwrap_or_default(),
+            journeys: std::borrow::Cow::Borrowed(journeys),
         }
     }
 
@@ -464,8 +553,7 @@ impl WorldImage {
             .into_iter()
             .map(|a| (a.id.clone(), Arc::new(a)))
             .collect();
-        world.journeys = r
-            .journeys
+        world.journeys = journeys(&self.journeys)?
             .into_iter()
             .map(|mut j| {
                 // Written before journeys had kinds: the kind folding would give them.

@@ -80,10 +80,7 @@ impl FromRequestParts<AppState> for Caller {
                 needed,
             ))));
         }
-        if let Err(retry_after_secs) = state
-            .limiter
-            .check_n(&auth.traveller.as_str().to_owned(), does.cost())
-        {
+        if let Err(retry_after_secs) = state.limiter.check(&auth.traveller.as_str().to_owned()) {
             return Err(Problem::from_error(ServiceError::RateLimited {
                 retry_after_secs,
             }));

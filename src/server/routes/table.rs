@@ -1,7 +1,7 @@
 //! The operation table: what every route does, declared once where it is routed (beside its
 //! OpenAPI registration), and read by everything that must know it — the scope check and HEAD
 //! handling ([`super::super::extract::Caller`]), forwarding writes to the writer's lease holder
-//! ([`super::super::forward`]), the access log's name for a refusal, the rate limit's cost and
+//! ([`super::super::forward`]), the access log's name for a refusal and
 //! the served OpenAPI description (`x-chronoscope-operation` on each operation).
 //!
 //! Before it, three places guessed from the method and the path and disagreed: a write under
@@ -28,12 +28,9 @@ pub(in crate::server) struct Does {
     /// there from a follower), never answered to HEAD.
     pub writes: bool,
     /// Whether its cost grows with the history or the world rather than with what it asks:
-    /// it costs [`HEAVY_COST`] of the caller's rate limit.
+    /// marked in the description (its rate-limit cost is not applied yet).
     pub heavy: bool,
 }
-
-/// How many requests' worth of the rate limit a heavy operation costs.
-pub(in crate::server) const HEAVY_COST: u32 = 5;
 
 impl Does {
     /// Reads, with the `read` scope.
@@ -77,11 +74,6 @@ impl Does {
             heavy: true,
             ..self
         }
-    }
-
-    /// What a request for this operation costs of its caller's rate limit.
-    pub fn cost(&self) -> u32 {
-        if self.heavy { HEAVY_COST } else { 1 }
     }
 
     /// As the served description says it.
