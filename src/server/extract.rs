@@ -22,7 +22,7 @@ use crate::model::Traveller;
 use crate::service::TimelineService;
 
 /// The caller: authenticated, allowed by the scope the operation table gives the route, within
-/// their rate limit (a heavy operation costs more of it).
+/// their rate limit.
 pub struct Caller {
     /// Who is calling.
     pub traveller: Traveller,

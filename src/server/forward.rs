@@ -653,13 +653,10 @@ pub(super) async fn forward(State(f): State<Forwarding>, req: Request, next: Nex
 /// Takes another replica's access-log counts (see [`Forwarding::courier`]), with the body its
 /// signature covers.
 async fn receive_counts(f: &Forwarding, forwarded: &Forwarded, req: Request) -> Response {
-    let Ok(bytes) = to_bytes(req.into_body(), HANDOVER_LIMIT).await else {
-        return Problem::body_too_large().into_response();
+    let bytes = match signed_body(forwarded, req.into_body(), HANDOVER_LIMIT).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
     };
-    if hex(&Sha256::digest(&bytes)) != forwarded.body_digest {
-        tracing::warn!("access-log counts whose body is not the one signed were refused");
-        return refused("its body is not the one signed");
-    }
     match serde_json::from_slice::<Handover>(&bytes) {
         Ok(handed) => {
             f.sessions.receive_access_counts(handed);
@@ -750,15 +747,25 @@ impl Forwarding {
 /// A write forwarded here goes on only with the body its signature covers.
 async fn body_checked(f: &Forwarding, forwarded: &Forwarded, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
-    let Ok(bytes) = to_bytes(body, f.body_limit).await else {
-        return Problem::body_too_large().into_response();
+    match signed_body(forwarded, body, f.body_limit).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(refusal) => refusal,
+    }
+}
+
+/// The body of a request another replica signed, read up to `limit`, if it is the one signed.
+async fn signed_body(forwarded: &Forwarded, body: Body, limit: usize) -> Result<Bytes, Response> {
+    let Ok(bytes) = to_bytes(body, limit).await else {
+        return Err(Problem::body_too_large().into_response());
     };
     if hex(&Sha256::digest(&bytes)) != forwarded.body_digest {
-        tracing::warn!("a forwarded write whose body is not the one signed was refused");
-        return refused("its body is not the one signed");
+        tracing::warn!("a forwarded request whose body is not the one signed was refused");
+        return Err(refused("its body is not the one signed"));
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    Ok(bytes)
 }
 
 /// The holder was reached but its answer did not come back whole and signed: the write may

@@ -87,8 +87,6 @@ type Keyed<K, C> =
 /// contend on one lock.
 pub struct RateLimiter<K: Hash + Eq + Clone = String, C: Clock = DefaultClock> {
     keyed: Option<Keyed<K, C>>,
-    /// The burst the quota allows (the most one check may cost).
-    burst: u32,
     clock: C,
     checks: AtomicU64,
 }
@@ -115,7 +113,6 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
             keyed: limit
                 .quota()
                 .map(|quota| governor::RateLimiter::dashmap_with_clock(quota, clock.clone())),
-            burst: limit.burst.max(1),
             clock,
             checks: AtomicU64::new(0),
         }
@@ -123,12 +120,6 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
 
     /// Counts one request for `key`; `Err(seconds)` says how long to wait when it is over.
     pub fn check(&self, key: &K) -> Result<(), u64> {
-        self.check_n(key, 1)
-    }
-
-    /// Counts a request worth `cost` requests for `key` (at most the whole burst: one that
-    /// costs more than a burst waits for a whole one).
-    pub fn check_n(&self, key: &K, cost: u32) -> Result<(), u64> {
         let Some(keyed) = &self.keyed else {
             return Ok(());
         };
@@ -136,16 +127,10 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
             keyed.retain_recent();
             keyed.shrink_to_fit();
         }
-        let cost = NonZeroU32::new(cost.min(self.burst)).unwrap_or(NonZeroU32::MIN);
-        match keyed.check_key_n(key, cost) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(not_until)) => {
-                let wait = not_until.wait_time_from(self.clock.now());
-                Err(wait.as_secs_f64().ceil().max(1.0) as u64)
-            }
-            // Not reachable (the cost is at most the burst); refused for a second if it were.
-            Err(_) => Err(1),
-        }
+        keyed.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.clock.now());
+            wait.as_secs_f64().ceil().max(1.0) as u64
+        })
     }
 
     /// How many keys are remembered.
@@ -204,31 +189,6 @@ mod tests {
     use governor::clock::FakeRelativeClock;
 
     use super::*;
-
-    /// A heavy operation takes several requests' worth of the allowance (the table says
-    /// which), so a caller cannot run five times as many scans as reads.
-    #[test]
-    fn a_costly_request_takes_more_of_the_burst() {
-        let clock = FakeRelativeClock::default();
-        let limiter: RateLimiter<String, _> = RateLimiter::with_clock(
-            RateLimit {
-                per_second: 1.0,
-                burst: 10,
-            },
-            clock.clone(),
-        );
-        let ada = "ada".to_owned();
-        assert_eq!(limiter.check_n(&ada, 5), Ok(()));
-        assert_eq!(limiter.check_n(&ada, 5), Ok(()));
-        assert!(limiter.check_n(&ada, 5).is_err(), "the burst is spent");
-        assert!(
-            limiter.check(&ada).is_err(),
-            "so is a plain request's share"
-        );
-        // A cost beyond the burst waits for a whole burst rather than never passing.
-        clock.advance(std::time::Duration::from_secs(10));
-        assert_eq!(limiter.check_n(&ada, 50), Ok(()));
-    }
 
     #[test]
     fn a_key_has_its_burst_then_is_told_how_long_to_wait() {
