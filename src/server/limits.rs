@@ -5,7 +5,6 @@ use std::hash::Hash;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
@@ -74,9 +73,10 @@ impl RateLimit {
 /// The longest time one request's allowance takes to come back.
 const MAX_PERIOD: Duration = Duration::from_secs(365 * 86_400);
 
-/// How many checks pass between two prunings of the keys whose allowance is whole again
-/// (clients gone quiet), so that a stream of new addresses cannot grow memory without bound.
-const PRUNE_EVERY: u64 = 4096;
+/// How often the keys whose allowance is whole again (clients gone quiet) are forgotten, so
+/// that a stream of new addresses cannot grow memory without bound. A key's allowance is whole
+/// again after `burst / per_second` (2 s for the default address limit).
+pub const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 /// governor's keyed limiter on a sharded map.
 type Keyed<K, C> =
@@ -84,11 +84,11 @@ type Keyed<K, C> =
 
 /// Keyed limits (GCRA, from `governor`): by client address before authentication, by
 /// traveller (`sub`) after it. The state is sharded, so checks of different keys do not
-/// contend on one lock.
+/// contend on one lock, and a check writes nothing shared but its key's state: keys gone quiet
+/// are forgotten by a task of their own ([`RateLimiter::spawn_pruning`]), not by a request.
 pub struct RateLimiter<K: Hash + Eq + Clone = String, C: Clock = DefaultClock> {
     keyed: Option<Keyed<K, C>>,
     clock: C,
-    checks: AtomicU64,
 }
 
 impl<K: Hash + Eq + Clone, C: Clock> std::fmt::Debug for RateLimiter<K, C> {
@@ -106,6 +106,42 @@ impl<K: Hash + Eq + Clone> RateLimiter<K, DefaultClock> {
     }
 }
 
+impl<K, C> RateLimiter<K, C>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Clock + Clone + Send + Sync + 'static,
+{
+    /// Prunes the limiter every [`PRUNE_EVERY`] on the runtime this is called on, each time on
+    /// a blocking thread (a map grown by many addresses takes a while to walk), until the
+    /// limiter is dropped. Outside a runtime, or with the limit off, nothing is spawned.
+    pub fn spawn_pruning(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.keyed.is_none() {
+            return;
+        }
+        let limiter = Arc::downgrade(self);
+        runtime.spawn(async move {
+            let mut every = tokio::time::interval(PRUNE_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                let Some(limiter) = limiter.upgrade() else {
+                    return;
+                };
+                if tokio::task::spawn_blocking(move || limiter.prune())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+    }
+}
+
 impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
     /// A limiter enforcing `limit` on `clock`.
     pub fn with_clock(limit: RateLimit, clock: C) -> Self {
@@ -114,7 +150,6 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
                 .quota()
                 .map(|quota| governor::RateLimiter::dashmap_with_clock(quota, clock.clone())),
             clock,
-            checks: AtomicU64::new(0),
         }
     }
 
@@ -123,14 +158,18 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
         let Some(keyed) = &self.keyed else {
             return Ok(());
         };
-        if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
-            keyed.retain_recent();
-            keyed.shrink_to_fit();
-        }
         keyed.check_key(key).map_err(|not_until| {
             let wait = not_until.wait_time_from(self.clock.now());
             wait.as_secs_f64().ceil().max(1.0) as u64
         })
+    }
+
+    /// Forgets the keys whose allowance is whole again: remembering them changes no answer.
+    pub fn prune(&self) {
+        if let Some(keyed) = &self.keyed {
+            keyed.retain_recent();
+            keyed.shrink_to_fit();
+        }
     }
 
     /// How many keys are remembered.
@@ -231,14 +270,35 @@ mod tests {
             },
             clock.clone(),
         );
-        for key in 0..PRUNE_EVERY - 1 {
+        for key in 0..1000 {
             assert!(limiter.check(&key).is_ok());
         }
-        assert_eq!(limiter.len() as u64, PRUNE_EVERY - 1);
+        assert_eq!(limiter.len(), 1000);
         clock.advance(Duration::from_secs(1));
-        // The next check prunes every key whose allowance is whole again.
         assert!(limiter.check(&u64::MAX).is_ok());
-        assert!(limiter.len() <= 1, "{} keys kept", limiter.len());
+        // Pruning forgets every key whose allowance is whole again, and only those.
+        limiter.prune();
+        assert_eq!(limiter.len(), 1, "the key checked just now is kept");
+    }
+
+    #[tokio::test]
+    async fn quiet_keys_are_forgotten_by_a_task_of_their_own_not_by_a_request() {
+        let limiter: Arc<RateLimiter<u64>> = Arc::new(RateLimiter::new(RateLimit {
+            per_second: 1_000_000.0,
+            burst: 1,
+        }));
+        limiter.spawn_pruning();
+        for key in 0..1000 {
+            assert!(limiter.check(&key).is_ok());
+        }
+        assert_eq!(limiter.len(), 1000, "checks alone forget nothing");
+        // A key's allowance is whole again a microsecond later; the task prunes within a
+        // period or two.
+        let deadline = std::time::Instant::now() + PRUNE_EVERY * 10;
+        while !limiter.is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(PRUNE_EVERY / 4).await;
+        }
+        assert!(limiter.is_empty(), "{} keys kept", limiter.len());
     }
 
     #[test]

@@ -414,10 +414,12 @@ fn router_stopping(config: ServerConfig, sessions: impl Sessions, stopping: Stop
     if let Some(courier) = forwarding.courier() {
         sessions.set_access_courier(courier);
     }
+    let limiter = Arc::new(RateLimiter::new(config.rate_limit));
+    limiter.spawn_pruning();
     let state = AppState(Arc::new(Shared {
         sessions,
         verifier: Arc::clone(&verifier),
-        limiter: Arc::new(RateLimiter::new(config.rate_limit)),
+        limiter,
         openapi: Arc::new(serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())),
         config: Arc::new(config.clone()),
         stopping,
@@ -443,6 +445,10 @@ fn with_layers(
     forwarding: forward::Forwarding,
     operations: Arc<Operations>,
 ) -> Router {
+    let by_address = Arc::new(RateLimiter::<std::net::IpAddr>::new(
+        config.address_rate_limit,
+    ));
+    by_address.spawn_pruning();
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(
             Arc::new(crate::metrics::HttpMetrics::default()),
@@ -466,12 +472,7 @@ fn with_layers(
             forwarding.clone(),
             forward::mark,
         ))
-        .layer(middleware::from_fn_with_state(
-            Arc::new(RateLimiter::<std::net::IpAddr>::new(
-                config.address_rate_limit,
-            )),
-            limits::by_address,
-        ))
+        .layer(middleware::from_fn_with_state(by_address, limits::by_address))
         // The timeout is outside the keyed layer, which reads the body: a stalled body is
         // cut like any slow request.
         .layer(middleware::from_fn_with_state(
