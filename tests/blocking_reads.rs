@@ -123,3 +123,65 @@ fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
         assert_eq!(check.status, "missing");
     });
 }
+
+/// A replica that falls behind folds in the other processes' records (each verified against
+/// its link and decoded) on the blocking pool: the task that found it behind waits there, and
+/// the runtime's thread goes on serving. Folded on the task thread, the catch-up would end
+/// while the only blocking thread is still taken.
+#[test]
+fn catching_up_with_another_process_is_done_on_the_blocking_pool() {
+    const RECORDS: usize = 2_000;
+    runtime().block_on(async {
+        let store = Arc::new(MemoryStore::new());
+        let engine = support::engine_on(store.clone(), Arc::new(SystemClock)).await;
+        let before = engine.snapshot().await.expect("a snapshot").seq;
+        let id = |i: usize| EventId::from_ulid(ulid::Ulid::from((9u128 << 100) | i as u128));
+        let start = DateTime::<Utc>::from_timestamp(946_684_800, 0).expect("2000-01-01");
+        // Another process appends, one event per record.
+        let ops: Vec<Op> = (0..RECORDS)
+            .map(|i| Op::AddEvents {
+                timeline: TimelineId::primary(),
+                events: vec![Event {
+                    id: id(i),
+                    description: format!("Appended elsewhere {i}"),
+                    time: start + Duration::minutes(i as i64),
+                    location: "Geneva".into(),
+                    causes: vec![],
+                    fixed_point: false,
+                    status: EventStatus::OnSchedule,
+                    supersedes: None,
+                    superseded_by: None,
+                    lineage: id(i),
+                    author: None,
+                }],
+                at: None,
+            })
+            .collect();
+        chronoscope::engine::append_ops(&*store, &EngineConfig::default().log_key, &ops)
+            .await
+            .expect("appended");
+
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let blocker = tokio::task::spawn_blocking(move || held.recv());
+        let reader = Arc::clone(&engine);
+        let behind = tokio::spawn(async move { reader.snapshot().await });
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !behind.is_finished(),
+            "the catch-up ended without the blocking pool: it folded on the runtime's thread"
+        );
+        release.send(()).expect("the blocker waits");
+        blocker
+            .await
+            .expect("blocker task")
+            .expect("released by the test");
+        let world = behind.await.expect("task").expect("caught up");
+        assert_eq!(
+            world.seq,
+            before + RECORDS as u64,
+            "every record appended elsewhere is folded in"
+        );
+    });
+}

@@ -83,6 +83,9 @@ use crate::store::{Store, StoreError};
 
 /// How many log records are read per round trip when catching up.
 const CATCH_UP_BATCH: u32 = 10_000;
+/// Up to how many records a catch-up folds in on the task that asked; more go to a blocking
+/// thread.
+const FOLD_INLINE: usize = 32;
 
 /// Appends `ops` to `store` after its last record, as records chained with `key` (`by` none,
 /// `at` unknown), chaining an empty store first: for tools that build a log without an engine
@@ -192,6 +195,10 @@ pub struct Engine {
     ids: Mutex<ulid::Generator>,
     /// When the last catch-up that found nothing new began (a monotonic clock, not the domain's).
     caught_up_at: Mutex<Option<std::time::Instant>>,
+    /// Held by the one task fetching and folding in other processes' records at a time (a
+    /// second finds them folded in instead of fetching and verifying them again). The state
+    /// itself is locked only to publish what was folded.
+    catching_up: tokio::sync::Mutex<()>,
     /// Batches the store queries of linearizable reads (see `barrier`).
     barrier: barrier::ReadBarrier,
     /// Record fetches made by catching up.
@@ -262,6 +269,7 @@ impl Engine {
             opened: tokio::sync::Notify::new(),
             ids: Mutex::new(ulid::Generator::new()),
             caught_up_at: Mutex::new(None),
+            catching_up: tokio::sync::Mutex::new(()),
             barrier: barrier::ReadBarrier::default(),
             fetches: std::sync::atomic::AtomicU64::new(0),
             published: feed::Published::default(),
@@ -444,8 +452,10 @@ impl Engine {
     async fn catch_up_to(&self, head: Option<u64>) -> Result<(), ServiceError> {
         let started = std::time::Instant::now();
         let mut folded = 0;
+        let _one_at_a_time = self.catching_up.lock().await;
         loop {
-            let seen = self.snapshot_now().seq;
+            let base = self.snapshot_now();
+            let seen = base.seq;
             let records = if head.is_some_and(|head| seen >= head) {
                 Vec::new()
             } else {
@@ -464,29 +474,46 @@ impl Engine {
                 return Ok(());
             }
             folded += records.len();
-            let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
-            let mut next = (**guard).clone();
+            // Verifying and decoding a batch is work for a blocking thread, not a worker; a
+            // few records are folded where they arrived.
+            let (next, failure) = match self.me.upgrade() {
+                Some(engine) if records.len() > FOLD_INLINE => {
+                    tokio::task::spawn_blocking(move || engine.fold_all(&base, &records))
+                        .await
+                        .map_err(|e| ServiceError::Internal(format!("catching up failed: {e}")))?
+                }
+                _ => self.fold_all(&base, &records),
+            };
             // What verified is published even when a later record fails: the state stops
-            // exactly before the record that does not verify.
-            let mut failure = None;
-            for record in records {
-                if record.seq <= next.seq {
-                    continue; // another task folded it in meanwhile
-                }
-                if let Err(e) = self.fold(&mut next, &record) {
-                    failure = Some(e);
-                    break;
-                }
-            }
-            if next.seq > guard.seq {
-                let next = Arc::new(next);
-                self.published.record(&next);
-                *guard = next;
+            // exactly before the record that does not verify. (A write of this process may
+            // have published a later state meanwhile: `publish` keeps the latest.)
+            if let Some(next) = next {
+                self.publish(Arc::new(next));
             }
             if let Some(e) = failure {
                 return Err(e);
             }
         }
+    }
+
+    /// `base` with `records` folded in, up to the first that does not verify (`None` when
+    /// none was new), and why that one did not.
+    fn fold_all(
+        &self,
+        base: &World,
+        records: &[crate::store::Record],
+    ) -> (Option<World>, Option<ServiceError>) {
+        let mut next: Option<World> = None;
+        for record in records {
+            let world = next.get_or_insert_with(|| base.clone());
+            if record.seq <= world.seq {
+                continue; // folded in before this batch was fetched
+            }
+            if let Err(e) = self.fold(world, record) {
+                return (next.filter(|w| w.seq > base.seq), Some(e));
+            }
+        }
+        (next.filter(|w| w.seq > base.seq), None)
     }
 
     /// Verifies `record` against `world`'s head link and folds it in; a record that does not
