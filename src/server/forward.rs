@@ -46,16 +46,15 @@ use axum::body::{Body, Bytes, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::Sessions;
 use super::problem::Problem;
 use super::routes::table::Operation;
+use super::{Onward, Sessions};
 use crate::auth::{Authenticated, Claims, Scopes, Verifier};
 use crate::engine::access_log::Handover;
 use crate::error::ServiceError;
@@ -468,7 +467,11 @@ fn refused(why: &str) -> Response {
 
 /// Outside the address rate limit: checks a request forwarded by another replica, lets the
 /// caller it vouches for through as authenticated, and signs the answer.
-pub(super) async fn mark(State(f): State<Forwarding>, mut req: Request, next: Next) -> Response {
+pub(super) async fn mark(
+    State(f): State<Forwarding>,
+    mut req: Request,
+    next: impl Onward,
+) -> Response {
     let Some(given) = req.headers().get(&FORWARDED) else {
         return next.run(req).await;
     };
@@ -529,7 +532,11 @@ fn answer_challenge(f: &Forwarding, headers: &HeaderMap) -> Response {
 
 /// Sends a write on to the holder of the writer's lease when that is another replica that
 /// proves it is one; checks the body of a write forwarded here.
-pub(super) async fn forward(State(f): State<Forwarding>, req: Request, next: Next) -> Response {
+pub(super) async fn forward(
+    State(f): State<Forwarding>,
+    req: Request,
+    next: impl Onward,
+) -> Response {
     if let Some(forwarded) = req.extensions().get::<Forwarded>().cloned() {
         if req.uri().path() == ACCESS_COUNTS_PATH && req.method() == Method::POST {
             return receive_counts(&f, &forwarded, req).await;
@@ -745,7 +752,12 @@ impl Forwarding {
 }
 
 /// A write forwarded here goes on only with the body its signature covers.
-async fn body_checked(f: &Forwarding, forwarded: &Forwarded, req: Request, next: Next) -> Response {
+async fn body_checked(
+    f: &Forwarding,
+    forwarded: &Forwarded,
+    req: Request,
+    next: impl Onward,
+) -> Response {
     let (parts, body) = req.into_parts();
     match signed_body(forwarded, body, f.body_limit).await {
         Ok(bytes) => {

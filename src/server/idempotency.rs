@@ -7,10 +7,10 @@ use std::sync::Arc;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, Method};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use super::Onward;
 use super::openapi::UNPROCESSABLE_ROUTES;
 use super::problem::Problem;
 use crate::auth::{Authenticated, Verifier};
@@ -33,7 +33,7 @@ const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// read, so no client without one can hold a request open by stalling its body), checks the
 /// key, fingerprints the request and leaves both in the request's extensions. Anything else
 /// passes untouched.
-pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: Next) -> Response {
+pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: impl Onward) -> Response {
     if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
         return next.run(req).await;
     }

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::Quota;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 
+use super::Onward;
 use super::problem::Problem;
 use crate::error::ServiceError;
 
@@ -186,10 +186,10 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> RateLimiter<K, C> {
 /// Limits requests by client address before anything else is done for them (authentication,
 /// `/readyz`'s store query, a 401): a flood from one address is answered 429 cheaply. Requests
 /// without a known peer address (in-process tests) pass.
-pub async fn by_address(
+pub(super) async fn by_address(
     State(limiter): State<Arc<RateLimiter<IpAddr>>>,
     req: Request,
-    next: Next,
+    next: impl Onward,
 ) -> Response {
     // A write another replica forwarded was counted there, against its sender's address.
     if req
@@ -212,7 +212,11 @@ pub async fn by_address(
 }
 
 /// Answers 503 when the request takes longer than the configured timeout.
-pub async fn timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+pub(super) async fn timeout(
+    State(limit): State<Duration>,
+    req: Request,
+    next: impl Onward,
+) -> Response {
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => Problem::unavailable(format!(

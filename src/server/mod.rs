@@ -469,26 +469,86 @@ fn with_layers(
         .layer(middleware::from_fn_with_state(operations, request_context))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn_with_state(
-            forwarding.clone(),
-            forward::mark,
-        ))
-        .layer(middleware::from_fn_with_state(by_address, limits::by_address))
-        // The timeout is outside the keyed layer, which reads the body: a stalled body is
-        // cut like any slow request.
-        .layer(middleware::from_fn_with_state(
-            config.request_timeout,
-            limits::timeout,
-        ))
-        .layer(middleware::from_fn_with_state(forwarding, forward::forward))
-        .layer(middleware::from_fn_with_state(
-            idempotency::Keyed {
-                body_limit: config.body_limit,
-                verifier,
-            },
-            idempotency::keyed,
+            Arc::new(Gate {
+                forwarding,
+                by_address,
+                timeout: config.request_timeout,
+                keyed: idempotency::Keyed {
+                    body_limit: config.body_limit,
+                    verifier,
+                },
+            }),
+            gate,
         ))
         .layer(DefaultBodyLimit::max(config.body_limit));
     router.layer(layers)
+}
+
+/// What a request goes through between the panic catcher and its route, in this order:
+/// checking a write forwarded by another replica (and signing its answer), the address rate
+/// limit, the request timeout (outside the keyed stage, which reads the body: a stalled body is
+/// cut like any slow request), forwarding writes to the writer's lease holder, idempotency keys.
+///
+/// One layer rather than five: axum's `from_fn` clones the whole stack beneath it, boxed, on
+/// every request, so each layer more cost every request a clone of all the layers under it.
+struct Gate {
+    forwarding: forward::Forwarding,
+    by_address: Arc<RateLimiter<std::net::IpAddr>>,
+    timeout: Duration,
+    keyed: idempotency::Keyed,
+}
+
+async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
+    let g = &gate;
+    forward::mark(
+        State(g.forwarding.clone()),
+        req,
+        Stage(|req| {
+            limits::by_address(
+                State(Arc::clone(&g.by_address)),
+                req,
+                Stage(|req| {
+                    limits::timeout(
+                        State(g.timeout),
+                        req,
+                        Stage(|req| {
+                            forward::forward(
+                                State(g.forwarding.clone()),
+                                req,
+                                Stage(|req| idempotency::keyed(State(g.keyed.clone()), req, next)),
+                            )
+                        }),
+                    )
+                }),
+            )
+        }),
+    )
+    .await
+}
+
+/// Where a stage of [`gate`] hands the request on: the next stage, or the route (axum's
+/// [`Next`]).
+pub(super) trait Onward: Send {
+    fn run(self, req: Request) -> impl Future<Output = Response> + Send;
+}
+
+impl Onward for Next {
+    fn run(self, req: Request) -> impl Future<Output = Response> + Send {
+        Next::run(self, req)
+    }
+}
+
+/// A stage of [`gate`] as the one before it sees it.
+struct Stage<F>(F);
+
+impl<F, Fut> Onward for Stage<F>
+where
+    F: FnOnce(Request) -> Fut + Send,
+    Fut: Future<Output = Response> + Send,
+{
+    fn run(self, req: Request) -> impl Future<Output = Response> + Send {
+        (self.0)(req)
+    }
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish for at most
