@@ -3067,3 +3067,52 @@ async fn the_access_screen_follows_a_list_set_elsewhere_and_offers_its_reload_ke
     assert!(screen.contains("read    carol"), "{screen}");
     assert!(!screen.contains("No access-control list"), "{screen}");
 }
+
+#[tokio::test]
+async fn the_merge_wizard_marks_a_read_only_destination_and_refuses_it_at_its_first_step() {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    use chronoscope::tui::merge::MergeStep;
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let root = engine.session("root".parse().unwrap());
+    root.set_access_control(SetAccessControlRequest {
+        timeline_id: TimelineId::primary(),
+        permissions: Some(Permissions {
+            admin: vec!["root".parse().unwrap()],
+            write: vec![],
+            read: vec!["bob".parse().unwrap()],
+        }),
+    })
+    .await
+    .unwrap();
+    let bob = engine.session("bob".parse().unwrap()).with_admin(false);
+    bob.create_timeline(named("Bob's branch")).await.unwrap();
+    let mut h = member(&engine, clock, "bob").await;
+    // The tree: Primary ro, └ Bob's branch. M on the branch offers its parent, marked.
+    h.press("j");
+    h.settle().await;
+    h.press("M");
+    let screen = h.render(120, 30);
+    assert!(screen.contains("▶ parent      Primary ro"), "{screen}");
+    // Enter refuses it there, in the wizard, before any diff is asked.
+    h.press("enter");
+    assert!(!h.app.busy(), "nothing is sent: {:?}", h.app);
+    let Some(Modal::Merge(wizard)) = &h.app.modal else {
+        panic!("the wizard stays open: {:?}", h.app.modal);
+    };
+    assert_eq!(wizard.step, MergeStep::Sides);
+    let screen = h.render(120, 30);
+    let inside = screen
+        .lines()
+        .find(|l| l.contains("You may read Primary (primary) but not write it"))
+        .unwrap_or_else(|| panic!("the refusal is in the wizard:\n{screen}"));
+    assert!(inside.contains('║'), "in the wizard's box: {inside}");
+    // The diff alone still compares them.
+    h.press("esc D enter");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("Diff Bob's branch against Primary"),
+        "{screen}"
+    );
+}

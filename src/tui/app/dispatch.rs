@@ -221,7 +221,13 @@ impl App {
                     return self.flash_error("Select a timeline first.");
                 };
                 match MergeWizard::from_tree(&self.timelines.all, t, action == A::Diff) {
-                    Ok(w) => self.modal = Some(Modal::Merge(Box::new(w))),
+                    Ok(mut w) => {
+                        // Read-only sides are marked, and refused as B before any diff.
+                        for side in w.sides.iter_mut().chain(std::iter::once(&mut w.source)) {
+                            side.read_only = self.refusal(&side.id, Right::Write);
+                        }
+                        self.modal = Some(Modal::Merge(Box::new(w)));
+                    }
                     Err(why) => self.flash_error(why),
                 }
             }
