@@ -1554,3 +1554,40 @@ fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
         .collect();
     assert!(parsed.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
 }
+
+#[tokio::test]
+async fn deleting_a_timeline_names_your_anchors_in_it_that_can_no_longer_be_returned_to() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let created = json(&ada, &["timelines", "create", "Anchor test 2"]).await;
+    let tl = created["id"].as_str().unwrap().to_owned();
+    run(&ada, &["switch", &tl]).await.unwrap();
+    let anchor = json(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2026-11-22T10:00:00Z",
+            "--description",
+            "in branch 2",
+        ],
+    )
+    .await;
+    let anchor = anchor["id"].as_str().unwrap().to_owned();
+    run(&ada, &["switch", "primary"]).await.unwrap();
+    let text = run(&ada, &["timelines", "delete", &tl]).await.unwrap();
+    assert!(text.contains(&format!("deleted timeline {tl}")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "your active anchor in it can no longer be returned to: 'in branch 2' at \
+             2026-11-22 10:00:00 ({anchor})"
+        )),
+        "{text}"
+    );
+
+    // --json lists them by id; a timeline without your anchors names none.
+    let other = json(&ada, &["timelines", "create", "Other"]).await;
+    let other = other["id"].as_str().unwrap().to_owned();
+    let deleted = json(&ada, &["timelines", "delete", &other]).await;
+    assert_eq!(deleted["stranded_anchors"], serde_json::json!([]));
+}

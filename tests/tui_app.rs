@@ -3116,3 +3116,62 @@ async fn the_merge_wizard_marks_a_read_only_destination_and_refuses_it_at_its_fi
         "{screen}"
     );
 }
+
+#[tokio::test]
+async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_way_back() {
+    use chronoscope::service::{NewAnchor, SwitchRequest};
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap().id;
+    w.service
+        .switch_timeline(SwitchRequest {
+            timeline_id: doomed.clone(),
+        })
+        .await
+        .unwrap();
+    let anchor = w
+        .service
+        .set_anchor(NewAnchor {
+            timestamp: t("1900-01-01T10:00:00Z"),
+            description: Some("in branch 2".into()),
+        })
+        .await
+        .unwrap();
+    w.service
+        .switch_timeline(SwitchRequest {
+            timeline_id: TimelineId::primary(),
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("j d");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("Delete timeline Doomed"), "{screen}");
+    let question: String = screen
+        .lines()
+        .map(|l| l.trim_matches(|c: char| c == '║' || c == '│' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        question.contains("Your active anchor in it can no longer be returned to"),
+        "{screen}"
+    );
+    assert!(question.contains("'in branch 2'"), "{screen}");
+    assert!(question.contains(anchor.id.as_str()), "{screen}");
+    h.press("n");
+
+    // A timeline without your anchors is asked about as before.
+    w.service.create_timeline(named("Empty")).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let row = h.app.timelines.all.iter().position(|t| t.name == "Empty");
+    assert!(row.is_some());
+    h.app
+        .timelines
+        .select(&timeline_named(&w.service, "Empty").await.unwrap());
+    h.press("d");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("Delete timeline Empty"), "{screen}");
+    assert!(!screen.contains("can no longer be returned to"), "{screen}");
+}

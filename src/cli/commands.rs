@@ -12,6 +12,34 @@ use crate::model::{EventId, ItemId, TimelineId, parse_instant};
 use crate::paradox::Paradox;
 use crate::service::*;
 
+/// The caller's active anchors in `timeline`, every page of them.
+async fn active_anchors_in(
+    service: &dyn TimelineService,
+    timeline: &TimelineId,
+) -> Result<Vec<crate::model::Anchor>, ServiceError> {
+    let mut found = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = service
+            .find_anchors(AnchorListQuery {
+                include_spent: Some(false),
+                limit: Some(PageRequest::MAX_LIMIT),
+                cursor,
+            })
+            .await?;
+        found.extend(
+            page.items
+                .into_iter()
+                .map(|r| r.anchor)
+                .filter(|a| &a.timeline == timeline),
+        );
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(found),
+        }
+    }
+}
+
 fn page(args: &PageArgs) -> PageRequest {
     PageRequest {
         limit: args.limit,
@@ -149,10 +177,29 @@ async fn run(
             }
             TimelineCommand::Delete { id } => {
                 let id = timeline(&id)?;
+                // Your active anchors there, which the deletion leaves without a way back.
+                let stranded = active_anchors_in(service, &id).await?;
                 service.delete_timeline(&id).await?;
-                out.print(&serde_json::json!({ "deleted": id }), |_| {
-                    format!("deleted timeline {id}\n")
-                })
+                let ids: Vec<_> = stranded.iter().map(|a| a.id.to_string()).collect();
+                out.print(
+                    &serde_json::json!({ "deleted": id, "stranded_anchors": ids }),
+                    |_| {
+                        let mut text = format!("deleted timeline {id}\n");
+                        if !stranded.is_empty() {
+                            let named: Vec<_> = stranded.iter().map(|a| a.named()).collect();
+                            text.push_str(&format!(
+                                "your active {} in it can no longer be returned to: {}\n",
+                                if named.len() == 1 {
+                                    "anchor"
+                                } else {
+                                    "anchors"
+                                },
+                                named.join(", ")
+                            ));
+                        }
+                        text
+                    },
+                )
             }
             TimelineCommand::Export { id, to } => {
                 super::transfer::export(service, &timeline(&id)?, to.as_deref(), out).await

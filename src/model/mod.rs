@@ -312,6 +312,18 @@ pub struct Anchor {
     pub created_at: Instant,
 }
 
+impl Anchor {
+    /// How a person is told of it: its description and the time it returns to, then its id
+    /// (`'home' at 2026-11-22 10:00:00 (anc_…)`).
+    pub fn named(&self) -> String {
+        let at = self.timestamp.format("%Y-%m-%d %H:%M:%S");
+        match &self.description {
+            Some(d) => format!("'{d}' at {at} ({})", self.id),
+            None => format!("at {at} ({})", self.id),
+        }
+    }
+}
+
 /// What an anchor records beyond its return point: where the traveller was, how finely the
 /// timestamp was given, and the conditions the traveller recorded (measured by no one here).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -114,7 +114,10 @@ impl App {
                     self.modal = Some(Modal::Confirm(Confirm::DeleteTimeline(
                         t.id.clone(),
                         t.name.clone(),
-                    )))
+                        None,
+                    )));
+                    // The question names the anchors the deletion leaves without a way back.
+                    self.request_wizard_data();
                 }
                 None => self.flash_error("Select a timeline to delete first."),
             },

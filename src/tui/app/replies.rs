@@ -4,7 +4,7 @@
 
 use super::{App, Connection};
 use crate::error::ServiceError;
-use crate::model::TimelineId;
+use crate::model::{AnchorStatus, TimelineId};
 use crate::service::{ClockState, RestrictionLevel};
 use crate::tui::action::{Action, Reply, Slot};
 use crate::tui::confirm::{Checked, Confirm};
@@ -254,8 +254,20 @@ impl App {
             Reply::WizardData { anchors, items } => {
                 let now = self.now();
                 let preselect = self.timelines.selected().map(|t| t.id.clone());
-                if let Some(Modal::Wizard(w)) = &mut self.modal {
-                    w.set_data(&self.timelines.all, anchors, items, now, preselect.as_ref());
+                match &mut self.modal {
+                    Some(Modal::Wizard(w)) => {
+                        w.set_data(&self.timelines.all, anchors, items, now, preselect.as_ref())
+                    }
+                    Some(Modal::Confirm(Confirm::DeleteTimeline(id, _, named @ None))) => {
+                        *named = Some(
+                            anchors
+                                .iter()
+                                .filter(|a| &a.timeline == id && a.status == AnchorStatus::Active)
+                                .map(|a| a.named())
+                                .collect(),
+                        );
+                    }
+                    _ => {}
                 }
             }
             Reply::WizardCheck(report) => {
