@@ -1591,3 +1591,85 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_can_no_longer_be_retu
     let deleted = json(&ada, &["timelines", "delete", &other]).await;
     assert_eq!(deleted["stranded_anchors"], serde_json::json!([]));
 }
+
+/// A branch of primary and primary both moved `launch` (a lineage they conflict on), merged
+/// into primary with manual review: the pending merge's id.
+async fn conflict_waiting_for_review(ada: &dyn TimelineService) -> (String, String) {
+    let launch = json(
+        ada,
+        &[
+            "events",
+            "add",
+            "Launch",
+            "--time",
+            "2025-03-01T12:00:00Z",
+            "--location",
+            "Cape Canaveral",
+        ],
+    )
+    .await;
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    let branch = json(ada, &["timelines", "create", "Delayed"]).await;
+    let branch = branch["id"].as_str().unwrap().to_owned();
+    for (timeline, time) in [
+        (branch.as_str(), "2025-03-05T12:00:00Z"),
+        ("primary", "2025-03-09T12:00:00Z"),
+    ] {
+        run(
+            ada,
+            &[
+                "events",
+                "manipulate",
+                &launch,
+                "--timeline",
+                timeline,
+                "--time",
+                time,
+            ],
+        )
+        .await
+        .unwrap();
+    }
+    let merged = json(
+        ada,
+        &[
+            "timelines",
+            "merge",
+            &branch,
+            "primary",
+            "--strategy",
+            "manual-review",
+        ],
+    )
+    .await;
+    let merge = merged["merge_id"].as_str().unwrap().to_owned();
+    (launch, merge)
+}
+
+#[tokio::test]
+async fn the_second_to_resolve_a_conflict_is_told_who_resolved_it_and_when() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let bob = engine.session("bob".parse().unwrap());
+    let (launch, merge) = conflict_waiting_for_review(&ada).await;
+    let done = run(&ada, &["merges", "resolve", &launch, "keep-source"])
+        .await
+        .unwrap();
+    assert!(done.contains("merged"), "{done}");
+    let refused = run(&bob, &["merges", "resolve", &launch, "keep-destination"])
+        .await
+        .expect_err("the conflict is resolved already");
+    let said = refused.explain();
+    assert!(
+        said.contains(&format!(
+            "the conflict on event '{launch}' was already resolved by ada at {}",
+            support::START
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("merge '{merge}' into 'primary' is complete")),
+        "{said}"
+    );
+    assert!(!said.contains("Unknown reference"), "{said}");
+}

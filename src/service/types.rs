@@ -961,6 +961,14 @@ pub struct Merge {
     /// The resolutions recorded so far (manual review).
     #[serde(default)]
     pub resolutions: Vec<super::MergeResolution>,
+    /// Who completed a merge left for review (the last resolution), once it is complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub completed_by: Option<Traveller>,
+    /// When a merge left for review was completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<Instant>,
 }
 
 /// A lineage's event written by a merge.
