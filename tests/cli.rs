@@ -1673,3 +1673,78 @@ async fn the_second_to_resolve_a_conflict_is_told_who_resolved_it_and_when() {
     );
     assert!(!said.contains("Unknown reference"), "{said}");
 }
+
+#[tokio::test]
+async fn a_superseded_event_named_as_a_cause_or_aligned_says_what_stands_for_it() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let launch = json(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Launch",
+            "--time",
+            "2025-03-01T12:00:00Z",
+            "--location",
+            "Cape Canaveral",
+        ],
+    )
+    .await;
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    let moved = json(
+        &ada,
+        &[
+            "events",
+            "manipulate",
+            &launch,
+            "--time",
+            "2025-03-02T12:00:00Z",
+        ],
+    )
+    .await;
+    let current = moved["new_event_id"]
+        .as_str()
+        .or_else(|| moved["event_id"].as_str())
+        .unwrap_or_else(|| panic!("the new event: {moved}"))
+        .to_owned();
+    assert_ne!(current, launch);
+
+    let refused = run(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Deploy",
+            "--time",
+            "2025-03-03T12:00:00Z",
+            "--location",
+            "Orbit",
+            "--cause",
+            &launch,
+        ],
+    )
+    .await
+    .expect_err("an old version is not a cause");
+    let said = refused.explain();
+    assert!(
+        said.contains(&format!(
+            "event '{launch}' was superseded by '{current}'; use the current event instead"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("Unknown reference"), "{said}");
+
+    let aligned = run(&ada, &["events", "align", &launch]).await.unwrap();
+    assert!(
+        aligned.contains(&format!(
+            "{launch} was superseded by {current}: the current event was aligned instead"
+        )),
+        "{aligned}"
+    );
+    let aligned = json(&ada, &["events", "align", &launch]).await;
+    assert_eq!(
+        aligned["superseded"][0]["current_event_id"],
+        current.as_str()
+    );
+}

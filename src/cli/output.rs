@@ -699,6 +699,12 @@ pub mod human {
     /// What a dissonance correction did.
     pub fn aligned(r: &DissonanceResult) -> String {
         let mut out = format!("{} in {}\n", r.status, r.timeline_id);
+        for s in &r.superseded {
+            out.push_str(&format!(
+                "  {} was superseded by {}: the current event was aligned instead\n",
+                s.event_id, s.current_event_id
+            ));
+        }
         for m in &r.moves {
             out.push_str(&format!(
                 "  moved {} from {} to {} (now {})\n",
