@@ -3175,3 +3175,52 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_w
     assert!(screen.contains("Delete timeline Empty"), "{screen}");
     assert!(!screen.contains("can no longer be returned to"), "{screen}");
 }
+
+#[tokio::test]
+async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the_right() {
+    let mut h = embedded().await;
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    for key in ["I", "C", "m"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing here");
+        let flash = h
+            .app
+            .flash
+            .clone()
+            .unwrap_or_else(|| panic!("{key} says why"));
+        assert!(
+            flash
+                .text
+                .contains("select an event in the search first (tab)"),
+            "{key}: {}",
+            flash.text
+        );
+    }
+    h.press("tab");
+    assert_eq!(h.app.focus, PaneId::Search);
+    for key in ["M", "D"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing here");
+        let flash = h
+            .app
+            .flash
+            .clone()
+            .unwrap_or_else(|| panic!("{key} says why"));
+        assert!(
+            flash
+                .text
+                .contains("in the timelines pane (esc goes there)"),
+            "{key}: {}",
+            flash.text
+        );
+    }
+    // l and h move as the panes are laid out: the monitor is right of the timelines.
+    h.press("esc");
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    h.press("l");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    h.press("h");
+    assert_eq!(h.app.focus, PaneId::Timelines);
+}

@@ -42,8 +42,10 @@ impl App {
         match action {
             A::Quit => self.quit = true,
             A::Help => self.modal = Some(Modal::Help(0)),
-            A::NextPane | A::Right => self.dispatch_focus(self.focus.cycle(true, self.lower)),
-            A::PrevPane | A::Left => self.dispatch_focus(self.focus.cycle(false, self.lower)),
+            A::NextPane => self.dispatch_focus(self.focus.cycle(true, self.lower)),
+            A::PrevPane => self.dispatch_focus(self.focus.cycle(false, self.lower)),
+            A::Right => self.dispatch_focus(self.focus.beside(true, self.lower)),
+            A::Left => self.dispatch_focus(self.focus.beside(false, self.lower)),
             A::Up => self.move_cursor(-1),
             A::Down => self.move_cursor(1),
             A::PageUp => self.move_cursor(-10),
