@@ -1748,3 +1748,53 @@ async fn a_superseded_event_named_as_a_cause_or_aligned_says_what_stands_for_it(
         current.as_str()
     );
 }
+
+#[tokio::test]
+async fn an_anchors_environment_is_typed_listed_and_cleared_from_the_command_line() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let set = json(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2024-09-01T00:00:00Z",
+            "--description",
+            "lab",
+            "--env",
+            "temperature=20",
+            "--env",
+            "sealed=true",
+        ],
+    )
+    .await;
+    let id = set["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        set["environment"]["sealed"],
+        serde_json::json!(true),
+        "{set}"
+    );
+    assert_eq!(
+        set["environment"]["temperature"],
+        serde_json::json!(20),
+        "{set}"
+    );
+
+    let listed = json(&ada, &["anchors", "list"]).await;
+    assert_eq!(
+        listed["items"][0]["environment"]["sealed"],
+        serde_json::json!(true),
+        "{listed}"
+    );
+
+    let cleared = json(&ada, &["anchors", "adjust", &id, "--clear-env"]).await;
+    let left = cleared["environment"].as_object().map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{cleared}");
+    let listed = json(&ada, &["anchors", "list", "--active"]).await;
+    let left = listed["items"][0]["environment"]
+        .as_object()
+        .map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{listed}");
+    // One or the other: an adjustment says what the environment becomes.
+    assert!(Cli::try_parse_from(["chronoscope", "anchors", "adjust", &id]).is_err());
+}

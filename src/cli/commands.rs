@@ -100,9 +100,10 @@ fn conditions(
                 format!("expected KEY=VALUE, got '{pair}'"),
             ));
         };
+        // Typed as the dashboard types them: sealed=true is a bool, 20 a number.
         map.insert(
             key.trim().to_owned(),
-            serde_json::Value::String(value.to_owned()),
+            crate::model::condition_value(value.trim()),
         );
     }
     Ok(Some(map))
@@ -496,17 +497,11 @@ async fn run(
                     .await?,
                 human::anchor_record,
             ),
-            AnchorCommand::List {
-                active: false,
-                page: p,
-            } => out.print(&service.list_anchors(page(&p)).await?, human::anchors),
-            AnchorCommand::List {
-                active: true,
-                page: p,
-            } => out.print(
+            // With what each records (its environment), as `--json` shows.
+            AnchorCommand::List { active, page: p } => out.print(
                 &service
                     .find_anchors(AnchorListQuery {
-                        include_spent: Some(false),
+                        include_spent: Some(!active),
                         limit: p.limit,
                         cursor: p.cursor,
                     })
@@ -531,7 +526,11 @@ async fn run(
                     .await?,
                 human::anchor_stability,
             ),
-            AnchorCommand::Adjust { id, environment } => out.print(
+            AnchorCommand::Adjust {
+                id,
+                environment,
+                clear_env: _,
+            } => out.print(
                 &service
                     .adjust_anchor(AdjustAnchorRequest {
                         anchor_id: id.parse()?,

@@ -1069,9 +1069,16 @@ pub enum AnchorCommand {
     Adjust {
         /// The anchor
         id: String,
-        /// A condition of the new environment, KEY=VALUE (repeatable; at least one)
-        #[arg(long = "env", value_name = "KEY=VALUE", required = true)]
+        /// A condition of the new environment, KEY=VALUE (repeatable); true/false and numbers are typed
+        #[arg(
+            long = "env",
+            value_name = "KEY=VALUE",
+            required_unless_present = "clear_env"
+        )]
         environment: Vec<String>,
+        /// Clear the recorded environment instead
+        #[arg(long, conflicts_with = "environment")]
+        clear_env: bool,
     },
 }
 

@@ -285,7 +285,6 @@ pub fn conditions_text(conditions: &Conditions) -> String {
 /// Conditions as typed: empty (none), a JSON object, or `key=value` pairs separated by commas,
 /// each value a boolean, a number or else text. `field` names the refusal.
 pub fn parse_conditions(field: &str, text: &str) -> Result<Conditions, String> {
-    use serde_json::Value;
     let text = text.trim();
     if text.is_empty() {
         return Ok(Conditions::new());
@@ -306,13 +305,7 @@ pub fn parse_conditions(field: &str, text: &str) -> Result<Conditions, String> {
         if key.is_empty() {
             return Err(format!("{field}: '{part}' names no key"));
         }
-        let value = match value {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            v => serde_json::from_str::<serde_json::Number>(v)
-                .map(Value::Number)
-                .unwrap_or_else(|_| Value::String(v.to_owned())),
-        };
+        let value = crate::model::condition_value(value);
         if out.insert(key.to_owned(), value).is_some() {
             return Err(format!("{field}: '{key}' is given twice"));
         }
