@@ -3224,3 +3224,48 @@ async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the
     h.press("h");
     assert_eq!(h.app.focus, PaneId::Timelines);
 }
+
+#[tokio::test]
+async fn once_the_last_conflict_is_resolved_the_review_offers_only_the_ways_out() {
+    let w = world().await;
+    conflicting_branch(&w.service).await;
+    let mut h = harness(&w).await;
+    h.press("j M enter");
+    h.settle().await;
+    h.press("enter enter y");
+    h.settle().await;
+    h.press("r");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("a keep A · b keep B"), "{screen}");
+    h.press("a");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("No conflict waits for review in Primary."),
+        "{screen}"
+    );
+    assert!(!screen.contains("a keep A"), "{screen}");
+    assert!(!screen.contains("↑↓ conflict"), "{screen}");
+    assert!(screen.contains("esc close"), "{screen}");
+}
+
+#[tokio::test]
+async fn the_fast_forward_presets_are_chosen_along_their_row() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press(">");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("←→ preset"), "{screen}");
+    assert!(!screen.contains("↑↓ preset"), "{screen}");
+    h.press("right");
+    assert!(h.render(100, 30).contains("[1 hour]"));
+    h.press("right left");
+    assert!(h.render(100, 30).contains("[1 hour]"));
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(
+        w.service.whoami().await.unwrap().time,
+        t("2026-11-22T11:00:00Z")
+    );
+}

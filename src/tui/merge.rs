@@ -778,6 +778,13 @@ impl MergeWizard {
                 "r review its conflicts · enter / esc close"
             }
             MergeStep::Done => "enter / esc close",
+            // Nothing left to resolve: only the ways out.
+            MergeStep::Review if self.review.as_ref().is_none_or(|r| r.conflicts.is_empty()) => {
+                match (self.reviewing_only(), self.diff.is_some()) {
+                    (false, true) => "⌫ diff · esc close",
+                    _ => "esc close",
+                }
+            }
             MergeStep::Review if self.reviewing_only() => {
                 "a keep A · b keep B · c custom merge · ↑↓ conflict · esc close"
             }
