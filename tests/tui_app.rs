@@ -1610,6 +1610,21 @@ async fn a_parallel_timeline_needs_its_variation_and_forms_name_the_base() {
         h.render(100, 30)
             .contains("New timeline (branches from Primary)")
     );
+    // With a branch selected, the title says n does not branch that one.
+    w.service
+        .create_timeline(named("Tesla 1889"))
+        .await
+        .unwrap();
+    h.press("esc");
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("j n");
+    let screen = h.render(120, 30);
+    assert!(
+        screen
+            .contains("New timeline (branches from Primary, not Tesla 1889: p branches that one)"),
+        "{screen}"
+    );
 }
 
 #[tokio::test]

@@ -64,10 +64,19 @@ pub enum Submission {
     AdjustAnchor(AdjustAnchorRequest),
 }
 
-/// The form for a new timeline branching from the primary one (`primary` is its name).
-pub fn new_timeline(primary: &str) -> Form<FormKind> {
+/// The form for a new timeline branching from the primary one (`primary` is its name); its
+/// title says so when another timeline (`selected`) is selected.
+pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<FormKind> {
+    // A new timeline always branches from the primary one, whatever is selected.
+    let title = match selected.filter(|t| !t.id.is_primary()) {
+        Some(t) => format!(
+            "New timeline (branches from {primary}, not {}: p branches that one)",
+            t.name
+        ),
+        None => format!("New timeline (branches from {primary})"),
+    };
     Form::new(
-        format!("New timeline (branches from {primary})"),
+        title,
         FormKind::NewTimeline {
             base: None,
             parallel: false,
@@ -520,7 +529,7 @@ mod tests {
 
     #[test]
     fn what_does_not_parse_is_refused_under_its_field_and_nothing_is_sent() {
-        let mut form = new_timeline("primary");
+        let mut form = new_timeline("primary", None);
         type_into(&mut form, "Tesla 1889");
         form.key(key("tab"));
         type_into(&mut form, "next tuesday");

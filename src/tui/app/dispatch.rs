@@ -97,7 +97,8 @@ impl App {
             }
             A::NewTimeline => {
                 let primary = self.timelines.name_of(&TimelineId::primary());
-                self.modal = Some(Modal::Form(Box::new(forms::new_timeline(&primary))));
+                let form = forms::new_timeline(&primary, self.timelines.selected());
+                self.modal = Some(Modal::Form(Box::new(form)));
             }
             A::ParallelTimeline => {
                 let Some(base) = self.timelines.selected() else {
