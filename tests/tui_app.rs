@@ -3284,3 +3284,25 @@ async fn the_fast_forward_presets_are_chosen_along_their_row() {
         t("2026-11-22T11:00:00Z")
     );
 }
+
+#[tokio::test]
+async fn a_limited_traveller_is_told_what_they_may_do_in_the_second_person() {
+    use chronoscope::service::{RestrictRequest, RestrictionLevel};
+    let (root, mut h) = read_only_primary().await;
+    root.restrict_time_travel(RestrictRequest {
+        user_id: "ada".parse().unwrap(),
+        restriction_level: RestrictionLevel::LimitedAccess,
+    })
+    .await
+    .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("n");
+    refused_unsent(
+        &h,
+        "you may do reading, returning to your own anchors, pausing and resuming your clock, \
+         and keeping your own anchors and items",
+    );
+    let flash = h.app.flash.clone().unwrap_or_else(|| panic!("a refusal"));
+    assert!(!flash.text.contains("their"), "{}", flash.text);
+}

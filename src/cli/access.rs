@@ -192,7 +192,7 @@ pub async fn execute(
                         "{} is restricted to {}: they may do {}\n",
                         r.restriction.user_id,
                         level.as_str(),
-                        level.allows()
+                        level.allows_them()
                     )
                 }
             })

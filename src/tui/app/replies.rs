@@ -505,7 +505,7 @@ impl App {
                     format!(
                         "{who} is restricted to {}: they may do {}.",
                         r.restriction.level.as_str(),
-                        r.restriction.level.allows()
+                        r.restriction.level.allows_them()
                     )
                 });
                 if matches!(self.modal, Some(Modal::Restrictions(_))) {
