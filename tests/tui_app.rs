@@ -1570,8 +1570,8 @@ async fn at_80_columns_the_header_keeps_the_position_and_names_keep_room() {
     let header = screen.lines().next().unwrap_or_default();
     assert!(header.contains("ada @ Primary"), "{header}");
     assert!(
-        header.contains("↻ 10:00:00") || header.contains("refreshed 10:00:00"),
-        "the refresh time stays: {header}"
+        header.contains("as of 10:00:00") || header.contains("refreshed 10:00:00"),
+        "the refresh time stays, in words: {header}"
     );
     assert!(
         screen.contains("Tesla stays in Col"),
@@ -2958,7 +2958,7 @@ async fn a_traveller_restricted_to_no_access_is_told_nothing_is_updated_until_it
         assert!(head.contains("✗ restricted"), "{screen}");
         assert!(!head.contains("connected"), "{screen}");
         assert!(
-            !head.contains("refreshed") && !head.contains('↻'),
+            !head.contains("refreshed") && !head.contains("as of"),
             "{screen}"
         );
         let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -3305,4 +3305,17 @@ async fn a_limited_traveller_is_told_what_they_may_do_in_the_second_person() {
     );
     let flash = h.app.flash.clone().unwrap_or_else(|| panic!("a refusal"));
     assert!(!flash.text.contains("their"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn at_80_columns_the_header_says_connected_live_and_refreshed_in_short_words() {
+    let mut h = embedded().await;
+    let head = header(&mut h, 80);
+    assert!(head.contains("● online"), "{head}");
+    assert!(head.contains("as of 10:00:00"), "{head}");
+    assert!(head.contains("ada @ Primary 2026-11-22 10:00:00"), "{head}");
+    // Wide, the long words.
+    let head = header(&mut h, 140);
+    assert!(head.contains("● connected"), "{head}");
+    assert!(head.contains("refreshed 10:00:00"), "{head}");
 }
