@@ -3319,3 +3319,37 @@ async fn at_80_columns_the_header_says_connected_live_and_refreshed_in_short_wor
     assert!(head.contains("● connected"), "{head}");
     assert!(head.contains("refreshed 10:00:00"), "{head}");
 }
+
+#[tokio::test]
+async fn a_stream_that_cannot_reach_the_server_is_not_blamed_on_a_server_that_answers() {
+    let w = world().await;
+    let engine = engine(w.clock.clone()).await;
+    // Calls are answered; the stream alone meets a refused connection (a server restarted
+    // between its calls).
+    let service = chronoscope::server::Sessions::session(
+        &http_support::Wrapped::new(Arc::clone(&engine)).failing(
+            "watch_monitor",
+            ServiceError::Unavailable("cannot reach http://127.0.0.1:1: connection refused".into()),
+        ),
+        "ada".parse().unwrap(),
+        None,
+        &chronoscope::auth::Scopes::parse("admin"),
+    );
+    let mut h = Harness::pushed(service.clone(), w.clock.clone());
+    h.settle().await;
+    h.until("the stream is lost", |app| {
+        !matches!(
+            app.follower.link,
+            chronoscope::tui::live::Link::Connecting | chronoscope::tui::live::Link::Off
+        )
+    })
+    .await;
+    h.settle().await;
+    for width in [140, 80] {
+        let head = header(&mut h, width);
+        assert!(head.contains("● "), "connected: {head}");
+        assert!(!head.contains("connection refused"), "{head}");
+        assert!(head.contains("⟳ polling"), "the monitor is polled: {head}");
+    }
+    assert!(matches!(h.app.connection, Connection::Connected));
+}

@@ -253,6 +253,11 @@ impl Header<'_> {
                     p.warn,
                 )),
                 (Link::Polling(_), true) => spans.push(Span::styled("⟳ polling ", p.warn)),
+                // The server answers calls, so why the stream could not reach it is stale.
+                (Link::Unreached(_), false) => {
+                    spans.push(Span::styled("⟳ polling (stream reconnecting) ", p.warn))
+                }
+                (Link::Unreached(_), true) => spans.push(Span::styled("⟳ polling ", p.warn)),
                 (Link::Off | Link::Connecting, _) => {}
             }
             if let Some((w, place)) = &self.whoami {

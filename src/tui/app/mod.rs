@@ -238,7 +238,7 @@ impl App {
     /// A change of the watched timeline's anomalies, pushed: the monitor shows it now, and the
     /// panes it touches are asked again (an anomaly comes and goes with changed events).
     fn on_pushed(&mut self, generation: u64, push: Push) {
-        let lost = matches!(push, Push::Lost(_));
+        let lost = matches!(push, Push::Lost(..));
         let Some(events) = self.follower.on_push(generation, push) else {
             if lost && !self.pending(Slot::Whoami) {
                 // A lost stream often means a lost server: let the header say which now.

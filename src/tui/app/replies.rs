@@ -124,6 +124,11 @@ impl App {
             }
             // A stream lost meanwhile is opened again now, not after its pause.
             self.reopen_stream();
+        } else if next == Connection::Connected && self.follower.unreached() {
+            // The server answers: a stream that could not reach it is opened again now (its
+            // "connection refused" would otherwise stand beside "connected" until its pause
+            // ends).
+            self.reopen_stream();
         }
         self.connection = next;
     }
