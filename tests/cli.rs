@@ -1798,3 +1798,55 @@ async fn an_anchors_environment_is_typed_listed_and_cleared_from_the_command_lin
     // One or the other: an adjustment says what the environment becomes.
     assert!(Cli::try_parse_from(["chronoscope", "anchors", "adjust", &id]).is_err());
 }
+
+#[tokio::test]
+async fn levels_strategies_and_check_times_are_taken_as_the_readme_and_server_write_them() {
+    let engine = engine().await;
+    let root = engine.session("root".parse().unwrap());
+    for level in [
+        "no_access",
+        "read_only",
+        "limited_access",
+        "no-access",
+        "read-only",
+    ] {
+        let text = run(&root, &["access", "restrict", "tom", level])
+            .await
+            .unwrap_or_else(|e| panic!("{level}: {}", e.explain()));
+        assert!(
+            text.contains(&format!("restricted to {}", level.replace('-', "_"))),
+            "{level}: {text}"
+        );
+    }
+    for strategy in ["manual_review", "source_overwrite", "destination_preserve"] {
+        let parsed = Cli::try_parse_from([
+            "chronoscope",
+            "timelines",
+            "merge",
+            "a",
+            "primary",
+            "--strategy",
+            strategy,
+        ]);
+        assert!(parsed.is_ok(), "{strategy}: {:?}", parsed.err());
+    }
+
+    let ada = engine.session("ada".parse().unwrap());
+    for at in ["1969-07-01", "1889-03-10 23:50", "1889-03-10T23:50:00Z"] {
+        let event = format!("Retrieve the blueprint@{at}");
+        let checked = run(&ada, &["check", "primary", "--event", &event]).await;
+        assert!(
+            checked.is_ok(),
+            "{at}: {}",
+            checked.err().map(|e| e.explain()).unwrap_or_default()
+        );
+    }
+    let refused = run(&ada, &["check", "primary", "--event", "x@not-a-time"])
+        .await
+        .expect_err("not a time");
+    assert!(
+        refused.explain().contains("not-a-time"),
+        "{}",
+        refused.explain()
+    );
+}

@@ -8,7 +8,7 @@ use super::{
     MergeStrategyArg, PageArgs, ScheduleCommand, ScriptCommand, TimelineCommand,
 };
 use crate::error::ServiceError;
-use crate::model::{EventId, ItemId, TimelineId, parse_instant};
+use crate::model::{EventId, ItemId, TimelineId, parse_typed_instant};
 use crate::paradox::Paradox;
 use crate::service::*;
 
@@ -843,7 +843,8 @@ fn check_request(args: &CheckArgs) -> Result<ParadoxCheckRequest, ServiceError> 
     let mut changes = Vec::new();
     for raw in &args.events {
         let (event, time) = match raw.rsplit_once('@') {
-            Some((event, time)) => (event, Some(parse_instant("event", time)?)),
+            // Times as everywhere else: RFC 3339, 1889-03-10 23:50 or a date.
+            Some((event, time)) => (event, Some(parse_typed_instant("event", time)?)),
             None => (raw.as_str(), None),
         };
         changes.push(ProposedChange {
