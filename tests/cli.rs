@@ -1850,3 +1850,29 @@ async fn levels_strategies_and_check_times_are_taken_as_the_readme_and_server_wr
         refused.explain()
     );
 }
+
+#[tokio::test]
+async fn merges_show_credits_who_completed_a_reviewed_merge_and_when() {
+    let fresh = support::Fresh::new().await;
+    let warp = fresh.engine.session("warp-demo".parse().unwrap());
+    let traveller = fresh.engine.session("traveller".parse().unwrap());
+    let (launch, merge) = conflict_waiting_for_review(&warp).await;
+    fresh.clock.advance(chrono::Duration::minutes(30));
+    run(&traveller, &["merges", "resolve", &launch, "keep-source"])
+        .await
+        .unwrap();
+    let shown = run(&warp, &["merges", "show", &merge]).await.unwrap();
+    assert!(shown.contains(&format!("{merge}  merged: ")), "{shown}");
+    assert!(
+        shown.contains("completed by traveller at 2026-11-22T10:30:00Z"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("left for review by warp-demo at 2026-11-22T10:00:00Z"),
+        "{shown}"
+    );
+    assert!(shown.contains("keep_source by traveller"), "{shown}");
+    let json = json(&warp, &["merges", "show", &merge]).await;
+    assert_eq!(json["completed_by"], "traveller");
+    assert_eq!(json["completed_at"], "2026-11-22T10:30:00Z");
+}
