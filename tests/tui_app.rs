@@ -3353,3 +3353,28 @@ async fn a_stream_that_cannot_reach_the_server_is_not_blamed_on_a_server_that_an
     }
     assert!(matches!(h.app.connection, Connection::Connected));
 }
+
+#[tokio::test]
+async fn a_modal_leaves_no_text_of_the_pane_beneath_in_the_gap_beside_it() {
+    let w = world().await;
+    branch_with_a_paradox_to_bring(&w.service).await;
+    let mut h = harness(&w).await;
+    search(&mut h, "paris").await;
+    h.press("esc j M");
+    for (width, height) in [(140, 30), (80, 24)] {
+        let screen = h.render(width, height);
+        let rows: Vec<&str> = screen.lines().filter(|l| l.contains('║')).collect();
+        assert!(rows.len() > 3, "the wizard is drawn:\n{screen}");
+        for row in rows {
+            let chars: Vec<char> = row.chars().collect();
+            let left = chars.iter().position(|c| *c == '║').unwrap_or(0);
+            let right = chars.iter().rposition(|c| *c == '║').unwrap_or(0);
+            let beside = [left.checked_sub(1), Some(right + 1)];
+            for at in beside.into_iter().flatten() {
+                if let Some(c) = chars.get(at) {
+                    assert_eq!(*c, ' ', "column {at} beside the frame: {row}\n{screen}");
+                }
+            }
+        }
+    }
+}
