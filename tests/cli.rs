@@ -1554,3 +1554,325 @@ fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
         .collect();
     assert!(parsed.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
 }
+
+#[tokio::test]
+async fn deleting_a_timeline_names_your_anchors_in_it_that_can_no_longer_be_returned_to() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let created = json(&ada, &["timelines", "create", "Anchor test 2"]).await;
+    let tl = created["id"].as_str().unwrap().to_owned();
+    run(&ada, &["switch", &tl]).await.unwrap();
+    let anchor = json(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2026-11-22T10:00:00Z",
+            "--description",
+            "in branch 2",
+        ],
+    )
+    .await;
+    let anchor = anchor["id"].as_str().unwrap().to_owned();
+    run(&ada, &["switch", "primary"]).await.unwrap();
+    let text = run(&ada, &["timelines", "delete", &tl]).await.unwrap();
+    assert!(text.contains(&format!("deleted timeline {tl}")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "your active anchor in it can no longer be returned to: 'in branch 2' at \
+             2026-11-22 10:00:00 ({anchor})"
+        )),
+        "{text}"
+    );
+
+    // --json lists them by id; a timeline without your anchors names none.
+    let other = json(&ada, &["timelines", "create", "Other"]).await;
+    let other = other["id"].as_str().unwrap().to_owned();
+    let deleted = json(&ada, &["timelines", "delete", &other]).await;
+    assert_eq!(deleted["stranded_anchors"], serde_json::json!([]));
+}
+
+/// A branch of primary and primary both moved `launch` (a lineage they conflict on), merged
+/// into primary with manual review: the pending merge's id.
+async fn conflict_waiting_for_review(ada: &dyn TimelineService) -> (String, String) {
+    let launch = json(
+        ada,
+        &[
+            "events",
+            "add",
+            "Launch",
+            "--time",
+            "2025-03-01T12:00:00Z",
+            "--location",
+            "Cape Canaveral",
+        ],
+    )
+    .await;
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    let branch = json(ada, &["timelines", "create", "Delayed"]).await;
+    let branch = branch["id"].as_str().unwrap().to_owned();
+    for (timeline, time) in [
+        (branch.as_str(), "2025-03-05T12:00:00Z"),
+        ("primary", "2025-03-09T12:00:00Z"),
+    ] {
+        run(
+            ada,
+            &[
+                "events",
+                "manipulate",
+                &launch,
+                "--timeline",
+                timeline,
+                "--time",
+                time,
+            ],
+        )
+        .await
+        .unwrap();
+    }
+    let merged = json(
+        ada,
+        &[
+            "timelines",
+            "merge",
+            &branch,
+            "primary",
+            "--strategy",
+            "manual-review",
+        ],
+    )
+    .await;
+    let merge = merged["merge_id"].as_str().unwrap().to_owned();
+    (launch, merge)
+}
+
+#[tokio::test]
+async fn the_second_to_resolve_a_conflict_is_told_who_resolved_it_and_when() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let bob = engine.session("bob".parse().unwrap());
+    let (launch, merge) = conflict_waiting_for_review(&ada).await;
+    let done = run(&ada, &["merges", "resolve", &launch, "keep-source"])
+        .await
+        .unwrap();
+    assert!(done.contains("merged"), "{done}");
+    let refused = run(&bob, &["merges", "resolve", &launch, "keep-destination"])
+        .await
+        .expect_err("the conflict is resolved already");
+    let said = refused.explain();
+    assert!(
+        said.contains(&format!(
+            "the conflict on event '{launch}' was already resolved by ada at {}",
+            support::START
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("merge '{merge}' into 'primary' is complete")),
+        "{said}"
+    );
+    assert!(!said.contains("Unknown reference"), "{said}");
+}
+
+#[tokio::test]
+async fn a_superseded_event_named_as_a_cause_or_aligned_says_what_stands_for_it() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let launch = json(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Launch",
+            "--time",
+            "2025-03-01T12:00:00Z",
+            "--location",
+            "Cape Canaveral",
+        ],
+    )
+    .await;
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    let moved = json(
+        &ada,
+        &[
+            "events",
+            "manipulate",
+            &launch,
+            "--time",
+            "2025-03-02T12:00:00Z",
+        ],
+    )
+    .await;
+    let current = moved["new_event_id"]
+        .as_str()
+        .or_else(|| moved["event_id"].as_str())
+        .unwrap_or_else(|| panic!("the new event: {moved}"))
+        .to_owned();
+    assert_ne!(current, launch);
+
+    let refused = run(
+        &ada,
+        &[
+            "events",
+            "add",
+            "Deploy",
+            "--time",
+            "2025-03-03T12:00:00Z",
+            "--location",
+            "Orbit",
+            "--cause",
+            &launch,
+        ],
+    )
+    .await
+    .expect_err("an old version is not a cause");
+    let said = refused.explain();
+    assert!(
+        said.contains(&format!(
+            "event '{launch}' was superseded by '{current}'; use the current event instead"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("Unknown reference"), "{said}");
+
+    let aligned = run(&ada, &["events", "align", &launch]).await.unwrap();
+    assert!(
+        aligned.contains(&format!(
+            "{launch} was superseded by {current}: the current event was aligned instead"
+        )),
+        "{aligned}"
+    );
+    let aligned = json(&ada, &["events", "align", &launch]).await;
+    assert_eq!(
+        aligned["superseded"][0]["current_event_id"],
+        current.as_str()
+    );
+}
+
+#[tokio::test]
+async fn an_anchors_environment_is_typed_listed_and_cleared_from_the_command_line() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let set = json(
+        &ada,
+        &[
+            "anchors",
+            "set",
+            "2024-09-01T00:00:00Z",
+            "--description",
+            "lab",
+            "--env",
+            "temperature=20",
+            "--env",
+            "sealed=true",
+        ],
+    )
+    .await;
+    let id = set["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        set["environment"]["sealed"],
+        serde_json::json!(true),
+        "{set}"
+    );
+    assert_eq!(
+        set["environment"]["temperature"],
+        serde_json::json!(20),
+        "{set}"
+    );
+
+    let listed = json(&ada, &["anchors", "list"]).await;
+    assert_eq!(
+        listed["items"][0]["environment"]["sealed"],
+        serde_json::json!(true),
+        "{listed}"
+    );
+
+    let cleared = json(&ada, &["anchors", "adjust", &id, "--clear-env"]).await;
+    let left = cleared["environment"].as_object().map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{cleared}");
+    let listed = json(&ada, &["anchors", "list", "--active"]).await;
+    let left = listed["items"][0]["environment"]
+        .as_object()
+        .map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{listed}");
+    // One or the other: an adjustment says what the environment becomes.
+    assert!(Cli::try_parse_from(["chronoscope", "anchors", "adjust", &id]).is_err());
+}
+
+#[tokio::test]
+async fn levels_strategies_and_check_times_are_taken_as_the_readme_and_server_write_them() {
+    let engine = engine().await;
+    let root = engine.session("root".parse().unwrap());
+    for level in [
+        "no_access",
+        "read_only",
+        "limited_access",
+        "no-access",
+        "read-only",
+    ] {
+        let text = run(&root, &["access", "restrict", "tom", level])
+            .await
+            .unwrap_or_else(|e| panic!("{level}: {}", e.explain()));
+        assert!(
+            text.contains(&format!("restricted to {}", level.replace('-', "_"))),
+            "{level}: {text}"
+        );
+    }
+    for strategy in ["manual_review", "source_overwrite", "destination_preserve"] {
+        let parsed = Cli::try_parse_from([
+            "chronoscope",
+            "timelines",
+            "merge",
+            "a",
+            "primary",
+            "--strategy",
+            strategy,
+        ]);
+        assert!(parsed.is_ok(), "{strategy}: {:?}", parsed.err());
+    }
+
+    let ada = engine.session("ada".parse().unwrap());
+    for at in ["1969-07-01", "1889-03-10 23:50", "1889-03-10T23:50:00Z"] {
+        let event = format!("Retrieve the blueprint@{at}");
+        let checked = run(&ada, &["check", "primary", "--event", &event]).await;
+        assert!(
+            checked.is_ok(),
+            "{at}: {}",
+            checked.err().map(|e| e.explain()).unwrap_or_default()
+        );
+    }
+    let refused = run(&ada, &["check", "primary", "--event", "x@not-a-time"])
+        .await
+        .expect_err("not a time");
+    assert!(
+        refused.explain().contains("not-a-time"),
+        "{}",
+        refused.explain()
+    );
+}
+
+#[tokio::test]
+async fn merges_show_credits_who_completed_a_reviewed_merge_and_when() {
+    let fresh = support::Fresh::new().await;
+    let warp = fresh.engine.session("warp-demo".parse().unwrap());
+    let traveller = fresh.engine.session("traveller".parse().unwrap());
+    let (launch, merge) = conflict_waiting_for_review(&warp).await;
+    fresh.clock.advance(chrono::Duration::minutes(30));
+    run(&traveller, &["merges", "resolve", &launch, "keep-source"])
+        .await
+        .unwrap();
+    let shown = run(&warp, &["merges", "show", &merge]).await.unwrap();
+    assert!(shown.contains(&format!("{merge}  merged: ")), "{shown}");
+    assert!(
+        shown.contains("completed by traveller at 2026-11-22T10:30:00Z"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("left for review by warp-demo at 2026-11-22T10:00:00Z"),
+        "{shown}"
+    );
+    assert!(shown.contains("keep_source by traveller"), "{shown}");
+    let json = json(&warp, &["merges", "show", &merge]).await;
+    assert_eq!(json["completed_by"], "traveller");
+    assert_eq!(json["completed_at"], "2026-11-22T10:30:00Z");
+}

@@ -1570,8 +1570,8 @@ async fn at_80_columns_the_header_keeps_the_position_and_names_keep_room() {
     let header = screen.lines().next().unwrap_or_default();
     assert!(header.contains("ada @ Primary"), "{header}");
     assert!(
-        header.contains("↻ 10:00:00") || header.contains("refreshed 10:00:00"),
-        "the refresh time stays: {header}"
+        header.contains("as of 10:00:00") || header.contains("refreshed 10:00:00"),
+        "the refresh time stays, in words: {header}"
     );
     assert!(
         screen.contains("Tesla stays in Col"),
@@ -1609,6 +1609,21 @@ async fn a_parallel_timeline_needs_its_variation_and_forms_name_the_base() {
     assert!(
         h.render(100, 30)
             .contains("New timeline (branches from Primary)")
+    );
+    // With a branch selected, the title says n does not branch that one.
+    w.service
+        .create_timeline(named("Tesla 1889"))
+        .await
+        .unwrap();
+    h.press("esc");
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("j n");
+    let screen = h.render(120, 30);
+    assert!(
+        screen
+            .contains("New timeline (branches from Primary, not Tesla 1889: p branches that one)"),
+        "{screen}"
     );
 }
 
@@ -2943,7 +2958,7 @@ async fn a_traveller_restricted_to_no_access_is_told_nothing_is_updated_until_it
         assert!(head.contains("✗ restricted"), "{screen}");
         assert!(!head.contains("connected"), "{screen}");
         assert!(
-            !head.contains("refreshed") && !head.contains('↻'),
+            !head.contains("refreshed") && !head.contains("as of"),
             "{screen}"
         );
         let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -3066,4 +3081,300 @@ async fn the_access_screen_follows_a_list_set_elsewhere_and_offers_its_reload_ke
     let screen = h.render(120, 30);
     assert!(screen.contains("read    carol"), "{screen}");
     assert!(!screen.contains("No access-control list"), "{screen}");
+}
+
+#[tokio::test]
+async fn the_merge_wizard_marks_a_read_only_destination_and_refuses_it_at_its_first_step() {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    use chronoscope::tui::merge::MergeStep;
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let root = engine.session("root".parse().unwrap());
+    root.set_access_control(SetAccessControlRequest {
+        timeline_id: TimelineId::primary(),
+        permissions: Some(Permissions {
+            admin: vec!["root".parse().unwrap()],
+            write: vec![],
+            read: vec!["bob".parse().unwrap()],
+        }),
+    })
+    .await
+    .unwrap();
+    let bob = engine.session("bob".parse().unwrap()).with_admin(false);
+    bob.create_timeline(named("Bob's branch")).await.unwrap();
+    let mut h = member(&engine, clock, "bob").await;
+    // The tree: Primary ro, └ Bob's branch. M on the branch offers its parent, marked.
+    h.press("j");
+    h.settle().await;
+    h.press("M");
+    let screen = h.render(120, 30);
+    assert!(screen.contains("▶ parent      Primary ro"), "{screen}");
+    // Enter refuses it there, in the wizard, before any diff is asked.
+    h.press("enter");
+    assert!(!h.app.busy(), "nothing is sent: {:?}", h.app);
+    let Some(Modal::Merge(wizard)) = &h.app.modal else {
+        panic!("the wizard stays open: {:?}", h.app.modal);
+    };
+    assert_eq!(wizard.step, MergeStep::Sides);
+    let screen = h.render(120, 30);
+    let inside = screen
+        .lines()
+        .find(|l| l.contains("You may read Primary (primary) but not write it"))
+        .unwrap_or_else(|| panic!("the refusal is in the wizard:\n{screen}"));
+    assert!(inside.contains('║'), "in the wizard's box: {inside}");
+    // The diff alone still compares them.
+    h.press("esc D enter");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(
+        screen.contains("Diff Bob's branch against Primary"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_way_back() {
+    use chronoscope::service::{NewAnchor, SwitchRequest};
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap().id;
+    w.service
+        .switch_timeline(SwitchRequest {
+            timeline_id: doomed.clone(),
+        })
+        .await
+        .unwrap();
+    let anchor = w
+        .service
+        .set_anchor(NewAnchor {
+            timestamp: t("1900-01-01T10:00:00Z"),
+            description: Some("in branch 2".into()),
+        })
+        .await
+        .unwrap();
+    w.service
+        .switch_timeline(SwitchRequest {
+            timeline_id: TimelineId::primary(),
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.press("j d");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("Delete timeline Doomed"), "{screen}");
+    let question: String = screen
+        .lines()
+        .map(|l| l.trim_matches(|c: char| c == '║' || c == '│' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        question.contains("Your active anchor in it can no longer be returned to"),
+        "{screen}"
+    );
+    assert!(question.contains("'in branch 2'"), "{screen}");
+    assert!(question.contains(anchor.id.as_str()), "{screen}");
+    h.press("n");
+
+    // A timeline without your anchors is asked about as before.
+    w.service.create_timeline(named("Empty")).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    let row = h.app.timelines.all.iter().position(|t| t.name == "Empty");
+    assert!(row.is_some());
+    h.app
+        .timelines
+        .select(&timeline_named(&w.service, "Empty").await.unwrap());
+    h.press("d");
+    h.settle().await;
+    let screen = h.render(120, 30);
+    assert!(screen.contains("Delete timeline Empty"), "{screen}");
+    assert!(!screen.contains("can no longer be returned to"), "{screen}");
+}
+
+#[tokio::test]
+async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the_right() {
+    let mut h = embedded().await;
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    for key in ["I", "C", "m"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing here");
+        let flash = h
+            .app
+            .flash
+            .clone()
+            .unwrap_or_else(|| panic!("{key} says why"));
+        assert!(
+            flash
+                .text
+                .contains("select an event in the search first (tab)"),
+            "{key}: {}",
+            flash.text
+        );
+    }
+    h.press("tab");
+    assert_eq!(h.app.focus, PaneId::Search);
+    for key in ["M", "D"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing here");
+        let flash = h
+            .app
+            .flash
+            .clone()
+            .unwrap_or_else(|| panic!("{key} says why"));
+        assert!(
+            flash
+                .text
+                .contains("in the timelines pane (esc goes there)"),
+            "{key}: {}",
+            flash.text
+        );
+    }
+    // l and h move as the panes are laid out: the monitor is right of the timelines.
+    h.press("esc");
+    assert_eq!(h.app.focus, PaneId::Timelines);
+    h.press("l");
+    assert_eq!(h.app.focus, PaneId::Monitor);
+    h.press("h");
+    assert_eq!(h.app.focus, PaneId::Timelines);
+}
+
+#[tokio::test]
+async fn once_the_last_conflict_is_resolved_the_review_offers_only_the_ways_out() {
+    let w = world().await;
+    conflicting_branch(&w.service).await;
+    let mut h = harness(&w).await;
+    h.press("j M enter");
+    h.settle().await;
+    h.press("enter enter y");
+    h.settle().await;
+    h.press("r");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(screen.contains("a keep A · b keep B"), "{screen}");
+    h.press("a");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    assert!(
+        screen.contains("No conflict waits for review in Primary."),
+        "{screen}"
+    );
+    assert!(!screen.contains("a keep A"), "{screen}");
+    assert!(!screen.contains("↑↓ conflict"), "{screen}");
+    assert!(screen.contains("esc close"), "{screen}");
+}
+
+#[tokio::test]
+async fn the_fast_forward_presets_are_chosen_along_their_row() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    h.press(">");
+    let screen = h.render(100, 30);
+    assert!(screen.contains("←→ preset"), "{screen}");
+    assert!(!screen.contains("↑↓ preset"), "{screen}");
+    h.press("right");
+    assert!(h.render(100, 30).contains("[1 hour]"));
+    h.press("right left");
+    assert!(h.render(100, 30).contains("[1 hour]"));
+    h.press("enter");
+    h.settle().await;
+    assert_eq!(
+        w.service.whoami().await.unwrap().time,
+        t("2026-11-22T11:00:00Z")
+    );
+}
+
+#[tokio::test]
+async fn a_limited_traveller_is_told_what_they_may_do_in_the_second_person() {
+    use chronoscope::service::{RestrictRequest, RestrictionLevel};
+    let (root, mut h) = read_only_primary().await;
+    root.restrict_time_travel(RestrictRequest {
+        user_id: "ada".parse().unwrap(),
+        restriction_level: RestrictionLevel::LimitedAccess,
+    })
+    .await
+    .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("n");
+    refused_unsent(
+        &h,
+        "you may do reading, returning to your own anchors, pausing and resuming your clock, \
+         and keeping your own anchors and items",
+    );
+    let flash = h.app.flash.clone().unwrap_or_else(|| panic!("a refusal"));
+    assert!(!flash.text.contains("their"), "{}", flash.text);
+}
+
+#[tokio::test]
+async fn at_80_columns_the_header_says_connected_live_and_refreshed_in_short_words() {
+    let mut h = embedded().await;
+    let head = header(&mut h, 80);
+    assert!(head.contains("● online"), "{head}");
+    assert!(head.contains("as of 10:00:00"), "{head}");
+    assert!(head.contains("ada @ Primary 2026-11-22 10:00:00"), "{head}");
+    // Wide, the long words.
+    let head = header(&mut h, 140);
+    assert!(head.contains("● connected"), "{head}");
+    assert!(head.contains("refreshed 10:00:00"), "{head}");
+}
+
+#[tokio::test]
+async fn a_stream_that_cannot_reach_the_server_is_not_blamed_on_a_server_that_answers() {
+    let w = world().await;
+    let engine = engine(w.clock.clone()).await;
+    // Calls are answered; the stream alone meets a refused connection (a server restarted
+    // between its calls).
+    let service = chronoscope::server::Sessions::session(
+        &http_support::Wrapped::new(Arc::clone(&engine)).failing(
+            "watch_monitor",
+            ServiceError::Unavailable("cannot reach http://127.0.0.1:1: connection refused".into()),
+        ),
+        "ada".parse().unwrap(),
+        None,
+        &chronoscope::auth::Scopes::parse("admin"),
+    );
+    let mut h = Harness::pushed(service.clone(), w.clock.clone());
+    h.settle().await;
+    h.until("the stream is lost", |app| {
+        !matches!(
+            app.follower.link,
+            chronoscope::tui::live::Link::Connecting | chronoscope::tui::live::Link::Off
+        )
+    })
+    .await;
+    h.settle().await;
+    for width in [140, 80] {
+        let head = header(&mut h, width);
+        assert!(head.contains("● "), "connected: {head}");
+        assert!(!head.contains("connection refused"), "{head}");
+        assert!(head.contains("⟳ polling"), "the monitor is polled: {head}");
+    }
+    assert!(matches!(h.app.connection, Connection::Connected));
+}
+
+#[tokio::test]
+async fn a_modal_leaves_no_text_of_the_pane_beneath_in_the_gap_beside_it() {
+    let w = world().await;
+    branch_with_a_paradox_to_bring(&w.service).await;
+    let mut h = harness(&w).await;
+    search(&mut h, "paris").await;
+    h.press("esc j M");
+    for (width, height) in [(140, 30), (80, 24)] {
+        let screen = h.render(width, height);
+        let rows: Vec<&str> = screen.lines().filter(|l| l.contains('║')).collect();
+        assert!(rows.len() > 3, "the wizard is drawn:\n{screen}");
+        for row in rows {
+            let chars: Vec<char> = row.chars().collect();
+            let left = chars.iter().position(|c| *c == '║').unwrap_or(0);
+            let right = chars.iter().rposition(|c| *c == '║').unwrap_or(0);
+            let beside = [left.checked_sub(1), Some(right + 1)];
+            for at in beside.into_iter().flatten() {
+                if let Some(c) = chars.get(at) {
+                    assert_eq!(*c, ' ', "column {at} beside the frame: {row}\n{screen}");
+                }
+            }
+        }
+    }
 }

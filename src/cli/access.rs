@@ -65,14 +65,18 @@ pub enum AccessCommand {
     },
 }
 
-/// `restrict`'s levels.
+/// `restrict`'s levels; each also as the server, the README and the dashboard write it
+/// (`no_access`).
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum LevelArg {
     /// Nothing but whoami
+    #[value(alias = "no_access")]
     NoAccess,
     /// Reads only: no journey, no change
+    #[value(alias = "read_only")]
     ReadOnly,
     /// Reads, returning to their own anchors, pausing and resuming, their anchors and items
+    #[value(alias = "limited_access")]
     LimitedAccess,
     /// Lift the restriction
     Unrestricted,
@@ -192,7 +196,7 @@ pub async fn execute(
                         "{} is restricted to {}: they may do {}\n",
                         r.restriction.user_id,
                         level.as_str(),
-                        level.allows()
+                        level.allows_them()
                     )
                 }
             })

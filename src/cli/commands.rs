@@ -8,9 +8,37 @@ use super::{
     MergeStrategyArg, PageArgs, ScheduleCommand, ScriptCommand, TimelineCommand,
 };
 use crate::error::ServiceError;
-use crate::model::{EventId, ItemId, TimelineId, parse_instant};
+use crate::model::{EventId, ItemId, TimelineId, parse_typed_instant};
 use crate::paradox::Paradox;
 use crate::service::*;
+
+/// The caller's active anchors in `timeline`, every page of them.
+async fn active_anchors_in(
+    service: &dyn TimelineService,
+    timeline: &TimelineId,
+) -> Result<Vec<crate::model::Anchor>, ServiceError> {
+    let mut found = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = service
+            .find_anchors(AnchorListQuery {
+                include_spent: Some(false),
+                limit: Some(PageRequest::MAX_LIMIT),
+                cursor,
+            })
+            .await?;
+        found.extend(
+            page.items
+                .into_iter()
+                .map(|r| r.anchor)
+                .filter(|a| &a.timeline == timeline),
+        );
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(found),
+        }
+    }
+}
 
 fn page(args: &PageArgs) -> PageRequest {
     PageRequest {
@@ -72,9 +100,10 @@ fn conditions(
                 format!("expected KEY=VALUE, got '{pair}'"),
             ));
         };
+        // Typed as the dashboard types them: sealed=true is a bool, 20 a number.
         map.insert(
             key.trim().to_owned(),
-            serde_json::Value::String(value.to_owned()),
+            crate::model::condition_value(value.trim()),
         );
     }
     Ok(Some(map))
@@ -149,10 +178,29 @@ async fn run(
             }
             TimelineCommand::Delete { id } => {
                 let id = timeline(&id)?;
+                // Your active anchors there, which the deletion leaves without a way back.
+                let stranded = active_anchors_in(service, &id).await?;
                 service.delete_timeline(&id).await?;
-                out.print(&serde_json::json!({ "deleted": id }), |_| {
-                    format!("deleted timeline {id}\n")
-                })
+                let ids: Vec<_> = stranded.iter().map(|a| a.id.to_string()).collect();
+                out.print(
+                    &serde_json::json!({ "deleted": id, "stranded_anchors": ids }),
+                    |_| {
+                        let mut text = format!("deleted timeline {id}\n");
+                        if !stranded.is_empty() {
+                            let named: Vec<_> = stranded.iter().map(|a| a.named()).collect();
+                            text.push_str(&format!(
+                                "your active {} in it can no longer be returned to: {}\n",
+                                if named.len() == 1 {
+                                    "anchor"
+                                } else {
+                                    "anchors"
+                                },
+                                named.join(", ")
+                            ));
+                        }
+                        text
+                    },
+                )
             }
             TimelineCommand::Export { id, to } => {
                 super::transfer::export(service, &timeline(&id)?, to.as_deref(), out).await
@@ -449,17 +497,11 @@ async fn run(
                     .await?,
                 human::anchor_record,
             ),
-            AnchorCommand::List {
-                active: false,
-                page: p,
-            } => out.print(&service.list_anchors(page(&p)).await?, human::anchors),
-            AnchorCommand::List {
-                active: true,
-                page: p,
-            } => out.print(
+            // With what each records (its environment), as `--json` shows.
+            AnchorCommand::List { active, page: p } => out.print(
                 &service
                     .find_anchors(AnchorListQuery {
-                        include_spent: Some(false),
+                        include_spent: Some(!active),
                         limit: p.limit,
                         cursor: p.cursor,
                     })
@@ -484,7 +526,11 @@ async fn run(
                     .await?,
                 human::anchor_stability,
             ),
-            AnchorCommand::Adjust { id, environment } => out.print(
+            AnchorCommand::Adjust {
+                id,
+                environment,
+                clear_env: _,
+            } => out.print(
                 &service
                     .adjust_anchor(AdjustAnchorRequest {
                         anchor_id: id.parse()?,
@@ -797,7 +843,8 @@ fn check_request(args: &CheckArgs) -> Result<ParadoxCheckRequest, ServiceError> 
     let mut changes = Vec::new();
     for raw in &args.events {
         let (event, time) = match raw.rsplit_once('@') {
-            Some((event, time)) => (event, Some(parse_instant("event", time)?)),
+            // Times as everywhere else: RFC 3339, 1889-03-10 23:50 or a date.
+            Some((event, time)) => (event, Some(parse_typed_instant("event", time)?)),
             None => (raw.as_str(), None),
         };
         changes.push(ProposedChange {

@@ -823,14 +823,18 @@ pub enum TimelineCommand {
     },
 }
 
-/// `timelines merge --strategy`.
+/// `timelines merge --strategy`; each also as the server and the dashboard write it
+/// (`source_overwrite`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MergeStrategyArg {
     /// The source's outcome wins
+    #[value(alias = "source_overwrite")]
     SourceOverwrite,
     /// The destination keeps its outcome
+    #[value(alias = "destination_preserve")]
     DestinationPreserve,
     /// Each conflict waits for a resolution
+    #[value(alias = "manual_review")]
     ManualReview,
 }
 
@@ -857,7 +861,7 @@ pub enum MergeCommand {
     Resolve {
         /// The lineage, or any event of it on either side
         event: String,
-        /// keep-source (A), keep-destination (B) or custom; the guide's words work too
+        /// keep-source or keep_source (A), keep-destination or keep_destination (B), or custom; the guide's words ('Keep Event A') work too
         resolution: String,
         /// Custom Merge: the new description
         #[arg(long)]
@@ -1069,9 +1073,16 @@ pub enum AnchorCommand {
     Adjust {
         /// The anchor
         id: String,
-        /// A condition of the new environment, KEY=VALUE (repeatable; at least one)
-        #[arg(long = "env", value_name = "KEY=VALUE", required = true)]
+        /// A condition of the new environment, KEY=VALUE (repeatable); true/false and numbers are typed
+        #[arg(
+            long = "env",
+            value_name = "KEY=VALUE",
+            required_unless_present = "clear_env"
+        )]
         environment: Vec<String>,
+        /// Clear the recorded environment instead
+        #[arg(long, conflicts_with = "environment")]
+        clear_env: bool,
     },
 }
 
@@ -1140,7 +1151,7 @@ pub struct CheckArgs {
     /// Timeline id
     #[arg(default_value = "primary")]
     pub timeline: String,
-    /// An event to move (its id) or add (a description), optionally `@TIME`, e.g. "Retrieve the blueprint@1889-03-10T23:50:00Z"
+    /// An event to move (its id) or add (a description), optionally `@TIME` (RFC 3339, UTC as 1889-03-10 23:50, or a date), e.g. "Retrieve the blueprint@1889-03-10T23:50:00Z"
     #[arg(long = "event")]
     pub events: Vec<String>,
     /// An item to bring into the timeline

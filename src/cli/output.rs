@@ -699,6 +699,12 @@ pub mod human {
     /// What a dissonance correction did.
     pub fn aligned(r: &DissonanceResult) -> String {
         let mut out = format!("{} in {}\n", r.status, r.timeline_id);
+        for s in &r.superseded {
+            out.push_str(&format!(
+                "  {} was superseded by {}: the current event was aligned instead\n",
+                s.event_id, s.current_event_id
+            ));
+        }
         for m in &r.moves {
             out.push_str(&format!(
                 "  moved {} from {} to {} (now {})\n",
@@ -775,16 +781,42 @@ pub mod human {
 
     /// One merge, lineage by lineage.
     pub fn merge(m: &Merge) -> String {
+        // A merge left for review is credited to whoever completed it, when; who recorded it
+        // pending comes after.
+        let by = match (&m.completed_by, m.completed_at) {
+            (Some(who), Some(at)) => format!(
+                "completed by {who} at {} (left for review by {} at {})",
+                format_instant(&at),
+                m.by,
+                format_instant(&m.at)
+            ),
+            (None, Some(at)) => format!(
+                "completed at {} (left for review by {} at {})",
+                format_instant(&at),
+                m.by,
+                format_instant(&m.at)
+            ),
+            _ if m.is_pending() => {
+                format!("left for review by {} at {}", m.by, format_instant(&m.at))
+            }
+            _ => format!("by {} at {}", m.by, format_instant(&m.at)),
+        };
         let mut out = format!(
-            "{}  {}: {} into {} ({}) by {} at {}\n",
+            "{}  {}: {} into {} ({}) {by}\n",
             m.merge_id,
             m.status,
             m.source_timeline_id,
             m.destination_timeline_id,
             m.strategy.as_str(),
-            m.by,
-            format_instant(&m.at)
         );
+        for r in &m.resolutions {
+            out.push_str(&format!(
+                "  resolved {}: {} by {}\n",
+                r.lineage,
+                r.resolution.as_str(),
+                r.by
+            ));
+        }
         for d in &m.decisions {
             out.push_str(&format!(
                 "  {} {}: {}{}\n",

@@ -606,7 +606,7 @@ impl RemoteClient {
         } else {
             root_cause(e)
         };
-        ServiceError::Unavailable(format!("cannot reach {}: {why}", self.shown))
+        ServiceError::Unavailable(format!("{UNREACHABLE}{}: {why}", self.shown))
     }
 
     async fn list<T: DeserializeOwned>(
@@ -631,6 +631,16 @@ pub fn is_lasting(err: &ServiceError) -> bool {
         _ => false,
     }
 }
+
+/// Whether `err` says the server could not be reached at all (no answer: refused, reset,
+/// timed out), as opposed to an answer that the service is unavailable.
+pub fn is_unreachable(err: &ServiceError) -> bool {
+    matches!(err, ServiceError::Unavailable(why) if why.starts_with(UNREACHABLE))
+        && !is_lasting(err)
+}
+
+/// How [`RemoteClient`] starts the reason of a server it cannot reach.
+const UNREACHABLE: &str = "cannot reach ";
 
 /// What [`RemoteClient`] says when an http:// server answers in TLS.
 const PLAIN_HTTP_EXPECTED: &str = "the server did not answer in plain HTTP";

@@ -4,7 +4,7 @@
 use crate::error::ServiceError;
 use crate::model::{Event, EventId, EventStatus};
 use crate::paradox;
-use crate::service::{DissonanceMove, DissonanceRequest, DissonanceResult};
+use crate::service::{DissonanceMove, DissonanceRequest, DissonanceResult, SupersededEvent};
 
 use super::rules::{self, Ctx};
 use super::world::{Op, World};
@@ -63,6 +63,7 @@ pub fn correct(
     let state = rules::referenced(world, tl)?;
     rules::require_open(&state.meta, ctx.now)?;
     let mut lineages: Vec<EventId> = Vec::new();
+    let mut superseded = Vec::new();
     for id in &req.conflicting_events {
         let e = state
             .history
@@ -70,6 +71,13 @@ pub fn correct(
             .ok_or_else(|| ServiceError::unknown("event", id))?;
         if !lineages.contains(&e.lineage) {
             lineages.push(e.lineage.clone());
+        }
+        // An older version is aligned through the event that stands for it: the answer says so.
+        if let Some(current) = rules::superseded_by(&state.history, id) {
+            superseded.push(SupersededEvent {
+                event_id: id.clone(),
+                current_event_id: current,
+            });
         }
     }
     let order = causal_order(&state.history, &lineages);
@@ -137,6 +145,7 @@ pub fn correct(
         aligned_events: req.conflicting_events.clone(),
         timeline_id: tl.clone(),
         moves,
+        superseded,
     };
     if ops.is_empty() {
         return Ok((ops, result));

@@ -519,6 +519,8 @@ pub fn merge(
             status: status.into(),
             decisions,
             resolutions: Vec::new(),
+            completed_by: None,
+            completed_at: None,
         },
     };
     if req.conflict_resolution == MergeStrategy::ManualReview && conflicts > 0 {

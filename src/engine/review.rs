@@ -276,10 +276,9 @@ fn complete_settled(
 ) -> Result<(Vec<Op>, ResolveResult), ServiceError> {
     let (m, plan) = match settled.len() {
         0 => {
-            return Err(ServiceError::unknown(
-                "open conflict on event",
-                &req.event_id,
-            ));
+            return Err(already_resolved(world, req).unwrap_or_else(|| {
+                ServiceError::unknown("open conflict on event", &req.event_id)
+            }));
         }
         1 => settled.remove(0),
         _ => {
@@ -325,6 +324,47 @@ fn complete_settled(
             paradoxes: done.paradoxes,
         },
     ))
+}
+
+/// Why a resolution of a conflict that a completed merge resolved comes too late (two people
+/// resolving the same conflict: the second is told who did it and when), if one did.
+fn already_resolved(world: &World, req: &ResolveRequest) -> Option<ServiceError> {
+    let lineage_in = |m: &Merge| {
+        world
+            .timelines
+            .get(&m.destination_timeline_id)
+            .and_then(|t| t.history.get(&req.event_id))
+            .map_or_else(|| req.event_id.clone(), |e| e.lineage.clone())
+    };
+    let (m, r) = world
+        .merges
+        .values()
+        .filter(|m| m.status == "merged")
+        .filter(|m| req.merge_id.as_ref().is_none_or(|id| &m.merge_id == id))
+        .filter(|m| {
+            req.merged_timeline_id
+                .as_ref()
+                .is_none_or(|t| &m.destination_timeline_id == t)
+        })
+        .filter_map(|m| {
+            let lineage = lineage_in(m);
+            let r = m.resolutions.iter().find(|r| r.lineage == lineage)?;
+            Some((m, r))
+        })
+        .max_by_key(|(m, _)| m.completed_at.unwrap_or(m.at))?;
+    let when = m
+        .completed_at
+        .map(|at| format!(" at {}", format_instant(&at)))
+        .unwrap_or_default();
+    Some(ServiceError::Conflict(format!(
+        "the conflict on event '{}' was already resolved by {}{when} ({}); merge '{}' into '{}' \
+         is complete",
+        req.event_id,
+        r.by,
+        r.resolution.option(),
+        m.merge_id,
+        m.destination_timeline_id
+    )))
 }
 
 /// The conflicts of `plan` that `resolutions` leave open, in lineage order.
@@ -381,6 +421,7 @@ pub(super) fn complete(
         merge: m.merge_id.clone(),
         decisions: decided.decisions,
         at: ctx.now,
+        by: Some(ctx.traveller.clone()),
     });
     Ok(Completion {
         ops,

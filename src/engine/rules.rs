@@ -283,7 +283,17 @@ pub fn add_event(
     let mut causes: Vec<EventId> = Vec::with_capacity(req.causes.len());
     for cause in &req.causes {
         if state.history.current(cause).is_none() {
-            return Err(ServiceError::unknown("event", cause));
+            // An old version of an event is not a cause; the current one is named instead.
+            return Err(match superseded_by(&state.history, cause) {
+                Some(head) => ServiceError::invalid(
+                    "causes",
+                    format!(
+                        "event '{cause}' was superseded by '{head}'; use the current event \
+                         instead"
+                    ),
+                ),
+                None => ServiceError::unknown("event", cause),
+            });
         }
         if !causes.contains(cause) {
             causes.push(cause.clone());
@@ -669,6 +679,15 @@ pub fn proposed_changes(
             }
         })
         .collect()
+}
+
+/// The event that now stands for `id`, when `id` is an older version of it.
+pub fn superseded_by(history: &crate::model::History, id: &EventId) -> Option<EventId> {
+    let event = history.get(id)?;
+    if event.status != EventStatus::Superseded {
+        return None;
+    }
+    history.head_of(id).map(|e| e.id.clone())
 }
 
 /// The head an interface call acts on: the event itself when current, refusing

@@ -105,6 +105,8 @@ impl WorldFile {
                         status: "pending_review".into(),
                         decisions: Vec::new(),
                         resolutions: Vec::new(),
+                        completed_by: None,
+                        completed_at: None,
                     },
                 }),
             }

@@ -467,6 +467,8 @@ impl Import<'_> {
                             status: "pending_review".into(),
                             decisions: Vec::new(),
                             resolutions: Vec::new(),
+                            completed_by: None,
+                            completed_at: None,
                         },
                     })?;
                 }

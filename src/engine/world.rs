@@ -231,6 +231,9 @@ pub enum Op {
         decisions: Vec<crate::service::MergeDecision>,
         /// When.
         at: Instant,
+        /// Who completed it (absent in records written before it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<Traveller>,
     },
     /// A pending merge abandoned: its destination is untouched.
     MergeAborted {
@@ -753,11 +756,16 @@ impl World {
                 .map_err(fail)?;
             }
             Op::MergeCompleted {
-                merge, decisions, ..
+                merge,
+                decisions,
+                at,
+                by,
             } => {
                 self.update_merge(&merge, |m| {
                     m.status = "merged".into();
                     m.decisions = decisions;
+                    m.completed_at = Some(at);
+                    m.completed_by = by;
                 })
                 .map_err(fail)?;
             }

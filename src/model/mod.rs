@@ -291,6 +291,19 @@ impl Accuracy {
 /// at most 32 keys of up to 64 characters, each value a string, number or bool.
 pub type Conditions = serde_json::Map<String, serde_json::Value>;
 
+/// A condition's value as typed after `key=` (the dashboard's form, the CLI's `--env`):
+/// `true`/`false` a bool, a number a number, anything else a string.
+pub fn condition_value(typed: &str) -> serde_json::Value {
+    use serde_json::Value;
+    match typed {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        v => serde_json::from_str::<serde_json::Number>(v)
+            .map(Value::Number)
+            .unwrap_or_else(|_| Value::String(v.to_owned())),
+    }
+}
+
 /// A return ticket: a traveller's point to come back to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Anchor {
@@ -310,6 +323,18 @@ pub struct Anchor {
     /// Wall-clock instant it was set.
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Instant,
+}
+
+impl Anchor {
+    /// How a person is told of it: its description and the time it returns to, then its id
+    /// (`'home' at 2026-11-22 10:00:00 (anc_…)`).
+    pub fn named(&self) -> String {
+        let at = self.timestamp.format("%Y-%m-%d %H:%M:%S");
+        match &self.description {
+            Some(d) => format!("'{d}' at {at} ({})", self.id),
+            None => format!("at {at} ({})", self.id),
+        }
+    }
 }
 
 /// What an anchor records beyond its return point: where the traveller was, how finely the

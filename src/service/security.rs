@@ -136,16 +136,29 @@ impl RestrictionLevel {
         }
     }
 
-    /// What a traveller at this level may still do, for a refusal's detail.
+    /// What you may still do at this level, said to the traveller restricted ("you may do …").
     pub fn allows(self) -> &'static str {
         match self {
             Self::NoAccess => "nothing but whoami",
             Self::ReadOnly => "reading, with no journey and no change",
             Self::LimitedAccess => {
+                "reading, returning to your own anchors, pausing and resuming your clock, and \
+                 keeping your own anchors and items"
+            }
+            Self::Unrestricted => "everything your token and the timelines' rights allow",
+        }
+    }
+
+    /// What a traveller at this level may still do, said of them to someone else ("eve may
+    /// do …").
+    pub fn allows_them(self) -> &'static str {
+        match self {
+            Self::LimitedAccess => {
                 "reading, returning to their own anchors, pausing and resuming their clock, and \
                  keeping their own anchors and items"
             }
             Self::Unrestricted => "everything their token and the timelines' rights allow",
+            other => other.allows(),
         }
     }
 }

@@ -961,6 +961,14 @@ pub struct Merge {
     /// The resolutions recorded so far (manual review).
     #[serde(default)]
     pub resolutions: Vec<super::MergeResolution>,
+    /// Who completed a merge left for review (the last resolution), once it is complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub completed_by: Option<Traveller>,
+    /// When a merge left for review was completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<Instant>,
 }
 
 /// A lineage's event written by a merge.
@@ -1042,6 +1050,19 @@ pub struct DissonanceResult {
     pub timeline_id: TimelineId,
     /// The events moved, in the order they were moved.
     pub moves: Vec<DissonanceMove>,
+    /// The named events that were older versions: each was aligned through the event that
+    /// stands for it now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<SupersededEvent>,
+}
+
+/// An event named by an older version of it, and the event that stands for it now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SupersededEvent {
+    /// The id as given.
+    pub event_id: EventId,
+    /// The current event of its lineage.
+    pub current_event_id: EventId,
 }
 
 /// `simulate-wormhole`: a journey's dry run.

@@ -108,7 +108,7 @@ pub enum Slot {
     Monitor,
     /// The automation log.
     Log,
-    /// Lists the travel wizard needs (anchors, items).
+    /// Your anchors and items: the travel wizard's lists, the anchors a deletion names.
     WizardData,
     /// The wizard's paradox check.
     WizardCheck,

@@ -210,12 +210,16 @@ impl Header<'_> {
         let p = self.palette;
         let width = usize::from(area.width);
         // `room`: the most characters the timeline's name may take (it gives way last).
-        let spans_for = |compact: bool, room: usize| {
+        // `words`: short words for the connection, the stream and the refresh ("online",
+        // "live", "as of") where the long ones do not fit; bare symbols only when even those
+        // do not.
+        let spans_for = |compact: bool, words: bool, room: usize| {
             let mut spans = vec![Span::styled(" chronoscope ", p.title)];
             spans.push(match (self.connection, compact) {
                 (Connection::Connecting, false) => Span::styled(" ○ connecting ", p.dim),
                 (Connection::Connecting, true) => Span::styled(" ○ ", p.dim),
                 (Connection::Connected, false) => Span::styled(" ● connected ", p.ok),
+                (Connection::Connected, true) if words => Span::styled(" ● online ", p.ok),
                 (Connection::Connected, true) => Span::styled(" ● ", p.ok),
                 // The banner under the header says why, whole.
                 (Connection::Disconnected(_), false) => {
@@ -242,12 +246,18 @@ impl Header<'_> {
             match (self.link, compact) {
                 _ if !answering => {}
                 (Link::Live, false) => spans.push(Span::styled("↯ live ", p.ok)),
+                (Link::Live, true) if words => spans.push(Span::styled("↯ live", p.ok)),
                 (Link::Live, true) => spans.push(Span::styled("↯ ", p.ok)),
                 (Link::Polling(why), false) => spans.push(Span::styled(
                     format!("⟳ polling ({}) ", widgets::ellipsize(why, 30)),
                     p.warn,
                 )),
                 (Link::Polling(_), true) => spans.push(Span::styled("⟳ polling ", p.warn)),
+                // The server answers calls, so why the stream could not reach it is stale.
+                (Link::Unreached(_), false) => {
+                    spans.push(Span::styled("⟳ polling (stream reconnecting) ", p.warn))
+                }
+                (Link::Unreached(_), true) => spans.push(Span::styled("⟳ polling ", p.warn)),
                 (Link::Off | Link::Connecting, _) => {}
             }
             if let Some((w, place)) = &self.whoami {
@@ -270,9 +280,14 @@ impl Header<'_> {
                 }
             }
             if let Some(at) = self.last_refresh.filter(|_| answering) {
-                let label = if compact { "↻" } else { "refreshed" };
+                // Right after the position's trailing space when compact.
+                let label = match (compact, words) {
+                    (false, _) => " refreshed",
+                    (true, true) => "as of",
+                    (true, false) => "↻",
+                };
                 spans.push(Span::styled(
-                    format!(" {label} {} ", at.format("%H:%M:%S")),
+                    format!("{label} {} ", at.format("%H:%M:%S")),
                     p.dim,
                 ));
             }
@@ -283,17 +298,27 @@ impl Header<'_> {
         };
         let used =
             |spans: &[Span]| -> usize { spans.iter().map(|s| s.content.chars().count()).sum() };
-        let mut spans = spans_for(false, usize::MAX);
-        if used(&spans) > width {
-            spans = spans_for(true, usize::MAX);
-        }
-        // Still too wide: the timeline's name is cut, so the time and "paused" stay whole.
-        if let Some((_, place)) = &self.whoami
-            && used(&spans) > width
-        {
-            let over = used(&spans) - width;
-            let room = place.chars().count().saturating_sub(over).max(8);
-            spans = spans_for(true, room);
+        let mut spans = spans_for(false, true, usize::MAX);
+        // Still too wide: short words, the timeline's name cut (so the time and "paused" stay
+        // whole) to no fewer than `least` characters, then bare symbols.
+        for (words, least) in [
+            (true, usize::MAX),
+            (true, 12),
+            (false, usize::MAX),
+            (false, 8),
+        ] {
+            if used(&spans) <= width {
+                break;
+            }
+            let room = match &self.whoami {
+                Some((_, place)) if least < usize::MAX => {
+                    let over = used(&spans) - width;
+                    let length = place.chars().count();
+                    length.saturating_sub(over).max(least.min(length))
+                }
+                _ => usize::MAX,
+            };
+            spans = spans_for(true, words, room);
         }
         let room = width.saturating_sub(used(&spans) + 2);
         if room >= self.source.chars().count().min(16) {
@@ -617,6 +642,18 @@ mod tests {
             screen(140, 1, |f| header.render(f, f.area()))
         };
         assert!(header(&Connection::Connected).contains("↯ live"));
+        // At 80 columns, short words rather than bare symbols.
+        let compact = Header {
+            palette: &p,
+            source: "server: https://localhost:19443",
+            connection: &Connection::Connected,
+            link: &Link::Live,
+            whoami: None,
+            last_refresh: None,
+            spinner: None,
+        };
+        let narrow = screen(30, 1, |f| compact.render(f, f.area()));
+        assert!(narrow.contains("● online ↯ live"), "{narrow}");
         let refused = Connection::TokenRefused("the token expired at 06:00:00Z".into());
         let down = Connection::Disconnected("connection refused".into());
         for connection in [refused, down] {

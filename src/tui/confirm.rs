@@ -23,8 +23,9 @@ use crate::service::{
 /// A question before something that destroys.
 #[derive(Debug)]
 pub enum Confirm {
-    /// Delete a timeline.
-    DeleteTimeline(TimelineId, String),
+    /// Delete a timeline; your active anchors in it once known (each named), which the
+    /// deletion leaves without a way back.
+    DeleteTimeline(TimelineId, String, Option<Vec<String>>),
     /// Revert an event's latest change.
     Revert(TimelineId, EventRecord),
     /// Delete one of your anchors (named as the list names it).
@@ -65,10 +66,23 @@ impl Confirm {
     /// Draws the question as a modal over `area`, as tall as its wrapped text.
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, p: &Palette) {
         let (title, question) = match self {
-            Confirm::DeleteTimeline(id, name) => (
+            Confirm::DeleteTimeline(id, name, anchors) => (
                 "Delete timeline",
                 format!(
-                    "Delete timeline {name} ({id}) and its own events? Journeys into it stay in history."
+                    "Delete timeline {name} ({id}) and its own events? Journeys into it stay in history.{}",
+                    match anchors.as_deref() {
+                        None => "\n\n(Looking for your anchors in it…)".to_owned(),
+                        Some([]) => String::new(),
+                        Some(named) => format!(
+                            "\n\nYour active {} in it can no longer be returned to: {}.",
+                            if named.len() == 1 {
+                                "anchor"
+                            } else {
+                                "anchors"
+                            },
+                            named.join(", ")
+                        ),
+                    }
                 ),
             ),
             Confirm::Revert(_, e) => (
@@ -159,7 +173,7 @@ impl Confirm {
     /// What the user said yes to.
     fn confirmed(self) -> Answer {
         match self {
-            Confirm::DeleteTimeline(id, name) => {
+            Confirm::DeleteTimeline(id, name, _) => {
                 Answer::Closed(vec![Effect::Call(Call::Delete(id, name))])
             }
             Confirm::DeleteAnchor(id, name) => {
@@ -236,7 +250,7 @@ mod tests {
     use crate::tui::unit::{key, palette, screen};
 
     fn delete() -> Confirm {
-        Confirm::DeleteTimeline(TimelineId::primary(), "Tesla 1889".into())
+        Confirm::DeleteTimeline(TimelineId::primary(), "Tesla 1889".into(), Some(Vec::new()))
     }
 
     fn apply_anyway(form: bool) -> Confirm {

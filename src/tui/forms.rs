@@ -64,10 +64,19 @@ pub enum Submission {
     AdjustAnchor(AdjustAnchorRequest),
 }
 
-/// The form for a new timeline branching from the primary one (`primary` is its name).
-pub fn new_timeline(primary: &str) -> Form<FormKind> {
+/// The form for a new timeline branching from the primary one (`primary` is its name); its
+/// title says so when another timeline (`selected`) is selected.
+pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<FormKind> {
+    // A new timeline always branches from the primary one, whatever is selected.
+    let title = match selected.filter(|t| !t.id.is_primary()) {
+        Some(t) => format!(
+            "New timeline (branches from {primary}, not {}: p branches that one)",
+            t.name
+        ),
+        None => format!("New timeline (branches from {primary})"),
+    };
     Form::new(
-        format!("New timeline (branches from {primary})"),
+        title,
         FormKind::NewTimeline {
             base: None,
             parallel: false,
@@ -285,7 +294,6 @@ pub fn conditions_text(conditions: &Conditions) -> String {
 /// Conditions as typed: empty (none), a JSON object, or `key=value` pairs separated by commas,
 /// each value a boolean, a number or else text. `field` names the refusal.
 pub fn parse_conditions(field: &str, text: &str) -> Result<Conditions, String> {
-    use serde_json::Value;
     let text = text.trim();
     if text.is_empty() {
         return Ok(Conditions::new());
@@ -306,13 +314,7 @@ pub fn parse_conditions(field: &str, text: &str) -> Result<Conditions, String> {
         if key.is_empty() {
             return Err(format!("{field}: '{part}' names no key"));
         }
-        let value = match value {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            v => serde_json::from_str::<serde_json::Number>(v)
-                .map(Value::Number)
-                .unwrap_or_else(|_| Value::String(v.to_owned())),
-        };
+        let value = crate::model::condition_value(value);
         if out.insert(key.to_owned(), value).is_some() {
             return Err(format!("{field}: '{key}' is given twice"));
         }
@@ -527,7 +529,7 @@ mod tests {
 
     #[test]
     fn what_does_not_parse_is_refused_under_its_field_and_nothing_is_sent() {
-        let mut form = new_timeline("primary");
+        let mut form = new_timeline("primary", None);
         type_into(&mut form, "Tesla 1889");
         form.key(key("tab"));
         type_into(&mut form, "next tuesday");

@@ -404,6 +404,15 @@ impl KeyMap {
         find(context).or_else(|| find(Context::Global))
     }
 
+    /// A key bound only in another pane than `context`: that binding's context and what it
+    /// does, so a key that does nothing here can say where it works.
+    pub fn elsewhere(&self, key: Key, context: Context) -> Option<(Context, &'static str)> {
+        self.bindings
+            .iter()
+            .find(|b| b.context != context && b.context != Context::Global && b.keys.contains(&key))
+            .map(|b| (b.context, b.description))
+    }
+
     /// The first key of an action, for hints written in prose ("press t to travel").
     pub fn key_for(&self, action: Action) -> String {
         self.bindings

@@ -34,6 +34,9 @@ pub enum Link {
     Live,
     /// No stream (why, in words): the monitor is refreshed on the tick.
     Polling(String),
+    /// The stream could not reach the server (why): the monitor is refreshed on the tick,
+    /// and the stream is opened again as soon as the server answers a call.
+    Unreached(String),
 }
 
 /// What the stream task tells the dashboard.
@@ -43,8 +46,9 @@ pub enum Push {
     Opened,
     /// The changes one rescan found (applied together, as one refresh).
     Changes(Vec<MonitorEvent>),
-    /// The stream is gone (why); it is opened again after a pause.
-    Lost(String),
+    /// The stream is gone (why, and whether the server could not be reached at all); it is
+    /// opened again after a pause.
+    Lost(String, bool),
 }
 
 /// The subscription of one dashboard.
@@ -57,6 +61,9 @@ pub struct Follower {
     task: Option<JoinHandle<()>>,
     /// Live or polling, for the header.
     pub link: Link,
+    /// When the current subscription was opened (a stream is not opened again sooner than
+    /// [`FIRST_PAUSE`] after it).
+    opened: Option<std::time::Instant>,
 }
 
 impl Default for Follower {
@@ -66,6 +73,7 @@ impl Default for Follower {
             timeline: None,
             task: None,
             link: Link::Off,
+            opened: None,
         }
     }
 }
@@ -105,6 +113,7 @@ impl Follower {
             return;
         };
         self.link = Link::Connecting;
+        self.opened = Some(std::time::Instant::now());
         let generation = self.generation;
         let service = Arc::clone(service);
         let tx = tx.clone();
@@ -126,7 +135,11 @@ impl Follower {
                 self.link = Link::Live;
                 Some(events)
             }
-            Push::Lost(why) => {
+            Push::Lost(why, true) => {
+                self.link = Link::Unreached(why);
+                None
+            }
+            Push::Lost(why, false) => {
                 self.link = Link::Polling(why);
                 None
             }
@@ -136,13 +149,22 @@ impl Follower {
     /// Opens a lost stream again now rather than after its pause (the server is back, or a
     /// restriction that refused it was lifted); nothing when the stream is not lost.
     pub fn reopen(&mut self, service: &Arc<dyn TimelineService>, tx: &UnboundedSender<Msg>) {
-        if matches!(self.link, Link::Polling(_))
+        let lost = matches!(self.link, Link::Polling(_) | Link::Unreached(_));
+        let recent = self.opened.is_some_and(|at| at.elapsed() < FIRST_PAUSE);
+        if lost
+            && !recent
             && let Some(task) = self.task.take()
         {
             task.abort();
             let timeline = self.timeline.clone();
             self.follow(service, timeline, tx);
         }
+    }
+
+    /// Whether the stream could not reach the server: once the server answers, its reason is
+    /// stale and the stream is opened again.
+    pub fn unreached(&self) -> bool {
+        matches!(self.link, Link::Unreached(_))
     }
 
     /// Whether changes are pushed now (the tick need not poll the monitor).
@@ -167,8 +189,12 @@ async fn stream_task(
             timeline_id: timeline.clone(),
             after: None,
         };
+        let mut unreachable = false;
         let why = match service.watch_monitor(watch).await {
-            Err(e) => short(&e),
+            Err(e) => {
+                unreachable = crate::client::is_unreachable(&e);
+                short(&e)
+            }
             Ok(mut changes) => {
                 if !send(Push::Opened) {
                     return;
@@ -183,7 +209,10 @@ async fn stream_task(
                             while ended.is_none() {
                                 match changes.next().now_or_never() {
                                     Some(Some(Ok(more))) => events.push(more),
-                                    Some(Some(Err(e))) => ended = Some(short(&e)),
+                                    Some(Some(Err(e))) => {
+                                        unreachable = crate::client::is_unreachable(&e);
+                                        ended = Some(short(&e));
+                                    }
                                     Some(None) => {
                                         ended = Some("the server ended the stream".to_owned());
                                     }
@@ -197,13 +226,16 @@ async fn stream_task(
                                 break why;
                             }
                         }
-                        Some(Err(e)) => break short(&e),
+                        Some(Err(e)) => {
+                            unreachable = crate::client::is_unreachable(&e);
+                            break short(&e);
+                        }
                         None => break "the server ended the stream".to_owned(),
                     }
                 }
             }
         };
-        if !send(Push::Lost(why)) {
+        if !send(Push::Lost(why, unreachable)) {
             return;
         }
         tokio::time::sleep(pause).await;

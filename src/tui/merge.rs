@@ -88,6 +88,8 @@ pub struct Side {
     pub relation: &'static str,
     /// How many merges into it wait for review (its ⇄ mark).
     pub pending: usize,
+    /// Why you may not merge into it (your right there is read), marked `ro` in the list.
+    pub read_only: Option<String>,
 }
 
 impl Side {
@@ -98,6 +100,7 @@ impl Side {
             name: t.name.clone(),
             relation,
             pending: t.pending_merges,
+            read_only: None,
         }
     }
 }
@@ -117,6 +120,7 @@ pub fn relatives(all: &[TimelineInfo], source: &TimelineId) -> Vec<Side> {
             name: id.to_string(),
             relation,
             pending: 0,
+            read_only: None,
         },
     };
     let mut out = Vec::new();
@@ -519,6 +523,11 @@ impl MergeWizard {
                 } else if code == KeyCode::Enter
                     && let Some(side) = self.sides.get(self.side_cursor.selected)
                 {
+                    // A merge into a timeline you may only read would be refused at its end.
+                    if let (false, Some(why)) = (self.diff_only, &side.read_only) {
+                        self.refusal = Some(format!("{why} (D compares them without merging.)"));
+                        return Outcome::keep();
+                    }
                     self.destination = Some(side.clone());
                     return self.ask_diff();
                 }
@@ -546,7 +555,10 @@ impl MergeWizard {
                     if self.diff_only {
                         return Outcome::close();
                     }
-                    if self.diff.is_some() {
+                    // Swapped with tab, B may be a timeline you may only read.
+                    if let Some(why) = self.destination.as_ref().and_then(|d| d.read_only.clone()) {
+                        self.refusal = Some(why);
+                    } else if self.diff.is_some() {
                         self.step = MergeStep::Strategy;
                     }
                 }
@@ -766,6 +778,13 @@ impl MergeWizard {
                 "r review its conflicts · enter / esc close"
             }
             MergeStep::Done => "enter / esc close",
+            // Nothing left to resolve: only the ways out.
+            MergeStep::Review if self.review.as_ref().is_none_or(|r| r.conflicts.is_empty()) => {
+                match (self.reviewing_only(), self.diff.is_some()) {
+                    (false, true) => "⌫ diff · esc close",
+                    _ => "esc close",
+                }
+            }
             MergeStep::Review if self.reviewing_only() => {
                 "a keep A · b keep B · c custom merge · ↑↓ conflict · esc close"
             }
@@ -838,10 +857,11 @@ impl MergeWizard {
             let side = &self.sides[i];
             let selected = i == self.side_cursor.selected;
             let row = format!(
-                "{} {:<11} {}",
+                "{} {:<11} {}{}",
                 if selected { "▶" } else { " " },
                 side.relation,
-                side.name
+                side.name,
+                if side.read_only.is_some() { " ro" } else { "" }
             );
             lines.push(Line::from(Span::styled(
                 ellipsize(&row, width),

@@ -97,7 +97,8 @@ impl Shift {
         }
     }
 
-    /// A key: ↑↓ choose a preset (and drop what was typed), typing edits the duration, tab
+    /// A key: ←→ choose a preset as they are laid out, in a row (while nothing is typed; then
+    /// they move in the input), ↑↓ too (and drop what was typed), typing edits the duration, tab
     /// turns forward into back and back into forward, enter sends (once), esc closes.
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
         match key.code {
@@ -115,6 +116,14 @@ impl Shift {
                 }
                 Err(why) => self.refusal = Some(why),
             },
+            KeyCode::Left if widgets::input_text(&self.input).is_empty() => {
+                self.preset = self.preset.saturating_sub(1);
+                self.refusal = None;
+            }
+            KeyCode::Right if widgets::input_text(&self.input).is_empty() => {
+                self.preset = (self.preset + 1).min(PRESETS.len() - 1);
+                self.refusal = None;
+            }
             KeyCode::Up => {
                 self.preset = self.preset.saturating_sub(1);
                 self.input = empty_input();
@@ -234,7 +243,7 @@ impl Shift {
         };
         frame.render_widget(
             Paragraph::new(Span::styled(
-                format!("enter go · ↑↓ preset · tab {other} instead · esc close"),
+                format!("enter go · ←→ preset · tab {other} instead · esc close"),
                 p.dim,
             )),
             keys,

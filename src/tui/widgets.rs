@@ -99,9 +99,16 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     cell
 }
 
-/// Clears `area` and draws a modal frame on it; returns the inner area.
+/// Clears `area` and draws a modal frame on it; returns the inner area. A column either side
+/// is cleared too, so no cut-off text of the pane beneath shows in the gap beside the frame.
 pub fn modal(frame: &mut Frame<'_>, area: Rect, title_text: &str, palette: &Palette) -> Rect {
-    frame.render_widget(Clear, area);
+    let widened = Rect {
+        x: area.x.saturating_sub(1),
+        width: area.width.saturating_add(2),
+        ..area
+    }
+    .intersection(frame.area());
+    frame.render_widget(Clear, widened);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_type(BorderType::Double)

@@ -212,7 +212,8 @@ impl App {
         });
     }
 
-    /// Asks for the lists the travel wizard offers (anchors, items).
+    /// Asks for your anchors and items (the travel wizard offers them; the delete question
+    /// names the anchors in the timeline it deletes).
     pub(super) fn request_wizard_data(&mut self) {
         let svc = Arc::clone(&self.service);
         self.spawn(Slot::WizardData, async move {

@@ -42,8 +42,10 @@ impl App {
         match action {
             A::Quit => self.quit = true,
             A::Help => self.modal = Some(Modal::Help(0)),
-            A::NextPane | A::Right => self.dispatch_focus(self.focus.cycle(true, self.lower)),
-            A::PrevPane | A::Left => self.dispatch_focus(self.focus.cycle(false, self.lower)),
+            A::NextPane => self.dispatch_focus(self.focus.cycle(true, self.lower)),
+            A::PrevPane => self.dispatch_focus(self.focus.cycle(false, self.lower)),
+            A::Right => self.dispatch_focus(self.focus.beside(true, self.lower)),
+            A::Left => self.dispatch_focus(self.focus.beside(false, self.lower)),
             A::Up => self.move_cursor(-1),
             A::Down => self.move_cursor(1),
             A::PageUp => self.move_cursor(-10),
@@ -95,7 +97,8 @@ impl App {
             }
             A::NewTimeline => {
                 let primary = self.timelines.name_of(&TimelineId::primary());
-                self.modal = Some(Modal::Form(Box::new(forms::new_timeline(&primary))));
+                let form = forms::new_timeline(&primary, self.timelines.selected());
+                self.modal = Some(Modal::Form(Box::new(form)));
             }
             A::ParallelTimeline => {
                 let Some(base) = self.timelines.selected() else {
@@ -114,7 +117,10 @@ impl App {
                     self.modal = Some(Modal::Confirm(Confirm::DeleteTimeline(
                         t.id.clone(),
                         t.name.clone(),
-                    )))
+                        None,
+                    )));
+                    // The question names the anchors the deletion leaves without a way back.
+                    self.request_wizard_data();
                 }
                 None => self.flash_error("Select a timeline to delete first."),
             },
@@ -221,7 +227,13 @@ impl App {
                     return self.flash_error("Select a timeline first.");
                 };
                 match MergeWizard::from_tree(&self.timelines.all, t, action == A::Diff) {
-                    Ok(w) => self.modal = Some(Modal::Merge(Box::new(w))),
+                    Ok(mut w) => {
+                        // Read-only sides are marked, and refused as B before any diff.
+                        for side in w.sides.iter_mut().chain(std::iter::once(&mut w.source)) {
+                            side.read_only = self.refusal(&side.id, Right::Write);
+                        }
+                        self.modal = Some(Modal::Merge(Box::new(w)));
+                    }
                     Err(why) => self.flash_error(why),
                 }
             }

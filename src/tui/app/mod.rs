@@ -238,7 +238,7 @@ impl App {
     /// A change of the watched timeline's anomalies, pushed: the monitor shows it now, and the
     /// panes it touches are asked again (an anomaly comes and goes with changed events).
     fn on_pushed(&mut self, generation: u64, push: Push) {
-        let lost = matches!(push, Push::Lost(_));
+        let lost = matches!(push, Push::Lost(..));
         let Some(events) = self.follower.on_push(generation, push) else {
             if lost && !self.pending(Slot::Whoami) {
                 // A lost stream often means a lost server: let the header say which now.
@@ -377,8 +377,19 @@ impl App {
             InputKey::Search => return self.request_search(),
             _ => return,
         }
-        if let Some(action) = self.keymap.resolve(Key::from_event(&key), self.context()) {
+        let key = Key::from_event(&key);
+        if let Some(action) = self.keymap.resolve(key, self.context()) {
             self.dispatch(action);
+        } else if let Some((pane, what)) = self.keymap.elsewhere(key, self.context()) {
+            // A key of another pane says where it works instead of doing nothing.
+            let how = match pane {
+                Context::Search => "select an event in the search first (tab)",
+                Context::Timelines => "in the timelines pane (esc goes there)",
+                Context::Monitor => "in the monitor (tab)",
+                Context::Log => "in the automation log (L shows it)",
+                Context::Global => "anywhere",
+            };
+            self.flash_error(format!("{key} is to {what}: {how}."));
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::{App, Connection};
 use crate::error::ServiceError;
-use crate::model::TimelineId;
+use crate::model::{AnchorStatus, TimelineId};
 use crate::service::{ClockState, RestrictionLevel};
 use crate::tui::action::{Action, Reply, Slot};
 use crate::tui::confirm::{Checked, Confirm};
@@ -123,6 +123,11 @@ impl App {
                 _ => self.flash_info("Reconnected."),
             }
             // A stream lost meanwhile is opened again now, not after its pause.
+            self.reopen_stream();
+        } else if next == Connection::Connected && self.follower.unreached() {
+            // The server answers: a stream that could not reach it is opened again now (its
+            // "connection refused" would otherwise stand beside "connected" until its pause
+            // ends).
             self.reopen_stream();
         }
         self.connection = next;
@@ -254,8 +259,20 @@ impl App {
             Reply::WizardData { anchors, items } => {
                 let now = self.now();
                 let preselect = self.timelines.selected().map(|t| t.id.clone());
-                if let Some(Modal::Wizard(w)) = &mut self.modal {
-                    w.set_data(&self.timelines.all, anchors, items, now, preselect.as_ref());
+                match &mut self.modal {
+                    Some(Modal::Wizard(w)) => {
+                        w.set_data(&self.timelines.all, anchors, items, now, preselect.as_ref())
+                    }
+                    Some(Modal::Confirm(Confirm::DeleteTimeline(id, _, named @ None))) => {
+                        *named = Some(
+                            anchors
+                                .iter()
+                                .filter(|a| &a.timeline == id && a.status == AnchorStatus::Active)
+                                .map(|a| a.named())
+                                .collect(),
+                        );
+                    }
+                    _ => {}
                 }
             }
             Reply::WizardCheck(report) => {
@@ -493,7 +510,7 @@ impl App {
                     format!(
                         "{who} is restricted to {}: they may do {}.",
                         r.restriction.level.as_str(),
-                        r.restriction.level.allows()
+                        r.restriction.level.allows_them()
                     )
                 });
                 if matches!(self.modal, Some(Modal::Restrictions(_))) {

@@ -25,6 +25,20 @@ pub enum PaneId {
 }
 
 impl PaneId {
+    /// The pane to the right (`right`) or left of this one as they are laid out: the timelines
+    /// top left, `lower` (the monitor or the automation log, which share a place) top right,
+    /// the search below both.
+    pub fn beside(self, right: bool, lower: PaneId) -> PaneId {
+        match (self, right) {
+            // The search spans the width under both: up to the side asked for.
+            (PaneId::Search, true) => lower,
+            (PaneId::Search, false) => PaneId::Timelines,
+            // The timelines and the monitor (or log) sit side by side, wrapping around.
+            (PaneId::Timelines, _) => lower,
+            _ => PaneId::Timelines,
+        }
+    }
+
     /// The next (or previous) pane in Tab order among those on screen: the timelines, the
     /// search and `lower` (the monitor or the automation log, which share a place).
     pub fn cycle(self, forward: bool, lower: PaneId) -> PaneId {

@@ -247,9 +247,10 @@ impl RestrictionsScreen {
             (Some((text, error)), _) => {
                 Span::styled(text.clone(), if *error { p.warn } else { p.ok })
             }
-            (None, Some(r)) => {
-                Span::styled(format!("{} may do {}.", r.user_id, r.level.allows()), p.dim)
-            }
+            (None, Some(r)) => Span::styled(
+                format!("{} may do {}.", r.user_id, r.level.allows_them()),
+                p.dim,
+            ),
             (None, None) => Span::styled(
                 "Operators are never restricted; a restriction stops a traveller's journeys \
                  and changes on every face.",
