@@ -70,29 +70,42 @@ async fn a_cheap_read_goes_first<T: Send + 'static>(
     engine: &Arc<Engine>,
     read: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
 ) -> T {
+    let engine = Arc::clone(engine);
+    waits_for_the_blocking_pool(read, async move {
+        let timelines = engine
+            .session("bob".parse().expect("name"))
+            .list_timelines(PageRequest::default())
+            .await
+            .expect("timelines listed");
+        assert_eq!(timelines.items.len(), 1, "only primary");
+    })
+    .await
+}
+
+/// Runs `work` while the only blocking thread is taken, and `meanwhile` on the runtime's thread;
+/// asserts that `work` has not ended before the blocking thread is let go, then answers it.
+async fn waits_for_the_blocking_pool<T: Send + 'static>(
+    work: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
+    meanwhile: impl std::future::Future<Output = ()>,
+) -> T {
     let (release, held) = std::sync::mpsc::channel::<()>();
     let blocker = tokio::task::spawn_blocking(move || held.recv());
-    let heavy = tokio::spawn(read);
-    let timelines = engine
-        .session("bob".parse().expect("name"))
-        .list_timelines(PageRequest::default())
-        .await
-        .expect("timelines listed");
-    assert_eq!(timelines.items.len(), 1, "only primary");
+    let heavy = tokio::spawn(work);
+    meanwhile.await;
     // Every chance to end, were it running here.
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }
     assert!(
         !heavy.is_finished(),
-        "the heavy read ended without the blocking pool: it ran on the runtime's thread"
+        "the heavy work ended without the blocking pool: it ran on the runtime's thread"
     );
     release.send(()).expect("the blocker waits");
     blocker
         .await
         .expect("blocker task")
         .expect("released by the test");
-    heavy.await.expect("task").expect("the heavy read answers")
+    heavy.await.expect("task").expect("the heavy work answers")
 }
 
 #[test]
@@ -161,23 +174,9 @@ fn catching_up_with_another_process_is_done_on_the_blocking_pool() {
             .await
             .expect("appended");
 
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let blocker = tokio::task::spawn_blocking(move || held.recv());
         let reader = Arc::clone(&engine);
-        let behind = tokio::spawn(async move { reader.snapshot().await });
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-        assert!(
-            !behind.is_finished(),
-            "the catch-up ended without the blocking pool: it folded on the runtime's thread"
-        );
-        release.send(()).expect("the blocker waits");
-        blocker
-            .await
-            .expect("blocker task")
-            .expect("released by the test");
-        let world = behind.await.expect("task").expect("caught up");
+        let world =
+            waits_for_the_blocking_pool(async move { reader.snapshot().await }, async {}).await;
         assert_eq!(
             world.seq,
             before + RECORDS as u64,
