@@ -490,7 +490,7 @@ fn with_layers(
 /// cut like any slow request), forwarding writes to the writer's lease holder, idempotency keys.
 ///
 /// One layer rather than five: axum's `from_fn` clones the whole stack beneath it, boxed, on
-/// every request, so each layer more cost every request a clone of all the layers under it.
+/// every request, so every extra layer cost each request a clone of all the layers under it.
 struct Gate {
     forwarding: forward::Forwarding,
     by_address: Arc<RateLimiter<std::net::IpAddr>>,
