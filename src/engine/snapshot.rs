@@ -840,6 +840,42 @@ mod tests {
     }
 
     #[test]
+    fn merges_pending_and_completed_survive_a_snapshot() {
+        let mut world = branched_world();
+        let at = Instant::from_timestamp(1_767_225_600, 0).unwrap_or_default();
+        let merge = |id: &str, completed: Option<(&str, Instant)>| crate::service::Merge {
+            merge_id: id.parse().expect("a merge id"),
+            source_timeline_id: "tml_branch".parse().expect("a timeline id"),
+            destination_timeline_id: TimelineId::primary(),
+            strategy: crate::service::MergeStrategy::ManualReview,
+            base_timeline_id: TimelineId::primary(),
+            by: "ada".parse().expect("a name"),
+            at,
+            status: if completed.is_some() {
+                "merged"
+            } else {
+                "pending_review"
+            }
+            .into(),
+            decisions: Vec::new(),
+            resolutions: Vec::new(),
+            completed_by: completed.map(|(who, _)| who.parse().expect("a name")),
+            completed_at: completed.map(|(_, when)| when),
+        };
+        // A pending merge first: its absent completion must not shift what follows it.
+        for m in [
+            merge("mrg_a_pending", None),
+            merge("mrg_b_done", Some(("bob", at + chrono::Duration::hours(1)))),
+        ] {
+            world.merges.insert(m.merge_id.clone(), Arc::new(m));
+        }
+        let key = LogKey::development();
+        let read = decode(&encode(&world, &key), &key).expect("a snapshot with merges decodes");
+        assert_eq!(read.merges, world.merges);
+        assert_eq!(read.first_difference(&world), None);
+    }
+
+    #[test]
     fn recorded_scans_and_their_open_findings_survive_a_snapshot() {
         use crate::service::{FindingKind, TamperFinding};
         let finding = |seq: u64, kind| TamperFinding {
