@@ -3318,6 +3318,28 @@ async fn at_80_columns_the_header_says_connected_live_and_refreshed_in_short_wor
     let head = header(&mut h, 140);
     assert!(head.contains("● connected"), "{head}");
     assert!(head.contains("refreshed 10:00:00"), "{head}");
+    // The embedded dashboard's own traveller has a longer name: the program's name gives way
+    // before the words do.
+    let w = world().await;
+    let service: Arc<dyn TimelineService> = Arc::new(
+        engine(w.clock.clone())
+            .await
+            .session("traveller".parse().unwrap()),
+    );
+    // With the monitor's stream live, as the dashboard runs.
+    let mut h = Harness::pushed(service, w.clock.clone());
+    h.settle().await;
+    h.until("the stream is live", |app| {
+        matches!(app.follower.link, chronoscope::tui::live::Link::Live)
+    })
+    .await;
+    let head = header(&mut h, 80);
+    assert!(head.contains("● online ↯ live"), "{head}");
+    assert!(head.contains("as of "), "{head}");
+    assert!(
+        head.contains("traveller @ Primary 2026-11-22 10:00:00"),
+        "{head}"
+    );
 }
 
 #[tokio::test]

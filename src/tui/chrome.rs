@@ -212,9 +212,12 @@ impl Header<'_> {
         // `room`: the most characters the timeline's name may take (it gives way last).
         // `words`: short words for the connection, the stream and the refresh ("online",
         // "live", "as of") where the long ones do not fit; bare symbols only when even those
-        // do not.
-        let spans_for = |compact: bool, words: bool, room: usize| {
-            let mut spans = vec![Span::styled(" chronoscope ", p.title)];
+        // do not. `title`: whether the program's name leads (it gives way before the words).
+        let spans_for = |compact: bool, words: bool, room: usize, title: bool| {
+            let mut spans = Vec::new();
+            if title {
+                spans.push(Span::styled(" chronoscope ", p.title));
+            }
             spans.push(match (self.connection, compact) {
                 (Connection::Connecting, false) => Span::styled(" ○ connecting ", p.dim),
                 (Connection::Connecting, true) => Span::styled(" ○ ", p.dim),
@@ -298,14 +301,16 @@ impl Header<'_> {
         };
         let used =
             |spans: &[Span]| -> usize { spans.iter().map(|s| s.content.chars().count()).sum() };
-        let mut spans = spans_for(false, true, usize::MAX);
+        let mut spans = spans_for(false, true, usize::MAX, true);
         // Still too wide: short words, the timeline's name cut (so the time and "paused" stay
-        // whole) to no fewer than `least` characters, then bare symbols.
-        for (words, least) in [
-            (true, usize::MAX),
-            (true, 12),
-            (false, usize::MAX),
-            (false, 8),
+        // whole) to no fewer than `least` characters, the program's name left out, then bare
+        // symbols.
+        for (words, least, title) in [
+            (true, usize::MAX, true),
+            (true, 12, true),
+            (true, 12, false),
+            (false, usize::MAX, true),
+            (false, 8, true),
         ] {
             if used(&spans) <= width {
                 break;
@@ -318,10 +323,12 @@ impl Header<'_> {
                 }
                 _ => usize::MAX,
             };
-            spans = spans_for(true, words, room);
+            spans = spans_for(true, words, room, title);
         }
         let room = width.saturating_sub(used(&spans) + 2);
-        if room >= self.source.chars().count().min(16) {
+        // After the program's name, when it is there (it gave way first).
+        let titled = spans.first().is_some_and(|s| s.content == " chronoscope ");
+        if titled && room >= self.source.chars().count().min(16) {
             spans.insert(
                 1,
                 Span::styled(
