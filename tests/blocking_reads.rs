@@ -17,6 +17,28 @@ use chronoscope::store::MemoryStore;
 
 const EVENTS: usize = 200_000;
 
+/// An event in Geneva, on schedule, the first of its lineage.
+fn geneva_event(
+    id: EventId,
+    description: String,
+    time: DateTime<Utc>,
+    causes: Vec<EventId>,
+) -> Event {
+    Event {
+        id: id.clone(),
+        description,
+        time,
+        location: "Geneva".into(),
+        causes,
+        fixed_point: false,
+        status: EventStatus::OnSchedule,
+        supersedes: None,
+        superseded_by: None,
+        lineage: id,
+        author: None,
+    }
+}
+
 /// `primary` with `EVENTS` events, each caused by the one before it, except the first: it names
 /// the sixth as its cause, a small causal loop that every scan and check reports.
 async fn engine_with_a_huge_timeline() -> Arc<Engine> {
@@ -28,18 +50,14 @@ async fn engine_with_a_huge_timeline() -> Arc<Engine> {
     let id = |i: usize| EventId::from_ulid(ulid::Ulid::from((7u128 << 100) | i as u128));
     let start = DateTime::<Utc>::from_timestamp(946_684_800, 0).expect("2000-01-01");
     let events = (0..EVENTS)
-        .map(|i| Event {
-            id: id(i),
-            description: format!("Event {i}"),
-            time: start + Duration::minutes(i as i64),
-            location: "Geneva".into(),
-            causes: if i == 0 { vec![id(5)] } else { vec![id(i - 1)] },
-            fixed_point: false,
-            status: EventStatus::OnSchedule,
-            supersedes: None,
-            superseded_by: None,
-            lineage: id(i),
-            author: None,
+        .map(|i| {
+            let causes = if i == 0 { vec![id(5)] } else { vec![id(i - 1)] };
+            geneva_event(
+                id(i),
+                format!("Event {i}"),
+                start + Duration::minutes(i as i64),
+                causes,
+            )
         })
         .collect();
     let op = Op::AddEvents {
@@ -154,19 +172,12 @@ fn catching_up_with_another_process_is_done_on_the_blocking_pool() {
         let ops: Vec<Op> = (0..RECORDS)
             .map(|i| Op::AddEvents {
                 timeline: TimelineId::primary(),
-                events: vec![Event {
-                    id: id(i),
-                    description: format!("Appended elsewhere {i}"),
-                    time: start + Duration::minutes(i as i64),
-                    location: "Geneva".into(),
-                    causes: vec![],
-                    fixed_point: false,
-                    status: EventStatus::OnSchedule,
-                    supersedes: None,
-                    superseded_by: None,
-                    lineage: id(i),
-                    author: None,
-                }],
+                events: vec![geneva_event(
+                    id(i),
+                    format!("Appended elsewhere {i}"),
+                    start + Duration::minutes(i as i64),
+                    vec![],
+                )],
                 at: None,
             })
             .collect();

@@ -76,6 +76,21 @@ async fn embedded() -> Harness {
     harness(&world().await).await
 }
 
+/// ada's dashboard on the embedded engine, whose calls are answered but whose monitor stream
+/// fails with `why`, and the service it calls.
+async fn stream_failing(why: &str) -> (Harness, Arc<dyn TimelineService>) {
+    let w = world().await;
+    let engine = engine(w.clock.clone()).await;
+    let service = chronoscope::server::Sessions::session(
+        &http_support::Wrapped::new(Arc::clone(&engine))
+            .failing("watch_monitor", ServiceError::Unavailable(why.into())),
+        "ada".parse().unwrap(),
+        None,
+        &chronoscope::auth::Scopes::parse("admin"),
+    );
+    (Harness::pushed(service.clone(), w.clock.clone()), service)
+}
+
 /// The refusal line (marked ↑) comes right under the box of the field labelled `field` (three
 /// lines: the labelled border, the input, the border), and the box labelled `next` follows it.
 fn assert_reason_right_under(screen: &str, field: &str, next: &str) {
@@ -1742,18 +1757,7 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
 
 #[tokio::test]
 async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
-    let w = world().await;
-    let engine = engine(w.clock.clone()).await;
-    let service = chronoscope::server::Sessions::session(
-        &http_support::Wrapped::new(Arc::clone(&engine)).failing(
-            "watch_monitor",
-            ServiceError::Unavailable("this server has no stream".into()),
-        ),
-        "ada".parse().unwrap(),
-        None,
-        &chronoscope::auth::Scopes::parse("admin"),
-    );
-    let mut h = Harness::pushed(service.clone(), w.clock.clone());
+    let (mut h, service) = stream_failing("this server has no stream").await;
     h.settle().await;
     h.until("the fallback", |app| {
         matches!(app.follower.link, chronoscope::tui::live::Link::Polling(_))
@@ -3344,20 +3348,9 @@ async fn at_80_columns_the_header_says_connected_live_and_refreshed_in_short_wor
 
 #[tokio::test]
 async fn a_stream_that_cannot_reach_the_server_is_not_blamed_on_a_server_that_answers() {
-    let w = world().await;
-    let engine = engine(w.clock.clone()).await;
     // Calls are answered; the stream alone meets a refused connection (a server restarted
     // between its calls).
-    let service = chronoscope::server::Sessions::session(
-        &http_support::Wrapped::new(Arc::clone(&engine)).failing(
-            "watch_monitor",
-            ServiceError::Unavailable("cannot reach http://127.0.0.1:1: connection refused".into()),
-        ),
-        "ada".parse().unwrap(),
-        None,
-        &chronoscope::auth::Scopes::parse("admin"),
-    );
-    let mut h = Harness::pushed(service.clone(), w.clock.clone());
+    let (mut h, _) = stream_failing("cannot reach http://127.0.0.1:1: connection refused").await;
     h.settle().await;
     h.until("the stream is lost", |app| {
         !matches!(
