@@ -20,22 +20,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-/// The server's CPU seconds so far (user + system).
-fn cpu_seconds(pid: &str) -> Result<f64, Box<dyn std::error::Error>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(')').ok_or("an odd /proc stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
-    Ok(ticks / 100.0)
-}
+mod support;
+use support::{arg, cpu_seconds};
 
 /// The scans counter, when the server exposes it.
 async fn scans(http: &reqwest::Client, metrics: Option<&str>) -> Option<f64> {

@@ -10,13 +10,17 @@
 # blocking pool keeps it near the quiet figure (the scans still take CPU).
 #
 # usage: scripts/monitor-load.sh [--events N] [--duration SECS] [--connections N]
-#                                [--monitors N] [--compare BIN] [--streams N]
+#                                [--monitors N] [--compare BIN] [--streams N] [--event-streams N]
 #   --compare BIN   also measure another build of chronoscope (e.g. an older release binary) on
 #                   the same log, after this one, and print both.
 #   --streams N     instead: open N monitor streams of primary (examples/monitor_streams.rs) and
 #                   print, per phase (idle; 3 item registrations; 3 events added to another
 #                   timeline; 3 to primary), the server's CPU seconds, the scans /metrics counted
 #                   and the stream events delivered.
+#   --event-streams N  instead: an event added to primary every 2 s for 25 s, alone and then with
+#                   N unfiltered `monitor-events` streams of primary open (examples/event_streams.rs);
+#                   prints the server's CPU seconds and peak memory of both and exits 1 when the
+#                   streams add more than issue 38's budget (200 MiB, 10 CPU-s) or miss a write.
 # Env: LOAD_EVENTS (1000000), LOAD_DURATION (10), LOAD_CONNECTIONS (8), LOAD_MONITORS (2),
 # CHRONOSCOPE_BIN (default: this tree's release build). wrk is installed from Debian's packages
 # when missing. Every process this script starts is stopped when it ends, however it ends.
@@ -28,6 +32,7 @@ connections="${LOAD_CONNECTIONS:-8}"
 monitors="${LOAD_MONITORS:-2}"
 compare=""
 streams=""
+event_streams=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --events) events="$2"; shift 2 ;;
@@ -36,11 +41,12 @@ while [ $# -gt 0 ]; do
     --monitors) monitors="$2"; shift 2 ;;
     --compare) compare="$2"; shift 2 ;;
     --streams) streams="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --event-streams) event_streams="$2"; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "monitor-load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for n in "$events" "$duration" "$connections" "$monitors" ${streams:+"$streams"}; do
+for n in "$events" "$duration" "$connections" "$monitors" ${streams:+"$streams"} ${event_streams:+"$event_streams"}; do
   case "$n" in ''|*[!0-9]*|0) echo "monitor-load.sh: counts and durations are positive integers" >&2; exit 2 ;; esac
 done
 if [ -n "$compare" ] && [ ! -x "$compare" ]; then
@@ -52,8 +58,9 @@ cd "$repo"
 . "$repo/scripts/lib/load-common.sh"
 ensure_wrk
 
-echo "==> cargo build --release (chronoscope, examples/big_log, examples/monitor_streams)"
-cargo build --release --locked --bin chronoscope --example big_log --example monitor_streams
+echo "==> cargo build --release (chronoscope, examples/big_log, monitor_streams, event_streams)"
+cargo build --release --locked --bin chronoscope --example big_log --example monitor_streams \
+  --example event_streams
 target="${CARGO_TARGET_DIR:-$repo/target}/release"
 bin="${CHRONOSCOPE_BIN:-$target/chronoscope}"
 
@@ -163,6 +170,45 @@ run_streams() {
   } | tee -a "$work/summary"
   stop_all
 }
+
+# Measures $event_streams events streams on one build ($1 label, $2 binary).
+run_event_streams() {
+  local label="$1" exe="$2" port data log extra=() token
+  port="$(free_port)"
+  data="$work/data-$label"
+  log="$work/serve-$label.log"
+  mkdir -p "$data"
+  if "$exe" serve --help 2>/dev/null | grep -q -- '--max-streams-per-traveller'; then
+    extra=(--max-streams-per-traveller "$event_streams" --max-streams "$event_streams")
+  fi
+  echo "==> $label: serve ($exe), $event_streams events streams"
+  "$exe" --data-dir "$data" --database "sqlite://$work/big.db" serve \
+    --listen "127.0.0.1:$port" --rate-limit 0 --address-rate-limit 0 "${extra[@]}" >"$log" 2>&1 &
+  pids+=($!)
+  wait_ready "http://127.0.0.1:$port/readyz" "${pids[-1]}" "$log" 300
+  token="$("$exe" --data-dir "$data" --database "sqlite://$work/big.db" token \
+    --subject load --scope read,write --ttl 1h)"
+  local rc=0
+  {
+    echo "  $label ($exe):"
+    "$target/examples/event_streams" --base "http://127.0.0.1:$port" --token "$token" \
+      --pid "${pids[-1]}" --streams "$event_streams" 2>&1 | sed 's/^/    /'
+    echo "    exit status: ${PIPESTATUS[0]}"
+  } | tee -a "$work/summary"
+  grep -q "exit status: 0" "$work/summary" || rc=1
+  stop_all
+  return "$rc"
+}
+
+if [ -n "$event_streams" ]; then
+  status=0
+  run_event_streams this "$bin" || status=1
+  if [ -n "$compare" ]; then run_event_streams compared "$compare" || true; fi
+  echo
+  echo "events streams: $events events in primary, $event_streams unfiltered streams, loopback, SQLite"
+  cat "$work/summary"
+  exit "$status"
+fi
 
 if [ -n "$streams" ]; then
   run_streams this "$bin"

@@ -1876,3 +1876,81 @@ async fn merges_show_credits_who_completed_a_reviewed_merge_and_when() {
     assert_eq!(json["completed_by"], "traveller");
     assert_eq!(json["completed_at"], "2026-11-22T10:30:00Z");
 }
+
+/// A stream's snapshot is one page: `events monitor --follow` reads the rest of the matching
+/// events through `monitor-events` before it prints, so a person following sees every event
+/// (here with a page of one), then each change.
+#[tokio::test]
+async fn events_monitor_follow_prints_every_matching_event_though_a_snapshot_is_a_page() {
+    use chronoscope::service::NewEvent;
+
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let primary = chronoscope::model::TimelineId::primary();
+    let turin = |description: &str, time: &str| NewEvent {
+        description: description.into(),
+        time: parse_instant("t", time).unwrap(),
+        location: "Turin".into(),
+        causes: vec![],
+        fixed_point: false,
+        safety_check: false,
+    };
+    for (description, time) in [
+        ("Treaty", "1860-06-01T12:00:00Z"),
+        ("Treaty celebrated", "1861-06-01T12:00:00Z"),
+        ("Treaty forgotten", "1862-06-01T12:00:00Z"),
+    ] {
+        ada.add_event(&primary, turin(description, time))
+            .await
+            .unwrap();
+    }
+    let cli = Cli::try_parse_from([
+        "chronoscope",
+        "--json",
+        "events",
+        "monitor",
+        "--location",
+        "turin",
+        "--limit",
+        "1",
+        "--follow",
+    ])
+    .unwrap();
+    let out = Shared::default();
+    let service = engine.session("ada".parse().unwrap());
+    let mut sink = out.clone();
+    let follow = execute(
+        cli.command.expect("a subcommand"),
+        &service,
+        cli.global.json,
+        &mut sink,
+    );
+    let checks = async {
+        let first: serde_json::Value = serde_json::from_str(&out.lines(1).await[0]).unwrap();
+        let described: Vec<_> = first["change"]["events"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a snapshot: {first}"))
+            .iter()
+            .map(|e| e["description"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            described,
+            ["Treaty", "Treaty celebrated", "Treaty forgotten"],
+            "{first}"
+        );
+        assert!(first["change"].get("next_cursor").is_none(), "{first}");
+        ada.add_event(&primary, turin("Treaty remembered", "1863-06-01T12:00:00Z"))
+            .await
+            .unwrap();
+        let changed: serde_json::Value = serde_json::from_str(&out.lines(2).await[1]).unwrap();
+        assert_eq!(changed["change"]["kind"], "changed", "{changed}");
+        assert_eq!(
+            changed["change"]["event"]["description"],
+            "Treaty remembered"
+        );
+    };
+    tokio::select! {
+        ended = follow => panic!("--follow ended: {ended:?}"),
+        () = checks => {}
+    }
+}

@@ -866,7 +866,7 @@ async fn events_stream_follows_changes(
         .await
         .unwrap();
     let first = next_update(&mut stream).await;
-    let EventsChange::Snapshot { events } = &first.change else {
+    let EventsChange::Snapshot { events, .. } = &first.change else {
         panic!("a stream starts with a snapshot: {first:?}");
     };
     let described: Vec<_> = events
@@ -1097,5 +1097,111 @@ async fn a_missing_permissions_field_is_refused_not_taken_for_a_removal() {
                 .contains("permissions"),
             "{problem}"
         );
+    }
+}
+
+/// A big timeline followed by many: streams asking the same question (timeline, location,
+/// range) share one task, whatever their number; a snapshot is one page (the stream's `limit`)
+/// with the cursor of the rest in `monitor-events`; the changes then cover every matching
+/// event, on a page or not, and the task stops when its last stream goes.
+#[tokio::test]
+async fn streams_asking_the_same_question_share_one_feed_and_a_snapshot_is_one_page() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let made = ada
+        .create_timeline(NewTimeline {
+            name: Some("Turin archive".into()),
+            ..NewTimeline::default()
+        })
+        .await
+        .unwrap();
+    let timeline = made.id.clone();
+    for day in 1..=25 {
+        let time = format!("1860-03-{day:02}T12:00:00Z");
+        ada.add_event(&timeline, event(&format!("Day {day}"), &time, &[]))
+            .await
+            .unwrap();
+    }
+    let ask = |location: &str| SearchQuery {
+        timeline_id: Some(timeline.clone()),
+        location: Some(location.into()),
+        page: PageRequest::first(10),
+        ..SearchQuery::default()
+    };
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(ada.watch_events(ask("turin")).await.unwrap());
+    }
+    let elsewhere = ada.watch_events(ask("paris")).await.unwrap();
+    assert_eq!(
+        engine.followed_event_questions(),
+        2,
+        "three streams of Turin share one task; Paris has its own"
+    );
+
+    let mut cursor = None;
+    for stream in &mut streams {
+        let first = next_update(stream).await;
+        let EventsChange::Snapshot {
+            events,
+            next_cursor,
+        } = first.change
+        else {
+            panic!("a stream starts with a snapshot");
+        };
+        let days: Vec<_> = events.iter().map(|e| e.event.description.clone()).collect();
+        let want: Vec<_> = (1..=10).map(|d| format!("Day {d}")).collect();
+        assert_eq!(days, want, "the first page, in time order");
+        cursor = next_cursor;
+    }
+    let rest = ada
+        .monitor_events(SearchQuery {
+            page: PageRequest {
+                limit: Some(PageRequest::MAX_LIMIT),
+                cursor: Some(cursor.expect("a cursor: 15 more events match")),
+            },
+            ..ask("turin")
+        })
+        .await
+        .unwrap();
+    let days: Vec<_> = rest
+        .items
+        .iter()
+        .map(|e| e.event.description.clone())
+        .collect();
+    let want: Vec<_> = (11..=25).map(|d| format!("Day {d}")).collect();
+    assert_eq!(
+        days, want,
+        "monitor-events reads the rest from the snapshot's cursor"
+    );
+
+    // An event after every page of the snapshot is told to every stream, and only once.
+    let late = ada
+        .add_event(&timeline, event("Day 26", "1860-03-26T12:00:00Z", &[]))
+        .await
+        .unwrap();
+    for stream in &mut streams {
+        let update = next_update(stream).await;
+        let EventsChange::Changed { event } = &update.change else {
+            panic!("expected the new event, got {update:?}");
+        };
+        assert_eq!(event.event.event_id, late.event_id);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), stream.next())
+                .await
+                .is_err(),
+            "one change, told once"
+        );
+    }
+
+    drop(streams);
+    drop(elsewhere);
+    let gone = tokio::time::Instant::now() + Duration::from_secs(2);
+    while engine.followed_event_questions() > 0 {
+        assert!(
+            tokio::time::Instant::now() < gone,
+            "the tasks stop with their last stream"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

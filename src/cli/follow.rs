@@ -17,7 +17,7 @@ use crate::error::ServiceError;
 use crate::model::{EventId, TimelineId, format_instant};
 use crate::service::{
     Anomaly, EventsChange, MonitorChange, MonitorEvent, MonitorEventsQuery, MonitorReport,
-    MonitorWatch, MonitoredEvent, Page, TimelineService,
+    MonitorWatch, MonitoredEvent, Page, PageRequest, TimelineService,
 };
 
 /// First pause before reconnecting; doubled up to [`MOST_PAUSE`].
@@ -167,8 +167,15 @@ pub async fn follow_events(
             Err(e) => return Err(e),
             Ok(mut changes) => loop {
                 match changes.next().await {
-                    Some(Ok(update)) => {
+                    Some(Ok(mut update)) => {
                         pause = FIRST_PAUSE;
+                        if let EventsChange::Snapshot {
+                            events,
+                            next_cursor,
+                        } = &mut update.change
+                        {
+                            rest_of_snapshot(service, &query, events, next_cursor.take()).await?;
+                        }
                         let text = events_text(&update.change, known.as_ref());
                         out.print_line(&update, |_| text)?;
                         fold_events(&mut known, update.change);
@@ -185,11 +192,32 @@ pub async fn follow_events(
     }
 }
 
+/// Completes a snapshot page: the pages of `monitor-events` after `cursor`, so a person
+/// following sees every matching event (a stream's snapshot is one page).
+async fn rest_of_snapshot(
+    service: &dyn TimelineService,
+    query: &MonitorEventsQuery,
+    events: &mut Vec<MonitoredEvent>,
+    mut cursor: Option<String>,
+) -> Result<(), ServiceError> {
+    while let Some(after) = cursor {
+        let mut next = query.clone();
+        next.page = PageRequest {
+            limit: Some(PageRequest::MAX_LIMIT),
+            cursor: Some(after),
+        };
+        let page = service.monitor_events(next).await?;
+        events.extend(page.items);
+        cursor = page.next_cursor;
+    }
+    Ok(())
+}
+
 /// The events known after `change`.
 fn fold_events(known: &mut Option<HashMap<EventId, MonitoredEvent>>, change: EventsChange) {
     let map = known.get_or_insert_with(HashMap::new);
     match change {
-        EventsChange::Snapshot { events } => {
+        EventsChange::Snapshot { events, .. } => {
             *map = events
                 .into_iter()
                 .map(|e| (e.event.event_id.clone(), e))
@@ -223,11 +251,11 @@ fn events_text(change: &EventsChange, known: Option<&HashMap<EventId, MonitoredE
         Some(_) => None,
     };
     match (change, known) {
-        (EventsChange::Snapshot { events }, None) => human::monitored_events(&Page {
+        (EventsChange::Snapshot { events, .. }, None) => human::monitored_events(&Page {
             items: events.clone(),
             next_cursor: None,
         }),
-        (EventsChange::Snapshot { events }, Some(known)) => {
+        (EventsChange::Snapshot { events, .. }, Some(known)) => {
             let mut out: String = events.iter().filter_map(told).collect();
             for id in known.keys() {
                 if !events.iter().any(|e| &e.event.event_id == id) {
@@ -276,10 +304,12 @@ mod tests {
             &mut known,
             EventsChange::Snapshot {
                 events: vec![monitored("evt_a", false), monitored("evt_b", false)],
+                next_cursor: None,
             },
         );
         let again = EventsChange::Snapshot {
             events: vec![monitored("evt_a", true), monitored("evt_c", false)],
+            next_cursor: None,
         };
         let text = events_text(&again, known.as_ref());
         let lines: Vec<_> = text.lines().map(|l| l.split(' ').next()).collect();

@@ -211,6 +211,8 @@ pub struct Engine {
     reports: watch::Reports,
     /// One task per watched timeline, shared by its streams (see `watch`).
     hubs: watch::Hubs,
+    /// One task per followed events question, shared by its streams (see `events_watch`).
+    event_feeds: events_watch::Feeds,
     /// Reads and refusals counted since the last access summary (see `access_log`).
     access: access_log::Counters,
     /// The writer's lease, on a store several processes append to (see `lease`).
@@ -276,6 +278,7 @@ impl Engine {
             snapshotting: tokio::sync::Mutex::default(),
             reports: watch::Reports::default(),
             hubs: watch::Hubs::default(),
+            event_feeds: events_watch::Feeds::default(),
             access: access_log::Counters::default(),
             chain_from: std::sync::OnceLock::new(),
         });
@@ -807,6 +810,12 @@ impl Engine {
     /// the number of streams).
     pub fn watched_timelines(&self) -> usize {
         self.hubs.len()
+    }
+
+    /// How many events questions (timeline, location, time range) have a task answering them
+    /// for `monitor-events` streams (one each, whatever the number of streams).
+    pub fn followed_event_questions(&self) -> usize {
+        self.event_feeds.len()
     }
 
     /// The log position readers see; it changes whenever a write of this process or, once

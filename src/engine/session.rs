@@ -444,7 +444,7 @@ fn timeline_key(t: &crate::model::Timeline) -> String {
 /// One page of a timeline's events (the one named, else where the traveller is), as `find`
 /// chooses them given the location (trimmed; absent when blank), the cursor's position and how
 /// many to take (one more than the page, to know whether another follows).
-fn events_page(
+pub(super) fn events_page(
     world: &super::World,
     ctx: &Ctx<'_>,
     req: &SearchQuery,

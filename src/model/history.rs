@@ -424,6 +424,35 @@ impl History {
         out
     }
 
+    /// The events that became current since `base` and those that stopped being current (one
+    /// history a structurally shared copy of the other, as a world and the one after it are),
+    /// each in time order. Like [`History::changed_lineages`], a diff of the time indexes that
+    /// skips the subtrees both share: the cost grows with the changes, not the timeline.
+    pub fn joined_and_left(&self, base: &History) -> (Vec<Arc<Event>>, Vec<Arc<Event>>) {
+        let (mut joined, mut left) = (Vec::new(), Vec::new());
+        for item in base.by_time.diff(&self.by_time) {
+            let (from, (_, slot), into) = match item {
+                imbl::ordset::DiffItem::Add(k) => (self, k, &mut joined),
+                imbl::ordset::DiffItem::Remove(k) => (base, k, &mut left),
+            };
+            if let Some(e) = from
+                .nodes
+                .get(*slot as usize)
+                .and_then(|n| n.event.as_ref())
+            {
+                into.push(Arc::clone(e));
+            }
+        }
+        (joined, left)
+    }
+
+    /// Whether `event` is one [`History::search`] finds with `location` and `range` (when it
+    /// is current): the same rule, for one event.
+    pub fn matches(location: Option<&str>, range: Option<&TimeRange>, event: &Event) -> bool {
+        range.is_none_or(|r| r.start <= event.time && event.time <= r.end)
+            && location.is_none_or(|l| location_key(&event.location).contains(&location_key(l)))
+    }
+
     fn node(&self, slot: Slot) -> &Node {
         &self.nodes[slot as usize]
     }
@@ -841,6 +870,48 @@ mod tests {
             .collect();
         assert_eq!(found, ["b", "c"]);
         assert_eq!(h.search(None, None, None, 1).len(), 1);
+    }
+
+    #[test]
+    fn matches_agrees_with_search_for_every_event() {
+        let h = sample();
+        let r = TimeRange::parse("r", "2025-02-01T00:00:00Z/2025-03-01T00:00:00Z").unwrap();
+        for location in [None, Some(" ai HUB "), Some("paris"), Some("nowhere")] {
+            for range in [None, Some(&r)] {
+                let found: Vec<_> = h
+                    .search(location, range, None, 10)
+                    .iter()
+                    .map(|e| e.id.clone())
+                    .collect();
+                let matched: Vec<_> = h
+                    .iter()
+                    .filter(|e| History::matches(location, range, e))
+                    .map(|e| e.id.clone())
+                    .collect();
+                assert_eq!(matched, found, "{location:?} {range:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn joined_and_left_are_what_a_change_touched_in_a_big_history() {
+        let mut before = History::default();
+        for i in 0..20_000 {
+            let mut e = ev(&format!("e{i}"), "1900-01-01T00:00:00Z", "Lyon", &[]);
+            e.time += chrono::Duration::seconds(i);
+            before.insert(e);
+        }
+        let mut after = before.clone();
+        after.insert(ev("late", "2025-01-01T00:00:00Z", "Paris", &[]));
+        let mut new = ev("e7b", "1900-01-01T00:00:07Z", "Lyon", &[]);
+        new.description = "changed".into();
+        after.supersede(&id("e7"), new);
+        let (joined, left) = after.joined_and_left(&before);
+        let ids = |v: Vec<Arc<Event>>| v.iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(joined), ["e7b", "late"], "in time order");
+        assert_eq!(ids(left), ["e7"]);
+        let (joined, left) = after.joined_and_left(&after.clone());
+        assert!(joined.is_empty() && left.is_empty());
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub fn describe_elapsed(span: Duration) -> String {
 
 /// A closed time interval `[start, end]`, parsed from ISO 8601 `start/end`,
 /// `start/duration` or `duration/end`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimeRange {
     /// First instant inside the range.
     pub start: Instant,

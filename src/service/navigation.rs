@@ -82,10 +82,15 @@ pub type MonitorEventsQuery = SearchQuery;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventsChange {
-    /// Every matching event now (the first message; replaces what a client knew).
+    /// The matching events now, one page of them (the first message, and again when a
+    /// stream fell behind; replaces what a client knew).
     Snapshot {
-        /// The events, in time order.
+        /// The events, in time order: the first page (the stream's `limit`).
         events: Vec<MonitoredEvent>,
+        /// When more events match: the cursor of the next page of `monitor-events` with the
+        /// same query. Changes cover every matching event, paged or not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<String>,
     },
     /// A matching event is new (added, or a new head after a manipulation, revert or merge) or
     /// its change state moved (an anomaly names it now, or no longer, as after an isolation).

@@ -99,18 +99,20 @@ pub async fn stream_monitor_timeline(
 }
 
 /// Follow the events `monitor-events` reports (Server-Sent Events; the same fields, as query
-/// parameters, without paging): a `snapshot` of every matching event with its change state,
-/// then `changed` for an event that is added, or is a new head after a manipulation, revert or
-/// merge, or whose change state moved (an anomaly names it now or no longer, as after an
-/// isolation), and `removed` for one that no longer stands; within a second of the write. The
-/// same caps and heartbeat as the monitor stream; `error` ends it (the timeline was deleted).
-/// Working out the matching events costs their number on each change of the timeline: name a
-/// location or a time range for a big timeline.
+/// parameters): a `snapshot` of the first page of matching events with their change state
+/// (`limit`, default and at most 1000; `next_cursor` when more match: read the rest with
+/// `GET /v1/monitor-events` and that cursor), then, for every matching event, paged or not,
+/// `changed` for one that is added, or is a new head after a manipulation, revert or merge, or
+/// whose change state moved (an anomaly names it now or no longer, as after an isolation), and
+/// `removed` for one that no longer stands; within a second of the write. Streams asking the
+/// same question share the work, which follows what a write touched, not the timeline's size;
+/// a stream that falls far behind is sent a fresh `snapshot`. The same caps and heartbeat as
+/// the monitor stream; `error` ends it (the timeline was deleted).
 #[utoipa::path(get, path = "/v1/monitor-events/stream", tag = "Guide",
     operation_id = "streamMonitorEvents",
     params(SearchParams),
     responses((status = 200, content_type = "text/event-stream", body = String,
-        description = "An event stream: `snapshot` (data: `{\"kind\":\"snapshot\",\"events\":[...]}`), \
+        description = "An event stream: `snapshot` (data: `{\"kind\":\"snapshot\",\"events\":[...],\"next_cursor\":...}`, one page), \
             `changed` (data: `{\"kind\":\"changed\",\"event\":{...}}`), `removed` (data: \
             `{\"kind\":\"removed\",\"event_id\":...}`), each with `id:` its log position; \
             `error` (data: a problem) ends it, and so does `access_revoked` (data: a problem) \

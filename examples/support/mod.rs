@@ -1,0 +1,19 @@
+//! What the load examples share: their arguments and what they read of the server process.
+
+/// The value after `name` among the program's arguments.
+pub fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// The server's CPU seconds so far (user + system).
+pub fn cpu_seconds(pid: &str) -> Result<f64, Box<dyn std::error::Error>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').ok_or("an odd /proc stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+    Ok(ticks / 100.0)
+}
