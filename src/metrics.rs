@@ -75,6 +75,8 @@ pub const ANOMALIES: &str = "chronoscope_anomalies";
 /// What [`ANOMALIES`] is, as a scrape's `# HELP` says.
 const ANOMALIES_HELP: &str =
     "Open anomalies of each timeline by severity, as its last whole-timeline scan found them";
+/// Heavy jobs (scans, log checks, pages of past versions) waiting for a heavy thread.
+pub const HEAVY_WAITING: &str = "chronoscope_heavy_jobs_waiting";
 /// Reads served.
 pub const READS: &str = "chronoscope_reads_total";
 /// Read barrier rounds (or catch-ups before a read where slightly stale reads are allowed).
@@ -196,6 +198,10 @@ fn describe() {
     describe_counter!(JOBS_RUN, "Scheduled jobs and scripts run by this process");
     describe_counter!(JOBS_FAILED, "Job and script runs with a failed action");
     describe_counter!(MONITOR_SCANS, "Anomaly monitor scans");
+    describe_gauge!(
+        HEAVY_WAITING,
+        "Heavy jobs (scans, log checks, pages of past versions) waiting for a heavy thread"
+    );
     describe_counter!(READS, "Reads served");
     describe_counter!(READ_BARRIERS, "Read barrier rounds (one head query each)");
     describe_counter!(

@@ -1,9 +1,12 @@
 //! Reads whose work grows with a timeline's size (a monitor scan, a look-up of an event by its
-//! description) run on tokio's blocking pool, so a scan of a huge timeline never holds up
-//! the cheap requests queued on the same runtime worker.
+//! description, a page of past versions, a check of the log) run on the heavy threads
+//! (`chronoscope::engine::heavy`), so a scan of a huge timeline never holds up the cheap
+//! requests queued on the same runtime worker; catching up with another process runs on
+//! tokio's blocking pool.
 //!
-//! The runtime here has one thread for tasks and one for blocking work, which the test takes:
-//! a scan on the blocking pool waits for it, a scan on the task thread would not.
+//! The runtime here has one thread for tasks and one for blocking work. A test takes every
+//! heavy thread (or the blocking one): work sent there waits for them, work done on the task
+//! thread would not.
 
 mod support;
 
@@ -81,15 +84,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
-/// Runs `read` while the only blocking thread is taken, and a cheap read beside it: the cheap
-/// read answers, and `read` cannot end until the blocking thread is let go. Had `read` run on
-/// the runtime's thread instead, nothing would hold it back and it would end first.
+/// Runs `read` while every heavy thread is taken, and a cheap read beside it: the cheap read
+/// answers, and `read` cannot end until the heavy threads are let go. Had `read` run on the
+/// runtime's thread instead, nothing would hold it back and it would end first.
 async fn a_cheap_read_goes_first<T: Send + 'static>(
     engine: &Arc<Engine>,
     read: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
 ) -> T {
     let engine = Arc::clone(engine);
-    waits_for_the_blocking_pool(read, async move {
+    let held = chronoscope::engine::heavy::hold_every_thread().await;
+    waits_for(held, read, async move {
         let timelines = engine
             .session("bob".parse().expect("name"))
             .list_timelines(PageRequest::default())
@@ -100,14 +104,13 @@ async fn a_cheap_read_goes_first<T: Send + 'static>(
     .await
 }
 
-/// Runs `work` while the only blocking thread is taken, and `meanwhile` on the runtime's thread;
-/// asserts that `work` has not ended before the blocking thread is let go, then answers it.
-async fn waits_for_the_blocking_pool<T: Send + 'static>(
+/// Runs `work` while the threads `held` are taken, and `meanwhile` on the runtime's thread;
+/// asserts that `work` has not ended before they are let go (`held` dropped), then answers it.
+async fn waits_for<T: Send + 'static>(
+    held: impl Send,
     work: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
     meanwhile: impl std::future::Future<Output = ()>,
 ) -> T {
-    let (release, held) = std::sync::mpsc::channel::<()>();
-    let blocker = tokio::task::spawn_blocking(move || held.recv());
     let heavy = tokio::spawn(work);
     meanwhile.await;
     // Every chance to end, were it running here.
@@ -116,14 +119,23 @@ async fn waits_for_the_blocking_pool<T: Send + 'static>(
     }
     assert!(
         !heavy.is_finished(),
-        "the heavy work ended without the blocking pool: it ran on the runtime's thread"
+        "the heavy work ended while the threads it belongs on were taken: it ran on the \
+         runtime's thread"
     );
-    release.send(()).expect("the blocker waits");
-    blocker
-        .await
-        .expect("blocker task")
-        .expect("released by the test");
+    drop(held);
     heavy.await.expect("task").expect("the heavy work answers")
+}
+
+/// The only blocking thread of the runtime, taken until the answer is dropped.
+async fn hold_the_blocking_thread() -> impl Send {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (taken, is_taken) = tokio::sync::oneshot::channel::<()>();
+    tokio::task::spawn_blocking(move || {
+        let _ = taken.send(());
+        let _ = held.recv();
+    });
+    is_taken.await.expect("the blocking thread starts");
+    release
 }
 
 #[test]
@@ -152,6 +164,29 @@ fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
         })
         .await;
         assert_eq!(check.status, "missing");
+
+        // A page of past versions reads every version; checking the log reads every record.
+        let ada = engine.session("ada".parse().expect("name"));
+        let versions = a_cheap_read_goes_first(&engine, async move {
+            ada.event_versions(SearchQuery {
+                timeline_id: Some(TimelineId::primary()),
+                page: PageRequest::first(10),
+                ..SearchQuery::default()
+            })
+            .await
+        })
+        .await;
+        assert_eq!(versions.items.len(), 10);
+        let ada = engine.session("ada".parse().expect("name"));
+        let validated = a_cheap_read_goes_first(&engine, async move {
+            ada.validate_integrity(IntegrityQuery {
+                timeline_id: TimelineId::primary(),
+                timestamp: None,
+            })
+            .await
+        })
+        .await;
+        assert_eq!(validated.integrity_score, "100%", "the log verifies");
     });
 }
 
@@ -186,8 +221,8 @@ fn catching_up_with_another_process_is_done_on_the_blocking_pool() {
             .expect("appended");
 
         let reader = Arc::clone(&engine);
-        let world =
-            waits_for_the_blocking_pool(async move { reader.snapshot().await }, async {}).await;
+        let held = hold_the_blocking_thread().await;
+        let world = waits_for(held, async move { reader.snapshot().await }, async {}).await;
         assert_eq!(
             world.seq,
             before + RECORDS as u64,

@@ -171,12 +171,12 @@ impl Feed {
                     return;
                 };
                 let question = self.question.clone();
-                let worked = tokio::task::spawn_blocking(move || {
+                let worked = super::heavy::run("an events feed", move || {
                     differences(&engine, &world, &question, None)
                 })
                 .await;
                 // Otherwise the timeline is gone already: the next look says so.
-                if let Ok(Ok((_, now))) = worked {
+                if let Ok((_, now)) = worked {
                     seen = Some(now);
                 }
             }
@@ -221,27 +221,21 @@ impl Feed {
             let before = seen.take();
             let question = self.question.clone();
             let engine2 = Arc::clone(&engine);
-            let worked = tokio::task::spawn_blocking(move || {
+            let worked = super::heavy::run("an events feed", move || {
                 differences(&engine2, &world, &question, before.as_ref())
             })
             .await;
             match worked {
-                Ok(Ok((told, now))) => {
+                Ok((told, now)) => {
                     seen = Some(now);
                     if let Some(told) = told {
                         // No receiver: the next look retires the feed.
                         let _ = self.tx.send(Arc::new(told));
                     }
                 }
-                Ok(Err(e)) => {
-                    engine.event_feeds.retire(&self.question, &self.tx, true);
-                    let _ = self.tx.send(Arc::new(Told::Ended(e)));
-                    return;
-                }
                 Err(e) => {
                     engine.event_feeds.retire(&self.question, &self.tx, true);
-                    let failed = ServiceError::Internal(format!("an events feed failed: {e}"));
-                    let _ = self.tx.send(Arc::new(Told::Ended(failed)));
+                    let _ = self.tx.send(Arc::new(Told::Ended(e)));
                     return;
                 }
             }
@@ -260,7 +254,7 @@ fn subjects(open: &[Anomaly]) -> std::collections::HashSet<&str> {
         .collect()
 }
 
-/// What changed for `question` between `before` and `world` (on the blocking pool: the
+/// What changed for `question` between `before` and `world` (on a heavy thread: the
 /// anomalies may need a scan), and what it was worked out from.
 fn differences(
     engine: &Engine,
@@ -325,7 +319,7 @@ fn differences(
 }
 
 /// The first page of what `req` asks at `world` for `traveller`, with the cursor of the next
-/// one, worked out on the blocking pool (the anomalies may need a scan).
+/// one, worked out on a heavy thread (the anomalies may need a scan).
 async fn first_page(
     engine: &Arc<Engine>,
     world: Arc<World>,
@@ -336,7 +330,7 @@ async fn first_page(
     let engine = Arc::clone(engine);
     let traveller = traveller.clone();
     let req = req.clone();
-    tokio::task::spawn_blocking(move || {
+    super::heavy::run("an events page", move || {
         let mint = || engine.mint();
         let ctx = rules::Ctx {
             traveller: &traveller,
@@ -364,7 +358,6 @@ async fn first_page(
         })
     })
     .await
-    .map_err(|e| ServiceError::Internal(format!("an events page failed: {e}")))?
 }
 
 /// Opens the stream for `session`'s traveller.

@@ -379,12 +379,29 @@ pub(super) async fn detect(
     let mut cut_short = false;
     loop {
         let (records, hole) = page_after(engine, after).await?;
-        for record in &records {
-            let (link, checked_record) = check(key, &previous, record);
-            previous = link;
-            findings.extend(checked_record.err());
-            checked += 1;
-            after = record.seq;
+        // Checking the links grows with the log: on a heavy thread, a page at a time.
+        let page_key = key.clone();
+        let (link, found, last) = super::heavy::run("a check of the log", move || {
+            let mut link = previous;
+            let mut found = Vec::new();
+            for record in &records {
+                let (next, checked_record) = check(&page_key, &link, record);
+                link = next;
+                found.extend(checked_record.err());
+            }
+            Ok((
+                link,
+                found,
+                records.last().map(|r| (r.seq, records.len() as u64)),
+            ))
+        })
+        .await?;
+        previous = link;
+        findings.extend(found);
+        let records_empty = last.is_none();
+        if let Some((seq, n)) = last {
+            after = seq;
+            checked += n;
         }
         if let Some(missing) = hole {
             findings.push(TamperFinding {
@@ -401,10 +418,9 @@ pub(super) async fn detect(
             cut_short = true;
             break;
         }
-        if records.is_empty() {
+        if records_empty {
             break;
         }
-        tokio::task::yield_now().await;
     }
     if head_seq < served.seq {
         findings.push(TamperFinding {
@@ -649,23 +665,38 @@ pub(super) async fn validate(
             unproven_from = Some(replay.seq + 1);
             break;
         }
-        for record in records {
-            if record.seq > served.seq {
-                break 'pages;
-            }
-            let (link, checked) = check(key, &previous, &record);
-            previous = link;
-            match checked {
-                Ok(envelope) => {
-                    if replay.apply(record.seq, envelope.change).is_err() {
-                        replay.seq = record.seq;
+        // Checking and folding grow with the log: on a heavy thread, a page at a time.
+        let (page_key, up_to) = (key.clone(), served.seq);
+        let (folded, link, page_failed, past_served) =
+            super::heavy::run("a validation of the log", move || {
+                let mut link = previous;
+                let mut failed = Vec::new();
+                for record in records {
+                    if record.seq > up_to {
+                        return Ok((replay, link, failed, true));
+                    }
+                    let (next, checked) = check(&page_key, &link, &record);
+                    link = next;
+                    match checked {
+                        Ok(envelope) => {
+                            if replay.apply(record.seq, envelope.change).is_err() {
+                                replay.seq = record.seq;
+                            }
+                        }
+                        Err(_) => {
+                            failed.push((record.seq, Claims::of(&record.body)));
+                            replay.seq = record.seq;
+                        }
                     }
                 }
-                Err(_) => {
-                    failed.push((record.seq, Claims::of(&record.body)));
-                    replay.seq = record.seq;
-                }
-            }
+                Ok((replay, link, failed, false))
+            })
+            .await?;
+        replay = folded;
+        previous = link;
+        failed.extend(page_failed);
+        if past_served {
+            break 'pages;
         }
         if let Some(missing) = hole {
             if missing <= served.seq {
@@ -673,7 +704,6 @@ pub(super) async fn validate(
             }
             break;
         }
-        tokio::task::yield_now().await;
     }
     // A store that is not the one witnessed (its chain record removed or rewritten, another
     // record at the witnessed head) proves nothing it serves.

@@ -17,6 +17,7 @@ mod data;
 mod dissonance;
 mod events_watch;
 mod feed;
+pub mod heavy;
 pub mod idempotency;
 mod integrity;
 mod isolation;

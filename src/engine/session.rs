@@ -300,17 +300,17 @@ impl EngineSession {
     }
 
     /// A read whose work grows with a timeline's size (a monitor scan, a full paradox check,
-    /// a linear search): run on tokio's blocking pool so it never stalls the runtime's
-    /// workers and the requests queued on them.
-    async fn read_blocking<T: Send + 'static>(
+    /// a linear search): run on the heavy threads (see `heavy`) so it never stalls the
+    /// runtime's workers and the requests queued on them. `read` is the inline one.
+    async fn read_heavy<T: Send + 'static>(
         &self,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
     ) -> ServiceResult<T> {
-        self.read_blocking_in(CacheScope::Timeline, look).await
+        self.read_heavy_in(CacheScope::Timeline, look).await
     }
 
-    /// A read of `scope` that may scan a whole timeline, on the blocking pool.
-    async fn read_blocking_in<T: Send + 'static>(
+    /// A read of `scope` that may scan a whole timeline, on the heavy threads.
+    async fn read_heavy_in<T: Send + 'static>(
         &self,
         scope: CacheScope,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
@@ -324,7 +324,7 @@ impl EngineSession {
         let engine = Arc::clone(&self.engine);
         let traveller = self.traveller.clone();
         let operator = self.admin;
-        tokio::task::spawn_blocking(move || {
+        super::heavy::run("a heavy read", move || {
             let mint = || engine.mint();
             let ctx = Ctx {
                 traveller: &traveller,
@@ -335,11 +335,46 @@ impl EngineSession {
             look(&world, &ctx)
         })
         .await
-        .map_err(|e| ServiceError::Internal(format!("a read task failed: {e}")))?
     }
 }
 
 impl EngineSession {
+    /// A read like `read`, answering the world it looked at (as this session may see it) too.
+    async fn read_world<T>(
+        &self,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
+    ) -> ServiceResult<(Arc<super::World>, T)> {
+        let world = self
+            .engine
+            .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
+            .await?;
+        self.refuse_if_barred(&world, false)?;
+        let world = self.visible(world);
+        let mint = || self.engine.mint();
+        let ctx = Ctx {
+            traveller: &self.traveller,
+            now: self.engine.now(),
+            mint: &mint,
+            operator: self.admin,
+        };
+        let answer = look(&world, &ctx)?;
+        Ok((world, answer))
+    }
+
+    /// The response forms of the timelines `ids` at `world` (a page: the work follows its
+    /// size, not the number of timelines), counting their anomalies as the monitor does.
+    fn infos(
+        &self,
+        world: &Arc<super::World>,
+        ids: &[TimelineId],
+    ) -> ServiceResult<Vec<TimelineInfo>> {
+        let now = self.engine.now();
+        let concerns = rules::Concerns::of(world);
+        ids.iter()
+            .map(|id| Ok(self.info(world, &concerns, rules::referenced(world, id)?, now)))
+            .collect()
+    }
+
     /// A timeline's response form, counting its anomalies as the monitor does (one number for
     /// the list and the monitor).
     fn info(
@@ -521,43 +556,30 @@ impl TimelineService for EngineSession {
     }
 
     async fn list_timelines(&self, page: PageRequest) -> ServiceResult<Page<TimelineInfo>> {
-        self.read(|world, ctx| {
-            let concerns = rules::Concerns::of(world);
-            let keyed = world
-                .timelines
-                .values()
-                .map(|s| {
-                    (
-                        timeline_key(&s.meta),
-                        self.info(world, &concerns, s, ctx.now),
-                    )
-                })
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        self.find_timelines(TimelineQuery { status: None, page })
+            .await
     }
 
     async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>> {
-        self.read(|world, ctx| {
-            let concerns = rules::Concerns::of(world);
-            let keyed = world
-                .timelines
-                .values()
-                .filter(|s| {
-                    req.status
-                        .is_none_or(|want| s.meta.status_at(ctx.now) == want)
-                })
-                .map(|s| {
-                    (
-                        timeline_key(&s.meta),
-                        self.info(world, &concerns, s, ctx.now),
-                    )
-                })
-                .collect();
-            paginate(keyed, &req.page)
+        // The page first (keys only); the response forms of its timelines alone.
+        let (world, listed) = self
+            .read_world(|world, ctx| {
+                let keyed = world
+                    .timelines
+                    .values()
+                    .filter(|s| {
+                        req.status
+                            .is_none_or(|want| s.meta.status_at(ctx.now) == want)
+                    })
+                    .map(|s| (timeline_key(&s.meta), s.meta.id.clone()))
+                    .collect();
+                paginate(keyed, &req.page)
+            })
+            .await?;
+        Ok(Page {
+            items: self.infos(&world, &listed.items)?,
+            next_cursor: listed.next_cursor,
         })
-        .await
     }
 
     async fn create_timeline(&self, req: NewTimeline) -> ServiceResult<TimelineInfo> {
@@ -581,12 +603,16 @@ impl TimelineService for EngineSession {
     }
 
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
-        let answer = self
-            .read(|world, ctx| {
-                let state = rules::addressed(world, id)?;
-                Ok(self.info(world, &rules::Concerns::of(world), state, ctx.now))
-            })
-            .await;
+        let answer = async {
+            let (world, id) = self
+                .read_world(|world, _| Ok(rules::addressed(world, id)?.meta.id.clone()))
+                .await?;
+            let mut infos = self.infos(&world, std::slice::from_ref(&id))?;
+            infos
+                .pop()
+                .ok_or_else(|| ServiceError::Internal("a timeline's form is missing".into()))
+        }
+        .await;
         self.noted("get_timeline", Some(id), answer)
     }
 
@@ -979,7 +1005,7 @@ impl TimelineService for EngineSession {
     async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>> {
         self.counted("monitor_events", req.timeline_id.clone(), async {
             let engine = Arc::clone(&self.engine);
-            self.read_blocking_in(CacheScope::Event, move |world, ctx| {
+            self.read_heavy_in(CacheScope::Event, move |world, ctx| {
                 let page = events_page(world, ctx, &req, |history, location, after, take| {
                     history.search(location, req.time_range.as_ref(), after, take)
                 })?;
@@ -1010,10 +1036,11 @@ impl TimelineService for EngineSession {
         self.counted(
             "event_versions",
             req.timeline_id.clone(),
-            self.read(|world, ctx| {
+            self.read_heavy_in(CacheScope::Event, move |world, ctx| {
                 events_page(world, ctx, &req, |history, location, after, take| {
                     let needle = location.map(str::to_lowercase);
-                    // Past versions are not indexed: one pass over every version, keeping a page.
+                    // Past versions are not indexed: one pass over every version, keeping a
+                    // page, on a heavy thread.
                     let mut found: Vec<_> = history
                         .iter_all()
                         .filter(|e| {
@@ -1115,7 +1142,7 @@ impl TimelineService for EngineSession {
         self.counted(
             "check_stability",
             Some(req.timeline_id.clone()),
-            self.read_blocking(move |world, ctx| {
+            self.read_heavy(move |world, ctx| {
                 let state = rules::referenced(world, &req.timeline_id)?;
                 let after = match &req.after_event_id {
                     Some(id) => Some(
@@ -1153,7 +1180,7 @@ impl TimelineService for EngineSession {
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
         self.counted("monitor_timeline", Some(req.timeline_id.clone()), async {
             let engine = Arc::clone(&self.engine);
-            self.read_blocking(move |world, ctx| {
+            self.read_heavy(move |world, ctx| {
                 super::watch::monitor_report(&engine.reports, world, ctx.now, &req)
             })
             .await
@@ -1174,7 +1201,7 @@ impl TimelineService for EngineSession {
         self.counted(
             "check_timeline",
             Some(req.timeline_id.clone()),
-            self.read_blocking(move |world, _| {
+            self.read_heavy(move |world, _| {
                 let state = rules::referenced(world, &req.timeline_id)?;
                 let asked = rules::text("significant_event", &req.significant_event)?;
                 let by_id = asked
@@ -1725,7 +1752,7 @@ impl TimelineService for EngineSession {
         let (engine, operator, query) = (Arc::clone(&self.engine), self.admin, req.clone());
         // Its work grows with the entries in the range: on the blocking pool.
         let answer = self
-            .read_blocking(move |world, ctx| {
+            .read_heavy(move |world, ctx| {
                 let req = query;
                 let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
                 if access::right_of(world, ctx.traveller, operator, id) != Some(Right::Admin) {

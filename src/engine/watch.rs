@@ -422,22 +422,21 @@ pub(super) fn monitor_report(
     })
 }
 
-/// The open anomalies of `timeline` at `world`, worked out on the blocking pool (a scan grows
+/// The open anomalies of `timeline` at `world`, worked out on a heavy thread (a scan grows
 /// with the timeline).
-async fn open_blocking(
+async fn open_heavy(
     engine: &Arc<Engine>,
     world: Arc<World>,
     timeline: &TimelineId,
 ) -> Result<(Arc<Vec<Anomaly>>, Instant), ServiceError> {
     let engine = Arc::clone(engine);
     let timeline = timeline.clone();
-    tokio::task::spawn_blocking(move || {
+    super::heavy::run("a monitor scan", move || {
         let state = rules::referenced(&world, &timeline)?;
         let now = engine.now();
         Ok((engine.reports.open(&world, state, now), now))
     })
     .await
-    .map_err(|e| ServiceError::Internal(format!("a monitor scan failed: {e}")))?
 }
 
 /// What a timeline's hub last found, for every stream of the timeline.
@@ -624,7 +623,7 @@ impl Hub {
                     self.position.borrow_and_update();
                     let world = engine.snapshot_now();
                     let began = tokio::time::Instant::now();
-                    match open_blocking(&engine, Arc::clone(&world), &self.timeline).await {
+                    match open_heavy(&engine, Arc::clone(&world), &self.timeline).await {
                         Ok((anomalies, _)) => {
                             last_scan = Some((began, began.elapsed()));
                             (anomalies, world)
@@ -705,7 +704,7 @@ pub(super) async fn watch_monitor(
         ServiceError::AccessRevoked { timeline } => ServiceError::unknown("timeline", timeline),
         other => other,
     })?;
-    let (open, checked_at) = open_blocking(&engine, Arc::clone(&world), &timeline).await?;
+    let (open, checked_at) = open_heavy(&engine, Arc::clone(&world), &timeline).await?;
     // A resumed stream starts with the state now too: what changed while the client was away
     // is in it, whatever caused it (a write, or time alone), and nothing is told twice over a
     // cut in the middle of a batch. (`req.after` is accepted for that reason and not needed.)

@@ -1,0 +1,148 @@
+//! Work whose cost grows with history — a monitor scan, a check of the log's links, a page of
+//! past versions, a look-up by description — runs here, never on the runtime's workers: on a
+//! few threads of its own (one per core, at most four) at a lower scheduling priority than the
+//! request path (`nice` +5 on Linux). A cheap request therefore waits for a core only as long
+//! as the kernel takes to hand it one, however many heavy reads run beside it; the heavy reads
+//! share what the request path leaves.
+//!
+//! Bounded and visible: at most one job per thread runs at once, the others wait in order
+//! (`chronoscope_heavy_jobs_waiting`), and a job whose caller gave up (a timeout, a closed
+//! connection) is dropped unrun when its turn comes.
+//!
+//! Which reads are heavy is said where they are served: `EngineSession::read_heavy` is the
+//! heavy read, `read` the inline one.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, mpsc};
+
+use crate::error::ServiceError;
+
+/// One job: runs the work and hands its answer back, unless its caller is gone.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The threads' name, as `top -H` and a profile show it.
+pub const THREAD_NAME: &str = "chronoscope-heavy";
+
+/// How much lower the heavy threads' priority is (Linux `nice`).
+const NICENESS: i32 = 5;
+
+struct Pool {
+    jobs: mpsc::Sender<Job>,
+    threads: usize,
+}
+
+static POOL: LazyLock<Pool> = LazyLock::new(|| {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4);
+    let (jobs, queue) = mpsc::channel::<Job>();
+    let queue = Arc::new(Mutex::new(queue));
+    for _ in 0..threads {
+        let queue = Arc::clone(&queue);
+        // A thread that cannot be started leaves the others to do the work.
+        let _ = std::thread::Builder::new()
+            .name(THREAD_NAME.into())
+            .spawn(move || {
+                lower_priority();
+                loop {
+                    let job = {
+                        let queue = queue.lock().unwrap_or_else(|e| e.into_inner());
+                        queue.recv()
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                }
+            });
+    }
+    Pool { jobs, threads }
+});
+
+static WAITING: AtomicI64 = AtomicI64::new(0);
+
+#[cfg(target_os = "linux")]
+fn lower_priority() {
+    // SAFETY: setpriority only reads its arguments; `0` names the calling thread on Linux,
+    // whose threads each have their own niceness. Failing leaves the priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, NICENESS);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_priority() {}
+
+/// How many threads run heavy work.
+pub fn threads() -> usize {
+    POOL.threads
+}
+
+/// Runs `work` on a heavy thread and answers what it answers; `what` names it in the error a
+/// panic becomes.
+pub(crate) async fn run<T: Send + 'static>(
+    what: &'static str,
+    work: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    waiting(1);
+    let job: Job = Box::new(move || {
+        waiting(-1);
+        if answer.is_closed() {
+            return;
+        }
+        let _ = answer.send(std::panic::catch_unwind(AssertUnwindSafe(work)));
+    });
+    if POOL.jobs.send(job).is_err() {
+        waiting(-1);
+        return Err(ServiceError::Internal(format!(
+            "{what}: no thread to run it"
+        )));
+    }
+    match answered.await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(_)) => Err(ServiceError::Internal(format!("{what} failed"))),
+        Err(_) => Err(ServiceError::Internal(format!("{what} was dropped"))),
+    }
+}
+
+fn waiting(by: i64) {
+    let now = WAITING.fetch_add(by, Ordering::Relaxed) + by;
+    metrics::gauge!(crate::metrics::HEAVY_WAITING).set(now as f64);
+}
+
+/// **Test only.** Takes every heavy thread until the answer is dropped, once each has started
+/// waiting: work sent meanwhile cannot end before, whatever else runs.
+#[cfg(any(test, feature = "test-hooks"))]
+pub async fn hold_every_thread() -> HeldThreads {
+    let mut releases = Vec::new();
+    let mut started = Vec::new();
+    for _ in 0..threads() {
+        let (release, held) = mpsc::channel::<()>();
+        let (taken, is_taken) = tokio::sync::oneshot::channel::<()>();
+        releases.push(release);
+        started.push(is_taken);
+        let job: Job = Box::new(move || {
+            let _ = taken.send(());
+            let _ = held.recv();
+        });
+        waiting(1);
+        let _ = POOL.jobs.send(Box::new(move || {
+            waiting(-1);
+            job();
+        }));
+    }
+    for s in started {
+        let _ = s.await;
+    }
+    HeldThreads {
+        _releases: releases,
+    }
+}
+
+/// Every heavy thread, held until dropped.
+#[cfg(any(test, feature = "test-hooks"))]
+pub struct HeldThreads {
+    _releases: Vec<mpsc::Sender<()>>,
+}
