@@ -3393,3 +3393,40 @@ async fn a_modal_leaves_no_text_of_the_pane_beneath_in_the_gap_beside_it() {
         }
     }
 }
+
+/// C4: an anchor among two paradoxes gives both reasons as one sentence: "a; b.", never "a.; b"
+/// nor a sentence ending "..".
+#[tokio::test]
+async fn an_anchor_among_paradoxes_reads_its_reasons_as_one_sentence() {
+    let w = world().await;
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let eiffel = event_called(&w.service, "Eiffel Tower opens").await;
+    add_to_primary(
+        w.service.as_ref(),
+        new_event(
+            "Eiffel postcards printed",
+            "1795-01-01T12:00:00Z",
+            "Paris",
+            &[&eiffel],
+        ),
+    )
+    .await;
+    let mut h = harness(&w).await;
+    submit(&mut h, "a ctrl-u", &["1800-01-01 12:00", "among them"]).await;
+    h.press("A");
+    h.settle().await;
+    let screen = h.render(140, 40);
+    assert!(screen.contains("◐ at risk"), "{screen}");
+    // The modal's text as one, whatever the lines it wraps onto.
+    let text: String = screen
+        .lines()
+        .filter_map(|l| Some(l.split('║').nth(1)?.trim()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("; a return would land among a paradox"),
+        "two reasons: {screen}"
+    );
+    assert!(!text.contains(".;"), "'.;' in: {screen}");
+    assert!(!text.contains(".."), "'..' in: {screen}");
+}
