@@ -1876,3 +1876,60 @@ async fn merges_show_credits_who_completed_a_reviewed_merge_and_when() {
     assert_eq!(json["completed_by"], "traveller");
     assert_eq!(json["completed_at"], "2026-11-22T10:30:00Z");
 }
+
+/// F10: `timelines merge` without `--strategy` leaves a conflict for review, as the dashboard's
+/// wizard and the HTTP interface do by default (it kept the destination's outcome); `access log
+/// --range` takes one date for that whole day and a duration alone for the last stretch of time.
+#[test]
+fn merge_defaults_to_manual_review_and_the_access_log_takes_a_day_or_the_last_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let out = with_backtraces(dir.path(), &with_json);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let launch = json(&[
+        "events",
+        "add",
+        "Launch",
+        "--time",
+        "2025-03-01T12:00:00Z",
+        "--location",
+        "Cape Canaveral",
+    ]);
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    let branch = json(&["timelines", "create", "Delayed"]);
+    let branch = branch["id"].as_str().unwrap().to_owned();
+    for (timeline, time) in [
+        (branch.as_str(), "2025-03-05T12:00:00Z"),
+        ("primary", "2025-03-09T12:00:00Z"),
+    ] {
+        json(&[
+            "events",
+            "manipulate",
+            &launch,
+            "--timeline",
+            timeline,
+            "--time",
+            time,
+        ]);
+    }
+    let merged = json(&["timelines", "merge", &branch, "primary"]);
+    assert_eq!(merged["status"], "pending_review", "{merged}");
+    let help = with_backtraces(dir.path(), &["timelines", "merge", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: manual-review]"), "{help}");
+
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    for range in [today.as_str(), "PT1H"] {
+        let log = json(&["access", "log", "primary", "--range", range]);
+        let entries = log["logs"].as_array().unwrap_or_else(|| panic!("{log}"));
+        assert!(
+            !entries.is_empty(),
+            "{range}: the writes just made are in it: {log}"
+        );
+    }
+}

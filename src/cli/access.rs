@@ -56,8 +56,9 @@ pub enum AccessCommand {
     Log {
         /// Timeline id
         timeline: String,
-        /// Wall-clock times of the accesses, start/end (default: the last 24 hours)
-        #[arg(long, value_parser = super::parse_range)]
+        /// Wall-clock times of the accesses: START/END, START/P1D, one date (that whole day)
+        /// or a duration alone (PT1H: the last hour); default: the last 24 hours
+        #[arg(long, value_parser = super::parse_recent_range)]
         range: Option<crate::model::TimeRange>,
         /// Paging
         #[command(flatten)]

@@ -806,8 +806,10 @@ pub enum TimelineCommand {
         source: String,
         /// The timeline written into
         destination: String,
-        /// How a lineage both sides changed differently is treated
-        #[arg(long, value_enum, default_value = "destination-preserve")]
+        /// How a lineage both sides changed differently is treated; by default, as in the
+        /// dashboard's wizard and the HTTP interface, the merge waits for each conflict's
+        /// resolution (`merges resolve`)
+        #[arg(long, value_enum, default_value = "manual-review")]
         strategy: MergeStrategyArg,
         /// Apply even if the merge adds paradoxes (they are listed)
         #[arg(long)]
@@ -1186,6 +1188,18 @@ fn parse_time(s: &str) -> Result<Instant, String> {
 
 fn parse_range(s: &str) -> Result<TimeRange, String> {
     TimeRange::parse("range", s).map_err(|e| e.to_string())
+}
+
+/// A wall-clock range as a person types it: `START/END`, `START/P1D`, one date for that whole
+/// day (`2026-11-27`), or an ISO 8601 duration alone for that long up to now (`PT1H`: the last
+/// hour).
+fn parse_recent_range(s: &str) -> Result<TimeRange, String> {
+    let text = s.trim();
+    if text.starts_with('P') && !text.contains('/') {
+        let now = crate::model::format_instant(&chrono::Utc::now());
+        return TimeRange::parse("range", &format!("{text}/{now}")).map_err(|e| e.to_string());
+    }
+    TimeRange::parse_typed("range", text).map_err(|e| e.to_string())
 }
 
 /// Longest duration a flag takes (ten years): far beyond any sensible tick, timeout or
