@@ -1656,6 +1656,10 @@ async fn the_second_to_resolve_a_conflict_is_told_who_resolved_it_and_when() {
         .await
         .unwrap();
     assert!(done.contains("merged"), "{done}");
+    assert!(
+        done.contains(&format!("completed by ada at {}", support::START)),
+        "{done}"
+    );
     let refused = run(&bob, &["merges", "resolve", &launch, "keep-destination"])
         .await
         .expect_err("the conflict is resolved already");

@@ -2640,14 +2640,23 @@ async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merg
     h.press("enter");
     h.settle().await;
     let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.ends_with(" is complete."), "{}", flash.text);
+    // F17: who completed the merge, and when, as the merge record keeps them.
     assert!(
-        flash.text.ends_with("the merge is complete."),
+        flash.text.contains("merge mrg_")
+            && flash
+                .text
+                .contains(" completed by ada at 2026-11-22 10:00:00"),
         "{}",
         flash.text
     );
     let screen = h.render(140, 30);
     assert!(
         screen.contains("No conflict waits for review in Primary."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("the merge is complete, completed by ada at 2026-11-22 10:00:00"),
         "{screen}"
     );
     assert!(primary_has(&w.service, "Bastille stormed at noon").await);

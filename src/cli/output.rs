@@ -889,6 +889,9 @@ pub mod human {
             "{} {} in {}: {}, {} conflict(s) left\n",
             r.status, r.resolved_event_id, r.merge_id, r.merge_status, r.remaining_conflicts
         );
+        if let (Some(who), Some(at)) = (&r.completed_by, &r.completed_at) {
+            out.push_str(&format!("  completed by {who} at {}\n", format_instant(at)));
+        }
         written_and_added(&mut out, &r.written, &r.paradoxes);
         out
     }

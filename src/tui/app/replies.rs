@@ -430,8 +430,10 @@ impl App {
                 let done = result.merge_status == "merged";
                 self.flash_info(if done {
                     format!(
-                        "Resolved {}: the merge is complete.",
-                        result.resolved_event_id
+                        "Resolved {}: merge {}{}, is complete.",
+                        result.resolved_event_id,
+                        result.merge_id,
+                        crate::tui::merge::completed_by(&result)
                     )
                 } else {
                     format!(
