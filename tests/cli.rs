@@ -1937,3 +1937,39 @@ fn merge_defaults_to_manual_review_and_the_access_log_takes_a_day_or_the_last_ho
         );
     }
 }
+
+/// F9: a manipulation's answer names the lineage the new event stands for (what a person
+/// wrote the first time, `apollo-11-launch`), then the version it replaced; it named only the
+/// previous version.
+#[test]
+fn a_manipulation_names_the_lineage_it_stands_for_then_the_version_it_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = with_backtraces(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first: serde_json::Value = serde_json::from_str(&run(&[
+        "--json",
+        "events",
+        "manipulate",
+        "apollo-11-launch",
+        "--time",
+        "1969-07-17T13:32:00Z",
+    ]))
+    .unwrap();
+    let first = first["new_event_id"].as_str().unwrap().to_owned();
+    let second = run(&[
+        "events",
+        "manipulate",
+        &first,
+        "--time",
+        "1969-07-18T13:32:00Z",
+    ]);
+    let head = second.lines().next().unwrap_or_default();
+    assert!(
+        head.contains(" now stands for apollo-11-launch in primary"),
+        "{second}"
+    );
+    assert!(head.contains(&format!("(replacing {first})")), "{second}");
+}

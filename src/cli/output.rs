@@ -327,11 +327,18 @@ pub mod human {
 
     /// A manipulation.
     pub fn manipulation(m: &ManipulationResult) -> String {
+        // The lineage is what a person knows the event by; a later version also says which
+        // one it replaced.
+        let lineage = m.lineage.as_ref().unwrap_or(&m.original_event_id);
+        let replacing = if *lineage == m.original_event_id {
+            String::new()
+        } else {
+            format!(" (replacing {})", m.original_event_id)
+        };
         format!(
-            "{}: {} now stands for {} in {}\n  {} at {}\n",
+            "{}: {} now stands for {lineage} in {}{replacing}\n  {} at {}\n",
             m.status,
             m.new_event_id,
-            m.original_event_id,
             m.timeline_id,
             m.description,
             format_instant(&m.time)

@@ -1065,6 +1065,7 @@ impl TimelineService for EngineSession {
                     .clone()
                     .unwrap_or_else(|| req.event_id.clone()),
                 timeline_id: timeline.clone(),
+                lineage: Some(new.lineage.clone()),
             };
             Ok((vec![op], result))
         })
