@@ -3439,3 +3439,92 @@ async fn an_anchor_among_paradoxes_reads_its_reasons_as_one_sentence() {
     assert!(!text.contains(".;"), "'.;' in: {screen}");
     assert!(!text.contains(".."), "'..' in: {screen}");
 }
+
+/// The text inside the modal titled `title` (drawn with a double border, perhaps over
+/// another), its lines joined by spaces, so wrapped words read as one text.
+fn modal_text(screen: &str, title: &str) -> String {
+    let rows: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let head = format!("╔ {title}");
+    let Some((top, left)) = rows.iter().enumerate().find_map(|(y, r)| {
+        let line: String = r.iter().collect();
+        let at = line.find(&head)?;
+        Some((y, line[..at].chars().count()))
+    }) else {
+        return String::new();
+    };
+    let Some(right) = (left + 1..rows[top].len()).find(|&x| rows[top][x] == '╗') else {
+        return String::new();
+    };
+    rows[top + 1..]
+        .iter()
+        .take_while(|r| r.get(left) == Some(&'║'))
+        .map(|r| r[left + 1..right.min(r.len())].iter().collect::<String>())
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// F14: at 140 and at 80 columns the help's notes, the restrict form's hint, the check form's
+/// field titles and the access log's entries read whole: wrapped or shortened, never cut.
+#[tokio::test]
+async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
+    for (width, height) in [(140u16, 40u16), (80, 24)] {
+        let mut h = embedded().await;
+        h.press("?");
+        let mut help = String::new();
+        for _ in 0..60 {
+            help.push_str(&modal_text(&h.render(width, height), "Help"));
+            help.push(' ');
+            h.press("j");
+        }
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for note in [
+            "ro after a timeline's name: you may read it, not write it (ask its admins; S shows \
+             who may).",
+            "Restrictions (R): n restrict a traveller, x lift (asks). Integrity (T): r recent \
+             scan, f full scan, v validate.",
+        ] {
+            assert!(help.contains(note), "{width} columns: {note}\n{help}");
+        }
+        h.press("esc");
+
+        h.press("R");
+        h.settle().await;
+        h.press("n");
+        let screen = h.render(width, height);
+        let form = modal_text(&screen, "Restrict a traveller");
+        for said in [
+            "read_only: reads only · limited_access: also return to own anchors · no_access: \
+             only whoami · enter restrict · esc cancel",
+            "Level (no_access, read_only, limited_access or unrestricted)",
+        ] {
+            assert!(form.contains(said), "{width} columns: {said}\n{screen}");
+        }
+        h.press("esc esc");
+
+        h.press("c");
+        let screen = h.render(width, height);
+        assert!(screen.contains("Check a draft change"), "{screen}");
+        assert!(!screen.contains('…'), "{width} columns, cut:\n{screen}");
+        assert!(
+            screen.contains("Time (UTC, e.g. 1889-03-10 23:50; empty: the destination time)"),
+            "{width} columns:\n{screen}"
+        );
+        h.press("esc");
+
+        // The access log of the primary timeline: each entry whole, the last column included.
+        h.press("S");
+        h.settle().await;
+        h.press("l");
+        h.settle().await;
+        h.press("enter");
+        h.settle().await;
+        let screen = h.render(width, height);
+        let entries: Vec<&str> = screen.lines().filter(|l| l.contains("×")).collect();
+        assert!(!entries.is_empty(), "{width} columns:\n{screen}");
+        for entry in entries {
+            assert!(!entry.contains('…'), "{width} columns, cut:\n{screen}");
+        }
+    }
+}

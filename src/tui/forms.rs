@@ -84,7 +84,7 @@ pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<Form
         &[
             ("Name", String::new(), "e.g. Tesla 1889"),
             (
-                "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
+                "Destination time (UTC, e.g. 1889-03-10 23:50; empty: now)",
                 String::new(),
                 "1889-03-10T23:50:00Z",
             ),
@@ -105,7 +105,7 @@ pub fn parallel_timeline(base: &TimelineInfo) -> Form<FormKind> {
             ("Name", String::new(), "e.g. What if Tesla stayed"),
             ("Variation", String::new(), "how it differs from its base"),
             (
-                "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
+                "Destination time (UTC, e.g. 1889-03-10 23:50; empty: now)",
                 base.destination_time
                     .as_ref()
                     .map(format_instant)
@@ -224,9 +224,10 @@ pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form
                 "optional",
             ),
             (
-                "Time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the destination time)",
+                // Short enough for the border at 80 columns; the other forms in the placeholder.
+                "Time (UTC, e.g. 1889-03-10 23:50; empty: the destination time)",
                 time,
-                "optional",
+                "optional; a date or RFC 3339 too",
             ),
             ("Item id to bring in", String::new(), "optional"),
         ],

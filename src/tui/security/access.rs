@@ -751,7 +751,8 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
                 let room = height.saturating_sub(2).max(1);
                 let own_room = room.saturating_sub(service_room.min(room / 2)).max(1);
                 let skip = own.len().saturating_sub(own_room);
-                lines.extend(own[skip..].iter().map(|e| entry_line(e, width, p)));
+                let short = short_entries(log.logs.iter(), width);
+                lines.extend(own[skip..].iter().map(|e| entry_line(e, short, width, p)));
                 if !service.is_empty() {
                     let left = room.saturating_sub(lines.len() + 1).max(1);
                     lines.push(Line::from(Span::styled(
@@ -759,7 +760,11 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
                         p.dim,
                     )));
                     let skip = service.len().saturating_sub(left);
-                    lines.extend(service[skip..].iter().map(|e| entry_line(e, width, p)));
+                    lines.extend(
+                        service[skip..]
+                            .iter()
+                            .map(|e| entry_line(e, short, width, p)),
+                    );
                 }
             }
         }
@@ -770,26 +775,11 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
 }
 
 /// One access-log entry: when, who, what, how often, which operation; a refusal marked ✗.
-fn entry_line(e: &AccessLogEntry, width: usize, p: &Palette) -> Line<'static> {
+/// `short` (a narrow screen) gives the same columns shorter, so the operation and whether it
+/// is flushed still read whole.
+fn entry_line(e: &AccessLogEntry, short: bool, width: usize, p: &Palette) -> Line<'static> {
     let refused = e.outcome == "refused" || e.action == AccessAction::UnauthorizedAccessAttempt;
-    let action = match e.action {
-        AccessAction::Read => "read",
-        AccessAction::Write => "write",
-        AccessAction::Travel => "travel",
-        AccessAction::Admin => "admin",
-        AccessAction::UnauthorizedAccessAttempt => "refused",
-    };
-    let mut rest = format!(
-        "{} {:<12} {:<7} ×{:<4} {}",
-        fmt_time(&e.timestamp),
-        ellipsize(&e.user_id, 12),
-        action,
-        e.count,
-        e.operation
-    );
-    if !e.durable {
-        rest.push_str(" (not yet flushed)");
-    }
+    let rest = entry_text(e, short);
     let (mark, style) = if refused {
         ("✗ ", p.error)
     } else {
@@ -799,6 +789,46 @@ fn entry_line(e: &AccessLogEntry, width: usize, p: &Palette) -> Line<'static> {
         Span::styled(mark, style),
         Span::styled(ellipsize(&rest, width.saturating_sub(2)), style),
     ])
+}
+
+/// An entry's columns, whole or short (minutes, which the log counts by, and a shorter name).
+fn entry_text(e: &AccessLogEntry, short: bool) -> String {
+    let action = match e.action {
+        AccessAction::Read => "read",
+        AccessAction::Write => "write",
+        AccessAction::Travel => "travel",
+        AccessAction::Admin => "admin",
+        AccessAction::UnauthorizedAccessAttempt => "refused",
+    };
+    if short {
+        format!(
+            "{} {:<10} {:<7} ×{:<3} {}{}",
+            e.timestamp.format("%m-%d %H:%M"),
+            ellipsize(&e.user_id, 10),
+            action,
+            e.count,
+            e.operation,
+            if e.durable { "" } else { " (unflushed)" }
+        )
+    } else {
+        format!(
+            "{} {:<12} {:<7} ×{:<4} {}{}",
+            fmt_time(&e.timestamp),
+            ellipsize(&e.user_id, 12),
+            action,
+            e.count,
+            e.operation,
+            if e.durable { "" } else { " (not yet flushed)" }
+        )
+    }
+}
+
+/// Whether any of `entries` is too wide for `width` whole: then all are shown short, so the
+/// columns line up.
+fn short_entries<'a>(entries: impl IntoIterator<Item = &'a AccessLogEntry>, width: usize) -> bool {
+    entries
+        .into_iter()
+        .any(|e| entry_text(e, false).chars().count() > width.saturating_sub(2))
 }
 
 #[cfg(test)]
