@@ -1973,3 +1973,94 @@ fn a_manipulation_names_the_lineage_it_stands_for_then_the_version_it_replaced()
     );
     assert!(head.contains(&format!("(replacing {first})")), "{second}");
 }
+
+/// B4, through the real binary against a server: bob's 409 (a first list that would leave him
+/// out of `admin`) is in his timeline's access log; tom's scope refusal of `events isolate …
+/// --timeline LAB` (the timeline named in the body) is filed under LAB, not service-wide; and
+/// tom's refused `timelines create`, which named no timeline, is not repeated in LAB's log:
+/// operators see it apart, with `--service-wide`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_logged_under_the_timeline_they_named_and_service_wide_ones_apart() {
+    let port = support::serve_port(engine().await, None).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let as_ = |token: &str, args: &[&str]| {
+        let mut command = remote_run_as(token, &url, dir.path(), args);
+        async move { command.output().await.expect("the CLI runs") }
+    };
+    let (bob, tom) = (support::token("bob"), support::token_with("tom", "read"));
+    let root = support::token_with("root", "read write admin");
+
+    let lab = as_(&bob, &["--json", "timelines", "create", "Bob lab"]).await;
+    let lab: serde_json::Value = serde_json::from_slice(&lab.stdout).unwrap();
+    let lab = lab["id"].as_str().unwrap().to_owned();
+    let spark = as_(
+        &bob,
+        &[
+            "--json",
+            "events",
+            "add",
+            "Spark",
+            "--timeline",
+            &lab,
+            "--time",
+            "1900-01-01",
+            "--location",
+            "Lab",
+        ],
+    )
+    .await;
+    let spark: serde_json::Value = serde_json::from_slice(&spark.stdout).unwrap();
+    let spark = spark["event_id"].as_str().unwrap().to_owned();
+
+    let refused = as_(&bob, &["access", "set", &lab, "--read", "tom"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let refused = as_(&tom, &["events", "isolate", &spark, "--timeline", &lab]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let refused = as_(&tom, &["timelines", "create", "Tom lab"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    // Refusals are flushed within a second.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+
+    let logged = |args: &'static [&'static str]| {
+        let lab = lab.clone();
+        let root = root.clone();
+        let as_ = &as_;
+        async move {
+            let mut all = vec!["--json", "access", "log", lab.as_str()];
+            all.extend_from_slice(args);
+            let out = as_(&root, &all).await;
+            assert!(out.status.success(), "{out:?}");
+            let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            log["logs"].as_array().cloned().unwrap_or_default()
+        }
+    };
+    let refusal = |entries: &[serde_json::Value], user: &str, operation: &str, scope: &str| {
+        entries.iter().any(|e| {
+            e["user_id"] == user
+                && e["operation"]
+                    .as_str()
+                    .is_some_and(|o| o.contains(operation))
+                && e["outcome"] == "refused"
+                && e["scope"] == scope
+        })
+    };
+    let own = logged(&[]).await;
+    assert!(
+        refusal(&own, "bob", "set_access_control", "timeline"),
+        "bob's 409: {own:#?}"
+    );
+    assert!(
+        refusal(&own, "tom", "isolate-event", "timeline"),
+        "tom's isolate, filed under the timeline it named: {own:#?}"
+    );
+    assert!(
+        own.iter().all(|e| e["scope"] == "timeline"),
+        "no service-wide entry repeated in the timeline's log: {own:#?}"
+    );
+    let with_service = logged(&["--service-wide"]).await;
+    assert!(
+        refusal(&with_service, "tom", "POST /v1/timelines", "service"),
+        "service-wide, apart and on request: {with_service:#?}"
+    );
+}

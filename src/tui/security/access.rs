@@ -341,14 +341,23 @@ impl AccessScreen {
                 }
             }
             KeyCode::Char('l') => {
+                let range = (
+                    "Range (wall clock, start/end or start/duration; empty: the last 24 h)",
+                    String::new(),
+                    "2026-11-22T00:00:00Z/P1D",
+                );
+                // Entries that named no timeline are not this timeline's: an operator asks
+                // for them, and they are shown apart.
+                let service = ("Service-wide entries too (y/n)", "n".to_owned(), "");
+                let fields = if self.operator {
+                    vec![range, service]
+                } else {
+                    vec![range]
+                };
                 let mut form = Form::new(
                     format!("Access log of {}", self.name),
                     AccessForm::LogRange,
-                    &[(
-                        "Range (wall clock, start/end or start/duration; empty: the last 24 h)",
-                        String::new(),
-                        "2026-11-22T00:00:00Z/P1D",
-                    )],
+                    &fields,
                 );
                 form.note = "enter read · esc cancel".into();
                 self.form = Some(Box::new(form));
@@ -447,6 +456,8 @@ impl AccessScreen {
             return Outcome::keep();
         };
         let text = form.value(0);
+        let service_wide =
+            self.operator && matches!(form.value(1).to_lowercase().as_str(), "y" | "yes");
         let range = if text.is_empty() {
             None
         } else {
@@ -468,6 +479,7 @@ impl AccessScreen {
             timeline_id: self.timeline.clone(),
             time_range: range,
             page: PageRequest::first(PageRequest::MAX_LIMIT),
+            service_wide,
         })))
     }
 
