@@ -2064,3 +2064,66 @@ async fn refusals_are_logged_under_the_timeline_they_named_and_service_wide_ones
         "service-wide, apart and on request: {with_service:#?}"
     );
 }
+
+/// F6: one rule for what a journey carries, on every command: no `--item` → everything you
+/// carry; `--item` → only those; `--travel-light` → nothing. `travel --to-time` took every
+/// item whatever `--item` said, and `jump` / `return` had no way to travel light; each
+/// `--help` says the rule in the same words.
+#[test]
+fn every_journey_carries_what_you_carry_unless_items_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let out = with_backtraces(dir.path(), &with_json);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let id = |v: serde_json::Value, field: &str| v[field].as_str().unwrap().to_owned();
+    let compass = id(json(&["items", "register", "compass"]), "id");
+    id(json(&["items", "register", "map"]), "id");
+    let home = id(
+        json(&[
+            "anchors",
+            "set",
+            "2026-01-01T00:00:00Z",
+            "--description",
+            "home",
+        ]),
+        "id",
+    );
+    let went = json(&["travel", "--to-time", "1900-01-01", "--item", &compass]);
+    assert_eq!(
+        went["items_transported"],
+        serde_json::json!([compass]),
+        "only the item named: {went}"
+    );
+    let jumped = json(&["jump", "1901-01-01", "--travel-light"]);
+    assert_eq!(
+        jumped["items_transported"],
+        serde_json::json!([]),
+        "{jumped}"
+    );
+    let back = json(&["return", &home, "--travel-light"]);
+    assert_eq!(back["items_transported"], serde_json::json!([]), "{back}");
+
+    let rule = "without --item, everything you carry comes along; with it, only the items named";
+    for command in ["travel", "jump", "return"] {
+        let help = with_backtraces(dir.path(), &[command, "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(help.contains(rule), "{command}: {help}");
+        assert!(help.contains("--travel-light"), "{command}: {help}");
+    }
+    for command in ["fast-forward", "rewind", "switch"] {
+        let help = with_backtraces(dir.path(), &[command, "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("everything you carry comes along"),
+            "{command}: {help}"
+        );
+    }
+}
