@@ -3528,3 +3528,73 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
         }
     }
 }
+
+/// F4: isolating the demo's bootstrap loop contains the loop, but the timeline keeps one
+/// paradox (order among the isolation's members still counts, guide §4): the answer says
+/// which one is left, inside the isolation, and why no move clears it, so the words agree
+/// with the ⚠1 the tree still shows.
+#[tokio::test]
+async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = chronoscope::engine::Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        chronoscope::engine::EngineConfig::default(),
+        chronoscope::engine::Seed::Demo,
+    )
+    .await
+    .expect("the demo world");
+    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
+    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
+    for _ in 0..30 {
+        if h.app.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
+            break;
+        }
+        h.press("j");
+    }
+    h.settle().await;
+    assert_eq!(h.app.timelines.selected().map(|t| &t.id), Some(&bootstrap));
+    select_event(
+        &mut h,
+        "new york",
+        "A traveller hands the newly arrived Tesla a copy of his own oscillator blueprint",
+    )
+    .await;
+    h.press("I y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash").text;
+    for said in [
+        "1 paradox contained",
+        "1 paradox left inside the isolation: 'A traveller hands the newly arrived Tesla",
+        "before its cause 'The traveller carries Tesla's redrawn",
+        "order among its members still counts, and no move puts a loop in order",
+    ] {
+        assert!(flash.contains(said), "{said}: {flash}");
+    }
+    // The words agree with the mark, and the footer shows them whole.
+    let screen = h.render(140, 40);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("└ Tesla bootstrap loop"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(row.contains("⚠1"), "{screen}");
+    let footer: String = screen
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(3)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flash.ends_with("stays while the loop does.") && footer.contains("Isolated 3 events"),
+        "{footer}\n{flash}"
+    );
+    assert!(
+        footer.ends_with("stays while the loop does."),
+        "{footer}\n{flash}"
+    );
+}

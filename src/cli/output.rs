@@ -923,6 +923,19 @@ pub mod human {
         for p in &i.contained {
             out.push_str(&format!("  no longer reported: {}\n", p.description));
         }
+        // What the timeline's paradox count still holds, and why isolating did not clear it.
+        for p in &i.left {
+            out.push_str(&format!(
+                "  still reported, inside the isolation: {}\n",
+                p.description
+            ));
+        }
+        if !i.left.is_empty() && i.members.len() > 1 {
+            out.push_str(
+                "  (order among an isolation's members still counts, and no move puts a loop in \
+                 order, so it stays while the loop does)\n",
+            );
+        }
         out
     }
 

@@ -341,6 +341,11 @@ pub struct Isolation {
     pub severed: Vec<SeveredEdge>,
     /// The paradoxes it stopped reporting, when it was made.
     pub contained: Vec<Paradox>,
+    /// The paradoxes still reported that name a member, when it was made: order among an
+    /// isolation's members still counts (guide §4), and a loop's events cannot all follow
+    /// their causes, so isolating a loop contains the loop but not that.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<Paradox>,
     /// Who made it.
     #[schema(value_type = String)]
     pub by: Traveller,
