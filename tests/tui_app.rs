@@ -3513,11 +3513,17 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
         );
         h.press("esc");
 
-        // The access log of the primary timeline: each entry whole, the last column included.
+        // The access log of the primary timeline: its range's title whole, then each entry
+        // whole, the last column included.
         h.press("S");
         h.settle().await;
         h.press("l");
         h.settle().await;
+        let screen = h.render(width, height);
+        assert!(
+            screen.contains("Range (start/end, start/P1D or a date; empty: the last 24 h)"),
+            "{width} columns:\n{screen}"
+        );
         h.press("enter");
         h.settle().await;
         let screen = h.render(width, height);

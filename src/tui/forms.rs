@@ -235,8 +235,7 @@ pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form
 }
 
 /// The label of the adjust form's one field (refusals of `new_environment` land under it).
-const NEW_ENVIRONMENT: &str =
-    "New environment (key=value, comma-separated, or a JSON object; empty: none)";
+const NEW_ENVIRONMENT: &str = "New environment (k=v, comma-separated, or JSON; empty: none)";
 
 /// The form for what `anchor` records of its environment, filled with what it records now.
 pub fn adjust_anchor(anchor: &AnchorRecord) -> Form<FormKind> {

@@ -342,7 +342,7 @@ impl AccessScreen {
             }
             KeyCode::Char('l') => {
                 let range = (
-                    "Range (wall clock, start/end or start/duration; empty: the last 24 h)",
+                    "Range (start/end, start/P1D or a date; empty: the last 24 h)",
                     String::new(),
                     "2026-11-22T00:00:00Z/P1D",
                 );
@@ -461,7 +461,8 @@ impl AccessScreen {
         let range = if text.is_empty() {
             None
         } else {
-            match TimeRange::parse("range", &text) {
+            // Typed as everywhere else: one date is that whole day.
+            match TimeRange::parse_typed("range", &text) {
                 Ok(range) => Some(range),
                 Err(e) => {
                     form.refuse(e.to_string(), Some("range"));
