@@ -2127,3 +2127,37 @@ fn every_journey_carries_what_you_carry_unless_items_are_named() {
         );
     }
 }
+
+/// F4 on the command line: isolating the demo's bootstrap loop lists what it no longer
+/// reports and, in the same words as the dashboard, what it leaves: the loop's event that comes
+/// before its cause, which no move can put in order.
+#[test]
+fn isolating_the_bootstrap_loop_says_what_is_still_reported_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = with_backtraces(
+        dir.path(),
+        &[
+            "events",
+            "isolate",
+            "bootstrap-blueprint-delivered",
+            "--timeline",
+            "tml_tesla_bootstrap",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("  no longer reported: "), "{said}");
+    let left = said
+        .lines()
+        .find(|l| l.starts_with("  still reported, inside the isolation: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        left.contains("'A traveller hands the newly arrived Tesla")
+            && left.contains("happens before its cause"),
+        "{said}"
+    );
+    assert!(
+        said.contains("no move puts a loop in order, so it stays while the loop does"),
+        "{said}"
+    );
+}
