@@ -117,6 +117,7 @@ async fn log_of(server: &Served, timeline: &chronoscope::model::TimelineId) -> A
             timeline_id: timeline.clone(),
             time_range: None,
             page: PageRequest::first(1000),
+            service_wide: false,
         })
         .await
         .expect("an operator reads the access log")
@@ -303,6 +304,7 @@ async fn a_failed_flush_keeps_its_counts_for_the_next() {
         timeline_id: vault.clone(),
         time_range: None,
         page: PageRequest::default(),
+        service_wide: false,
     };
     store.failing.store(true, Ordering::SeqCst);
     assert!(engine.flush_access_log().await.is_err());

@@ -1555,6 +1555,287 @@ fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
     assert!(parsed.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
 }
 
+/// F10: `timelines merge` without `--strategy` leaves a conflict for review, as the dashboard's
+/// wizard and the HTTP interface do by default (it kept the destination's outcome); `access log
+/// --range` takes one date for that whole day and a duration alone for the last stretch of time.
+#[test]
+fn merge_defaults_to_manual_review_and_the_access_log_takes_a_day_or_the_last_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let out = with_backtraces(dir.path(), &with_json);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let launch = json(&[
+        "events",
+        "add",
+        "Launch",
+        "--time",
+        "2025-03-01T12:00:00Z",
+        "--location",
+        "Cape Canaveral",
+    ]);
+    let launch = launch["event_id"].as_str().unwrap().to_owned();
+    let branch = json(&["timelines", "create", "Delayed"]);
+    let branch = branch["id"].as_str().unwrap().to_owned();
+    for (timeline, time) in [
+        (branch.as_str(), "2025-03-05T12:00:00Z"),
+        ("primary", "2025-03-09T12:00:00Z"),
+    ] {
+        json(&[
+            "events",
+            "manipulate",
+            &launch,
+            "--timeline",
+            timeline,
+            "--time",
+            time,
+        ]);
+    }
+    let merged = json(&["timelines", "merge", &branch, "primary"]);
+    assert_eq!(merged["status"], "pending_review", "{merged}");
+    let help = with_backtraces(dir.path(), &["timelines", "merge", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: manual-review]"), "{help}");
+
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    for range in [today.as_str(), "PT1H"] {
+        let log = json(&["access", "log", "primary", "--range", range]);
+        let entries = log["logs"].as_array().unwrap_or_else(|| panic!("{log}"));
+        assert!(
+            !entries.is_empty(),
+            "{range}: the writes just made are in it: {log}"
+        );
+    }
+}
+
+/// F9: a manipulation's answer names the lineage the new event stands for (what a person
+/// wrote the first time, `apollo-11-launch`), then the version it replaced; it named only the
+/// previous version.
+#[test]
+fn a_manipulation_names_the_lineage_it_stands_for_then_the_version_it_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = with_backtraces(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first: serde_json::Value = serde_json::from_str(&run(&[
+        "--json",
+        "events",
+        "manipulate",
+        "apollo-11-launch",
+        "--time",
+        "1969-07-17T13:32:00Z",
+    ]))
+    .unwrap();
+    let first = first["new_event_id"].as_str().unwrap().to_owned();
+    let second = run(&[
+        "events",
+        "manipulate",
+        &first,
+        "--time",
+        "1969-07-18T13:32:00Z",
+    ]);
+    let head = second.lines().next().unwrap_or_default();
+    assert!(
+        head.contains(" now stands for apollo-11-launch in primary"),
+        "{second}"
+    );
+    assert!(head.contains(&format!("(replacing {first})")), "{second}");
+}
+
+/// B4, through the real binary against a server: bob's 409 (a first list that would leave him
+/// out of `admin`) is in his timeline's access log; tom's scope refusal of `events isolate …
+/// --timeline LAB` (the timeline named in the body) is filed under LAB, not service-wide; and
+/// tom's refused `timelines create`, which named no timeline, is not repeated in LAB's log:
+/// operators see it apart, with `--service-wide`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_logged_under_the_timeline_they_named_and_service_wide_ones_apart() {
+    let port = support::serve_port(engine().await, None).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let as_ = |token: &str, args: &[&str]| {
+        let mut command = remote_run_as(token, &url, dir.path(), args);
+        async move { command.output().await.expect("the CLI runs") }
+    };
+    let (bob, tom) = (support::token("bob"), support::token_with("tom", "read"));
+    let root = support::token_with("root", "read write admin");
+
+    let lab = as_(&bob, &["--json", "timelines", "create", "Bob lab"]).await;
+    let lab: serde_json::Value = serde_json::from_slice(&lab.stdout).unwrap();
+    let lab = lab["id"].as_str().unwrap().to_owned();
+    let spark = as_(
+        &bob,
+        &[
+            "--json",
+            "events",
+            "add",
+            "Spark",
+            "--timeline",
+            &lab,
+            "--time",
+            "1900-01-01",
+            "--location",
+            "Lab",
+        ],
+    )
+    .await;
+    let spark: serde_json::Value = serde_json::from_slice(&spark.stdout).unwrap();
+    let spark = spark["event_id"].as_str().unwrap().to_owned();
+
+    let refused = as_(&bob, &["access", "set", &lab, "--read", "tom"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let refused = as_(&tom, &["events", "isolate", &spark, "--timeline", &lab]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let refused = as_(&tom, &["timelines", "create", "Tom lab"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    // Refusals are flushed within a second.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+
+    let logged = |args: &'static [&'static str]| {
+        let lab = lab.clone();
+        let root = root.clone();
+        let as_ = &as_;
+        async move {
+            let mut all = vec!["--json", "access", "log", lab.as_str()];
+            all.extend_from_slice(args);
+            let out = as_(&root, &all).await;
+            assert!(out.status.success(), "{out:?}");
+            let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            log["logs"].as_array().cloned().unwrap_or_default()
+        }
+    };
+    let refusal = |entries: &[serde_json::Value], user: &str, operation: &str, scope: &str| {
+        entries.iter().any(|e| {
+            e["user_id"] == user
+                && e["operation"]
+                    .as_str()
+                    .is_some_and(|o| o.contains(operation))
+                && e["outcome"] == "refused"
+                && e["scope"] == scope
+        })
+    };
+    let own = logged(&[]).await;
+    assert!(
+        refusal(&own, "bob", "set_access_control", "timeline"),
+        "bob's 409: {own:#?}"
+    );
+    assert!(
+        refusal(&own, "tom", "isolate-event", "timeline"),
+        "tom's isolate, filed under the timeline it named: {own:#?}"
+    );
+    assert!(
+        own.iter().all(|e| e["scope"] == "timeline"),
+        "no service-wide entry repeated in the timeline's log: {own:#?}"
+    );
+    let with_service = logged(&["--service-wide"]).await;
+    assert!(
+        refusal(&with_service, "tom", "POST /v1/timelines", "service"),
+        "service-wide, apart and on request: {with_service:#?}"
+    );
+}
+
+/// F6: one rule for what a journey carries, on every command: no `--item` → everything you
+/// carry; `--item` → only those; `--travel-light` → nothing. `travel --to-time` took every
+/// item whatever `--item` said, and `jump` / `return` had no way to travel light; each
+/// `--help` says the rule in the same words.
+#[test]
+fn every_journey_carries_what_you_carry_unless_items_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let out = with_backtraces(dir.path(), &with_json);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let id = |v: serde_json::Value, field: &str| v[field].as_str().unwrap().to_owned();
+    let compass = id(json(&["items", "register", "compass"]), "id");
+    id(json(&["items", "register", "map"]), "id");
+    let home = id(
+        json(&[
+            "anchors",
+            "set",
+            "2026-01-01T00:00:00Z",
+            "--description",
+            "home",
+        ]),
+        "id",
+    );
+    let went = json(&["travel", "--to-time", "1900-01-01", "--item", &compass]);
+    assert_eq!(
+        went["items_transported"],
+        serde_json::json!([compass]),
+        "only the item named: {went}"
+    );
+    let jumped = json(&["jump", "1901-01-01", "--travel-light"]);
+    assert_eq!(
+        jumped["items_transported"],
+        serde_json::json!([]),
+        "{jumped}"
+    );
+    let back = json(&["return", &home, "--travel-light"]);
+    assert_eq!(back["items_transported"], serde_json::json!([]), "{back}");
+
+    let rule = "without --item, everything you carry comes along; with it, only the items named";
+    for command in ["travel", "jump", "return"] {
+        let help = with_backtraces(dir.path(), &[command, "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(help.contains(rule), "{command}: {help}");
+        assert!(help.contains("--travel-light"), "{command}: {help}");
+    }
+    for command in ["fast-forward", "rewind", "switch"] {
+        let help = with_backtraces(dir.path(), &[command, "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("everything you carry comes along"),
+            "{command}: {help}"
+        );
+    }
+}
+
+/// F4 on the command line: isolating the demo's bootstrap loop lists what it no longer
+/// reports and, in the same words as the dashboard, what it leaves: the loop's event that comes
+/// before its cause, which no move can put in order.
+#[test]
+fn isolating_the_bootstrap_loop_says_what_is_still_reported_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = with_backtraces(
+        dir.path(),
+        &[
+            "events",
+            "isolate",
+            "bootstrap-blueprint-delivered",
+            "--timeline",
+            "tml_tesla_bootstrap",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("  no longer reported: "), "{said}");
+    let left = said
+        .lines()
+        .find(|l| l.starts_with("  still reported, inside the isolation: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        left.contains("'A traveller hands the newly arrived Tesla")
+            && left.contains("happens before its cause"),
+        "{said}"
+    );
+    assert!(
+        said.contains("no move puts a loop in order, so it stays while the loop does"),
+        "{said}"
+    );
+}
+
 #[tokio::test]
 async fn deleting_a_timeline_names_your_anchors_in_it_that_can_no_longer_be_returned_to() {
     let engine = engine().await;
@@ -1656,6 +1937,10 @@ async fn the_second_to_resolve_a_conflict_is_told_who_resolved_it_and_when() {
         .await
         .unwrap();
     assert!(done.contains("merged"), "{done}");
+    assert!(
+        done.contains(&format!("completed by ada at {}", support::START)),
+        "{done}"
+    );
     let refused = run(&bob, &["merges", "resolve", &launch, "keep-destination"])
         .await
         .expect_err("the conflict is resolved already");

@@ -2640,14 +2640,23 @@ async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merg
     h.press("enter");
     h.settle().await;
     let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.ends_with(" is complete."), "{}", flash.text);
+    // F17: who completed the merge, and when, as the merge record keeps them.
     assert!(
-        flash.text.ends_with("the merge is complete."),
+        flash.text.contains("merge mrg_")
+            && flash
+                .text
+                .contains(" completed by ada at 2026-11-22 10:00:00"),
         "{}",
         flash.text
     );
     let screen = h.render(140, 30);
     assert!(
         screen.contains("No conflict waits for review in Primary."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("the merge is complete, completed by ada at 2026-11-22 10:00:00"),
         "{screen}"
     );
     assert!(primary_has(&w.service, "Bastille stormed at noon").await);
@@ -3392,4 +3401,206 @@ async fn a_modal_leaves_no_text_of_the_pane_beneath_in_the_gap_beside_it() {
             }
         }
     }
+}
+
+/// C4: an anchor among two paradoxes gives both reasons as one sentence: "a; b.", never "a.; b"
+/// nor a sentence ending "..".
+#[tokio::test]
+async fn an_anchor_among_paradoxes_reads_its_reasons_as_one_sentence() {
+    let w = world().await;
+    sell_souvenirs_before_the_tower(&w.service).await;
+    let eiffel = event_called(&w.service, "Eiffel Tower opens").await;
+    add_to_primary(
+        w.service.as_ref(),
+        new_event(
+            "Eiffel postcards printed",
+            "1795-01-01T12:00:00Z",
+            "Paris",
+            &[&eiffel],
+        ),
+    )
+    .await;
+    let mut h = harness(&w).await;
+    submit(&mut h, "a ctrl-u", &["1800-01-01 12:00", "among them"]).await;
+    h.press("A");
+    h.settle().await;
+    let screen = h.render(140, 40);
+    assert!(screen.contains("◐ at risk"), "{screen}");
+    // The modal's text as one, whatever the lines it wraps onto.
+    let text: String = screen
+        .lines()
+        .filter_map(|l| Some(l.split('║').nth(1)?.trim()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("; a return would land among a paradox"),
+        "two reasons: {screen}"
+    );
+    assert!(!text.contains(".;"), "'.;' in: {screen}");
+    assert!(!text.contains(".."), "'..' in: {screen}");
+}
+
+/// The text inside the modal titled `title` (drawn with a double border, perhaps over
+/// another), its lines joined by spaces, so wrapped words read as one text.
+fn modal_text(screen: &str, title: &str) -> String {
+    let rows: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let head = format!("╔ {title}");
+    let Some((top, left)) = rows.iter().enumerate().find_map(|(y, r)| {
+        let line: String = r.iter().collect();
+        let at = line.find(&head)?;
+        Some((y, line[..at].chars().count()))
+    }) else {
+        return String::new();
+    };
+    let Some(right) = (left + 1..rows[top].len()).find(|&x| rows[top][x] == '╗') else {
+        return String::new();
+    };
+    rows[top + 1..]
+        .iter()
+        .take_while(|r| r.get(left) == Some(&'║'))
+        .map(|r| r[left + 1..right.min(r.len())].iter().collect::<String>())
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// F14: at 140 and at 80 columns the help's notes, the restrict form's hint, the check form's
+/// field titles and the access log's entries read whole: wrapped or shortened, never cut.
+#[tokio::test]
+async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
+    for (width, height) in [(140u16, 40u16), (80, 24)] {
+        let mut h = embedded().await;
+        h.press("?");
+        let mut help = String::new();
+        for _ in 0..60 {
+            help.push_str(&modal_text(&h.render(width, height), "Help"));
+            help.push(' ');
+            h.press("j");
+        }
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for note in [
+            "ro after a timeline's name: you may read it, not write it (ask its admins; S shows \
+             who may).",
+            "Restrictions (R): n restrict a traveller, x lift (asks). Integrity (T): r recent \
+             scan, f full scan, v validate.",
+        ] {
+            assert!(help.contains(note), "{width} columns: {note}\n{help}");
+        }
+        h.press("esc");
+
+        h.press("R");
+        h.settle().await;
+        h.press("n");
+        let screen = h.render(width, height);
+        let form = modal_text(&screen, "Restrict a traveller");
+        for said in [
+            "read_only: reads only · limited_access: also return to own anchors · no_access: \
+             only whoami · enter restrict · esc cancel",
+            "Level (no_access, read_only, limited_access or unrestricted)",
+        ] {
+            assert!(form.contains(said), "{width} columns: {said}\n{screen}");
+        }
+        h.press("esc esc");
+
+        h.press("c");
+        let screen = h.render(width, height);
+        assert!(screen.contains("Check a draft change"), "{screen}");
+        assert!(!screen.contains('…'), "{width} columns, cut:\n{screen}");
+        assert!(
+            screen.contains("Time (UTC, e.g. 1889-03-10 23:50; empty: the destination time)"),
+            "{width} columns:\n{screen}"
+        );
+        h.press("esc");
+
+        // The access log of the primary timeline: its range's title whole, then each entry
+        // whole, the last column included.
+        h.press("S");
+        h.settle().await;
+        h.press("l");
+        h.settle().await;
+        let screen = h.render(width, height);
+        assert!(
+            screen.contains("Range (start/end, start/P1D or a date; empty: the last 24 h)"),
+            "{width} columns:\n{screen}"
+        );
+        h.press("enter");
+        h.settle().await;
+        let screen = h.render(width, height);
+        let entries: Vec<&str> = screen.lines().filter(|l| l.contains("×")).collect();
+        assert!(!entries.is_empty(), "{width} columns:\n{screen}");
+        for entry in entries {
+            assert!(!entry.contains('…'), "{width} columns, cut:\n{screen}");
+        }
+    }
+}
+
+/// F4: isolating the demo's bootstrap loop contains the loop, but the timeline keeps one
+/// paradox (order among the isolation's members still counts, guide §4): the answer says
+/// which one is left, inside the isolation, and why no move clears it, so the words agree
+/// with the ⚠1 the tree still shows.
+#[tokio::test]
+async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = chronoscope::engine::Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        chronoscope::engine::EngineConfig::default(),
+        chronoscope::engine::Seed::Demo,
+    )
+    .await
+    .expect("the demo world");
+    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
+    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
+    for _ in 0..30 {
+        if h.app.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
+            break;
+        }
+        h.press("j");
+    }
+    h.settle().await;
+    assert_eq!(h.app.timelines.selected().map(|t| &t.id), Some(&bootstrap));
+    select_event(
+        &mut h,
+        "new york",
+        "A traveller hands the newly arrived Tesla a copy of his own oscillator blueprint",
+    )
+    .await;
+    h.press("I y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash").text;
+    for said in [
+        "1 paradox contained",
+        "1 paradox left inside the isolation: 'A traveller hands the newly arrived Tesla",
+        "before its cause 'The traveller carries Tesla's redrawn",
+        "order among its members still counts, and no move puts a loop in order",
+    ] {
+        assert!(flash.contains(said), "{said}: {flash}");
+    }
+    // The words agree with the mark, and the footer shows them whole.
+    let screen = h.render(140, 40);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("└ Tesla bootstrap loop"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(row.contains("⚠1"), "{screen}");
+    let footer: String = screen
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(3)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flash.ends_with("stays while the loop does.") && footer.contains("Isolated 3 events"),
+        "{footer}\n{flash}"
+    );
+    assert!(
+        footer.ends_with("stays while the loop does."),
+        "{footer}\n{flash}"
+    );
 }

@@ -56,9 +56,13 @@ pub enum AccessCommand {
     Log {
         /// Timeline id
         timeline: String,
-        /// Wall-clock times of the accesses, start/end (default: the last 24 hours)
-        #[arg(long, value_parser = super::parse_range)]
+        /// Wall-clock times of the accesses: START/END, START/P1D, one date (that whole day)
+        /// or a duration alone (PT1H: the last hour); default: the last 24 hours
+        #[arg(long, value_parser = super::parse_recent_range)]
         range: Option<crate::model::TimeRange>,
+        /// Also the entries that named no timeline (service-wide; operators only)
+        #[arg(long)]
+        service_wide: bool,
         /// Paging
         #[command(flatten)]
         page: PageArgs,
@@ -225,6 +229,7 @@ pub async fn execute(
         AccessCommand::Log {
             timeline,
             range,
+            service_wide,
             page: args,
         } => {
             let log = service
@@ -232,6 +237,7 @@ pub async fn execute(
                     timeline_id: timeline.parse()?,
                     time_range: range,
                     page: page(&args),
+                    service_wide,
                 })
                 .await?;
             out.print(&log, log_text)

@@ -558,6 +558,18 @@ async fn run(
         ),
         Command::Travel(args) => {
             let journey = match (args.destination, args.to_time) {
+                // Items named (or none): the guide's travel, which takes only those.
+                (_, Some(destination_time)) if !args.items.is_empty() || args.travel_light => {
+                    service
+                        .travel_in_time(GuideTravelRequest {
+                            destination_time,
+                            location: args.location,
+                            timeline_id: None,
+                            items_transported: Some(item_ids(&args.items)?),
+                            safety_check: false,
+                        })
+                        .await?
+                }
                 (_, Some(destination_time)) => {
                     service
                         .travel_to_time(TimeTravelRequest {
@@ -568,10 +580,7 @@ async fn run(
                 }
                 (Some(destination), None) => {
                     let items = if !args.items.is_empty() || args.travel_light {
-                        args.items
-                            .iter()
-                            .map(|i| i.parse::<ItemId>())
-                            .collect::<Result<Vec<_>, _>>()?
+                        item_ids(&args.items)?
                     } else {
                         carried(service).await?
                     };
@@ -592,32 +601,22 @@ async fn run(
             out.print(&journey, human::journey)
         }
         Command::Jump(args) => {
-            let items = args
-                .items
-                .iter()
-                .map(|i| i.parse::<ItemId>())
-                .collect::<Result<Vec<_>, _>>()?;
             let journey = service
                 .travel_in_time(GuideTravelRequest {
                     destination_time: args.time,
                     location: args.location,
                     timeline_id: args.timeline.as_deref().map(timeline).transpose()?,
-                    items_transported: (!items.is_empty()).then_some(items),
+                    items_transported: named_items(&args.items, args.travel_light)?,
                     safety_check: args.safety_check,
                 })
                 .await?;
             out.print(&journey, human::journey)
         }
         Command::Return(args) => {
-            let items = args
-                .items
-                .iter()
-                .map(|i| i.parse::<ItemId>())
-                .collect::<Result<Vec<_>, _>>()?;
             let journey = service
                 .return_to_anchor(ReturnRequest {
                     anchor_id: args.anchor,
-                    items_transported: (!items.is_empty()).then_some(items),
+                    items_transported: named_items(&args.items, args.travel_light)?,
                 })
                 .await?;
             out.print(&journey, human::journey)
@@ -902,4 +901,23 @@ async fn warn_introduced(
     for p in introduced {
         let _ = writeln!(err, "  - {}", p.description);
     }
+}
+
+/// `--item` values as item ids.
+fn item_ids(items: &[String]) -> Result<Vec<ItemId>, ServiceError> {
+    Ok(items
+        .iter()
+        .map(|i| i.parse::<ItemId>())
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// What a guide journey is asked to carry: the items named, none with `--travel-light`, and
+/// without either `None`, which the service reads as everything carried.
+fn named_items(items: &[String], travel_light: bool) -> Result<Option<Vec<ItemId>>, ServiceError> {
+    Ok(if travel_light {
+        Some(Vec::new())
+    } else {
+        let items = item_ids(items)?;
+        (!items.is_empty()).then_some(items)
+    })
 }

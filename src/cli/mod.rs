@@ -255,13 +255,16 @@ pub enum Command {
     /// Set and list your anchors (return tickets)
     #[command(subcommand)]
     Anchors(AnchorCommand),
-    /// Travel to a timeline or return to one of your anchors
+    /// Travel to a timeline or return to one of your anchors; everything you carry comes
+    /// along unless --item names which (or --travel-light none)
     Travel(TravelArgs),
-    /// Travel to a time in your current timeline (or --timeline), carrying what you carry
+    /// Travel to a time in your current timeline (or --timeline); everything you carry comes
+    /// along unless --item names which (or --travel-light none)
     Jump(JumpArgs),
-    /// Return to one of your active anchors, carrying what you carry
+    /// Return to one of your active anchors; everything you carry comes along unless --item
+    /// names which (or --travel-light none)
     Return(ReturnArgs),
-    /// Switch to another timeline at your current time, carrying what you carry
+    /// Switch to another timeline at your current time; everything you carry comes along
     Switch {
         /// Timeline id
         timeline: String,
@@ -270,7 +273,8 @@ pub enum Command {
     Pause,
     /// Let your paused clock run on from where it stood
     Resume,
-    /// Move forward in your timeline by a duration (10m, 1h30m, 1d, PT10M, P1M, ...)
+    /// Move forward in your timeline by a duration (10m, 1h30m, 1d, PT10M, P1M, ...);
+    /// everything you carry comes along
     FastForward {
         /// The duration
         duration: String,
@@ -278,7 +282,8 @@ pub enum Command {
         #[arg(long)]
         safety_check: bool,
     },
-    /// Move back in your timeline by a duration (5m, 1h30m, 1d, PT5M, P1Y, ...)
+    /// Move back in your timeline by a duration (5m, 1h30m, 1d, PT5M, P1Y, ...); everything
+    /// you carry comes along
     Rewind {
         /// The duration
         duration: String,
@@ -806,8 +811,10 @@ pub enum TimelineCommand {
         source: String,
         /// The timeline written into
         destination: String,
-        /// How a lineage both sides changed differently is treated
-        #[arg(long, value_enum, default_value = "destination-preserve")]
+        /// How a lineage both sides changed differently is treated; by default, as in the
+        /// dashboard's wizard and the HTTP interface, the merge waits for each conflict's
+        /// resolution (`merges resolve`)
+        #[arg(long, value_enum, default_value = "manual-review")]
         strategy: MergeStrategyArg,
         /// Apply even if the merge adds paradoxes (they are listed)
         #[arg(long)]
@@ -1092,19 +1099,24 @@ pub struct TravelArgs {
     /// A timeline id, or one of your anchor ids to return (or use --to-time)
     #[arg(required_unless_present = "to_time")]
     pub destination: Option<String>,
-    /// Travel to this time in the timeline you are in instead, carrying what you carry
+    /// Travel to this time in the timeline you are in instead
     #[arg(long, value_parser = parse_time, conflicts_with = "destination")]
     pub to_time: Option<Instant>,
     /// With --to-time: the place you arrive at
     #[arg(long, requires = "to_time")]
     pub location: Option<String>,
-    /// An item to carry (repeat for several); without any, everything you carry comes along (as for jump, return and switch)
-    #[arg(long = "item")]
+    #[arg(long = "item", help = ITEM_HELP)]
     pub items: Vec<String>,
-    /// Carry nothing: every item you carry stays behind
-    #[arg(long, conflicts_with = "items")]
+    #[arg(long, conflicts_with = "items", help = TRAVEL_LIGHT_HELP)]
     pub travel_light: bool,
 }
+
+/// What a journey carries, said the same way by every command that makes one (`travel`,
+/// `jump`, `return`; the dashboard's wizard pre-selects everything you carry).
+const ITEM_HELP: &str = "An item to carry (repeat for several); without --item, everything you \
+                         carry comes along; with it, only the items named";
+/// `--travel-light`, the same on every command that makes a journey.
+const TRAVEL_LIGHT_HELP: &str = "Carry nothing: every item you carry stays behind";
 
 /// `jump`.
 #[derive(Debug, Args)]
@@ -1118,9 +1130,10 @@ pub struct JumpArgs {
     /// The timeline to travel in (default: the one you are in)
     #[arg(long)]
     pub timeline: Option<String>,
-    /// An item to carry (repeat for several); without any, everything you carry comes along
-    #[arg(long = "item")]
+    #[arg(long = "item", help = ITEM_HELP)]
     pub items: Vec<String>,
+    #[arg(long, conflicts_with = "items", help = TRAVEL_LIGHT_HELP)]
+    pub travel_light: bool,
     /// Refuse the journey if what you carry would add a paradox at the arrival
     #[arg(long)]
     pub safety_check: bool,
@@ -1140,9 +1153,10 @@ pub enum TimelineStatusArg {
 pub struct ReturnArgs {
     /// One of your active anchor ids
     pub anchor: String,
-    /// An item to carry (repeat for several); without any, everything you carry comes along
-    #[arg(long = "item")]
+    #[arg(long = "item", help = ITEM_HELP)]
     pub items: Vec<String>,
+    #[arg(long, conflicts_with = "items", help = TRAVEL_LIGHT_HELP)]
+    pub travel_light: bool,
 }
 
 /// `check`.
@@ -1186,6 +1200,18 @@ fn parse_time(s: &str) -> Result<Instant, String> {
 
 fn parse_range(s: &str) -> Result<TimeRange, String> {
     TimeRange::parse("range", s).map_err(|e| e.to_string())
+}
+
+/// A wall-clock range as a person types it: `START/END`, `START/P1D`, one date for that whole
+/// day (`2026-11-27`), or an ISO 8601 duration alone for that long up to now (`PT1H`: the last
+/// hour).
+fn parse_recent_range(s: &str) -> Result<TimeRange, String> {
+    let text = s.trim();
+    if text.starts_with('P') && !text.contains('/') {
+        let now = crate::model::format_instant(&chrono::Utc::now());
+        return TimeRange::parse("range", &format!("{text}/{now}")).map_err(|e| e.to_string());
+    }
+    TimeRange::parse_typed("range", text).map_err(|e| e.to_string())
 }
 
 /// Longest duration a flag takes (ten years): far beyond any sensible tick, timeout or

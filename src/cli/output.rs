@@ -327,11 +327,18 @@ pub mod human {
 
     /// A manipulation.
     pub fn manipulation(m: &ManipulationResult) -> String {
+        // The lineage is what a person knows the event by; a later version also says which
+        // one it replaced.
+        let lineage = m.lineage.as_ref().unwrap_or(&m.original_event_id);
+        let replacing = if *lineage == m.original_event_id {
+            String::new()
+        } else {
+            format!(" (replacing {})", m.original_event_id)
+        };
         format!(
-            "{}: {} now stands for {} in {}\n  {} at {}\n",
+            "{}: {} now stands for {lineage} in {}{replacing}\n  {} at {}\n",
             m.status,
             m.new_event_id,
-            m.original_event_id,
             m.timeline_id,
             m.description,
             format_instant(&m.time)
@@ -889,6 +896,9 @@ pub mod human {
             "{} {} in {}: {}, {} conflict(s) left\n",
             r.status, r.resolved_event_id, r.merge_id, r.merge_status, r.remaining_conflicts
         );
+        if let (Some(who), Some(at)) = (&r.completed_by, &r.completed_at) {
+            out.push_str(&format!("  completed by {who} at {}\n", format_instant(at)));
+        }
         written_and_added(&mut out, &r.written, &r.paradoxes);
         out
     }
@@ -912,6 +922,19 @@ pub mod human {
         }
         for p in &i.contained {
             out.push_str(&format!("  no longer reported: {}\n", p.description));
+        }
+        // What the timeline's paradox count still holds, and why isolating did not clear it.
+        for p in &i.left {
+            out.push_str(&format!(
+                "  still reported, inside the isolation: {}\n",
+                p.description
+            ));
+        }
+        if !i.left.is_empty() && i.members.len() > 1 {
+            out.push_str(
+                "  (order among an isolation's members still counts, and no move puts a loop in \
+                 order, so it stays while the loop does)\n",
+            );
         }
         out
     }

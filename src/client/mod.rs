@@ -1231,6 +1231,7 @@ impl TimelineService for RemoteClient {
         let call = Call::get(&["v1", "access-logs"])
             .param("timeline_id", Some(&req.timeline_id))
             .param("time_range", req.time_range.as_ref())
+            .param("service_wide", req.service_wide.then_some(true))
             .page(&req.page);
         self.send(call).await?.json()
     }

@@ -700,7 +700,7 @@ pub(super) fn entries(
     engine: &super::Engine,
     world: &World,
     timeline: &TimelineId,
-    operator: bool,
+    service_wide: bool,
     range: Option<&crate::model::TimeRange>,
     now: Instant,
     retention: Duration,
@@ -714,7 +714,7 @@ pub(super) fn entries(
         None => (now - chrono::TimeDelta::hours(24), now),
     };
     let from = from.max(retained_from);
-    let scopes: &[Option<&TimelineId>] = if operator {
+    let scopes: &[Option<&TimelineId>] = if service_wide {
         &[Some(timeline), None]
     } else {
         &[Some(timeline)]

@@ -102,6 +102,12 @@ pub fn isolate(
         with.insert(l.clone(), id.clone());
     }
     let after = paradox::without_isolated(h, Some(&with), before.clone());
+    let member_events: BTreeSet<&EventId> = slots.iter().map(|&s| h.view(s).id).collect();
+    let left: Vec<_> = after
+        .iter()
+        .filter(|p| p.events.iter().any(|e| member_events.contains(e)))
+        .cloned()
+        .collect();
     let contained: Vec<_> = before
         .into_iter()
         .filter(|p| !after.contains(p))
@@ -125,6 +131,7 @@ pub fn isolate(
         members,
         severed,
         contained,
+        left,
         by: ctx.traveller.clone(),
         at: ctx.now,
     })

@@ -244,6 +244,8 @@ pub fn resolve(
         written: Vec::new(),
         data_entries: Vec::new(),
         paradoxes: Vec::new(),
+        completed_by: None,
+        completed_at: None,
     };
     if remaining > 0 {
         return Ok((ops, result));
@@ -251,6 +253,8 @@ pub fn resolve(
     let done = complete(world, ctx, m, &plan, &resolutions, req.safety_check)?;
     ops.extend(done.ops);
     result.merge_status = "merged".into();
+    result.completed_by = Some(ctx.traveller.clone());
+    result.completed_at = Some(ctx.now);
     result.written = done.written;
     result.data_entries = done.data_entries;
     result.paradoxes = done.paradoxes;
@@ -322,6 +326,8 @@ fn complete_settled(
             written: done.written,
             data_entries: done.data_entries,
             paradoxes: done.paradoxes,
+            completed_by: Some(ctx.traveller.clone()),
+            completed_at: Some(ctx.now),
         },
     ))
 }

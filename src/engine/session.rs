@@ -1092,6 +1092,7 @@ impl TimelineService for EngineSession {
                     .clone()
                     .unwrap_or_else(|| req.event_id.clone()),
                 timeline_id: timeline.clone(),
+                lineage: Some(new.lineage.clone()),
             };
             Ok((vec![op], result))
         })
@@ -1646,54 +1647,65 @@ impl TimelineService for EngineSession {
         req: SetAccessControlRequest,
     ) -> ServiceResult<AccessControlSet> {
         let permissions = req.permissions.map(access::validated).transpose()?;
-        self.write(|world, ctx| {
-            let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
-            if access::right_of(world, ctx.traveller, self.admin, id) < Some(Right::Admin) {
-                return Err(access::denied(id, Right::Admin));
-            }
-            let created = world
-                .timelines
-                .get(id)
-                .is_some_and(|t| t.meta.created_by.as_ref() == Some(ctx.traveller));
-            // Without a list only the creator administers it: removing it takes admin away
-            // from everyone else.
-            let keeps_admin = match &permissions {
-                Some(p) => p.admin.contains(ctx.traveller),
-                None => created,
-            };
-            if !self.admin && !keeps_admin {
-                return Err(ServiceError::Conflict(format!(
-                    "this list would take your admin right on timeline '{id}' away; keep \
+        let answer = self
+            .write(|world, ctx| {
+                let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
+                if access::right_of(world, ctx.traveller, self.admin, id) < Some(Right::Admin) {
+                    return Err(access::denied(id, Right::Admin));
+                }
+                let created = world
+                    .timelines
+                    .get(id)
+                    .is_some_and(|t| t.meta.created_by.as_ref() == Some(ctx.traveller));
+                // Without a list only the creator administers it: removing it takes admin away
+                // from everyone else.
+                let keeps_admin = match &permissions {
+                    Some(p) => p.admin.contains(ctx.traveller),
+                    None => created,
+                };
+                if !self.admin && !keeps_admin {
+                    return Err(ServiceError::Conflict(format!(
+                        "this list would take your admin right on timeline '{id}' away; keep \
                      '{}' in permissions.admin (an operator can set any list)",
-                    ctx.traveller
-                )));
-            }
-            let access_control = permissions.clone().map(|permissions| AccessControl {
-                timeline_id: id.clone(),
-                permissions,
-                set_by: ctx.traveller.clone(),
-                at: ctx.now,
-            });
-            let status = if access_control.is_some() {
-                "set"
-            } else {
-                "removed"
-            };
-            let answer = AccessControlSet {
-                status: status.into(),
-                timeline_id: id.clone(),
-                access_control: access_control.clone(),
-            };
-            if access_control.is_none() && !world.acls.contains_key(id) {
-                return Ok((Vec::new(), answer));
-            }
-            let op = super::Op::SetAccessControl {
-                timeline: id.clone(),
-                access_control,
-            };
-            Ok((vec![op], answer))
-        })
-        .await
+                        ctx.traveller
+                    )));
+                }
+                let access_control = permissions.clone().map(|permissions| AccessControl {
+                    timeline_id: id.clone(),
+                    permissions,
+                    set_by: ctx.traveller.clone(),
+                    at: ctx.now,
+                });
+                let status = if access_control.is_some() {
+                    "set"
+                } else {
+                    "removed"
+                };
+                let answer = AccessControlSet {
+                    status: status.into(),
+                    timeline_id: id.clone(),
+                    access_control: access_control.clone(),
+                };
+                if access_control.is_none() && !world.acls.contains_key(id) {
+                    return Ok((Vec::new(), answer));
+                }
+                let op = super::Op::SetAccessControl {
+                    timeline: id.clone(),
+                    access_control,
+                };
+                Ok((vec![op], answer))
+            })
+            .await;
+        // A list refused as it stands (one that would take the caller's own admin right away)
+        // is a refused attempt to administer the timeline: its log shows it (B4).
+        if let Err(ServiceError::Conflict(_)) = &answer {
+            self.engine.note_refusal(
+                Some(req.timeline_id.clone()),
+                self.traveller.as_str(),
+                "set_access_control",
+            );
+        }
+        answer
     }
 
     async fn access_control(&self, timeline: &TimelineId) -> ServiceResult<AccessControlView> {
@@ -1762,7 +1774,7 @@ impl TimelineService for EngineSession {
                     &engine,
                     world,
                     id,
-                    operator,
+                    operator && req.service_wide,
                     req.time_range.as_ref(),
                     ctx.now,
                     retention,

@@ -121,6 +121,31 @@ fn scope_refusal(granted: &crate::auth::Scopes, needed: Scope) -> String {
 /// What the access log records of a request refused before a session saw it: the timeline
 /// named in its path (`/v1/timeline/{id}…`) or query (`timeline_id`), if any, and the route
 /// (`GET /v1/timeline/{timeline_id}`). The body is never read.
+/// The timeline a request's JSON body names (`timeline_id`), read by the keyed stage, which
+/// holds the body, for a request its token's scope refuses: the refusal is then logged under
+/// that timeline, not service-wide.
+#[derive(Clone, Debug)]
+pub(super) struct NamedTimeline(crate::model::TimelineId);
+
+/// [`NamedTimeline`] of a request with `body`, when `scopes` do not allow its operation.
+/// Costs nothing for requests the scope allows.
+pub(super) fn named_if_refused(
+    parts: &Parts,
+    scopes: &crate::auth::Scopes,
+    body: &[u8],
+) -> Option<NamedTimeline> {
+    let op = parts.extensions.get::<Arc<Operation>>()?;
+    if scopes.allows(op.does.scope.unwrap_or(Scope::Read)) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        timeline_id: Option<String>,
+    }
+    let named: Named = serde_json::from_slice(body).ok()?;
+    named.timeline_id?.parse().ok().map(NamedTimeline)
+}
+
 fn refused_request(parts: &Parts) -> (Option<crate::model::TimelineId>, String) {
     let in_path = parts
         .uri
@@ -137,7 +162,8 @@ fn refused_request(parts: &Parts) -> (Option<crate::model::TimelineId>, String) 
     let timeline = in_path
         .map(str::to_owned)
         .or_else(in_query)
-        .and_then(|t| t.parse().ok());
+        .and_then(|t| t.parse().ok())
+        .or_else(|| parts.extensions.get::<NamedTimeline>().map(|n| n.0.clone()));
     let operation = match parts.extensions.get::<Arc<Operation>>() {
         Some(op) => op.log_name.clone(),
         None => format!("{} {}", parts.method, parts.uri.path()),

@@ -39,11 +39,13 @@ pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: impl O
     }
     let (parts, body) = req.into_parts();
     // A write forwarded by another replica comes with its caller checked there (see `forward`).
-    if parts.extensions.get::<Authenticated>().is_none()
-        && let Err(rejection) = Authenticated::from_parts(&parts, &keyed.verifier)
-    {
-        return Problem::from(rejection).into_response();
-    }
+    let scopes = match parts.extensions.get::<Authenticated>() {
+        Some(forwarded) => forwarded.scopes.clone(),
+        None => match Authenticated::from_parts(&parts, &keyed.verifier) {
+            Ok(caller) => caller.scopes,
+            Err(rejection) => return Problem::from(rejection).into_response(),
+        },
+    };
     let Some(raw) = parts.headers.get(&IDEMPOTENCY_KEY) else {
         return next.run(Request::from_parts(parts, body)).await;
     };
@@ -75,9 +77,14 @@ pub(super) async fn keyed(State(keyed): State<Keyed>, req: Request, next: impl O
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    // A request its token's scope refuses is logged under the timeline its body names.
+    let named = super::extract::named_if_refused(&parts, &scopes, &bytes);
     let mut req = Request::from_parts(parts, Body::from(bytes));
     req.extensions_mut()
         .insert(Idempotency { key, fingerprint });
+    if let Some(named) = named {
+        req.extensions_mut().insert(named);
+    }
     next.run(req).await
 }
 

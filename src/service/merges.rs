@@ -233,6 +233,14 @@ pub struct ResolveResult {
     pub data_entries: Vec<DataId>,
     /// Paradoxes the completion added (only with `safety_check: false`).
     pub paradoxes: Vec<Paradox>,
+    /// Who completed the merge, once this resolution completed it (as the merge keeps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub completed_by: Option<Traveller>,
+    /// When this resolution completed the merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<Instant>,
 }
 
 /// `timelines diff A B`: how each lineage changed since the branch point, from A into B.
@@ -333,6 +341,11 @@ pub struct Isolation {
     pub severed: Vec<SeveredEdge>,
     /// The paradoxes it stopped reporting, when it was made.
     pub contained: Vec<Paradox>,
+    /// The paradoxes still reported that name a member, when it was made: order among an
+    /// isolation's members still counts (guide §4), and a loop's events cannot all follow
+    /// their causes, so isolating a loop contains the loop but not that.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<Paradox>,
     /// Who made it.
     #[schema(value_type = String)]
     pub by: Traveller,

@@ -229,6 +229,11 @@ pub struct AccessLogQuery {
     /// Paging.
     #[serde(flatten)]
     pub page: crate::service::PageRequest,
+    /// Also the entries that named no timeline (service-wide; operators only). Without it a
+    /// timeline's log holds its own entries only, so service-wide ones are not repeated in
+    /// every timeline's log.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub service_wide: bool,
 }
 
 /// What an access-log entry counts.

@@ -439,6 +439,10 @@ pub struct ManipulationResult {
     pub original_event_id: EventId,
     /// The timeline changed.
     pub timeline_id: TimelineId,
+    /// The lineage the new event stands for (its first event's id, e.g. `apollo-11-launch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub lineage: Option<EventId>,
 }
 
 /// One proposed change: exactly one of `event` or `item_id`.

@@ -336,7 +336,15 @@ impl AnchorsList {
             Some(s) if s.reasons.is_empty() => {
                 "a return would be accepted and would add no paradox.".to_owned()
             }
-            Some(s) => format!("{}.", s.reasons.join("; ")),
+            // One sentence of them: "a; b.", never "a.; b" or "b..".
+            Some(s) => format!(
+                "{}.",
+                s.reasons
+                    .iter()
+                    .map(|r| r.trim_end_matches('.'))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         };
         lines.push(Line::from(vec![
             Span::styled(format!("{verdict}: "), style),

@@ -84,7 +84,7 @@ pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<Form
         &[
             ("Name", String::new(), "e.g. Tesla 1889"),
             (
-                "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
+                "Destination time (UTC, e.g. 1889-03-10 23:50; empty: now)",
                 String::new(),
                 "1889-03-10T23:50:00Z",
             ),
@@ -105,7 +105,7 @@ pub fn parallel_timeline(base: &TimelineInfo) -> Form<FormKind> {
             ("Name", String::new(), "e.g. What if Tesla stayed"),
             ("Variation", String::new(), "how it differs from its base"),
             (
-                "Destination time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the present)",
+                "Destination time (UTC, e.g. 1889-03-10 23:50; empty: now)",
                 base.destination_time
                     .as_ref()
                     .map(format_instant)
@@ -224,9 +224,10 @@ pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form
                 "optional",
             ),
             (
-                "Time (UTC: 1889-03-10 23:50, a date or RFC 3339; empty: the destination time)",
+                // Short enough for the border at 80 columns; the other forms in the placeholder.
+                "Time (UTC, e.g. 1889-03-10 23:50; empty: the destination time)",
                 time,
-                "optional",
+                "optional; a date or RFC 3339 too",
             ),
             ("Item id to bring in", String::new(), "optional"),
         ],
@@ -234,8 +235,7 @@ pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form
 }
 
 /// The label of the adjust form's one field (refusals of `new_environment` land under it).
-const NEW_ENVIRONMENT: &str =
-    "New environment (key=value, comma-separated, or a JSON object; empty: none)";
+const NEW_ENVIRONMENT: &str = "New environment (k=v, comma-separated, or JSON; empty: none)";
 
 /// The form for what `anchor` records of its environment, filled with what it records now.
 pub fn adjust_anchor(anchor: &AnchorRecord) -> Form<FormKind> {

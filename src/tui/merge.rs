@@ -48,6 +48,22 @@ pub const STRATEGIES: [(MergeStrategy, &str); 3] = [
     ),
 ];
 
+/// ", completed by ada at 2026-11-22 10:00:00" for a resolution that completed its merge, as
+/// the merge record keeps it (empty when the service did not say).
+pub fn completed_by(result: &ResolveResult) -> String {
+    match (&result.completed_by, &result.completed_at) {
+        (Some(who), Some(at)) => {
+            format!(
+                ", completed by {who} at {}",
+                crate::tui::widgets::fmt_time(at)
+            )
+        }
+        (Some(who), None) => format!(", completed by {who}"),
+        (None, Some(at)) => format!(", completed at {}", crate::tui::widgets::fmt_time(at)),
+        (None, None) => String::new(),
+    }
+}
+
 /// The wizard's steps, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MergeStep {
@@ -368,8 +384,9 @@ impl MergeWizard {
         self.form = None;
         self.note = Some(if result.merge_status == "merged" {
             format!(
-                "✓ {} resolved: the merge is complete, {} event{} written.",
+                "✓ {} resolved: the merge is complete{}; {} event{} written.",
                 result.resolved_event_id,
+                completed_by(result),
                 result.written.len(),
                 if result.written.len() == 1 { "" } else { "s" }
             )

@@ -303,8 +303,20 @@ impl<K> Form<K> {
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, palette: &Palette) {
         // A refusal gets up to three lines under the fields.
         let refusal_lines: u16 = if self.refusal.is_some() { 3 } else { 0 };
-        let height = self.fields.len() as u16 * 3 + 4 + refusal_lines;
-        let rect = centered(area, area.width.saturating_sub(10).min(80), height);
+        let width = area.width.saturating_sub(10).min(80);
+        let note = if self.pending {
+            "sending… (esc closes; the answer still shows below)".to_owned()
+        } else {
+            self.note.clone()
+        };
+        // The note wraps rather than being cut (a hint such as restrict's is long).
+        let note = Paragraph::new(Span::styled(note, palette.dim))
+            .wrap(ratatui::widgets::Wrap { trim: true });
+        let note_lines = u16::try_from(note.line_count(width.saturating_sub(2)))
+            .unwrap_or(1)
+            .max(1);
+        let height = self.fields.len() as u16 * 3 + 3 + note_lines + refusal_lines;
+        let rect = centered(area, width, height);
         let inner = modal(frame, rect, &self.title, palette);
         // Rows: each field (3 lines), the refusal right under the field at fault (or under
         // them all), the note.
@@ -326,7 +338,7 @@ impl<K> Form<K> {
                 constraints.push(Constraint::Length(3));
             }
         }
-        constraints.push(Constraint::Length(1));
+        constraints.push(Constraint::Length(note_lines));
         let rows = Layout::vertical(constraints).split(inner);
         if let (Some(refusal), Some(row)) = (&self.refusal, refusal_row) {
             frame.render_widget(
@@ -353,12 +365,7 @@ impl<K> Form<K> {
             );
         }
         if let Some(last) = rows.last() {
-            let note = if self.pending {
-                "sending… (esc closes; the answer still shows below)".to_owned()
-            } else {
-                self.note.clone()
-            };
-            frame.render_widget(Paragraph::new(Span::styled(note, palette.dim)), *last);
+            frame.render_widget(note, *last);
         }
     }
 }

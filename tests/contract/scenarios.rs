@@ -5104,6 +5104,7 @@ fn log_of(timeline: &TimelineId) -> AccessLogQuery {
         timeline_id: timeline.clone(),
         time_range: None,
         page: PageRequest::default(),
+        service_wide: false,
     }
 }
 

@@ -26,6 +26,9 @@ pub struct AccessLogParams {
     pub limit: Option<u32>,
     /// The cursor of the next page.
     pub cursor: Option<String>,
+    /// Also the entries that named no timeline (operators only; default false: a timeline's
+    /// log holds its own entries).
+    pub service_wide: Option<bool>,
 }
 
 /// One entry as the guide shows it.
@@ -67,7 +70,7 @@ pub enum AccessLogView {
 /// 1 s (refusals): a crash loses at most that replica's last unflushed counts, and this
 /// replica's unflushed counts are shown with `durable: false` (`view=full`). Needs the admin
 /// right on the timeline; service-wide entries (attempts that named no timeline) are shown
-/// to operators only.
+/// to operators only, apart: with `service_wide=true`.
 #[utoipa::path(get, path = "/v1/access-logs", tag = "Guide", operation_id = "accessLogs",
     params(AccessLogParams),
     request_body(content = AccessLogParams, description = "The same fields as a JSON body, instead of the query"),
@@ -85,6 +88,7 @@ pub async fn access_logs(
             limit: q.limit,
             cursor: q.cursor,
         },
+        service_wide: q.service_wide.unwrap_or(false),
     };
     let log = caller.service.access_logs(query).await?;
     let resp = match view() {

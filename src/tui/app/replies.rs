@@ -400,12 +400,34 @@ impl App {
             Reply::Isolated(isolation) => {
                 let members = isolation.members.len();
                 let contained = isolation.contained.len();
-                self.flash_info(format!(
-                    "Isolated {members} event{} ({}); {contained} paradox{} contained.",
+                let mut text = format!(
+                    "Isolated {members} event{} ({}); {contained} paradox{} contained",
                     if members == 1 { "" } else { "s" },
                     isolation.isolation_id,
                     if contained == 1 { "" } else { "es" }
-                ));
+                );
+                // What the timeline's ⚠ still counts, and why isolating did not clear it.
+                if !isolation.left.is_empty() {
+                    let left = isolation.left.len();
+                    let named: Vec<String> = isolation
+                        .left
+                        .iter()
+                        .map(|p| self.paradox_in_short(p))
+                        .collect();
+                    text.push_str(&format!(
+                        "; {left} paradox{} left inside the isolation: {} — {}",
+                        if left == 1 { "" } else { "es" },
+                        named.join("; "),
+                        if members > 1 {
+                            "order among its members still counts, and no move puts a loop in \
+                             order, so it stays while the loop does"
+                        } else {
+                            "an isolation stops only what crosses its edge"
+                        }
+                    ));
+                }
+                text.push('.');
+                self.flash_info(text);
                 self.after_event_change();
             }
             Reply::Aligned(result, description) => {
@@ -430,8 +452,10 @@ impl App {
                 let done = result.merge_status == "merged";
                 self.flash_info(if done {
                     format!(
-                        "Resolved {}: the merge is complete.",
-                        result.resolved_event_id
+                        "Resolved {}: merge {}{}, is complete.",
+                        result.resolved_event_id,
+                        result.merge_id,
+                        crate::tui::merge::completed_by(&result)
                     )
                 } else {
                     format!(
@@ -603,4 +627,28 @@ fn no_access(me: &crate::service::TravellerStatus) -> Option<String> {
             fmt_time(&r.at)
         )
     })
+}
+
+impl App {
+    /// A paradox in few words: an effect before its cause by the events' descriptions (as the
+    /// search shows them, shortened), anything else in the checker's words.
+    fn paradox_in_short(&self, p: &crate::paradox::Paradox) -> String {
+        use crate::paradox::ParadoxKind;
+        let name = |id: &crate::model::EventId| {
+            self.search
+                .results
+                .iter()
+                .find(|e| &e.event_id == id)
+                .map_or_else(
+                    || id.to_string(),
+                    |e| format!("'{}'", crate::tui::widgets::ellipsize(&e.description, 44)),
+                )
+        };
+        match (p.kind, p.events.as_slice()) {
+            (ParadoxKind::CausalOrder | ParadoxKind::Grandfather, [effect, cause]) => {
+                format!("{} before its cause {}", name(effect), name(cause))
+            }
+            _ => p.description.trim_end_matches('.').to_owned(),
+        }
+    }
 }

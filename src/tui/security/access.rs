@@ -341,14 +341,23 @@ impl AccessScreen {
                 }
             }
             KeyCode::Char('l') => {
+                let range = (
+                    "Range (start/end, start/P1D or a date; empty: the last 24 h)",
+                    String::new(),
+                    "2026-11-22T00:00:00Z/P1D",
+                );
+                // Entries that named no timeline are not this timeline's: an operator asks
+                // for them, and they are shown apart.
+                let service = ("Service-wide entries too (y/n)", "n".to_owned(), "");
+                let fields = if self.operator {
+                    vec![range, service]
+                } else {
+                    vec![range]
+                };
                 let mut form = Form::new(
                     format!("Access log of {}", self.name),
                     AccessForm::LogRange,
-                    &[(
-                        "Range (wall clock, start/end or start/duration; empty: the last 24 h)",
-                        String::new(),
-                        "2026-11-22T00:00:00Z/P1D",
-                    )],
+                    &fields,
                 );
                 form.note = "enter read · esc cancel".into();
                 self.form = Some(Box::new(form));
@@ -447,10 +456,13 @@ impl AccessScreen {
             return Outcome::keep();
         };
         let text = form.value(0);
+        let service_wide =
+            self.operator && matches!(form.value(1).to_lowercase().as_str(), "y" | "yes");
         let range = if text.is_empty() {
             None
         } else {
-            match TimeRange::parse("range", &text) {
+            // Typed as everywhere else: one date is that whole day.
+            match TimeRange::parse_typed("range", &text) {
                 Ok(range) => Some(range),
                 Err(e) => {
                     form.refuse(e.to_string(), Some("range"));
@@ -468,6 +480,7 @@ impl AccessScreen {
             timeline_id: self.timeline.clone(),
             time_range: range,
             page: PageRequest::first(PageRequest::MAX_LIMIT),
+            service_wide,
         })))
     }
 
@@ -751,7 +764,8 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
                 let room = height.saturating_sub(2).max(1);
                 let own_room = room.saturating_sub(service_room.min(room / 2)).max(1);
                 let skip = own.len().saturating_sub(own_room);
-                lines.extend(own[skip..].iter().map(|e| entry_line(e, width, p)));
+                let short = short_entries(log.logs.iter(), width);
+                lines.extend(own[skip..].iter().map(|e| entry_line(e, short, width, p)));
                 if !service.is_empty() {
                     let left = room.saturating_sub(lines.len() + 1).max(1);
                     lines.push(Line::from(Span::styled(
@@ -759,7 +773,11 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
                         p.dim,
                     )));
                     let skip = service.len().saturating_sub(left);
-                    lines.extend(service[skip..].iter().map(|e| entry_line(e, width, p)));
+                    lines.extend(
+                        service[skip..]
+                            .iter()
+                            .map(|e| entry_line(e, short, width, p)),
+                    );
                 }
             }
         }
@@ -770,26 +788,11 @@ fn log_lines(view: &LogView, height: usize, width: usize, p: &Palette) -> Vec<Li
 }
 
 /// One access-log entry: when, who, what, how often, which operation; a refusal marked ✗.
-fn entry_line(e: &AccessLogEntry, width: usize, p: &Palette) -> Line<'static> {
+/// `short` (a narrow screen) gives the same columns shorter, so the operation and whether it
+/// is flushed still read whole.
+fn entry_line(e: &AccessLogEntry, short: bool, width: usize, p: &Palette) -> Line<'static> {
     let refused = e.outcome == "refused" || e.action == AccessAction::UnauthorizedAccessAttempt;
-    let action = match e.action {
-        AccessAction::Read => "read",
-        AccessAction::Write => "write",
-        AccessAction::Travel => "travel",
-        AccessAction::Admin => "admin",
-        AccessAction::UnauthorizedAccessAttempt => "refused",
-    };
-    let mut rest = format!(
-        "{} {:<12} {:<7} ×{:<4} {}",
-        fmt_time(&e.timestamp),
-        ellipsize(&e.user_id, 12),
-        action,
-        e.count,
-        e.operation
-    );
-    if !e.durable {
-        rest.push_str(" (not yet flushed)");
-    }
+    let rest = entry_text(e, short);
     let (mark, style) = if refused {
         ("✗ ", p.error)
     } else {
@@ -799,6 +802,46 @@ fn entry_line(e: &AccessLogEntry, width: usize, p: &Palette) -> Line<'static> {
         Span::styled(mark, style),
         Span::styled(ellipsize(&rest, width.saturating_sub(2)), style),
     ])
+}
+
+/// An entry's columns, whole or short (minutes, which the log counts by, and a shorter name).
+fn entry_text(e: &AccessLogEntry, short: bool) -> String {
+    let action = match e.action {
+        AccessAction::Read => "read",
+        AccessAction::Write => "write",
+        AccessAction::Travel => "travel",
+        AccessAction::Admin => "admin",
+        AccessAction::UnauthorizedAccessAttempt => "refused",
+    };
+    if short {
+        format!(
+            "{} {:<10} {:<7} ×{:<3} {}{}",
+            e.timestamp.format("%m-%d %H:%M"),
+            ellipsize(&e.user_id, 10),
+            action,
+            e.count,
+            e.operation,
+            if e.durable { "" } else { " (unflushed)" }
+        )
+    } else {
+        format!(
+            "{} {:<12} {:<7} ×{:<4} {}{}",
+            fmt_time(&e.timestamp),
+            ellipsize(&e.user_id, 12),
+            action,
+            e.count,
+            e.operation,
+            if e.durable { "" } else { " (not yet flushed)" }
+        )
+    }
+}
+
+/// Whether any of `entries` is too wide for `width` whole: then all are shown short, so the
+/// columns line up.
+fn short_entries<'a>(entries: impl IntoIterator<Item = &'a AccessLogEntry>, width: usize) -> bool {
+    entries
+        .into_iter()
+        .any(|e| entry_text(e, false).chars().count() > width.saturating_sub(2))
 }
 
 #[cfg(test)]
