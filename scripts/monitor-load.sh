@@ -10,9 +10,14 @@
 # blocking pool keeps it near the quiet figure (the scans still take CPU).
 #
 # usage: scripts/monitor-load.sh [--events N] [--duration SECS] [--connections N]
-#                                [--monitors N] [--compare BIN] [--streams N] [--event-streams N]
+#                                [--monitors N] [--compare BIN] [--heavy] [--streams N]
+#                                [--event-streams N]
 #   --compare BIN   also measure another build of chronoscope (e.g. an older release binary) on
 #                   the same log, after this one, and print both.
+#   --heavy         each of the --monitors loops cycles through four heavy reads instead of the
+#                   monitor alone: a monitor scan of a time range (never kept: scans every call),
+#                   a page of past versions (events?versions=all), validate-integrity (the whole
+#                   log checked and folded) and a monitor-events page (issue 38's p99 figure).
 #   --streams N     instead: open N monitor streams of primary (examples/monitor_streams.rs) and
 #                   print, per phase (idle; 3 item registrations; 3 events added to another
 #                   timeline; 3 to primary), the server's CPU seconds, the scans /metrics counted
@@ -33,6 +38,7 @@ monitors="${LOAD_MONITORS:-2}"
 compare=""
 streams=""
 event_streams=""
+heavy=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --events) events="$2"; shift 2 ;;
@@ -42,7 +48,8 @@ while [ $# -gt 0 ]; do
     --compare) compare="$2"; shift 2 ;;
     --streams) streams="$2"; shift 2 ;;
     --event-streams) event_streams="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --heavy) heavy=1; shift ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "monitor-load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -117,12 +124,28 @@ run_build() {
 
   echo "==> $label: GET /v1/timelines beside $monitors back-to-back monitor scans"
   local loops=()
+  local base="http://127.0.0.1:$port" auth=(-H "Authorization: Bearer $token")
+  local range="time_range=1900-01-01T00:00:00Z/2100-01-01T00:00:00Z"
   for i in $(seq 1 "$monitors"); do
     : >"$work/scans-$label-$i"
-    ( while :; do
-        curl -fsS -o /dev/null --max-time 60 -H "Authorization: Bearer $token" "$monitor_url" \
-          && echo . >>"$work/scans-$label-$i"
-      done ) &
+    if [ -n "$heavy" ]; then
+      ( while :; do
+          curl -fsS -o /dev/null --max-time 60 "${auth[@]}" \
+            "$base/v1/monitor-timeline?timeline_id=primary&$range" \
+            && curl -fsS -o /dev/null --max-time 60 "${auth[@]}" \
+              "$base/v1/timeline/primary/events?versions=all&limit=100" \
+            && curl -fsS -o /dev/null --max-time 60 "${auth[@]}" -H 'Content-Type: application/json' \
+              -d '{"timeline_id":"primary"}' "$base/v1/validate-integrity" \
+            && curl -fsS -o /dev/null --max-time 60 "${auth[@]}" \
+              "$base/v1/monitor-events?timeline_id=primary&limit=100" \
+            && echo . >>"$work/scans-$label-$i"
+        done ) &
+    else
+      ( while :; do
+          curl -fsS -o /dev/null --max-time 60 "${auth[@]}" "$monitor_url" \
+            && echo . >>"$work/scans-$label-$i"
+        done ) &
+    fi
     loops+=($!)
   done
   sleep 1
@@ -138,8 +161,10 @@ run_build() {
     # shellcheck disable=SC2086
     printf '    %-30s %10s %10s %10s %10s\n' "alone" $quiet
     # shellcheck disable=SC2086
-    printf '    %-30s %10s %10s %10s %10s\n' "beside $monitors monitor loops" $busy
-    printf '    (%s monitor scans completed during the %s s run and the 1 s before it)\n' "$scans" "$duration"
+    local what="monitor loops" unit="monitor scans"
+    if [ -n "$heavy" ]; then what="heavy-read loops"; unit="rounds of the four heavy reads"; fi
+    printf '    %-30s %10s %10s %10s %10s\n' "beside $monitors $what" $busy
+    printf '    (%s %s completed during the %s s run and the 1 s before it)\n' "$scans" "$unit" "$duration"
   } >>"$work/summary"
 }
 

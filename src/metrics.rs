@@ -140,7 +140,7 @@ fn register() {
     ] {
         metrics::counter!(name).increment(0);
     }
-    for name in [LOG_POSITION, REPLICA_LAG, WRITER_LEASE_HELD] {
+    for name in [LOG_POSITION, REPLICA_LAG, WRITER_LEASE_HELD, HEAVY_WAITING] {
         metrics::gauge!(name).increment(0.0);
     }
     for name in [COMMIT_BATCH_OPS, COMMIT_APPEND_SECONDS] {

@@ -1827,7 +1827,8 @@ async fn forwarding_scenario(database: &str) {
         "B forwards the three writes and answers the paradox check itself"
     );
     // A client with a bad token knocks on B ten times a second: each refusal is counted in
-    // the access log, within a second, without moving the lease (B hands its counts to A).
+    // the access log (service-wide: it names no timeline), within a second, without moving the
+    // lease (B hands its counts to A).
     let knocks = 30;
     for _ in 0..knocks {
         let refused = api
@@ -1846,7 +1847,7 @@ async fn forwarding_scenario(database: &str) {
         let log = operator
             .get(
                 &a.base,
-                &format!("/v1/access-logs?timeline_id={timeline}&view=full"),
+                &format!("/v1/access-logs?timeline_id={timeline}&view=full&service_wide=true"),
             )
             .await
             .unwrap();
