@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 mod support;
-use support::{arg, cpu_seconds};
+use support::{arg, cpu_seconds, open_stream};
 
 /// The most the streams may add (issue 38): resident memory at peak, CPU seconds.
 const BUDGET_MIB: f64 = 200.0;
@@ -57,19 +57,36 @@ struct Phase {
     peak_mib: f64,
 }
 
-/// Adds an event to `primary` every `every` for `seconds`, sampling the server meanwhile;
-/// answers the phase's figures and how many events were written.
-async fn phase(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    pid: &str,
+/// The server and how to load it.
+struct Load {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    pid: String,
     seconds: u64,
     every: u64,
-    cpu_from: f64,
-) -> Result<(Phase, u64), Box<dyn std::error::Error>> {
-    let before_mib = rss_mib(pid)?;
-    let peak = Arc::new(std::sync::Mutex::new(before_mib));
+}
+
+/// The server's CPU seconds and resident memory now: where a phase counts from.
+fn mark(pid: &str) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    Ok((cpu_seconds(pid)?, rss_mib(pid)?))
+}
+
+/// Adds an event to `primary` every `load.every` for `load.seconds`, sampling the server
+/// meanwhile; answers the phase's figures counted from `from` (see [`mark`]) and how many
+/// events were written.
+async fn phase(load: &Load, from: (f64, f64)) -> Result<(Phase, u64), Box<dyn std::error::Error>> {
+    let Load {
+        http,
+        base,
+        token,
+        pid,
+        seconds,
+        every,
+    } = load;
+    let (seconds, every) = (*seconds, *every);
+    let (cpu_from, before_mib) = from;
+    let peak = Arc::new(std::sync::Mutex::new(before_mib.max(rss_mib(pid)?)));
     let sampler = {
         let (peak, pid) = (Arc::clone(&peak), pid.to_owned());
         tokio::spawn(async move {
@@ -125,21 +142,12 @@ async fn open_streams(
     told: &Arc<Told>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..streams {
-        let resp = http
-            .get(format!(
-                "{base}/v1/monitor-events/stream?timeline_id=primary"
-            ))
-            .bearer_auth(token)
-            .send()
-            .await?;
-        if !resp.status().is_success() {
-            return Err(format!(
-                "a stream was refused: {} {}",
-                resp.status(),
-                resp.text().await.unwrap_or_default()
-            )
-            .into());
-        }
+        let resp = open_stream(
+            http,
+            &format!("{base}/v1/monitor-events/stream?timeline_id=primary"),
+            token,
+        )
+        .await?;
         let told = Arc::clone(told);
         tokio::spawn(async move {
             let mut body = resp.bytes_stream();
@@ -182,29 +190,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .pool_max_idle_per_host(streams + 8)
         .build()?;
 
-    let (alone, _) = phase(
-        &http,
-        &base,
-        &token,
-        &pid,
+    let load = Load {
+        http: http.clone(),
+        base: base.clone(),
+        token: token.clone(),
+        pid: pid.clone(),
         seconds,
         every,
-        cpu_seconds(&pid)?,
-    )
-    .await?;
+    };
+    let (alone, _) = phase(&load, mark(&pid)?).await?;
 
+    // The second phase counts from before the streams open: opening them is part of their cost.
     let told = Arc::new(Told::default());
-    let cpu_from = cpu_seconds(&pid)?;
+    let from = mark(&pid)?;
     let opening = Instant::now();
     open_streams(&http, &base, &token, streams, &told).await?;
     let opened_in = opening.elapsed();
-    let (beside, written) = phase(&http, &base, &token, &pid, seconds, every, cpu_from).await?;
+    let (beside, written) = phase(&load, from).await?;
     let snapshots = told.snapshots.load(Ordering::Relaxed);
     let changed = told.changed.load(Ordering::Relaxed);
 
     println!(
         "{:<34} {:>12} {:>16} {:>14}",
-        "phase", "server CPU s", "peak RSS MiB", "RSS before MiB"
+        "phase", "server CPU s", "peak RSS MiB", "RSS at start MiB"
     );
     for (name, p) in [
         (format!("writes alone ({seconds} s)"), &alone),

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 mod support;
-use support::{arg, cpu_seconds};
+use support::{arg, cpu_seconds, open_stream};
 
 /// The scans counter, when the server exposes it.
 async fn scans(http: &reqwest::Client, metrics: Option<&str>) -> Option<f64> {
@@ -51,21 +51,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let cpu_before_open = cpu_seconds(&pid)?;
     for _ in 0..streams {
-        let resp = http
-            .get(format!(
-                "{base}/v1/monitor-timeline/stream?timeline_id=primary"
-            ))
-            .bearer_auth(&token)
-            .send()
-            .await?;
-        if !resp.status().is_success() {
-            return Err(format!(
-                "a stream was refused: {} {}",
-                resp.status(),
-                resp.text().await.unwrap_or_default()
-            )
-            .into());
-        }
+        let resp = open_stream(
+            &http,
+            &format!("{base}/v1/monitor-timeline/stream?timeline_id=primary"),
+            &token,
+        )
+        .await?;
         let (opened, events) = (Arc::clone(&opened), Arc::clone(&events));
         tokio::spawn(async move {
             let mut body = resp.bytes_stream();

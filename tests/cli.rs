@@ -645,6 +645,15 @@ async fn monitor_follow_prints_the_anomalies_then_each_change_as_it_comes() {
     assert!(err.to_string().contains("--range"), "{err}");
 }
 
+/// What the binary prints with `--json` for `args` on `dir`, which must succeed.
+fn binary_json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(args);
+    let out = with_backtraces(dir, &with_json);
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+}
+
 /// The binary on a fresh data directory, with `RUST_BACKTRACE=1` as many developers set it.
 fn with_backtraces(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"))
@@ -1435,13 +1444,7 @@ fn an_unstable_timeline_has_its_own_exit_status() {
 #[test]
 fn travel_carries_everything_you_carry_unless_told_to_travel_light() {
     let dir = tempfile::tempdir().unwrap();
-    let json = |args: &[&str]| {
-        let mut with_json = vec!["--json"];
-        with_json.extend_from_slice(args);
-        let out = with_backtraces(dir.path(), &with_json);
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
-    };
+    let json = |args: &[&str]| binary_json(dir.path(), args);
     let compass = json(&["items", "register", "compass"]);
     let compass = compass["id"].as_str().unwrap().to_owned();
     let there = json(&["timelines", "create", "There"]);
@@ -1561,14 +1564,7 @@ fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
 #[test]
 fn merge_defaults_to_manual_review_and_the_access_log_takes_a_day_or_the_last_hour() {
     let dir = tempfile::tempdir().unwrap();
-    let json = |args: &[&str]| {
-        let mut with_json = vec!["--json"];
-        with_json.extend_from_slice(args);
-        let out = with_backtraces(dir.path(), &with_json);
-        assert!(out.status.success(), "{args:?}: {out:?}");
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
-    };
+    let json = |args: &[&str]| binary_json(dir.path(), args);
     let launch = json(&[
         "events",
         "add",
@@ -1746,14 +1742,7 @@ async fn refusals_are_logged_under_the_timeline_they_named_and_service_wide_ones
 #[test]
 fn every_journey_carries_what_you_carry_unless_items_are_named() {
     let dir = tempfile::tempdir().unwrap();
-    let json = |args: &[&str]| {
-        let mut with_json = vec!["--json"];
-        with_json.extend_from_slice(args);
-        let out = with_backtraces(dir.path(), &with_json);
-        assert!(out.status.success(), "{args:?}: {out:?}");
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
-    };
+    let json = |args: &[&str]| binary_json(dir.path(), args);
     let id = |v: serde_json::Value, field: &str| v[field].as_str().unwrap().to_owned();
     let compass = id(json(&["items", "register", "compass"]), "id");
     id(json(&["items", "register", "map"]), "id");

@@ -17,3 +17,21 @@ pub fn cpu_seconds(pid: &str) -> Result<f64, Box<dyn std::error::Error>> {
     let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
     Ok(ticks / 100.0)
 }
+
+/// Opens the event stream at `url` as `token`: its response, once the server accepted it.
+pub async fn open_stream(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+) -> Result<reqwest::Response, Box<dyn std::error::Error>> {
+    let resp = http.get(url).bearer_auth(token).send().await?;
+    if !resp.status().is_success() {
+        return Err(format!(
+            "a stream was refused: {} {}",
+            resp.status(),
+            resp.text().await.unwrap_or_default()
+        )
+        .into());
+    }
+    Ok(resp)
+}
