@@ -265,11 +265,22 @@ impl EngineSession {
         scope: CacheScope,
         look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
     ) -> ServiceResult<T> {
+        Ok(self.read_world_in(scope, look).await?.1)
+    }
+
+    /// A read like `read_in`, answering the world it looked at (as this session may see it)
+    /// too.
+    async fn read_world_in<T>(
+        &self,
+        scope: CacheScope,
+        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
+    ) -> ServiceResult<(Arc<super::World>, T)> {
         let world = self
             .engine
             .snapshot_within(self.allowed_staleness(scope))
             .await?;
         self.refuse_if_barred(&world, false)?;
+        let world = self.visible(world);
         let mint = || self.engine.mint();
         let ctx = Ctx {
             traveller: &self.traveller,
@@ -277,8 +288,8 @@ impl EngineSession {
             mint: &mint,
             operator: self.admin,
         };
-        let view = access::view(&world, &self.traveller, self.admin);
-        look(view.as_ref().unwrap_or(&world), &ctx)
+        let answer = look(&world, &ctx)?;
+        Ok((world, answer))
     }
 
     /// Refuses a traveller an operator barred from this: everything at `no_access`, and
@@ -339,28 +350,6 @@ impl EngineSession {
 }
 
 impl EngineSession {
-    /// A read like `read`, answering the world it looked at (as this session may see it) too.
-    async fn read_world<T>(
-        &self,
-        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
-    ) -> ServiceResult<(Arc<super::World>, T)> {
-        let world = self
-            .engine
-            .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
-            .await?;
-        self.refuse_if_barred(&world, false)?;
-        let world = self.visible(world);
-        let mint = || self.engine.mint();
-        let ctx = Ctx {
-            traveller: &self.traveller,
-            now: self.engine.now(),
-            mint: &mint,
-            operator: self.admin,
-        };
-        let answer = look(&world, &ctx)?;
-        Ok((world, answer))
-    }
-
     /// The response forms of the timelines `ids` at `world` (a page: the work follows its
     /// size, not the number of timelines), counting their anomalies as the monitor does.
     fn infos(
@@ -563,7 +552,7 @@ impl TimelineService for EngineSession {
     async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>> {
         // The page first (keys only); the response forms of its timelines alone.
         let (world, listed) = self
-            .read_world(|world, ctx| {
+            .read_world_in(CacheScope::Timeline, |world, ctx| {
                 let keyed = world
                     .timelines
                     .values()
@@ -605,7 +594,9 @@ impl TimelineService for EngineSession {
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
         let answer = async {
             let (world, id) = self
-                .read_world(|world, _| Ok(rules::addressed(world, id)?.meta.id.clone()))
+                .read_world_in(CacheScope::Timeline, |world, _| {
+                    Ok(rules::addressed(world, id)?.meta.id.clone())
+                })
                 .await?;
             let mut infos = self.infos(&world, std::slice::from_ref(&id))?;
             infos
