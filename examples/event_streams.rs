@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 mod support;
-use support::{arg, cpu_seconds, open_stream};
+use support::{arg, cpu_seconds, open_stream, stream_client};
 
 /// The most the streams may add (issue 38): resident memory at peak, CPU seconds.
 const BUDGET_MIB: f64 = 200.0;
@@ -184,11 +184,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let streams: usize = arg("--streams").map_or(Ok(20), |v| v.parse())?;
     let seconds: u64 = arg("--seconds").map_or(Ok(25), |v| v.parse())?;
     let every: u64 = arg("--every").map_or(Ok(2), |v| v.parse())?;
-    // reqwest is built without a default TLS provider (the crate installs one).
-    chronoscope::tls::install_default_provider();
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(streams + 8)
-        .build()?;
+    let http = stream_client(streams)?;
 
     let load = Load {
         http: http.clone(),

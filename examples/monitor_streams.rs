@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 mod support;
-use support::{arg, cpu_seconds, open_stream};
+use support::{arg, cpu_seconds, open_stream, stream_client};
 
 /// The scans counter, when the server exposes it.
 async fn scans(http: &reqwest::Client, metrics: Option<&str>) -> Option<f64> {
@@ -40,11 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let streams: usize = arg("--streams").map_or(Ok(1000), |v| v.parse())?;
     let idle: u64 = arg("--idle").map_or(Ok(12), |v| v.parse())?;
     let settle: u64 = arg("--settle").map_or(Ok(3), |v| v.parse())?;
-    // reqwest is built without a default TLS provider (the crate installs one).
-    chronoscope::tls::install_default_provider();
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(streams + 8)
-        .build()?;
+    let http = stream_client(streams)?;
 
     let opened = Arc::new(AtomicU64::new(0));
     let events = Arc::new(AtomicU64::new(0));

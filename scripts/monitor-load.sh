@@ -168,25 +168,34 @@ run_build() {
   } >>"$work/summary"
 }
 
-# Opens $streams streams on one build ($1 label, $2 binary) and measures the phases.
-run_streams() {
-  local label="$1" exe="$2" port mport data log extra=() token
-  port="$(free_port)"; mport="$(free_port)"
+# Serves big.db with one build for N streams ($1 label, $2 binary, $3 N; further arguments go to
+# `serve`): sets $port and $token (read and write) for it, and adds its pid to $pids.
+serve_for_streams() {
+  local label="$1" exe="$2" n="$3" data log extra=()
+  shift 3
+  port="$(free_port)"
   data="$work/data-$label"
   log="$work/serve-$label.log"
   mkdir -p "$data"
   # Builds from before the caps have no --max-streams-per-traveller (and no cap).
   if "$exe" serve --help 2>/dev/null | grep -q -- '--max-streams-per-traveller'; then
-    extra=(--max-streams-per-traveller "$streams" --max-streams "$streams")
+    extra=(--max-streams-per-traveller "$n" --max-streams "$n")
   fi
-  echo "==> $label: serve ($exe), $streams streams"
+  echo "==> $label: serve ($exe), $n streams"
   "$exe" --data-dir "$data" --database "sqlite://$work/big.db" serve \
-    --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$mport" --rate-limit 0 \
-    --address-rate-limit 0 "${extra[@]}" >"$log" 2>&1 &
+    --listen "127.0.0.1:$port" --rate-limit 0 --address-rate-limit 0 "${extra[@]}" "$@" \
+    >"$log" 2>&1 &
   pids+=($!)
   wait_ready "http://127.0.0.1:$port/readyz" "${pids[-1]}" "$log" 300
   token="$("$exe" --data-dir "$data" --database "sqlite://$work/big.db" token \
     --subject load --scope read,write --ttl 1h)"
+}
+
+# Opens $streams monitor streams on one build ($1 label, $2 binary) and measures the phases.
+run_streams() {
+  local label="$1" exe="$2" port mport token
+  mport="$(free_port)"
+  serve_for_streams "$label" "$exe" "$streams" --metrics-listen "127.0.0.1:$mport"
   {
     echo "  $label ($exe):"
     "$target/examples/monitor_streams" --base "http://127.0.0.1:$port" --token "$token" \
@@ -196,24 +205,10 @@ run_streams() {
   stop_all
 }
 
-# Measures $event_streams events streams on one build ($1 label, $2 binary).
+# Measures $event_streams events streams on one build ($1 label, $2 binary); fails past budget.
 run_event_streams() {
-  local label="$1" exe="$2" port data log extra=() token
-  port="$(free_port)"
-  data="$work/data-$label"
-  log="$work/serve-$label.log"
-  mkdir -p "$data"
-  if "$exe" serve --help 2>/dev/null | grep -q -- '--max-streams-per-traveller'; then
-    extra=(--max-streams-per-traveller "$event_streams" --max-streams "$event_streams")
-  fi
-  echo "==> $label: serve ($exe), $event_streams events streams"
-  "$exe" --data-dir "$data" --database "sqlite://$work/big.db" serve \
-    --listen "127.0.0.1:$port" --rate-limit 0 --address-rate-limit 0 "${extra[@]}" >"$log" 2>&1 &
-  pids+=($!)
-  wait_ready "http://127.0.0.1:$port/readyz" "${pids[-1]}" "$log" 300
-  token="$("$exe" --data-dir "$data" --database "sqlite://$work/big.db" token \
-    --subject load --scope read,write --ttl 1h)"
-  local rc=0
+  local label="$1" exe="$2" port token rc=0
+  serve_for_streams "$label" "$exe" "$event_streams"
   {
     echo "  $label ($exe):"
     "$target/examples/event_streams" --base "http://127.0.0.1:$port" --token "$token" \

@@ -35,3 +35,12 @@ pub async fn open_stream(
     }
     Ok(resp)
 }
+
+/// An HTTP client that keeps a connection for each of `streams` streams and a few requests.
+pub fn stream_client(streams: usize) -> Result<reqwest::Client, Box<dyn std::error::Error>> {
+    // reqwest is built without a default TLS provider (the crate installs one).
+    chronoscope::tls::install_default_provider();
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(streams + 8)
+        .build()?)
+}

@@ -146,3 +146,55 @@ pub async fn hold_every_thread() -> HeldThreads {
 pub struct HeldThreads {
     _releases: Vec<mpsc::Sender<()>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    /// A caller that gives up while its job waits (a timeout, a closed connection): the job is
+    /// dropped when its turn comes, not run.
+    #[tokio::test]
+    async fn a_job_whose_caller_gave_up_is_dropped_unrun() {
+        let held = hold_every_thread().await;
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let waited = tokio::time::timeout(
+            Duration::from_millis(50),
+            run("a test job", move || {
+                flag.store(true, Ordering::SeqCst);
+                Ok(())
+            }),
+        )
+        .await;
+        assert!(waited.is_err(), "the job waits while every thread is held");
+        drop(held);
+        // Every thread free again: a job sent now runs after the dropped one's turn.
+        for _ in 0..threads() {
+            run("a later job", || Ok(())).await.expect("it runs");
+        }
+        assert!(!ran.load(Ordering::SeqCst), "the given-up job ran");
+    }
+
+    /// Heavy work runs on the named threads, at a lower priority than the caller's.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn heavy_work_runs_on_its_threads_at_a_lower_priority() {
+        // SAFETY: getpriority only reads; `0` names the calling thread.
+        let here = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let (name, there) = run("a test job", || {
+            let name = std::thread::current().name().map(str::to_owned);
+            // SAFETY: as above, on the heavy thread.
+            Ok((name, unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }))
+        })
+        .await
+        .expect("it runs");
+        assert_eq!(name.as_deref(), Some(THREAD_NAME));
+        assert_eq!(
+            there,
+            (here + NICENESS).min(19),
+            "niceness {here} → {there}"
+        );
+    }
+}
