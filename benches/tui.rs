@@ -45,6 +45,8 @@ fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
             closes_at: Some(now + Duration::hours(1)),
             event_count: 0,
             paradoxes: i % 7,
+            paradoxes_recounting: false,
+            paradoxes_counted_at: None,
             created_by: None,
             pending_merges: 0,
             isolations: Vec::new(),

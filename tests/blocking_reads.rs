@@ -1,5 +1,5 @@
 //! Reads whose work grows with a timeline's size (a monitor scan, a look-up of an event by its
-//! description, a page of past versions, a check of the log) run on the heavy threads
+//! description, a check of the log) run on the heavy threads
 //! (`chronoscope::engine::heavy`), so a scan of a huge timeline never holds up the cheap
 //! requests queued on the same runtime worker; catching up with another process runs on
 //! tokio's blocking pool.
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock};
-use chronoscope::model::{Event, EventId, EventStatus, TimelineId};
+use chronoscope::model::{Event, EventId, EventStatus, TimeRange, TimelineId};
 use chronoscope::service::*;
 use chronoscope::store::MemoryStore;
 
@@ -165,18 +165,7 @@ fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
         .await;
         assert_eq!(check.status, "missing");
 
-        // A page of past versions reads every version; checking the log reads every record.
-        let ada = engine.session("ada".parse().expect("name"));
-        let versions = a_cheap_read_goes_first(&engine, async move {
-            ada.event_versions(SearchQuery {
-                timeline_id: Some(TimelineId::primary()),
-                page: PageRequest::first(10),
-                ..SearchQuery::default()
-            })
-            .await
-        })
-        .await;
-        assert_eq!(versions.items.len(), 10);
+        // Checking the log reads every record.
         let ada = engine.session("ada".parse().expect("name"));
         let validated = a_cheap_read_goes_first(&engine, async move {
             ada.validate_integrity(IntegrityQuery {
@@ -228,5 +217,175 @@ fn catching_up_with_another_process_is_done_on_the_blocking_pool() {
             before + RECORDS as u64,
             "every record appended elsewhere is folded in"
         );
+    });
+}
+
+/// The timelines list counts a timeline's anomalies without waiting for a scan: a large
+/// timeline that changed is listed at once with its last count and that count's age while it is
+/// recounted on the heavy threads, and a branch of it is created without a scan on the writer.
+/// Scanned inline, the list would answer the new count at once (a worker held meanwhile).
+#[test]
+fn the_timelines_list_never_waits_for_a_scan_of_a_large_timeline() {
+    runtime().block_on(async {
+        let engine = engine_with_a_huge_timeline().await;
+        let ada = engine.session("ada".parse().expect("name"));
+
+        // Never counted: the list says so rather than scanning.
+        let held = chronoscope::engine::heavy::hold_every_thread().await;
+        let first = primary_as_listed(&ada).await;
+        assert!(first.paradoxes_recounting, "{first:?}");
+        assert_eq!((first.paradoxes, first.paradoxes_counted_at), (0, None));
+        drop(held);
+        let counted = recounted(&ada).await;
+        let monitor = ada
+            .monitor_timeline(MonitorQuery {
+                timeline_id: TimelineId::primary(),
+                time_range: None,
+            })
+            .await
+            .expect("monitor");
+        assert!(counted.paradoxes >= 1, "the loop is counted: {counted:?}");
+        assert_eq!(counted.paradoxes, monitor.anomalies.len(), "one number");
+        assert_eq!(counted.paradoxes_counted_at, None, "current");
+
+        // A change: the last count, with when it held, until the recount ends.
+        let held = chronoscope::engine::heavy::hold_every_thread().await;
+        ada.add_event(
+            &TimelineId::primary(),
+            NewEvent {
+                description: "A quiet evening".into(),
+                time: "1999-01-01T00:00:00Z".parse().expect("time"),
+                location: "Geneva".into(),
+                causes: vec![],
+                fixed_point: false,
+                safety_check: false,
+            },
+        )
+        .await
+        .expect("event added");
+        let stale = primary_as_listed(&ada).await;
+        assert!(stale.paradoxes_recounting, "{stale:?}");
+        assert_eq!(stale.paradoxes, counted.paradoxes, "the last count");
+        assert!(stale.paradoxes_counted_at.is_some(), "and its age");
+        // A branch of it is answered without a scan on the writer.
+        let branch = ada
+            .create_timeline(NewTimeline {
+                name: Some("Branch".into()),
+                base_timeline_id: Some(TimelineId::primary()),
+                ..NewTimeline::default()
+            })
+            .await
+            .expect("branch created");
+        assert!(branch.paradoxes_recounting, "{branch:?}");
+        assert_eq!(branch.event_count, EVENTS + 1);
+        drop(held);
+        let again = recounted(&ada).await;
+        assert_eq!(
+            again.paradoxes, counted.paradoxes,
+            "the event added no paradox"
+        );
+    });
+}
+
+/// `primary` as the timelines list shows it (at once: a list never waits for a heavy thread).
+async fn primary_as_listed(who: &dyn TimelineService) -> TimelineInfo {
+    let listed = who.list_timelines(PageRequest::default());
+    tokio::time::timeout(std::time::Duration::from_secs(10), listed)
+        .await
+        .expect("the list answers without a heavy thread")
+        .expect("timelines listed")
+        .items
+        .into_iter()
+        .find(|t| t.id.is_primary())
+        .expect("primary is listed")
+}
+
+/// `primary` as listed once its recount has ended (the heavy threads are free).
+async fn recounted(who: &dyn TimelineService) -> TimelineInfo {
+    for _ in 0..400 {
+        let listed = primary_as_listed(who).await;
+        if !listed.paradoxes_recounting {
+            return listed;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the recount did not end within 10 s");
+}
+
+/// A page of every version (past ones too) reads what it returns from indexes, so it is
+/// answered at once even while every heavy thread is taken, in time order, and paged to the
+/// end without a version missed or told twice.
+#[test]
+fn a_page_of_every_version_is_a_cheap_read() {
+    runtime().block_on(async {
+        let engine = engine_with_a_huge_timeline().await;
+        let ada = engine.session("ada".parse().expect("name"));
+        // Three manipulations of early events: each leaves a past version behind.
+        let first_ten = ada
+            .search_events(SearchQuery {
+                timeline_id: Some(TimelineId::primary()),
+                page: PageRequest::first(10),
+                ..SearchQuery::default()
+            })
+            .await
+            .expect("searched");
+        for event in first_ten.items.iter().skip(2).take(3) {
+            ada.manipulate_event(ManipulateRequest {
+                timeline_id: Some(TimelineId::primary()),
+                event_id: event.event_id.clone(),
+                new_outcome: NewOutcome {
+                    description: Some(format!("{} (retold)", event.description)),
+                    changes: Vec::new(),
+                },
+                safety_check: false,
+            })
+            .await
+            .expect("manipulated");
+        }
+        let held = chronoscope::engine::heavy::hold_every_thread().await;
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = ada.event_versions(SearchQuery {
+                timeline_id: Some(TimelineId::primary()),
+                time_range: Some(TimeRange {
+                    start: first_ten.items[0].time,
+                    end: first_ten.items[9].time,
+                }),
+                page: PageRequest {
+                    limit: Some(4),
+                    cursor: cursor.take(),
+                },
+                ..SearchQuery::default()
+            });
+            let page = tokio::time::timeout(std::time::Duration::from_secs(10), page)
+                .await
+                .expect("answered while the heavy threads are taken: not one of them")
+                .expect("a page of versions");
+            seen.extend(page.items);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        drop(held);
+        assert_eq!(
+            seen.len(),
+            13,
+            "ten events, three of them with a past version"
+        );
+        let superseded = seen
+            .iter()
+            .filter(|e| e.status == EventStatus::Superseded)
+            .count();
+        assert_eq!(superseded, 3);
+        assert!(
+            seen.windows(2).all(|w| w[0].time <= w[1].time),
+            "in time order"
+        );
+        let mut ids: Vec<_> = seen.iter().map(|e| e.event_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 13, "none told twice");
     });
 }

@@ -1301,3 +1301,74 @@ async fn the_creator_of_a_branch_sits_under_admin_only() {
     assert_eq!(lists.read, [name("tom")], "bob is on one list only");
     assert!(lists.write.is_empty());
 }
+
+/// The monitor finds the items that may be in a timeline from an index, not a pass over every
+/// item: the index names every item registered in a timeline, left in it, or carried by a
+/// traveller in it, however items and travellers moved — and not the items elsewhere.
+#[tokio::test]
+async fn the_items_a_timeline_may_hold_are_indexed_as_items_and_travellers_move() {
+    let w = World::new().await;
+    let a = w.branch("A").await.id;
+    let b = w.branch("B").await.id;
+    let (ada, bob) = (w.ada(), w.bob());
+    let compass = register(&ada, "Compass").await;
+    let _lamp = register(&ada, "Lamp").await;
+    let coin = register(&bob, "Coin").await;
+    // Ada carries the compass to A (the lamp stays behind), finds a map there, and goes on
+    // to B carrying nothing.
+    let travel = |to: &TimelineId, items: Vec<ItemId>| TravelRequest {
+        destination: to.to_string(),
+        items_transported: items,
+    };
+    ada.travel(travel(&a, vec![compass.clone()]))
+        .await
+        .expect("to A");
+    let map = register(&ada, "Map").await;
+    ada.travel(travel(&b, vec![])).await.expect("to B");
+
+    let world = w.engine.snapshot().await.expect("world");
+    for timeline in [primary(), a.clone(), b.clone()] {
+        let here: std::collections::BTreeSet<ItemId> = world
+            .items
+            .values()
+            .filter(|item| {
+                let owner_in = || {
+                    world
+                        .positions
+                        .get(&item.owner)
+                        .map_or(timeline.is_primary(), |p| p.timeline == timeline)
+                };
+                item.origin_timeline == timeline
+                    || matches!(&item.whereabouts, Whereabouts::Left { timeline: t, .. } if *t == timeline)
+                    || (item.whereabouts == Whereabouts::Carried && owner_in())
+            })
+            .map(|item| item.id.clone())
+            .collect();
+        let maybe: std::collections::BTreeSet<ItemId> = world
+            .items_maybe_in(&timeline)
+            .into_iter()
+            .map(|item| item.id.clone())
+            .collect();
+        assert!(
+            maybe.is_superset(&here),
+            "{timeline}: {here:?} may be there, the index names {maybe:?}"
+        );
+        if timeline != primary() {
+            assert!(!maybe.contains(&coin), "{timeline}: bob never left primary");
+        }
+    }
+    let in_a: Vec<ItemId> = world
+        .items_maybe_in(&a)
+        .into_iter()
+        .map(|item| item.id.clone())
+        .collect();
+    assert!(in_a.contains(&map) && in_a.contains(&compass), "{in_a:?}");
+}
+
+/// Registers the item `what` as `who`, where they are.
+async fn register(who: &dyn TimelineService, what: &str) -> ItemId {
+    let req = NewItem {
+        description: what.into(),
+    };
+    who.register_item(req).await.expect("item registered").id
+}

@@ -746,3 +746,58 @@ async fn the_command_exits_3_when_it_finds_tampering() {
         "said once: {said}"
     );
 }
+
+/// A log rewritten wholesale: a scan lists the first 100 records that do not verify and counts
+/// the rest, records that much, and the monitor shows as many anomalies plus one that counts
+/// the others, on every timeline, instead of one per record.
+#[tokio::test]
+async fn a_wholesale_rewrite_is_listed_to_the_first_hundred_records_and_counted_beyond() {
+    use chronoscope::model::TimelineId;
+    use chronoscope::service::{FINDINGS_LISTED, ScanDepth};
+    let dir = tempfile::tempdir().unwrap();
+    let key = LogKey::from_bytes(b"a key kept outside the database");
+    let url = sqlite_url(dir.path());
+    let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
+    let names: Vec<String> = (0..130).map(|i| format!("trinket {i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let seqs = register(&engine, &names).await;
+    for seq in &seqs {
+        edit_sqlite_record(dir.path(), *seq, |body| body.replace("trinket", "bauble"));
+    }
+
+    let report = scan(&engine, ScanDepth::Full).await;
+    assert!(report.tampering_detected);
+    assert_eq!(
+        report.findings.len(),
+        FINDINGS_LISTED,
+        "{:?}",
+        report.details
+    );
+    assert_eq!(report.findings_not_listed, 30);
+    let listed: Vec<u64> = report.findings.iter().map(|f| f.seq).collect();
+    assert_eq!(
+        listed,
+        seqs[..FINDINGS_LISTED],
+        "the first hundred, in order"
+    );
+    assert!(
+        report.details.contains("129 more findings (30 not listed"),
+        "{}",
+        report.details
+    );
+    assert!(report.recorded_seq.is_some(), "and recorded");
+
+    let shown = tamper_anomalies(&engine, &TimelineId::primary()).await;
+    assert_eq!(
+        shown.len(),
+        FINDINGS_LISTED + 1,
+        "a hundred and one that counts"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|(_, _, subjects)| subjects == &["30 more log records".to_owned()]),
+        "{:?}",
+        shown.last()
+    );
+}

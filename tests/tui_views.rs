@@ -614,6 +614,8 @@ fn timeline(n: u128, name: &str, parent: Option<u128>, minute: i64) -> TimelineI
         closes_at: (n > 0).then(|| now() + chrono::Duration::minutes(minute + 60)),
         event_count: 0,
         paradoxes: 0,
+        paradoxes_recounting: false,
+        paradoxes_counted_at: None,
         created_by: None,
         pending_merges: 0,
         isolations: Vec::new(),

@@ -209,7 +209,16 @@ pub mod human {
             let _ = writeln!(s, "  variation:   {v}");
         }
         let _ = writeln!(s, "  events:      {}", t.event_count);
-        if t.paradoxes > 0 {
+        if t.paradoxes_recounting {
+            let last = match t.paradoxes_counted_at {
+                Some(at) => format!("{} as of {}", t.paradoxes, format_instant(&at)),
+                None => "not counted yet".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  anomalies:   {last}; being recounted after a change (see `monitor`)"
+            );
+        } else if t.paradoxes > 0 {
             let _ = writeln!(s, "  anomalies:   {} open (see `monitor`)", t.paradoxes);
         }
         s

@@ -104,18 +104,9 @@ pub fn view(world: &World, who: &Traveller, operator: bool) -> Option<World> {
     for id in &hidden {
         seen.timelines.remove(id);
     }
-    // What names a hidden timeline goes with it: merges from or into it, its isolations.
-    let merges: Vec<_> = seen
-        .merges
-        .values()
-        .filter(|m| {
-            hidden.contains(&m.source_timeline_id) || hidden.contains(&m.destination_timeline_id)
-        })
-        .map(|m| m.merge_id.clone())
-        .collect();
-    for id in &merges {
-        seen.merges.remove(id);
-    }
+    // What names a hidden timeline goes with it: merges from or into it (found by timeline,
+    // not by a pass over every merge), its isolations (those in force).
+    seen.hide_merges_of(&hidden);
     let isolations: Vec<_> = seen
         .isolations
         .values()

@@ -107,6 +107,22 @@ pub(crate) async fn run<T: Send + 'static>(
     }
 }
 
+/// Runs `work` on a heavy thread with nobody waiting for its end (a recount whose answer is
+/// kept, not returned); `what` names it in the warning a panic becomes.
+pub(crate) fn detach(what: &'static str, work: impl FnOnce() + Send + 'static) {
+    waiting(1);
+    let job: Job = Box::new(move || {
+        waiting(-1);
+        if std::panic::catch_unwind(AssertUnwindSafe(work)).is_err() {
+            tracing::warn!("{what} failed");
+        }
+    });
+    if POOL.jobs.send(job).is_err() {
+        waiting(-1);
+        tracing::warn!("{what}: no thread to run it");
+    }
+}
+
 fn waiting(by: i64) {
     let now = WAITING.fetch_add(by, Ordering::Relaxed) + by;
     metrics::gauge!(crate::metrics::HEAVY_WAITING).set(now as f64);

@@ -32,15 +32,20 @@ use crate::store::chain::{self, LogKey};
 use crate::store::witness::Disagreement;
 use crate::store::{Link, Record, StoreError};
 
+use crate::service::FINDINGS_LISTED;
+
 /// What the scans recorded (their `ScanResult` records, folded): where the next `recent`
 /// scan starts, and the findings the monitor shows as `log_tampered` anomalies.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scans {
     /// The stored head the last scan read up to (`None` before the first scan).
     pub last_head: Option<u64>,
-    /// Findings no full scan has cleared since, by record seq. A `recent` scan only adds to
-    /// them (it does not read the older records); a `full` one replaces them all.
+    /// Findings no full scan has cleared since, by record seq, at most [`FINDINGS_LISTED`]
+    /// of records beside the structural ones. A `recent` scan only adds to them (it does not
+    /// read the older records); a `full` one replaces them all.
     pub open: imbl::OrdMap<u64, Arc<OpenFinding>>,
+    /// How many more records than `open` holds were found and not cleared since (counted).
+    pub not_listed: u64,
 }
 
 /// A finding recorded by a scan and not cleared since.
@@ -60,15 +65,27 @@ impl Scans {
         &mut self,
         head_seq: u64,
         findings: Vec<TamperFinding>,
+        not_listed: u64,
         full: bool,
         at: Instant,
     ) {
-        let mut open = if full {
-            imbl::OrdMap::new()
+        let (mut open, mut more) = if full {
+            (imbl::OrdMap::new(), 0)
         } else {
-            self.open.clone()
+            (self.open.clone(), self.not_listed)
         };
+        more += not_listed;
         for finding in findings {
+            // A record's finding beyond the first listed ones is counted (a `recent` scan
+            // adds to what earlier ones left open); the log's structure always shows.
+            let listed = open.values().filter(|o| o.finding.kind.is_record()).count();
+            if finding.kind.is_record()
+                && listed >= FINDINGS_LISTED
+                && !open.contains_key(&finding.seq)
+            {
+                more += 1;
+                continue;
+            }
             let found_at = self
                 .open
                 .get(&finding.seq)
@@ -79,6 +96,7 @@ impl Scans {
         if open != self.open {
             self.open = open;
         }
+        self.not_listed = more;
         self.last_head = Some(head_seq);
     }
 }
@@ -283,6 +301,8 @@ struct Scanned {
     /// Records earlier scans found that this one did not find again and does not clear
     /// (it was not a full scan to the end): still open.
     earlier: Vec<u64>,
+    /// How many records did not verify beyond those listed.
+    not_listed: u64,
 }
 
 /// The findings of earlier scans that a scan finding `findings` leaves open: all those it did
@@ -325,6 +345,8 @@ pub(super) async fn detect(
     let store = &engine.store;
     let head_seq = store.last_seq().await?;
     let mut findings = Vec::new();
+    // Records that did not verify beyond the first FINDINGS_LISTED: counted, not kept.
+    let mut not_listed = 0u64;
     let chain_from = match store.chain().await? {
         Some(meta) if meta.fingerprint == key.fingerprint() => Some(meta.from),
         Some(meta) => {
@@ -343,7 +365,7 @@ pub(super) async fn detect(
             });
             // Nothing was read: it clears nothing and moves the next scan's start nowhere.
             let checked_to = served.scans.last_head.unwrap_or(0);
-            let recorded = record(engine, recorder, checked_to, &findings, false).await;
+            let recorded = record(engine, recorder, checked_to, &findings, 0, false).await;
             let scanned = Scanned {
                 since: Since::Start,
                 from_seq: 1,
@@ -351,6 +373,7 @@ pub(super) async fn detect(
                 head_seq,
                 chain_from: None,
                 earlier: still_open(&served, &findings, false),
+                not_listed: 0,
             };
             return Ok(report(
                 timeline, findings, &scanned, recorded, operator, hidden,
@@ -397,7 +420,9 @@ pub(super) async fn detect(
         })
         .await?;
         previous = link;
-        findings.extend(found);
+        let room = FINDINGS_LISTED.saturating_sub(findings.len());
+        not_listed += found.len().saturating_sub(room) as u64;
+        findings.extend(found.into_iter().take(room));
         let records_empty = last.is_none();
         if let Some((seq, n)) = last {
             after = seq;
@@ -460,7 +485,7 @@ pub(super) async fn detect(
     // Checked up to `after`: the next recent scan starts there, so one cut short by a hole
     // meets the hole again rather than skipping what lies behind it.
     let full = depth == ScanDepth::Full && !cut_short;
-    let recorded = record(engine, recorder, after, &findings, full).await;
+    let recorded = record(engine, recorder, after, &findings, not_listed, full).await;
     let scanned = Scanned {
         since,
         from_seq,
@@ -468,6 +493,7 @@ pub(super) async fn detect(
         head_seq,
         chain_from,
         earlier: still_open(&served, &findings, full),
+        not_listed,
     };
     Ok(report(
         timeline, findings, &scanned, recorded, operator, hidden,
@@ -484,6 +510,7 @@ async fn record(
     recorder: Option<&Traveller>,
     checked_to: u64,
     findings: &[TamperFinding],
+    not_listed: u64,
     full: bool,
 ) -> Option<u64> {
     let by = recorder?;
@@ -492,6 +519,7 @@ async fn record(
             let op = Op::ScanResult {
                 head_seq: checked_to,
                 findings: findings.to_vec(),
+                not_listed,
                 full,
                 at: now,
             };
@@ -522,6 +550,7 @@ fn report(
         head_seq,
         chain_from,
         ref earlier,
+        not_listed,
     } = *scanned;
     if !operator {
         for f in findings
@@ -598,9 +627,21 @@ fn report(
                 (false, Some(at)) => format!("{what}, written {})", format_instant(&at)),
                 (false, None) => format!("{what})"),
             };
-            let more = match findings.len() {
+            let more = match findings.len() as u64 + not_listed {
                 1 => String::new(),
-                n => format!("; {} more finding{}", n - 1, if n == 2 { "" } else { "s" }),
+                n => format!(
+                    "; {} more finding{}{}",
+                    grouped(n - 1),
+                    if n == 2 { "" } else { "s" },
+                    if not_listed > 0 {
+                        format!(
+                            " ({} not listed: the first {FINDINGS_LISTED} records are)",
+                            grouped(not_listed)
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
             };
             let earlier = earlier_words.map_or(String::new(), |e| format!("; {e}"));
             format!(
@@ -620,6 +661,7 @@ fn report(
         head_seq,
         chain_from,
         recorded_seq,
+        findings_not_listed: not_listed,
     }
 }
 
@@ -828,10 +870,40 @@ mod tests {
             .collect()
     }
 
+    /// Open findings keep the first hundred records (by record) and count the rest, across
+    /// `recent` scans that add to them; the log's shape always shows; a full scan clears both.
+    #[test]
+    fn open_findings_list_a_hundred_records_and_count_the_rest() {
+        let mut scans = Scans::default();
+        let many = |from: u64, n: u64| {
+            (from..from + n)
+                .map(|seq| finding(seq, FindingKind::Modified))
+                .collect::<Vec<_>>()
+        };
+        // What a scan lists is at most a hundred; it says how many more it counted.
+        scans.record(200, many(1, 100), 5, false, at(1));
+        assert_eq!((scans.open.len(), scans.not_listed), (100, 5));
+        // A recent scan adds to them: past the hundred, counted; a gap is always listed.
+        let mut later = many(150, 3);
+        later.push(finding(190, FindingKind::Gap));
+        scans.record(300, later, 0, false, at(2));
+        assert_eq!((scans.open.len(), scans.not_listed), (101, 8));
+        assert!(scans.open.contains_key(&190), "the gap shows");
+        assert!(
+            !scans.open.contains_key(&150),
+            "a record past the hundred is counted"
+        );
+        // Found again, a listed record stays listed (not counted twice).
+        scans.record(310, many(1, 1), 0, false, at(3));
+        assert_eq!((scans.open.len(), scans.not_listed), (101, 8));
+        scans.record(400, Vec::new(), 0, true, at(4));
+        assert_eq!((scans.open.len(), scans.not_listed), (0, 0));
+    }
+
     #[test]
     fn a_recent_scan_adds_findings_and_only_a_full_one_clears_them() {
         let mut scans = Scans::default();
-        scans.record(10, vec![finding(4, FindingKind::Modified)], false, at(1));
+        scans.record(10, vec![finding(4, FindingKind::Modified)], 0, false, at(1));
         assert_eq!(scans.last_head, Some(10));
         // Found again later: the same finding, first found at 1:00.
         scans.record(
@@ -840,12 +912,13 @@ mod tests {
                 finding(4, FindingKind::Modified),
                 finding(11, FindingKind::Gap),
             ],
+            0,
             false,
             at(2),
         );
         // A recent scan that does not find it again (it did not read it) leaves it open.
         let unchanged = scans.open.clone();
-        scans.record(15, Vec::new(), false, at(3));
+        scans.record(15, Vec::new(), 0, false, at(3));
         assert!(
             scans.open.ptr_eq(&unchanged),
             "nothing changed, nothing replaced"
@@ -858,10 +931,10 @@ mod tests {
             ]
         );
         // A full scan replaces them: what it no longer finds is cleared.
-        scans.record(16, vec![finding(11, FindingKind::Gap)], true, at(4));
+        scans.record(16, vec![finding(11, FindingKind::Gap)], 0, true, at(4));
         assert_eq!(open(&scans), [(11, FindingKind::Gap, at(2))]);
         assert_eq!(scans.last_head, Some(16));
-        scans.record(17, Vec::new(), true, at(5));
+        scans.record(17, Vec::new(), 0, true, at(5));
         assert!(scans.open.is_empty());
     }
 

@@ -265,9 +265,9 @@ impl Engine {
 /// Failed automation in `timeline`, everyone's, for the monitor (shared like the timeline).
 pub fn failures(world: &World, timeline: &TimelineId) -> Vec<crate::monitor::AutomationFailure> {
     world
-        .log
-        .iter()
-        .filter(|r| &r.entry.timeline_id == timeline && r.entry.outcome == "failed")
+        .failed_in(timeline)
+        .into_iter()
+        .flatten()
         .map(|r| crate::monitor::AutomationFailure {
             source: r.entry.source.clone(),
             event_id: r.entry.event_id.clone(),

@@ -85,8 +85,9 @@ pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceErro
 }
 
 /// What a timeline's full view says besides its own state: the merges waiting for review that
-/// name it and the isolations in force on it. Gathered once per answer, so a list of many
-/// timelines does not scan every merge and isolation for each.
+/// name it and the isolations in force on it. Gathered once per answer from the merges waiting
+/// and the isolations in force (never every merge ever made), so a list of many timelines does
+/// not look for each.
 #[derive(Default)]
 pub struct Concerns {
     pending_merges: std::collections::HashMap<TimelineId, usize>,
@@ -97,7 +98,7 @@ impl Concerns {
     /// Those of every timeline of `world`.
     pub fn of(world: &World) -> Self {
         let mut out = Self::default();
-        for m in world.merges.values().filter(|m| m.is_pending()) {
+        for m in world.pending_merges() {
             *out.pending_merges
                 .entry(m.source_timeline_id.clone())
                 .or_default() += 1;
@@ -137,6 +138,8 @@ pub fn timeline_info(
         closes_at: t.closes_at(),
         event_count: state.history.len(),
         paradoxes: anomalies,
+        paradoxes_recounting: false,
+        paradoxes_counted_at: None,
         created_by: t.created_by.clone(),
         pending_merges: concerns
             .pending_merges

@@ -351,7 +351,8 @@ impl EngineSession {
 
 impl EngineSession {
     /// The response forms of the timelines `ids` at `world` (a page: the work follows its
-    /// size, not the number of timelines), counting their anomalies as the monitor does.
+    /// size, not the number of timelines), counting their anomalies as the monitor does but
+    /// never waiting for a scan (see [`super::watch::Count`]).
     fn infos(
         &self,
         world: &Arc<super::World>,
@@ -360,21 +361,30 @@ impl EngineSession {
         let now = self.engine.now();
         let concerns = rules::Concerns::of(world);
         ids.iter()
-            .map(|id| Ok(self.info(world, &concerns, rules::referenced(world, id)?, now)))
+            .map(|id| {
+                let state = rules::referenced(world, id)?;
+                let count = super::watch::anomaly_count(&self.engine, world, state, now);
+                Ok(counted(
+                    rules::timeline_info(&concerns, state, now, 0),
+                    count,
+                ))
+            })
             .collect()
     }
+}
 
-    /// A timeline's response form, counting its anomalies as the monitor does (one number for
-    /// the list and the monitor).
-    fn info(
-        &self,
-        world: &super::World,
-        concerns: &rules::Concerns,
-        state: &super::TimelineState,
-        now: Instant,
-    ) -> TimelineInfo {
-        let open = super::watch::open_anomalies(&self.engine.reports, world, state, now);
-        rules::timeline_info(concerns, state, now, open.len())
+/// `info` with its anomaly count (one number for the list and the monitor).
+fn counted(info: TimelineInfo, count: super::watch::Count) -> TimelineInfo {
+    use super::watch::Count;
+    let (paradoxes, recounting, counted_at) = match count {
+        Count::Current(n) => (n, false, None),
+        Count::Recounting(last) => (last.map_or(0, |(n, _)| n), true, last.map(|(_, at)| at)),
+    };
+    TimelineInfo {
+        paradoxes,
+        paradoxes_recounting: recounting,
+        paradoxes_counted_at: counted_at,
+        ..info
     }
 }
 
@@ -581,10 +591,20 @@ impl TimelineService for EngineSession {
             created
                 .apply(world.seq + 1, op.clone())
                 .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            // Never a scan on the writer: a large branch says its count is under way.
             let info = created
                 .timelines
                 .get(&t.id)
-                .map(|state| self.info(&created, &rules::Concerns::of(&created), state, ctx.now))
+                .map(|state| {
+                    let count = super::watch::anomaly_count_unpublished(
+                        &self.engine.reports,
+                        &created,
+                        state,
+                        ctx.now,
+                    );
+                    let concerns = rules::Concerns::of(&created);
+                    counted(rules::timeline_info(&concerns, state, ctx.now, 0), count)
+                })
                 .ok_or_else(|| ServiceError::Internal("a created timeline is missing".into()))?;
             Ok((vec![op], info))
         })
@@ -1027,29 +1047,12 @@ impl TimelineService for EngineSession {
         self.counted(
             "event_versions",
             req.timeline_id.clone(),
-            self.read_heavy_in(CacheScope::Event, move |world, ctx| {
+            // Past versions have an index of their own: a page reads what it returns, inline
+            // like a search of the current events.
+            self.read_in(CacheScope::Event, |world, ctx| {
                 events_page(world, ctx, &req, |history, location, after, take| {
-                    let needle = location.map(str::to_lowercase);
-                    // Past versions are not indexed: one pass over every version, keeping a
-                    // page, on a heavy thread.
-                    let mut found: Vec<_> = history
-                        .iter_all()
-                        .filter(|e| {
-                            needle
-                                .as_ref()
-                                .is_none_or(|n| e.location.to_lowercase().contains(n.as_str()))
-                                && req.time_range.as_ref().is_none_or(|r| r.contains(&e.time))
-                                && after.is_none_or(|(t, id)| (&e.time, &e.id) > (t, id))
-                        })
-                        .cloned()
-                        .collect();
-                    let key = |e: &Arc<crate::model::Event>| (e.time, e.id.clone());
-                    if found.len() > take {
-                        found.select_nth_unstable_by_key(take - 1, key);
-                        found.truncate(take);
-                    }
-                    found.sort_unstable_by_key(key);
-                    found
+                    let every = crate::model::Versions::Every;
+                    history.search_among(every, location, req.time_range.as_ref(), after, take)
                 })
             }),
         )

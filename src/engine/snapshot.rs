@@ -358,6 +358,9 @@ struct Records {
     /// The tamper findings still open, oldest record first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tamper_findings: Vec<super::OpenFinding>,
+    /// How many more records the open findings count than they list.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    tamper_not_listed: u64,
     /// The folded access log (format 7, added later: absent in older snapshots of the format,
     /// which then start it empty).
     #[serde(default)]
@@ -480,6 +483,7 @@ impl<'a> WorldImage<'a> {
                 .collect(),
             last_scan: world.scans.last_head,
             tamper_findings: world.scans.open.values().map(|f| (**f).clone()).collect(),
+            tamper_not_listed: world.scans.not_listed,
             keys: world
                 .keys
                 .entries()
@@ -629,6 +633,7 @@ impl<'a> WorldImage<'a> {
                 .into_iter()
                 .map(|f| (f.finding.seq, Arc::new(f)))
                 .collect(),
+            not_listed: r.tamper_not_listed,
         };
         world.keys = Keys::from_entries(r.keys.into_iter().map(|k| {
             (
@@ -722,6 +727,10 @@ fn read_data(world: &mut World, images: Vec<TimelineData>) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]
@@ -904,6 +913,7 @@ mod tests {
                     Op::ScanResult {
                         head_seq,
                         findings,
+                        not_listed: 0,
                         full,
                         at,
                     },

@@ -29,7 +29,7 @@
 //! warning names when it closes, not the time left, so its words do not change while it is open.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -83,7 +83,7 @@ struct Holder {
 /// Every holder of items that may be in `timeline`, by owner.
 fn holders(world: &World, timeline: &TimelineId) -> Vec<Holder> {
     let mut by_owner: BTreeMap<&Traveller, Vec<Arc<Item>>> = BTreeMap::new();
-    for item in world.items.values() {
+    for item in world.items_maybe_in(timeline) {
         let in_it = || {
             world
                 .positions
@@ -150,6 +150,7 @@ fn tamper_anomalies(world: &World) -> Vec<Anomaly> {
             .open
             .values()
             .map(|open| (&open.finding, open.found_at)),
+        world.scans.not_listed,
     )
 }
 
@@ -160,7 +161,8 @@ struct Kept {
     touched: imbl::HashMap<EventId, Instant>,
     isolated: crate::paradox::Isolated,
     phase: WindowPhase,
-    log: imbl::Vector<Arc<LogRecord>>,
+    /// The timeline's failed automation the failures came from (compared by pointer).
+    failed: Option<imbl::Vector<Arc<LogRecord>>>,
     failures: Vec<AutomationFailure>,
     /// The rescan of `history`.
     graph: Arc<Graph>,
@@ -185,14 +187,51 @@ impl Kept {
             && self.isolated.ptr_eq(&state.isolated)
             && (Arc::ptr_eq(&self.meta, &state.meta) || self.meta == state.meta)
     }
+
+    /// Whether the timeline's failed automation is what the failures were found from (O(1)).
+    fn failed_hold(&self, world: &World, timeline: &TimelineId) -> bool {
+        match (&self.failed, world.failed_in(timeline)) {
+            (None, None) => true,
+            (Some(kept), Some(now)) => kept.ptr_eq(now),
+            _ => false,
+        }
+    }
 }
 
 /// Every timeline's kept anomalies (see the module's words), and how many scans were made.
 #[derive(Debug, Default)]
 pub(crate) struct Reports {
-    slots: Mutex<HashMap<TimelineId, Arc<Mutex<Option<Kept>>>>>,
+    slots: Mutex<HashMap<TimelineId, Arc<Slot>>>,
     scans: AtomicU64,
 }
+
+/// One timeline's kept report.
+#[derive(Debug, Default)]
+struct Slot {
+    /// The report; held while it is worked out, so that callers who wait for it wait for one
+    /// scan instead of scanning beside it.
+    kept: Mutex<Option<Kept>>,
+    /// The last count and when it was known to hold, read without waiting for a scan (this
+    /// lock is only ever held to copy the pair).
+    last: Mutex<Option<(usize, Instant)>>,
+    /// A recount was handed to the heavy threads and has not ended.
+    recounting: AtomicBool,
+}
+
+/// A timeline's anomaly count as the timelines list answers it: without waiting for a scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Count {
+    /// Counted for the timeline as it is now.
+    Current(usize),
+    /// The timeline changed and its rescan runs on the heavy threads: the last count and when
+    /// it was known to hold, if it was ever counted.
+    Recounting(Option<(usize, Instant)>),
+}
+
+/// The most events a timeline may have for the list to recount it on its own worker when it
+/// changed (a scan of this many takes about a millisecond); a larger one is recounted on the
+/// heavy threads while the list answers the last count with its age.
+pub(crate) const COUNT_INLINE_MOST: usize = 5_000;
 
 impl std::fmt::Debug for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -234,7 +273,7 @@ impl Reports {
     }
 
     /// The slot of `timeline`, dropping those of deleted timelines.
-    fn slot(&self, world: &World, timeline: &TimelineId) -> Arc<Mutex<Option<Kept>>> {
+    fn slot(&self, world: &World, timeline: &TimelineId) -> Arc<Slot> {
         let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get(timeline) {
             return Arc::clone(slot);
@@ -253,14 +292,14 @@ impl Reports {
     ) -> Option<Arc<Vec<Anomaly>>> {
         let slot = lock(&self.slots).get(&state.meta.id).map(Arc::clone)?;
         // Called on the runtime's workers: never wait for a scan in progress here.
-        let kept = match slot.try_lock() {
+        let kept = match slot.kept.try_lock() {
             Ok(kept) => kept,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
         let kept = kept.as_ref()?;
         (kept.events_hold(state, WindowPhase::of(&state.meta, now))
-            && kept.log.ptr_eq(&world.log)
+            && kept.failed_hold(world, &state.meta.id)
             && kept.items.ptr_eq(&world.items)
             && kept.positions.ptr_eq(&world.positions)
             && kept.tamper.ptr_eq(&world.scans.open))
@@ -271,14 +310,27 @@ impl Reports {
     /// nothing they depend on changed, else worked out again (the events scanned only when
     /// they, the attributes, the failures or the window's phase changed).
     fn open(&self, world: &World, state: &TimelineState, now: Instant) -> Arc<Vec<Anomaly>> {
-        let timeline = &state.meta.id;
-        let slot = self.slot(world, timeline);
+        let slot = self.slot(world, &state.meta.id);
         // Held while working: whoever asks meanwhile waits for this answer, not a scan of
         // their own.
-        let mut kept = lock(&slot);
+        let mut kept = lock(&slot.kept);
+        let all = self.open_in(&mut kept, world, state, now);
+        *lock(&slot.last) = Some((all.len(), now));
+        all
+    }
+
+    /// [`Reports::open`] with the slot's report in hand.
+    fn open_in(
+        &self,
+        kept: &mut Option<Kept>,
+        world: &World,
+        state: &TimelineState,
+        now: Instant,
+    ) -> Arc<Vec<Anomaly>> {
+        let timeline = &state.meta.id;
         let phase = WindowPhase::of(&state.meta, now);
         let failures = match kept.as_ref() {
-            Some(k) if k.log.ptr_eq(&world.log) => None,
+            Some(k) if k.failed_hold(world, timeline) => None,
             _ => Some(super::jobs::failures(world, timeline)),
         };
         let holders = match kept.as_ref() {
@@ -291,7 +343,7 @@ impl Reports {
             let tamper_holds = k.tamper == world.scans.open;
             if k.events_hold(state, phase) && failures_hold && holders_hold && tamper_holds {
                 // The same answer; remember the newer maps so the next look is O(1).
-                k.log = world.log.clone();
+                k.failed = world.failed_in(timeline).cloned();
                 k.items = world.items.clone();
                 k.positions = world.positions.clone();
                 k.tamper = world.scans.open.clone();
@@ -340,7 +392,7 @@ impl Reports {
             touched: state.touched.clone(),
             isolated: state.isolated.clone(),
             phase,
-            log: world.log.clone(),
+            failed: world.failed_in(timeline).cloned(),
             failures,
             graph,
             events,
@@ -351,6 +403,45 @@ impl Reports {
             all: Arc::clone(&all),
         });
         all
+    }
+
+    /// The count the timelines list shows for `state`'s timeline, never waiting for a scan
+    /// (see [`Count`]). When the answer is not current, `recount` is handed the slot to
+    /// work it out again elsewhere, at most once per timeline at a time (`None`: nobody
+    /// recounts now, as for a world not yet published).
+    fn count(
+        &self,
+        world: &World,
+        state: &TimelineState,
+        now: Instant,
+        recount: Option<&dyn Fn(Arc<Slot>)>,
+    ) -> Count {
+        let slot = self.slot(world, &state.meta.id);
+        let kept = match slot.kept.try_lock() {
+            Ok(kept) => Some(kept),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            // Somebody is working it out: their answer will be kept.
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(mut kept) = kept {
+            let phase = WindowPhase::of(&state.meta, now);
+            let events_hold =
+                |k: &Kept| k.events_hold(state, phase) && k.failed_hold(world, &state.meta.id);
+            // Inline only what costs little: a small timeline, or one whose events part holds
+            // (then only its items are looked at again).
+            if state.history.len() <= COUNT_INLINE_MOST || kept.as_ref().is_some_and(events_hold) {
+                let all = self.open_in(&mut kept, world, state, now);
+                *lock(&slot.last) = Some((all.len(), now));
+                return Count::Current(all.len());
+            }
+        }
+        let last = *lock(&slot.last);
+        if let Some(recount) = recount
+            && !slot.recounting.swap(true, Ordering::AcqRel)
+        {
+            recount(Arc::clone(&slot));
+        }
+        Count::Recounting(last)
     }
 
     /// The anomalies of `state`'s timeline involving events in `range` (not kept: a range is
@@ -365,7 +456,7 @@ impl Reports {
         let timeline = &state.meta.id;
         let graph = {
             let slot = self.slot(world, timeline);
-            let kept = lock(&slot);
+            let kept = lock(&slot.kept);
             match kept.as_ref() {
                 Some(k) if k.history.same_as(&state.history) => Arc::clone(&k.graph),
                 _ => Arc::new(Graph::of(&state.history)),
@@ -395,6 +486,51 @@ pub(super) fn open_anomalies(
     now: Instant,
 ) -> Arc<Vec<Anomaly>> {
     reports.open(world, state, now)
+}
+
+/// The anomaly count the timelines list shows for `state`'s timeline at `world`, never waiting
+/// for a scan: a timeline that changed and is too large to rescan inline is recounted on the
+/// heavy threads, and meanwhile answered with its last count and that count's age.
+pub(super) fn anomaly_count(
+    engine: &Arc<Engine>,
+    world: &Arc<World>,
+    state: &TimelineState,
+    now: Instant,
+) -> Count {
+    let recount = |slot: Arc<Slot>| {
+        let engine = Arc::clone(engine);
+        let world = Arc::clone(world);
+        let timeline = state.meta.id.clone();
+        let done = Recounted(slot);
+        super::heavy::detach("an anomaly recount", move || {
+            if let Some(state) = world.timelines.get(&timeline) {
+                engine.reports.open(&world, state, engine.now());
+            }
+            drop(done);
+        });
+    };
+    engine.reports.count(world, state, now, Some(&recount))
+}
+
+/// The anomaly count of `state`'s timeline in a world not yet published (a write's answer):
+/// current when it costs little, else said to be under way (the first list starts it).
+pub(super) fn anomaly_count_unpublished(
+    reports: &Reports,
+    world: &World,
+    state: &TimelineState,
+    now: Instant,
+) -> Count {
+    reports.count(world, state, now, None)
+}
+
+/// Ends a slot's recount when dropped: after the recount, or if it never ran (the heavy
+/// threads are gone) or panicked, so a later list can start another.
+struct Recounted(Arc<Slot>);
+
+impl Drop for Recounted {
+    fn drop(&mut self) {
+        self.0.recounting.store(false, Ordering::Release);
+    }
 }
 
 /// The monitor's report on `req`'s timeline at `world` (the same whoever asks).

@@ -11,11 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use super::idempotency::{IdempotencyKey, Keys, Remembered};
 use crate::automation::{Due, Job, JobStatus, LogRecord, ScriptRecord, ScriptStatus};
+use crate::model::MergeId;
 use crate::model::{
     AnchorId, AnchorRecord, AnchorStatus, Event, EventId, History, Instant, Item, ItemId, Journey,
     JourneyId, Position, ScheduleId, ScriptId, Timeline, TimelineId, Traveller, Whereabouts,
 };
-use crate::service::LogEntry;
+use crate::service::{LogEntry, Merge};
 
 /// One log record: a change with who made it and when. Stored as
 /// `{"by":…,"at":…,"change":{"op":…}}`; records written before the envelope existed are a bare
@@ -272,8 +273,12 @@ pub enum Op {
         /// The record the scan checked up to: the stored head (or beyond, when records were
         /// appended while it ran), or the record before a hole that cut it short.
         head_seq: u64,
-        /// Every record that did not verify, oldest first (unredacted).
+        /// The records that did not verify, oldest first (unredacted): the first
+        /// `integrity::FINDINGS_LISTED`, and the log's structural findings.
         findings: Vec<crate::service::TamperFinding>,
+        /// How many more records did not verify (counted, not listed).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        not_listed: u64,
         /// Whether it read every record up to `head_seq`, from the first (a full scan not cut
         /// short by a hole): only such a scan clears what earlier scans found.
         full: bool,
@@ -343,11 +348,20 @@ pub struct World {
     /// Keyed writes remembered for their retries.
     pub keys: Keys,
     /// Recorded merges by id (creation order).
-    pub merges: OrdMap<crate::model::MergeId, Arc<crate::service::Merge>>,
+    pub merges: OrdMap<MergeId, Arc<Merge>>,
     /// Isolations in force, by id (creation order).
     pub isolations: OrdMap<crate::model::IsolationId, Arc<crate::service::Isolation>>,
     /// What each traveller owns, so per-traveller reads do not scan everyone's records.
     owned: HashMap<Traveller, Owned>,
+    /// The failed automated actions of each timeline (from `log`), so the monitor does not pass
+    /// over every timeline's log to find one's failures.
+    failed: HashMap<TimelineId, Vector<Arc<LogRecord>>>,
+    /// Which items may be in each timeline, so one timeline's item paradoxes are found without
+    /// a pass over every item.
+    places: ItemPlaces,
+    /// Merges by the timelines they go from and into, and those waiting for review, so a list
+    /// or a traveller's view finds them without a pass over every merge ever made.
+    merge_index: MergeIndex,
     /// Where each data entry was stored (the key of `TimelineState::data` is its timestamp).
     pub data_index: HashMap<crate::model::DataId, (TimelineId, Instant)>,
     /// Each traveller's bounded-staleness reads, when they set them.
@@ -369,6 +383,58 @@ struct Owned {
     items: OrdSet<ItemId>,
     anchors: OrdSet<AnchorId>,
     journeys: OrdSet<JourneyId>,
+}
+
+/// Where items may be, by timeline: a superset of the items in each (see
+/// [`World::items_maybe_in`]), kept as items and travellers move.
+#[derive(Clone, Debug, Default)]
+struct ItemPlaces {
+    /// Items by the timeline they were registered in and every timeline they were left in.
+    placed: HashMap<TimelineId, OrdSet<ItemId>>,
+    /// Travellers by the timeline they are in.
+    present: HashMap<TimelineId, OrdSet<Traveller>>,
+    /// Owners of items who never travelled (so are in `primary`).
+    unmoved: OrdSet<Traveller>,
+}
+
+impl ItemPlaces {
+    fn place(&mut self, item: &Item) {
+        self.placed
+            .entry(item.origin_timeline.clone())
+            .or_default()
+            .insert(item.id.clone());
+        if let Whereabouts::Left { timeline, .. } = &item.whereabouts {
+            self.placed
+                .entry(timeline.clone())
+                .or_default()
+                .insert(item.id.clone());
+        }
+    }
+}
+
+/// See [`World::pending_merges`] and [`World::hide_merges_of`].
+#[derive(Clone, Debug, Default)]
+struct MergeIndex {
+    /// Merge ids by the timeline they go from and the one they go into.
+    of: HashMap<TimelineId, OrdSet<MergeId>>,
+    /// Merges waiting for review.
+    pending: OrdSet<MergeId>,
+}
+
+impl MergeIndex {
+    fn add(&mut self, merge: &Merge) {
+        for timeline in [&merge.source_timeline_id, &merge.destination_timeline_id] {
+            self.of
+                .entry(timeline.clone())
+                .or_default()
+                .insert(merge.merge_id.clone());
+        }
+        if merge.is_pending() {
+            self.pending.insert(merge.merge_id.clone());
+        } else {
+            self.pending.remove(&merge.merge_id);
+        }
+    }
 }
 
 /// The log holds something this version cannot fold.
@@ -430,8 +496,143 @@ impl World {
         self.positions.get(traveller)?.location.clone()
     }
 
-    /// Rebuilds the per-traveller indexes from the records (after reading a snapshot).
+    /// The failed automated actions of `timeline`, oldest first (`None`: none ever failed).
+    /// One timeline's stay the same vector (compared by pointer) while others' are added to.
+    pub fn failed_in(&self, timeline: &TimelineId) -> Option<&Vector<Arc<LogRecord>>> {
+        self.failed.get(timeline)
+    }
+
+    /// The items that may be in `timeline` (its own, those left in it, and those carried by
+    /// travellers in it), in id order, found without a pass over every item; a few more may be
+    /// named (an item left there once and carried away since), never fewer.
+    pub fn items_maybe_in(&self, timeline: &TimelineId) -> Vec<&Arc<Item>> {
+        let places = &self.places;
+        let mut ids: std::collections::BTreeSet<&ItemId> =
+            places.placed.get(timeline).into_iter().flatten().collect();
+        let unmoved = timeline.is_primary().then_some(&places.unmoved);
+        let owners = places.present.get(timeline).into_iter().chain(unmoved);
+        for owner in owners.flatten() {
+            ids.extend(
+                self.owned
+                    .get(owner)
+                    .into_iter()
+                    .flat_map(|o| o.items.iter()),
+            );
+        }
+        ids.into_iter()
+            .filter_map(|id| self.items.get(id))
+            .collect()
+    }
+
+    /// The merges waiting for review, in id (creation) order.
+    pub fn pending_merges(&self) -> impl Iterator<Item = &Arc<Merge>> + '_ {
+        self.merge_index
+            .pending
+            .iter()
+            .filter_map(|id| self.merges.get(id))
+    }
+
+    /// Forgets every merge from or into `timelines` (a traveller's view of a world whose
+    /// timelines they may not read), reading only those merges.
+    pub fn hide_merges_of(&mut self, timelines: &[TimelineId]) {
+        for timeline in timelines {
+            let Some(ids) = self.merge_index.of.remove(timeline) else {
+                continue;
+            };
+            for id in &ids {
+                self.merge_index.pending.remove(id);
+                if let Some(merge) = self.merges.remove(id) {
+                    let other = if &merge.source_timeline_id == timeline {
+                        &merge.destination_timeline_id
+                    } else {
+                        &merge.source_timeline_id
+                    };
+                    if let Some(theirs) = self.merge_index.of.get_mut(other) {
+                        theirs.remove(id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records a merge as it now is (and indexes it).
+    fn put_merge(&mut self, merge: Merge) {
+        self.merge_index.add(&merge);
+        self.merges.insert(merge.merge_id.clone(), Arc::new(merge));
+    }
+
+    /// Records an item as it now is (and where it may be).
+    fn put_item(&mut self, item: Item) {
+        self.places.place(&item);
+        if !self.positions.contains_key(&item.owner) {
+            self.places.unmoved.insert(item.owner.clone());
+        }
+        self.items.insert(item.id.clone(), Arc::new(item));
+    }
+
+    /// Records where a traveller is (and moves them in the items' index).
+    fn set_position(&mut self, traveller: Traveller, position: Position) {
+        let before = self.positions.get(&traveller).map(|p| p.timeline.clone());
+        if before.as_ref() != Some(&position.timeline) {
+            if let Some(before) = before
+                && let Some(there) = self.places.present.get_mut(&before)
+            {
+                there.remove(&traveller);
+            }
+            self.places
+                .present
+                .entry(position.timeline.clone())
+                .or_default()
+                .insert(traveller.clone());
+        }
+        self.places.unmoved.remove(&traveller);
+        self.positions.insert(traveller, position);
+    }
+
+    /// Adds an automated action to the log (and its failures' index).
+    fn log_action(&mut self, record: LogRecord) {
+        let record = Arc::new(record);
+        if record.entry.outcome == "failed" {
+            self.failed
+                .entry(record.entry.timeline_id.clone())
+                .or_default()
+                .push_back(Arc::clone(&record));
+        }
+        self.log.push_back(record);
+    }
+
+    /// Rebuilds the per-traveller indexes and the failures' index from the records (after
+    /// reading a snapshot).
     pub(super) fn index_owners(&mut self) {
+        let mut places = ItemPlaces::default();
+        for (traveller, position) in &self.positions {
+            places
+                .present
+                .entry(position.timeline.clone())
+                .or_default()
+                .insert(traveller.clone());
+        }
+        for item in self.items.values() {
+            places.place(item);
+            if !self.positions.contains_key(&item.owner) {
+                places.unmoved.insert(item.owner.clone());
+            }
+        }
+        self.places = places;
+        let mut merge_index = MergeIndex::default();
+        for merge in self.merges.values() {
+            merge_index.add(merge);
+        }
+        self.merge_index = merge_index;
+        self.failed = HashMap::new();
+        for record in self.log.clone() {
+            if record.entry.outcome == "failed" {
+                self.failed
+                    .entry(record.entry.timeline_id.clone())
+                    .or_default()
+                    .push_back(record);
+            }
+        }
         let mut owned: HashMap<Traveller, Owned> = HashMap::new();
         for item in self.items.values() {
             owned
@@ -655,7 +856,7 @@ impl World {
             }
             Op::RegisterItem { item } => {
                 self.owned_by(&item.owner).items.insert(item.id.clone());
-                self.items.insert(item.id.clone(), Arc::new(item));
+                self.put_item(item);
             }
             Op::SetAnchor { anchor } => {
                 self.owned_by(&anchor.owner)
@@ -689,13 +890,13 @@ impl World {
                 position.arrival_time = time;
                 position.arrived_at = at;
                 position.paused = true;
-                self.positions.insert(traveller, position);
+                self.set_position(traveller, position);
             }
             Op::Resume { traveller, at } => {
                 let mut position = self.position_of(&traveller, at);
                 position.arrived_at = at;
                 position.paused = false;
-                self.positions.insert(traveller, position);
+                self.set_position(traveller, position);
             }
             Op::CreateScript { script } => {
                 self.scripts.insert(script.id.clone(), Arc::new(script));
@@ -707,9 +908,7 @@ impl World {
                 self.jobs.insert(job.id.clone(), Arc::new(job));
             }
             Op::CancelJob { id } => self.set_job_status(&id, JobStatus::Cancelled),
-            Op::Merge { merge } => {
-                self.merges.insert(merge.merge_id.clone(), Arc::new(merge));
-            }
+            Op::Merge { merge } => self.put_merge(merge),
             Op::Ran {
                 due,
                 succeeded,
@@ -822,9 +1021,10 @@ impl World {
             Op::ScanResult {
                 head_seq,
                 findings,
+                not_listed,
                 full,
                 at,
-            } => self.scans.record(head_seq, findings, full, at),
+            } => self.scans.record(head_seq, findings, not_listed, full, at),
             Op::AccessSummary { counters, dropped } => {
                 self.apply_access_summary(counters, dropped);
             }
@@ -861,7 +1061,7 @@ impl World {
             .ok_or_else(|| format!("unknown merge {id}"))?;
         let mut changed = (**merge).clone();
         change(&mut changed);
-        self.merges.insert(id.clone(), Arc::new(changed));
+        self.put_merge(changed);
         Ok(())
     }
 
@@ -927,10 +1127,10 @@ impl World {
         }
         if let Some(owner) = owner {
             for entry in entries {
-                self.log.push_back(Arc::new(LogRecord {
+                self.log_action(LogRecord {
                     owner: owner.clone(),
                     entry,
-                }));
+                });
             }
         }
     }
@@ -961,7 +1161,7 @@ impl World {
             } else {
                 continue;
             }
-            self.items.insert(id, Arc::new(item));
+            self.put_item(item);
         }
         if let Some(anchor_id) = &journey.anchor
             && let Some(anchor) = self.anchors.get(anchor_id)
@@ -977,7 +1177,7 @@ impl World {
             .get(owner)
             .filter(|p| p.paused)
             .map(|p| p.arrived_at);
-        self.positions.insert(
+        self.set_position(
             owner.clone(),
             Position {
                 timeline: journey.to_timeline.clone(),

@@ -76,6 +76,15 @@ pub(crate) struct SlotView<'a> {
     pub effects: &'a OrdSet<Slot>,
 }
 
+/// Which versions of the events a search reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Versions {
+    /// The events as the timeline now stands.
+    Current,
+    /// Those and every past version (superseded by a manipulation, or reverted).
+    Every,
+}
+
 /// The events of one timeline: current ones indexed by time, location and effect,
 /// superseded and reverted ones kept for lineage.
 #[derive(Clone, Debug, Default)]
@@ -84,6 +93,9 @@ pub struct History {
     nodes: Vector<Node>,
     by_time: OrdSet<SlotKey>,
     by_location: HashMap<String, OrdSet<SlotKey>>,
+    /// Past versions (superseded and reverted events) by time, so a page of every version
+    /// reads only what it returns and the current events' indexes.
+    past: OrdSet<SlotKey>,
     /// (effect, cause) between current events where the effect happens before the cause.
     violations: OrdSet<(Slot, Slot)>,
     /// (effect, cause) between current events where the effect does not happen after the
@@ -274,6 +286,21 @@ impl History {
         after: Option<&TimeKey>,
         limit: usize,
     ) -> Vec<Arc<Event>> {
+        self.search_among(Versions::Current, location, range, after, limit)
+    }
+
+    /// [`History::search`] among `versions`: with [`Versions::Every`], the current events and
+    /// the past ones (superseded, reverted) in one time order. Past versions come from an index
+    /// of their own, read from the page's start like the current ones; those of another place
+    /// are passed over as they are met (a timeline has few past versions beside its events).
+    pub fn search_among(
+        &self,
+        versions: Versions,
+        location: Option<&str>,
+        range: Option<&TimeRange>,
+        after: Option<&TimeKey>,
+        limit: usize,
+    ) -> Vec<Arc<Event>> {
         if limit == 0 {
             return Vec::new();
         }
@@ -292,40 +319,47 @@ impl History {
             Some(r) => Bound::Included((r.end, Slot::MAX)),
             None => Bound::Unbounded,
         };
-        let keys: Vec<SlotKey> = match location.map(location_key) {
-            None => self
-                .by_time
-                .range((lower, upper))
-                .take(limit)
-                .copied()
+        let needle = location.map(location_key);
+        type Keys<'a> = Box<dyn Iterator<Item = SlotKey> + 'a>;
+        let mut streams: Vec<Keys<'_>> = match &needle {
+            None => vec![Box::new(self.by_time.range((lower, upper)).copied())],
+            Some(needle) => self
+                .by_location
+                .iter()
+                .filter(|(loc, _)| loc.contains(needle.as_str()))
+                .map(|(_, set)| Box::new(set.range((lower, upper)).copied()) as Keys<'_>)
                 .collect(),
-            Some(needle) => {
-                let mut streams: Vec<_> = self
-                    .by_location
-                    .iter()
-                    .filter(|(loc, _)| loc.contains(&needle))
-                    .map(|(_, set)| set.range((lower, upper)))
-                    .collect();
-                // A k-way merge takes only what is returned from each location.
-                let mut heap = BinaryHeap::new();
-                for (i, stream) in streams.iter_mut().enumerate() {
-                    if let Some(k) = stream.next() {
-                        heap.push(Reverse((*k, i)));
-                    }
-                }
-                let mut keys = Vec::with_capacity(limit.min(1024));
-                while keys.len() < limit {
-                    let Some(Reverse((k, i))) = heap.pop() else {
-                        break;
-                    };
-                    keys.push(k);
-                    if let Some(next) = streams[i].next() {
-                        heap.push(Reverse((*next, i)));
-                    }
-                }
-                keys
-            }
         };
+        if versions == Versions::Every {
+            let there = move |&(_, slot): &SlotKey| {
+                needle.as_ref().is_none_or(|n| {
+                    self.node(slot)
+                        .event
+                        .as_ref()
+                        .is_some_and(|e| location_key(&e.location).contains(n.as_str()))
+                })
+            };
+            streams.push(Box::new(
+                self.past.range((lower, upper)).copied().filter(there),
+            ));
+        }
+        // A k-way merge takes only what is returned from each stream.
+        let mut heap = BinaryHeap::new();
+        for (i, stream) in streams.iter_mut().enumerate() {
+            if let Some(k) = stream.next() {
+                heap.push(Reverse((k, i)));
+            }
+        }
+        let mut keys = Vec::with_capacity(limit.min(1024));
+        while keys.len() < limit {
+            let Some(Reverse((k, i))) = heap.pop() else {
+                break;
+            };
+            keys.push(k);
+            if let Some(next) = streams[i].next() {
+                heap.push(Reverse((next, i)));
+            }
+        }
         keys.into_iter()
             .filter_map(|(_, s)| self.node(s).event.clone())
             .collect()
@@ -479,6 +513,9 @@ impl History {
         let old_causes = self.node(slot).event.as_ref().map(|e| e.causes.clone());
         if was_current {
             self.unindex(slot);
+        } else if old_causes.is_some() {
+            let key = (self.node(slot).time, slot);
+            self.past.remove(&key);
         }
         let causes: Vec<Slot> = event.causes.iter().map(|c| self.intern(c)).collect();
         let causes = dedup_slots(causes.into_iter());
@@ -494,6 +531,8 @@ impl History {
         }
         if current {
             self.index(slot);
+        } else {
+            self.past.insert((self.node(slot).time, slot));
         }
         if loops && !same_shape {
             if was_current {
@@ -891,6 +930,66 @@ mod tests {
                 assert_eq!(matched, found, "{location:?} {range:?}");
             }
         }
+    }
+
+    /// Every version, paged from the past versions' index and the current ones', is what a
+    /// pass over every version finds, in (time, slot) order, whatever the location and range,
+    /// through manipulations (one retimed), a revert, and a round trip through an image.
+    #[test]
+    fn search_versions_pages_every_version_as_a_pass_over_them_would() {
+        let mut h = sample();
+        h.insert(ev("d", "2025-04-01T00:00:00Z", "Paris", &["c"]));
+        let base = h.clone();
+        let mut b2 = ev("b2", "2025-02-01T00:00:00Z", "Paris", &["a"]);
+        b2.description = "retold".into();
+        h.supersede(&id("b"), b2);
+        let mut c2 = ev("c2", "2025-05-01T00:00:00Z", "Global AI Hub", &["b2"]);
+        c2.description = "moved".into();
+        h.supersede(&id("c"), c2);
+        let mut d2 = ev("d2", "2025-04-02T00:00:00Z", "Paris", &["c2"]);
+        d2.description = "undone".into();
+        h.supersede(&id("d"), d2);
+        h.revert(&id("d2"));
+        let whole = History::from_image(h.image(None), None).expect("the image reads back");
+        let on_base =
+            History::from_image(h.image(Some(&base)), Some(&base)).expect("and on its base");
+        let r = TimeRange::parse("r", "2025-01-15T00:00:00Z/2025-04-01T00:00:00Z").unwrap();
+        for h in [&h, &whole, &on_base] {
+            for location in [None, Some("paris"), Some("AI hub"), Some("nowhere")] {
+                for range in [None, Some(&r)] {
+                    let mut every: Vec<_> = h
+                        .iter_all()
+                        .filter(|e| History::matches(location, range, e))
+                        .map(|e| (e.time, h.slot(&e.id).unwrap(), e.id.clone()))
+                        .collect();
+                    every.sort();
+                    let every: Vec<_> = every.into_iter().map(|(_, _, id)| id).collect();
+                    for limit in [1, 2, 10] {
+                        let mut paged = Vec::new();
+                        let mut after: Option<TimeKey> = None;
+                        loop {
+                            let page = h.search_among(
+                                Versions::Every,
+                                location,
+                                range,
+                                after.as_ref(),
+                                limit,
+                            );
+                            paged.extend(page.iter().map(|e| e.id.clone()));
+                            match page.last() {
+                                Some(e) if page.len() == limit => {
+                                    after = Some((e.time, e.id.clone()));
+                                }
+                                _ => break,
+                            }
+                        }
+                        assert_eq!(paged, every, "{location:?} {range:?} by {limit}");
+                    }
+                }
+            }
+        }
+        let all = h.search_among(Versions::Every, None, None, None, 100);
+        assert_eq!(all.len(), 7, "four events and three past versions");
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod time;
 use chrono::Duration;
 use serde::{Deserialize, Serialize};
 
-pub use history::History;
+pub use history::{History, Versions};
 pub(crate) use history::{HistoryImage, same_history};
 pub use ids::{
     AnchorId, AnomalyId, EventId, IsolationId, ItemId, JourneyId, MergeId, ScheduleId, ScriptId,

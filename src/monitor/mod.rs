@@ -284,10 +284,13 @@ pub fn sorted(mut out: Vec<Anomaly>) -> Vec<Anomaly> {
 /// `findings`: each with when a scan first found it.
 pub fn log_tampered<'f>(
     findings: impl IntoIterator<Item = (&'f crate::service::TamperFinding, Instant)>,
+    not_listed: u64,
 ) -> Vec<Anomaly> {
-    findings
+    let mut latest = None;
+    let mut found: Vec<Anomaly> = findings
         .into_iter()
         .map(|(f, found_at)| {
+            latest = latest.max(Some(found_at));
             let kind = match f.kind {
                 crate::service::FindingKind::Modified => "modified",
                 crate::service::FindingKind::Gap => "gap",
@@ -309,7 +312,27 @@ pub fn log_tampered<'f>(
                 detected_at: found_at,
             }
         })
-        .collect()
+        .collect();
+    // The records past the listed ones: one anomaly that counts them.
+    if not_listed > 0
+        && let Some(at) = latest
+    {
+        found.push(Anomaly {
+            anomaly_id: AnomalyId::derived("log_tampered|not listed"),
+            description: format!(
+                "The stored log was tampered with in {not_listed} more record{} than are \
+                 listed (a scan lists the first {}). It counts for every timeline until a \
+                 full detect-tampering scan no longer finds them.",
+                if not_listed == 1 { "" } else { "s" },
+                crate::service::FINDINGS_LISTED,
+            ),
+            kind: AnomalyKind::LogTampered,
+            severity: Severity::Critical,
+            subjects: vec![format!("{not_listed} more log records")],
+            detected_at: at,
+        });
+    }
+    found
 }
 
 /// A paradox as a critical anomaly, its id derived from its kind and subjects.

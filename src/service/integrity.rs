@@ -30,6 +30,11 @@ pub struct TamperQuery {
     pub scan_depth: ScanDepth,
 }
 
+/// The most records that did not verify a scan lists, records in the log and shows the
+/// monitor (the first, by record); the rest are counted. A log rewritten wholesale would
+/// otherwise put one anomaly per record on every timeline, and one record of them in the log.
+pub const FINDINGS_LISTED: usize = 100;
+
 /// What is wrong with a stored record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -48,6 +53,15 @@ pub enum FindingKind {
     /// The store's chain record was removed or rewritten, or the record at the head this
     /// replica witnessed is another one: the log was re-linked or replaced.
     Rechained,
+}
+
+impl FindingKind {
+    /// Whether it is about one record (modified, undecodable) rather than the log's shape (a
+    /// gap, a truncation, another key, a rewritten chain): those are the ones counted past
+    /// the first listed.
+    pub fn is_record(self) -> bool {
+        matches!(self, Self::Modified | Self::Undecodable)
+    }
 }
 
 /// One record (or stretch of the log) that does not verify.
@@ -84,7 +98,8 @@ pub struct TamperReport {
     pub tampering_detected: bool,
     /// One sentence.
     pub details: String,
-    /// Every record that does not verify, oldest first.
+    /// The records that do not verify, oldest first: the first 100, and the log's gap,
+    /// truncation or rewritten chain if found (see `findings_not_listed`).
     pub findings: Vec<TamperFinding>,
     /// How many records were read.
     pub records_checked: u64,
@@ -102,6 +117,10 @@ pub struct TamperReport {
     /// as it does below a truncated log): the findings are then only in this answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_seq: Option<u64>,
+    /// How many more records did not verify than `findings` lists: a scan lists, records and
+    /// shows the monitor the first 100 (by record) and counts the rest. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_not_listed: u64,
 }
 
 /// `validate-integrity`.
@@ -156,6 +175,10 @@ pub fn integrity_score(passed: u64, examined: u64) -> String {
     }
     let tenths = passed * 1000 / examined;
     format!("{}.{}%", tenths / 10, tenths % 10)
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -115,6 +115,16 @@ pub struct TimelineInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub paradoxes: usize,
+    /// True while `paradoxes` is being worked out again: the timeline changed and is too large
+    /// to rescan while a list waits (more than 5,000 events), so the list answers the last
+    /// count and `paradoxes_counted_at` says how old it is. Absent when the count is current.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paradoxes_recounting: bool,
+    /// While recounting: when the count shown was last known to hold. Absent when it is current,
+    /// or was never counted (then `paradoxes` is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub paradoxes_counted_at: Option<Instant>,
     /// The traveller who created it; absent for `primary` and history as shipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<Traveller>,

@@ -134,6 +134,8 @@ mod tests {
             closes_at: None,
             event_count: 0,
             paradoxes: 0,
+            paradoxes_recounting: false,
+            paradoxes_counted_at: None,
             created_by: None,
             pending_merges: 0,
             isolations: Vec::new(),

@@ -60,6 +60,8 @@ pub fn timeline(n: u128, name: &str) -> TimelineInfo {
         closes_at: None,
         event_count: 0,
         paradoxes: 0,
+        paradoxes_recounting: false,
+        paradoxes_counted_at: None,
         created_by: None,
         pending_merges: 0,
         isolations: Vec::new(),

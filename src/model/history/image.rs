@@ -455,6 +455,8 @@ impl History {
             }
             if node.current {
                 h.drop_derived(slot, &node);
+            } else if node.event.is_some() {
+                h.past.remove(&(node.time, slot));
             }
         }
         if len < base_len {
@@ -520,6 +522,9 @@ impl History {
             n.event = Some(Arc::new(event));
             if n.current {
                 h.add_derived(slot);
+            } else {
+                let key = (n.time, slot);
+                h.past.insert(key);
             }
         }
         apply_set_diff(&mut h.violations, image.violations);
@@ -579,7 +584,7 @@ impl History {
             });
             let gathered = build_events(ids, &mut nodes, stored);
             timings[0] = started.elapsed();
-            let (effects, by_time, by_location) = match gathered {
+            let (effects, by_time, by_location, mut past) = match gathered {
                 Ok(built) => built,
                 Err(e) => {
                     // The id map is dropped with the error.
@@ -622,6 +627,8 @@ impl History {
                 .unwrap_or_else(|e| std::panic::resume_unwind(e));
             h.by_time = by_time;
             h.by_location = by_location;
+            past.sort_unstable();
+            h.past = past.into_iter().collect();
             timings[2] = started.elapsed();
             Ok(())
         })?;
@@ -713,10 +720,16 @@ impl History {
 
 /// What [`History::from_full_image`] gathers while building events: each slot's effects, and
 /// the keys of the time index and of each location's.
-type Gathered = (Vec<Vec<Slot>>, Vec<SlotKey>, Vec<(String, Vec<SlotKey>)>);
+type Gathered = (
+    Vec<Vec<Slot>>,
+    Vec<SlotKey>,
+    Vec<(String, Vec<SlotKey>)>,
+    Vec<SlotKey>,
+);
 
 /// Builds each stored node with its event (ids by slot resolved against `ids`, every slot's id)
-/// into `nodes`, and gathers what the derived indexes are built from.
+/// into `nodes`, and gathers what the derived indexes are built from (the past versions' keys
+/// last).
 fn build_events(
     ids: &[EventId],
     nodes: &mut Vec<Node>,
@@ -734,6 +747,7 @@ fn build_events(
     };
     let mut effects: Vec<Vec<Slot>> = vec![Vec::new(); len];
     let mut by_time: Vec<SlotKey> = Vec::with_capacity(len);
+    let mut past: Vec<SlotKey> = Vec::new();
     // Location -> its key's list; a few thousand locations for a million events.
     let mut keys_of: std::collections::HashMap<String, usize> = Default::default();
     let mut by_location: Vec<(String, Vec<SlotKey>)> = Vec::new();
@@ -801,12 +815,15 @@ fn build_events(
                 effects[c as usize].push(slot);
             }
         }
+        if !node.current {
+            past.push((event.time, slot));
+        }
         node.time = event.time;
         node.causes = Arc::from(causes);
         node.event = Some(Arc::new(event));
         nodes.push(node);
     }
-    Ok((effects, by_time, by_location))
+    Ok((effects, by_time, by_location, past))
 }
 
 /// The first difference between two histories, slot by slot and index by index; `Ok` when
@@ -828,6 +845,7 @@ pub(crate) fn same_history(a: &History, b: &History) -> Result<(), String> {
     eq("slots", &a.slots, &b.slots)?;
     eq("time index", &a.by_time, &b.by_time)?;
     eq("location index", &a.by_location, &b.by_location)?;
+    eq("past versions' index", &a.past, &b.past)?;
     eq("violations", &a.violations, &b.violations)?;
     eq("back edges", &a.back_edges, &b.back_edges)?;
     eq("loops", &a.loops, &b.loops)?;

@@ -310,6 +310,7 @@ mod tests {
             from_seq: 1,
             head_seq: 12,
             chain_from: Some(1),
+            findings_not_listed: 0,
             recorded_seq: Some(13),
         });
         let p = palette();
