@@ -180,6 +180,18 @@ pub enum ServiceError {
         /// Seconds to wait.
         retry_after_secs: u64,
     },
+    /// A traveller asked for another scan of the log sooner than one per `every_secs`
+    /// (answered 429 like `RateLimited`).
+    #[error(
+        "a traveller may start one scan of the log (detect-tampering, validate-integrity) every \
+         {every_secs} s, since each reads the stored log; retry in {retry_after_secs} s"
+    )]
+    ScansTooOften {
+        /// Seconds to wait.
+        retry_after_secs: u64,
+        /// The cooldown, in seconds.
+        every_secs: u64,
+    },
     /// The operation has nothing in this service to act on (answered 501); the message says
     /// why and what to use instead.
     #[error("{0}")]
@@ -332,7 +344,7 @@ impl ServiceError {
             Self::Unauthorized(_) => &UNAUTHORIZED,
             Self::Forbidden(_) => &FORBIDDEN,
             Self::IdempotencyKeyReused { .. } => &IDEMPOTENCY_KEY_REUSED,
-            Self::RateLimited { .. } => &RATE_LIMITED,
+            Self::RateLimited { .. } | Self::ScansTooOften { .. } => &RATE_LIMITED,
             Self::Unsupported(_) => &UNSUPPORTED_OPERATION,
             Self::Unavailable(_) => &UNAVAILABLE,
             Self::Internal(_) => &INTERNAL,

@@ -1014,6 +1014,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<()> {
     engine.spawn_scheduler(SCHEDULER_PERIOD);
     engine.spawn_access_log(args.access_log_flush);
     engine.pace_reads(args.read_index_interval);
+    engine.cool_scans(args.scan_cooldown);
     let snapshots = chronoscope::engine::SnapshotPolicy {
         every_records: args.snapshot_records,
         every: args.snapshot_interval,

@@ -370,3 +370,50 @@ async fn one_address_over_its_limit_gets_429_before_authentication_and_others_do
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
+
+/// A scan of the log reads the stored log: one traveller may start one per cooldown. The next
+/// within it (either scan) is a 429 naming the cooldown, with Retry-After; a mistyped timeline
+/// spends no turn; another traveller has their own; an operator is never held.
+#[tokio::test]
+async fn a_traveller_scans_the_log_once_per_cooldown() {
+    let app = App::with(config()).await;
+    app.engine.cool_scans(Duration::from_secs(60));
+    let ada = token("ada");
+    let primary = json!({"timeline_id": "primary"});
+    let unknown = json!({"timeline_id": "tml_01jz0000000000000000000000"});
+    let r = app.post("/v1/detect-tampering", &ada, unknown).await;
+    assert_ne!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.status.is_client_error(), "{}", r.status);
+    let r = app
+        .post("/v1/detect-tampering", &ada, primary.clone())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+
+    let r = app
+        .post("/v1/validate-integrity", &ada, primary.clone())
+        .await;
+    let problem = r.assert_problem(429, "rate-limited");
+    let retry: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("one scan of the log") && detail.contains("every 60 s"),
+        "{detail}"
+    );
+
+    let bob = app
+        .post("/v1/validate-integrity", &token("bob"), primary.clone())
+        .await;
+    assert_eq!(bob.status, StatusCode::OK, "{}", bob.text);
+    let operator = token_with_scope("ops", "read write admin");
+    for _ in 0..2 {
+        let r = app
+            .post("/v1/detect-tampering", &operator, primary.clone())
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+}

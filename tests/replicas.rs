@@ -1737,8 +1737,8 @@ async fn wait_for_holder(holder: &Replica, other: &Replica) {
 /// The lease moves only for writes. Every write a follower receives is made by the lease
 /// holder, whatever its method or path: a GET that writes (`retrieve-item`), writes outside
 /// `/v1/` (`/api/v1/travel`, `/api/v1/manipulate-event`); each used to be made on the
-/// follower, which took the lease for it. A POST that only reads (`paradox-checks`) is
-/// answered where it arrives. And a client knocking with a bad token ten times a second gets
+/// follower, which took the lease for it. A POST that only reads (`paradox-checks`, the scans
+/// of the log) is answered where it arrives. And a client knocking with a bad token ten times a second gets
 /// every refusal into the access log without the follower taking the lease to append it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lease_moves_only_for_writes_whatever_a_follower_receives() {
@@ -1813,6 +1813,32 @@ async fn forwarding_scenario(database: &str) {
         .await
         .unwrap();
     assert_eq!(checked.status, 200, "{}", checked.body);
+    // The scans of the log read the stored log every replica shares: answered by B (a reader's
+    // tamper scan records nothing).
+    let validated = api
+        .post(
+            &b.base,
+            "/v1/validate-integrity",
+            &json!({ "timeline_id": timeline }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(validated.status, 200, "{}", validated.body);
+    let reader = Api::new(token_for(&exe, SECRET, "reader", "read").await);
+    let scanned = reader
+        .post(
+            &b.base,
+            "/v1/detect-tampering",
+            &json!({ "timeline_id": timeline }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(scanned.status, 200, "{}", scanned.body);
+    assert_eq!(
+        scanned.body["tampering_detected"], false,
+        "{}",
+        scanned.body
+    );
 
     let after = scrape(&b).await;
     let moved = |name: &str| series(&after, name) - series(&before, name);
@@ -1824,7 +1850,7 @@ async fn forwarding_scenario(database: &str) {
     assert_eq!(
         moved("chronoscope_writes_forwarded_total"),
         3.0,
-        "B forwards the three writes and answers the paradox check itself"
+        "B forwards the three writes and answers the paradox check and the scans itself"
     );
     // A client with a bad token knocks on B ten times a second: each refusal is counted in
     // the access log (service-wide: it names no timeline), within a second, without moving the

@@ -622,6 +622,9 @@ pub struct ServeArgs {
     /// How long the access log keeps what it counted in memory, e.g. 90d (older summaries stay in the op log only)
     #[arg(long, env = "CHRONOSCOPE_ACCESS_LOG_RETENTION", default_value = "90d", value_parser = parse_access_log_duration)]
     pub access_log_retention: Duration,
+    /// How long a traveller waits between two scans of the log (detect-tampering, validate-integrity: each reads the stored log), e.g. 5s; sooner is 429 with Retry-After. Operators (admin scope) are not held; 0 holds nobody
+    #[arg(long, env = "CHRONOSCOPE_SCAN_COOLDOWN", default_value = "5s", value_parser = parse_duration)]
+    pub scan_cooldown: Duration,
 }
 
 const BACKUP_ABOUT: &str = "\

@@ -101,6 +101,59 @@ impl Scans {
     }
 }
 
+/// Each traveller's last scan of the log, for the cooldown between them: a scan reads the
+/// stored log (all of it, `full`), so one traveller may start one every [`Engine::cool_scans`]
+/// interval (none unless set: `serve --scan-cooldown`, 5 s by default). Operators are not held.
+#[derive(Debug, Default)]
+pub(super) struct Cooldown {
+    every_ms: std::sync::atomic::AtomicU64,
+    started: std::sync::Mutex<std::collections::HashMap<Traveller, std::time::Instant>>,
+}
+
+impl Cooldown {
+    /// Starts `who`'s scan now, or says how long until they may.
+    fn start(&self, who: &Traveller) -> Result<(), ServiceError> {
+        let every = std::time::Duration::from_millis(
+            self.every_ms.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        if every.is_zero() {
+            return Ok(());
+        }
+        let now = std::time::Instant::now();
+        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        // Those whose cooldown ended are forgotten: the map holds the last interval's scanners.
+        started.retain(|_, at| now.duration_since(*at) < every);
+        if let Some(at) = started.get(who) {
+            let left = every.saturating_sub(now.duration_since(*at));
+            return Err(ServiceError::ScansTooOften {
+                retry_after_secs: left.as_secs_f64().ceil().max(1.0) as u64,
+                every_secs: every.as_secs_f64().ceil() as u64,
+            });
+        }
+        started.insert(who.clone(), now);
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Sets how long a traveller waits between two scans of the log (`detect-tampering`,
+    /// `validate-integrity`); zero, the default, holds nobody. Operators are never held.
+    pub fn cool_scans(&self, every: std::time::Duration) {
+        let ms = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
+        self.scan_cooldown
+            .every_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Starts `who`'s scan of the log, unless they started one within the cooldown.
+    pub(super) fn start_scan(&self, who: &Traveller, operator: bool) -> Result<(), ServiceError> {
+        if operator {
+            return Ok(());
+        }
+        self.scan_cooldown.start(who)
+    }
+}
+
 /// What a stored record says about itself, read without trusting it.
 #[derive(Default)]
 struct Claims {

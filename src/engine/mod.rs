@@ -221,6 +221,8 @@ pub struct Engine {
     /// The first record the store's chain record says was linked as written, as found at start
     /// (what the witness records beside the head).
     chain_from: std::sync::OnceLock<u64>,
+    /// When each traveller last started a scan of the log (see `integrity::Cooldown`).
+    scan_cooldown: integrity::Cooldown,
 }
 
 impl std::fmt::Debug for Engine {
@@ -282,6 +284,7 @@ impl Engine {
             event_feeds: events_watch::Feeds::default(),
             access: access_log::Counters::default(),
             chain_from: std::sync::OnceLock::new(),
+            scan_cooldown: integrity::Cooldown::default(),
         });
         engine.establish_chain().await?;
         engine.check_witness_at_start().await?;

@@ -1581,6 +1581,8 @@ impl TimelineService for EngineSession {
                     ))
                 })
                 .await?;
+            // A timeline that exists, then a turn (a mistyped id costs none).
+            self.engine.start_scan(&self.traveller, self.admin)?;
             // Only a caller who may write has their scan recorded (it is a record in the
             // log): a reader's scan is answered the same, and appends nothing.
             let may_record = self.may_write
@@ -1613,6 +1615,8 @@ impl TimelineService for EngineSession {
                 .await?;
             self.refuse_if_barred(&served, false)?;
             let served = self.visible(served);
+            rules::referenced(&served, &req.timeline_id)?;
+            self.engine.start_scan(&self.traveller, self.admin)?;
             super::integrity::validate(&self.engine, served, &req.timeline_id, req.timestamp).await
         })
         .await

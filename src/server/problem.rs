@@ -89,7 +89,10 @@ impl Problem {
         let kind = error.problem_type();
         let mut p = Self::new(kind, error);
         match &p.error {
-            ServiceError::RateLimited { retry_after_secs } => {
+            ServiceError::RateLimited { retry_after_secs }
+            | ServiceError::ScansTooOften {
+                retry_after_secs, ..
+            } => {
                 let secs = retry_after_secs.to_string();
                 p = p.with_header(RETRY_AFTER, &secs);
             }

@@ -140,13 +140,12 @@ pub(super) fn api_router() -> (OpenApiRouter<AppState>, Operations) {
             routes!(stream::stream_monitor_events),
         )
         .writes(routes!(navigation::disable_caching))
-        // Each records its scan in the log (a write), so the holder makes them for now.
+        // Answered by the replica that received them: each reads the stored log, which every
+        // replica shares. Only detect-tampering's record of its scan is a write (appended from
+        // here, and at most once per traveller per `--scan-cooldown`).
+        .route(Does::reads().heavy(), routes!(integrity::detect_tampering))
         .route(
-            Does::writes().needing(Scope::Read).heavy(),
-            routes!(integrity::detect_tampering),
-        )
-        .route(
-            Does::writes().needing(Scope::Read).heavy(),
+            Does::reads().heavy(),
             routes!(integrity::validate_integrity),
         )
         .writes(routes!(security::set_access_control))
