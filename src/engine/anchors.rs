@@ -1,11 +1,13 @@
-//! The anchor operations beyond setting one (guide §2): the recorded conditions' limits,
+//! The anchor operations (guide §2): setting one, the recorded conditions' limits,
 //! adjusting, deleting, and the stability verdict. Decisions only, like `rules`.
 
 use crate::error::ServiceError;
-use crate::model::{AnchorId, AnchorRecord, AnchorStatus, Conditions, Instant};
+use crate::model::{
+    Anchor, AnchorDetails, AnchorId, AnchorRecord, AnchorStatus, Conditions, Instant, in_range,
+};
 use crate::monitor::WindowPhase;
 use crate::paradox::{self, Change, ParadoxKind};
-use crate::service::{AdjustAnchorRequest, AnchorStability, AnchorVerdict};
+use crate::service::{AdjustAnchorRequest, AnchorStability, AnchorVerdict, NewPreciseAnchor};
 
 use super::rules::{self, Ctx};
 use super::world::{Op, World};
@@ -199,4 +201,72 @@ fn spans(
         (Some(first), Some(last)) => *first <= at && at <= *last,
         _ => false,
     }
+}
+/// Setting an anchor in the traveller's current timeline. One active anchor per timeline,
+/// timestamp and description: the same instant in another timeline, or for another purpose, is
+/// another return point (DESIGN §3).
+pub fn set_anchor(
+    world: &World,
+    ctx: &Ctx<'_>,
+    req: &NewPreciseAnchor,
+) -> Result<(Op, AnchorRecord), ServiceError> {
+    let description = rules::optional_text("description", req.description.as_ref())?;
+    in_range("timestamp", req.timestamp)?;
+    if let Some(accuracy) = req.accuracy
+        && !accuracy.holds(&req.timestamp)
+    {
+        return Err(ServiceError::invalid(
+            "timestamp",
+            format!(
+                "is given more finely than the accuracy '{}' ({} fraction digits at most)",
+                serde_json::to_value(accuracy)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                accuracy.digits()
+            ),
+        ));
+    }
+    for (field, value) in [
+        ("environment", &req.environment),
+        ("quantum_state", &req.quantum_state),
+    ] {
+        if let Some(value) = value {
+            conditions(field, value)?;
+        }
+    }
+    let timeline = world.position_of(ctx.traveller, ctx.now).timeline;
+    if let Some(existing) = world.anchors_of(ctx.traveller).find(|a| {
+        a.status == AnchorStatus::Active
+            && a.timeline == timeline
+            && a.timestamp == req.timestamp
+            && a.description == description
+    }) {
+        return Err(ServiceError::AlreadyExists {
+            location: format!("/v1/anchors/{}", existing.id),
+        });
+    }
+    let anchor = AnchorRecord {
+        anchor: Anchor {
+            id: AnchorId::from_ulid((ctx.mint)()),
+            owner: ctx.traveller.clone(),
+            timeline,
+            timestamp: req.timestamp,
+            description,
+            status: AnchorStatus::Active,
+            created_at: ctx.now,
+        },
+        details: AnchorDetails {
+            location: world.location_of(ctx.traveller),
+            accuracy: req.accuracy,
+            environment: req.environment.clone(),
+            quantum_state: req.quantum_state.clone(),
+        },
+    };
+    Ok((
+        Op::SetAnchor {
+            anchor: anchor.clone(),
+        },
+        anchor,
+    ))
 }

@@ -455,19 +455,6 @@ pub fn abort(world: &World, ctx: &Ctx<'_>, id: &MergeId) -> Result<Op, ServiceEr
     })
 }
 
-/// The pending merges that name `timeline` (as source or destination).
-pub fn pending_naming<'w>(world: &'w World, timeline: &TimelineId) -> Vec<&'w MergeId> {
-    world
-        .merges
-        .values()
-        .filter(|m| {
-            m.is_pending()
-                && (&m.source_timeline_id == timeline || &m.destination_timeline_id == timeline)
-        })
-        .map(|m| &m.merge_id)
-        .collect()
-}
-
 /// `timelines diff A B`: what merging A into B would weigh, lineage by lineage.
 pub fn diff(world: &World, q: &DiffQuery) -> Result<TimelineDiff, ServiceError> {
     let plan = merge::plan(world, &q.source_timeline_id, &q.destination_timeline_id)?;

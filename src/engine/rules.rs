@@ -3,14 +3,14 @@
 
 use crate::error::ServiceError;
 use crate::model::{
-    Anchor, AnchorDetails, AnchorId, AnchorRecord, AnchorStatus, Event, EventId, EventStatus,
-    Instant, Item, ItemId, Journey, JourneyId, JourneyKind, LeftItem, Position, Timeline,
-    TimelineId, TimelineStatus, Traveller, Whereabouts, format_instant, in_range, opt_in_range,
+    AnchorId, AnchorRecord, AnchorStatus, Event, EventId, EventStatus, Instant, Item, ItemId,
+    Journey, JourneyId, JourneyKind, LeftItem, Position, Timeline, TimelineId, TimelineStatus,
+    Traveller, Whereabouts, format_instant, in_range, opt_in_range,
 };
 use crate::paradox::{self, Change, Paradox, Subject};
 use crate::service::{
-    EventRecord, ManipulateRequest, NewEvent, NewItem, NewPreciseAnchor, NewTimeline,
-    ParadoxCheckRequest, TimelineInfo, TravelRequest,
+    EventRecord, ManipulateRequest, NewEvent, NewItem, NewTimeline, ParadoxCheckRequest,
+    TimelineInfo, TravelRequest,
 };
 
 use super::world::{Op, TimelineState, World};
@@ -235,7 +235,7 @@ pub fn delete_timeline(
             branches.join(", ")
         )));
     }
-    let pending = super::review::pending_naming(world, id);
+    let pending: Vec<_> = world.pending_merges_naming(id).collect();
     if !pending.is_empty() {
         let ids: Vec<String> = pending.iter().map(ToString::to_string).collect();
         return Err(ServiceError::Conflict(format!(
@@ -354,75 +354,6 @@ pub fn register_item(
         location: world.location_of(ctx.traveller),
     };
     Ok((Op::RegisterItem { item: item.clone() }, item))
-}
-
-/// Setting an anchor in the traveller's current timeline. One active anchor per timeline,
-/// timestamp and description: the same instant in another timeline, or for another purpose, is
-/// another return point (DESIGN §3).
-pub fn set_anchor(
-    world: &World,
-    ctx: &Ctx<'_>,
-    req: &NewPreciseAnchor,
-) -> Result<(Op, AnchorRecord), ServiceError> {
-    let description = optional_text("description", req.description.as_ref())?;
-    in_range("timestamp", req.timestamp)?;
-    if let Some(accuracy) = req.accuracy
-        && !accuracy.holds(&req.timestamp)
-    {
-        return Err(ServiceError::invalid(
-            "timestamp",
-            format!(
-                "is given more finely than the accuracy '{}' ({} fraction digits at most)",
-                serde_json::to_value(accuracy)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                accuracy.digits()
-            ),
-        ));
-    }
-    for (field, value) in [
-        ("environment", &req.environment),
-        ("quantum_state", &req.quantum_state),
-    ] {
-        if let Some(value) = value {
-            super::anchors::conditions(field, value)?;
-        }
-    }
-    let timeline = world.position_of(ctx.traveller, ctx.now).timeline;
-    if let Some(existing) = world.anchors_of(ctx.traveller).find(|a| {
-        a.status == AnchorStatus::Active
-            && a.timeline == timeline
-            && a.timestamp == req.timestamp
-            && a.description == description
-    }) {
-        return Err(ServiceError::AlreadyExists {
-            location: format!("/v1/anchors/{}", existing.id),
-        });
-    }
-    let anchor = AnchorRecord {
-        anchor: Anchor {
-            id: AnchorId::from_ulid((ctx.mint)()),
-            owner: ctx.traveller.clone(),
-            timeline,
-            timestamp: req.timestamp,
-            description,
-            status: AnchorStatus::Active,
-            created_at: ctx.now,
-        },
-        details: AnchorDetails {
-            location: world.location_of(ctx.traveller),
-            accuracy: req.accuracy,
-            environment: req.environment.clone(),
-            quantum_state: req.quantum_state.clone(),
-        },
-    };
-    Ok((
-        Op::SetAnchor {
-            anchor: anchor.clone(),
-        },
-        anchor,
-    ))
 }
 
 /// Where a journey goes: a timeline, or one of the traveller's active anchors.

@@ -922,7 +922,7 @@ impl TimelineService for EngineSession {
 
     async fn set_precise_anchor(&self, req: NewPreciseAnchor) -> ServiceResult<AnchorRecord> {
         self.write(|world, ctx| {
-            let (op, anchor) = rules::set_anchor(world, ctx, &req)?;
+            let (op, anchor) = super::anchors::set_anchor(world, ctx, &req)?;
             Ok((vec![op], anchor))
         })
         .await

@@ -532,6 +532,18 @@ impl World {
             .filter_map(|id| self.merges.get(id))
     }
 
+    /// The merges waiting for review that go from or into `timeline`.
+    pub fn pending_merges_naming<'w>(
+        &'w self,
+        timeline: &'w TimelineId,
+    ) -> impl Iterator<Item = &'w MergeId> + 'w {
+        self.pending_merges()
+            .filter(move |m| {
+                &m.source_timeline_id == timeline || &m.destination_timeline_id == timeline
+            })
+            .map(|m| &m.merge_id)
+    }
+
     /// Forgets every merge from or into `timelines` (a traveller's view of a world whose
     /// timelines they may not read), reading only those merges.
     pub fn hide_merges_of(&mut self, timelines: &[TimelineId]) {
