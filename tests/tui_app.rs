@@ -3473,7 +3473,7 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
         let mut h = embedded().await;
         h.press("?");
         let mut help = String::new();
-        for _ in 0..60 {
+        for _ in 0..120 {
             help.push_str(&modal_text(&h.render(width, height), "Help"));
             help.push(' ');
             h.press("j");
@@ -3541,33 +3541,7 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
 /// with the ⚠1 the tree still shows.
 #[tokio::test]
 async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
-    let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = chronoscope::engine::Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        chronoscope::engine::EngineConfig::default(),
-        chronoscope::engine::Seed::Demo,
-    )
-    .await
-    .expect("the demo world");
-    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
-    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
-    for _ in 0..30 {
-        if h.app.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
-            break;
-        }
-        h.press("j");
-    }
-    h.settle().await;
-    assert_eq!(h.app.timelines.selected().map(|t| &t.id), Some(&bootstrap));
-    select_event(
-        &mut h,
-        "new york",
-        "A traveller hands the newly arrived Tesla a copy of his own oscillator blueprint",
-    )
-    .await;
-    h.press("I y");
-    h.settle().await;
+    let mut h = isolate_the_bootstrap_loop().await;
     let flash = h.app.flash.clone().expect("a flash").text;
     for said in [
         "1 paradox contained",
@@ -3602,5 +3576,153 @@ async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
     assert!(
         footer.ends_with("stays while the loop does."),
         "{footer}\n{flash}"
+    );
+}
+
+/// The demo's Tesla bootstrap loop selected, with the event that closes the loop selected in
+/// the search, isolated with `I` `y`: its answer is the longest message the footer gets.
+async fn isolate_the_bootstrap_loop() -> Harness {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = chronoscope::engine::Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        chronoscope::engine::EngineConfig::default(),
+        chronoscope::engine::Seed::Demo,
+    )
+    .await
+    .expect("the demo world");
+    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
+    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
+    for _ in 0..30 {
+        if h.app.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
+            break;
+        }
+        h.press("j");
+    }
+    h.settle().await;
+    assert_eq!(h.app.timelines.selected().map(|t| &t.id), Some(&bootstrap));
+    select_event(
+        &mut h,
+        "new york",
+        "A traveller hands the newly arrived Tesla a copy of his own oscillator blueprint",
+    )
+    .await;
+    h.press("I y");
+    h.settle().await;
+    h
+}
+
+/// The last `n` non-empty lines of a screen, trimmed and joined by spaces.
+fn last_lines(screen: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = screen
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(str::trim)
+        .collect();
+    lines.reverse();
+    lines.join(" ")
+}
+
+/// At 80x24 the isolation's answer needs more than the footer's three lines: the footer cuts it
+/// saying which key reads it whole, and that key opens the whole message (also once the flash
+/// is gone).
+#[tokio::test]
+async fn a_message_cut_in_the_footer_reads_whole_on_a_key() {
+    let mut h = isolate_the_bootstrap_loop().await;
+    let flash = h.app.flash.clone().expect("a flash").text;
+    assert!(flash.ends_with("stays while the loop does."), "{flash}");
+    let footer = last_lines(&h.render(80, 24), 3);
+    assert!(footer.starts_with("Isolated 3 events"), "{footer}");
+    assert!(
+        footer.ends_with("… w reads it whole"),
+        "the cut is said: {footer}"
+    );
+    // The flash goes with the ticks; the message stays to be read.
+    for _ in 0..10 {
+        h.send(Msg::Tick);
+    }
+    h.settle().await;
+    assert!(h.app.flash.is_none());
+    h.press("w");
+    let screen = h.render(80, 24);
+    let text = modal_text(&screen, "Last message");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let hint = [" j/k scroll · enter / esc close", " enter / esc close"];
+    let shown = hint.iter().fold(words(&text), |t, h| t.replace(h, ""));
+    assert_eq!(shown, words(&flash), "{screen}");
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+}
+
+/// At 80 columns every binding's description in the help reads whole, wrapped under itself,
+/// never cut with "…".
+#[tokio::test]
+async fn the_help_reads_every_description_whole_at_80_columns() {
+    let mut h = embedded().await;
+    h.press("?");
+    // Tall enough for the whole help at once.
+    let text = modal_text(&h.render(80, 200), "Help");
+    assert!(!text.contains('…'), "{text}");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Each description's first line is followed by its `:command`: without them, the
+    // descriptions read as they are written.
+    let keymap = KeyMap::default();
+    let mut text = words(&text);
+    for binding in keymap.bindings() {
+        text = text.replace(&format!(" :{}", binding.action.name()), "");
+    }
+    for binding in keymap.bindings() {
+        let description = words(binding.description);
+        assert!(text.contains(&description), "{description}: {text}");
+    }
+    // The notes after the bindings wrap too, the picture's keys to the last.
+    assert!(text.contains(", esc closes. Anchors list (A)"), "{text}");
+}
+
+/// At 140x30 an anchor among three paradoxes gives every reason whole in the anchors list:
+/// the detail under the list grows and wraps, however long the reasons are.
+#[tokio::test]
+async fn the_anchors_list_wraps_long_paradox_reasons_whole_at_140_by_30() {
+    let w = world().await;
+    let eiffel = event_called(&w.service, "Eiffel Tower opens").await;
+    let printed: Vec<String> = (1..=3)
+        .map(|n| format!("Eiffel Tower postcards printed by the workshop of the rue number {n}"))
+        .collect();
+    for (n, description) in printed.iter().enumerate() {
+        let time = format!("179{n}-01-01T12:00:00Z");
+        add_to_primary(
+            w.service.as_ref(),
+            new_event(description, &time, "Paris", &[&eiffel]),
+        )
+        .await;
+    }
+    let mut h = harness(&w).await;
+    submit(&mut h, "a ctrl-u", &["1800-01-01 12:00", "among them"]).await;
+    h.press("A");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    let text = modal_text(&screen, "Your anchors (1)");
+    let reasons = text
+        .split("at risk: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{screen}"));
+    for description in &printed {
+        assert!(
+            reasons.contains(description.as_str()),
+            "{description}:\n{screen}"
+        );
+    }
+    // Each reason whole, the last one to its full stop.
+    assert_eq!(
+        reasons.matches("the cause of their own act;").count(),
+        2,
+        "{screen}"
+    );
+    assert_eq!(
+        reasons.matches("the cause of their own act.").count(),
+        1,
+        "{screen}"
     );
 }

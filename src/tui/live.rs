@@ -15,7 +15,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use super::action::Msg;
+use super::action::{Msg, Push};
 use crate::model::TimelineId;
 use crate::service::{MonitorChange, MonitorEvent, MonitorReport, MonitorWatch, TimelineService};
 
@@ -37,18 +37,6 @@ pub enum Link {
     /// The stream could not reach the server (why): the monitor is refreshed on the tick,
     /// and the stream is opened again as soon as the server answers a call.
     Unreached(String),
-}
-
-/// What the stream task tells the dashboard.
-#[derive(Clone, Debug)]
-pub enum Push {
-    /// The stream is open (the first change follows).
-    Opened,
-    /// The changes one rescan found (applied together, as one refresh).
-    Changes(Vec<MonitorEvent>),
-    /// The stream is gone (why, and whether the server could not be reached at all); it is
-    /// opened again after a pause.
-    Lost(String, bool),
 }
 
 /// The subscription of one dashboard.

@@ -4,7 +4,7 @@
 use ratatui::Frame;
 
 use super::App;
-use crate::tui::action::Slot;
+use crate::tui::action::{Action, Slot};
 use crate::tui::chrome::{self, Header};
 use crate::tui::modal::Modal;
 use crate::tui::panes::{Ctx, PaneId};
@@ -96,7 +96,9 @@ impl App {
             } else {
                 self.keymap.hints(self.context())
             };
-            chrome::render_footer(frame, screen.footer, self.flash.as_ref(), hints, &p);
+            let whole = self.keymap.key_for(Action::LastMessage);
+            let flash = self.flash.as_ref();
+            chrome::render_footer(frame, screen.footer, flash, hints, &whole, &p);
         }
         if let Some(mut modal) = self.modal.take() {
             modal.render(frame, screen.body, &self.around());

@@ -16,22 +16,20 @@ mod dispatch;
 mod draw;
 mod guard;
 mod replies;
-#[cfg(any(test, feature = "test-hooks"))]
-pub mod testing;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::action::{Msg, Reply, Slot};
+use super::action::{Msg, Push, Reply, Slot};
 pub use super::chrome::Connection;
 use super::chrome::Flash;
-use super::confirm::Checked;
+use super::effect::Checked;
 use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
-use super::live::{self, Follower, Link, Push};
+use super::live::{self, Follower, Link};
 use super::modal::{Around, Modal};
 use super::mouse::{Areas, Pointer};
 use super::panes::log::LogPane;
@@ -40,6 +38,7 @@ use super::panes::search::SearchPane;
 use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::Wizard;
 use super::panes::{InputKey, PaneId};
+use super::requests::Requests;
 use super::theme::Palette;
 use crate::engine::Clock;
 use crate::error::ServiceError;
@@ -96,11 +95,13 @@ pub struct App {
     pub last_refresh: Option<Instant>,
     /// The footer's flash message.
     pub flash: Option<Flash>,
+    /// The last flash, kept after it goes (the footer may have cut it): read whole on a key.
+    pub last_message: Option<Flash>,
     /// The monitor's pushed changes, and whether they are coming.
     pub follower: Follower,
     push: bool,
-    generations: HashMap<Slot, u64>,
-    in_flight: HashMap<Slot, usize>,
+    /// The background calls in flight.
+    requests: Requests,
     /// The timeline to select when the list next arrives (one just created).
     select_after_refresh: Option<TimelineId>,
     /// Timelines whose deletion was said (by this dashboard or found out): not said again.
@@ -134,7 +135,7 @@ impl App {
     ) -> Self {
         Self {
             service,
-            tx,
+            tx: tx.clone(),
             clock: config.clock,
             keymap: config.keymap,
             palette: config.palette,
@@ -150,10 +151,10 @@ impl App {
             connection: Connection::Connecting,
             last_refresh: None,
             flash: None,
+            last_message: None,
             follower: Follower::default(),
             push: config.push,
-            generations: HashMap::new(),
-            in_flight: HashMap::new(),
+            requests: Requests::new(tx),
             select_after_refresh: None,
             said_gone: HashSet::new(),
             checking: None,
@@ -175,17 +176,17 @@ impl App {
 
     /// Whether any background call is in flight.
     pub fn busy(&self) -> bool {
-        self.in_flight.values().any(|n| *n > 0)
+        self.requests.busy()
     }
 
     /// Whether a call of `slot` is in flight.
     pub fn pending(&self, slot: Slot) -> bool {
-        self.in_flight.get(&slot).is_some_and(|n| *n > 0)
+        self.requests.pending(slot)
     }
 
     /// The newest generation sent in `slot`.
     pub fn generation(&self, slot: Slot) -> u64 {
-        self.generations.get(&slot).copied().unwrap_or(0)
+        self.requests.generation(slot)
     }
 
     /// The dashboard clock's now.
@@ -196,11 +197,13 @@ impl App {
     /// Shows an informational flash.
     pub fn flash_info(&mut self, text: impl Into<String>) {
         self.flash = Some(Flash::info(text));
+        self.last_message.clone_from(&self.flash);
     }
 
     /// Shows an error flash (stays a little longer).
     pub fn flash_error(&mut self, text: impl Into<String>) {
         self.flash = Some(Flash::error(text));
+        self.last_message.clone_from(&self.flash);
     }
 
     /// What a modal may read of the dashboard around it.
@@ -210,6 +213,7 @@ impl App {
             keymap: &self.keymap,
             timelines: &self.timelines,
             monitor: &self.monitor,
+            search: &self.search,
             whoami: self.whoami.as_ref(),
             now: self.now(),
         }
@@ -255,8 +259,7 @@ impl App {
             return;
         }
         // A poll sent before this push would answer with an older state: it is dropped.
-        let stale = self.generation(Slot::Monitor) + 1;
-        self.generations.insert(Slot::Monitor, stale);
+        self.requests.outdate(Slot::Monitor);
         let only_snapshots = events
             .iter()
             .all(|e| matches!(e.change, MonitorChange::Snapshot(_)));
@@ -307,13 +310,10 @@ impl App {
     /// A background call finished: counted, dropped when a newer one of its slot is on its way,
     /// else answered.
     fn on_done(&mut self, slot: Slot, generation: u64, result: Result<Reply, ServiceError>) {
-        if let Some(n) = self.in_flight.get_mut(&slot) {
-            *n = n.saturating_sub(1);
+        // Dropped when a newer request of this slot is on its way.
+        if self.requests.finished(slot, generation) {
+            self.on_answer(slot, result);
         }
-        if slot != Slot::Mutation && generation != self.generation(slot) {
-            return; // a newer request of this slot is on its way
-        }
-        self.on_answer(slot, result);
     }
 
     /// The selected timeline may have changed: watch it in the monitor.
@@ -343,12 +343,7 @@ impl App {
 
     /// Where the keys go: the focused pane's bindings.
     fn context(&self) -> Context {
-        match self.focus {
-            PaneId::Timelines => Context::Timelines,
-            PaneId::Search => Context::Search,
-            PaneId::Monitor => Context::Monitor,
-            PaneId::Log => Context::Log,
-        }
+        Context::of(self.focus)
     }
 
     /// Routes a key: Ctrl-C quits; a modal takes keys first, then an input being edited, then
@@ -382,13 +377,7 @@ impl App {
             self.dispatch(action);
         } else if let Some((pane, what)) = self.keymap.elsewhere(key, self.context()) {
             // A key of another pane says where it works instead of doing nothing.
-            let how = match pane {
-                Context::Search => "select an event in the search first (tab)",
-                Context::Timelines => "in the timelines pane (esc goes there)",
-                Context::Monitor => "in the monitor (tab)",
-                Context::Log => "in the automation log (L shows it)",
-                Context::Global => "anywhere",
-            };
+            let how = pane.where_it_works();
             self.flash_error(format!("{key} is to {what}: {how}."));
         }
     }
@@ -424,6 +413,7 @@ impl App {
                 self.modal = Some(Modal::Wizard(Box::new(wizard)));
                 self.request_wizard_data();
             }
+            Effect::Reload(what) => self.reload(what),
             Effect::Quit => self.quit = true,
         }
     }
@@ -451,4 +441,18 @@ impl App {
             None => {}
         }
     }
+}
+
+#[cfg(any(test, feature = "test-hooks"))]
+impl App {
+    /// Starts a background call that panics, as a bug in a call would: it must end as an
+    /// error the user sees, and free its slot.
+    pub fn spawn_panicking_call(&mut self) {
+        self.spawn(Slot::Mutation, panicking_call());
+    }
+}
+
+#[cfg(any(test, feature = "test-hooks"))]
+async fn panicking_call() -> Result<Reply, ServiceError> {
+    panic!("a background call panicked, as the test asked")
 }

@@ -11,7 +11,13 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::Ctx;
 use crate::model::TimelineId;
-use crate::service::{Anomaly, AnomalyKind, MonitorReport, Severity};
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::error::ServiceError;
+use crate::service::{
+    Anomaly, AnomalyKind, MonitorQuery, MonitorReport, Severity, TimelineService,
+};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, ellipsize, fmt_time, pane_block, title};
 
@@ -55,6 +61,21 @@ pub struct MonitorPane {
 }
 
 impl MonitorPane {
+    /// The scan of the watched timeline for anomalies, if one is watched.
+    pub fn fetch(
+        &self,
+        svc: Arc<dyn TimelineService>,
+    ) -> Option<impl Future<Output = Result<MonitorReport, ServiceError>> + Send + 'static> {
+        let timeline_id = self.timeline.clone()?;
+        Some(async move {
+            svc.monitor_timeline(MonitorQuery {
+                timeline_id,
+                time_range: None,
+            })
+            .await
+        })
+    }
+
     /// Starts watching another timeline (forgets what the last one showed).
     pub fn watch(&mut self, timeline: Option<TimelineId>) {
         if self.timeline != timeline {

@@ -15,7 +15,11 @@ use ratatui_textarea::TextArea;
 
 use super::{Ctx, InputKey};
 use crate::model::{TimelineId, TimelineStatus, Traveller};
-use crate::service::{AccessControlView, Right, TimelineInfo};
+use std::sync::Arc;
+
+use crate::error::ServiceError;
+use crate::service::{AccessControlView, Right, TimelineInfo, TimelineService};
+use crate::tui::paging::all_pages;
 use crate::tui::tree::tree_order_of;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
 
@@ -45,7 +49,20 @@ pub struct TimelinesPane {
     pub me: Option<Traveller>,
 }
 
+/// What the timelines pane fetches: every timeline, and your rights on those with a list.
+pub type Listed = (Vec<TimelineInfo>, Option<Vec<AccessControlView>>);
+
 impl TimelinesPane {
+    /// Fetches the list of timelines, and your rights on those with an access-control list
+    /// (what the pane marks read-only, and the dashboard refuses to change). Rights that
+    /// cannot be listed are `None`, leaving the ones known before: the service checks every
+    /// change.
+    pub async fn fetch(svc: Arc<dyn TimelineService>) -> Result<Listed, ServiceError> {
+        let list = all_pages(|page| svc.list_timelines(page)).await?;
+        let rights = all_pages(|page| svc.list_access_controls(page)).await.ok();
+        Ok((list, rights))
+    }
+
     /// Replaces the list, keeping the selection on the same timeline when it still exists.
     pub fn set(&mut self, timelines: Vec<TimelineInfo>) {
         let keep = self.selected().map(|t| t.id.clone());

@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use crate::paradox::{Paradox, ParadoxKind};
 use crate::service::{
-    GuideTravelRequest, Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult,
-    TimelineInfo, TimelineService, TravelRequest,
+    GuideTravelRequest, Journey, PageRequest, ParadoxCheckRequest, ParadoxReport, ProposedChange,
+    ServiceResult, TimelineInfo, TimelineService, TravelRequest,
 };
-use crate::tui::effect::{Call, Effect, Outcome};
+use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, centered, ellipsize, fmt_time, modal};
 
@@ -161,6 +161,38 @@ pub struct Wizard {
 }
 
 impl Wizard {
+    /// Asks for your anchors and items (the wizard offers them; the delete question names the
+    /// anchors in the timeline it deletes).
+    pub async fn fetch_data(
+        svc: Arc<dyn TimelineService>,
+    ) -> ServiceResult<(Vec<Anchor>, Vec<Item>)> {
+        let anchors = svc
+            .list_anchors(PageRequest::first(PageRequest::MAX_LIMIT))
+            .await?;
+        let items = svc
+            .list_items(PageRequest::first(PageRequest::MAX_LIMIT))
+            .await?;
+        Ok((anchors.items, items.items))
+    }
+
+    /// A journey was made (to the timeline named `to`): said; the wizard that made it
+    /// (`open`) shows it; everything shown is asked again from where you are now.
+    pub fn answer_journey(open: Option<&mut Self>, journey: Journey, to: &str) -> Vec<Effect> {
+        let place = journey
+            .location
+            .as_ref()
+            .map(|l| format!(", in {l}"))
+            .unwrap_or_default();
+        let said = format!(
+            "Arrived in {to} at {}{place}.",
+            fmt_time(&journey.arrival_time)
+        );
+        if let Some(w) = open {
+            w.arrived(journey);
+        }
+        vec![Effect::Info(said), Effect::Reload(Reload::All)]
+    }
+
     /// A wizard waiting for its lists.
     pub fn new(anchors_only: bool) -> Self {
         Self {
