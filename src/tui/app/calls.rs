@@ -46,10 +46,10 @@ impl App {
         }
         // While changes are pushed the monitor needs no polling.
         let polled = force || !self.follower.is_live();
-        if polled && !self.monitor.frozen && (force || !self.pending(Slot::Monitor)) {
+        if polled && !self.panes.monitor.frozen && (force || !self.pending(Slot::Monitor)) {
             self.request_monitor();
         }
-        if self.lower == PaneId::Log && (force || !self.pending(Slot::Log)) {
+        if self.panes.lower == PaneId::Log && (force || !self.pending(Slot::Log)) {
             self.request_log();
         }
         if let Some(Modal::Access(screen)) = &self.modal
@@ -80,7 +80,7 @@ impl App {
 
     /// Scans the watched timeline for anomalies.
     pub(super) fn request_monitor(&mut self) {
-        if let Some(job) = self.monitor.fetch(Arc::clone(&self.service)) {
+        if let Some(job) = self.panes.monitor.fetch(Arc::clone(&self.service)) {
             self.fetch(Slot::Monitor, job, Reply::Monitor);
         }
     }
@@ -94,11 +94,12 @@ impl App {
     /// Searches the selected timeline with the inputs as they are.
     pub(super) fn request_search(&mut self) {
         let timeline = self
+            .panes
             .timelines
             .selected()
             .map(|t| t.id.clone())
             .unwrap_or_else(TimelineId::primary);
-        match self.search.fetch(timeline, Arc::clone(&self.service)) {
+        match self.panes.search.fetch(timeline, Arc::clone(&self.service)) {
             Ok(job) => self.fetch(Slot::Search, job, Reply::Search),
             Err(why) => self.flash_error(why),
         }
@@ -106,7 +107,7 @@ impl App {
 
     /// Looks up the causes the detail of the selected event names, if any are missing.
     pub(super) fn request_causes(&mut self) {
-        if let Some(job) = self.search.fetch_causes(Arc::clone(&self.service)) {
+        if let Some(job) = self.panes.search.fetch_causes(Arc::clone(&self.service)) {
             self.fetch(Slot::Causes, job, Reply::Causes);
         }
     }

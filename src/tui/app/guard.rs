@@ -9,7 +9,7 @@ impl App {
     pub(super) fn rights(&self) -> Rights<'_> {
         Rights {
             whoami: self.whoami.as_ref(),
-            timelines: &self.timelines,
+            timelines: &self.panes.timelines,
         }
     }
 

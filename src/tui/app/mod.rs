@@ -32,12 +32,8 @@ use super::keymap::{Context, Key, KeyMap};
 use super::live::{self, Follower, Link};
 use super::modal::{Around, Modal};
 use super::mouse::{Areas, Pointer};
-use super::panes::log::LogPane;
-use super::panes::monitor::MonitorPane;
-use super::panes::search::SearchPane;
-use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::Wizard;
-use super::panes::{InputKey, PaneId};
+use super::panes::{InputKey, PaneId, Panes};
 use super::requests::Requests;
 use super::theme::Palette;
 use crate::engine::Clock;
@@ -73,18 +69,8 @@ pub struct App {
     pub palette: Palette,
     /// Data source shown in the header.
     pub source: String,
-    /// The focused pane.
-    pub focus: PaneId,
-    /// Which of monitor and log fills the lower-right area.
-    pub lower: PaneId,
-    /// Timelines pane.
-    pub timelines: TimelinesPane,
-    /// Event search pane.
-    pub search: SearchPane,
-    /// Anomaly monitor pane.
-    pub monitor: MonitorPane,
-    /// Automation log pane.
-    pub log: LogPane,
+    /// The panes, and which has the focus.
+    pub panes: Panes,
     /// The modal on top, if any.
     pub modal: Option<Modal>,
     /// Who and where the traveller is.
@@ -120,7 +106,7 @@ impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
             .field("source", &self.source)
-            .field("focus", &self.focus)
+            .field("focus", &self.panes.focus)
             .field("connection", &self.connection)
             .finish_non_exhaustive()
     }
@@ -140,12 +126,7 @@ impl App {
             keymap: config.keymap,
             palette: config.palette,
             source: config.source,
-            focus: PaneId::Timelines,
-            lower: PaneId::Monitor,
-            timelines: TimelinesPane::default(),
-            search: SearchPane::default(),
-            monitor: MonitorPane::default(),
-            log: LogPane::default(),
+            panes: Panes::default(),
             modal: None,
             whoami: None,
             connection: Connection::Connecting,
@@ -211,9 +192,9 @@ impl App {
         Around {
             palette: &self.palette,
             keymap: &self.keymap,
-            timelines: &self.timelines,
-            monitor: &self.monitor,
-            search: &self.search,
+            timelines: &self.panes.timelines,
+            monitor: &self.panes.monitor,
+            search: &self.panes.search,
             whoami: self.whoami.as_ref(),
             now: self.now(),
         }
@@ -249,13 +230,13 @@ impl App {
                 self.request_whoami();
             }
             // The stream never brought its snapshot: the monitor is polled for it now.
-            if lost && self.monitor.status.is_none() && !self.pending(Slot::Monitor) {
+            if lost && self.panes.monitor.status.is_none() && !self.pending(Slot::Monitor) {
                 self.request_monitor();
             }
             return;
         };
         self.last_refresh = Some(self.now());
-        if self.monitor.frozen || self.monitor.timeline.is_none() {
+        if self.panes.monitor.frozen || self.panes.monitor.timeline.is_none() {
             return;
         }
         // A poll sent before this push would answer with an older state: it is dropped.
@@ -263,13 +244,13 @@ impl App {
         let only_snapshots = events
             .iter()
             .all(|e| matches!(e.change, MonitorChange::Snapshot(_)));
-        let open = self.monitor.open_report(self.now());
+        let open = self.panes.monitor.open_report(self.now());
         let report = live::report_after(open, events.into_iter().map(|e| e.change).collect());
-        self.search.mark_troubled(&report);
-        self.monitor.apply(report);
+        self.panes.search.mark_troubled(&report);
+        self.panes.monitor.apply(report);
         if !only_snapshots {
             // Once per batch, and not on top of a request already on its way.
-            if self.search.searched && !self.pending(Slot::Search) {
+            if self.panes.search.searched && !self.pending(Slot::Search) {
                 self.request_search();
             }
             if !self.pending(Slot::Timelines) {
@@ -285,7 +266,7 @@ impl App {
     fn follow_monitor(&mut self) {
         if self.push {
             self.follower
-                .follow(&self.service, self.monitor.timeline.clone(), &self.tx);
+                .follow(&self.service, self.panes.monitor.timeline.clone(), &self.tx);
         }
     }
 
@@ -298,11 +279,14 @@ impl App {
 
     fn on_tick(&mut self) {
         self.flash = self.flash.take().and_then(Flash::aged);
-        if self.follower.is_live() && !self.monitor.frozen && self.monitor.status.is_some() {
+        if self.follower.is_live()
+            && !self.panes.monitor.frozen
+            && self.panes.monitor.status.is_some()
+        {
             // Not polled while changes are pushed, but NEW marks and faded rows still age,
             // and the sparkline still takes one sample a tick.
-            let same = self.monitor.open_report(self.now());
-            self.monitor.apply(same);
+            let same = self.panes.monitor.open_report(self.now());
+            self.panes.monitor.apply(same);
         }
         self.refresh(false);
     }
@@ -318,9 +302,9 @@ impl App {
 
     /// The selected timeline may have changed: watch it in the monitor.
     fn selection_changed(&mut self) {
-        let selected = self.timelines.selected().map(|t| t.id.clone());
-        if self.monitor.timeline != selected {
-            self.monitor.watch(selected.clone());
+        let selected = self.panes.timelines.selected().map(|t| t.id.clone());
+        if self.panes.monitor.timeline != selected {
+            self.panes.monitor.watch(selected.clone());
             // One scan per selection change: a followed stream starts with a snapshot, so it
             // is polled only when there is no stream to follow.
             self.follow_monitor();
@@ -330,10 +314,10 @@ impl App {
         }
         // A search follows the selected timeline too, with the same inputs (unless they were
         // edited into something that does not parse; that waits for the user's enter).
-        if self.search.timeline.is_some()
+        if self.panes.search.timeline.is_some()
             && selected.is_some()
-            && self.search.timeline != selected
-            && self.search.query().is_ok()
+            && self.panes.search.timeline != selected
+            && self.panes.search.query().is_ok()
         {
             self.request_search();
         }
@@ -343,7 +327,7 @@ impl App {
 
     /// Where the keys go: the focused pane's bindings.
     fn context(&self) -> Context {
-        Context::of(self.focus)
+        Context::of(self.panes.focus)
     }
 
     /// Routes a key: Ctrl-C quits; a modal takes keys first, then an input being edited, then
@@ -362,12 +346,12 @@ impl App {
             self.modal = next;
             return self.apply_all(effects);
         }
-        match self.timelines.filter_key(key) {
+        match self.panes.timelines.filter_key(key) {
             InputKey::NotEditing => {}
             InputKey::Applied => return self.selection_changed(),
             _ => return,
         }
-        match self.search.input_key(key) {
+        match self.panes.search.input_key(key) {
             InputKey::NotEditing => {}
             InputKey::Search => return self.request_search(),
             _ => return,
@@ -398,13 +382,13 @@ impl App {
             Effect::Action(action) => self.dispatch(action),
             Effect::Focus(pane) => self.dispatch_focus(pane),
             Effect::Search(place) => {
-                self.search.anywhere_at_any_time(&place);
-                self.focus = PaneId::Search;
+                self.panes.search.anywhere_at_any_time(&place);
+                self.panes.focus = PaneId::Search;
                 self.request_search();
             }
             Effect::Filter(text) => {
-                self.focus = PaneId::Timelines;
-                self.timelines.set_filter(text);
+                self.panes.focus = PaneId::Timelines;
+                self.panes.timelines.set_filter(text);
                 self.selection_changed();
             }
             Effect::ReturnTo(anchor) => {
@@ -423,11 +407,12 @@ impl App {
         if self.modal.is_some() {
             return;
         }
-        match self.areas.pointer(mouse, self.lower) {
+        match self.areas.pointer(mouse, self.panes.lower) {
             Some(Pointer::Click { pane, row }) => {
-                self.focus = pane;
+                self.panes.focus = pane;
                 let clicked = row.is_some_and(|row| {
-                    self.cursor_of(pane)
+                    self.panes
+                        .cursor_of(pane)
                         .is_some_and(|(cursor, len)| cursor.click(row, len))
                 });
                 if clicked && pane == PaneId::Timelines {
@@ -435,7 +420,7 @@ impl App {
                 }
             }
             Some(Pointer::Scroll { pane, rows }) => {
-                self.focus = pane;
+                self.panes.focus = pane;
                 self.move_cursor(rows);
             }
             None => {}

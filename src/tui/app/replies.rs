@@ -65,9 +65,9 @@ impl App {
     /// Causes looked up arrived: the detail names them, and a correct-dissonance question
     /// waiting for them says where the event goes.
     fn causes_arrived(&mut self, causes: Vec<crate::service::EventRecord>) {
-        self.search.name_causes(causes);
+        self.panes.search.name_causes(causes);
         if let Some(Modal::Confirm(Confirm::Align(_, event, cause @ None))) = &mut self.modal {
-            *cause = self.search.latest_cause(event).map(Box::new);
+            *cause = self.panes.search.latest_cause(event).map(Box::new);
         }
     }
 
@@ -128,7 +128,13 @@ impl App {
             if self.said_gone.iter().any(|gone| gone.to_string() == *id) {
                 return;
             }
-            if let Some(t) = self.timelines.all.iter().find(|t| t.id.to_string() == *id) {
+            if let Some(t) = self
+                .panes
+                .timelines
+                .all
+                .iter()
+                .find(|t| t.id.to_string() == *id)
+            {
                 let (id, name) = (t.id.clone(), t.name.clone());
                 return self.timeline_gone(id, &name);
             }
@@ -163,25 +169,25 @@ impl App {
     fn on_pane_reply(&mut self, reply: Reply) {
         match reply {
             Reply::Whoami(status) => {
-                self.timelines.me = Some(status.traveller.clone());
+                self.panes.timelines.me = Some(status.traveller.clone());
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }
             Reply::Timelines(list, rights) => self.timelines_arrived(list, rights),
             Reply::Search(results) => {
-                let watched = self.monitor.timeline.is_some()
-                    && self.monitor.timeline == self.search.timeline;
-                let known = watched.then(|| self.monitor.open_report(self.now()));
-                self.search.answered(results, known.as_ref());
+                let watched = self.panes.monitor.timeline.is_some()
+                    && self.panes.monitor.timeline == self.panes.search.timeline;
+                let known = watched.then(|| self.panes.monitor.open_report(self.now()));
+                self.panes.search.answered(results, known.as_ref());
             }
             Reply::Causes(causes) => self.causes_arrived(causes),
             Reply::Monitor(report) => {
-                self.search.mark_troubled(&report);
-                if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
-                    self.monitor.apply(report);
+                self.panes.search.mark_troubled(&report);
+                if self.panes.monitor.timeline.as_ref() == Some(&report.timeline_id) {
+                    self.panes.monitor.apply(report);
                 }
             }
-            Reply::Log(entries) => self.log.set(entries),
+            Reply::Log(entries) => self.panes.log.set(entries),
             Reply::Deleted(id, name) => {
                 self.said_gone.insert(id);
                 self.flash_info(format!("Deleted timeline {name}."));
@@ -201,10 +207,10 @@ impl App {
         rights: Option<Vec<crate::service::AccessControlView>>,
     ) {
         if let Some(rights) = rights {
-            self.timelines.set_rights(rights);
+            self.panes.timelines.set_rights(rights);
         }
-        let first = !self.timelines.loaded;
-        let searched = self.search.timeline.clone();
+        let first = !self.panes.timelines.loaded;
+        let searched = self.panes.search.timeline.clone();
         let pictured = match &self.modal {
             Some(Modal::Picture(p)) => Some(p.timeline.clone()),
             _ => None,
@@ -212,31 +218,31 @@ impl App {
         let names: Vec<(TimelineId, String)> = searched
             .iter()
             .chain(&pictured)
-            .map(|id| (id.clone(), self.timelines.name_of(id)))
+            .map(|id| (id.clone(), self.panes.timelines.name_of(id)))
             .collect();
-        self.timelines.set(list);
+        self.panes.timelines.set(list);
         let gone = |id: &Option<TimelineId>,
                     timelines: &crate::tui::panes::timelines::TimelinesPane| {
             id.as_ref().is_some_and(|id| timelines.get(id).is_none())
         };
         // A deleted timeline's results would offer events that are gone: the search moves
         // to the timeline selected now; its picture would show them: closed.
-        let search_again = gone(&searched, &self.timelines) && self.search.searched;
-        if gone(&searched, &self.timelines) {
-            self.search.forget();
+        let search_again = gone(&searched, &self.panes.timelines) && self.panes.search.searched;
+        if gone(&searched, &self.panes.timelines) {
+            self.panes.search.forget();
         }
-        if gone(&pictured, &self.timelines) {
+        if gone(&pictured, &self.panes.timelines) {
             self.modal = None;
         }
         for (id, name) in names {
-            if self.timelines.get(&id).is_none() && self.said_gone.insert(id) {
+            if self.panes.timelines.get(&id).is_none() && self.said_gone.insert(id) {
                 self.flash_info(format!("Timeline '{name}' was deleted."));
             }
         }
         if let Some(id) = self.select_after_refresh.take() {
-            self.timelines.select(&id);
+            self.panes.timelines.select(&id);
         } else if first && let Some(here) = self.whoami.as_ref().map(|w| w.timeline_id.clone()) {
-            self.timelines.select(&here);
+            self.panes.timelines.select(&here);
         }
         self.selection_changed();
         if search_again && !self.pending(Slot::Search) {
@@ -272,7 +278,7 @@ impl App {
             Reload::WizardData => self.request_wizard_data(),
             Reload::Causes => self.request_causes(),
             Reload::Events => {
-                if self.search.searched {
+                if self.panes.search.searched {
                     self.request_search();
                 }
                 self.request_monitor();

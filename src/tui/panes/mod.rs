@@ -8,7 +8,11 @@ pub mod timeline_view;
 pub mod timelines;
 pub mod wizard;
 
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
 use super::theme::Palette;
+use super::widgets::Cursor;
 use crate::model::{Instant, TimelineId};
 
 /// Which pane has the focus; Tab cycles in this order.
@@ -96,6 +100,131 @@ impl Ctx<'_> {
         match self.offline {
             Some(why) => format!("Not loaded: {why} (see above)."),
             None => loading.to_owned(),
+        }
+    }
+}
+
+/// The four panes side by side, and which has the focus: what moves between and inside them
+/// (focus, cursors) and how they draw together. The loop holds one and routes to it.
+#[derive(Debug)]
+pub struct Panes {
+    /// The focused pane.
+    pub focus: PaneId,
+    /// Which of monitor and log fills the lower-right area.
+    pub lower: PaneId,
+    /// Timelines pane.
+    pub timelines: timelines::TimelinesPane,
+    /// Event search pane.
+    pub search: search::SearchPane,
+    /// Anomaly monitor pane.
+    pub monitor: monitor::MonitorPane,
+    /// Automation log pane.
+    pub log: log::LogPane,
+}
+
+impl Default for Panes {
+    fn default() -> Self {
+        Self {
+            focus: PaneId::Timelines,
+            lower: PaneId::Monitor,
+            timelines: Default::default(),
+            search: Default::default(),
+            monitor: Default::default(),
+            log: Default::default(),
+        }
+    }
+}
+
+/// Whether each pane's request is in flight, for the "loading" marks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Busy {
+    /// The timelines list.
+    pub timelines: bool,
+    /// The search.
+    pub search: bool,
+    /// The monitor's scan.
+    pub monitor: bool,
+    /// The automation log.
+    pub log: bool,
+}
+
+impl Panes {
+    /// Focuses `pane`; the monitor and the log take the lower-right place as they get it.
+    /// True when the log just took it (it is to be fetched).
+    pub fn focus_on(&mut self, pane: PaneId) -> bool {
+        self.focus = pane;
+        let was = self.lower;
+        if matches!(pane, PaneId::Monitor | PaneId::Log) {
+            self.lower = pane;
+        }
+        pane == PaneId::Log && was != PaneId::Log
+    }
+
+    /// Moves the focused pane's cursor by `delta` rows; true when the timelines' selection
+    /// may have changed.
+    pub fn move_cursor(&mut self, delta: isize) -> bool {
+        if let Some((cursor, len)) = self.cursor_of(self.focus) {
+            cursor.step(delta, len);
+        }
+        self.focus == PaneId::Timelines
+    }
+
+    /// The cursor of `pane`'s list and the list's length; none while the search shows an
+    /// event's detail.
+    pub fn cursor_of(&mut self, pane: PaneId) -> Option<(&mut Cursor, usize)> {
+        match pane {
+            PaneId::Timelines => {
+                let len = self.timelines.len();
+                Some((&mut self.timelines.cursor, len))
+            }
+            PaneId::Search if self.search.detail => None,
+            PaneId::Search => Some((&mut self.search.cursor, self.search.results.len())),
+            PaneId::Monitor => Some((&mut self.monitor.cursor, self.monitor.rows.len())),
+            PaneId::Log => Some((&mut self.log.cursor, self.log.entries.len())),
+        }
+    }
+
+    /// Draws the timelines in `timelines`, the search in `search` and the monitor or the
+    /// log in `lower`, each with `ctx` for its focus and whether it waits (`busy`).
+    pub fn render(
+        &mut self,
+        frame: &mut Frame<'_>,
+        [timelines, search, lower]: [Rect; 3],
+        ctx: Ctx<'_>,
+        busy: Busy,
+    ) {
+        let focus = self.focus;
+        let with = |pane: PaneId, pending: bool| Ctx {
+            focused: focus == pane,
+            pending,
+            ..ctx
+        };
+        let c = with(PaneId::Timelines, busy.timelines && !self.timelines.loaded);
+        self.timelines.render(frame, timelines, &c);
+        let search_name = self
+            .search
+            .timeline
+            .clone()
+            .or_else(|| self.timelines.selected().map(|t| t.id.clone()))
+            .map(|id| self.timelines.name_of(&id))
+            .unwrap_or_else(|| "primary".into());
+        let c = with(PaneId::Search, busy.search);
+        self.search.render(frame, search, &c, &search_name);
+        if self.lower == PaneId::Log {
+            let c = with(PaneId::Log, busy.log);
+            self.log.render(frame, lower, &c);
+        } else {
+            let name = self
+                .monitor
+                .timeline
+                .as_ref()
+                .map(|id| self.timelines.name_of(id))
+                .unwrap_or_default();
+            let c = with(
+                PaneId::Monitor,
+                busy.monitor && self.monitor.status.is_none(),
+            );
+            self.monitor.render(frame, lower, &c, &name);
         }
     }
 }
