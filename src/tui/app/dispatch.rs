@@ -5,7 +5,7 @@ use super::App;
 use crate::tui::action::Action;
 use crate::tui::modal::Modal;
 use crate::tui::open;
-use crate::tui::panes::PaneId;
+use crate::tui::panes::{PaneId, Then};
 
 impl App {
     /// Focuses `pane`, fetching the log when it takes the monitor's place.
@@ -21,62 +21,25 @@ impl App {
         if let Some(why) = self.rights().refused_action(action) {
             return self.flash_error(why);
         }
+        match self.panes.act(action) {
+            Then::NotPanes => {}
+            Then::Done => return,
+            Then::Search => return self.request_search(),
+            Then::Causes => return self.request_causes(),
+            Then::SelectionChanged => return self.selection_changed(),
+            Then::Log => return self.request_log(),
+            Then::Anomaly(anomaly) => return self.modal = Some(Modal::Anomaly(anomaly, 0)),
+            Then::Frozen(true) => {
+                return self.flash_info("Monitor frozen; press f again to resume.");
+            }
+            Then::Frozen(false) => {
+                self.flash_info("Monitor live again.");
+                return self.request_monitor();
+            }
+        }
         match action {
             A::Quit => self.quit = true,
             A::Help => self.modal = Some(Modal::Help(0)),
-            A::NextPane => self.dispatch_focus(self.panes.focus.cycle(true, self.panes.lower)),
-            A::PrevPane => self.dispatch_focus(self.panes.focus.cycle(false, self.panes.lower)),
-            A::Right => self.dispatch_focus(self.panes.focus.beside(true, self.panes.lower)),
-            A::Left => self.dispatch_focus(self.panes.focus.beside(false, self.panes.lower)),
-            A::Up => self.move_cursor(-1),
-            A::Down => self.move_cursor(1),
-            A::PageUp => self.move_cursor(-10),
-            A::PageDown => self.move_cursor(10),
-            A::Top => self.move_cursor(isize::MIN / 2),
-            A::Bottom => self.move_cursor(isize::MAX / 2),
-            A::Open => match self.panes.focus {
-                PaneId::Timelines => {
-                    self.panes.focus = PaneId::Search;
-                    self.panes.search.detail = false;
-                    self.request_search();
-                }
-                PaneId::Search => {
-                    if self.panes.search.selected().is_some() {
-                        self.panes.search.detail = true;
-                        self.request_causes();
-                    }
-                }
-                PaneId::Monitor => {
-                    if let Some(row) = self
-                        .panes
-                        .monitor
-                        .rows
-                        .get(self.panes.monitor.cursor.selected)
-                    {
-                        self.modal = Some(Modal::Anomaly(Box::new(row.anomaly.clone()), 0));
-                    }
-                }
-                PaneId::Log => {}
-            },
-            A::Back => {
-                if self.panes.search.detail && self.panes.focus == PaneId::Search {
-                    self.panes.search.detail = false;
-                } else if !self.panes.timelines.filter.is_empty()
-                    && self.panes.focus == PaneId::Timelines
-                {
-                    self.panes.timelines.set_filter(String::new());
-                    self.selection_changed();
-                } else if self.panes.focus != PaneId::Timelines {
-                    self.panes.focus = PaneId::Timelines;
-                }
-            }
-            A::Filter => match self.panes.focus {
-                PaneId::Timelines => self.panes.timelines.start_filter(),
-                _ => {
-                    self.panes.focus = PaneId::Search;
-                    self.panes.search.start_editing();
-                }
-            },
             A::Command => self.modal = Some(Modal::Command(Box::default())),
             A::Refresh => {
                 self.refresh(true);
@@ -84,20 +47,6 @@ impl App {
                     self.request_search();
                 }
             }
-            A::Freeze => {
-                self.panes.monitor.frozen = !self.panes.monitor.frozen;
-                self.flash_info(if self.panes.monitor.frozen {
-                    "Monitor frozen; press f again to resume."
-                } else {
-                    "Monitor live again."
-                });
-                if !self.panes.monitor.frozen {
-                    self.request_monitor();
-                }
-            }
-            // L shows the log in the monitor's place, and L again brings the monitor back.
-            A::ShowLog if self.panes.lower == PaneId::Log => self.dispatch_focus(PaneId::Monitor),
-            A::ShowLog => self.dispatch_focus(PaneId::Log),
             A::LastMessage => match &self.last_message {
                 Some(said) => self.modal = Some(Modal::Message(said.text.clone(), 0)),
                 None => self.flash_info("No message yet."),

@@ -11,6 +11,7 @@ pub mod wizard;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
+use super::intent::Action;
 use super::theme::Palette;
 use super::widgets::Cursor;
 use crate::model::{Instant, TimelineId};
@@ -148,7 +149,113 @@ pub struct Busy {
     pub log: bool,
 }
 
+/// What the loop does after the panes took an action.
+#[derive(Debug)]
+pub enum Then {
+    /// The action is not the panes'.
+    NotPanes,
+    /// Nothing more.
+    Done,
+    /// Search with the inputs as they are.
+    Search,
+    /// Look up the causes the selected event's detail names.
+    Causes,
+    /// The timelines' selection may have changed.
+    SelectionChanged,
+    /// Fetch the automation log (it just took the monitor's place).
+    Log,
+    /// Say that the monitor froze, or that it is live again (and scan it).
+    Frozen(bool),
+    /// Show this anomaly in full.
+    Anomaly(Box<crate::service::Anomaly>),
+}
+
 impl Panes {
+    /// Takes a move between or inside the panes: focus, cursors, open, back, filter, freeze.
+    pub fn act(&mut self, action: Action) -> Then {
+        use Action as A;
+        let moved = |panes: &mut Self, delta| {
+            if panes.move_cursor(delta) {
+                Then::SelectionChanged
+            } else {
+                Then::Done
+            }
+        };
+        match action {
+            A::NextPane => self.focused(self.focus.cycle(true, self.lower)),
+            A::PrevPane => self.focused(self.focus.cycle(false, self.lower)),
+            A::Right => self.focused(self.focus.beside(true, self.lower)),
+            A::Left => self.focused(self.focus.beside(false, self.lower)),
+            A::Up => moved(self, -1),
+            A::Down => moved(self, 1),
+            A::PageUp => moved(self, -10),
+            A::PageDown => moved(self, 10),
+            A::Top => moved(self, isize::MIN / 2),
+            A::Bottom => moved(self, isize::MAX / 2),
+            A::Open => self.open(),
+            A::Back => self.back(),
+            A::Filter if self.focus == PaneId::Timelines => {
+                self.timelines.start_filter();
+                Then::Done
+            }
+            A::Filter => {
+                self.focus = PaneId::Search;
+                self.search.start_editing();
+                Then::Done
+            }
+            A::Freeze => {
+                self.monitor.frozen = !self.monitor.frozen;
+                Then::Frozen(self.monitor.frozen)
+            }
+            // L shows the log in the monitor's place, and L again brings the monitor back.
+            A::ShowLog if self.lower == PaneId::Log => self.focused(PaneId::Monitor),
+            A::ShowLog => self.focused(PaneId::Log),
+            _ => Then::NotPanes,
+        }
+    }
+
+    /// Enter: the timelines open the selected one's events in the search, the search an
+    /// event's detail, the monitor an anomaly in full.
+    fn open(&mut self) -> Then {
+        match self.focus {
+            PaneId::Timelines => {
+                self.focus = PaneId::Search;
+                self.search.detail = false;
+                Then::Search
+            }
+            PaneId::Search if self.search.selected().is_some() => {
+                self.search.detail = true;
+                Then::Causes
+            }
+            PaneId::Monitor => match self.monitor.rows.get(self.monitor.cursor.selected) {
+                Some(row) => Then::Anomaly(Box::new(row.anomaly.clone())),
+                None => Then::Done,
+            },
+            _ => Then::Done,
+        }
+    }
+
+    /// Esc: out of an event's detail, else the filter cleared, else back to the timelines.
+    fn back(&mut self) -> Then {
+        if self.search.detail && self.focus == PaneId::Search {
+            self.search.detail = false;
+        } else if !self.timelines.filter.is_empty() && self.focus == PaneId::Timelines {
+            self.timelines.set_filter(String::new());
+            return Then::SelectionChanged;
+        } else {
+            self.focus = PaneId::Timelines;
+        }
+        Then::Done
+    }
+
+    fn focused(&mut self, pane: PaneId) -> Then {
+        if self.focus_on(pane) {
+            Then::Log
+        } else {
+            Then::Done
+        }
+    }
+
     /// Focuses `pane`; the monitor and the log take the lower-right place as they get it.
     /// True when the log just took it (it is to be fetched).
     pub fn focus_on(&mut self, pane: PaneId) -> bool {
