@@ -150,6 +150,16 @@ pub fn open(action: Action, around: &Around<'_>, focus: PaneId) -> Opened {
     }
 }
 
+/// The return wizard on `anchor` (an anchor's enter in the anchors list).
+pub fn return_to(anchor: crate::model::AnchorId) -> Opened {
+    let mut wizard = Wizard::new(true);
+    wizard.preselect_anchor = Some(anchor);
+    Opened::modal(
+        Modal::Wizard(Box::new(wizard)),
+        vec![Effect::Reload(Reload::WizardData)],
+    )
+}
+
 /// The change of the event selected in the search: a manipulation's form, or the question
 /// before a revert, an isolation or an alignment.
 fn on_event(action: Action, around: &Around<'_>, rights: &Rights<'_>) -> Opened {

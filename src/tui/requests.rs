@@ -75,6 +75,14 @@ impl Requests {
         slot == Slot::Mutation || generation == self.generation(slot)
     }
 
+    /// Starts a call that panics, as a bug in a call would (tests only).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn spawn_panicking(&mut self) {
+        self.spawn(Slot::Mutation, async {
+            panic!("a background call panicked, as the test asked")
+        });
+    }
+
     /// Runs `call` in the background; its answer comes back as [`Msg::Done`] in `slot`.
     pub fn spawn<F>(&mut self, slot: Slot, call: F)
     where

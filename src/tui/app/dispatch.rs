@@ -15,6 +15,23 @@ impl App {
         }
     }
 
+    /// What the loop does after the panes took a key or an action.
+    pub(super) fn then(&mut self, then: Then) {
+        match then {
+            Then::NotPanes | Then::Done => {}
+            Then::Search => self.request_search(),
+            Then::Causes => self.request_causes(),
+            Then::SelectionChanged => self.selection_changed(),
+            Then::Log => self.request_log(),
+            Then::Anomaly(anomaly) => self.modal = Some(Modal::Anomaly(anomaly, 0)),
+            Then::Frozen(true) => self.flash_info("Monitor frozen; press f again to resume."),
+            Then::Frozen(false) => {
+                self.flash_info("Monitor live again.");
+                self.request_monitor();
+            }
+        }
+    }
+
     /// Carries out a user intent.
     pub fn dispatch(&mut self, action: Action) {
         use Action as A;
@@ -23,19 +40,7 @@ impl App {
         }
         match self.panes.act(action) {
             Then::NotPanes => {}
-            Then::Done => return,
-            Then::Search => return self.request_search(),
-            Then::Causes => return self.request_causes(),
-            Then::SelectionChanged => return self.selection_changed(),
-            Then::Log => return self.request_log(),
-            Then::Anomaly(anomaly) => return self.modal = Some(Modal::Anomaly(anomaly, 0)),
-            Then::Frozen(true) => {
-                return self.flash_info("Monitor frozen; press f again to resume.");
-            }
-            Then::Frozen(false) => {
-                self.flash_info("Monitor live again.");
-                return self.request_monitor();
-            }
+            then => return self.then(then),
         }
         match action {
             A::Quit => self.quit = true,
@@ -62,12 +67,5 @@ impl App {
             self.modal = Some(modal);
         }
         self.apply_all(opened.effects);
-    }
-
-    /// Moves the focused pane's cursor by `delta` rows.
-    pub(super) fn move_cursor(&mut self, delta: isize) {
-        if self.panes.move_cursor(delta) {
-            self.selection_changed();
-        }
     }
 }

@@ -29,17 +29,17 @@ use super::chrome::Flash;
 use super::effect::Checked;
 use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
-use super::live::{self, Follower, Link};
+use super::live::{Follower, Link};
 use super::modal::{Around, Modal};
 use super::mouse::{Areas, Pointer};
-use super::panes::wizard::Wizard;
-use super::panes::{InputKey, PaneId, Panes};
+use super::open;
+use super::panes::{Panes, Then};
 use super::requests::Requests;
 use super::theme::Palette;
 use crate::engine::Clock;
 use crate::error::ServiceError;
 use crate::model::{Instant, TimelineId};
-use crate::service::{MonitorChange, TimelineService, TravellerStatus};
+use crate::service::{TimelineService, TravellerStatus};
 
 /// What the dashboard is built from, besides the service.
 #[derive(Clone, Debug)]
@@ -236,19 +236,12 @@ impl App {
             return;
         };
         self.last_refresh = Some(self.now());
-        if self.panes.monitor.frozen || self.panes.monitor.timeline.is_none() {
+        let Some(changed) = self.panes.pushed(events, self.clock.now()) else {
             return;
-        }
+        };
         // A poll sent before this push would answer with an older state: it is dropped.
         self.requests.outdate(Slot::Monitor);
-        let only_snapshots = events
-            .iter()
-            .all(|e| matches!(e.change, MonitorChange::Snapshot(_)));
-        let open = self.panes.monitor.open_report(self.now());
-        let report = live::report_after(open, events.into_iter().map(|e| e.change).collect());
-        self.panes.search.mark_troubled(&report);
-        self.panes.monitor.apply(report);
-        if !only_snapshots {
+        if changed {
             // Once per batch, and not on top of a request already on its way.
             if self.panes.search.searched && !self.pending(Slot::Search) {
                 self.request_search();
@@ -346,15 +339,9 @@ impl App {
             self.modal = next;
             return self.apply_all(effects);
         }
-        match self.panes.timelines.filter_key(key) {
-            InputKey::NotEditing => {}
-            InputKey::Applied => return self.selection_changed(),
-            _ => return,
-        }
-        match self.panes.search.input_key(key) {
-            InputKey::NotEditing => {}
-            InputKey::Search => return self.request_search(),
-            _ => return,
+        match self.panes.input_key(key) {
+            Then::NotPanes => {}
+            then => return self.then(then),
         }
         let key = Key::from_event(&key);
         if let Some(action) = self.keymap.resolve(key, self.context()) {
@@ -382,20 +369,17 @@ impl App {
             Effect::Action(action) => self.dispatch(action),
             Effect::Focus(pane) => self.dispatch_focus(pane),
             Effect::Search(place) => {
-                self.panes.search.anywhere_at_any_time(&place);
-                self.panes.focus = PaneId::Search;
-                self.request_search();
+                let then = self.panes.search_anywhere(&place);
+                self.then(then);
             }
             Effect::Filter(text) => {
-                self.panes.focus = PaneId::Timelines;
-                self.panes.timelines.set_filter(text);
-                self.selection_changed();
+                let then = self.panes.filter(text);
+                self.then(then);
             }
             Effect::ReturnTo(anchor) => {
-                let mut wizard = Wizard::new(true);
-                wizard.preselect_anchor = Some(anchor);
-                self.modal = Some(Modal::Wizard(Box::new(wizard)));
-                self.request_wizard_data();
+                let opened = open::return_to(anchor);
+                self.modal = opened.modal;
+                self.apply_all(opened.effects);
             }
             Effect::Reload(what) => self.reload(what),
             Effect::Quit => self.quit = true,
@@ -407,23 +391,13 @@ impl App {
         if self.modal.is_some() {
             return;
         }
-        match self.areas.pointer(mouse, self.panes.lower) {
-            Some(Pointer::Click { pane, row }) => {
-                self.panes.focus = pane;
-                let clicked = row.is_some_and(|row| {
-                    self.panes
-                        .cursor_of(pane)
-                        .is_some_and(|(cursor, len)| cursor.click(row, len))
-                });
-                if clicked && pane == PaneId::Timelines {
-                    self.selection_changed();
-                }
-            }
-            Some(Pointer::Scroll { pane, rows }) => {
-                self.panes.focus = pane;
-                self.move_cursor(rows);
-            }
-            None => {}
+        let then = match self.areas.pointer(mouse, self.panes.lower) {
+            Some(Pointer::Click { pane, row }) => self.panes.click(pane, row),
+            Some(Pointer::Scroll { pane, rows }) => self.panes.scroll(pane, rows),
+            None => Then::Done,
+        };
+        if let Then::SelectionChanged = then {
+            self.selection_changed();
         }
     }
 }
@@ -433,11 +407,6 @@ impl App {
     /// Starts a background call that panics, as a bug in a call would: it must end as an
     /// error the user sees, and free its slot.
     pub fn spawn_panicking_call(&mut self) {
-        self.spawn(Slot::Mutation, panicking_call());
+        self.requests.spawn_panicking();
     }
-}
-
-#[cfg(any(test, feature = "test-hooks"))]
-async fn panicking_call() -> Result<Reply, ServiceError> {
-    panic!("a background call panicked, as the test asked")
 }

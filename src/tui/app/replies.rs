@@ -174,19 +174,9 @@ impl App {
                 self.last_refresh = Some(self.now());
             }
             Reply::Timelines(list, rights) => self.timelines_arrived(list, rights),
-            Reply::Search(results) => {
-                let watched = self.panes.monitor.timeline.is_some()
-                    && self.panes.monitor.timeline == self.panes.search.timeline;
-                let known = watched.then(|| self.panes.monitor.open_report(self.now()));
-                self.panes.search.answered(results, known.as_ref());
-            }
+            Reply::Search(results) => self.panes.searched(results, self.clock.now()),
             Reply::Causes(causes) => self.causes_arrived(causes),
-            Reply::Monitor(report) => {
-                self.panes.search.mark_troubled(&report);
-                if self.panes.monitor.timeline.as_ref() == Some(&report.timeline_id) {
-                    self.panes.monitor.apply(report);
-                }
-            }
+            Reply::Monitor(report) => self.panes.monitored(report),
             Reply::Log(entries) => self.panes.log.set(entries),
             Reply::Deleted(id, name) => {
                 self.said_gone.insert(id);
@@ -206,46 +196,29 @@ impl App {
         list: Vec<crate::service::TimelineInfo>,
         rights: Option<Vec<crate::service::AccessControlView>>,
     ) {
-        if let Some(rights) = rights {
-            self.panes.timelines.set_rights(rights);
-        }
-        let first = !self.panes.timelines.loaded;
-        let searched = self.panes.search.timeline.clone();
         let pictured = match &self.modal {
             Some(Modal::Picture(p)) => Some(p.timeline.clone()),
             _ => None,
         };
-        let names: Vec<(TimelineId, String)> = searched
-            .iter()
-            .chain(&pictured)
-            .map(|id| (id.clone(), self.panes.timelines.name_of(id)))
-            .collect();
-        self.panes.timelines.set(list);
-        let gone = |id: &Option<TimelineId>,
-                    timelines: &crate::tui::panes::timelines::TimelinesPane| {
-            id.as_ref().is_some_and(|id| timelines.get(id).is_none())
-        };
-        // A deleted timeline's results would offer events that are gone: the search moves
-        // to the timeline selected now; its picture would show them: closed.
-        let search_again = gone(&searched, &self.panes.timelines) && self.panes.search.searched;
-        if gone(&searched, &self.panes.timelines) {
-            self.panes.search.forget();
-        }
-        if gone(&pictured, &self.panes.timelines) {
-            self.modal = None;
-        }
-        for (id, name) in names {
-            if self.panes.timelines.get(&id).is_none() && self.said_gone.insert(id) {
+        let listed = self.panes.listed(list, rights, pictured.as_ref());
+        for (id, name) in listed.gone {
+            // The picture of a deleted timeline would show events that are gone: closed.
+            if pictured.as_ref() == Some(&id) {
+                self.modal = None;
+            }
+            if self.said_gone.insert(id) {
                 self.flash_info(format!("Timeline '{name}' was deleted."));
             }
         }
         if let Some(id) = self.select_after_refresh.take() {
             self.panes.timelines.select(&id);
-        } else if first && let Some(here) = self.whoami.as_ref().map(|w| w.timeline_id.clone()) {
+        } else if listed.first
+            && let Some(here) = self.whoami.as_ref().map(|w| w.timeline_id.clone())
+        {
             self.panes.timelines.select(&here);
         }
         self.selection_changed();
-        if search_again && !self.pending(Slot::Search) {
+        if listed.search_again && !self.pending(Slot::Search) {
             self.request_search();
         }
     }

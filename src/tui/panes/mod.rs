@@ -149,6 +149,17 @@ pub struct Busy {
     pub log: bool,
 }
 
+/// What the timelines list's arrival changed (see [`Panes::listed`]).
+#[derive(Debug)]
+pub struct Listed {
+    /// The list came for the first time.
+    pub first: bool,
+    /// The timelines shown (searched, or `also`) that are gone, as they were named.
+    pub gone: Vec<(TimelineId, String)>,
+    /// The search is to be sent again, for the timeline selected now.
+    pub search_again: bool,
+}
+
 /// What the loop does after the panes took an action.
 #[derive(Debug)]
 pub enum Then {
@@ -246,6 +257,138 @@ impl Panes {
             self.focus = PaneId::Timelines;
         }
         Then::Done
+    }
+
+    /// A click on `pane` (on its `row`, if on a row): focused, and the row selected.
+    pub fn click(&mut self, pane: PaneId, row: Option<usize>) -> Then {
+        self.focus = pane;
+        let clicked = row.is_some_and(|row| {
+            self.cursor_of(pane)
+                .is_some_and(|(cursor, len)| cursor.click(row, len))
+        });
+        if clicked && pane == PaneId::Timelines {
+            Then::SelectionChanged
+        } else {
+            Then::Done
+        }
+    }
+
+    /// The wheel over `pane`: focused, and its cursor moved by `rows`.
+    pub fn scroll(&mut self, pane: PaneId, rows: isize) -> Then {
+        self.focus = pane;
+        if self.move_cursor(rows) {
+            Then::SelectionChanged
+        } else {
+            Then::Done
+        }
+    }
+
+    /// Search results arrived: shown, marked from what the monitor knows now of the searched
+    /// timeline (with changes pushed, the next monitor report may be a long way off).
+    pub fn searched(&mut self, results: Vec<crate::service::EventRecord>, now: Instant) {
+        let watched =
+            self.monitor.timeline.is_some() && self.monitor.timeline == self.search.timeline;
+        let known = watched.then(|| self.monitor.open_report(now));
+        self.search.answered(results, known.as_ref());
+    }
+
+    /// A monitor report arrived (or was pushed): the search marks the events in trouble, the
+    /// monitor shows it if it is of the timeline it watches.
+    pub fn monitored(&mut self, report: crate::service::MonitorReport) {
+        self.search.mark_troubled(&report);
+        if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
+            self.monitor.apply(report);
+        }
+    }
+
+    /// The timelines arrived, with your rights when they could be listed: the list shows
+    /// them; a search of a timeline gone meanwhile forgets its results (they would offer
+    /// events that are gone). Says which of the searched timeline and `also` are gone (each
+    /// named as it was), whether the list came for the first time, and whether the search
+    /// is to be sent again (for the timeline selected now).
+    pub fn listed(
+        &mut self,
+        list: Vec<crate::service::TimelineInfo>,
+        rights: Option<Vec<crate::service::AccessControlView>>,
+        also: Option<&TimelineId>,
+    ) -> Listed {
+        if let Some(rights) = rights {
+            self.timelines.set_rights(rights);
+        }
+        let first = !self.timelines.loaded;
+        let shown: Vec<(TimelineId, String)> = self
+            .search
+            .timeline
+            .iter()
+            .chain(also)
+            .map(|id| (id.clone(), self.timelines.name_of(id)))
+            .collect();
+        self.timelines.set(list);
+        let gone: Vec<(TimelineId, String)> = shown
+            .into_iter()
+            .filter(|(id, _)| self.timelines.get(id).is_none())
+            .collect();
+        let searched_gone = gone
+            .iter()
+            .any(|(id, _)| self.search.timeline.as_ref() == Some(id));
+        let search_again = searched_gone && self.search.searched;
+        if searched_gone {
+            self.search.forget();
+        }
+        Listed {
+            first,
+            gone,
+            search_again,
+        }
+    }
+
+    /// A key for the input being edited, if one is (the timelines' filter, the search's
+    /// inputs): `Then::NotPanes` when none is.
+    pub fn input_key(&mut self, key: crossterm::event::KeyEvent) -> Then {
+        match self.timelines.filter_key(key) {
+            InputKey::NotEditing => {}
+            InputKey::Applied => return Then::SelectionChanged,
+            _ => return Then::Done,
+        }
+        match self.search.input_key(key) {
+            InputKey::NotEditing => Then::NotPanes,
+            InputKey::Search => Then::Search,
+            _ => Then::Done,
+        }
+    }
+
+    /// `:search PLACE`: the search, focused, anywhere at any time for events at `place`.
+    pub fn search_anywhere(&mut self, place: &str) -> Then {
+        self.search.anywhere_at_any_time(place);
+        self.focus = PaneId::Search;
+        Then::Search
+    }
+
+    /// `:filter TEXT`: the timelines, focused, filtered by `text`.
+    pub fn filter(&mut self, text: String) -> Then {
+        self.focus = PaneId::Timelines;
+        self.timelines.set_filter(text);
+        Then::SelectionChanged
+    }
+
+    /// Changes of the watched timeline's anomalies, pushed: shown now, as if polled; `None`
+    /// when the monitor is frozen or watches nothing, else whether events changed (not only
+    /// snapshots), so that what shows events is to be asked again.
+    pub fn pushed(
+        &mut self,
+        events: Vec<crate::service::MonitorEvent>,
+        now: Instant,
+    ) -> Option<bool> {
+        if self.monitor.frozen || self.monitor.timeline.is_none() {
+            return None;
+        }
+        let snapshots = events
+            .iter()
+            .all(|e| matches!(e.change, crate::service::MonitorChange::Snapshot(_)));
+        let open = self.monitor.open_report(now);
+        let changes = events.into_iter().map(|e| e.change).collect();
+        self.monitored(monitor::report_after(open, changes));
+        Some(!snapshots)
     }
 
     fn focused(&mut self, pane: PaneId) -> Then {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::error::ServiceError;
 use crate::service::{
-    Anomaly, AnomalyKind, MonitorQuery, MonitorReport, Severity, TimelineService,
+    Anomaly, AnomalyKind, MonitorChange, MonitorQuery, MonitorReport, Severity, TimelineService,
 };
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, ellipsize, fmt_time, pane_block, title};
@@ -416,6 +416,37 @@ fn kind_word(k: AnomalyKind) -> &'static str {
         AnomalyKind::OrphanedEvent => "orphaned_event",
         AnomalyKind::AutomationFailed => "automation_failed",
         AnomalyKind::LogTampered => "log_tampered",
+    }
+}
+
+/// The monitor's report after `changes`, given the anomalies open before them (`open`): what
+/// the monitor pane folds in, exactly as if it had polled.
+pub fn report_after(open: MonitorReport, changes: Vec<MonitorChange>) -> MonitorReport {
+    changes.into_iter().fold(open, report_after_one)
+}
+
+fn report_after_one(open: MonitorReport, change: MonitorChange) -> MonitorReport {
+    match change {
+        MonitorChange::Snapshot(report) => report,
+        MonitorChange::Appeared(anomaly) => {
+            let mut report = open;
+            report
+                .anomalies
+                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
+            report.anomalies.push(anomaly);
+            report.status = "anomalies_detected".into();
+            report
+        }
+        MonitorChange::Resolved(anomaly) => {
+            let mut report = open;
+            report
+                .anomalies
+                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
+            if report.anomalies.is_empty() {
+                report.status = "stable".into();
+            }
+            report
+        }
     }
 }
 
