@@ -109,10 +109,10 @@ fn frame(c: &mut Criterion) {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
     let service = rt.block_on(open_engine(Seed::None, clock.clone()));
     let mut app = app(service, clock);
-    app.timelines.set(timelines(10_000, now));
-    app.timelines.cursor.selected = 5_000;
-    app.search.set_results(results(1_000, now));
-    app.search.cursor.selected = 500;
+    app.panes.timelines.set(timelines(10_000, now));
+    app.panes.timelines.cursor.selected = 5_000;
+    app.panes.search.set_results(results(1_000, now));
+    app.panes.search.cursor.selected = 500;
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("backend");
     c.bench_function("tui/frame_10k_timelines_1k_results_200x60", |b| {
         b.iter(|| {

@@ -268,7 +268,7 @@ async fn n_creates_a_timeline_and_selects_it() {
     h.settle().await;
     assert!(timeline_named(&w.service, "Tesla 1889").await.is_some());
     assert_eq!(
-        h.app.timelines.selected().map(|t| t.name.as_str()),
+        h.app.panes.timelines.selected().map(|t| t.name.as_str()),
         Some("Tesla 1889")
     );
     let screen = h.render(100, 30);
@@ -395,7 +395,7 @@ async fn deleting_the_searched_timeline_moves_the_search_off_it() {
     h.settle().await;
     let screen = h.render(100, 30);
     // The search moves to the timeline selected now (issue 28: and says why, by name).
-    assert!(h.app.timelines.get(&doomed.id).is_none(), "{screen}");
+    assert!(h.app.panes.timelines.get(&doomed.id).is_none(), "{screen}");
     assert!(!screen.contains("in Doomed"), "{screen}");
     assert!(screen.contains("in Primary"), "{screen}");
 }
@@ -406,10 +406,10 @@ async fn the_cursor_stays_on_a_manipulated_event() {
     h.press("tab / enter");
     h.settle().await;
     h.press("j j");
-    let chosen = h.app.search.selected().unwrap().clone();
-    assert_eq!(h.app.search.cursor.selected, 2);
+    let chosen = h.app.panes.search.selected().unwrap().clone();
+    assert_eq!(h.app.panes.search.cursor.selected, 2);
     submit(&mut h, "m ctrl-u", &["Moved on"]).await;
-    let now = h.app.search.selected().expect("a selected event");
+    let now = h.app.panes.search.selected().expect("a selected event");
     assert_eq!(now.description, "Moved on", "{:?}", h.app.flash);
     assert_eq!(now.lineage, chosen.lineage);
 }
@@ -433,41 +433,41 @@ async fn the_search_follows_the_selected_timeline() {
     assert!(screen.contains("in Copy"), "{screen}");
     assert!(screen.contains("Great Exhibition opens"), "{screen}");
     assert_eq!(
-        h.app.search.timeline.as_ref().map(|t| t.to_string()),
-        h.app.timelines.selected().map(|t| t.id.to_string())
+        h.app.panes.search.timeline.as_ref().map(|t| t.to_string()),
+        h.app.panes.timelines.selected().map(|t| t.id.to_string())
     );
 }
 
 #[tokio::test]
 async fn tab_cycles_the_panes_on_screen_and_l_toggles_the_log_and_monitor() {
     let mut h = embedded().await;
-    assert_eq!(h.app.focus, PaneId::Timelines);
+    assert_eq!(h.app.panes.focus, PaneId::Timelines);
     h.press("tab");
-    assert_eq!(h.app.focus, PaneId::Search);
+    assert_eq!(h.app.panes.focus, PaneId::Search);
     h.press("tab");
-    assert_eq!(h.app.focus, PaneId::Monitor);
+    assert_eq!(h.app.panes.focus, PaneId::Monitor);
     h.press("tab");
     assert_eq!(
-        h.app.focus,
+        h.app.panes.focus,
         PaneId::Timelines,
         "the hidden log is not a stop"
     );
     h.press("L");
     h.settle().await;
-    assert_eq!(h.app.focus, PaneId::Log);
+    assert_eq!(h.app.panes.focus, PaneId::Log);
     assert!(h.render(100, 30).contains("Automation log"));
     h.press("shift-tab shift-tab shift-tab");
     assert_eq!(
-        h.app.focus,
+        h.app.panes.focus,
         PaneId::Log,
         "the log is in the cycle while shown"
     );
     h.press("L");
-    assert_eq!(h.app.focus, PaneId::Monitor);
+    assert_eq!(h.app.panes.focus, PaneId::Monitor);
     assert!(h.render(100, 30).contains("Monitor"));
     h.press("l");
     assert_eq!(
-        h.app.focus,
+        h.app.panes.focus,
         PaneId::Timelines,
         "l moves right, wrapping around"
     );
@@ -719,7 +719,7 @@ async fn e_adds_an_event_to_the_selected_timeline() {
 async fn the_command_line_runs_searches_and_actions_by_name() {
     let mut h = embedded().await;
     submit(&mut h, ":", &["search london"]).await;
-    assert_eq!(h.app.focus, PaneId::Search);
+    assert_eq!(h.app.panes.focus, PaneId::Search);
     assert!(h.render(100, 30).contains("Great Exhibition opens"));
     h.press(":");
     h.type_text("new_timeline");
@@ -744,7 +744,7 @@ async fn the_command_line_runs_searches_and_actions_by_name() {
 async fn f_freezes_the_monitor_so_ticks_leave_it_alone() {
     let mut h = embedded().await;
     h.press("tab tab f");
-    assert!(h.app.monitor.frozen);
+    assert!(h.app.panes.monitor.frozen);
     assert!(h.render(100, 30).contains("FROZEN"));
     let before = h.app.generation(Slot::Monitor);
     h.send(Msg::Tick);
@@ -755,7 +755,7 @@ async fn f_freezes_the_monitor_so_ticks_leave_it_alone() {
     );
     h.settle().await;
     h.press("f");
-    assert!(!h.app.monitor.frozen);
+    assert!(!h.app.panes.monitor.frozen);
     h.send(Msg::Tick);
     h.settle().await;
     assert!(h.app.generation(Slot::Monitor) > before);
@@ -772,7 +772,7 @@ async fn stale_answers_are_dropped() {
         result: Ok(Reply::Search(Vec::new())),
     });
     assert_eq!(
-        h.app.search.results.len(),
+        h.app.panes.search.results.len(),
         1,
         "an older answer does not overwrite"
     );
@@ -966,14 +966,14 @@ async fn the_filter_narrows_the_timelines() {
     }
     let mut h = harness(&w).await;
     submit(&mut h, "/", &["alpha"]).await;
-    assert_eq!(h.app.timelines.len(), 2);
+    assert_eq!(h.app.panes.timelines.len(), 2);
     let screen = h.render(100, 30);
     assert!(
         screen.contains("Alphabet") && !screen.contains("Beta"),
         "{screen}"
     );
     h.press("esc");
-    assert_eq!(h.app.timelines.len(), 4);
+    assert_eq!(h.app.panes.timelines.len(), 4);
 }
 
 #[tokio::test]
@@ -1011,9 +1011,9 @@ async fn a_click_focuses_a_pane_and_selects_the_row_under_the_mouse() {
         row,
         modifiers: KeyModifiers::NONE,
     }));
-    assert_eq!(h.app.focus, PaneId::Timelines);
+    assert_eq!(h.app.panes.focus, PaneId::Timelines);
     assert_eq!(
-        h.app.timelines.selected().map(|t| t.name.as_str()),
+        h.app.panes.timelines.selected().map(|t| t.name.as_str()),
         Some("Beta")
     );
 }
@@ -1227,6 +1227,7 @@ async fn select_event(h: &mut Harness, location: &str, description: &str) {
     search(h, location).await;
     let Some(row) = h
         .app
+        .panes
         .search
         .results
         .iter()
@@ -1411,7 +1412,7 @@ async fn a_refused_manipulation_can_be_applied_anyway() {
 async fn the_command_line_search_forgets_an_earlier_time_range() {
     let mut h = embedded().await;
     submit(&mut h, "tab / tab", &["1700-01-01/1700-12-31"]).await;
-    assert!(h.app.search.results.is_empty());
+    assert!(h.app.panes.search.results.is_empty());
     submit(&mut h, ":", &["search london"]).await;
     let screen = h.render(100, 30);
     assert!(screen.contains("Great Exhibition opens"), "{screen}");
@@ -1427,6 +1428,7 @@ async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
     submit(&mut h, "tab / tab", &["1851-05-01"]).await;
     let found: Vec<_> = h
         .app
+        .panes
         .search
         .results
         .iter()
@@ -1435,8 +1437,11 @@ async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
     assert_eq!(found, ["Great Exhibition opens"], "{:?}", h.app.flash);
 
     submit(&mut h, "/ tab ctrl-u", &["1889-03-31 11:00/PT2H"]).await;
-    assert_eq!(h.app.search.results.len(), 1, "{:?}", h.app.flash);
-    assert_eq!(h.app.search.results[0].description, "Eiffel Tower opens");
+    assert_eq!(h.app.panes.search.results.len(), 1, "{:?}", h.app.flash);
+    assert_eq!(
+        h.app.panes.search.results[0].description,
+        "Eiffel Tower opens"
+    );
 
     h.press("/ tab ctrl-u");
     h.type_text("last week");
@@ -1711,9 +1716,9 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
     let mut h = Harness::pushed(w.service.clone(), w.clock.clone());
     h.settle().await;
     h.until("live stream", |app| app.follower.is_live()).await;
-    h.until("first snapshot", |app| app.monitor.status.is_some())
+    h.until("first snapshot", |app| app.panes.monitor.status.is_some())
         .await;
-    assert!(h.app.monitor.rows.is_empty());
+    assert!(h.app.panes.monitor.rows.is_empty());
     let screen = h.render(140, 30);
     assert!(
         screen.lines().next().unwrap().contains("↯ live"),
@@ -1728,15 +1733,20 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
 
     // No tick is sent from here on: only the push can bring the change.
     let early = paradox_elsewhere(&w.service).await;
-    h.until("the pushed anomaly", |app| app.monitor.rows.len() == 1)
-        .await;
-    let row = &h.app.monitor.rows[0];
+    h.until("the pushed anomaly", |app| {
+        app.panes.monitor.rows.len() == 1
+    })
+    .await;
+    let row = &h.app.panes.monitor.rows[0];
     assert!(
         row.anomaly.subjects.contains(&early.to_string()),
         "{:?}",
         row.anomaly
     );
-    assert!(h.app.monitor.is_new(row), "a pushed anomaly is marked new");
+    assert!(
+        h.app.panes.monitor.is_new(row),
+        "a pushed anomaly is marked new"
+    );
     h.settle().await;
     let screen = h.render(140, 30);
     assert!(screen.contains("1 anomaly"), "{screen}");
@@ -1751,8 +1761,11 @@ async fn a_change_made_elsewhere_is_pushed_to_the_monitor_without_a_tick(w: Worl
         h.send(Msg::Tick);
     }
     h.settle().await;
-    assert!(!h.app.monitor.is_new(&h.app.monitor.rows[0]), "NEW ages");
-    assert_eq!(h.app.monitor.rows.len(), 1, "and the anomaly stays");
+    assert!(
+        !h.app.panes.monitor.is_new(&h.app.panes.monitor.rows[0]),
+        "NEW ages"
+    );
+    assert_eq!(h.app.panes.monitor.rows.len(), 1, "and the anomaly stays");
 }
 
 #[tokio::test]
@@ -1773,10 +1786,13 @@ async fn without_a_stream_the_monitor_is_polled_and_the_header_says_so() {
 
     paradox_elsewhere(&service).await;
     h.settle().await;
-    assert!(h.app.monitor.rows.is_empty(), "not pushed, not yet polled");
+    assert!(
+        h.app.panes.monitor.rows.is_empty(),
+        "not pushed, not yet polled"
+    );
     h.send(Msg::Tick);
     h.settle().await;
-    assert_eq!(h.app.monitor.rows.len(), 1, "the tick polls");
+    assert_eq!(h.app.panes.monitor.rows.len(), 1, "the tick polls");
 }
 
 #[tokio::test]
@@ -1784,7 +1800,11 @@ async fn v_draws_the_selected_timeline_along_time_with_its_anomalies_and_zooms()
     let w = world().await;
     let early = paradox_elsewhere(&w.service).await;
     let mut h = harness(&w).await;
-    assert_eq!(h.app.monitor.rows.len(), 1, "the monitor has the paradox");
+    assert_eq!(
+        h.app.panes.monitor.rows.len(),
+        1,
+        "the monitor has the paradox"
+    );
     h.press("v");
     h.settle().await;
     let screen = h.render(140, 30);
@@ -1800,7 +1820,7 @@ async fn v_draws_the_selected_timeline_along_time_with_its_anomalies_and_zooms()
     assert!(lane.contains('⚠'), "the paradox is marked: {lane}");
     // The event the anomaly is about is among those drawn.
     assert!(
-        h.app.monitor.rows[0]
+        h.app.panes.monitor.rows[0]
             .anomaly
             .subjects
             .contains(&early.to_string())
@@ -1835,10 +1855,10 @@ async fn enter_on_an_anomaly_shows_it_whole() {
     let mut h = harness(&w).await;
     // The monitor is the third pane.
     h.press("tab tab");
-    assert_eq!(h.app.focus, PaneId::Monitor);
+    assert_eq!(h.app.panes.focus, PaneId::Monitor);
     h.press("enter");
     let screen = h.render(80, 30);
-    let anomaly = &h.app.monitor.rows[0].anomaly;
+    let anomaly = &h.app.panes.monitor.rows[0].anomaly;
     // The whole description is there (wrapped), not cut at the pane's edge.
     let joined: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
     let words: Vec<&str> = anomaly.description.split_whitespace().collect();
@@ -1872,12 +1892,12 @@ async fn a_selection_change_scans_once_through_the_followed_stream() {
     let mut h = Harness::pushed(w.service.clone(), w.clock.clone());
     h.settle().await;
     h.until("live stream", |app| app.follower.is_live()).await;
-    h.until("first snapshot", |app| app.monitor.status.is_some())
+    h.until("first snapshot", |app| app.panes.monitor.status.is_some())
         .await;
-    let before = h.app.monitor.timeline.clone();
+    let before = h.app.panes.monitor.timeline.clone();
     h.press("j");
     assert_ne!(
-        h.app.monitor.timeline, before,
+        h.app.panes.monitor.timeline, before,
         "another timeline is watched"
     );
     assert!(
@@ -1885,7 +1905,7 @@ async fn a_selection_change_scans_once_through_the_followed_stream() {
         "no poll on top of the stream"
     );
     h.until("the new timeline's snapshot", |app| {
-        app.follower.is_live() && app.monitor.status.is_some()
+        app.follower.is_live() && app.panes.monitor.status.is_some()
     })
     .await;
     assert!(!h.app.pending(Slot::Monitor), "the stream brought it");
@@ -1899,13 +1919,17 @@ async fn a_timeline_deleted_elsewhere_is_said_by_name_and_the_search_moves_on() 
     h.press("j");
     h.settle().await;
     assert_eq!(
-        h.app.timelines.selected().map(|t| t.id.clone()),
+        h.app.panes.timelines.selected().map(|t| t.id.clone()),
         Some(doomed.clone())
     );
     h.press("tab /");
     h.press("enter esc");
     h.settle().await;
-    assert_eq!(h.app.search.timeline, Some(doomed.clone()), "searching it");
+    assert_eq!(
+        h.app.panes.search.timeline,
+        Some(doomed.clone()),
+        "searching it"
+    );
 
     // Another process deletes it; the next tick finds out.
     let elsewhere = w.service.clone();
@@ -1919,12 +1943,12 @@ async fn a_timeline_deleted_elsewhere_is_said_by_name_and_the_search_moves_on() 
     );
     assert!(!screen.contains("Unknown reference"), "{screen}");
     assert_eq!(
-        h.app.search.timeline,
-        h.app.timelines.selected().map(|t| t.id.clone()),
+        h.app.panes.search.timeline,
+        h.app.panes.timelines.selected().map(|t| t.id.clone()),
         "the search moved to the timeline selected now"
     );
-    assert_ne!(h.app.search.timeline, Some(doomed));
-    assert!(h.app.search.searched, "and shows its events");
+    assert_ne!(h.app.panes.search.timeline, Some(doomed));
+    assert!(h.app.panes.search.searched, "and shows its events");
 }
 
 #[tokio::test]
@@ -2405,7 +2429,7 @@ async fn the_merge_wizard_shows_the_diff_and_merges_only_after_apply_anyway(w: W
     h.press("enter");
     assert!(h.app.modal.is_none());
     // The tree was asked again: primary's paradox shows in it.
-    let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
+    let primary = h.app.panes.timelines.get(&TimelineId::primary()).unwrap();
     assert!(primary.paradoxes > 0);
 }
 
@@ -2661,7 +2685,7 @@ async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merg
     );
     assert!(primary_has(&w.service, "Bastille stormed at noon").await);
     h.press("esc");
-    let primary = h.app.timelines.get(&TimelineId::primary()).unwrap();
+    let primary = h.app.panes.timelines.get(&TimelineId::primary()).unwrap();
     assert_eq!(primary.pending_merges, 0, "the mark goes with the merge");
 }
 
@@ -2878,7 +2902,14 @@ async fn the_creator_of_a_timeline_makes_its_first_list_and_stays_its_admin() {
     let engine = engine(clock.clone()).await;
     let mut h = member(&engine, clock, "bob").await;
     submit(&mut h, "n", &["Bob lab"]).await;
-    let lab = h.app.timelines.selected().expect("selected").id.clone();
+    let lab = h
+        .app
+        .panes
+        .timelines
+        .selected()
+        .expect("selected")
+        .id
+        .clone();
     h.press("S");
     h.settle().await;
     let screen = h.render(100, 30);
@@ -3192,9 +3223,16 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_w
     w.service.create_timeline(named("Empty")).await.unwrap();
     h.send(Msg::Tick);
     h.settle().await;
-    let row = h.app.timelines.all.iter().position(|t| t.name == "Empty");
+    let row = h
+        .app
+        .panes
+        .timelines
+        .all
+        .iter()
+        .position(|t| t.name == "Empty");
     assert!(row.is_some());
     h.app
+        .panes
         .timelines
         .select(&timeline_named(&w.service, "Empty").await.unwrap());
     h.press("d");
@@ -3207,7 +3245,7 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_w
 #[tokio::test]
 async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the_right() {
     let mut h = embedded().await;
-    assert_eq!(h.app.focus, PaneId::Timelines);
+    assert_eq!(h.app.panes.focus, PaneId::Timelines);
     for key in ["I", "C", "m"] {
         h.app.flash = None;
         h.press(key);
@@ -3226,7 +3264,7 @@ async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the
         );
     }
     h.press("tab");
-    assert_eq!(h.app.focus, PaneId::Search);
+    assert_eq!(h.app.panes.focus, PaneId::Search);
     for key in ["M", "D"] {
         h.app.flash = None;
         h.press(key);
@@ -3246,11 +3284,11 @@ async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the
     }
     // l and h move as the panes are laid out: the monitor is right of the timelines.
     h.press("esc");
-    assert_eq!(h.app.focus, PaneId::Timelines);
+    assert_eq!(h.app.panes.focus, PaneId::Timelines);
     h.press("l");
-    assert_eq!(h.app.focus, PaneId::Monitor);
+    assert_eq!(h.app.panes.focus, PaneId::Monitor);
     h.press("h");
-    assert_eq!(h.app.focus, PaneId::Timelines);
+    assert_eq!(h.app.panes.focus, PaneId::Timelines);
 }
 
 #[tokio::test]
@@ -3473,7 +3511,7 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
         let mut h = embedded().await;
         h.press("?");
         let mut help = String::new();
-        for _ in 0..60 {
+        for _ in 0..120 {
             help.push_str(&modal_text(&h.render(width, height), "Help"));
             help.push(' ');
             h.press("j");
@@ -3541,33 +3579,7 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
 /// with the ⚠1 the tree still shows.
 #[tokio::test]
 async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
-    let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = chronoscope::engine::Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        chronoscope::engine::EngineConfig::default(),
-        chronoscope::engine::Seed::Demo,
-    )
-    .await
-    .expect("the demo world");
-    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
-    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
-    for _ in 0..30 {
-        if h.app.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
-            break;
-        }
-        h.press("j");
-    }
-    h.settle().await;
-    assert_eq!(h.app.timelines.selected().map(|t| &t.id), Some(&bootstrap));
-    select_event(
-        &mut h,
-        "new york",
-        "A traveller hands the newly arrived Tesla a copy of his own oscillator blueprint",
-    )
-    .await;
-    h.press("I y");
-    h.settle().await;
+    let mut h = isolate_the_bootstrap_loop().await;
     let flash = h.app.flash.clone().expect("a flash").text;
     for said in [
         "1 paradox contained",
@@ -3602,5 +3614,156 @@ async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
     assert!(
         footer.ends_with("stays while the loop does."),
         "{footer}\n{flash}"
+    );
+}
+
+/// The demo's Tesla bootstrap loop selected, with the event that closes the loop selected in
+/// the search, isolated with `I` `y`: its answer is the longest message the footer gets.
+async fn isolate_the_bootstrap_loop() -> Harness {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = chronoscope::engine::Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        chronoscope::engine::EngineConfig::default(),
+        chronoscope::engine::Seed::Demo,
+    )
+    .await
+    .expect("the demo world");
+    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
+    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
+    for _ in 0..30 {
+        if h.app.panes.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
+            break;
+        }
+        h.press("j");
+    }
+    h.settle().await;
+    assert_eq!(
+        h.app.panes.timelines.selected().map(|t| &t.id),
+        Some(&bootstrap)
+    );
+    select_event(
+        &mut h,
+        "new york",
+        "A traveller hands the newly arrived Tesla a copy of his own oscillator blueprint",
+    )
+    .await;
+    h.press("I y");
+    h.settle().await;
+    h
+}
+
+/// The last `n` non-empty lines of a screen, trimmed and joined by spaces.
+fn last_lines(screen: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = screen
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(str::trim)
+        .collect();
+    lines.reverse();
+    lines.join(" ")
+}
+
+/// At 80x24 the isolation's answer needs more than the footer's three lines: the footer cuts it
+/// saying which key reads it whole, and that key opens the whole message (also once the flash
+/// is gone).
+#[tokio::test]
+async fn a_message_cut_in_the_footer_reads_whole_on_a_key() {
+    let mut h = isolate_the_bootstrap_loop().await;
+    let flash = h.app.flash.clone().expect("a flash").text;
+    assert!(flash.ends_with("stays while the loop does."), "{flash}");
+    let footer = last_lines(&h.render(80, 24), 3);
+    assert!(footer.starts_with("Isolated 3 events"), "{footer}");
+    assert!(
+        footer.ends_with("… w reads it whole"),
+        "the cut is said: {footer}"
+    );
+    // The flash goes with the ticks; the message stays to be read.
+    for _ in 0..10 {
+        h.send(Msg::Tick);
+    }
+    h.settle().await;
+    assert!(h.app.flash.is_none());
+    h.press("w");
+    let screen = h.render(80, 24);
+    let text = modal_text(&screen, "Last message");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let hint = [" j/k scroll · enter / esc close", " enter / esc close"];
+    let shown = hint.iter().fold(words(&text), |t, h| t.replace(h, ""));
+    assert_eq!(shown, words(&flash), "{screen}");
+    h.press("esc");
+    assert!(h.app.modal.is_none());
+}
+
+/// At 80 columns every binding's description in the help reads whole, wrapped under itself,
+/// never cut with "…".
+#[tokio::test]
+async fn the_help_reads_every_description_whole_at_80_columns() {
+    let mut h = embedded().await;
+    h.press("?");
+    // Tall enough for the whole help at once.
+    let text = modal_text(&h.render(80, 200), "Help");
+    assert!(!text.contains('…'), "{text}");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Each description's first line is followed by its `:command`: without them, the
+    // descriptions read as they are written.
+    let keymap = KeyMap::default();
+    let mut text = words(&text);
+    for binding in keymap.bindings() {
+        text = text.replace(&format!(" :{}", binding.action.name()), "");
+    }
+    for binding in keymap.bindings() {
+        let description = words(binding.description);
+        assert!(text.contains(&description), "{description}: {text}");
+    }
+    // The notes after the bindings wrap too, the picture's keys to the last.
+    assert!(text.contains(", esc closes. Anchors list (A)"), "{text}");
+}
+
+/// At 140x30 an anchor among three paradoxes gives every reason whole in the anchors list:
+/// the detail under the list grows and wraps, however long the reasons are.
+#[tokio::test]
+async fn the_anchors_list_wraps_long_paradox_reasons_whole_at_140_by_30() {
+    let w = world().await;
+    let eiffel = event_called(&w.service, "Eiffel Tower opens").await;
+    let printed: Vec<String> = (1..=3)
+        .map(|n| format!("Eiffel Tower postcards printed by the workshop of the rue number {n}"))
+        .collect();
+    for (n, description) in printed.iter().enumerate() {
+        let time = format!("179{n}-01-01T12:00:00Z");
+        add_to_primary(
+            w.service.as_ref(),
+            new_event(description, &time, "Paris", &[&eiffel]),
+        )
+        .await;
+    }
+    let mut h = harness(&w).await;
+    submit(&mut h, "a ctrl-u", &["1800-01-01 12:00", "among them"]).await;
+    h.press("A");
+    h.settle().await;
+    let screen = h.render(140, 30);
+    let text = modal_text(&screen, "Your anchors (1)");
+    let reasons = text
+        .split("at risk: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{screen}"));
+    for description in &printed {
+        assert!(
+            reasons.contains(description.as_str()),
+            "{description}:\n{screen}"
+        );
+    }
+    // Each reason whole, the last one to its full stop.
+    assert_eq!(
+        reasons.matches("the cause of their own act;").count(),
+        2,
+        "{screen}"
+    );
+    assert_eq!(
+        reasons.matches("the cause of their own act.").count(),
+        1,
+        "{screen}"
     );
 }

@@ -229,9 +229,12 @@ async fn monitor_highlights_new_and_fades_resolved() {
         Severity::Info,
         "Window closes in 4 minutes",
     );
-    h.app.monitor.watch(Some(TimelineId::primary()));
-    h.app.monitor.apply(report(vec![loop_.clone(), orphan]));
-    h.app.monitor.apply(report(vec![loop_, closing]));
+    h.app.panes.monitor.watch(Some(TimelineId::primary()));
+    h.app
+        .panes
+        .monitor
+        .apply(report(vec![loop_.clone(), orphan]));
+    h.app.panes.monitor.apply(report(vec![loop_, closing]));
     h.press("tab tab");
     insta::assert_snapshot!(screen(&mut h));
 }
@@ -241,7 +244,7 @@ async fn automation_log() {
     let mut h = harness(&world().await).await;
     drive(&mut h, &[Keys("L"), Settle]).await;
     let event: EventId = "event-5678abcd".parse().unwrap();
-    h.app.log.set(vec![
+    h.app.panes.log.set(vec![
         LogEntry {
             owner: None,
             timestamp: t("2026-11-22T10:30:00Z"),
@@ -344,7 +347,7 @@ async fn readme_capture_120x35() {
     let mut h = harness(&world().await).await;
     search(&mut h, "paris").await;
     h.press("j");
-    h.app.monitor.apply(report(vec![anomaly(
+    h.app.panes.monitor.apply(report(vec![anomaly(
         "closing",
         AnomalyKind::WindowClosing,
         Severity::Warning,

@@ -10,89 +10,11 @@ use crate::model::{AnchorId, AnchorRecord};
 use crate::service::{
     AccessControlSet, AccessControlView, AccessLog, Anchor, ClockState, ConflictReview,
     DissonanceResult, EventRecord, IntegrityReport, Isolation, Item, Journey, LogEntry,
-    ManipulationResult, MergeResult, MonitorReport, ResolveResult, Restricted, Restriction,
-    RevertResult, TamperReport, TimelineDiff, TimelineInfo, TravellerStatus,
+    ManipulationResult, MergeResult, MonitorEvent, MonitorReport, ResolveResult, Restricted,
+    Restriction, RevertResult, TamperReport, TimelineDiff, TimelineInfo, TravellerStatus,
 };
 
-macro_rules! actions {
-    ($($variant:ident = $name:literal,)*) => {
-        /// Something the user asked for; keys map onto these through the key map.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Action {
-            $(
-                #[doc = $name]
-                $variant,
-            )*
-        }
-
-        impl Action {
-            /// Every action, in key map order.
-            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
-
-            /// The name used in key map files and on the `:` command line.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Action::$variant => $name,)*
-                }
-            }
-
-            /// The action with this name.
-            pub fn from_name(name: &str) -> Option<Action> {
-                match name {
-                    $($name => Some(Action::$variant),)*
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-actions! {
-    Quit = "quit",
-    Help = "help",
-    NextPane = "next_pane",
-    PrevPane = "prev_pane",
-    Up = "up",
-    Down = "down",
-    Left = "left",
-    Right = "right",
-    PageUp = "page_up",
-    PageDown = "page_down",
-    Top = "top",
-    Bottom = "bottom",
-    Open = "open",
-    Back = "back",
-    Filter = "filter",
-    Command = "command",
-    Refresh = "refresh",
-    NewTimeline = "new_timeline",
-    ParallelTimeline = "parallel_timeline",
-    DeleteTimeline = "delete_timeline",
-    AddEvent = "add_event",
-    Manipulate = "manipulate",
-    Revert = "revert",
-    SetAnchor = "set_anchor",
-    Travel = "travel",
-    ReturnToAnchor = "return_to_anchor",
-    RegisterItem = "register_item",
-    CheckParadox = "check_paradox",
-    Freeze = "freeze",
-    ShowLog = "log",
-    Journeys = "journeys",
-    TimelineView = "timeline_view",
-    PauseResume = "pause_resume",
-    FastForward = "fast_forward",
-    Rewind = "rewind",
-    Anchors = "anchors",
-    Diff = "diff",
-    Merge = "merge",
-    Review = "review",
-    Isolate = "isolate",
-    CorrectDissonance = "correct_dissonance",
-    AccessControl = "access",
-    Restrictions = "restrictions",
-    Integrity = "integrity",
-}
+pub use super::intent::Action;
 
 /// Which background request an answer belongs to. Each slot has its own generation counter:
 /// a newer request in a slot makes older answers in that slot stale.
@@ -241,6 +163,24 @@ pub enum Reply {
     Integrity(IntegrityReport),
 }
 
+impl Reply {
+    /// An answer for the panes or the header, which the loop holds; every other answer is a
+    /// modal component's.
+    pub fn for_panes(&self) -> bool {
+        matches!(
+            self,
+            Reply::Whoami(_)
+                | Reply::Timelines(..)
+                | Reply::Search(_)
+                | Reply::Causes(_)
+                | Reply::Monitor(_)
+                | Reply::Log(_)
+                | Reply::Deleted(..)
+                | Reply::Clock(_)
+        )
+    }
+}
+
 /// A message on the dashboard's queue.
 #[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)] // moved once through the queue; boxing buys nothing
@@ -271,6 +211,18 @@ pub enum Msg {
         /// The subscription it belongs to.
         generation: u64,
         /// What it brought.
-        push: super::live::Push,
+        push: Push,
     },
+}
+
+/// What the stream task tells the dashboard.
+#[derive(Clone, Debug)]
+pub enum Push {
+    /// The stream is open (the first change follows).
+    Opened,
+    /// The changes one rescan found (applied together, as one refresh).
+    Changes(Vec<MonitorEvent>),
+    /// The stream is gone (why, and whether the server could not be reached at all); it is
+    /// opened again after a pause.
+    Lost(String, bool),
 }

@@ -16,10 +16,20 @@ use super::effect::{Call, Effect, Outcome};
 use super::forms::{self, FormKind};
 use super::theme::Palette;
 use super::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
+use crate::model::AnchorId;
 use crate::model::{AnchorRecord, AnchorStatus, TimelineId};
-use crate::service::{AnchorStability, AnchorVerdict};
+use std::future::Future;
+use std::sync::Arc;
 
-/// Rows under the list for the selected anchor in full (its lines wrap).
+use super::paging::all_pages;
+use crate::error::ServiceError;
+use crate::service::{AnchorListQuery, AnchorRef, AnchorStability, AnchorVerdict, TimelineService};
+
+/// Most anchors whose stability the list checks (one call each).
+const CHECKED_ANCHORS: usize = 200;
+
+/// Fewest rows under the list for the selected anchor in full (its lines wrap; it grows with
+/// them).
 const DETAIL_LINES: u16 = 6;
 
 /// One anchor and what its check said.
@@ -34,10 +44,7 @@ pub struct AnchorRow {
 impl AnchorRow {
     /// How the anchor is named to a person: its description, else its id.
     pub fn label(&self) -> String {
-        match &self.anchor.description {
-            Some(d) => format!("'{d}'"),
-            None => self.anchor.id.to_string(),
-        }
+        forms::anchor_label(&self.anchor)
     }
 
     /// The stability column: a glyph and a word, readable without colour.
@@ -77,6 +84,39 @@ impl AnchorsList {
         Self {
             loading: true,
             ..Self::default()
+        }
+    }
+
+    /// Fetches the traveller's anchors, spent ones too, and checks each one's stability (up
+    /// to [`CHECKED_ANCHORS`]); the list shows it is loading until they come.
+    pub fn fetch(
+        &mut self,
+        svc: Arc<dyn TimelineService>,
+    ) -> impl Future<Output = Result<Vec<AnchorRow>, ServiceError>> + Send + 'static {
+        self.loading = true;
+        async move {
+            let anchors = all_pages(|page| {
+                svc.find_anchors(AnchorListQuery {
+                    include_spent: Some(true),
+                    limit: page.limit,
+                    cursor: page.cursor,
+                })
+            })
+            .await?;
+            let mut rows = Vec::with_capacity(anchors.len());
+            for (i, anchor) in anchors.into_iter().enumerate() {
+                let stability = if i < CHECKED_ANCHORS {
+                    let anchor_id = anchor.id.clone();
+                    // One that cannot be checked is listed as unchecked, not dropped.
+                    svc.check_anchor_stability(AnchorRef { anchor_id })
+                        .await
+                        .ok()
+                } else {
+                    None
+                };
+                rows.push(AnchorRow { anchor, stability });
+            }
+            Ok(rows)
         }
     }
 
@@ -187,14 +227,18 @@ impl AnchorsList {
         p: &Palette,
         name_of: &dyn Fn(&TimelineId) -> String,
     ) {
-        // As tall as the rows (with their header and a gap), the detail and the keys need.
+        // As tall as the rows (with their header and a gap), the detail (its reasons wrapped
+        // whole, however long) and the keys need.
+        let width = area.width.saturating_sub(4).min(120);
+        let detail_text = (self.form.is_none() && self.confirm.is_none())
+            .then(|| Paragraph::new(self.detail_lines(p, name_of)).wrap(Wrap { trim: true }));
+        let detail_needed = detail_text.as_ref().map_or(0, |text| {
+            u16::try_from(text.line_count(width.saturating_sub(2))).unwrap_or(u16::MAX)
+        });
+        let detail_rows = detail_needed.max(DETAIL_LINES);
         let rows = u16::try_from(self.rows.len()).unwrap_or(u16::MAX).max(1);
-        let wanted = rows.saturating_add(2 + DETAIL_LINES + 1 + 2);
-        let rect = centered(
-            area,
-            area.width.saturating_sub(4).min(120),
-            wanted.min(area.height.saturating_sub(2)),
-        );
+        let wanted = rows.saturating_add(2 + detail_rows + 1 + 2);
+        let rect = centered(area, width, wanted.min(area.height.saturating_sub(2)));
         let count = if self.loaded {
             format!(" ({})", self.rows.len())
         } else {
@@ -202,9 +246,11 @@ impl AnchorsList {
         };
         let loading = if self.loading { " · checking…" } else { "" };
         let inner = modal(frame, rect, &format!("Your anchors{count}{loading}"), p);
+        // The list keeps three rows (its header and two anchors); the detail takes the rest.
+        let detail_rows = detail_rows.min(inner.height.saturating_sub(4));
         let [list, detail, keys] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(DETAIL_LINES),
+            Constraint::Length(detail_rows),
             Constraint::Length(1),
         ])
         .areas(inner);
@@ -214,11 +260,8 @@ impl AnchorsList {
             list,
         );
         // Under a form or a question (which name the anchor), the detail would only peek out.
-        if self.form.is_none() && self.confirm.is_none() {
-            frame.render_widget(
-                Paragraph::new(self.detail_lines(p, name_of)).wrap(Wrap { trim: true }),
-                detail,
-            );
+        if let Some(text) = detail_text {
+            frame.render_widget(text, detail);
         }
         let keys_text =
             "enter return · e adjust environment · d delete · s check again · esc close";
@@ -377,6 +420,31 @@ fn accuracy_word(a: crate::model::Accuracy) -> &'static str {
         crate::model::Accuracy::Millisecond => "millisecond",
         crate::model::Accuracy::Microsecond => "microsecond",
         crate::model::Accuracy::Nanosecond => "nanosecond",
+    }
+}
+
+impl AnchorsList {
+    /// An anchor's recorded environment was replaced: said, and the list asked again.
+    pub fn answer_adjusted(anchor: &AnchorRecord) -> Vec<Effect> {
+        let name = forms::anchor_label(anchor);
+        let now = anchor
+            .details
+            .environment
+            .as_ref()
+            .filter(|e| !e.is_empty())
+            .map_or_else(|| "nothing".to_owned(), forms::conditions_text);
+        vec![
+            Effect::Info(format!("Anchor {name} now records {now}.")),
+            Effect::Call(Call::CheckAnchors),
+        ]
+    }
+
+    /// An anchor was deleted: said, and the list asked again.
+    pub fn answer_deleted(id: &AnchorId, name: &str) -> Vec<Effect> {
+        vec![
+            Effect::Info(format!("Deleted anchor {name} ({id}).")),
+            Effect::Call(Call::CheckAnchors),
+        ]
     }
 }
 

@@ -12,8 +12,23 @@ use super::mouse::Areas;
 use super::panes::timeline_view::SUGGESTED_KEYS;
 use super::theme::Palette;
 use super::widgets::{self, fmt_time};
+use crate::error::ServiceError;
 use crate::model::Instant;
-use crate::service::TravellerStatus;
+use crate::service::{RestrictionLevel, TravellerStatus};
+
+/// Why you see nothing new, when an operator restricted you to `no_access` (operators are
+/// never restricted).
+fn no_access(me: &TravellerStatus) -> Option<String> {
+    let r = me.restriction.as_ref().filter(|_| !me.operator)?;
+    (r.level == RestrictionLevel::NoAccess).then(|| {
+        format!(
+            "An operator ({}) restricted you to no_access at {}: the service answers nothing but \
+             who you are",
+            r.set_by,
+            fmt_time(&r.at)
+        )
+    })
+}
 
 /// Whether the service answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +52,26 @@ pub enum Connection {
 }
 
 impl Connection {
+    /// What an answer says of the connection (`Ok(Some(me))` a `whoami` answer): the service
+    /// is gone, refuses the token, answers only who you are (restricted to `no_access`), or
+    /// answers; `None` when it says nothing new.
+    pub fn after(&self, answer: Result<Option<&TravellerStatus>, &ServiceError>) -> Option<Self> {
+        Some(match answer {
+            Err(e @ ServiceError::Unavailable(why)) if crate::client::is_lasting(e) => {
+                Connection::Unusable(why.clone())
+            }
+            Err(ServiceError::Unavailable(why)) => Connection::Disconnected(why.clone()),
+            Err(ServiceError::Unauthorized(why)) => Connection::TokenRefused(why.clone()),
+            Ok(Some(me)) => no_access(me).map_or(Connection::Connected, Connection::Restricted),
+            // At no_access only who you are is answered: nothing else lifts it.
+            _ if matches!(self, Connection::Restricted(_)) => self.clone(),
+            Ok(None) => Connection::Connected,
+            // Any other answer is an answer: the server is there.
+            Err(_) if *self == Connection::Connecting => Connection::Connected,
+            Err(_) => return None,
+        })
+    }
+
     /// Why no answer comes, in a few words, for what the panes have not loaded; `None` when
     /// answers come (or may yet).
     pub fn offline(&self) -> Option<&'static str> {
@@ -419,13 +454,14 @@ pub fn render_footer(
     area: Rect,
     flash: Option<&Flash>,
     hints: Vec<(String, &str)>,
+    whole_key: &str,
     p: &Palette,
 ) {
     if let Some(flash) = flash {
         let style = if flash.error { p.error } else { p.ok };
+        let text = fitted(&flash.text, area, whole_key);
         frame.render_widget(
-            Paragraph::new(Span::styled(format!(" {}", flash.text), style))
-                .wrap(ratatui::widgets::Wrap { trim: false }),
+            Paragraph::new(Span::styled(text, style)).wrap(ratatui::widgets::Wrap { trim: false }),
             area,
         );
         return;
@@ -442,6 +478,35 @@ pub fn render_footer(
         spans.push(Span::styled(format!(" {what} "), p.dim));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// What the key that shows the last message whole does, said when a message is cut.
+const WHOLE_MESSAGE: &str = "reads it whole";
+
+/// A flash as the footer shows it in `area`: whole when it fits, else cut so that it ends with
+/// "… KEY reads it whole" (`key`), so that no message is cut without a way to read it.
+fn fitted(text: &str, area: Rect, key: &str) -> String {
+    let lines = |t: &str| {
+        Paragraph::new(t)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .line_count(area.width)
+    };
+    let shown = format!(" {text}");
+    let rows = usize::from(area.height.max(1));
+    if lines(&shown) <= rows {
+        return shown;
+    }
+    let tail = format!("… {key} {WHOLE_MESSAGE}");
+    let chars: Vec<char> = shown.chars().collect();
+    let mut keep = (usize::from(area.width) * rows).min(chars.len());
+    loop {
+        let cut: String = chars[..keep].iter().collect();
+        let candidate = format!("{}{tail}", cut.trim_end());
+        if keep == 0 || lines(&candidate) <= rows {
+            return candidate;
+        }
+        keep -= 1;
+    }
 }
 
 #[cfg(test)]
@@ -693,11 +758,13 @@ mod tests {
     fn the_footer_shows_the_flash_else_the_hints_that_fit() {
         let p = palette();
         let hints = || vec![("tab".to_owned(), "next pane"), ("q".to_owned(), "quit")];
-        let text = screen(20, 1, |f| render_footer(f, f.area(), None, hints(), &p));
+        let text = screen(20, 1, |f| {
+            render_footer(f, f.area(), None, hints(), "w", &p)
+        });
         assert_eq!(text.trim_end(), " tab next pane");
         let flash = Flash::info("Created.");
         let text = screen(20, 1, |f| {
-            render_footer(f, f.area(), Some(&flash), hints(), &p)
+            render_footer(f, f.area(), Some(&flash), hints(), "w", &p)
         });
         assert_eq!(text.trim_end(), " Created.");
     }

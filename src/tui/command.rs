@@ -8,9 +8,9 @@ use ratatui::text::Span;
 use ratatui::widgets::Paragraph;
 use ratatui_textarea::TextArea;
 
-use super::action::Action;
 use super::chrome::Flash;
 use super::effect::{Effect, Outcome};
+use super::intent::Action;
 use super::panes::PaneId;
 use super::theme::Palette;
 use super::widgets;

@@ -10,14 +10,15 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::effect::{Call, Effect};
+use super::effect::{Call, Checked, Effect, Reload};
 use super::forms::FormKind;
 use super::theme::Palette;
 use super::widgets::{Form, centered, fmt_time, modal};
-use crate::model::{AnchorId, TimelineId};
+use crate::model::{AnchorId, AnchorStatus, EventId, TimelineId};
+use crate::paradox::{Paradox, ParadoxKind};
+use crate::service::{Anchor, DissonanceResult, Isolation, RevertResult};
 use crate::service::{
-    DissonanceRequest, EventRecord, IsolateRequest, IsolationType, ManipulateRequest, MergeRequest,
-    NewEvent, ResolveRequest, RevertRequest,
+    DissonanceRequest, EventRecord, IsolateRequest, IsolationType, RevertRequest,
 };
 
 /// A question before something that destroys.
@@ -44,22 +45,6 @@ pub enum Confirm {
         /// The form the change came from: back in view (pending on yes, as typed on no).
         form: Option<Box<Form<FormKind>>>,
     },
-}
-
-/// A change the dashboard sends safety checked, kept until its answer so a refusal can be
-/// answered with "apply anyway?".
-#[derive(Clone, Debug)]
-pub enum Checked {
-    /// A new event.
-    AddEvent(TimelineId, NewEvent),
-    /// A manipulation.
-    Manipulate(ManipulateRequest),
-    /// A revert.
-    Revert(RevertRequest),
-    /// A merge of one timeline into another.
-    Merge(MergeRequest),
-    /// A resolution of a pending merge's conflict.
-    Resolve(ResolveRequest),
 }
 
 impl Confirm {
@@ -243,9 +228,100 @@ fn align_question(e: &EventRecord, cause: Option<&EventRecord>) -> String {
     }
 }
 
+impl Confirm {
+    /// Your anchors arrived: a deletion's question names the active ones in its timeline.
+    pub fn anchors_known(&mut self, anchors: &[Anchor]) {
+        if let Confirm::DeleteTimeline(id, _, named @ None) = self {
+            *named = Some(
+                anchors
+                    .iter()
+                    .filter(|a| &a.timeline == id && a.status == AnchorStatus::Active)
+                    .map(|a| a.named())
+                    .collect(),
+            );
+        }
+    }
+}
+
+/// A revert was made: said, and what shows events asked again.
+pub fn reverted(r: &RevertResult) -> Vec<Effect> {
+    vec![
+        Effect::Info(format!(
+            "Reverted {}; {} stands again.",
+            r.reverted_event_id, r.original_event_id
+        )),
+        Effect::Reload(Reload::Events),
+    ]
+}
+
+/// An isolation was made: what it contained, and what the timeline's ⚠ still counts and why
+/// isolating did not clear it (events named by `name`, as the search shows them).
+pub fn isolated(isolation: &Isolation, name: &dyn Fn(&EventId) -> String) -> Vec<Effect> {
+    let members = isolation.members.len();
+    let contained = isolation.contained.len();
+    let mut text = format!(
+        "Isolated {members} event{} ({}); {contained} paradox{} contained",
+        plural(members, "s"),
+        isolation.isolation_id,
+        plural(contained, "es")
+    );
+    if !isolation.left.is_empty() {
+        let left = isolation.left.len();
+        let named: Vec<String> = isolation
+            .left
+            .iter()
+            .map(|p| paradox_in_short(p, name))
+            .collect();
+        text.push_str(&format!(
+            "; {left} paradox{} left inside the isolation: {} — {}",
+            plural(left, "es"),
+            named.join("; "),
+            if members > 1 {
+                "order among its members still counts, and no move puts a loop in order, so it \
+                 stays while the loop does"
+            } else {
+                "an isolation stops only what crosses its edge"
+            }
+        ));
+    }
+    text.push('.');
+    vec![Effect::Info(text), Effect::Reload(Reload::Events)]
+}
+
+/// Dissonance was corrected: where the event went, and what shows events asked again.
+pub fn aligned(result: &DissonanceResult, description: &str) -> Vec<Effect> {
+    let text = match result.moves.as_slice() {
+        [] => format!("Nothing to align: '{description}' happens after its causes."),
+        [one] => format!(
+            "Aligned: '{description}' moved from {} to {}.",
+            fmt_time(&one.from),
+            fmt_time(&one.to)
+        ),
+        moves => format!("Aligned: {} events moved.", moves.len()),
+    };
+    vec![Effect::Info(text), Effect::Reload(Reload::Events)]
+}
+
+/// `suffix` when `n` is not one.
+fn plural(n: usize, suffix: &'static str) -> &'static str {
+    if n == 1 { "" } else { suffix }
+}
+
+/// A paradox in few words: an effect before its cause by the events' names, anything else in
+/// the checker's words.
+fn paradox_in_short(p: &Paradox, name: &dyn Fn(&EventId) -> String) -> String {
+    match (p.kind, p.events.as_slice()) {
+        (ParadoxKind::CausalOrder | ParadoxKind::Grandfather, [effect, cause]) => {
+            format!("{} before its cause {}", name(effect), name(cause))
+        }
+        _ => p.description.trim_end_matches('.').to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::NewEvent;
     use crate::tui::effect::Call;
     use crate::tui::unit::{key, palette, screen};
 

@@ -2,15 +2,14 @@
 //! service call to make, a flash to show, an intent to route), so that no component reaches
 //! into another's state or into the loop's.
 
-use super::action::Action;
-use super::confirm::Checked;
+use super::intent::Action;
 use super::panes::PaneId;
 use crate::model::{AnchorId, TimelineId};
 use crate::service::{
     AccessLogQuery, AdjustAnchorRequest, DiffQuery, DissonanceRequest, GuideTravelRequest,
-    IntegrityQuery, IsolateRequest, NewAnchor, NewItem, NewTimeline, ParadoxCheckRequest,
-    RestrictRequest, ReviewQuery, SetAccessControlRequest, ShiftRequest, TamperQuery,
-    TravelRequest,
+    IntegrityQuery, IsolateRequest, ManipulateRequest, MergeRequest, NewAnchor, NewEvent, NewItem,
+    NewTimeline, ParadoxCheckRequest, ResolveRequest, RestrictRequest, RevertRequest, ReviewQuery,
+    SetAccessControlRequest, ShiftRequest, TamperQuery, TravelRequest,
 };
 
 /// Something a component wants done that it cannot do itself.
@@ -32,8 +31,32 @@ pub enum Effect {
     Filter(String),
     /// Open the return wizard on this anchor.
     ReturnTo(AnchorId),
+    /// Ask the service again for what a change touched.
+    Reload(Reload),
     /// Quit the dashboard.
     Quit,
+}
+
+/// What the loop asks the service for (again) for a component: what a finished change made
+/// stale, or what a component just opened needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reload {
+    /// Everything the tick keeps fresh (you moved: the header, the panes).
+    All,
+    /// The timelines list (and with it your rights).
+    Timelines,
+    /// The timelines list, selecting this timeline (one just created) when it arrives.
+    Select(TimelineId),
+    /// Who and where you are (the header).
+    Whoami,
+    /// What shows events: the search, the monitor, the timelines, the picture.
+    Events,
+    /// The timeline picture's data, if it is open.
+    Picture,
+    /// Your anchors and items (the travel wizard's lists, the anchors a deletion names).
+    WizardData,
+    /// The causes the detail of the selected event names that the results do not hold.
+    Causes,
 }
 
 /// A change or check a component asks the service for; the loop sends it in the background
@@ -70,6 +93,8 @@ pub enum Call {
     DeleteAnchor(AnchorId, String),
     /// List the anchors again and check each one's stability.
     CheckAnchors,
+    /// The traveller's journeys (they open in a modal; nothing is written).
+    Journeys,
     /// Compare two timelines lineage by lineage (nothing is written).
     Diff(DiffQuery),
     /// The conflicts of the merges waiting for review into a timeline (nothing is written).
@@ -126,4 +151,20 @@ impl Outcome {
             effects: vec![effect],
         }
     }
+}
+
+/// A change the dashboard sends safety checked, kept until its answer so a refusal can be
+/// answered with "apply anyway?".
+#[derive(Clone, Debug)]
+pub enum Checked {
+    /// A new event.
+    AddEvent(TimelineId, NewEvent),
+    /// A manipulation.
+    Manipulate(ManipulateRequest),
+    /// A revert.
+    Revert(RevertRequest),
+    /// A merge of one timeline into another.
+    Merge(MergeRequest),
+    /// A resolution of a pending merge's conflict.
+    Resolve(ResolveRequest),
 }

@@ -7,8 +7,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::confirm::Checked;
-use super::effect::{Call, Effect, Outcome};
+use super::effect::{Call, Checked, Effect, Outcome, Reload};
 use super::widgets::{self, Form};
 use crate::model::{
     AnchorId, AnchorRecord, Conditions, EventId, Instant, InvalidValue, TimelineId, format_instant,
@@ -19,6 +18,7 @@ use crate::service::{
     NewItem, NewOutcome, NewTimeline, OutcomeChange, ParadoxCheckRequest, ProposedChange,
     ResolveRequest, ReviewConflict, TimelineInfo,
 };
+use crate::service::{Anchor, Item, ManipulationResult};
 
 /// What a form does when submitted.
 #[derive(Clone, Debug)]
@@ -237,12 +237,17 @@ pub fn check_draft(timeline: &TimelineInfo, event: String, time: String) -> Form
 /// The label of the adjust form's one field (refusals of `new_environment` land under it).
 const NEW_ENVIRONMENT: &str = "New environment (k=v, comma-separated, or JSON; empty: none)";
 
-/// The form for what `anchor` records of its environment, filled with what it records now.
-pub fn adjust_anchor(anchor: &AnchorRecord) -> Form<FormKind> {
-    let name = anchor
+/// How an anchor is named to a person: its description, else its id.
+pub fn anchor_label(anchor: &AnchorRecord) -> String {
+    anchor
         .description
         .as_ref()
-        .map_or_else(|| anchor.id.to_string(), |d| format!("'{d}'"));
+        .map_or_else(|| anchor.id.to_string(), |d| format!("'{d}'"))
+}
+
+/// The form for what `anchor` records of its environment, filled with what it records now.
+pub fn adjust_anchor(anchor: &AnchorRecord) -> Form<FormKind> {
+    let name = anchor_label(anchor);
     let now = anchor
         .details
         .environment
@@ -513,6 +518,53 @@ impl From<Submission> for Call {
             Submission::AdjustAnchor(req) => Call::AdjustAnchor(req),
         }
     }
+}
+
+/// A timeline was created: said, and selected once the list has it.
+pub fn created(t: &TimelineInfo) -> Vec<Effect> {
+    vec![
+        Effect::Info(format!("Created timeline {} ({}).", t.name, t.id)),
+        Effect::Reload(Reload::Select(t.id.clone())),
+    ]
+}
+
+/// An event was added: said, and what shows events asked again.
+pub fn event_added(e: &EventRecord) -> Vec<Effect> {
+    vec![
+        Effect::Info(format!("Added event {} ({}).", e.description, e.event_id)),
+        Effect::Reload(Reload::Events),
+    ]
+}
+
+/// An event was manipulated: said, and what shows events asked again.
+pub fn manipulated(r: &ManipulationResult) -> Vec<Effect> {
+    vec![
+        Effect::Info(format!(
+            "Manipulated: '{}' now happens at {}.",
+            r.description,
+            widgets::fmt_time(&r.time)
+        )),
+        Effect::Reload(Reload::Events),
+    ]
+}
+
+/// An anchor was set: said.
+pub fn anchor_set(a: &Anchor) -> Vec<Effect> {
+    vec![Effect::Info(format!(
+        "Anchor {} set at {}.",
+        a.description
+            .as_ref()
+            .map_or_else(|| a.id.to_string(), |d| format!("'{d}'")),
+        widgets::fmt_time(&a.timestamp)
+    ))]
+}
+
+/// An item was registered: said.
+pub fn item_registered(i: &Item) -> Vec<Effect> {
+    vec![Effect::Info(format!(
+        "Registered {} ({}).",
+        i.description, i.id
+    ))]
 }
 
 #[cfg(test)]

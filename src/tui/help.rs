@@ -7,16 +7,16 @@ use ratatui::widgets::Paragraph;
 
 use super::keymap::{Context, KeyMap};
 use super::theme::Palette;
-use super::widgets::{centered, ellipsize, modal};
+use super::widgets::{centered, modal};
 
 /// Width of the keys column.
 const KEYS_WIDTH: usize = 16;
-/// The description column never gets narrower than this; past it, descriptions are shortened.
+/// The description column never gets narrower than this; past it, descriptions wrap.
 const MIN_DESCRIPTION: usize = 20;
 
 /// The help text for a modal `width` columns wide: one line per binding, a heading per
 /// context. The `:command` names are what a user types, so they are always shown whole; the
-/// descriptions give way when the terminal is narrow.
+/// descriptions wrap onto more lines when the terminal is narrow.
 pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>> {
     let longest_name = keymap
         .bindings()
@@ -54,12 +54,20 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
                 .map(|k| k.to_string())
                 .collect::<Vec<_>>()
                 .join(" ");
-            let description = ellipsize(b.description, description_width);
+            // A description wraps under itself: each reads whole at any width.
+            let mut description = wrapped(b.description, description_width).into_iter();
+            let first = description.next().unwrap_or_default();
             out.push(Line::from(vec![
                 Span::styled(format!("  {keys:<14}"), palette.key),
-                Span::styled(format!("{description:<description_width$} "), palette.text),
+                Span::styled(format!("{first:<description_width$} "), palette.text),
                 Span::styled(format!(":{}", b.action.name()), palette.dim),
             ]));
+            out.extend(description.map(|more| {
+                Line::from(Span::styled(
+                    format!("{:KEYS_WIDTH$}{more}", ""),
+                    palette.text,
+                ))
+            }));
         }
     }
     out.push(Line::default());
@@ -67,16 +75,14 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
         .iter()
         .map(|(keys, _, what)| format!("{} {what}", keys.replace(' ', "/")))
         .collect();
-    out.push(Line::from(Span::styled(
+    let key = |action| keymap.key_for(action);
+    use crate::tui::intent::Action;
+    let notes = [
         format!(
-            "In the timeline picture (v): {}, esc closes.",
+            "In the timeline picture ({}): {}, esc closes.",
+            key(Action::TimelineView),
             picture.join(", ")
         ),
-        palette.dim,
-    )));
-    let key = |action| keymap.key_for(action);
-    use crate::tui::action::Action;
-    let notes = [
         format!(
             "Anchors list ({}): enter return, e adjust, d delete (asks), s check again.",
             key(Action::Anchors)
@@ -128,6 +134,22 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
         );
     }
     out
+}
+
+/// `text` cut into lines of at most `width` characters at spaces (a longer word is a line of
+/// its own).
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
 }
 
 /// `text` cut into lines of at most `width` characters at spaces (a longer word is a line of

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::action::Action;
+use super::intent::Action;
+use super::panes::PaneId;
 
 /// Where a binding applies: everywhere, or only while a pane has the focus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -28,6 +29,27 @@ pub enum Context {
 }
 
 impl Context {
+    /// Where a key of this context works, for one pressed elsewhere.
+    pub fn where_it_works(self) -> &'static str {
+        match self {
+            Context::Search => "select an event in the search first (tab)",
+            Context::Timelines => "in the timelines pane (esc goes there)",
+            Context::Monitor => "in the monitor (tab)",
+            Context::Log => "in the automation log (L shows it)",
+            Context::Global => "anywhere",
+        }
+    }
+
+    /// The keys of the focused pane.
+    pub fn of(pane: PaneId) -> Self {
+        match pane {
+            PaneId::Timelines => Context::Timelines,
+            PaneId::Search => Context::Search,
+            PaneId::Monitor => Context::Monitor,
+            PaneId::Log => Context::Log,
+        }
+    }
+
     /// Name shown in the help screen.
     pub fn title(self) -> &'static str {
         match self {
@@ -249,6 +271,7 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("S",             A::AccessControl,    "access lists and log of the selected timeline",  C::Global,    ""),
         ("R",             A::Restrictions,     "restrictions on travellers (operators)",        C::Global,    ""),
         ("T",             A::Integrity,        "integrity check of the selected timeline",      C::Global,    ""),
+        ("w",             A::LastMessage,      "the last footer message, whole",                C::Global,    ""),
     ]
 };
 

@@ -15,9 +15,9 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use super::action::Msg;
+use super::action::{Msg, Push};
 use crate::model::TimelineId;
-use crate::service::{MonitorChange, MonitorEvent, MonitorReport, MonitorWatch, TimelineService};
+use crate::service::{MonitorEvent, MonitorWatch, TimelineService};
 
 /// First pause before opening a lost stream again; doubled up to [`MOST_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_secs(1);
@@ -37,18 +37,6 @@ pub enum Link {
     /// The stream could not reach the server (why): the monitor is refreshed on the tick,
     /// and the stream is opened again as soon as the server answers a call.
     Unreached(String),
-}
-
-/// What the stream task tells the dashboard.
-#[derive(Clone, Debug)]
-pub enum Push {
-    /// The stream is open (the first change follows).
-    Opened,
-    /// The changes one rescan found (applied together, as one refresh).
-    Changes(Vec<MonitorEvent>),
-    /// The stream is gone (why, and whether the server could not be reached at all); it is
-    /// opened again after a pause.
-    Lost(String, bool),
 }
 
 /// The subscription of one dashboard.
@@ -252,36 +240,5 @@ fn short(e: &crate::error::ServiceError) -> String {
             .map_or(msg.as_str(), |(_, why)| why)
             .to_owned(),
         e => e.to_string(),
-    }
-}
-
-/// The monitor's report after `changes`, given the anomalies open before them (`open`): what
-/// the monitor pane folds in, exactly as if it had polled.
-pub fn report_after(open: MonitorReport, changes: Vec<MonitorChange>) -> MonitorReport {
-    changes.into_iter().fold(open, report_after_one)
-}
-
-fn report_after_one(open: MonitorReport, change: MonitorChange) -> MonitorReport {
-    match change {
-        MonitorChange::Snapshot(report) => report,
-        MonitorChange::Appeared(anomaly) => {
-            let mut report = open;
-            report
-                .anomalies
-                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
-            report.anomalies.push(anomaly);
-            report.status = "anomalies_detected".into();
-            report
-        }
-        MonitorChange::Resolved(anomaly) => {
-            let mut report = open;
-            report
-                .anomalies
-                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
-            if report.anomalies.is_empty() {
-                report.status = "stable".into();
-            }
-            report
-        }
     }
 }

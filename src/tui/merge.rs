@@ -16,8 +16,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::confirm::Checked;
-use super::effect::{Call, Effect, Outcome};
+use super::effect::{Call, Checked, Effect, Outcome, Reload};
 use super::forms::{self, FormKind};
 use super::theme::Palette;
 use super::tree::tree_order;
@@ -1327,6 +1326,67 @@ fn side_text(e: Option<&EventRecord>, width: usize) -> String {
         &e.map_or_else(|| "— (not there)".to_owned(), event_text),
         width,
     )
+}
+
+impl MergeWizard {
+    /// A conflict was resolved: said; the wizard that sent it (`open`, if still waiting) shows
+    /// it and asks for the review again; a completed merge changed events, else only the ⇄
+    /// counts of the timelines changed.
+    pub fn answer_resolved(open: Option<&mut Self>, result: &ResolveResult) -> Vec<Effect> {
+        let done = result.merge_status == "merged";
+        let said = if done {
+            format!(
+                "Resolved {}: merge {}{}, is complete.",
+                result.resolved_event_id,
+                result.merge_id,
+                completed_by(result)
+            )
+        } else {
+            format!(
+                "Resolved {}; {} conflict{} still open.",
+                result.resolved_event_id,
+                result.remaining_conflicts,
+                if result.remaining_conflicts == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            )
+        };
+        let mut effects = vec![Effect::Info(said)];
+        if let Some(w) = open.filter(|w| w.waiting()) {
+            w.resolved(result);
+            effects.extend(w.review_query().map(|q| Effect::Call(Call::Review(q))));
+        }
+        effects.push(Effect::Reload(if done {
+            Reload::Events
+        } else {
+            Reload::Timelines
+        }));
+        effects
+    }
+
+    /// A merge was made, waits for review, or had nothing to do (into the timeline named
+    /// `into`): said, and shown by the wizard that sent it (`open`, if still waiting).
+    pub fn answer_merged(open: Option<&mut Self>, result: MergeResult, into: &str) -> Vec<Effect> {
+        let said = match result.status.as_str() {
+            "up_to_date" => format!("{into} is up to date: nothing was written."),
+            "pending_review" => format!(
+                "The merge into {into} waits for review: {} conflict{} to resolve.",
+                result.conflicts,
+                if result.conflicts == 1 { "" } else { "s" }
+            ),
+            _ => format!(
+                "Merged into {into}: {} event{} written.",
+                result.written.len(),
+                if result.written.len() == 1 { "" } else { "s" }
+            ),
+        };
+        if let Some(w) = open.filter(|w| w.waiting()) {
+            w.merged(result);
+        }
+        vec![Effect::Info(said), Effect::Reload(Reload::Events)]
+    }
 }
 
 #[cfg(test)]

@@ -12,17 +12,18 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::action::{Action, Slot};
+use super::action::{Action, Reply, Slot};
 use super::anchors::AnchorsList;
 use super::command::CommandLine;
-use super::confirm::{Answer, Confirm};
-use super::effect::{Effect, Outcome};
-use super::forms::FormKind;
+use super::confirm::{self, Answer, Confirm};
+use super::effect::{Checked, Effect, Outcome};
+use super::forms::{self, FormKind};
 use super::help;
 use super::keymap::{Context, Key, KeyMap};
 use super::merge::MergeWizard;
 use super::panes::Ctx;
 use super::panes::monitor::MonitorPane;
+use super::panes::search::SearchPane;
 use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::{self, Wizard};
 use super::picture::{Picture, Scene};
@@ -31,8 +32,8 @@ use super::security::integrity::IntegrityScreen;
 use super::security::restrictions::RestrictionsScreen;
 use super::theme::Palette;
 use super::time_controls::Shift;
-use super::widgets::{Form, centered, fmt_time, modal};
-use crate::model::{Instant, TimelineId};
+use super::widgets::{Form, centered, ellipsize, fmt_time, modal};
+use crate::model::{EventId, Instant, TimelineId};
 use crate::service::TravellerStatus;
 
 /// What sits on top of the panes and takes keys first.
@@ -68,6 +69,8 @@ pub enum Modal {
     Restrictions(Box<RestrictionsScreen>),
     /// A timeline's integrity check.
     Integrity(Box<IntegrityScreen>),
+    /// The last footer message, whole, scrolled.
+    Message(String, u16),
 }
 
 /// What a modal reads of the dashboard around it (to name timelines, draw the help, picture
@@ -82,6 +85,8 @@ pub struct Around<'a> {
     pub timelines: &'a TimelinesPane,
     /// The monitor, for the anomalies the picture marks.
     pub monitor: &'a MonitorPane,
+    /// The search, to name events as its results do.
+    pub search: &'a SearchPane,
     /// Who and where the traveller is.
     pub whoami: Option<&'a TravellerStatus>,
     /// The dashboard clock's now.
@@ -117,6 +122,9 @@ impl Modal {
             }
             Modal::Anomaly(anomaly, scroll) => {
                 no_effects(scroll_key(key.code, scroll).map(|s| Modal::Anomaly(anomaly, s)))
+            }
+            Modal::Message(text, scroll) => {
+                no_effects(scroll_key(key.code, scroll).map(|s| Modal::Message(text, s)))
             }
             // Pausing and resuming stay at hand in the picture, so you see where you stand.
             Modal::Picture(picture)
@@ -291,6 +299,10 @@ impl Modal {
                 let lines = super::panes::monitor::detail_lines(anomaly, p);
                 scrolling_modal(frame, area, "Anomaly", lines, scroll, p);
             }
+            Modal::Message(text, scroll) => {
+                let lines = vec![Line::from(Span::styled(text.clone(), p.text))];
+                scrolling_modal(frame, area, "Last message", lines, scroll, p);
+            }
             Modal::Picture(picture) => {
                 let ctx = Ctx {
                     palette: p,
@@ -307,7 +319,166 @@ impl Modal {
     }
 }
 
+/// The component open on top, if it is of type `$ty` (variant `$variant`).
+macro_rules! open {
+    ($modal:expr, $variant:ident) => {
+        match $modal {
+            Some(Modal::$variant(component)) => Some(&mut **component),
+            _ => None,
+        }
+    };
+}
+
+impl Modal {
+    /// An answer of the changes and views the modals ask for (not the panes', see
+    /// [`Reply::for_panes`]), handed to the component it belongs to (`modal` is what is on
+    /// top, if anything; a change's flash is said even when its component was closed
+    /// meanwhile): what the loop should do after.
+    pub fn answer(modal: &mut Option<Modal>, reply: Reply, around: &Around<'_>) -> Vec<Effect> {
+        let name_of = |id: &TimelineId| around.timelines.name_of(id);
+        match reply {
+            Reply::Created(t) => forms::created(&t),
+            Reply::EventAdded(e) => forms::event_added(&e),
+            Reply::Manipulated(r) => forms::manipulated(&r),
+            Reply::AnchorSet(a) => forms::anchor_set(&a),
+            Reply::ItemRegistered(i) => forms::item_registered(&i),
+            Reply::Reverted(r) => confirm::reverted(&r),
+            Reply::Isolated(isolation) => {
+                confirm::isolated(&isolation, &|id| around.event_name(id))
+            }
+            Reply::Aligned(result, description) => confirm::aligned(&result, &description),
+            Reply::Journey(journey) => {
+                let to = name_of(&journey.to_timeline);
+                Wizard::answer_journey(open!(modal, Wizard), journey, &to)
+            }
+            Reply::Shifted {
+                journey,
+                forward,
+                duration,
+            } => {
+                let to = name_of(&journey.to_timeline);
+                let paused = around.whoami.is_some_and(|w| w.position.paused);
+                Shift::answer(&journey, forward, &duration, &to, paused)
+            }
+            Reply::AnchorAdjusted(anchor) => AnchorsList::answer_adjusted(&anchor),
+            Reply::AnchorDeleted(id, name) => AnchorsList::answer_deleted(&id, &name),
+            Reply::Resolved(result) => MergeWizard::answer_resolved(open!(modal, Merge), &result),
+            Reply::Merged(result) => {
+                let into = name_of(&result.merged_timeline_id);
+                MergeWizard::answer_merged(open!(modal, Merge), result, &into)
+            }
+            Reply::AccessSet(set) => {
+                let name = name_of(&set.timeline_id);
+                AccessScreen::answer_set(open!(modal, Access), &set, &name)
+            }
+            Reply::Restricted(r) => {
+                let open = matches!(modal, Some(Modal::Restrictions(_)));
+                RestrictionsScreen::answer_restricted(open, &r)
+            }
+            Reply::Checked(report) => {
+                *modal = Some(Modal::Report(report, 0));
+                Vec::new()
+            }
+            Reply::Journeys(journeys) => {
+                *modal = Some(Modal::Journeys(journeys, 0));
+                Vec::new()
+            }
+            view => {
+                Self::show(modal, view, around);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The safety check refused `change` for paradoxes (`why`): the merge wizard that sent it
+    /// asks itself, with the paradoxes in its last step (only the wizard that sent it: one
+    /// closed meanwhile and opened again is another); else, the form that sent it (if
+    /// `pending_form`) put aside, "apply anyway?" is asked. False when something else is on
+    /// screen now: nothing is asked over it.
+    pub fn paradox_refused(
+        modal: &mut Option<Modal>,
+        change: Checked,
+        why: String,
+        pending_form: bool,
+    ) -> bool {
+        let merging = matches!(change, Checked::Merge(_) | Checked::Resolve(_));
+        if let Some(Modal::Merge(w)) = modal
+            && merging
+            && w.waiting()
+        {
+            w.paradox(change, why);
+            return true;
+        }
+        let form = match modal.take() {
+            Some(Modal::Form(mut form)) if pending_form => {
+                form.pending = false;
+                Some(form)
+            }
+            other => {
+                *modal = other;
+                None
+            }
+        };
+        if modal.is_some() {
+            return false;
+        }
+        *modal = Some(Modal::Confirm(Confirm::ApplyAnyway { change, why, form }));
+        true
+    }
+
+    /// A view arrived: shown by the component that asked, if it is still open.
+    fn show(modal: &mut Option<Modal>, reply: Reply, around: &Around<'_>) {
+        match (modal, reply) {
+            (Some(Modal::Wizard(w)), Reply::WizardData { anchors, items }) => {
+                let selected = around.timelines.selected().map(|t| t.id.clone());
+                let all = &around.timelines.all;
+                w.set_data(all, anchors, items, around.now, selected.as_ref());
+            }
+            (Some(Modal::Confirm(c)), Reply::WizardData { anchors, .. }) => {
+                c.anchors_known(&anchors)
+            }
+            (Some(Modal::Wizard(w)), Reply::WizardCheck(verdict)) => w.checked(verdict),
+            (
+                Some(Modal::Picture(p)),
+                Reply::Picture {
+                    timeline,
+                    events,
+                    anchors,
+                },
+            ) => p.show(&timeline, events, anchors),
+            (Some(Modal::Anchors(list)), Reply::Anchors(rows)) => list.show(rows),
+            (Some(Modal::Merge(w)), Reply::Diff(diff)) => w.show_diff(diff),
+            (Some(Modal::Merge(w)), Reply::Review(review)) => w.show_review(review),
+            (Some(Modal::Access(screen)), Reply::AccessControl(view)) => screen.answer_view(view),
+            (Some(Modal::Access(screen)), Reply::AccessLog(log)) => screen.show_log(log),
+            (Some(Modal::Restrictions(screen)), Reply::Restrictions(rows)) => screen.show(rows),
+            (Some(Modal::Integrity(screen)), Reply::Tamper(report)) if screen.running.is_some() => {
+                screen.scanned(report)
+            }
+            (Some(Modal::Integrity(screen)), Reply::Integrity(report))
+                if screen.running.is_some() =>
+            {
+                screen.validated(report)
+            }
+            // A view for a component closed meanwhile (or replaced) is dropped.
+            _ => {}
+        }
+    }
+}
+
 impl<'a> Around<'a> {
+    /// An event named as the search shows it (its description, shortened), else its id.
+    pub fn event_name(&self, id: &EventId) -> String {
+        self.search
+            .results
+            .iter()
+            .find(|e| &e.event_id == id)
+            .map_or_else(
+                || id.to_string(),
+                |e| format!("'{}'", ellipsize(&e.description, 44)),
+            )
+    }
+
     fn scene(&self, timeline: &TimelineId) -> Scene<'a> {
         Scene::of(timeline, self.timelines, self.monitor, self.whoami)
     }
@@ -424,6 +595,7 @@ mod tests {
         keymap: KeyMap,
         timelines: TimelinesPane,
         monitor: MonitorPane,
+        search: SearchPane,
     }
 
     impl World {
@@ -433,6 +605,7 @@ mod tests {
                 keymap: KeyMap::default(),
                 timelines: TimelinesPane::default(),
                 monitor: MonitorPane::default(),
+                search: SearchPane::default(),
             }
         }
 
@@ -442,6 +615,7 @@ mod tests {
                 keymap: &self.keymap,
                 timelines: &self.timelines,
                 monitor: &self.monitor,
+                search: &self.search,
                 whoami: None,
                 now: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
             }
@@ -482,7 +656,7 @@ mod tests {
     fn a_question_about_a_form_gives_the_form_back() {
         let world = World::new();
         let confirm = Modal::Confirm(Confirm::ApplyAnyway {
-            change: super::super::confirm::Checked::Revert(crate::service::RevertRequest {
+            change: super::super::effect::Checked::Revert(crate::service::RevertRequest {
                 event_id: "event-5678abcd".parse().expect("an event id"),
                 timeline_id: None,
                 safety_check: true,

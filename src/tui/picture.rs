@@ -15,7 +15,16 @@ use super::panes::monitor::MonitorPane;
 use super::panes::timeline_view::{SUGGESTED_KEYS, TimelineView, ViewCommand, ViewData};
 use super::panes::timelines::TimelinesPane;
 use crate::model::{Anchor, TimelineId};
-use crate::service::{Anomaly, EventRecord, TravellerStatus};
+use std::sync::Arc;
+
+use super::paging::{MAX_ROWS, all_pages};
+use crate::error::ServiceError;
+use crate::service::{
+    Anomaly, EventRecord, PageRequest, SearchQuery, TimelineService, TravellerStatus,
+};
+
+/// What the picture draws: the timeline's events, every version, and your anchors.
+pub type Drawn = (Vec<EventRecord>, Vec<Anchor>);
 
 /// What the picture shows and how it is zoomed.
 #[derive(Debug)]
@@ -42,6 +51,24 @@ impl Picture {
             view: TimelineView::new(),
             loading: true,
         }
+    }
+
+    /// Fetches the events of `timeline`, past versions too (up to the row limit), and the
+    /// traveller's anchors.
+    pub async fn fetch(
+        timeline: TimelineId,
+        svc: Arc<dyn TimelineService>,
+    ) -> Result<Drawn, ServiceError> {
+        let query = |page: PageRequest| SearchQuery {
+            timeline_id: Some(timeline.clone()),
+            location: None,
+            time_range: None,
+            page,
+        };
+        let mut events = all_pages(|page| svc.event_versions(query(page))).await?;
+        events.truncate(MAX_ROWS);
+        let anchors = all_pages(|page| svc.list_anchors(page)).await?;
+        Ok((events, anchors))
     }
 
     /// Its data arrived: shown if it is the data of the timeline drawn.

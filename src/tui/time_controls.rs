@@ -14,11 +14,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui_textarea::TextArea;
 
-use super::effect::{Call, Effect, Outcome};
+use super::effect::{Call, Effect, Outcome, Reload};
 use super::theme::Palette;
 use super::widgets::{self, centered, fmt_time, modal};
 use crate::model::{TimelineId, TravelDuration};
-use crate::service::{ShiftRequest, TravellerStatus};
+use crate::service::{ClockState, Journey, ShiftRequest, TravellerStatus};
 
 /// The preset durations, as sent and as shown, shortest first.
 pub const PRESETS: [(&str, &str); 6] = [
@@ -248,6 +248,56 @@ impl Shift {
             )),
             keys,
         );
+    }
+}
+
+impl Shift {
+    /// The traveller moved `duration` along their own timeline (`forward` or back): where they
+    /// are now (in the timeline named `to`), whether their clock is still `paused`, and what
+    /// stayed behind; everything shown is asked again.
+    pub fn answer(
+        journey: &Journey,
+        forward: bool,
+        duration: &str,
+        to: &str,
+        paused: bool,
+    ) -> Vec<Effect> {
+        let verb = if forward { "Fast-forwarded" } else { "Rewound" };
+        let mut text = format!(
+            "{verb} {}: you are in {to} at {}",
+            spoken(duration),
+            fmt_time(&journey.arrival_time)
+        );
+        if paused {
+            text.push_str(", your clock still paused");
+        }
+        text.push('.');
+        if !journey.items_left.is_empty() {
+            let n = journey.items_left.len();
+            text.push_str(&format!(
+                " {n} item{} stayed behind (see J).",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+        vec![
+            Effect::Info(text),
+            Effect::Reload(Reload::All),
+            Effect::Reload(Reload::Picture),
+        ]
+    }
+}
+
+/// What pausing or resuming the clock did, in words (`key` pauses and resumes).
+pub fn clock_said(state: &ClockState, key: &str) -> String {
+    let at = fmt_time(&state.time);
+    match state.status.as_str() {
+        "paused" => format!(
+            "Your clock is paused at {at}: your time stands still, the world goes on. Press \
+             {key} to resume."
+        ),
+        "already_paused" => format!("Your clock was already paused at {at}."),
+        "resumed" => format!("Your clock runs again, on from {at}."),
+        _ => format!("Your clock was not paused; it runs on from {at}."),
     }
 }
 

@@ -4,10 +4,10 @@
 use ratatui::Frame;
 
 use super::App;
-use crate::tui::action::Slot;
+use crate::tui::action::{Action, Slot};
 use crate::tui::chrome::{self, Header};
 use crate::tui::modal::Modal;
-use crate::tui::panes::{Ctx, PaneId};
+use crate::tui::panes::{Busy, Ctx};
 
 impl App {
     /// Draws the whole screen.
@@ -24,7 +24,7 @@ impl App {
         let here_name = self
             .whoami
             .as_ref()
-            .map(|w| (w, self.timelines.name_of(&w.timeline_id)));
+            .map(|w| (w, self.panes.timelines.name_of(&w.timeline_id)));
         Header {
             palette: &self.palette,
             source: &self.source,
@@ -39,51 +39,27 @@ impl App {
         if let Some(banner) = &banner {
             chrome::render_banner(frame, screen.banner, banner, &p);
         }
-        let now = self.now();
         let here = self.whoami.as_ref().map(|w| w.timeline_id.clone());
-        let offline = self.connection.offline();
-        let ctx = |focused: bool, pending: bool| Ctx {
+        let ctx = Ctx {
             palette: &p,
-            now,
-            focused,
+            now: self.now(),
+            focused: false,
             here: here.as_ref(),
-            pending,
-            offline,
+            pending: false,
+            offline: self.connection.offline(),
         };
-        let c = ctx(
-            self.focus == PaneId::Timelines,
-            self.pending(Slot::Timelines) && !self.timelines.loaded,
-        );
-        self.timelines.render(frame, screen.panes.timelines, &c);
-        let search_name = self
-            .search
-            .timeline
-            .clone()
-            .or_else(|| self.timelines.selected().map(|t| t.id.clone()))
-            .map(|id| self.timelines.name_of(&id))
-            .unwrap_or_else(|| "primary".into());
-        let c = ctx(self.focus == PaneId::Search, self.pending(Slot::Search));
-        self.search
-            .render(frame, screen.panes.search, &c, &search_name);
-        match self.lower {
-            PaneId::Log => {
-                let c = ctx(self.focus == PaneId::Log, self.pending(Slot::Log));
-                self.log.render(frame, screen.panes.lower, &c);
-            }
-            _ => {
-                let name = self
-                    .monitor
-                    .timeline
-                    .as_ref()
-                    .map(|id| self.timelines.name_of(id))
-                    .unwrap_or_default();
-                let c = ctx(
-                    self.focus == PaneId::Monitor,
-                    self.pending(Slot::Monitor) && self.monitor.status.is_none(),
-                );
-                self.monitor.render(frame, screen.panes.lower, &c, &name);
-            }
-        }
+        let busy = Busy {
+            timelines: self.pending(Slot::Timelines),
+            search: self.pending(Slot::Search),
+            monitor: self.pending(Slot::Monitor),
+            log: self.pending(Slot::Log),
+        };
+        let places = [
+            screen.panes.timelines,
+            screen.panes.search,
+            screen.panes.lower,
+        ];
+        self.panes.render(frame, places, ctx, busy);
         // The footer: the command line while it is open, else the flash or the key hints of
         // where the keys go.
         if let Some(Modal::Command(line)) = &mut self.modal {
@@ -91,12 +67,16 @@ impl App {
         } else {
             let hints = if matches!(self.modal, Some(Modal::Picture(_))) {
                 chrome::picture_hints()
-            } else if self.timelines.filter_input.is_some() || self.search.editing.is_some() {
+            } else if self.panes.timelines.filter_input.is_some()
+                || self.panes.search.editing.is_some()
+            {
                 chrome::input_hints()
             } else {
                 self.keymap.hints(self.context())
             };
-            chrome::render_footer(frame, screen.footer, self.flash.as_ref(), hints, &p);
+            let whole = self.keymap.key_for(Action::LastMessage);
+            let flash = self.flash.as_ref();
+            chrome::render_footer(frame, screen.footer, flash, hints, &whole, &p);
         }
         if let Some(mut modal) = self.modal.take() {
             modal.render(frame, screen.body, &self.around());

@@ -1,118 +1,15 @@
-//! Refusing before sending: a change to a timeline your access-control right does not let you
-//! change, or any change while an operator restricts you, is refused here with the reason in
-//! the footer, and no request goes out. The service checks again (another dashboard may have
-//! changed the lists meanwhile); its refusal is shown as any other.
+//! Refusing before sending, with the reasons [`Rights`] gives: a form or wizard waiting for
+//! the change shows the reason, and the footer says it.
 
 use super::App;
-use crate::error::ServiceError;
-use crate::model::TimelineId;
-use crate::service::{RestrictionLevel, Right};
-use crate::tui::action::Action;
-use crate::tui::confirm::Checked;
-use crate::tui::effect::Call;
-use crate::tui::security::READ_ONLY_TOKEN;
+use crate::tui::security::rights::Rights;
 
 impl App {
-    /// Why you may not make a change that needs `needed` on `timeline`, as the footer says it;
-    /// `None` when, as far as the dashboard knows, you may.
-    pub(super) fn refusal(&self, timeline: &TimelineId, needed: Right) -> Option<String> {
-        if self.whoami.as_ref().is_some_and(|w| w.operator) {
-            return None; // operators have every right, and are never restricted
-        }
-        if let Some(why) = self.restricted().or_else(|| self.read_only_token()) {
-            return Some(why);
-        }
-        let right = self.timelines.right_of(timeline);
-        if right >= needed {
-            return None;
-        }
-        let name = self.timelines.name_of(timeline);
-        let named = if name == timeline.as_str() {
-            timeline.to_string()
-        } else {
-            format!("{name} ({timeline})")
-        };
-        Some(match needed {
-            Right::Admin if right == Right::Write => format!(
-                "You may write {named} but not administer it (delete it, change who may use \
-                 it): ask its admins."
-            ),
-            Right::Admin => format!(
-                "You may read {named} but not administer it (delete it, change who may use \
-                 it): ask its admins."
-            ),
-            _ => format!("You may read {named} but not write it: ask its admins."),
-        })
-    }
-
-    /// Why an operator's restriction keeps you from changing anything shared, if it does
-    /// (every level but `unrestricted` does; operators are never restricted).
-    pub(super) fn restricted(&self) -> Option<String> {
-        let whoami = self.whoami.as_ref().filter(|w| !w.operator)?;
-        let r = whoami.restriction.as_ref()?;
-        (r.level != RestrictionLevel::Unrestricted).then(|| {
-            ServiceError::TravelRestricted {
-                level: r.level.as_str().into(),
-                allows: r.level.allows().into(),
-            }
-            .explain()
-        })
-    }
-
-    /// Why your token keeps you from changing anything, if it allows reading only (operators'
-    /// tokens allow everything).
-    pub(super) fn read_only_token(&self) -> Option<String> {
-        self.whoami
-            .as_ref()
-            .is_some_and(|w| w.read_only_token && !w.operator)
-            .then(|| READ_ONLY_TOKEN.to_owned())
-    }
-
-    /// Why `action` is refused before it opens anything, if it makes a change your token or an
-    /// operator's restriction does not allow (its form would only lead to a refusal).
-    pub(super) fn refused_action(&self, action: Action) -> Option<String> {
-        use Action as A;
-        match action {
-            // Shared state: no restricted traveller changes it either.
-            A::NewTimeline
-            | A::ParallelTimeline
-            | A::DeleteTimeline
-            | A::AddEvent
-            | A::Manipulate
-            | A::Revert
-            | A::Isolate
-            | A::CorrectDissonance
-            | A::Merge => self.restricted().or_else(|| self.read_only_token()),
-            // Your own journeys, anchors, items and clock (some restrictions allow them).
-            A::SetAnchor
-            | A::Travel
-            | A::ReturnToAnchor
-            | A::RegisterItem
-            | A::PauseResume
-            | A::FastForward
-            | A::Rewind => self.read_only_token(),
-            _ => None,
-        }
-    }
-
-    /// The timeline a call changes and the right it needs there, for the calls that change
-    /// a timeline.
-    pub(super) fn written_by(&self, call: &Call) -> Option<(TimelineId, Right)> {
-        let or_primary = |id: &Option<TimelineId>| id.clone().unwrap_or_else(TimelineId::primary);
-        let write = |id: TimelineId| Some((id, Right::Write));
-        match call {
-            Call::Delete(id, _) => Some((id.clone(), Right::Admin)),
-            Call::Checked(change) | Call::Unchecked(change) => match change {
-                Checked::AddEvent(id, _) => write(id.clone()),
-                Checked::Manipulate(req) => write(or_primary(&req.timeline_id)),
-                Checked::Revert(req) => write(or_primary(&req.timeline_id)),
-                Checked::Merge(req) => write(req.destination_timeline_id.clone()),
-                Checked::Resolve(req) => req.merged_timeline_id.clone().and_then(write),
-            },
-            Call::Isolate(req) => write(or_primary(&req.timeline_id)),
-            Call::Align(req, _) => write(req.timeline_id.clone()),
-            Call::SetAccess(req) => Some((req.timeline_id.clone(), Right::Admin)),
-            _ => None,
+    /// What the dashboard knows of your rights.
+    pub(super) fn rights(&self) -> Rights<'_> {
+        Rights {
+            whoami: self.whoami.as_ref(),
+            timelines: &self.panes.timelines,
         }
     }
 

@@ -16,35 +16,30 @@ mod dispatch;
 mod draw;
 mod guard;
 mod replies;
-#[cfg(any(test, feature = "test-hooks"))]
-pub mod testing;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::action::{Msg, Reply, Slot};
+use super::action::{Msg, Push, Reply, Slot};
 pub use super::chrome::Connection;
 use super::chrome::Flash;
-use super::confirm::Checked;
+use super::effect::Checked;
 use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
-use super::live::{self, Follower, Link, Push};
+use super::live::{Follower, Link};
 use super::modal::{Around, Modal};
 use super::mouse::{Areas, Pointer};
-use super::panes::log::LogPane;
-use super::panes::monitor::MonitorPane;
-use super::panes::search::SearchPane;
-use super::panes::timelines::TimelinesPane;
-use super::panes::wizard::Wizard;
-use super::panes::{InputKey, PaneId};
+use super::open;
+use super::panes::{Panes, Then};
+use super::requests::Requests;
 use super::theme::Palette;
 use crate::engine::Clock;
 use crate::error::ServiceError;
 use crate::model::{Instant, TimelineId};
-use crate::service::{MonitorChange, TimelineService, TravellerStatus};
+use crate::service::{TimelineService, TravellerStatus};
 
 /// What the dashboard is built from, besides the service.
 #[derive(Clone, Debug)]
@@ -74,18 +69,8 @@ pub struct App {
     pub palette: Palette,
     /// Data source shown in the header.
     pub source: String,
-    /// The focused pane.
-    pub focus: PaneId,
-    /// Which of monitor and log fills the lower-right area.
-    pub lower: PaneId,
-    /// Timelines pane.
-    pub timelines: TimelinesPane,
-    /// Event search pane.
-    pub search: SearchPane,
-    /// Anomaly monitor pane.
-    pub monitor: MonitorPane,
-    /// Automation log pane.
-    pub log: LogPane,
+    /// The panes, and which has the focus.
+    pub panes: Panes,
     /// The modal on top, if any.
     pub modal: Option<Modal>,
     /// Who and where the traveller is.
@@ -96,11 +81,13 @@ pub struct App {
     pub last_refresh: Option<Instant>,
     /// The footer's flash message.
     pub flash: Option<Flash>,
+    /// The last flash, kept after it goes (the footer may have cut it): read whole on a key.
+    pub last_message: Option<Flash>,
     /// The monitor's pushed changes, and whether they are coming.
     pub follower: Follower,
     push: bool,
-    generations: HashMap<Slot, u64>,
-    in_flight: HashMap<Slot, usize>,
+    /// The background calls in flight.
+    requests: Requests,
     /// The timeline to select when the list next arrives (one just created).
     select_after_refresh: Option<TimelineId>,
     /// Timelines whose deletion was said (by this dashboard or found out): not said again.
@@ -119,7 +106,7 @@ impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
             .field("source", &self.source)
-            .field("focus", &self.focus)
+            .field("focus", &self.panes.focus)
             .field("connection", &self.connection)
             .finish_non_exhaustive()
     }
@@ -134,26 +121,21 @@ impl App {
     ) -> Self {
         Self {
             service,
-            tx,
+            tx: tx.clone(),
             clock: config.clock,
             keymap: config.keymap,
             palette: config.palette,
             source: config.source,
-            focus: PaneId::Timelines,
-            lower: PaneId::Monitor,
-            timelines: TimelinesPane::default(),
-            search: SearchPane::default(),
-            monitor: MonitorPane::default(),
-            log: LogPane::default(),
+            panes: Panes::default(),
             modal: None,
             whoami: None,
             connection: Connection::Connecting,
             last_refresh: None,
             flash: None,
+            last_message: None,
             follower: Follower::default(),
             push: config.push,
-            generations: HashMap::new(),
-            in_flight: HashMap::new(),
+            requests: Requests::new(tx),
             select_after_refresh: None,
             said_gone: HashSet::new(),
             checking: None,
@@ -175,17 +157,17 @@ impl App {
 
     /// Whether any background call is in flight.
     pub fn busy(&self) -> bool {
-        self.in_flight.values().any(|n| *n > 0)
+        self.requests.busy()
     }
 
     /// Whether a call of `slot` is in flight.
     pub fn pending(&self, slot: Slot) -> bool {
-        self.in_flight.get(&slot).is_some_and(|n| *n > 0)
+        self.requests.pending(slot)
     }
 
     /// The newest generation sent in `slot`.
     pub fn generation(&self, slot: Slot) -> u64 {
-        self.generations.get(&slot).copied().unwrap_or(0)
+        self.requests.generation(slot)
     }
 
     /// The dashboard clock's now.
@@ -196,11 +178,13 @@ impl App {
     /// Shows an informational flash.
     pub fn flash_info(&mut self, text: impl Into<String>) {
         self.flash = Some(Flash::info(text));
+        self.last_message.clone_from(&self.flash);
     }
 
     /// Shows an error flash (stays a little longer).
     pub fn flash_error(&mut self, text: impl Into<String>) {
         self.flash = Some(Flash::error(text));
+        self.last_message.clone_from(&self.flash);
     }
 
     /// What a modal may read of the dashboard around it.
@@ -208,8 +192,9 @@ impl App {
         Around {
             palette: &self.palette,
             keymap: &self.keymap,
-            timelines: &self.timelines,
-            monitor: &self.monitor,
+            timelines: &self.panes.timelines,
+            monitor: &self.panes.monitor,
+            search: &self.panes.search,
             whoami: self.whoami.as_ref(),
             now: self.now(),
         }
@@ -245,28 +230,20 @@ impl App {
                 self.request_whoami();
             }
             // The stream never brought its snapshot: the monitor is polled for it now.
-            if lost && self.monitor.status.is_none() && !self.pending(Slot::Monitor) {
+            if lost && self.panes.monitor.status.is_none() && !self.pending(Slot::Monitor) {
                 self.request_monitor();
             }
             return;
         };
         self.last_refresh = Some(self.now());
-        if self.monitor.frozen || self.monitor.timeline.is_none() {
+        let Some(changed) = self.panes.pushed(events, self.clock.now()) else {
             return;
-        }
+        };
         // A poll sent before this push would answer with an older state: it is dropped.
-        let stale = self.generation(Slot::Monitor) + 1;
-        self.generations.insert(Slot::Monitor, stale);
-        let only_snapshots = events
-            .iter()
-            .all(|e| matches!(e.change, MonitorChange::Snapshot(_)));
-        let open = self.monitor.open_report(self.now());
-        let report = live::report_after(open, events.into_iter().map(|e| e.change).collect());
-        self.search.mark_troubled(&report);
-        self.monitor.apply(report);
-        if !only_snapshots {
+        self.requests.outdate(Slot::Monitor);
+        if changed {
             // Once per batch, and not on top of a request already on its way.
-            if self.search.searched && !self.pending(Slot::Search) {
+            if self.panes.search.searched && !self.pending(Slot::Search) {
                 self.request_search();
             }
             if !self.pending(Slot::Timelines) {
@@ -282,7 +259,7 @@ impl App {
     fn follow_monitor(&mut self) {
         if self.push {
             self.follower
-                .follow(&self.service, self.monitor.timeline.clone(), &self.tx);
+                .follow(&self.service, self.panes.monitor.timeline.clone(), &self.tx);
         }
     }
 
@@ -295,11 +272,14 @@ impl App {
 
     fn on_tick(&mut self) {
         self.flash = self.flash.take().and_then(Flash::aged);
-        if self.follower.is_live() && !self.monitor.frozen && self.monitor.status.is_some() {
+        if self.follower.is_live()
+            && !self.panes.monitor.frozen
+            && self.panes.monitor.status.is_some()
+        {
             // Not polled while changes are pushed, but NEW marks and faded rows still age,
             // and the sparkline still takes one sample a tick.
-            let same = self.monitor.open_report(self.now());
-            self.monitor.apply(same);
+            let same = self.panes.monitor.open_report(self.now());
+            self.panes.monitor.apply(same);
         }
         self.refresh(false);
     }
@@ -307,20 +287,17 @@ impl App {
     /// A background call finished: counted, dropped when a newer one of its slot is on its way,
     /// else answered.
     fn on_done(&mut self, slot: Slot, generation: u64, result: Result<Reply, ServiceError>) {
-        if let Some(n) = self.in_flight.get_mut(&slot) {
-            *n = n.saturating_sub(1);
+        // Dropped when a newer request of this slot is on its way.
+        if self.requests.finished(slot, generation) {
+            self.on_answer(slot, result);
         }
-        if slot != Slot::Mutation && generation != self.generation(slot) {
-            return; // a newer request of this slot is on its way
-        }
-        self.on_answer(slot, result);
     }
 
     /// The selected timeline may have changed: watch it in the monitor.
     fn selection_changed(&mut self) {
-        let selected = self.timelines.selected().map(|t| t.id.clone());
-        if self.monitor.timeline != selected {
-            self.monitor.watch(selected.clone());
+        let selected = self.panes.timelines.selected().map(|t| t.id.clone());
+        if self.panes.monitor.timeline != selected {
+            self.panes.monitor.watch(selected.clone());
             // One scan per selection change: a followed stream starts with a snapshot, so it
             // is polled only when there is no stream to follow.
             self.follow_monitor();
@@ -330,10 +307,10 @@ impl App {
         }
         // A search follows the selected timeline too, with the same inputs (unless they were
         // edited into something that does not parse; that waits for the user's enter).
-        if self.search.timeline.is_some()
+        if self.panes.search.timeline.is_some()
             && selected.is_some()
-            && self.search.timeline != selected
-            && self.search.query().is_ok()
+            && self.panes.search.timeline != selected
+            && self.panes.search.query().is_ok()
         {
             self.request_search();
         }
@@ -343,12 +320,7 @@ impl App {
 
     /// Where the keys go: the focused pane's bindings.
     fn context(&self) -> Context {
-        match self.focus {
-            PaneId::Timelines => Context::Timelines,
-            PaneId::Search => Context::Search,
-            PaneId::Monitor => Context::Monitor,
-            PaneId::Log => Context::Log,
-        }
+        Context::of(self.panes.focus)
     }
 
     /// Routes a key: Ctrl-C quits; a modal takes keys first, then an input being edited, then
@@ -367,28 +339,16 @@ impl App {
             self.modal = next;
             return self.apply_all(effects);
         }
-        match self.timelines.filter_key(key) {
-            InputKey::NotEditing => {}
-            InputKey::Applied => return self.selection_changed(),
-            _ => return,
-        }
-        match self.search.input_key(key) {
-            InputKey::NotEditing => {}
-            InputKey::Search => return self.request_search(),
-            _ => return,
+        match self.panes.input_key(key) {
+            Then::NotPanes => {}
+            then => return self.then(then),
         }
         let key = Key::from_event(&key);
         if let Some(action) = self.keymap.resolve(key, self.context()) {
             self.dispatch(action);
         } else if let Some((pane, what)) = self.keymap.elsewhere(key, self.context()) {
             // A key of another pane says where it works instead of doing nothing.
-            let how = match pane {
-                Context::Search => "select an event in the search first (tab)",
-                Context::Timelines => "in the timelines pane (esc goes there)",
-                Context::Monitor => "in the monitor (tab)",
-                Context::Log => "in the automation log (L shows it)",
-                Context::Global => "anywhere",
-            };
+            let how = pane.where_it_works();
             self.flash_error(format!("{key} is to {what}: {how}."));
         }
     }
@@ -409,21 +369,19 @@ impl App {
             Effect::Action(action) => self.dispatch(action),
             Effect::Focus(pane) => self.dispatch_focus(pane),
             Effect::Search(place) => {
-                self.search.anywhere_at_any_time(&place);
-                self.focus = PaneId::Search;
-                self.request_search();
+                let then = self.panes.search_anywhere(&place);
+                self.then(then);
             }
             Effect::Filter(text) => {
-                self.focus = PaneId::Timelines;
-                self.timelines.set_filter(text);
-                self.selection_changed();
+                let then = self.panes.filter(text);
+                self.then(then);
             }
             Effect::ReturnTo(anchor) => {
-                let mut wizard = Wizard::new(true);
-                wizard.preselect_anchor = Some(anchor);
-                self.modal = Some(Modal::Wizard(Box::new(wizard)));
-                self.request_wizard_data();
+                let opened = open::return_to(anchor);
+                self.modal = opened.modal;
+                self.apply_all(opened.effects);
             }
+            Effect::Reload(what) => self.reload(what),
             Effect::Quit => self.quit = true,
         }
     }
@@ -433,22 +391,22 @@ impl App {
         if self.modal.is_some() {
             return;
         }
-        match self.areas.pointer(mouse, self.lower) {
-            Some(Pointer::Click { pane, row }) => {
-                self.focus = pane;
-                let clicked = row.is_some_and(|row| {
-                    self.cursor_of(pane)
-                        .is_some_and(|(cursor, len)| cursor.click(row, len))
-                });
-                if clicked && pane == PaneId::Timelines {
-                    self.selection_changed();
-                }
-            }
-            Some(Pointer::Scroll { pane, rows }) => {
-                self.focus = pane;
-                self.move_cursor(rows);
-            }
-            None => {}
+        let then = match self.areas.pointer(mouse, self.panes.lower) {
+            Some(Pointer::Click { pane, row }) => self.panes.click(pane, row),
+            Some(Pointer::Scroll { pane, rows }) => self.panes.scroll(pane, rows),
+            None => Then::Done,
+        };
+        if let Then::SelectionChanged = then {
+            self.selection_changed();
         }
+    }
+}
+
+#[cfg(any(test, feature = "test-hooks"))]
+impl App {
+    /// Starts a background call that panics, as a bug in a call would: it must end as an
+    /// error the user sees, and free its slot.
+    pub fn spawn_panicking_call(&mut self) {
+        self.requests.spawn_panicking();
     }
 }

@@ -4,14 +4,13 @@
 
 use super::{App, Connection};
 use crate::error::ServiceError;
-use crate::model::{AnchorStatus, TimelineId};
-use crate::service::{ClockState, RestrictionLevel};
+use crate::model::TimelineId;
+use crate::service::ClockState;
 use crate::tui::action::{Action, Reply, Slot};
-use crate::tui::confirm::{Checked, Confirm};
-use crate::tui::forms::conditions_text;
+use crate::tui::confirm::Confirm;
+use crate::tui::effect::Reload;
 use crate::tui::modal::Modal;
-use crate::tui::time_controls::spoken;
-use crate::tui::widgets::fmt_time;
+use crate::tui::time_controls::clock_said;
 
 impl App {
     /// The answer of a call that is still the newest of its `slot`.
@@ -25,38 +24,13 @@ impl App {
             None
         };
         match result {
-            // The safety check found paradoxes: say which and ask before applying anyway.
-            // The merge wizard asks itself, with the paradoxes in its last step.
-            // Only the wizard that sent it (one closed meanwhile and opened again is another).
-            Err(e @ ServiceError::ParadoxDetected { .. })
-                if matches!(checked, Some(Checked::Merge(_) | Checked::Resolve(_)))
-                    && matches!(&self.modal, Some(Modal::Merge(w)) if w.waiting()) =>
-            {
-                if let (Some(Modal::Merge(w)), Some(change)) = (&mut self.modal, checked) {
-                    w.paradox(change, e.explain());
-                }
-            }
+            // The safety check found paradoxes: the component asks before applying anyway;
+            // when something else is on screen now, it is said, not asked over.
             Err(e @ ServiceError::ParadoxDetected { .. }) if checked.is_some() => {
-                let form = match self.modal.take() {
-                    Some(Modal::Form(mut form)) if pending_form => {
-                        form.pending = false;
-                        Some(form)
-                    }
-                    other => {
-                        self.modal = other;
-                        None
-                    }
-                };
-                match checked {
-                    Some(change) if self.modal.is_none() => {
-                        self.modal = Some(Modal::Confirm(Confirm::ApplyAnyway {
-                            change,
-                            why: e.explain(),
-                            form,
-                        }));
-                    }
-                    // Something else is on screen now: say it, don't ask over it.
-                    _ => self.on_error(slot, e),
+                if let Some(change) = checked
+                    && !Modal::paradox_refused(&mut self.modal, change, e.explain(), pending_form)
+                {
+                    self.on_error(slot, e);
                 }
             }
             Ok(reply) => {
@@ -91,30 +65,22 @@ impl App {
     /// Causes looked up arrived: the detail names them, and a correct-dissonance question
     /// waiting for them says where the event goes.
     fn causes_arrived(&mut self, causes: Vec<crate::service::EventRecord>) {
-        self.search.name_causes(causes);
+        self.panes.search.name_causes(causes);
         if let Some(Modal::Confirm(Confirm::Align(_, event, cause @ None))) = &mut self.modal {
-            *cause = self.search.latest_cause(event).map(Box::new);
+            *cause = self.panes.search.latest_cause(event).map(Box::new);
         }
     }
 
     /// What an answer says of the connection: the service is gone, refuses the token,
     /// answers only who you are (restricted to `no_access`), or answers.
     fn connection_after(&mut self, result: &Result<Reply, ServiceError>) {
-        let next = match result {
-            Err(e @ ServiceError::Unavailable(why)) if crate::client::is_lasting(e) => {
-                Connection::Unusable(why.clone())
-            }
-            Err(ServiceError::Unavailable(why)) => Connection::Disconnected(why.clone()),
-            Err(ServiceError::Unauthorized(why)) => Connection::TokenRefused(why.clone()),
-            Ok(Reply::Whoami(me)) => {
-                no_access(me).map_or(Connection::Connected, Connection::Restricted)
-            }
-            // At no_access only who you are is answered: nothing else lifts it.
-            _ if matches!(self.connection, Connection::Restricted(_)) => self.connection.clone(),
-            Ok(_) => Connection::Connected,
-            // Any other answer is an answer: the server is there.
-            Err(_) if self.connection == Connection::Connecting => Connection::Connected,
-            Err(_) => return,
+        let answered = match result {
+            Ok(Reply::Whoami(me)) => Ok(Some(me)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let Some(next) = self.connection.after(answered) else {
+            return;
         };
         if next == Connection::Connected && self.connection != Connection::Connected {
             match self.connection {
@@ -162,7 +128,13 @@ impl App {
             if self.said_gone.iter().any(|gone| gone.to_string() == *id) {
                 return;
             }
-            if let Some(t) = self.timelines.all.iter().find(|t| t.id.to_string() == *id) {
+            if let Some(t) = self
+                .panes
+                .timelines
+                .all
+                .iter()
+                .find(|t| t.id.to_string() == *id)
+            {
                 let (id, name) = (t.id.clone(), t.name.clone());
                 return self.timeline_gone(id, &name);
             }
@@ -180,404 +152,74 @@ impl App {
         }
     }
 
-    /// A successful answer, put where it belongs.
+    /// A successful answer, put where it belongs: a modal's to the component that asked
+    /// (through [`Modal::answer`]), a pane's to the pane.
     fn on_reply(&mut self, reply: Reply) {
+        if reply.for_panes() {
+            return self.on_pane_reply(reply);
+        }
+        let mut modal = self.modal.take();
+        let effects = Modal::answer(&mut modal, reply, &self.around());
+        // A component may have opened another modal over what was there.
+        self.modal = modal;
+        self.apply_all(effects);
+    }
+
+    /// An answer of the panes or the header.
+    fn on_pane_reply(&mut self, reply: Reply) {
         match reply {
             Reply::Whoami(status) => {
-                self.timelines.me = Some(status.traveller.clone());
+                self.panes.timelines.me = Some(status.traveller.clone());
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }
-            Reply::Timelines(list, rights) => {
-                if let Some(rights) = rights {
-                    self.timelines.set_rights(rights);
-                }
-                let first = !self.timelines.loaded;
-                let searched = self
-                    .search
-                    .timeline
-                    .as_ref()
-                    .map(|id| (id.clone(), self.timelines.name_of(id)));
-                let pictured = match &self.modal {
-                    Some(Modal::Picture(p)) => {
-                        Some((p.timeline.clone(), self.timelines.name_of(&p.timeline)))
-                    }
-                    _ => None,
-                };
-                self.timelines.set(list);
-                // A deleted timeline's results would offer events that are gone: the search
-                // moves to the timeline selected now, and says why.
-                let mut search_again = false;
-                if let Some((gone, name)) = searched
-                    && self.timelines.get(&gone).is_none()
-                {
-                    search_again = self.search.searched;
-                    self.search.forget();
-                    if self.said_gone.insert(gone) {
-                        self.flash_info(format!("Timeline '{name}' was deleted."));
-                    }
-                }
-                // The picture of a deleted timeline would show events that are gone: closed.
-                if let Some((gone, name)) = pictured
-                    && self.timelines.get(&gone).is_none()
-                {
-                    self.modal = None;
-                    if self.said_gone.insert(gone) {
-                        self.flash_info(format!("Timeline '{name}' was deleted."));
-                    }
-                }
-                if let Some(id) = self.select_after_refresh.take() {
-                    self.timelines.select(&id);
-                } else if first
-                    && let Some(here) = self.whoami.as_ref().map(|w| w.timeline_id.clone())
-                {
-                    self.timelines.select(&here);
-                }
-                self.selection_changed();
-                if search_again && !self.pending(Slot::Search) {
-                    self.request_search();
-                }
-            }
-            Reply::Search(results) => {
-                self.search.set_results(results);
-                // Marked from what the monitor knows now: with changes pushed, the next monitor
-                // report may be a long way off.
-                if self.monitor.timeline.is_some() && self.monitor.timeline == self.search.timeline
-                {
-                    let report = self.monitor.open_report(self.now());
-                    self.search.mark_troubled(&report);
-                }
-            }
+            Reply::Timelines(list, rights) => self.timelines_arrived(list, rights),
+            Reply::Search(results) => self.panes.searched(results, self.clock.now()),
             Reply::Causes(causes) => self.causes_arrived(causes),
-            Reply::Monitor(report) => {
-                self.search.mark_troubled(&report);
-                if self.monitor.timeline.as_ref() == Some(&report.timeline_id) {
-                    self.monitor.apply(report);
-                }
-            }
-            Reply::Log(entries) => self.log.set(entries),
-            Reply::WizardData { anchors, items } => {
-                let now = self.now();
-                let preselect = self.timelines.selected().map(|t| t.id.clone());
-                match &mut self.modal {
-                    Some(Modal::Wizard(w)) => {
-                        w.set_data(&self.timelines.all, anchors, items, now, preselect.as_ref())
-                    }
-                    Some(Modal::Confirm(Confirm::DeleteTimeline(id, _, named @ None))) => {
-                        *named = Some(
-                            anchors
-                                .iter()
-                                .filter(|a| &a.timeline == id && a.status == AnchorStatus::Active)
-                                .map(|a| a.named())
-                                .collect(),
-                        );
-                    }
-                    _ => {}
-                }
-            }
-            Reply::WizardCheck(report) => {
-                if let Some(Modal::Wizard(w)) = &mut self.modal {
-                    w.checked(report);
-                }
-            }
-            Reply::Journey(journey) => {
-                let to = self.timelines.name_of(&journey.to_timeline);
-                let place = journey
-                    .location
-                    .as_ref()
-                    .map(|l| format!(", in {l}"))
-                    .unwrap_or_default();
-                self.flash_info(format!(
-                    "Arrived in {to} at {}{place}.",
-                    fmt_time(&journey.arrival_time)
-                ));
-                if let Some(Modal::Wizard(w)) = &mut self.modal {
-                    w.arrived(journey);
-                }
-                self.refresh(true);
-            }
-            Reply::Created(t) => {
-                self.flash_info(format!("Created timeline {} ({}).", t.name, t.id));
-                self.select_after_refresh = Some(t.id);
-                self.request_timelines();
-            }
+            Reply::Monitor(report) => self.panes.monitored(report),
+            Reply::Log(entries) => self.panes.log.set(entries),
             Reply::Deleted(id, name) => {
                 self.said_gone.insert(id);
                 self.flash_info(format!("Deleted timeline {name}."));
                 self.request_timelines();
             }
-            Reply::EventAdded(e) => {
-                self.flash_info(format!("Added event {} ({}).", e.description, e.event_id));
-                self.after_event_change();
-            }
-            Reply::Manipulated(r) => {
-                self.flash_info(format!(
-                    "Manipulated: '{}' now happens at {}.",
-                    r.description,
-                    fmt_time(&r.time)
-                ));
-                self.after_event_change();
-            }
-            Reply::Reverted(r) => {
-                self.flash_info(format!(
-                    "Reverted {}; {} stands again.",
-                    r.reverted_event_id, r.original_event_id
-                ));
-                self.after_event_change();
-            }
-            Reply::AnchorSet(a) => self.flash_info(format!(
-                "Anchor {} set at {}.",
-                a.description
-                    .as_ref()
-                    .map_or_else(|| a.id.to_string(), |d| format!("'{d}'")),
-                fmt_time(&a.timestamp)
-            )),
-            Reply::ItemRegistered(i) => {
-                self.flash_info(format!("Registered {} ({}).", i.description, i.id))
-            }
-            Reply::Checked(report) => self.modal = Some(Modal::Report(report, 0)),
-            Reply::Journeys(journeys) => self.modal = Some(Modal::Journeys(journeys, 0)),
-            Reply::Picture {
-                timeline,
-                events,
-                anchors,
-            } => {
-                if let Some(Modal::Picture(p)) = &mut self.modal {
-                    p.show(&timeline, events, anchors);
-                }
-            }
             Reply::Clock(state) => self.on_clock(state),
-            Reply::Shifted {
-                journey,
-                forward,
-                duration,
-            } => {
-                let verb = if forward { "Fast-forwarded" } else { "Rewound" };
-                let mut text = format!(
-                    "{verb} {}: you are in {} at {}",
-                    spoken(&duration),
-                    self.timelines.name_of(&journey.to_timeline),
-                    fmt_time(&journey.arrival_time)
-                );
-                if self.whoami.as_ref().is_some_and(|w| w.position.paused) {
-                    text.push_str(", your clock still paused");
-                }
-                text.push('.');
-                if !journey.items_left.is_empty() {
-                    let n = journey.items_left.len();
-                    text.push_str(&format!(
-                        " {n} item{} stayed behind (see J).",
-                        if n == 1 { "" } else { "s" }
-                    ));
-                }
-                self.flash_info(text);
-                self.refresh(true);
-                self.refresh_picture();
+            // Every other answer is a modal's (see Reply::for_panes).
+            _ => {}
+        }
+    }
+
+    /// The timelines arrived: the list, your rights; a search or picture of a timeline
+    /// deleted meanwhile moves away from it and says why; the selection follows.
+    fn timelines_arrived(
+        &mut self,
+        list: Vec<crate::service::TimelineInfo>,
+        rights: Option<Vec<crate::service::AccessControlView>>,
+    ) {
+        let pictured = match &self.modal {
+            Some(Modal::Picture(p)) => Some(p.timeline.clone()),
+            _ => None,
+        };
+        let listed = self.panes.listed(list, rights, pictured.as_ref());
+        for (id, name) in listed.gone {
+            // The picture of a deleted timeline would show events that are gone: closed.
+            if pictured.as_ref() == Some(&id) {
+                self.modal = None;
             }
-            Reply::Anchors(rows) => {
-                if let Some(Modal::Anchors(list)) = &mut self.modal {
-                    list.show(rows);
-                }
+            if self.said_gone.insert(id) {
+                self.flash_info(format!("Timeline '{name}' was deleted."));
             }
-            Reply::AnchorAdjusted(anchor) => {
-                let name = anchor
-                    .description
-                    .as_ref()
-                    .map_or_else(|| anchor.id.to_string(), |d| format!("'{d}'"));
-                let now = anchor
-                    .details
-                    .environment
-                    .as_ref()
-                    .filter(|e| !e.is_empty())
-                    .map_or_else(|| "nothing".to_owned(), conditions_text);
-                self.flash_info(format!("Anchor {name} now records {now}."));
-                self.request_anchors();
-            }
-            Reply::AnchorDeleted(id, name) => {
-                self.flash_info(format!("Deleted anchor {name} ({id})."));
-                self.request_anchors();
-            }
-            Reply::Isolated(isolation) => {
-                let members = isolation.members.len();
-                let contained = isolation.contained.len();
-                let mut text = format!(
-                    "Isolated {members} event{} ({}); {contained} paradox{} contained",
-                    if members == 1 { "" } else { "s" },
-                    isolation.isolation_id,
-                    if contained == 1 { "" } else { "es" }
-                );
-                // What the timeline's ⚠ still counts, and why isolating did not clear it.
-                if !isolation.left.is_empty() {
-                    let left = isolation.left.len();
-                    let named: Vec<String> = isolation
-                        .left
-                        .iter()
-                        .map(|p| self.paradox_in_short(p))
-                        .collect();
-                    text.push_str(&format!(
-                        "; {left} paradox{} left inside the isolation: {} — {}",
-                        if left == 1 { "" } else { "es" },
-                        named.join("; "),
-                        if members > 1 {
-                            "order among its members still counts, and no move puts a loop in \
-                             order, so it stays while the loop does"
-                        } else {
-                            "an isolation stops only what crosses its edge"
-                        }
-                    ));
-                }
-                text.push('.');
-                self.flash_info(text);
-                self.after_event_change();
-            }
-            Reply::Aligned(result, description) => {
-                let text = match result.moves.as_slice() {
-                    [] => format!("Nothing to align: '{description}' happens after its causes."),
-                    [one] => format!(
-                        "Aligned: '{description}' moved from {} to {}.",
-                        fmt_time(&one.from),
-                        fmt_time(&one.to)
-                    ),
-                    moves => format!("Aligned: {} events moved.", moves.len()),
-                };
-                self.flash_info(text);
-                self.after_event_change();
-            }
-            Reply::Review(review) => {
-                if let Some(Modal::Merge(w)) = &mut self.modal {
-                    w.show_review(review);
-                }
-            }
-            Reply::Resolved(result) => {
-                let done = result.merge_status == "merged";
-                self.flash_info(if done {
-                    format!(
-                        "Resolved {}: merge {}{}, is complete.",
-                        result.resolved_event_id,
-                        result.merge_id,
-                        crate::tui::merge::completed_by(&result)
-                    )
-                } else {
-                    format!(
-                        "Resolved {}; {} conflict{} still open.",
-                        result.resolved_event_id,
-                        result.remaining_conflicts,
-                        if result.remaining_conflicts == 1 {
-                            ""
-                        } else {
-                            "s"
-                        }
-                    )
-                });
-                let mut again = None;
-                if let Some(Modal::Merge(w)) = &mut self.modal
-                    && w.waiting()
-                {
-                    w.resolved(&result);
-                    again = w.review_query();
-                }
-                if let Some(query) = again {
-                    self.call(crate::tui::effect::Call::Review(query));
-                }
-                if done {
-                    self.after_event_change();
-                } else {
-                    self.request_timelines();
-                }
-            }
-            Reply::Diff(diff) => {
-                if let Some(Modal::Merge(w)) = &mut self.modal {
-                    w.show_diff(diff);
-                }
-            }
-            Reply::AccessControl(view) => {
-                if let Some(Modal::Access(screen)) = &mut self.modal
-                    && screen.timeline == view.timeline_id
-                {
-                    screen.show(view);
-                }
-            }
-            Reply::AccessSet(set) => {
-                let name = self.timelines.name_of(&set.timeline_id);
-                self.flash_info(match &set.access_control {
-                    Some(_) => format!("Access to {name} changed."),
-                    None => format!("{name} has no access-control list now."),
-                });
-                let mut again = None;
-                if let Some(Modal::Access(screen)) = &mut self.modal
-                    && screen.timeline == set.timeline_id
-                {
-                    screen.changed(&set);
-                    again = Some(screen.fetch());
-                }
-                if let Some(call) = again {
-                    self.call(call);
-                }
-                // Your rights (the read-only marks) may have changed with it.
-                self.request_timelines();
-            }
-            Reply::AccessLog(log) => {
-                if let Some(Modal::Access(screen)) = &mut self.modal {
-                    screen.show_log(log);
-                }
-            }
-            Reply::Restrictions(rows) => {
-                if let Some(Modal::Restrictions(screen)) = &mut self.modal {
-                    screen.show(rows);
-                }
-            }
-            Reply::Restricted(r) => {
-                let who = &r.restriction.user_id;
-                self.flash_info(if r.restriction.level == RestrictionLevel::Unrestricted {
-                    format!("{who} is not restricted now.")
-                } else {
-                    format!(
-                        "{who} is restricted to {}: they may do {}.",
-                        r.restriction.level.as_str(),
-                        r.restriction.level.allows_them()
-                    )
-                });
-                if matches!(self.modal, Some(Modal::Restrictions(_))) {
-                    self.call(crate::tui::effect::Call::Restrictions);
-                }
-                self.request_whoami();
-            }
-            Reply::Tamper(report) => {
-                if let Some(Modal::Integrity(screen)) = &mut self.modal
-                    && screen.running.is_some()
-                {
-                    screen.scanned(report);
-                }
-            }
-            Reply::Integrity(report) => {
-                if let Some(Modal::Integrity(screen)) = &mut self.modal
-                    && screen.running.is_some()
-                {
-                    screen.validated(report);
-                }
-            }
-            Reply::Merged(result) => {
-                let into = self.timelines.name_of(&result.merged_timeline_id);
-                self.flash_info(match result.status.as_str() {
-                    "up_to_date" => format!("{into} is up to date: nothing was written."),
-                    "pending_review" => format!(
-                        "The merge into {into} waits for review: {} conflict{} to resolve.",
-                        result.conflicts,
-                        if result.conflicts == 1 { "" } else { "s" }
-                    ),
-                    _ => format!(
-                        "Merged into {into}: {} event{} written.",
-                        result.written.len(),
-                        if result.written.len() == 1 { "" } else { "s" }
-                    ),
-                });
-                if let Some(Modal::Merge(w)) = &mut self.modal
-                    && w.waiting()
-                {
-                    w.merged(result);
-                }
-                self.after_event_change();
-            }
+        }
+        if let Some(id) = self.select_after_refresh.take() {
+            self.panes.timelines.select(&id);
+        } else if listed.first
+            && let Some(here) = self.whoami.as_ref().map(|w| w.timeline_id.clone())
+        {
+            self.panes.timelines.select(&here);
+        }
+        self.selection_changed();
+        if listed.search_again && !self.pending(Slot::Search) {
+            self.request_search();
         }
     }
 
@@ -585,16 +227,7 @@ impl App {
     /// where the service puts you is asked again.
     fn on_clock(&mut self, state: ClockState) {
         let key = self.keymap.key_for(Action::PauseResume);
-        let at = fmt_time(&state.time);
-        let text = match state.status.as_str() {
-            "paused" => format!(
-                "Your clock is paused at {at}: your time stands still, the world goes on. \
-                 Press {key} to resume."
-            ),
-            "already_paused" => format!("Your clock was already paused at {at}."),
-            "resumed" => format!("Your clock runs again, on from {at}."),
-            _ => format!("Your clock was not paused; it runs on from {at}."),
-        };
+        let text = clock_said(&state, &key);
         if let Some(w) = &mut self.whoami {
             w.timeline_id = state.position.timeline.clone();
             w.time = state.time;
@@ -604,51 +237,27 @@ impl App {
         self.request_whoami();
     }
 
-    /// An event changed: what shows events is asked again.
-    fn after_event_change(&mut self) {
-        if self.search.searched {
-            self.request_search();
-        }
-        self.request_monitor();
-        self.request_timelines();
-        self.refresh_picture();
-    }
-}
-
-/// Why you see nothing new, when an operator restricted you to `no_access` (operators are
-/// never restricted).
-fn no_access(me: &crate::service::TravellerStatus) -> Option<String> {
-    let r = me.restriction.as_ref().filter(|_| !me.operator)?;
-    (r.level == RestrictionLevel::NoAccess).then(|| {
-        format!(
-            "An operator ({}) restricted you to no_access at {}: the service answers nothing but \
-             who you are",
-            r.set_by,
-            fmt_time(&r.at)
-        )
-    })
-}
-
-impl App {
-    /// A paradox in few words: an effect before its cause by the events' descriptions (as the
-    /// search shows them, shortened), anything else in the checker's words.
-    fn paradox_in_short(&self, p: &crate::paradox::Paradox) -> String {
-        use crate::paradox::ParadoxKind;
-        let name = |id: &crate::model::EventId| {
-            self.search
-                .results
-                .iter()
-                .find(|e| &e.event_id == id)
-                .map_or_else(
-                    || id.to_string(),
-                    |e| format!("'{}'", crate::tui::widgets::ellipsize(&e.description, 44)),
-                )
-        };
-        match (p.kind, p.events.as_slice()) {
-            (ParadoxKind::CausalOrder | ParadoxKind::Grandfather, [effect, cause]) => {
-                format!("{} before its cause {}", name(effect), name(cause))
+    /// Asks again for what a change made stale.
+    pub(super) fn reload(&mut self, what: Reload) {
+        match what {
+            Reload::All => self.refresh(true),
+            Reload::Timelines => self.request_timelines(),
+            Reload::Select(id) => {
+                self.select_after_refresh = Some(id);
+                self.request_timelines();
             }
-            _ => p.description.trim_end_matches('.').to_owned(),
+            Reload::Whoami => self.request_whoami(),
+            Reload::Picture => self.refresh_picture(),
+            Reload::WizardData => self.request_wizard_data(),
+            Reload::Causes => self.request_causes(),
+            Reload::Events => {
+                if self.panes.search.searched {
+                    self.request_search();
+                }
+                self.request_monitor();
+                self.request_timelines();
+                self.refresh_picture();
+            }
         }
     }
 }

@@ -6,7 +6,10 @@ use ratatui::text::Span;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::Ctx;
-use crate::service::LogEntry;
+use std::sync::Arc;
+
+use crate::error::ServiceError;
+use crate::service::{LogEntry, LogQuery, PageRequest, TimelineService};
 use crate::tui::widgets::{Cursor, fmt_time, pane_block, title};
 
 /// State of the log pane.
@@ -21,6 +24,16 @@ pub struct LogPane {
 }
 
 impl LogPane {
+    /// Fetches the automation log's newest page.
+    pub async fn fetch(svc: Arc<dyn TimelineService>) -> Result<Vec<LogEntry>, ServiceError> {
+        svc.automation_log(LogQuery {
+            page: PageRequest::first(PageRequest::MAX_LIMIT),
+            ..LogQuery::default()
+        })
+        .await
+        .map(|p| p.items)
+    }
+
     /// Replaces the entries.
     pub fn set(&mut self, entries: Vec<LogEntry>) {
         self.entries = entries;

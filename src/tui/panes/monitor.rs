@@ -11,7 +11,13 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::Ctx;
 use crate::model::TimelineId;
-use crate::service::{Anomaly, AnomalyKind, MonitorReport, Severity};
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::error::ServiceError;
+use crate::service::{
+    Anomaly, AnomalyKind, MonitorChange, MonitorQuery, MonitorReport, Severity, TimelineService,
+};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, ellipsize, fmt_time, pane_block, title};
 
@@ -55,6 +61,21 @@ pub struct MonitorPane {
 }
 
 impl MonitorPane {
+    /// The scan of the watched timeline for anomalies, if one is watched.
+    pub fn fetch(
+        &self,
+        svc: Arc<dyn TimelineService>,
+    ) -> Option<impl Future<Output = Result<MonitorReport, ServiceError>> + Send + 'static> {
+        let timeline_id = self.timeline.clone()?;
+        Some(async move {
+            svc.monitor_timeline(MonitorQuery {
+                timeline_id,
+                time_range: None,
+            })
+            .await
+        })
+    }
+
     /// Starts watching another timeline (forgets what the last one showed).
     pub fn watch(&mut self, timeline: Option<TimelineId>) {
         if self.timeline != timeline {
@@ -395,6 +416,37 @@ fn kind_word(k: AnomalyKind) -> &'static str {
         AnomalyKind::OrphanedEvent => "orphaned_event",
         AnomalyKind::AutomationFailed => "automation_failed",
         AnomalyKind::LogTampered => "log_tampered",
+    }
+}
+
+/// The monitor's report after `changes`, given the anomalies open before them (`open`): what
+/// the monitor pane folds in, exactly as if it had polled.
+pub fn report_after(open: MonitorReport, changes: Vec<MonitorChange>) -> MonitorReport {
+    changes.into_iter().fold(open, report_after_one)
+}
+
+fn report_after_one(open: MonitorReport, change: MonitorChange) -> MonitorReport {
+    match change {
+        MonitorChange::Snapshot(report) => report,
+        MonitorChange::Appeared(anomaly) => {
+            let mut report = open;
+            report
+                .anomalies
+                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
+            report.anomalies.push(anomaly);
+            report.status = "anomalies_detected".into();
+            report
+        }
+        MonitorChange::Resolved(anomaly) => {
+            let mut report = open;
+            report
+                .anomalies
+                .retain(|a| a.anomaly_id != anomaly.anomaly_id);
+            if report.anomalies.is_empty() {
+                report.status = "stable".into();
+            }
+            report
+        }
     }
 }
 

@@ -12,7 +12,13 @@ use ratatui_textarea::TextArea;
 
 use super::{Ctx, InputKey};
 use crate::model::{EventId, EventStatus, TimeRange, TimelineId};
-use crate::service::EventRecord;
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::error::ServiceError;
+use crate::service::{
+    EventRecord, MonitorReport, PageRequest, SearchQuery, SignificantEventQuery, TimelineService,
+};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, fmt_time, pane_block, title};
 
@@ -80,6 +86,74 @@ pub struct Query {
 }
 
 impl SearchPane {
+    /// The search of `timeline` with the inputs as they are (the pane shows that timeline's
+    /// results from now on), or why the inputs do not parse (marked invalid).
+    pub fn fetch(
+        &mut self,
+        timeline: TimelineId,
+        svc: Arc<dyn TimelineService>,
+    ) -> Result<impl Future<Output = Result<Vec<EventRecord>, ServiceError>> + Send + 'static, String>
+    {
+        let query = match self.query() {
+            Ok(q) => q,
+            Err(e) => {
+                self.invalid();
+                return Err(e);
+            }
+        };
+        self.timeline = Some(timeline.clone());
+        Ok(async move {
+            svc.search_events(SearchQuery {
+                timeline_id: Some(timeline),
+                location: query.location,
+                time_range: query.range,
+                page: PageRequest::first(PageRequest::MAX_LIMIT),
+            })
+            .await
+            .map(|p| p.items)
+        })
+    }
+
+    /// Looks up the causes of the event in the detail view that the results do not hold (the
+    /// search's range or location left them out), so the detail names them; `None` when
+    /// there is nothing to look up.
+    pub fn fetch_causes(
+        &self,
+        svc: Arc<dyn TimelineService>,
+    ) -> Option<impl Future<Output = Result<Vec<EventRecord>, ServiceError>> + Send + 'static> {
+        let (event, timeline) = (self.selected()?, self.timeline.clone()?);
+        let unnamed = self.unnamed_causes(event);
+        if unnamed.is_empty() {
+            return None;
+        }
+        Some(async move {
+            let mut found = Vec::new();
+            for id in unnamed {
+                let query = SignificantEventQuery {
+                    timeline_id: timeline.clone(),
+                    significant_event: id.to_string(),
+                };
+                // The lineage's event that stands now; a cause that cannot be found stays an id.
+                if let Ok(check) = svc.check_timeline(query).await
+                    && let Some(mut record) = check.event
+                {
+                    record.event_id = id;
+                    found.push(record);
+                }
+            }
+            Ok(found)
+        })
+    }
+
+    /// Results arrived: shown, and marked from `known`, what the monitor knows now of the
+    /// searched timeline (with changes pushed, the next monitor report may be a long way off).
+    pub fn answered(&mut self, results: Vec<EventRecord>, known: Option<&MonitorReport>) {
+        self.set_results(results);
+        if let Some(report) = known {
+            self.mark_troubled(report);
+        }
+    }
+
     /// Causes of `event` that neither the results nor earlier look-ups name.
     pub fn unnamed_causes(&self, event: &EventRecord) -> Vec<EventId> {
         event
@@ -121,7 +195,7 @@ impl SearchPane {
 
     /// Takes the events the monitor's open anomalies name in `timeline`, when it is the one
     /// searched.
-    pub fn mark_troubled(&mut self, report: &crate::service::MonitorReport) {
+    pub fn mark_troubled(&mut self, report: &MonitorReport) {
         if self.timeline.as_ref() != Some(&report.timeline_id) {
             return;
         }

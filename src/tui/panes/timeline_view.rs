@@ -672,7 +672,31 @@ impl Chart<'_> {
             buf.set_stringn(x, y, &message, usize::from(width), p.dim);
         }
 
-        // The top row: you, what is out of view, then anchors, where there is room.
+        let labels = Labels {
+            here,
+            paused,
+            earlier,
+            later,
+            anchors: &anchors,
+        };
+        self.draw_top_row(buf, plot, top, &labels);
+        self.draw_axis(buf, plot, axis);
+        self.draw_legend(
+            buf,
+            area,
+            axis + 2,
+            &legend[..legend.len().min(usize::from(rows.legend))],
+        );
+
+        if let Some((y, height)) = rows.list {
+            self.list(buf, Rect::new(area.x, y, area.width, height), in_view);
+        }
+    }
+
+    /// The top row: you, what is out of view, then anchors, where there is room.
+    fn draw_top_row(&self, buf: &mut Buffer, plot: Rect, top: u16, labels: &Labels<'_>) {
+        let p = self.palette;
+        let width = plot.width;
         let mut taken = vec![false; usize::from(width)];
         // A label points at its column with its glyph: `▼ you` from it rightwards, or
         // `you ▼` leftwards to it when that side is free; one cell apart from the others.
@@ -698,23 +722,38 @@ impl Chart<'_> {
             taken[usize::from(from)..usize::from(from + len)].fill(true);
             buf.set_stringn(plot.x + from, top, text, usize::from(len), style);
         };
-        if let Some(col) = here {
-            let you = if paused { "you ⏸ paused" } else { "you" };
+        if let Some(col) = labels.here {
+            let you = if labels.paused {
+                "you ⏸ paused"
+            } else {
+                "you"
+            };
             label(buf, col, YOU_GLYPH, you, p.selected, &mut taken);
         }
-        if earlier > 0 {
-            label(buf, 0, "◀", &earlier.to_string(), p.dim, &mut taken);
+        if labels.earlier > 0 {
+            label(buf, 0, "◀", &labels.earlier.to_string(), p.dim, &mut taken);
         }
-        if later > 0 {
-            label(buf, width - 1, "▶", &later.to_string(), p.dim, &mut taken);
+        if labels.later > 0 {
+            label(
+                buf,
+                width - 1,
+                "▶",
+                &labels.later.to_string(),
+                p.dim,
+                &mut taken,
+            );
         }
-        for (col, anchor) in &anchors {
+        for (col, anchor) in labels.anchors {
             let what = anchor.description.as_deref().unwrap_or("anchor");
             let what = ellipsize(what, 16);
             label(buf, *col, ANCHOR_GLYPH, &what, p.text, &mut taken);
         }
+    }
 
-        // The axis and its ticks.
+    /// The axis along `plot` on row `axis`, and its ticks under it.
+    fn draw_axis(&self, buf: &mut Buffer, plot: Rect, axis: u16) {
+        let p = self.palette;
+        let width = plot.width;
         let ticks = ticks(self.start, self.span, width);
         for x in 0..width {
             set(buf, plot.x + x, axis, "─", p.dim);
@@ -731,10 +770,13 @@ impl Chart<'_> {
                 free_from = col + len + 1;
             }
         }
+    }
 
-        // The legend, on the rows left.
-        for (i, line) in legend.iter().take(usize::from(rows.legend)).enumerate() {
-            let y = axis + 2 + i as u16;
+    /// The legend's lines from row `top` on.
+    fn draw_legend(&self, buf: &mut Buffer, area: Rect, top: u16, legend: &[Vec<Entry>]) {
+        let p = self.palette;
+        for (i, line) in legend.iter().enumerate() {
+            let y = top + i as u16;
             let mut x = area.x;
             for entry in line {
                 buf.set_string(x, y, entry.glyph(), entry.style(p));
@@ -742,10 +784,6 @@ impl Chart<'_> {
                 buf.set_string(x + entry.glyph_width(), y, &words, p.text);
                 x += entry.width() as u16 + 2;
             }
-        }
-
-        if let Some((y, height)) = rows.list {
-            self.list(buf, Rect::new(area.x, y, area.width, height), in_view);
         }
     }
 
@@ -789,6 +827,15 @@ impl Chart<'_> {
 }
 
 /// Sets one cell, when it is inside the buffer.
+/// What the top row labels: you, the events out of view on each side, the anchors.
+struct Labels<'a> {
+    here: Option<u16>,
+    paused: bool,
+    earlier: usize,
+    later: usize,
+    anchors: &'a [(u16, &'a Anchor)],
+}
+
 fn set(buf: &mut Buffer, x: u16, y: u16, symbol: &str, style: Style) {
     if let Some(cell) = buf.cell_mut((x, y)) {
         cell.set_symbol(symbol).set_style(style);

@@ -15,7 +15,12 @@ use ratatui_textarea::TextArea;
 
 use super::{Ctx, InputKey};
 use crate::model::{TimelineId, TimelineStatus, Traveller};
-use crate::service::{AccessControlView, Right, TimelineInfo};
+use std::sync::Arc;
+
+use crate::error::ServiceError;
+use crate::service::{AccessControlView, Right, TimelineInfo, TimelineService};
+use crate::tui::paging::all_pages;
+use crate::tui::theme::Palette;
 use crate::tui::tree::tree_order_of;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_countdown, pane_block, title};
 
@@ -45,7 +50,20 @@ pub struct TimelinesPane {
     pub me: Option<Traveller>,
 }
 
+/// What the timelines pane fetches: every timeline, and your rights on those with a list.
+pub type Listed = (Vec<TimelineInfo>, Option<Vec<AccessControlView>>);
+
 impl TimelinesPane {
+    /// Fetches the list of timelines, and your rights on those with an access-control list
+    /// (what the pane marks read-only, and the dashboard refuses to change). Rights that
+    /// cannot be listed are `None`, leaving the ones known before: the service checks every
+    /// change.
+    pub async fn fetch(svc: Arc<dyn TimelineService>) -> Result<Listed, ServiceError> {
+        let list = all_pages(|page| svc.list_timelines(page)).await?;
+        let rights = all_pages(|page| svc.list_access_controls(page)).await.ok();
+        Ok((list, rights))
+    }
+
     /// Replaces the list, keeping the selection on the same timeline when it still exists.
     pub fn set(&mut self, timelines: Vec<TimelineInfo>) {
         let keep = self.selected().map(|t| t.id.clone());
@@ -283,25 +301,7 @@ impl TimelinesPane {
             let t = &self.all[self.shown[row]];
             let prefix = self.prefixes.get(row).map_or("", String::as_str);
             let here = ctx.here == Some(&t.id);
-            let status_now = match t.closes_at {
-                Some(end) if ctx.now >= end => TimelineStatus::Closed,
-                _ => t.status,
-            };
-            let (status, status_style) = match status_now {
-                TimelineStatus::Open => ("open", p.ok),
-                TimelineStatus::Closed => ("closed", p.error),
-            };
-            let (window, window_style) = match (status_now, t.closes_at) {
-                (TimelineStatus::Closed, _) => ("—".to_owned(), p.dim),
-                (_, None) => ("∞".to_owned(), p.dim),
-                (_, Some(end)) => {
-                    let left = end - ctx.now;
-                    let total = t.window.duration().unwrap_or(left);
-                    // Closing within 10 % of its length is what the monitor warns about too.
-                    let style = if left * 10 <= total { p.warn } else { p.text };
-                    (fmt_countdown(left), style)
-                }
-            };
+            let (status, window) = status_and_window(t, ctx.now, p);
             let (trouble, trouble_style) = match t.paradoxes {
                 0 => ("·".to_owned(), p.dim),
                 n => (format!("⚠{n}"), p.warn),
@@ -323,8 +323,8 @@ impl TimelinesPane {
                     compact,
                 )),
                 Cell::from(Span::styled(trouble, trouble_style)),
-                Cell::from(Span::styled(status, status_style)),
-                Cell::from(Span::styled(window, window_style)),
+                Cell::from(status),
+                Cell::from(window),
             ];
             if columns.destination {
                 row_cells.push(Cell::from(
@@ -356,6 +356,38 @@ impl TimelinesPane {
             .column_spacing(1);
         frame.render_widget(table, body);
     }
+}
+
+/// A timeline's status and the countdown to its closing, styled (closing within 10 % of its
+/// length is a warning, as the monitor says too); one whose window ended is closed.
+fn status_and_window(
+    t: &TimelineInfo,
+    now: crate::model::Instant,
+    p: &Palette,
+) -> (Span<'static>, Span<'static>) {
+    let status_now = match t.closes_at {
+        Some(end) if now >= end => TimelineStatus::Closed,
+        _ => t.status,
+    };
+    let (status, status_style) = match status_now {
+        TimelineStatus::Open => ("open", p.ok),
+        TimelineStatus::Closed => ("closed", p.error),
+    };
+    let (window, window_style) = match (status_now, t.closes_at) {
+        (TimelineStatus::Closed, _) => ("—".to_owned(), p.dim),
+        (_, None) => ("∞".to_owned(), p.dim),
+        (_, Some(end)) => {
+            let left = end - now;
+            let total = t.window.duration().unwrap_or(left);
+            // Closing within 10 % of its length is what the monitor warns about too.
+            let style = if left * 10 <= total { p.warn } else { p.text };
+            (fmt_countdown(left), style)
+        }
+    };
+    (
+        Span::styled(status, status_style),
+        Span::styled(window, window_style),
+    )
 }
 
 /// The columns that fit: on a narrow pane the parent goes first, then the destination, so

@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use crate::paradox::{Paradox, ParadoxKind};
 use crate::service::{
-    GuideTravelRequest, Journey, ParadoxCheckRequest, ParadoxReport, ProposedChange, ServiceResult,
-    TimelineInfo, TimelineService, TravelRequest,
+    GuideTravelRequest, Journey, PageRequest, ParadoxCheckRequest, ParadoxReport, ProposedChange,
+    ServiceResult, TimelineInfo, TimelineService, TravelRequest,
 };
-use crate::tui::effect::{Call, Effect, Outcome};
+use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, centered, ellipsize, fmt_time, modal};
 
@@ -161,6 +161,38 @@ pub struct Wizard {
 }
 
 impl Wizard {
+    /// Asks for your anchors and items (the wizard offers them; the delete question names the
+    /// anchors in the timeline it deletes).
+    pub async fn fetch_data(
+        svc: Arc<dyn TimelineService>,
+    ) -> ServiceResult<(Vec<Anchor>, Vec<Item>)> {
+        let anchors = svc
+            .list_anchors(PageRequest::first(PageRequest::MAX_LIMIT))
+            .await?;
+        let items = svc
+            .list_items(PageRequest::first(PageRequest::MAX_LIMIT))
+            .await?;
+        Ok((anchors.items, items.items))
+    }
+
+    /// A journey was made (to the timeline named `to`): said; the wizard that made it
+    /// (`open`) shows it; everything shown is asked again from where you are now.
+    pub fn answer_journey(open: Option<&mut Self>, journey: Journey, to: &str) -> Vec<Effect> {
+        let place = journey
+            .location
+            .as_ref()
+            .map(|l| format!(", in {l}"))
+            .unwrap_or_default();
+        let said = format!(
+            "Arrived in {to} at {}{place}.",
+            fmt_time(&journey.arrival_time)
+        );
+        if let Some(w) = open {
+            w.arrived(journey);
+        }
+        vec![Effect::Info(said), Effect::Reload(Reload::All)]
+    }
+
     /// A wizard waiting for its lists.
     pub fn new(anchors_only: bool) -> Self {
         Self {
@@ -601,193 +633,230 @@ impl Wizard {
         p: &Palette,
         name_of: &dyn Fn(&TimelineId) -> String,
     ) -> Vec<Line<'a>> {
-        let pick = |selected: bool| if selected { p.selected } else { p.text };
         match self.step {
-            Step::Destination => {
-                if self.destinations.is_empty() {
-                    let msg = if self.anchors_only {
-                        "You have no active anchor. Press esc, then a to set one where you are."
-                    } else {
-                        "No open timeline and no active anchor to go to. Press esc, then n to create a timeline."
-                    };
-                    return vec![Line::from(Span::styled(msg, p.dim))];
+            Step::Destination => self.destination_lines(height, width, p),
+            Step::Items => self.item_lines(height, width, p, name_of),
+            Step::Check => self.check_lines(p, name_of),
+            Step::Confirm => self.confirm_lines(p, name_of),
+            Step::Done => self.done_lines(p, name_of),
+        }
+    }
+
+    /// The destinations to choose from (timelines, or your anchors).
+    fn destination_lines<'a>(&mut self, height: usize, width: usize, p: &Palette) -> Vec<Line<'a>> {
+        let pick = |selected: bool| if selected { p.selected } else { p.text };
+        if self.destinations.is_empty() {
+            let msg = if self.anchors_only {
+                "You have no active anchor. Press esc, then a to set one where you are."
+            } else {
+                "No open timeline and no active anchor to go to. Press esc, then n to create a timeline."
+            };
+            return vec![Line::from(Span::styled(msg, p.dim))];
+        }
+        let mut lines = vec![Line::from(Span::styled("Where to?", p.title))];
+        let range = self
+            .dest_cursor
+            .window(self.destinations.len(), height.saturating_sub(1));
+        // The chosen timeline shows the time typed for it, once it reads as one.
+        let typed = parse_typed_instant("arrive at", &widgets::input_text(&self.when)).ok();
+        for i in range {
+            let selected = i == self.dest_cursor.selected;
+            let label = match (&self.destinations[i], typed) {
+                (Destination::Timeline { name, .. }, Some(at))
+                    if selected && !self.anchors_only =>
+                {
+                    format!("timeline  {name}  → {} (as typed)", fmt_time(&at))
                 }
-                let mut lines = vec![Line::from(Span::styled("Where to?", p.title))];
-                let range = self
-                    .dest_cursor
-                    .window(self.destinations.len(), height.saturating_sub(1));
-                // The chosen timeline shows the time typed for it, once it reads as one.
-                let typed = parse_typed_instant("arrive at", &widgets::input_text(&self.when)).ok();
-                for i in range {
-                    let selected = i == self.dest_cursor.selected;
-                    let label = match (&self.destinations[i], typed) {
-                        (Destination::Timeline { name, .. }, Some(at))
-                            if selected && !self.anchors_only =>
-                        {
-                            format!("timeline  {name}  → {} (as typed)", fmt_time(&at))
-                        }
-                        (dest, _) => dest.label(),
-                    };
-                    let row = format!("{} {label}", if selected { "▶" } else { " " });
-                    lines.push(Line::from(Span::styled(
-                        ellipsize(&row, width),
-                        pick(selected),
-                    )));
+                (dest, _) => dest.label(),
+            };
+            let row = format!("{} {label}", if selected { "▶" } else { " " });
+            lines.push(Line::from(Span::styled(
+                ellipsize(&row, width),
+                pick(selected),
+            )));
+        }
+        lines
+    }
+
+    /// The items to take along.
+    fn item_lines<'a>(
+        &mut self,
+        height: usize,
+        width: usize,
+        p: &Palette,
+        name_of: &dyn Fn(&TimelineId) -> String,
+    ) -> Vec<Line<'a>> {
+        let pick = |selected: bool| if selected { p.selected } else { p.text };
+        let mut lines = vec![Line::from(Span::styled("What do you carry?", p.title))];
+        if self.items.is_empty() {
+            lines.push(Line::from(Span::styled(
+                "You have no items. Press enter to travel light (i registers one where you are).",
+                p.dim,
+            )));
+            return lines;
+        }
+        let range = self
+            .item_cursor
+            .window(self.items.len(), height.saturating_sub(1));
+        for i in range {
+            let item = &self.items[i];
+            let selected = i == self.item_cursor.selected;
+            let mark = if self.chosen[i] { "[x]" } else { "[ ]" };
+            let place = match &item.whereabouts {
+                crate::model::Whereabouts::Carried => "with you".to_owned(),
+                crate::model::Whereabouts::Left { timeline, time } => {
+                    format!("left in {} at {}", name_of(timeline), fmt_time(time))
                 }
-                lines
+            };
+            let what = format!("{mark} {}", ellipsize(&item.description, 40));
+            let room = width.saturating_sub(what.chars().count());
+            lines.push(Line::from(vec![
+                Span::styled(what, pick(selected)),
+                Span::styled(ellipsize(&format!("  ({place})"), room), p.dim),
+            ]));
+        }
+        lines
+    }
+
+    /// The paradox check, while it runs or once it answered.
+    fn check_lines<'a>(
+        &mut self,
+        p: &Palette,
+        name_of: &dyn Fn(&TimelineId) -> String,
+    ) -> Vec<Line<'a>> {
+        let Some(verdict) = &self.report else {
+            return vec![Line::from(Span::styled("Checking…", p.dim))];
+        };
+        report_lines(verdict, p, name_of)
+    }
+
+    /// The journey to confirm, and what the check found.
+    fn confirm_lines<'a>(
+        &mut self,
+        p: &Palette,
+        name_of: &dyn Fn(&TimelineId) -> String,
+    ) -> Vec<Line<'a>> {
+        let Some(dest) = self.destination() else {
+            return Vec::new();
+        };
+        let carried = self.carried();
+        let to = match (dest, self.at) {
+            (Destination::Timeline { name, .. }, Some(at)) => {
+                format!("timeline  {name}  → {}", fmt_time(&at))
             }
-            Step::Items => {
-                let mut lines = vec![Line::from(Span::styled("What do you carry?", p.title))];
-                if self.items.is_empty() {
-                    lines.push(Line::from(Span::styled(
-                        "You have no items. Press enter to travel light (i registers one where you are).",
-                        p.dim,
-                    )));
-                    return lines;
-                }
-                let range = self
-                    .item_cursor
-                    .window(self.items.len(), height.saturating_sub(1));
-                for i in range {
-                    let item = &self.items[i];
-                    let selected = i == self.item_cursor.selected;
-                    let mark = if self.chosen[i] { "[x]" } else { "[ ]" };
-                    let place = match &item.whereabouts {
-                        crate::model::Whereabouts::Carried => "with you".to_owned(),
-                        crate::model::Whereabouts::Left { timeline, time } => {
-                            format!("left in {} at {}", name_of(timeline), fmt_time(time))
-                        }
-                    };
-                    let what = format!("{mark} {}", ellipsize(&item.description, 40));
-                    let room = width.saturating_sub(what.chars().count());
-                    lines.push(Line::from(vec![
-                        Span::styled(what, pick(selected)),
-                        Span::styled(ellipsize(&format!("  ({place})"), room), p.dim),
-                    ]));
-                }
-                lines
-            }
-            Step::Check => {
-                let Some(verdict) = &self.report else {
-                    return vec![Line::from(Span::styled("Checking…", p.dim))];
-                };
-                report_lines(verdict, p, name_of)
-            }
-            Step::Confirm => {
-                let Some(dest) = self.destination() else {
-                    return Vec::new();
-                };
-                let carried = self.carried();
-                let to = match (dest, self.at) {
-                    (Destination::Timeline { name, .. }, Some(at)) => {
-                        format!("timeline  {name}  → {}", fmt_time(&at))
-                    }
-                    _ => dest.label(),
-                };
-                let mut lines = vec![
-                    Line::from(Span::styled("Ready to leave", p.title)),
-                    Line::from(format!("to        {to}")),
-                    Line::from(format!(
-                        "arrive in {}{}",
-                        name_of(dest.timeline()),
-                        self.location
-                            .as_ref()
-                            .map(|l| format!(", at {l}"))
-                            .unwrap_or_default()
-                    )),
-                    Line::from(format!(
-                        "carrying  {}",
-                        if carried.is_empty() {
-                            "nothing".to_owned()
-                        } else {
-                            self.items
-                                .iter()
-                                .zip(&self.chosen)
-                                .filter(|(_, c)| **c)
-                                .map(|(i, _)| i.description.clone())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        }
-                    )),
-                ];
-                if let Some(v) = &self.report {
-                    let new = v.introduced().len();
-                    lines.push(if new == 0 {
-                        Line::from(Span::styled("paradox check: the journey adds no paradox", p.ok))
-                    } else {
-                        Line::from(Span::styled(
-                            format!(
-                                "paradox check: UNSTABLE ({new} new paradox{}) — travel at your own risk",
-                                if new == 1 { "" } else { "es" }
-                            ),
-                            p.error,
-                        ))
-                    });
-                }
-                lines
-            }
-            Step::Done => {
-                let Some(j) = &self.journey else {
-                    return Vec::new();
-                };
-                let item_name = |id: &ItemId| {
+            _ => dest.label(),
+        };
+        let mut lines = vec![
+            Line::from(Span::styled("Ready to leave", p.title)),
+            Line::from(format!("to        {to}")),
+            Line::from(format!(
+                "arrive in {}{}",
+                name_of(dest.timeline()),
+                self.location
+                    .as_ref()
+                    .map(|l| format!(", at {l}"))
+                    .unwrap_or_default()
+            )),
+            Line::from(format!(
+                "carrying  {}",
+                if carried.is_empty() {
+                    "nothing".to_owned()
+                } else {
                     self.items
                         .iter()
-                        .find(|i| &i.id == id)
-                        .map(|i| i.description.clone())
-                        .unwrap_or_else(|| id.to_string())
-                };
-                let mut lines = vec![
-                    Line::from(Span::styled(
-                        if j.anchor.is_some() {
-                            "Returned."
-                        } else {
-                            "Arrived."
-                        },
-                        p.ok,
-                    )),
-                    Line::from(format!(
-                        "from      {} at {}",
-                        name_of(&j.from_timeline),
-                        fmt_time(&j.from_time)
-                    )),
-                    Line::from(format!(
-                        "to        {} at {}{}",
-                        name_of(&j.to_timeline),
-                        fmt_time(&j.arrival_time),
-                        j.location
-                            .as_ref()
-                            .map(|l| format!(", in {l}"))
-                            .unwrap_or_default()
-                    )),
-                    Line::from(format!(
-                        "carried   {}",
-                        if j.items_transported.is_empty() {
-                            "nothing".to_owned()
-                        } else {
-                            j.items_transported
-                                .iter()
-                                .map(item_name)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        }
-                    )),
-                ];
-                for left in &j.items_left {
-                    lines.push(Line::from(Span::styled(
-                        format!("left      {}: {}", item_name(&left.item_id), left.reason),
-                        p.warn,
-                    )));
+                        .zip(&self.chosen)
+                        .filter(|(_, c)| **c)
+                        .map(|(i, _)| i.description.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 }
-                if let Some(a) = &j.anchor {
-                    lines.push(Line::from(Span::styled(
-                        format!("anchor {a} is now spent"),
-                        p.dim,
-                    )));
-                }
-                lines
-            }
+            )),
+        ];
+        if let Some(v) = &self.report {
+            let new = v.introduced().len();
+            lines.push(if new == 0 {
+                Line::from(Span::styled(
+                    "paradox check: the journey adds no paradox",
+                    p.ok,
+                ))
+            } else {
+                Line::from(Span::styled(
+                    format!(
+                        "paradox check: UNSTABLE ({new} new paradox{}) — travel at your own risk",
+                        if new == 1 { "" } else { "es" }
+                    ),
+                    p.error,
+                ))
+            });
         }
+        lines
+    }
+
+    /// The journey made.
+    fn done_lines<'a>(
+        &mut self,
+        p: &Palette,
+        name_of: &dyn Fn(&TimelineId) -> String,
+    ) -> Vec<Line<'a>> {
+        let Some(j) = &self.journey else {
+            return Vec::new();
+        };
+        let item_name = |id: &ItemId| {
+            self.items
+                .iter()
+                .find(|i| &i.id == id)
+                .map(|i| i.description.clone())
+                .unwrap_or_else(|| id.to_string())
+        };
+        let mut lines = vec![
+            Line::from(Span::styled(
+                if j.anchor.is_some() {
+                    "Returned."
+                } else {
+                    "Arrived."
+                },
+                p.ok,
+            )),
+            Line::from(format!(
+                "from      {} at {}",
+                name_of(&j.from_timeline),
+                fmt_time(&j.from_time)
+            )),
+            Line::from(format!(
+                "to        {} at {}{}",
+                name_of(&j.to_timeline),
+                fmt_time(&j.arrival_time),
+                j.location
+                    .as_ref()
+                    .map(|l| format!(", in {l}"))
+                    .unwrap_or_default()
+            )),
+            Line::from(format!(
+                "carried   {}",
+                if j.items_transported.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    j.items_transported
+                        .iter()
+                        .map(item_name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )),
+        ];
+        for left in &j.items_left {
+            lines.push(Line::from(Span::styled(
+                format!("left      {}: {}", item_name(&left.item_id), left.reason),
+                p.warn,
+            )));
+        }
+        if let Some(a) = &j.anchor {
+            lines.push(Line::from(Span::styled(
+                format!("anchor {a} is now spent"),
+                p.dim,
+            )));
+        }
+        lines
     }
 }
 

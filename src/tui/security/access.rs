@@ -16,7 +16,7 @@ use crate::service::{
     PageRequest, Permissions, Right, SetAccessControlRequest,
 };
 use crate::tui::action::Slot;
-use crate::tui::effect::{Call, Effect, Outcome};
+use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
@@ -842,6 +842,31 @@ fn short_entries<'a>(entries: impl IntoIterator<Item = &'a AccessLogEntry>, widt
     entries
         .into_iter()
         .any(|e| entry_text(e, false).chars().count() > width.saturating_sub(2))
+}
+
+impl AccessScreen {
+    /// A list was set or removed on the timeline named `name`: said; the screen on that
+    /// timeline (`open`) shows it and asks for it again; your rights (the read-only marks)
+    /// may have changed with it.
+    pub fn answer_set(open: Option<&mut Self>, set: &AccessControlSet, name: &str) -> Vec<Effect> {
+        let mut effects = vec![Effect::Info(match &set.access_control {
+            Some(_) => format!("Access to {name} changed."),
+            None => format!("{name} has no access-control list now."),
+        })];
+        if let Some(screen) = open.filter(|s| s.timeline == set.timeline_id) {
+            screen.changed(set);
+            effects.push(Effect::Call(screen.fetch()));
+        }
+        effects.push(Effect::Reload(Reload::Timelines));
+        effects
+    }
+
+    /// A timeline's list arrived: shown if it is this screen's timeline.
+    pub fn answer_view(&mut self, view: AccessControlView) {
+        if self.timeline == view.timeline_id {
+            self.show(view);
+        }
+    }
 }
 
 #[cfg(test)]

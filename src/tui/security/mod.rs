@@ -12,6 +12,7 @@
 pub mod access;
 pub mod integrity;
 pub mod restrictions;
+pub mod rights;
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;

@@ -10,9 +10,9 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{FormKey, YesNo, form_key, render_question, yes_no};
 use crate::model::Traveller;
-use crate::service::{RestrictRequest, Restriction, RestrictionLevel};
+use crate::service::{RestrictRequest, Restricted, Restriction, RestrictionLevel};
 use crate::tui::action::Slot;
-use crate::tui::effect::{Call, Effect, Outcome};
+use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
@@ -328,6 +328,29 @@ impl RestrictionsScreen {
             ]));
         }
         lines
+    }
+}
+
+impl RestrictionsScreen {
+    /// A traveller was restricted, or their restriction lifted: said; the screen, if `open`,
+    /// lists the restrictions again; the header asks whether it is you.
+    pub fn answer_restricted(open: bool, r: &Restricted) -> Vec<Effect> {
+        let who = &r.restriction.user_id;
+        let level = r.restriction.level;
+        let mut effects = vec![Effect::Info(if level == RestrictionLevel::Unrestricted {
+            format!("{who} is not restricted now.")
+        } else {
+            format!(
+                "{who} is restricted to {}: they may do {}.",
+                level.as_str(),
+                level.allows_them()
+            )
+        })];
+        if open {
+            effects.push(Effect::Call(Call::Restrictions));
+        }
+        effects.push(Effect::Reload(Reload::Whoami));
+        effects
     }
 }
 

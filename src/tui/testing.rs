@@ -10,26 +10,13 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use tokio::sync::mpsc;
 
-use super::{App, AppConfig};
+use super::app::{App, AppConfig};
 use crate::engine::Clock;
-use crate::error::ServiceError;
 use crate::service::TimelineService;
-use crate::tui::action::{Msg, Reply, Slot};
+use crate::tui::action::Msg;
 use crate::tui::keymap::{Key, KeyMap};
 use crate::tui::theme::{Palette, Theme};
 pub use crate::tui::widgets::buffer_text;
-
-impl App {
-    /// Starts a background call that panics, as a bug in a call would: it must end as an
-    /// error the user sees, and free its slot.
-    pub fn spawn_panicking_call(&mut self) {
-        self.spawn(Slot::Mutation, panicking_call());
-    }
-}
-
-async fn panicking_call() -> Result<Reply, ServiceError> {
-    panic!("a background call panicked, as the test asked")
-}
 
 /// An [`App`] with its queue, driven by hand.
 pub struct Harness {
