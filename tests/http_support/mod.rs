@@ -1,7 +1,4 @@
-//! For the test files that still say `mod http_support;`: the HTTP helpers live in
-//! `support::http` (tests/support/http.rs), the one test-support module.
+//! For the test files that still say `mod http_support;` beside `mod support;`: the HTTP helpers
+//! live in `support::http` (tests/support/http.rs), the one test-support module.
 
-#[path = "../support/http.rs"]
-mod http;
-
-pub use http::*;
+pub use crate::support::http::*;
