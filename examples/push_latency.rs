@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use chronoscope::auth::{Scopes, Secret, issue_token};
 use chronoscope::client::RemoteClient;
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
-use chronoscope::model::{TimelineId, parse_instant};
+use chronoscope::model::{EventId, TimelineId, parse_instant};
 use chronoscope::server::ServerConfig;
 use chronoscope::service::*;
 use futures::StreamExt;
@@ -70,33 +70,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (ada, bob) = (client("ada")?, client("bob")?);
     let primary = TimelineId::primary();
-    let at = |s| parse_instant("t", s);
-    let cause = bob
-        .add_event(
-            &primary,
-            NewEvent {
-                description: "Treaty".into(),
-                time: at("1860-06-01T12:00:00Z")?,
-                location: "Turin".into(),
-                causes: vec![],
-                fixed_point: false,
-                safety_check: false,
-            },
-        )
-        .await?;
-    let effect = bob
-        .add_event(
-            &primary,
-            NewEvent {
-                description: "Treaty celebrated".into(),
-                time: at("1861-06-01T12:00:00Z")?,
-                location: "Turin".into(),
-                causes: vec![cause.event_id.clone()],
-                fixed_point: false,
-                safety_check: false,
-            },
-        )
-        .await?;
+    let at = |s: &str| parse_instant("t", s);
+    // An event in Turin at `time`, caused by `causes`.
+    let in_turin = |description: &str, time: &str, causes: Vec<EventId>| {
+        Ok::<_, Box<dyn std::error::Error>>(NewEvent {
+            description: description.into(),
+            time: at(time)?,
+            location: "Turin".into(),
+            causes,
+            fixed_point: false,
+            safety_check: false,
+        })
+    };
+    let treaty = in_turin("Treaty", "1860-06-01T12:00:00Z", vec![])?;
+    let cause = bob.add_event(&primary, treaty).await?;
+    let celebrated = in_turin(
+        "Treaty celebrated",
+        "1861-06-01T12:00:00Z",
+        vec![cause.event_id.clone()],
+    )?;
+    let effect = bob.add_event(&primary, celebrated).await?;
     let mut stream = ada
         .watch_monitor(MonitorWatch {
             timeline_id: primary.clone(),

@@ -172,6 +172,25 @@ fn serve_to_ready(binary: &Path, url: &str, data_dir: &Path) -> Duration {
     took
 }
 
+/// Opens the engine on `url` `runs` times, checking each holds `seq` records: how long each
+/// open took.
+async fn time_opens(url: &str, key: &LogKey, runs: usize, seq: u64) -> Vec<Duration> {
+    let mut took = Vec::new();
+    for _ in 0..runs {
+        let (engine, open_took) = open(url, key).await;
+        assert_eq!(engine.snapshot().await.unwrap().seq, seq);
+        took.push(open_took);
+    }
+    took
+}
+
+/// Starts `serve` on `url` `runs` times: how long each took to be ready.
+fn time_serves(binary: &Path, url: &str, data_dir: &Path, runs: usize) -> Vec<Duration> {
+    (0..runs)
+        .map(|_| serve_to_ready(binary, url, data_dir))
+        .collect()
+}
+
 fn summary(label: &str, runs: &[Duration]) {
     let in_order: Vec<f64> = runs.iter().map(|d| d.as_secs_f64() * 1e3).collect();
     let mut sorted = in_order.clone();
@@ -239,18 +258,10 @@ async fn main() {
     clear_snapshots(&path).await;
 
     if !std::env::args().any(|a| a == "--skip-full") {
-        let mut full = Vec::new();
-        for _ in 0..runs {
-            let (engine, took) = open(&url, &key).await;
-            assert_eq!(engine.snapshot().await.unwrap().seq, n as u64 + 1);
-            full.push(took);
-        }
+        let full = time_opens(&url, &key, runs, n as u64 + 1).await;
         summary("engine open, full replay (no snapshot)", &full);
-        let mut serve_full = Vec::new();
         if binary.exists() {
-            for _ in 0..runs {
-                serve_full.push(serve_to_ready(&binary, &url, &data_dir));
-            }
+            let serve_full = time_serves(&binary, &url, &data_dir, runs);
             summary("serve to /readyz, full replay", &serve_full);
         }
     }
@@ -279,18 +290,10 @@ async fn main() {
     );
     drop(world);
 
-    let mut snap = Vec::new();
-    for _ in 0..runs {
-        let (engine, took) = open(&url, &key).await;
-        assert_eq!(engine.snapshot().await.unwrap().seq, n as u64 + 1);
-        snap.push(took);
-    }
+    let snap = time_opens(&url, &key, runs, n as u64 + 1).await;
     summary("engine open, snapshot + tail", &snap);
     if binary.exists() {
-        let mut serve_snap = Vec::new();
-        for _ in 0..runs {
-            serve_snap.push(serve_to_ready(&binary, &url, &data_dir));
-        }
+        let serve_snap = time_serves(&binary, &url, &data_dir, runs);
         summary("serve to /readyz, snapshot + tail", &serve_snap);
     } else {
         println!("(build target/release/chronoscope to also time `serve` to /readyz)");
@@ -344,21 +347,13 @@ async fn time_with_tail(
     }
     let seq = store.last_seq().await.unwrap();
     drop(store);
-    let mut snap = Vec::new();
-    for _ in 0..runs {
-        let (engine, took) = open(&url, &key).await;
-        assert_eq!(engine.snapshot().await.unwrap().seq, seq);
-        snap.push(took);
-    }
+    let snap = time_opens(&url, &key, runs, seq).await;
     summary(
         &format!("engine open, snapshot + {tail}-record tail"),
         &snap,
     );
     if binary.exists() {
-        let mut serve_snap = Vec::new();
-        for _ in 0..runs {
-            serve_snap.push(serve_to_ready(binary, &url, data_dir));
-        }
+        let serve_snap = time_serves(binary, &url, data_dir, runs);
         summary(
             &format!("serve to /readyz, snapshot + {tail}-record tail"),
             &serve_snap,

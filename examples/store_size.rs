@@ -26,39 +26,38 @@ fn usage() -> String {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The one number `sql` answers.
+async fn number(conn: &mut sqlx::SqliteConnection, sql: &'static str) -> Result<i64> {
+    Ok(sqlx::query_scalar(sql).fetch_one(conn).await?)
+}
+
 /// Prints the make-up of the file at `path`, under `label`.
 async fn report(path: &Path, label: &str) -> Result<()> {
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let wal = PathBuf::from(format!("{}-wal", path.display()));
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
     let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
-    let log: i64 = sqlx::query_scalar("SELECT COALESCE(SUM(length(body)), 0) FROM op_log")
-        .fetch_one(&mut conn)
-        .await?;
-    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM op_log")
-        .fetch_one(&mut conn)
-        .await?;
-    let complete: i64 = sqlx::query_scalar(
+    let log = number(
+        &mut conn,
+        "SELECT COALESCE(SUM(length(body)), 0) FROM op_log",
+    )
+    .await?;
+    let records = number(&mut conn, "SELECT COUNT(*) FROM op_log").await?;
+    let complete = number(
+        &mut conn,
         "SELECT COALESCE(SUM(length(data)), 0) FROM snapshot_chunk \
          WHERE snapshot_id IN (SELECT id FROM snapshot WHERE complete = 1)",
     )
-    .fetch_one(&mut conn)
     .await?;
-    let other: i64 = sqlx::query_scalar(
+    let other = number(
+        &mut conn,
         "SELECT COALESCE(SUM(length(data)), 0) FROM snapshot_chunk \
          WHERE snapshot_id NOT IN (SELECT id FROM snapshot WHERE complete = 1)",
     )
-    .fetch_one(&mut conn)
     .await?;
-    let page: i64 = sqlx::query_scalar("PRAGMA page_size")
-        .fetch_one(&mut conn)
-        .await?;
-    let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
-        .fetch_one(&mut conn)
-        .await?;
-    let vacuum: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
-        .fetch_one(&mut conn)
-        .await?;
+    let page = number(&mut conn, "PRAGMA page_size").await?;
+    let free = number(&mut conn, "PRAGMA freelist_count").await?;
+    let vacuum = number(&mut conn, "PRAGMA auto_vacuum").await?;
     conn.close().await?;
     println!(
         "{label}: file {:.1} MiB + WAL {:.1} MiB; log {records} records, {:.1} MiB; complete \

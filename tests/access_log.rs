@@ -110,6 +110,18 @@ fn total(log: &AccessLog, user: &str, action: AccessAction, operation: &str) -> 
     })
 }
 
+/// Asserts, for each `(user, action, operation, count)`, that the log counts `count` of them,
+/// all durable.
+fn assert_durable_totals(log: &AccessLog, expected: &[(&str, AccessAction, &str, u64)]) {
+    for &(user, action, operation, count) in expected {
+        assert_eq!(
+            total(log, user, action, operation),
+            (count, true),
+            "{user} {operation}: {log:#?}"
+        );
+    }
+}
+
 async fn log_of(server: &Served, timeline: &chronoscope::model::TimelineId) -> AccessLog {
     server
         .client("root", "read write admin")
@@ -158,30 +170,19 @@ async fn killed_server_keeps_every_write_and_what_it_flushed(database: Option<&s
 
     let second = serve(dir.path(), database).await;
     let log = log_of(&second, &vault).await;
-    assert_eq!(
-        total(&log, "ada", AccessAction::Write, "create_timeline"),
-        (1, true),
-        "{log:#?}"
-    );
-    assert_eq!(
-        total(&log, "ada", AccessAction::Write, "add_events"),
-        (3, true),
-        "{log:#?}"
-    );
-    assert_eq!(
-        total(&log, "ada", AccessAction::Read, "get_timeline"),
-        (2, true),
-        "{log:#?}"
-    );
-    assert_eq!(
-        total(
-            &log,
-            "unknown",
-            AccessAction::UnauthorizedAccessAttempt,
-            "unauthenticated"
-        ),
-        (1, true),
-        "{log:#?}"
+    assert_durable_totals(
+        &log,
+        &[
+            ("ada", AccessAction::Write, "create_timeline", 1),
+            ("ada", AccessAction::Write, "add_events", 3),
+            ("ada", AccessAction::Read, "get_timeline", 2),
+            (
+                "unknown",
+                AccessAction::UnauthorizedAccessAttempt,
+                "unauthenticated",
+                1,
+            ),
+        ],
     );
 
     // One more read, then an orderly stop: it is flushed on the way out, and nothing before
@@ -194,20 +195,14 @@ async fn killed_server_keeps_every_write_and_what_it_flushed(database: Option<&s
     second.stop().await;
     let third = serve(dir.path(), database).await;
     let log = log_of(&third, &vault).await;
-    assert_eq!(
-        total(&log, "ada", AccessAction::Read, "get_timeline"),
-        (3, true),
-        "{log:#?}"
-    );
-    assert_eq!(
-        total(&log, "ada", AccessAction::Write, "add_events"),
-        (3, true),
-        "{log:#?}"
-    );
-    assert_eq!(
-        total(&log, "root", AccessAction::Read, "access_logs"),
-        (1, true),
-        "the operator's read of the log before the stop is counted once: {log:#?}"
+    // The operator's read of the log before the stop is counted once.
+    assert_durable_totals(
+        &log,
+        &[
+            ("ada", AccessAction::Read, "get_timeline", 3),
+            ("ada", AccessAction::Write, "add_events", 3),
+            ("root", AccessAction::Read, "access_logs", 1),
+        ],
     );
     third.kill().await;
 }
@@ -226,47 +221,24 @@ async fn postgres_access_log_survives_a_kill() {
 }
 
 /// A memory store whose appends fail while `failing` is set, like a database that is down.
-struct FlakyStore {
-    inner: chronoscope::store::MemoryStore,
+#[derive(Default)]
+struct Flaky {
     failing: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
-impl chronoscope::store::Store for FlakyStore {
-    async fn lock(
-        &self,
-    ) -> Result<Box<dyn chronoscope::store::LogLock>, chronoscope::store::StoreError> {
+impl support::StoreHooks for Flaky {
+    fn describe(&self, _: &dyn chronoscope::store::Store) -> String {
+        "flaky memory".into()
+    }
+
+    async fn lock(&self) -> Result<(), chronoscope::store::StoreError> {
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(chronoscope::store::StoreError::Unavailable(
                 "the test's store is down".into(),
             ));
         }
-        self.inner.lock().await
-    }
-    async fn read_since(
-        &self,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<chronoscope::store::Record>, chronoscope::store::StoreError> {
-        self.inner.read_since(after, limit).await
-    }
-    async fn last_seq(&self) -> Result<u64, chronoscope::store::StoreError> {
-        self.inner.last_seq().await
-    }
-    fn describe(&self) -> String {
-        "flaky memory".into()
-    }
-    async fn chain(
-        &self,
-    ) -> Result<Option<chronoscope::store::ChainMeta>, chronoscope::store::StoreError> {
-        self.inner.chain().await
-    }
-    async fn start_chain(
-        &self,
-        meta: chronoscope::store::ChainMeta,
-        links: &[chronoscope::store::Link],
-    ) -> Result<(), chronoscope::store::StoreError> {
-        self.inner.start_chain(meta, links).await
+        Ok(())
     }
 }
 
@@ -276,10 +248,7 @@ impl chronoscope::store::Store for FlakyStore {
 async fn a_failed_flush_keeps_its_counts_for_the_next() {
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
-    let store = Arc::new(FlakyStore {
-        inner: chronoscope::store::MemoryStore::new(),
-        failing: std::sync::atomic::AtomicBool::new(false),
-    });
+    let store = Arc::new(support::Hooked::memory(Flaky::default()));
     let clock = Arc::new(chronoscope::engine::ManualClock::new(support::t(
         support::START,
     )));

@@ -155,11 +155,7 @@ async fn a_backup_taken_while_a_writer_runs_holds_every_write_acknowledged_befor
     .expect("joined");
     let during = acknowledged.load(Ordering::SeqCst);
     writing.abort();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     assert!(during > before, "the writer did not run during the backup");
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(summary["made_by"], "ada");
@@ -441,8 +437,7 @@ async fn damaged_foreign_and_misplaced_backups_are_refused_saying_what_is_wrong(
     let out = op.run(&empty, &["restore", &flipped.display().to_string()]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("line 4"), "{said}");
-    assert!(said.contains("record 3 does not match its link"), "{said}");
+    support::assert_contains_all(&said, &["line 4", "record 3 does not match its link"]);
     assert_eq!(last_seq(&empty).await, 0);
 
     // A record removed.
@@ -461,8 +456,7 @@ async fn damaged_foreign_and_misplaced_backups_are_refused_saying_what_is_wrong(
     let out = stranger.run(&stranger.sqlite("x.db"), &["restore", &name]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("another log key"), "{said}");
-    assert!(said.contains("--log-key-file"), "{said}");
+    support::assert_contains_all(&said, &["another log key", "--log-key-file"]);
     assert_eq!(last_seq(&stranger.sqlite("x.db")).await, 0);
 
     // The restore is recorded in the data directory's witness.

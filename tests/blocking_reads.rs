@@ -13,7 +13,7 @@ mod support;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use chronoscope::engine::{Engine, EngineConfig, Op, Seed, SystemClock};
+use chronoscope::engine::{Engine, EngineConfig, EngineSession, Op, Seed, SystemClock};
 use chronoscope::model::{Event, EventId, EventStatus, TimeRange, TimelineId};
 use chronoscope::service::*;
 use chronoscope::store::MemoryStore;
@@ -84,13 +84,17 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
-/// Runs `read` while every heavy thread is taken, and a cheap read beside it: the cheap read
-/// answers, and `read` cannot end until the heavy threads are let go. Had `read` run on the
-/// runtime's thread instead, nothing would hold it back and it would end first.
-async fn a_cheap_read_goes_first<T: Send + 'static>(
+/// Runs ada's `read` while every heavy thread is taken, and a cheap read beside it: the cheap
+/// read answers, and `read` cannot end until the heavy threads are let go. Had `read` run on
+/// the runtime's thread instead, nothing would hold it back and it would end first.
+async fn a_cheap_read_goes_first<T: Send + 'static, F>(
     engine: &Arc<Engine>,
-    read: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
-) -> T {
+    read: impl FnOnce(EngineSession) -> F,
+) -> T
+where
+    F: std::future::Future<Output = ServiceResult<T>> + Send + 'static,
+{
+    let read = read(engine.session("ada".parse().expect("name")));
     let engine = Arc::clone(engine);
     let held = chronoscope::engine::heavy::hold_every_thread().await;
     waits_for(held, read, async move {
@@ -142,8 +146,7 @@ async fn hold_the_blocking_thread() -> impl Send {
 fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
     runtime().block_on(async {
         let engine = engine_with_a_huge_timeline().await;
-        let ada = engine.session("ada".parse().expect("name"));
-        let report = a_cheap_read_goes_first(&engine, async move {
+        let report = a_cheap_read_goes_first(&engine, |ada| async move {
             ada.monitor_timeline(MonitorQuery {
                 timeline_id: TimelineId::primary(),
                 time_range: None,
@@ -154,8 +157,7 @@ fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
         assert!(!report.anomalies.is_empty(), "the scan reports the loop");
 
         // Looking an event up by its description reads every event.
-        let ada = engine.session("ada".parse().expect("name"));
-        let check = a_cheap_read_goes_first(&engine, async move {
+        let check = a_cheap_read_goes_first(&engine, |ada| async move {
             ada.check_timeline(SignificantEventQuery {
                 timeline_id: TimelineId::primary(),
                 significant_event: "An event nobody recorded".into(),
@@ -166,8 +168,7 @@ fn a_scan_of_a_huge_timeline_does_not_hold_up_a_cheap_read() {
         assert_eq!(check.status, "missing");
 
         // Checking the log reads every record.
-        let ada = engine.session("ada".parse().expect("name"));
-        let validated = a_cheap_read_goes_first(&engine, async move {
+        let validated = a_cheap_read_goes_first(&engine, |ada| async move {
             ada.validate_integrity(IntegrityQuery {
                 timeline_id: TimelineId::primary(),
                 timestamp: None,

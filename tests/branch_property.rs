@@ -1,42 +1,28 @@
 //! Property: a branch never changes its base, and the base's later changes never reach the
 //! branch — on random histories with random additions, manipulations and reverts on both sides.
 
+mod support;
+
 use chronoscope::engine::{Op, World};
-use chronoscope::model::{
-    Event, EventId, EventStatus, Timeline, TimelineId, Window, parse_instant,
-};
+use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, parse_instant};
 use proptest::prelude::*;
 
 fn timeline(id: &str, parent: Option<&str>) -> Timeline {
-    Timeline {
-        id: id.parse().unwrap(),
-        name: id.into(),
-        description: None,
-        variation: None,
-        destination_time: None,
-        created_at: parse_instant("t", "2026-01-01T00:00:00Z").unwrap(),
-        window: Window::Unbounded,
-        parent: parent.map(|p| p.parse().unwrap()),
-        created_by: None,
-    }
+    support::timeline_record(
+        id.parse().unwrap(),
+        parent.map(|p| p.parse().unwrap()),
+        parse_instant("t", "2026-01-01T00:00:00Z").unwrap(),
+    )
 }
 
 fn event(id: String, minutes: i64, causes: Vec<EventId>) -> Event {
-    let id: EventId = id.parse().unwrap();
-    Event {
-        lineage: id.clone(),
-        id,
-        description: format!("event at +{minutes}m"),
-        time: parse_instant("t", "2000-01-01T00:00:00Z").unwrap()
-            + chrono::Duration::minutes(minutes),
-        location: format!("place {}", minutes % 7),
+    support::event_record(
+        id.parse().unwrap(),
+        parse_instant("t", "2000-01-01T00:00:00Z").unwrap() + chrono::Duration::minutes(minutes),
+        format!("event at +{minutes}m"),
+        format!("place {}", minutes % 7),
         causes,
-        fixed_point: false,
-        status: EventStatus::OnSchedule,
-        supersedes: None,
-        superseded_by: None,
-        author: None,
-    }
+    )
 }
 
 /// One change to a timeline, resolved against its current events when applied.

@@ -23,6 +23,18 @@ mod support;
 
 use face::Face;
 
+/// Runs `scenario` on `face`, then on a fresh embedded engine, and asserts that both recorded
+/// the same answers.
+macro_rules! answers_as_embedded {
+    ($face:expr, $scenario:ident) => {{
+        let other = $face;
+        scenarios::$scenario(&other).await;
+        let embedded = Face::embedded().await;
+        scenarios::$scenario(&embedded).await;
+        face::assert_same_answers(&embedded, &other);
+    }};
+}
+
 macro_rules! contract {
     ($($scenario:ident),* $(,)?) => {$(
         mod $scenario {
@@ -36,11 +48,7 @@ macro_rules! contract {
 
             #[tokio::test]
             async fn remote() {
-                let remote = Face::remote().await;
-                scenarios::$scenario(&remote).await;
-                let embedded = Face::embedded().await;
-                scenarios::$scenario(&embedded).await;
-                face::assert_same_answers(&embedded, &remote);
+                answers_as_embedded!(Face::remote().await, $scenario);
             }
 
             /// The engine on PostgreSQL answers exactly like the engine on memory.
@@ -52,11 +60,7 @@ macro_rules! contract {
                 let store = chronoscope::store::open(&database.url)
                     .await
                     .expect("the PostgreSQL store opens");
-                let on_postgres = Face::embedded_on(store).await;
-                scenarios::$scenario(&on_postgres).await;
-                let in_memory = Face::embedded().await;
-                scenarios::$scenario(&in_memory).await;
-                face::assert_same_answers(&in_memory, &on_postgres);
+                answers_as_embedded!(Face::embedded_on(store).await, $scenario);
             }
         }
     )*
@@ -65,13 +69,7 @@ macro_rules! contract {
         /// the engine in-process.
         #[tokio::test]
         async fn over_tls() {
-            $(
-                let remote = Face::remote_tls().await;
-                scenarios::$scenario(&remote).await;
-                let embedded = Face::embedded().await;
-                scenarios::$scenario(&embedded).await;
-                face::assert_same_answers(&embedded, &remote);
-            )*
+            $(answers_as_embedded!(Face::remote_tls().await, $scenario);)*
         }
     };
 }

@@ -2,6 +2,8 @@
 //! did not create keeps its permissions, and what is secret in it is owner-only.
 #![cfg(unix)]
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
@@ -33,17 +35,9 @@ fn an_existing_data_directory_keeps_its_permissions_and_its_secrets_are_private(
     let shared = tempfile::tempdir().expect("temporary directory");
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = chronoscope(shared.path(), &["timelines", "list"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let out = chronoscope(shared.path(), &["token", "--subject", "ada"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     assert_eq!(
         mode(shared.path()),
         0o755,
@@ -59,11 +53,7 @@ fn a_data_directory_we_create_is_owner_only() {
     let parent = tempfile::tempdir().expect("temporary directory");
     let dir = parent.path().join("chronoscope");
     let out = chronoscope(&dir, &["timelines", "list"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     assert_eq!(mode(&dir), 0o700);
 }
 
@@ -98,11 +88,7 @@ fn a_short_secret_or_a_secret_file_is_explained() {
             file.to_str().expect("utf-8"),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     let secret =
         chronoscope::auth::Secret::from_bytes("0123456789abcdef0123456789abcdef").expect("secret");
@@ -116,18 +102,10 @@ fn a_short_secret_or_a_secret_file_is_explained() {
 fn verify_names_the_record_changed_in_the_file() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let out = chronoscope(dir.path(), &["items", "register", "brass compass"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let out = chronoscope(dir.path(), &["verify"]);
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     assert!(said.contains("records verify"), "{said}");
 
     let conn = rusqlite::Connection::open(dir.path().join("chronoscope.db")).expect("open");

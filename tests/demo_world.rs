@@ -2,6 +2,8 @@
 //! the `TimelineService` trait: a long, causally sound primary history with the ids the public
 //! examples use, branches worth visiting, and one deliberate bootstrap loop for the monitor.
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -236,13 +238,7 @@ async fn primary_is_causally_sound_and_stable() {
     );
     assert!(report.paradoxes.is_empty());
 
-    let scan = ada
-        .monitor_timeline(MonitorQuery {
-            timeline_id: TimelineId::primary(),
-            time_range: None,
-        })
-        .await
-        .expect("monitor primary");
+    let scan = support::monitor(&ada, &TimelineId::primary()).await;
     assert_eq!(scan.status, "stable", "anomalies: {:?}", scan.anomalies);
 }
 
@@ -360,10 +356,7 @@ async fn branches_have_variations_windows_and_destinations() {
     assert_eq!(tesla.destination_time, Some(t("1889-03-10T23:50:00Z")));
     assert_eq!(tesla.window, Window::Unbounded);
     let journey = ada
-        .travel(TravelRequest {
-            destination: TESLA_MISSION.into(),
-            items_transported: Vec::new(),
-        })
+        .travel(support::trip(TESLA_MISSION, &[]))
         .await
         .expect("travel to the Tesla mission");
     assert_eq!(journey.arrival_time, t("1889-03-10T23:50:00Z"));
@@ -474,13 +467,7 @@ async fn the_checker_and_monitor_flag_the_bootstrap_loop() {
         report.paradoxes
     );
 
-    let scan = ada
-        .monitor_timeline(MonitorQuery {
-            timeline_id: tl(BOOTSTRAP),
-            time_range: None,
-        })
-        .await
-        .expect("monitor the bootstrap branch");
+    let scan = support::monitor(&ada, &tl(BOOTSTRAP)).await;
     assert_eq!(scan.status, "anomalies_detected");
 }
 

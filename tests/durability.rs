@@ -49,62 +49,52 @@ async fn engine(url: &str) -> Arc<Engine> {
     support::engine_on(store::open(url).await.unwrap(), Arc::new(SystemClock)).await
 }
 
-/// A log of `primary` and [`SNAPSHOT_WORLD_EVENTS`] events, when the store is empty.
-async fn big_world(url: &str) {
-    use chronoscope::engine::Op;
-    use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, Window};
+/// Writes the log `ops` make to the store at `url`, unless it holds one already.
+async fn write_once(url: &str, ops: impl FnOnce() -> Vec<chronoscope::engine::Op>) {
     let store = store::open(url).await.unwrap();
     if store.last_seq().await.unwrap() > 0 {
         return;
     }
+    let key = chronoscope::engine::EngineConfig::default().log_key;
+    chronoscope::engine::append_ops(&*store, &key, &ops())
+        .await
+        .unwrap();
+}
+
+/// A log of `primary` and [`SNAPSHOT_WORLD_EVENTS`] events.
+fn big_world() -> Vec<chronoscope::engine::Op> {
+    use chronoscope::engine::Op;
+    use chronoscope::model::{Timeline, TimelineId};
     let start = chronoscope::model::parse_instant("t", "2000-01-01T00:00:00Z").unwrap();
     let primary = Op::CreateTimeline {
         timeline: Timeline {
-            id: TimelineId::primary(),
             name: "Primary".into(),
-            description: None,
-            variation: None,
-            destination_time: None,
-            created_at: start,
-            window: Window::Unbounded,
-            parent: None,
-            created_by: None,
+            ..support::timeline_record(TimelineId::primary(), None, start)
         },
     };
     let events = (0..SNAPSHOT_WORLD_EVENTS)
         .map(|i| {
-            let id: EventId = format!("evt_{i:08}").parse().unwrap();
-            Event {
-                lineage: id.clone(),
-                causes: if i > 0 {
+            support::event_record(
+                format!("evt_{i:08}").parse().unwrap(),
+                start + chrono::Duration::minutes(i as i64),
+                format!("event {i}"),
+                format!("place {}", i % 100),
+                if i > 0 {
                     vec![format!("evt_{:08}", i - 1).parse().unwrap()]
                 } else {
                     vec![]
                 },
-                id,
-                description: format!("event {i}"),
-                time: start + chrono::Duration::minutes(i as i64),
-                location: format!("place {}", i % 100),
-                fixed_point: false,
-                status: EventStatus::OnSchedule,
-                supersedes: None,
-                superseded_by: None,
-                author: None,
-            }
+            )
         })
         .collect();
-    let ops = [
+    vec![
         primary,
         Op::AddEvents {
             timeline: TimelineId::primary(),
             events,
             at: None,
         },
-    ];
-    let key = chronoscope::engine::EngineConfig::default().log_key;
-    chronoscope::engine::append_ops(&*store, &key, &ops)
-        .await
-        .unwrap();
+    ]
 }
 
 /// The child's writing loop; with [`SNAPSHOTS_ENV`], snapshots are written all along beside it,
@@ -112,7 +102,7 @@ async fn big_world(url: &str) {
 async fn child_writer(url: &str) {
     let snapshots = std::env::var_os(SNAPSHOTS_ENV).is_some();
     if snapshots {
-        big_world(url).await;
+        write_once(url, big_world).await;
     }
     let engine = engine(url).await;
     if snapshots {
@@ -185,40 +175,17 @@ fn merge_outcome(b: usize) -> String {
 }
 
 /// A log of `primary` and [`MERGE_BRANCHES`] branches of it, each with its own
-/// [`MERGE_CHANGED`] lineages changed and [`MERGE_ADDED`] events added, when the store is empty.
-async fn merge_world(url: &str) {
+/// [`MERGE_CHANGED`] lineages changed and [`MERGE_ADDED`] events added.
+fn merge_world() -> Vec<chronoscope::engine::Op> {
     use chronoscope::engine::Op;
-    use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, Window};
-    let store = store::open(url).await.unwrap();
-    if store.last_seq().await.unwrap() > 0 {
-        return;
-    }
+    use chronoscope::model::{EventId, EventStatus, TimelineId};
     let start = chronoscope::model::parse_instant("t", "2000-01-01T00:00:00Z").unwrap();
     let timeline = |id: TimelineId, parent: Option<TimelineId>| Op::CreateTimeline {
-        timeline: Timeline {
-            name: id.to_string(),
-            id,
-            description: None,
-            variation: None,
-            destination_time: None,
-            created_at: start,
-            window: Window::Unbounded,
-            parent,
-            created_by: None,
-        },
+        timeline: support::timeline_record(id, parent, start),
     };
-    let event = |id: EventId, description: String, minutes: usize| Event {
-        lineage: id.clone(),
-        causes: vec![],
-        id,
-        description,
-        time: start + chrono::Duration::minutes(minutes as i64),
-        location: "Lab".into(),
-        fixed_point: false,
-        status: EventStatus::OnSchedule,
-        supersedes: None,
-        superseded_by: None,
-        author: None,
+    let event = |id: EventId, description: String, minutes: usize| {
+        let time = start + chrono::Duration::minutes(minutes as i64);
+        support::event_record(id, time, description, "Lab".into(), vec![])
     };
     let mut ops = vec![
         timeline(TimelineId::primary(), None),
@@ -254,17 +221,14 @@ async fn merge_world(url: &str) {
             at: None,
         });
     }
-    let key = chronoscope::engine::EngineConfig::default().log_key;
-    chronoscope::engine::append_ops(&*store, &key, &ops)
-        .await
-        .unwrap();
+    ops
 }
 
 /// The merging child: each branch in turn merged into `primary`, each acknowledged the moment
 /// the call returns.
 async fn child_merger(url: &str) {
     use chronoscope::service::{MergeRequest, MergeStrategy};
-    merge_world(url).await;
+    write_once(url, merge_world).await;
     let session = engine(url).await.session(traveller());
     for b in 0..MERGE_BRANCHES {
         let merged = session
@@ -646,36 +610,29 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     // (name, needs PostgreSQL, test)
+    macro_rules! trial {
+        ($test:ident, $needs_postgres:expr) => {
+            (stringify!($test), $needs_postgres, || Box::pin($test()))
+        };
+    }
     let tests: [(&str, bool, Test); 6] = [
-        (
-            "sqlite_keeps_acknowledged_writes_when_the_writer_is_killed",
-            false,
-            || Box::pin(sqlite_keeps_acknowledged_writes_when_the_writer_is_killed()),
+        trial!(
+            sqlite_keeps_acknowledged_writes_when_the_writer_is_killed,
+            false
         ),
-        (
-            "postgres_keeps_acknowledged_writes_when_the_writer_is_killed",
-            true,
-            || Box::pin(postgres_keeps_acknowledged_writes_when_the_writer_is_killed()),
+        trial!(
+            postgres_keeps_acknowledged_writes_when_the_writer_is_killed,
+            true
         ),
-        (
-            "sqlite_killed_while_writing_a_snapshot_loses_nothing",
-            false,
-            || Box::pin(sqlite_killed_while_writing_a_snapshot_loses_nothing()),
+        trial!(sqlite_killed_while_writing_a_snapshot_loses_nothing, false),
+        trial!(postgres_killed_while_writing_a_snapshot_loses_nothing, true),
+        trial!(
+            sqlite_killed_during_merges_leaves_each_whole_or_absent,
+            false
         ),
-        (
-            "postgres_killed_while_writing_a_snapshot_loses_nothing",
-            true,
-            || Box::pin(postgres_killed_while_writing_a_snapshot_loses_nothing()),
-        ),
-        (
-            "sqlite_killed_during_merges_leaves_each_whole_or_absent",
-            false,
-            || Box::pin(sqlite_killed_during_merges_leaves_each_whole_or_absent()),
-        ),
-        (
-            "postgres_killed_during_merges_leaves_each_whole_or_absent",
-            true,
-            || Box::pin(postgres_killed_during_merges_leaves_each_whole_or_absent()),
+        trial!(
+            postgres_killed_during_merges_leaves_each_whole_or_absent,
+            true
         ),
     ];
     let mut args = libtest_mimic::Arguments::from_args();

@@ -1,63 +1,43 @@
 //! A refused write re-checks its refusal against the store's latest state (a query on
 //! PostgreSQL) without holding the writers' lock: the writes behind it do not wait for it.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
 use chronoscope::service::*;
-use chronoscope::store::{ChainMeta, Link, LogLock, MemoryStore, Record, Store, StoreError};
+use chronoscope::store::{Store, StoreError};
 
 /// A memory store whose reads of new records take as long as a slow database round trip.
+#[derive(Default)]
 struct SlowReads {
-    inner: MemoryStore,
     slow: AtomicBool,
 }
 
 const ROUND_TRIP: Duration = Duration::from_millis(400);
 
 #[async_trait]
-impl Store for SlowReads {
-    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
-        self.inner.lock().await
+impl support::StoreHooks for SlowReads {
+    fn describe(&self, _: &dyn Store) -> String {
+        "slow reads".into()
     }
-    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
+
+    async fn read_since(&self) -> Result<(), StoreError> {
         if self.slow.load(Ordering::SeqCst) {
             tokio::time::sleep(ROUND_TRIP).await;
         }
-        self.inner.read_since(after, limit).await
-    }
-    async fn last_seq(&self) -> Result<u64, StoreError> {
-        self.inner.last_seq().await
-    }
-    fn describe(&self) -> String {
-        "slow reads".into()
-    }
-    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
-        self.inner.chain().await
-    }
-    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
-        self.inner.start_chain(meta, links).await
+        Ok(())
     }
 }
 
 #[tokio::test]
 async fn a_refused_write_does_not_hold_up_the_writes_behind_it() {
-    let store = Arc::new(SlowReads {
-        inner: MemoryStore::new(),
-        slow: AtomicBool::new(false),
-    });
-    let engine = Engine::open(
-        store.clone(),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("engine");
+    let store = Arc::new(support::Hooked::memory(SlowReads::default()));
+    let engine = support::system_engine(store.clone()).await;
     let ada = engine.session("ada".parse().expect("name"));
     let bob = engine.session("bob".parse().expect("name"));
     ada.register_item(NewItem {

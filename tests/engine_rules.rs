@@ -17,7 +17,7 @@ mod support;
 
 use support::{
     Fresh, all_events, bound_for, described, engine_on, manipulation, monitor, named, new_event,
-    retimed, revert, t, timelines,
+    retimed, revert, t, timelines, trip,
 };
 
 struct World {
@@ -111,14 +111,6 @@ async fn sorted_item_ids(service: &impl TimelineService) -> Vec<ItemId> {
     let mut ids = Vec::from_iter(page.unwrap().items.into_iter().map(|i| i.id));
     ids.sort();
     ids
-}
-
-/// A trip to `destination` (a timeline's or an anchor's id, or `primary`) carrying `items`.
-fn trip(destination: impl ToString, items: &[&ItemId]) -> TravelRequest {
-    TravelRequest {
-        destination: destination.to_string(),
-        items_transported: items.iter().map(|&id| id.clone()).collect(),
-    }
 }
 
 /// A proposed event called `description` at the instant written `time`.
@@ -288,10 +280,7 @@ async fn deleting_is_refused_with_branches_or_travellers_and_keeps_journeys() {
     let parent = w.branch("parent").await;
     let child = w
         .ada()
-        .create_timeline(NewTimeline {
-            base_timeline_id: Some(parent.id.clone()),
-            ..named("child")
-        })
+        .create_timeline(support::branch_of("child", &parent.id))
         .await
         .unwrap();
     let err = w.refused(w.ada().delete_timeline(&parent.id)).await;
@@ -906,47 +895,24 @@ async fn a_write_never_refuses_on_what_another_process_changed_meanwhile() {
 }
 
 /// A store whose appends take a while, so callers can go away in the middle of one.
-struct SlowStore(MemoryStore);
+struct SlowAppends;
 
 #[async_trait::async_trait]
-impl Store for SlowStore {
-    async fn lock(
-        &self,
-    ) -> Result<Box<dyn chronoscope::store::LogLock>, chronoscope::store::StoreError> {
-        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
-        self.0.lock().await
-    }
-    async fn read_since(
-        &self,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<chronoscope::store::Record>, chronoscope::store::StoreError> {
-        self.0.read_since(after, limit).await
-    }
-    async fn last_seq(&self) -> Result<u64, chronoscope::store::StoreError> {
-        self.0.last_seq().await
-    }
-    fn describe(&self) -> String {
+impl support::StoreHooks for SlowAppends {
+    fn describe(&self, _: &dyn Store) -> String {
         "slow memory".into()
     }
-    async fn chain(
-        &self,
-    ) -> Result<Option<chronoscope::store::ChainMeta>, chronoscope::store::StoreError> {
-        self.0.chain().await
-    }
-    async fn start_chain(
-        &self,
-        meta: chronoscope::store::ChainMeta,
-        links: &[chronoscope::store::Link],
-    ) -> Result<(), chronoscope::store::StoreError> {
-        self.0.start_chain(meta, links).await
+
+    async fn lock(&self) -> Result<(), chronoscope::store::StoreError> {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        Ok(())
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn callers_going_away_mid_append_cost_the_others_nothing() {
     let clock = Arc::new(ManualClock::new(t("2026-11-22T10:00:00Z")));
-    let store = Arc::new(SlowStore(MemoryStore::new()));
+    let store = Arc::new(support::Hooked::memory(SlowAppends));
     let engine = engine_on(store.clone(), clock.clone()).await;
     let mut tasks = Vec::new();
     for i in 0..240 {
@@ -984,17 +950,18 @@ async fn callers_going_away_mid_append_cost_the_others_nothing() {
 /// A store shared with a rival process that always appends a moment before this engine takes
 /// the write lock, as a busy second replica would: every optimistic append of this engine loses
 /// its race.
-struct RivalStore {
-    shared: Arc<MemoryStore>,
+struct Rival {
     rival: Arc<Engine>,
     written: std::sync::atomic::AtomicU32,
 }
 
 #[async_trait::async_trait]
-impl Store for RivalStore {
-    async fn lock(
-        &self,
-    ) -> Result<Box<dyn chronoscope::store::LogLock>, chronoscope::store::StoreError> {
+impl support::StoreHooks for Rival {
+    fn describe(&self, _: &dyn Store) -> String {
+        "memory with a rival".into()
+    }
+
+    async fn lock(&self) -> Result<(), chronoscope::store::StoreError> {
         let n = self
             .written
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -1003,32 +970,7 @@ impl Store for RivalStore {
             .register_item(new_item(&format!("written by the rival, {n}")))
             .await
             .unwrap();
-        self.shared.lock().await
-    }
-    async fn read_since(
-        &self,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<chronoscope::store::Record>, chronoscope::store::StoreError> {
-        self.shared.read_since(after, limit).await
-    }
-    async fn last_seq(&self) -> Result<u64, chronoscope::store::StoreError> {
-        self.shared.last_seq().await
-    }
-    fn describe(&self) -> String {
-        "memory with a rival".into()
-    }
-    async fn chain(
-        &self,
-    ) -> Result<Option<chronoscope::store::ChainMeta>, chronoscope::store::StoreError> {
-        self.shared.chain().await
-    }
-    async fn start_chain(
-        &self,
-        meta: chronoscope::store::ChainMeta,
-        links: &[chronoscope::store::Link],
-    ) -> Result<(), chronoscope::store::StoreError> {
-        self.shared.start_chain(meta, links).await
+        Ok(())
     }
 }
 
@@ -1041,11 +983,13 @@ async fn writes_that_always_lose_the_race_still_succeed() {
         async move { engine_on(store, clock).await }
     };
     let rival = open(shared.clone()).await;
-    let engine = open(Arc::new(RivalStore {
-        shared: shared.clone(),
-        rival: rival.clone(),
-        written: Default::default(),
-    }))
+    let engine = open(Arc::new(support::Hooked::new(
+        shared.clone(),
+        Rival {
+            rival: rival.clone(),
+            written: Default::default(),
+        },
+    )))
     .await;
 
     // Writers keep arriving while earlier ones are deciding again, as under steady load.

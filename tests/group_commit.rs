@@ -12,9 +12,7 @@ use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{ItemId, parse_instant};
 use chronoscope::service::{NewItem, PageRequest, TimelineService};
-use chronoscope::store::{
-    self, Appending, ChainMeta, Entry, Link, LogLock, Record, Store, StoreError,
-};
+use chronoscope::store::{self, Appending, Entry, Store, StoreError};
 use tempfile::TempDir;
 
 /// Writers started by the tests, arriving in bursts while earlier ones wait for their batch.
@@ -126,7 +124,6 @@ async fn writers_on_two_engines_sharing_a_sqlite_file_lose_nothing() {
 /// A SQLite store whose every seventh queued append fails a moment later, as a full disk
 /// would, and which, as the store contract says, refuses appends chained to a failed one.
 struct FailingSometimes {
-    inner: Arc<dyn Store>,
     calls: Arc<AtomicU32>,
     refused: AtomicU32,
     /// Whether the last queued append failed.
@@ -136,16 +133,17 @@ struct FailingSometimes {
 const INJECTED: &str = "injected failure: the disk is full";
 
 #[async_trait::async_trait]
-impl Store for FailingSometimes {
-    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
-        self.inner.lock().await
+impl support::StoreHooks for FailingSometimes {
+    fn describe(&self, inner: &dyn Store) -> String {
+        format!("{} (failing sometimes)", inner.describe())
     }
 
-    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
-        self.inner.append(first_seq, entries).await
-    }
-
-    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
+    fn append_queued(
+        &self,
+        first_seq: u64,
+        _entries: &[Entry],
+        chained: bool,
+    ) -> Option<Appending> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         let mut broken = self.broken.lock().unwrap();
         if call % 7 == 3 {
@@ -171,27 +169,7 @@ impl Store for FailingSometimes {
             ));
         }
         *broken = false;
-        self.inner.append_queued(first_seq, entries, chained)
-    }
-
-    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
-        self.inner.chain().await
-    }
-
-    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
-        self.inner.start_chain(meta, links).await
-    }
-
-    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
-        self.inner.read_since(after, limit).await
-    }
-
-    async fn last_seq(&self) -> Result<u64, StoreError> {
-        self.inner.last_seq().await
-    }
-
-    fn describe(&self) -> String {
-        format!("{} (failing sometimes)", self.inner.describe())
+        None
     }
 }
 
@@ -225,12 +203,14 @@ async fn a_failed_append_voids_the_batches_queued_on_top_of_it() {
 /// batches were queued on top of a failing one.
 async fn failing_appends_lose_nothing() -> (usize, u32) {
     let file = SqliteFile::new();
-    let store = Arc::new(FailingSometimes {
-        inner: file.store().await,
-        calls: Arc::new(AtomicU32::new(0)),
-        refused: AtomicU32::new(0),
-        broken: std::sync::Mutex::new(false),
-    });
+    let store = Arc::new(support::Hooked::new(
+        file.store().await,
+        FailingSometimes {
+            calls: Arc::new(AtomicU32::new(0)),
+            refused: AtomicU32::new(0),
+            broken: std::sync::Mutex::new(false),
+        },
+    ));
     let engine = file.engine(store.clone()).await;
 
     let mut acknowledged = Vec::new();

@@ -3,13 +3,13 @@
 //! are 401 problems with `WWW-Authenticate: Bearer error="invalid_token"`; a valid token
 //! without the scope is 403.
 
-mod http_support;
+mod support;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
 use chronoscope::auth::Claims;
-use http_support::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use support::http::*;
 
 /// Every (method, path) of the document that needs a token, with path parameters filled in.
 fn authenticated_routes() -> Vec<(Method, String)> {

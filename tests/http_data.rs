@@ -3,7 +3,7 @@
 //! are nowhere in the stored log, Idempotency-Key or not; a wrong key writes nothing; a key
 //! crossing a network in the clear is refused; the scopes follow what each operation does.
 
-mod http_support;
+mod support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,28 +11,15 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Request};
-use chronoscope::engine::{Engine, EngineConfig, Envelope, Op, Seed, SystemClock};
+use chronoscope::engine::{Engine, Envelope, Op};
 use chronoscope::server::build_router;
 use chronoscope::store;
-use http_support::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use support::http::*;
 
 const KEY: &str = "correct-horse-battery-staple";
 const SECRET_TEXT: &str = "the blueprint is under the floorboards";
-
-/// A POST with a JSON body and, when given, an `Idempotency-Key`.
-fn post(uri: &str, token: &str, key: Option<&str>, body: &Value) -> Request<Body> {
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(uri)
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json");
-    if let Some(key) = key {
-        req = req.header("idempotency-key", key);
-    }
-    req.body(Body::from(body.to_string())).expect("a request")
-}
 
 fn encrypt_body() -> Value {
     json!({
@@ -54,14 +41,7 @@ async fn logged(store: &dyn store::Store) -> Vec<Op> {
 
 async fn sqlite_engine(url: &str) -> (Arc<Engine>, Arc<dyn store::Store>) {
     let store = store::open(url).await.expect("the store opens");
-    let engine = Engine::open(
-        Arc::clone(&store),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("the engine opens");
+    let engine = support::system_engine(Arc::clone(&store)).await;
     (engine, store)
 }
 
@@ -96,7 +76,7 @@ async fn a_stored_entry_is_read_back_after_a_restart_from_the_log_and_from_a_sna
     {
         let (engine, _) = sqlite_engine(&url).await;
         let router = build_router(config(), engine);
-        let stored = send_to(&router, post("/v1/store-data", &ada, None, &body)).await;
+        let stored = send_to(&router, keyed("/v1/store-data", &ada, None, &body)).await;
         assert_eq!(stored.status, 201, "{}", stored.text);
         assert_eq!(stored.json()["status"], "stored");
         assert!(
@@ -145,14 +125,14 @@ async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_t
     let router = build_router(config(), Arc::clone(&engine));
     let first = send_to(
         &router,
-        post("/v1/encrypt-data", &ada, Some("enc-1"), &encrypt_body()),
+        keyed("/v1/encrypt-data", &ada, Some("enc-1"), &encrypt_body()),
     )
     .await;
     assert_eq!(first.status, 201, "{}", first.text);
     assert_eq!(first.json()["encryption"], "AES-256-GCM");
     let again = send_to(
         &router,
-        post("/v1/encrypt-data", &ada, Some("enc-1"), &encrypt_body()),
+        keyed("/v1/encrypt-data", &ada, Some("enc-1"), &encrypt_body()),
     )
     .await;
     assert_eq!(again.status, 201, "{}", again.text);
@@ -197,7 +177,7 @@ async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_t
     let data_id = first.json()["data_id"].as_str().expect("an id").to_owned();
     let opened = send_to(
         &router,
-        post(
+        keyed(
             "/v1/decrypt-data",
             &ada,
             Some("dec-1"),
@@ -242,7 +222,7 @@ async fn a_wrong_key_is_decryption_failed_writes_nothing_and_is_never_remembered
 
     let wrong = json!({"data_id": data_id, "encryption_key": "not the right key"});
     let refused = app
-        .send(post("/v1/decrypt-data", &ada, Some("dec"), &wrong))
+        .send(keyed("/v1/decrypt-data", &ada, Some("dec"), &wrong))
         .await;
     let problem = refused.assert_problem(400, "decryption-failed");
     assert!(
@@ -260,7 +240,7 @@ async fn a_wrong_key_is_decryption_failed_writes_nothing_and_is_never_remembered
     // the same request): the refusal was not remembered, and neither is this answer.
     let right = json!({"data_id": data_id, "encryption_key": KEY});
     let opened = app
-        .send(post("/v1/decrypt-data", &ada, Some("dec"), &right))
+        .send(keyed("/v1/decrypt-data", &ada, Some("dec"), &right))
         .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
     assert_eq!(opened.json()["data"]["secret"], SECRET_TEXT);
@@ -272,7 +252,7 @@ async fn a_key_sent_in_the_clear_from_another_machine_is_refused() {
     let app = App::new().await;
     let ada = token("ada");
     let from = |ip: [u8; 4]| {
-        let mut req = post("/v1/encrypt-data", &ada, None, &encrypt_body());
+        let mut req = keyed("/v1/encrypt-data", &ada, None, &encrypt_body());
         req.extensions_mut()
             .insert(ConnectInfo(SocketAddr::from((ip, 40_000))));
         req
@@ -416,33 +396,12 @@ async fn a_traveller_who_enabled_caching_reads_without_the_barrier_and_others_st
     assert_eq!(engine.read_stats().reads, before + 2);
 }
 
-/// `chronoscope data …` parsed from a real argument list and run on an engine.
-async fn cli(
-    service: &dyn chronoscope::service::TimelineService,
-    args: &[&str],
-) -> Result<String, chronoscope::error::ServiceError> {
-    use clap::Parser;
-    let cli = chronoscope::cli::Cli::try_parse_from(
-        std::iter::once("chronoscope").chain(args.iter().copied()),
-    )
-    .unwrap_or_else(|e| panic!("{args:?} should parse: {e}"));
-    let mut out = Vec::new();
-    chronoscope::cli::execute(
-        cli.command.expect("a subcommand"),
-        service,
-        cli.global.json,
-        &mut out,
-    )
-    .await?;
-    Ok(String::from_utf8(out).expect("utf-8 output"))
-}
-
 #[tokio::test]
 async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file() {
     use chronoscope::error::ServiceError;
     let engine = engine().await;
     let ada = engine.session("ada".parse().expect("a traveller"));
-    let stored = cli(
+    let stored = support::run_cli(
         &ada,
         &[
             "data",
@@ -458,7 +417,7 @@ async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file
         stored.starts_with("dat_") && stored.contains("stored in primary at 2024-09-01T00:00:00Z"),
         "{stored}"
     );
-    let got = cli(
+    let got = support::run_cli(
         &ada,
         &["--json", "data", "get", "primary", "2024-09-01T00:00:00Z"],
     )
@@ -471,7 +430,7 @@ async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, format!("{KEY}\n")).expect("the key is written");
     let key_file = key_file.to_str().expect("a UTF-8 path").to_owned();
-    let sealed = cli(
+    let sealed = support::run_cli(
         &ada,
         &[
             "--json",
@@ -489,7 +448,7 @@ async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file
     assert_eq!(sealed["encrypted"], true);
     assert!(sealed.get("data").is_none(), "{sealed}");
     let id = sealed["data_id"].as_str().expect("an id");
-    let opened = cli(&ada, &["data", "decrypt", id, "--key-file", &key_file])
+    let opened = support::run_cli(&ada, &["data", "decrypt", id, "--key-file", &key_file])
         .await
         .expect("decrypted");
     assert!(opened.contains("under the floorboards"), "{opened}");
@@ -497,21 +456,21 @@ async fn the_data_commands_store_read_encrypt_and_decrypt_with_a_key_from_a_file
     let wrong_file = dir.path().join("wrong");
     std::fs::write(&wrong_file, "another key entirely").expect("written");
     let wrong = wrong_file.to_str().expect("a UTF-8 path");
-    let err = cli(&ada, &["data", "decrypt", id, "--key-file", wrong])
+    let err = support::run_cli(&ada, &["data", "decrypt", id, "--key-file", wrong])
         .await
         .expect_err("a wrong key");
     assert!(
         matches!(err, ServiceError::DecryptionFailed { .. }),
         "{err:?}"
     );
-    let err = cli(&ada, &["data", "decrypt", id])
+    let err = support::run_cli(&ada, &["data", "decrypt", id])
         .await
         .expect_err("no key");
     assert!(
         err.to_string().contains("--key-file"),
         "a missing key says how to give one: {err}"
     );
-    let err = cli(&ada, &["data", "store", "primary", "2024-09-01", "[1, 2]"])
+    let err = support::run_cli(&ada, &["data", "store", "primary", "2024-09-01", "[1, 2]"])
         .await
         .expect_err("not an object");
     assert!(

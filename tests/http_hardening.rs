@@ -1,11 +1,11 @@
 //! Input that used to panic or to reach the edge of chrono's range: every face refuses it with
 //! a problem naming the accepted range, and nothing is written.
 
-mod http_support;
+mod support;
 
 use axum::http::StatusCode;
-use http_support::*;
 use serde_json::json;
+use support::http::*;
 
 const RANGE: &str = "years 0001 to 9999";
 

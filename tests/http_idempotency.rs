@@ -1,7 +1,6 @@
 //! `Idempotency-Key` on POST: a repeat gets the first answer and changes nothing, on one
 //! engine, after a restart (SQLite) and across two replicas on one PostgreSQL database.
 
-mod http_support;
 mod support;
 
 use std::sync::Arc;
@@ -9,24 +8,11 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed, SystemClock};
+use chronoscope::engine::ManualClock;
 use chronoscope::server::build_router;
 use chronoscope::store::{self, MemoryStore};
-use http_support::*;
-use serde_json::{Value, json};
-
-/// A POST with a JSON body and, when given, an `Idempotency-Key`.
-fn keyed(uri: &str, token: &str, key: Option<&str>, body: &Value) -> Request<Body> {
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(uri)
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json");
-    if let Some(key) = key {
-        req = req.header("idempotency-key", key);
-    }
-    req.body(Body::from(body.to_string())).unwrap()
-}
+use serde_json::json;
+use support::http::*;
 
 async fn send(router: &Router, req: Request<Body>) -> Resp {
     send_to(router, req).await
@@ -164,14 +150,7 @@ async fn the_same_key_with_another_body_is_422_and_writes_nothing() {
         .map(|i| i["description"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["lamp"]);
-    assert!(
-        app.get("/v1/anchors", &ada)
-            .await
-            .json()
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(app.list("/v1/anchors", &ada).await.is_empty());
 }
 
 #[tokio::test]
@@ -258,14 +237,7 @@ async fn malformed_keys_are_refused_by_name() {
         .await;
         item.assert_problem(422, "invalid-request");
     }
-    assert!(
-        app.get("/v1/items", &ada)
-            .await
-            .json()
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(app.list("/v1/items", &ada).await.is_empty());
 }
 
 #[tokio::test]
@@ -296,14 +268,8 @@ async fn a_key_is_forgotten_after_24_hours() {
     let clock = Arc::new(ManualClock::new(
         "2030-01-01T00:00:00Z".parse().expect("time"),
     ));
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        Arc::clone(&clock) as Arc<_>,
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let engine =
+        support::engine_on(Arc::new(MemoryStore::new()), Arc::clone(&clock) as Arc<_>).await;
     let router = build_router(config(), Arc::clone(&engine));
     let ada = token("ada");
     let note = json!({"timestamp": "2024-09-16T05:04:00Z", "description": "home"});
@@ -324,14 +290,7 @@ async fn a_repeat_after_a_restart_answers_the_first_result() {
     let url = format!("sqlite://{}", dir.path().join("c.db").display());
     let open = || async {
         let store = store::open(&url).await.unwrap();
-        Engine::open(
-            store,
-            Arc::new(SystemClock),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .unwrap()
+        support::system_engine(store).await
     };
     let ada = token("ada");
     let (first, travel) = {
@@ -358,14 +317,7 @@ async fn one_keyed_post_sent_to_two_postgres_replicas_at_once_makes_one_journey(
     };
     let replica = || async {
         let store = store::open(&db.url).await.unwrap();
-        let engine = Engine::open(
-            store,
-            Arc::new(SystemClock),
-            EngineConfig::default(),
-            Seed::None,
-        )
-        .await
-        .unwrap();
+        let engine = support::system_engine(store).await;
         build_router(config(), engine)
     };
     let (a, b) = (replica().await, replica().await);
@@ -435,7 +387,7 @@ async fn answer_losing_proxy(
 #[tokio::test]
 async fn the_remote_client_retries_a_post_whose_answer_was_lost_and_travels_once() {
     use chronoscope::client::RemoteClient;
-    use chronoscope::service::{PageRequest, TimelineService, TravelRequest};
+    use chronoscope::service::{PageRequest, TimelineService};
     let app = App::new().await;
     let ada = token("ada");
     let to = destination(&app.router, &ada).await;
@@ -446,10 +398,7 @@ async fn the_remote_client_retries_a_post_whose_answer_was_lost_and_travels_once
         .build()
         .unwrap();
     let journey = client
-        .travel(TravelRequest {
-            destination: to.clone(),
-            items_transported: Vec::new(),
-        })
+        .travel(support::trip(&to, &[]))
         .await
         .expect("answered on the retry");
     assert_eq!(journey.to_timeline.as_str(), to);

@@ -3,7 +3,7 @@
 //! `aud` checked, the set kept as long as its cache headers say, and a key rotation followed
 //! without a restart. The server's own HS256 tokens keep working beside them.
 
-mod http_support;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,9 +15,9 @@ use axum::routing::get;
 use base64::Engine as _;
 use chronoscope::auth::{IdentityChecks, IdentityKeys};
 use chronoscope::server::ServerConfig;
-use http_support::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
+use support::http::*;
 
 const ISSUER: &str = "https://id.example.test";
 const AUDIENCE: &str = "chronoscope";

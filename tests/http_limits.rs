@@ -2,15 +2,15 @@
 //! timeout (503), unknown paths (404), wrong methods (405), bad bodies (problem+json, never
 //! plain text, never 500), and graceful shutdown on a real listener.
 
-mod http_support;
+mod support;
 
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use chronoscope::server::RateLimit;
-use http_support::*;
 use serde_json::json;
+use support::http::*;
 
 #[tokio::test]
 async fn bodies_over_the_limit_are_413_problems() {

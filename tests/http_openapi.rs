@@ -2,11 +2,11 @@
 //! `$ref` resolvable, bearer security, the error responses each route really gives, and a
 //! snapshot so any change to the public description shows up in review.
 
-mod http_support;
+mod support;
 
 use axum::http::{Method, StatusCode};
-use http_support::*;
 use serde_json::Value;
+use support::http::*;
 
 /// HTTP.md's routes (method, OpenAPI path).
 const CONTRACT: &[(&str, &str)] = &[

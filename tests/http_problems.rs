@@ -1,17 +1,17 @@
 //! Each problem type of the catalogue as a client meets it over HTTP, and its explanation page.
 
-mod http_support;
+mod support;
 
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
-use chronoscope::engine::{Engine, EngineConfig, ManualClock, Seed};
+use chronoscope::engine::ManualClock;
 use chronoscope::error::{PROBLEM_TYPES, ServiceError};
 use chronoscope::paradox::{Paradox, ParadoxKind};
 use chronoscope::server::build_router;
 use chronoscope::store::MemoryStore;
-use http_support::*;
 use serde_json::json;
+use support::http::*;
 
 #[tokio::test]
 async fn every_problem_type_has_an_explanation_page() {
@@ -32,14 +32,7 @@ async fn every_problem_type_has_an_explanation_page() {
 #[tokio::test]
 async fn a_closed_timeline_is_a_400_timeline_closed() {
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .unwrap();
+    let engine = support::engine_on(Arc::new(MemoryStore::new()), clock.clone()).await;
     let app = App {
         router: build_router(config(), Arc::clone(&engine)),
         engine,

@@ -1,12 +1,12 @@
 //! The routes of HTTP.md over an in-memory engine: statuses, exact documented shapes,
 //! view=full, Location headers, pagination, and travellers kept apart.
 
-mod http_support;
+mod support;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use http_support::*;
 use serde_json::{Value, json};
+use support::http::*;
 
 async fn add_event(
     app: &App,
@@ -583,15 +583,7 @@ async fn travellers_never_see_each_others_items_anchors_or_journeys() {
             .status,
         StatusCode::OK
     );
-    assert_eq!(
-        app.get("/v1/items", &a)
-            .await
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(app.list("/v1/items", &a).await.len(), 1);
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! change another client makes arrives within a second, a resumed stream starts with the state
 //! now, heartbeats, refusals, rate limits, deletion and shutdown.
 
-mod http_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use chronoscope::model::{EventId, TimelineId, parse_instant};
 use chronoscope::server::{RateLimit, ServerConfig};
 use chronoscope::service::*;
 use futures::StreamExt;
-use http_support::*;
+use support::http::*;
 
 /// A server on a loopback port, stopped when asked (or when dropped, with the runtime).
 struct Served {
@@ -58,14 +58,7 @@ fn at(s: &str) -> chronoscope::model::Instant {
 }
 
 fn event(description: &str, time: &str, causes: &[&EventId]) -> NewEvent {
-    NewEvent {
-        description: description.into(),
-        time: at(time),
-        location: "Turin".into(),
-        causes: causes.iter().map(|c| (*c).clone()).collect(),
-        fixed_point: false,
-        safety_check: false,
-    }
+    support::new_event(description, time, "Turin", causes)
 }
 
 /// A treaty and its celebration a year later, in `timeline`; answers the celebration's id.
@@ -105,6 +98,24 @@ async fn celebrate_early(who: &dyn TimelineService, timeline: &TimelineId, celeb
     .unwrap();
 }
 
+/// `service`'s monitor stream of `timeline`, from its first snapshot on.
+async fn watch(service: &(impl TimelineService + ?Sized), timeline: &TimelineId) -> MonitorStream {
+    let watch = MonitorWatch {
+        timeline_id: timeline.clone(),
+        after: None,
+    };
+    service.watch_monitor(watch).await.unwrap()
+}
+
+/// The snapshot `stream` starts with.
+async fn snapshot(stream: &mut MonitorStream) -> MonitorReport {
+    let first = next(stream).await;
+    let MonitorChange::Snapshot(report) = first.change else {
+        panic!("a stream starts with a snapshot: {first:?}");
+    };
+    report
+}
+
 async fn next(stream: &mut MonitorStream) -> MonitorEvent {
     tokio::time::timeout(Duration::from_secs(5), stream.next())
         .await
@@ -121,13 +132,7 @@ async fn another_clients_manipulation_reaches_a_stream_within_a_second_and_its_r
     let primary = TimelineId::primary();
     let celebration = treaty_and_celebration(&bob, &primary).await;
 
-    let mut stream = ada
-        .watch_monitor(MonitorWatch {
-            timeline_id: primary.clone(),
-            after: None,
-        })
-        .await
-        .unwrap();
+    let mut stream = watch(&ada, &primary).await;
     let first = next(&mut stream).await;
     let MonitorChange::Snapshot(report) = &first.change else {
         panic!("a stream starts with a snapshot: {first:?}");
@@ -153,13 +158,7 @@ async fn another_clients_manipulation_reaches_a_stream_within_a_second_and_its_r
         "{anomaly:?}"
     );
     // The same anomaly as the monitor reports.
-    let polled = ada
-        .monitor_timeline(MonitorQuery {
-            timeline_id: primary.clone(),
-            time_range: None,
-        })
-        .await
-        .unwrap();
+    let polled = support::monitor(&ada, &primary).await;
     assert_eq!(polled.anomalies, vec![anomaly.clone()]);
 
     bob.revert_event(RevertRequest {
@@ -353,19 +352,10 @@ async fn a_deleted_timeline_ends_its_stream_with_the_reason() {
     let server = Served::start(config()).await;
     let ada = server.client("ada");
     let made = ada
-        .create_timeline(NewTimeline {
-            name: Some("Short-lived".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Short-lived"))
         .await
         .unwrap();
-    let mut stream = ada
-        .watch_monitor(MonitorWatch {
-            timeline_id: made.id.clone(),
-            after: None,
-        })
-        .await
-        .unwrap();
+    let mut stream = watch(&ada, &made.id).await;
     next(&mut stream).await;
     ada.delete_timeline(&made.id).await.unwrap();
     let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
@@ -381,14 +371,7 @@ async fn a_deleted_timeline_ends_its_stream_with_the_reason() {
 #[tokio::test]
 async fn shutting_down_ends_open_streams_instead_of_waiting_for_them() {
     let mut server = Served::start(config()).await;
-    let mut stream = server
-        .client("ada")
-        .watch_monitor(MonitorWatch {
-            timeline_id: TimelineId::primary(),
-            after: None,
-        })
-        .await
-        .unwrap();
+    let mut stream = watch(&server.client("ada"), &TimelineId::primary()).await;
     next(&mut stream).await;
     server.stop.take().unwrap().send(()).unwrap();
     tokio::time::timeout(Duration::from_secs(5), &mut server.task)
@@ -432,10 +415,7 @@ async fn every_event_on_the_wire_is_one_the_description_names() {
 
     let ada = server.client("ada");
     let made = ada
-        .create_timeline(NewTimeline {
-            name: Some("Watched".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Watched"))
         .await
         .unwrap();
     let celebration = treaty_and_celebration(&ada, &made.id).await;
@@ -531,10 +511,7 @@ async fn a_thousand_streams_of_a_timeline_cost_one_scan_per_write_to_it_and_none
     let primary = TimelineId::primary();
     let celebration = treaty_and_celebration(&ada, &primary).await;
     let other = ada
-        .create_timeline(NewTimeline {
-            name: Some("Elsewhere".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Elsewhere"))
         .await
         .unwrap()
         .id;
@@ -628,24 +605,12 @@ async fn an_idle_stream_scans_only_at_its_windows_boundaries() {
     .unwrap();
     let ada = engine.session("ada".parse().unwrap());
     let brief = ada
-        .create_timeline(NewTimeline {
-            name: Some("Brief".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Brief"))
         .await
         .unwrap()
         .id;
-    let mut stream = ada
-        .watch_monitor(MonitorWatch {
-            timeline_id: brief.clone(),
-            after: None,
-        })
-        .await
-        .unwrap();
-    let first = next(&mut stream).await;
-    let MonitorChange::Snapshot(report) = first.change else {
-        panic!("{first:?}");
-    };
+    let mut stream = watch(&ada, &brief).await;
+    let report = snapshot(&mut stream).await;
     // The stream's own first scan is done, but the hub's first look, spawned when the stream
     // subscribed, may still be in flight on a loaded machine (it scans too when it ran before
     // the stream's scan was cached): let it land (the count holds still for 100 ms), well before
@@ -750,24 +715,9 @@ async fn shown_to(
             .map(|a| (a.anomaly_id.to_string(), a.kind))
             .collect()
     };
-    let polled = client
-        .monitor_timeline(MonitorQuery {
-            timeline_id: timeline.clone(),
-            time_range: None,
-        })
-        .await
-        .unwrap();
-    let mut stream = client
-        .watch_monitor(MonitorWatch {
-            timeline_id: timeline.clone(),
-            after: None,
-        })
-        .await
-        .unwrap();
-    let first = next(&mut stream).await;
-    let MonitorChange::Snapshot(streamed) = first.change else {
-        panic!("a stream starts with a snapshot: {first:?}");
-    };
+    let polled = support::monitor(&client, timeline).await;
+    let mut stream = watch(&client, timeline).await;
+    let streamed = snapshot(&mut stream).await;
     let raw: serde_json::Value = reqwest::Client::new()
         .get(format!(
             "{}/v1/monitor-timeline?timeline_id={timeline}&view=full",
@@ -780,15 +730,7 @@ async fn shown_to(
         .json()
         .await
         .unwrap();
-    let listed = client
-        .list_timelines(PageRequest::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .find(|t| &t.id == timeline)
-        .expect("the timeline is listed")
-        .paradoxes;
+    let listed = support::listed(&client, timeline).await.paradoxes;
     (
         ids(&polled.anomalies),
         ids(&streamed.anomalies),
@@ -849,10 +791,7 @@ async fn events_stream_follows_changes(
     writer: &dyn TimelineService,
 ) {
     let made = writer
-        .create_timeline(NewTimeline {
-            name: Some("Turin 1860".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Turin 1860"))
         .await
         .unwrap();
     let timeline = made.id.clone();
@@ -978,10 +917,7 @@ async fn taking_read_away_ends_the_streams_with_access_revoked() {
     let server = Served::start(config()).await;
     let ada = server.client("ada");
     let made = ada
-        .create_timeline(NewTimeline {
-            name: Some("Archive".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Archive"))
         .await
         .unwrap();
     let lists = |read: &[&str]| SetAccessControlRequest {
@@ -1034,13 +970,7 @@ async fn taking_read_away_ends_the_streams_with_access_revoked() {
 async fn the_client_ends_a_revoked_stream_with_the_reason() {
     let server = Served::start(config()).await;
     let ada = server.client("ada");
-    let made = ada
-        .create_timeline(NewTimeline {
-            name: Some("Ledger".into()),
-            ..NewTimeline::default()
-        })
-        .await
-        .unwrap();
+    let made = ada.create_timeline(support::named("Ledger")).await.unwrap();
     let set = |read: Vec<&str>| SetAccessControlRequest {
         timeline_id: made.id.clone(),
         permissions: Some(Permissions {
@@ -1050,14 +980,7 @@ async fn the_client_ends_a_revoked_stream_with_the_reason() {
         }),
     };
     ada.set_access_control(set(vec!["bob"])).await.unwrap();
-    let mut stream = server
-        .client("bob")
-        .watch_monitor(MonitorWatch {
-            timeline_id: made.id.clone(),
-            after: None,
-        })
-        .await
-        .unwrap();
+    let mut stream = watch(&server.client("bob"), &made.id).await;
     next(&mut stream).await;
     ada.set_access_control(set(Vec::new())).await.unwrap();
     let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
@@ -1109,10 +1032,7 @@ async fn streams_asking_the_same_question_share_one_feed_and_a_snapshot_is_one_p
     let engine = engine().await;
     let ada = engine.session("ada".parse().unwrap());
     let made = ada
-        .create_timeline(NewTimeline {
-            name: Some("Turin archive".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("Turin archive"))
         .await
         .unwrap();
     let timeline = made.id.clone();

@@ -6,9 +6,9 @@
 //! [`PATIENCE`], far above the timeout under test and far below what the server would take
 //! without it (the request timeout and the other limits are set to minutes).
 
-mod http_support;
 #[path = "pki/mod.rs"]
 mod pki;
+mod support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use chronoscope::server::ServerConfig;
 use futures::StreamExt;
-use http_support::*;
+use support::http::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;

@@ -3,14 +3,14 @@
 //! critical, subjects that look like another traveller's, a well-formed token with a bad
 //! claim, `HEAD` on a GET that writes, and a reader's scans appending to the log.
 
-mod http_support;
+mod support;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
 use chronoscope::auth::Claims;
-use http_support::*;
 use jsonwebtoken::{EncodingKey, Header};
 use serde_json::{Value, json};
+use support::http::*;
 
 /// An HS256 token with this server's secret and exactly these claims and header.
 fn signed(header: &Header, claims: &Value) -> String {

@@ -123,8 +123,7 @@ async fn a_store_written_with_another_key_is_refused_saying_so() {
     drop(engine);
     let other = LogKey::from_bytes(b"another key");
     let message = refusal(open(store::open(&url).await.unwrap(), &other).await);
-    assert!(message.contains("another log key"), "{message}");
-    assert!(message.contains("--log-key-file"), "{message}");
+    support::assert_contains_all(&message, &["another log key", "--log-key-file"]);
     // The right key still opens it, untouched.
     let engine = open(store::open(&url).await.unwrap(), &key).await.unwrap();
     assert_eq!(item_descriptions(&engine).await, ["compass"]);
@@ -268,14 +267,11 @@ async fn ask(
     chronoscope::service::TamperReport,
     chronoscope::service::IntegrityReport,
 ) {
-    use chronoscope::service::{IntegrityQuery, ScanDepth, TamperQuery};
+    use chronoscope::service::IntegrityQuery;
     let ada = engine.session("ada".parse().unwrap());
     let primary = chronoscope::model::TimelineId::primary();
     let found = ada
-        .detect_tampering(TamperQuery {
-            timeline_id: primary.clone(),
-            scan_depth: ScanDepth::Full,
-        })
+        .detect_tampering(support::full_scan(primary.clone()))
         .await
         .unwrap();
     let proven = ada
@@ -344,20 +340,13 @@ async fn tampering_is_located_while_running(
     // A traveller who is no operator asking about another timeline: the finding counts there
     // too (a changed record cannot be trusted to say what it touches), but what it says it
     // holds is withheld.
-    use chronoscope::service::{NewTimeline, ScanDepth, TamperQuery};
     let bob = engine.session("bob".parse().unwrap()).with_admin(false);
     let other = bob
-        .create_timeline(NewTimeline {
-            name: Some("elsewhere".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("elsewhere"))
         .await
         .unwrap();
     let seen = bob
-        .detect_tampering(TamperQuery {
-            timeline_id: other.id,
-            scan_depth: ScanDepth::Full,
-        })
+        .detect_tampering(support::full_scan(other.id))
         .await
         .unwrap();
     assert!(seen.tampering_detected);
@@ -535,7 +524,7 @@ async fn a_recent_scan_checks_only_the_records_after_the_last_scan() {
 async fn a_tampered_record_is_a_critical_anomaly_on_every_timeline_until_a_full_scan_clears_it() {
     use chronoscope::model::TimelineId;
     use chronoscope::monitor::{AnomalyKind, Severity};
-    use chronoscope::service::{MonitorChange, MonitorWatch, NewTimeline, ScanDepth};
+    use chronoscope::service::{MonitorChange, MonitorWatch, ScanDepth};
     use futures::StreamExt;
     let dir = tempfile::tempdir().unwrap();
     let key = LogKey::from_bytes(b"a key kept outside the database");
@@ -545,10 +534,7 @@ async fn a_tampered_record_is_a_critical_anomaly_on_every_timeline_until_a_full_
     // Bob's timeline: the changed record says nothing about it, yet counts there too.
     let elsewhere = engine
         .session("bob".parse().unwrap())
-        .create_timeline(NewTimeline {
-            name: Some("elsewhere".into()),
-            ..NewTimeline::default()
-        })
+        .create_timeline(support::named("elsewhere"))
         .await
         .unwrap()
         .id;

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 
 mod support;
 
-use support::{Fresh, named, new_event, t};
+use support::{Fresh, branch_of, named, new_event, t};
 
 type Outcomes = BTreeMap<EventId, (String, Instant)>;
 
@@ -45,18 +45,19 @@ fn at(minutes: i64) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// The first 1000 events of `tl` as `who` finds them.
+async fn events(who: &dyn TimelineService, tl: &TimelineId) -> Page<EventRecord> {
+    who.search_events(SearchQuery {
+        timeline_id: Some(tl.clone()),
+        page: PageRequest::first(1000),
+        ..Default::default()
+    })
+    .await
+    .expect("search")
+}
+
 async fn outcomes(who: &dyn TimelineService, tl: &TimelineId) -> Outcomes {
-    let page = who
-        .search_events(SearchQuery {
-            timeline_id: Some(tl.clone()),
-            page: PageRequest {
-                limit: Some(1000),
-                cursor: None,
-            },
-            ..Default::default()
-        })
-        .await
-        .expect("search");
+    let page = events(who, tl).await;
     assert!(page.next_cursor.is_none());
     page.items
         .into_iter()
@@ -72,17 +73,7 @@ async fn make(
     n: &mut u32,
     stored: &mut Vec<(Instant, DataId)>,
 ) {
-    let page = who
-        .search_events(SearchQuery {
-            timeline_id: Some(tl.clone()),
-            page: PageRequest {
-                limit: Some(1000),
-                cursor: None,
-            },
-            ..Default::default()
-        })
-        .await
-        .expect("search");
+    let page = events(who, tl).await;
     let current = page.items;
     *n += 1;
     let pick = |i: usize| current.get(i % current.len().max(1));
@@ -157,10 +148,7 @@ async fn scenario(
             .expect("add");
     }
     let s = ada
-        .create_timeline(NewTimeline {
-            base_timeline_id: Some(d.clone()),
-            ..named("S")
-        })
+        .create_timeline(branch_of("S", &d))
         .await
         .expect("branch")
         .id;
@@ -294,10 +282,7 @@ async fn copied_data_entries_survive_a_snapshot_and_their_source() {
     let ada = fresh.session("ada");
     let a = ada.create_timeline(named("A")).await.expect("create A").id;
     let b = ada
-        .create_timeline(NewTimeline {
-            base_timeline_id: Some(a.clone()),
-            ..named("B")
-        })
+        .create_timeline(branch_of("B", &a))
         .await
         .expect("branch B")
         .id;

@@ -1,16 +1,15 @@
 //! `/metrics`: the server's requests, group commits, jobs, monitor scans and reads move the
 //! Prometheus counters a scrape shows.
 
-#[path = "http_support/mod.rs"]
-mod http_support;
+mod support;
 
 use std::time::Duration;
 
 use chronoscope::service::{
     ManipulationDetails, MonitorQuery, NewEvent, NewSchedule, TimelineService,
 };
-use http_support::{App, token};
 use serde_json::json;
+use support::http::{App, token};
 
 /// The value of the sample `name{labels}` (labels in any order), if the scrape has it.
 fn sample(scrape: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {

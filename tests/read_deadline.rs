@@ -2,14 +2,16 @@
 //! deadline with "unavailable", and a barrier whose task was dropped with its runtime (mid
 //! round) serves the next read on another runtime.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
+use chronoscope::engine::Engine;
 use chronoscope::error::ServiceError;
-use chronoscope::store::{ChainMeta, Link, LogLock, MemoryStore, Record, Store, StoreError};
+use chronoscope::store::{Store, StoreError};
 
 /// How long a test waits for a read that must end; far above the deadlines under test.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -18,56 +20,32 @@ const PATIENCE: Duration = Duration::from_secs(10);
 /// connection), counting the head queries asked.
 #[derive(Default)]
 struct Hanging {
-    inner: MemoryStore,
     hang: AtomicBool,
     asked: AtomicU64,
 }
 
 #[async_trait]
-impl Store for Hanging {
-    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
-        self.inner.lock().await
+impl support::StoreHooks for Hanging {
+    fn describe(&self, _: &dyn Store) -> String {
+        "a log whose head query can hang".into()
     }
 
-    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
-        self.inner.read_since(after, limit).await
-    }
-
-    async fn last_seq(&self) -> Result<u64, StoreError> {
+    async fn last_seq(&self) -> Result<(), StoreError> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         if self.hang.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
-        self.inner.last_seq().await
-    }
-
-    fn describe(&self) -> String {
-        "a log whose head query can hang".into()
-    }
-
-    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
-        self.inner.chain().await
-    }
-
-    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
-        self.inner.start_chain(meta, links).await
+        Ok(())
     }
 }
 
-async fn open(store: Arc<Hanging>) -> Arc<Engine> {
-    Engine::open(
-        store,
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("an engine")
+async fn open(store: Arc<support::Hooked<Hanging>>) -> Arc<Engine> {
+    support::system_engine(store).await
 }
 
 #[tokio::test]
 async fn a_read_whose_head_query_hangs_is_answered_unavailable_at_the_rounds_deadline() {
-    let store = Arc::new(Hanging::default());
+    let store = Arc::new(support::Hooked::memory(Hanging::default()));
     let engine = open(Arc::clone(&store)).await;
     engine.set_read_deadline(Duration::from_millis(200));
     store.hang.store(true, Ordering::SeqCst);
@@ -87,7 +65,7 @@ async fn a_read_whose_head_query_hangs_is_answered_unavailable_at_the_rounds_dea
 
 #[test]
 fn reads_go_on_after_the_barriers_task_was_dropped_with_its_runtime() {
-    let store = Arc::new(Hanging::default());
+    let store = Arc::new(support::Hooked::memory(Hanging::default()));
     let first = tokio::runtime::Runtime::new().expect("a runtime");
     let engine = first.block_on(async {
         let engine = open(Arc::clone(&store)).await;

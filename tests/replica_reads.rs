@@ -10,10 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use chronoscope::engine::{Engine, ManualClock, SystemClock};
 use chronoscope::model::{Instant, TimelineId, Traveller};
 use chronoscope::paradox::ParadoxKind;
-use chronoscope::service::{
-    AnomalyKind, ManipulateRequest, MonitorQuery, NewEvent, NewItem, NewOutcome, OutcomeChange,
-    PageRequest, TimelineService,
-};
+use chronoscope::service::{AnomalyKind, NewEvent, NewItem, PageRequest, TimelineService};
 use chronoscope::store::{self};
 
 async fn replica(url: &str) -> Arc<Engine> {
@@ -195,18 +192,11 @@ async fn make_a_paradox(engine: &Arc<Engine>) {
     )
     .await
     .unwrap();
-    ada.manipulate_event(ManipulateRequest {
-        timeline_id: None,
-        event_id: cause.event_id,
-        new_outcome: NewOutcome {
-            description: None,
-            changes: vec![OutcomeChange {
-                action: None,
-                time: Some(instant("1900-01-03T00:00:00Z")),
-            }],
-        },
-        safety_check: false,
-    })
+    ada.manipulate_event(support::manipulation(
+        None,
+        &cause.event_id,
+        support::retimed("1900-01-03T00:00:00Z"),
+    ))
     .await
     .unwrap();
 }
@@ -266,21 +256,9 @@ async fn two_postgres_replicas_date_an_anomaly_alike() {
 /// monitor reports them, and the count the timelines list shows.
 async fn shown(engine: &Arc<Engine>, who: &str) -> (Vec<(String, AnomalyKind, Instant)>, usize) {
     let session = engine.session(traveller(who)).with_admin(false);
-    let report = session
-        .monitor_timeline(MonitorQuery {
-            timeline_id: TimelineId::primary(),
-            time_range: None,
-        })
+    let report = support::monitor(&session, &TimelineId::primary()).await;
+    let listed = support::listed(&session, &TimelineId::primary())
         .await
-        .unwrap();
-    let listed = session
-        .list_timelines(PageRequest::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .find(|t| t.id.is_primary())
-        .expect("primary is listed")
         .paradoxes;
     let anomalies = report
         .anomalies

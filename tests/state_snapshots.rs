@@ -10,42 +10,33 @@ use chronoscope::engine::snapshot::{self, SnapshotError};
 use chronoscope::engine::{
     Engine, EngineConfig, Envelope, ManualClock, Op, Seed, World, append_ops,
 };
-use chronoscope::model::{
-    Event, EventId, EventStatus, Timeline, TimelineId, Window, parse_instant,
-};
+use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, parse_instant};
 use chronoscope::service::{NewItem, TimelineService};
 use chronoscope::store::{self, LogKey, MemoryStore, Store};
 use proptest::prelude::*;
 
 fn timeline(id: &str, parent: Option<&str>) -> Timeline {
     Timeline {
-        id: id.parse().unwrap(),
-        name: id.into(),
-        description: None,
         variation: Some("what if".into()),
-        destination_time: None,
-        created_at: parse_instant("t", "2026-01-01T00:00:00Z").unwrap(),
-        window: Window::Unbounded,
-        parent: parent.map(|p| p.parse().unwrap()),
-        created_by: None,
+        ..support::timeline_record(
+            id.parse().unwrap(),
+            parent.map(|p| p.parse().unwrap()),
+            parse_instant("t", "2026-01-01T00:00:00Z").unwrap(),
+        )
     }
 }
 
 fn event(id: &str, minutes: i64, causes: Vec<EventId>) -> Event {
-    let id: EventId = id.parse().unwrap();
     Event {
-        lineage: id.clone(),
-        id,
-        description: format!("event at +{minutes}m"),
-        time: parse_instant("t", "2000-01-01T00:00:00Z").unwrap()
-            + chrono::Duration::minutes(minutes),
-        location: format!("Place {}", minutes % 5),
-        causes,
         fixed_point: minutes % 13 == 0,
-        status: EventStatus::OnSchedule,
-        supersedes: None,
-        superseded_by: None,
-        author: None,
+        ..support::event_record(
+            id.parse().unwrap(),
+            parse_instant("t", "2000-01-01T00:00:00Z").unwrap()
+                + chrono::Duration::minutes(minutes),
+            format!("event at +{minutes}m"),
+            format!("Place {}", minutes % 5),
+            causes,
+        )
     }
 }
 
@@ -277,6 +268,14 @@ async fn open(store: Arc<dyn Store>) -> Arc<Engine> {
 }
 
 /// The state a full replay of `store`'s log gives, without any snapshot.
+/// Asserts that an engine started on `store` (from a snapshot or not) holds the world a replay
+/// of the whole log gives: that world.
+async fn assert_a_start_replays_the_log(store: &Arc<dyn Store>) -> Arc<World> {
+    let world = open(Arc::clone(store)).await.snapshot().await.unwrap();
+    assert_eq!(world.first_difference(&full_replay(&**store).await), None);
+    world
+}
+
 async fn full_replay(store: &dyn Store) -> World {
     let mut world = World::default();
     loop {
@@ -338,9 +337,7 @@ async fn an_engine_starts_from_the_snapshot_and_replays_the_tail() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].seq, head.len() as u64);
 
-    let restarted = open(Arc::clone(&store)).await;
-    let world = restarted.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    let world = assert_a_start_replays_the_log(&store).await;
     assert_eq!(world.seq, ops.len() as u64);
 }
 
@@ -386,9 +383,7 @@ async fn a_damaged_snapshot_is_ignored_and_the_log_replayed() {
         b
     })
     .await;
-    let engine = open(Arc::clone(&store)).await;
-    let world = engine.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    assert_a_start_replays_the_log(&store).await;
 }
 
 #[tokio::test]
@@ -415,9 +410,7 @@ async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
         )
         .await
         .unwrap();
-    let engine = open(Arc::clone(&store)).await;
-    let world = engine.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    assert_a_start_replays_the_log(&store).await;
 
     // And one that says this format in its row but another inside is refused too.
     let store = store_with_bad_snapshot(|mut b| {
@@ -425,9 +418,7 @@ async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
         b
     })
     .await;
-    let engine = open(Arc::clone(&store)).await;
-    let world = engine.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    assert_a_start_replays_the_log(&store).await;
 }
 
 /// What trusting a wrong snapshot would look like: the test above must be able to fail.
@@ -529,9 +520,7 @@ async fn the_demo_world_with_travellers_survives_a_snapshot() {
     })
     .await
     .unwrap();
-    let restarted = open(Arc::clone(&store)).await;
-    let world = restarted.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    let world = assert_a_start_replays_the_log(&store).await;
     let bytes = snapshot::encode(&world, &key());
     assert_eq!(
         snapshot::decode(&bytes, &key())
@@ -611,9 +600,7 @@ async fn sqlite_stores_and_loads_snapshots() {
         conn.close().await.unwrap();
     }
     let store = store::open(&url).await.unwrap();
-    let engine = open(Arc::clone(&store)).await;
-    let world = engine.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    assert_a_start_replays_the_log(&store).await;
 }
 
 #[tokio::test]
@@ -734,9 +721,7 @@ async fn a_graceful_stop_writes_a_snapshot_when_the_tail_is_long() {
     };
     assert_eq!(engine.snapshot_before_exit(off).await.unwrap(), None);
     // A restart from it equals a replay of the whole log.
-    let restarted = open(Arc::clone(&store)).await;
-    let world = restarted.snapshot().await.unwrap();
-    assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+    assert_a_start_replays_the_log(&store).await;
 }
 
 /// The size of a SQLite store on disk: the file and its WAL.
@@ -795,18 +780,9 @@ const PARTLY_WRITTEN: &[&str] = &[
 async fn sqlite_a_partly_written_snapshot_is_gone_after_open_and_the_file_shrinks() {
     for older_file in [false, true] {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.db");
-        let url = format!("sqlite://{}", path.display());
-        let ops = sample_log();
-        {
-            let store = store::open(&url).await.unwrap();
-            append_ops(&*store, &key(), &ops).await.unwrap();
-            open(Arc::clone(&store))
-                .await
-                .write_snapshot()
-                .await
-                .unwrap();
-        }
+        let (path, url) = sqlite_file(&dir);
+        // The store and the engine are closed at once: the crash is staged on a closed file.
+        snapshotted_sample_log(&url).await;
         if older_file {
             sqlite_exec(&path, &["PRAGMA auto_vacuum = NONE", "VACUUM"]).await;
         }
@@ -824,9 +800,25 @@ async fn sqlite_a_partly_written_snapshot_is_gone_after_open_and_the_file_shrink
         assert_partly_written_snapshot_gone(&path).await;
         // The complete snapshot is kept and still starts the engine.
         assert_eq!(store.snapshots().await.unwrap().len(), 1);
-        let world = open(Arc::clone(&store)).await.snapshot().await.unwrap();
-        assert_eq!(world.first_difference(&full_replay(&*store).await), None);
+        assert_a_start_replays_the_log(&store).await;
     }
+}
+
+/// The SQLite file `c.db` in `dir`: its path and its store URL.
+fn sqlite_file(dir: &tempfile::TempDir) -> (std::path::PathBuf, String) {
+    let path = dir.path().join("c.db");
+    let url = format!("sqlite://{}", path.display());
+    (path, url)
+}
+
+/// The store at `url` holding the sample log, and an engine started on it that wrote a
+/// snapshot of it.
+async fn snapshotted_sample_log(url: &str) -> (Arc<dyn Store>, Arc<Engine>) {
+    let store = store::open(url).await.unwrap();
+    append_ops(&*store, &key(), &sample_log()).await.unwrap();
+    let engine = open(Arc::clone(&store)).await;
+    engine.write_snapshot().await.unwrap();
+    (store, engine)
 }
 
 /// Neither the row nor the chunks of the partly written snapshot ([`PARTLY_WRITTEN`]) are left.
@@ -850,13 +842,8 @@ async fn assert_partly_written_snapshot_gone(path: &std::path::Path) {
 #[tokio::test]
 async fn sqlite_a_newer_complete_snapshot_deletes_an_incomplete_one() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.db");
-    let url = format!("sqlite://{}", path.display());
-    let ops = sample_log();
-    let store = store::open(&url).await.unwrap();
-    append_ops(&*store, &key(), &ops).await.unwrap();
-    let engine = open(Arc::clone(&store)).await;
-    engine.write_snapshot().await.unwrap();
+    let (path, url) = sqlite_file(&dir);
+    let (_store, engine) = snapshotted_sample_log(&url).await;
     let whole = sqlite_size(&path);
     sqlite_exec(&path, PARTLY_WRITTEN).await;
     assert!(sqlite_size(&path) > whole + 30_000_000);

@@ -5,7 +5,6 @@
 //! PostgreSQL is taken away by a TCP proxy the test controls (its connections cut, new ones
 //! held unanswered, as a network partition would), never by stopping the cluster.
 
-mod http_support;
 mod support;
 
 use std::str::FromStr;
@@ -14,13 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
-use chronoscope::store::{
-    ChainMeta, Entry, Link, LogLock, MemoryStore, Record, Store, StoreError, Watched,
-};
-use http_support::*;
+use chronoscope::store::{Store, StoreError, Watched};
 use serde_json::json;
+use support::http::*;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
@@ -95,14 +91,7 @@ impl Drop for Proxy {
 
 /// A server over `store` on a loopback port; its base URL.
 async fn serve(store: Arc<dyn Store>) -> String {
-    let engine = Engine::open(
-        store,
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-        Seed::None,
-    )
-    .await
-    .expect("an engine");
+    let engine = support::system_engine(store).await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(chronoscope::server::run(
@@ -112,6 +101,19 @@ async fn serve(store: Arc<dyn Store>) -> String {
         std::future::pending(),
     ));
     base
+}
+
+/// Ada's request to create a timeline called `name` on the server at `base`.
+fn create_timeline(http: &reqwest::Client, base: &str, name: &str) -> reqwest::RequestBuilder {
+    http.post(format!("{base}/v1/timelines"))
+        .bearer_auth(token("ada"))
+        .json(&json!({ "name": name }))
+}
+
+/// Ada's request for the timelines on the server at `base`.
+fn list_timelines(http: &reqwest::Client, base: &str) -> reqwest::RequestBuilder {
+    http.get(format!("{base}/v1/timelines"))
+        .bearer_auth(token("ada"))
 }
 
 /// Asserts a 503 problem with `Retry-After` whose body names none of `secrets`.
@@ -153,11 +155,7 @@ async fn postgres_down_is_answered_503_at_once_and_ready_again_when_it_is_back()
         .build()
         .unwrap();
     let ready = format!("{base}/readyz");
-    let write = || {
-        slow.post(format!("{base}/v1/timelines"))
-            .bearer_auth(token("ada"))
-            .json(&json!({"name": "kept"}))
-    };
+    let write = || create_timeline(&slow, &base, "kept");
     assert_eq!(
         slow.get(&ready).send().await.unwrap().status().as_u16(),
         200
@@ -175,19 +173,14 @@ async fn postgres_down_is_answered_503_at_once_and_ready_again_when_it_is_back()
     assert_quiet_503(write().send().await.unwrap(), &secrets).await;
     // From then on, writes, reads and readiness are refused at once.
     for _ in 0..3 {
-        let w = http
-            .post(format!("{base}/v1/timelines"))
-            .bearer_auth(token("ada"))
-            .json(&json!({"name": "lost"}))
+        let w = create_timeline(&http, &base, "lost")
             .send()
             .await
             .expect("a write answered at once");
         assert_quiet_503(w, &secrets).await;
         let r = http.get(&ready).send().await.expect("readiness at once");
         assert_quiet_503(r, &secrets).await;
-        let r = http
-            .get(format!("{base}/v1/timelines"))
-            .bearer_auth(token("ada"))
+        let r = list_timelines(&http, &base)
             .send()
             .await
             .expect("a read answered at once");
@@ -231,7 +224,6 @@ async fn a_503_names_no_url_and_no_driver_text_but_says_when_to_retry() {
 /// A log in memory whose writes fail as SQLite's do on a full disk while `full` is set.
 #[derive(Default)]
 struct FullDisk {
-    inner: MemoryStore,
     full: AtomicBool,
 }
 
@@ -247,42 +239,23 @@ impl FullDisk {
 }
 
 #[async_trait]
-impl Store for FullDisk {
-    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
-        self.refuse()?;
-        self.inner.lock().await
-    }
-
-    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
-        self.refuse()?;
-        self.inner.append(first_seq, entries).await
-    }
-
-    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
-        self.inner.chain().await
-    }
-
-    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
-        self.refuse()?;
-        self.inner.start_chain(meta, links).await
-    }
-
-    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
-        self.inner.read_since(after, limit).await
-    }
-
-    async fn last_seq(&self) -> Result<u64, StoreError> {
-        self.inner.last_seq().await
-    }
-
-    fn describe(&self) -> String {
+impl support::StoreHooks for FullDisk {
+    fn describe(&self, _: &dyn Store) -> String {
         "a log on a disk that fills up".into()
+    }
+
+    async fn lock(&self) -> Result<(), StoreError> {
+        self.refuse()
+    }
+
+    async fn start_chain(&self) -> Result<(), StoreError> {
+        self.refuse()
     }
 }
 
 #[tokio::test]
 async fn readiness_says_not_ready_once_a_write_found_the_disk_full() {
-    let disk = Arc::new(FullDisk::default());
+    let disk = Arc::new(support::Hooked::memory(FullDisk::default()));
     let store = Arc::new(Watched::new(disk.clone(), None));
     let base = serve(store.clone()).await;
     chronoscope::tls::install_default_provider();
@@ -296,10 +269,7 @@ async fn readiness_says_not_ready_once_a_write_found_the_disk_full() {
         200
     );
     disk.full.store(true, Ordering::SeqCst);
-    let w = http
-        .post(format!("{base}/v1/timelines"))
-        .bearer_auth(token("ada"))
-        .json(&json!({"name": "no room"}))
+    let w = create_timeline(&http, &base, "no room")
         .send()
         .await
         .unwrap();
@@ -307,12 +277,7 @@ async fn readiness_says_not_ready_once_a_write_found_the_disk_full() {
     // Reads go on once the store's probe finds it answering; readiness still says no.
     let reads = tokio::time::timeout(PATIENCE, async {
         loop {
-            let r = http
-                .get(format!("{base}/v1/timelines"))
-                .bearer_auth(token("ada"))
-                .send()
-                .await
-                .unwrap();
+            let r = list_timelines(&http, &base).send().await.unwrap();
             if r.status().is_success() {
                 return;
             }
@@ -330,13 +295,7 @@ async fn readiness_says_not_ready_once_a_write_found_the_disk_full() {
     .await;
     // Room again: the next write succeeds, and readiness follows.
     disk.full.store(false, Ordering::SeqCst);
-    let w = http
-        .post(format!("{base}/v1/timelines"))
-        .bearer_auth(token("ada"))
-        .json(&json!({"name": "room"}))
-        .send()
-        .await
-        .unwrap();
+    let w = create_timeline(&http, &base, "room").send().await.unwrap();
     assert_eq!(w.status().as_u16(), 201);
     assert_eq!(
         http.get(&ready).send().await.unwrap().status().as_u16(),

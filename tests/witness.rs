@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
-use chronoscope::service::{
-    FindingKind, IntegrityQuery, NewItem, ScanDepth, TamperQuery, TimelineService,
-};
+use chronoscope::service::{FindingKind, IntegrityQuery, NewItem, TimelineService};
 use chronoscope::store::{self, LogKey, Witness};
 
 fn binary() -> &'static str {
@@ -209,9 +207,14 @@ async fn rechain_attack_is_refused(target: &Target, drop_snapshots: bool) {
     }
     let (status, said) = target.serve_refuses();
     assert_eq!(status.code(), Some(1), "{said}");
-    assert!(said.contains("no chain record"), "{said}");
-    assert!(said.contains("witnessed its log chained"), "{said}");
-    assert!(said.contains("Store failed its integrity check"), "{said}");
+    support::assert_contains_all(
+        &said,
+        &[
+            "no chain record",
+            "witnessed its log chained",
+            "Store failed its integrity check",
+        ],
+    );
     assert!(!said.contains("link-unchained-store"), "{said}");
     // Nothing was linked behind the operator's back: the store is as the attacker left it.
     let store = store::open(&target.url).await.unwrap();
@@ -247,10 +250,7 @@ async fn rechain_attack_is_reported_by_the_scans(target: &Target) {
         ])
         .await;
     let found = ada
-        .detect_tampering(TamperQuery {
-            timeline_id: primary.clone(),
-            scan_depth: ScanDepth::Full,
-        })
+        .detect_tampering(support::full_scan(primary.clone()))
         .await
         .unwrap();
     assert!(found.tampering_detected);
@@ -319,8 +319,13 @@ async fn cut_tail_is_refused_until_accepted(target: &Target, drop_snapshots: boo
     }
     let (status, said) = target.serve_refuses();
     assert_eq!(status.code(), Some(1), "{said}");
-    assert!(said.contains("3 acknowledged records are gone"), "{said}");
-    assert!(said.contains("restore the store from a backup"), "{said}");
+    support::assert_contains_all(
+        &said,
+        &[
+            "3 acknowledged records are gone",
+            "restore the store from a backup",
+        ],
+    );
 
     let out = target.run(&["verify"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -406,8 +411,13 @@ async fn only_the_explicit_command_links_a_store_from_before_chains() {
     forget_witness(&target);
 
     let (_, said) = target.serve_refuses();
-    assert!(said.contains("before the log was chained"), "{said}");
-    assert!(said.contains("chronoscope link-unchained-store"), "{said}");
+    support::assert_contains_all(
+        &said,
+        &[
+            "before the log was chained",
+            "chronoscope link-unchained-store",
+        ],
+    );
     let help = target.run(&["link-unchained-store", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("becomes the proven history"), "{help}");
@@ -461,8 +471,10 @@ async fn a_deleted_record_is_named_by_serve_and_verify() {
 
     let (status, said) = target.serve_refuses();
     assert_eq!(status.code(), Some(1), "{said}");
-    assert!(said.contains("record 3 is missing"), "{said}");
-    assert!(said.contains("Restore the store from a backup"), "{said}");
+    support::assert_contains_all(
+        &said,
+        &["record 3 is missing", "Restore the store from a backup"],
+    );
     assert!(!said.contains("Internal error"), "{said}");
     assert!(!said.contains("Location:"), "{said}");
     assert!(!said.contains("Backtrace"), "{said}");

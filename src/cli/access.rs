@@ -131,20 +131,15 @@ pub async fn execute(
         AccessCommand::List(args) => {
             let listed = service.list_access_controls(page(&args)).await?;
             out.print(&listed, |p| {
-                let rows = p
-                    .items
-                    .iter()
-                    .map(|v| {
-                        let p = v.access_control.as_ref().map(|a| &a.permissions);
-                        vec![
-                            v.timeline_id.to_string(),
-                            v.your_right.as_str().to_owned(),
-                            p.map_or(0, |p| p.read.len() + p.write.len() + p.admin.len())
-                                .to_string(),
-                        ]
-                    })
-                    .collect();
-                human::more(p, human::table(&["TIMELINE", "YOUR RIGHT", "NAMES"], rows))
+                human::page_table(p, &["TIMELINE", "YOUR RIGHT", "NAMES"], |v| {
+                    let p = v.access_control.as_ref().map(|a| &a.permissions);
+                    vec![
+                        v.timeline_id.to_string(),
+                        v.your_right.as_str().to_owned(),
+                        p.map_or(0, |p| p.read.len() + p.write.len() + p.admin.len())
+                            .to_string(),
+                    ]
+                })
             })
         }
         AccessCommand::Set {
@@ -208,22 +203,14 @@ pub async fn execute(
         AccessCommand::Restrictions(args) => {
             let listed = service.list_restrictions(page(&args)).await?;
             out.print(&listed, |p| {
-                let rows = p
-                    .items
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.user_id.to_string(),
-                            r.level.as_str().to_owned(),
-                            r.set_by.to_string(),
-                            format_instant(&r.at),
-                        ]
-                    })
-                    .collect();
-                human::more(
-                    p,
-                    human::table(&["TRAVELLER", "LEVEL", "SET BY", "AT"], rows),
-                )
+                human::page_table(p, &["TRAVELLER", "LEVEL", "SET BY", "AT"], |r| {
+                    vec![
+                        r.user_id.to_string(),
+                        r.level.as_str().to_owned(),
+                        r.set_by.to_string(),
+                        format_instant(&r.at),
+                    ]
+                })
             })
         }
         AccessCommand::Log {

@@ -62,7 +62,7 @@ pub async fn follow(
     // What was printed as open: a stream opened again starts with a snapshot, of which a person
     // is shown only what changed.
     let mut open: Option<Vec<Anomaly>> = None;
-    let mut pause = FIRST_PAUSE;
+    let mut backoff = Backoff::default();
     loop {
         let watch = MonitorWatch {
             timeline_id: timeline.clone(),
@@ -70,30 +70,63 @@ pub async fn follow(
         };
         let cut = match service.watch_monitor(watch).await {
             // Only a stream that was running is retried: a first refusal is the answer.
-            Err(e @ ServiceError::Unavailable(_)) if open.is_some() => e.to_string(),
-            Err(ServiceError::RateLimited { retry_after_secs }) if open.is_some() => {
-                pause = pause.max(Duration::from_secs(retry_after_secs));
-                "too many requests".to_owned()
-            }
-            Err(e) => return Err(e),
+            Err(e) if open.is_none() => return Err(e),
+            Err(e) => backoff.refused(e)?,
             Ok(mut changes) => loop {
                 match changes.next().await {
                     Some(Ok(event)) => {
                         after = Some(event.position);
-                        pause = FIRST_PAUSE;
+                        backoff = Backoff::default();
                         let text = text(&event, open.as_deref());
                         out.print_line(&Line::from(&event), |_| text)?;
                         fold(&mut open, event.change);
                     }
-                    Some(Err(e @ ServiceError::Unavailable(_))) => break e.to_string(),
-                    Some(Err(e)) => return Err(e),
+                    Some(Err(e)) => break cut_by(e)?,
                     None => break "the server ended the stream".to_owned(),
                 }
             },
         };
-        eprintln!("chronoscope: {cut}; reconnecting in {} s", pause.as_secs());
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MOST_PAUSE);
+        backoff.wait(&cut).await;
+    }
+}
+
+/// The pause before a stream is opened again: [`FIRST_PAUSE`] after a change was seen, doubled
+/// after each cut up to [`MOST_PAUSE`], and at least as long as a rate limit asks.
+struct Backoff(Duration);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self(FIRST_PAUSE)
+    }
+}
+
+impl Backoff {
+    /// Why a stream that was running could not be opened again, when it is worth another try
+    /// (the store is down, too many requests); otherwise the error that ends following.
+    fn refused(&mut self, e: ServiceError) -> Result<String, ServiceError> {
+        match e {
+            ServiceError::RateLimited { retry_after_secs } => {
+                self.0 = self.0.max(Duration::from_secs(retry_after_secs));
+                Ok("too many requests".to_owned())
+            }
+            e => cut_by(e),
+        }
+    }
+
+    /// Says why the stream was cut (`cut`) and waits before it is opened again.
+    async fn wait(&mut self, cut: &str) {
+        eprintln!("chronoscope: {cut}; reconnecting in {} s", self.0.as_secs());
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(MOST_PAUSE);
+    }
+}
+
+/// Why a stream was cut by `e`, when it is worth opening again (the server is unavailable);
+/// otherwise the error that ends following.
+fn cut_by(e: ServiceError) -> Result<String, ServiceError> {
+    match e {
+        ServiceError::Unavailable(_) => Ok(e.to_string()),
+        e => Err(e),
     }
 }
 
@@ -156,19 +189,15 @@ pub async fn follow_events(
     out: &mut Output<'_>,
 ) -> Result<(), ServiceError> {
     let mut known: Option<HashMap<EventId, MonitoredEvent>> = None;
-    let mut pause = FIRST_PAUSE;
+    let mut backoff = Backoff::default();
     loop {
         let cut = match service.watch_events(query.clone()).await {
-            Err(e @ ServiceError::Unavailable(_)) if known.is_some() => e.to_string(),
-            Err(ServiceError::RateLimited { retry_after_secs }) if known.is_some() => {
-                pause = pause.max(Duration::from_secs(retry_after_secs));
-                "too many requests".to_owned()
-            }
-            Err(e) => return Err(e),
+            Err(e) if known.is_none() => return Err(e),
+            Err(e) => backoff.refused(e)?,
             Ok(mut changes) => loop {
                 match changes.next().await {
                     Some(Ok(mut update)) => {
-                        pause = FIRST_PAUSE;
+                        backoff = Backoff::default();
                         if let EventsChange::Snapshot {
                             events,
                             next_cursor,
@@ -180,15 +209,12 @@ pub async fn follow_events(
                         out.print_line(&update, |_| text)?;
                         fold_events(&mut known, update.change);
                     }
-                    Some(Err(e @ ServiceError::Unavailable(_))) => break e.to_string(),
-                    Some(Err(e)) => return Err(e),
+                    Some(Err(e)) => break cut_by(e)?,
                     None => break "the server ended the stream".to_owned(),
                 }
             },
         };
-        eprintln!("chronoscope: {cut}; reconnecting in {} s", pause.as_secs());
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MOST_PAUSE);
+        backoff.wait(&cut).await;
     }
 }
 

@@ -144,6 +144,15 @@ pub mod human {
         out
     }
 
+    /// A page of `T` as a table under `header`, a row of cells per item (see [`more`]).
+    pub(crate) fn page_table<T>(
+        page: &Page<T>,
+        header: &[&str],
+        row: impl Fn(&T) -> Vec<String>,
+    ) -> String {
+        more(page, table(header, page.items.iter().map(row).collect()))
+    }
+
     pub(crate) fn more<T>(page: &Page<T>, mut text: String) -> String {
         if page.items.is_empty() {
             text = "nothing found\n".into();
@@ -226,10 +235,10 @@ pub mod human {
 
     /// A page of timelines.
     pub fn timelines(page: &Page<TimelineInfo>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|t| {
+        page_table(
+            page,
+            &["ID", "STATUS", "WINDOW", "DESTINATION", "PARENT", "NAME"],
+            |t| {
                 vec![
                     t.id.to_string(),
                     format!("{:?}", t.status).to_lowercase(),
@@ -243,14 +252,7 @@ pub mod human {
                         .unwrap_or_default(),
                     t.name.clone(),
                 ]
-            })
-            .collect();
-        more(
-            page,
-            table(
-                &["ID", "STATUS", "WINDOW", "DESTINATION", "PARENT", "NAME"],
-                rows,
-            ),
+            },
         )
     }
 
@@ -276,22 +278,14 @@ pub mod human {
 
     /// A page of events.
     pub fn events(page: &Page<EventRecord>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|e| {
-                vec![
-                    format_instant(&e.time),
-                    e.event_id.to_string(),
-                    e.location.clone(),
-                    e.description.clone(),
-                ]
-            })
-            .collect();
-        more(
-            page,
-            table(&["TIME", "EVENT", "LOCATION", "DESCRIPTION"], rows),
-        )
+        page_table(page, &["TIME", "EVENT", "LOCATION", "DESCRIPTION"], |e| {
+            vec![
+                format_instant(&e.time),
+                e.event_id.to_string(),
+                e.location.clone(),
+                e.description.clone(),
+            ]
+        })
     }
 
     /// An event's change state in words: past or future, when it last changed, in paradox.
@@ -314,10 +308,10 @@ pub mod human {
 
     /// A page of `monitor-events`: each event with its change state.
     pub fn monitored_events(page: &Page<MonitoredEvent>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|m| {
+        page_table(
+            page,
+            &["TIME", "EVENT", "LOCATION", "STATE", "DESCRIPTION"],
+            |m| {
                 let e = &m.event;
                 vec![
                     format_instant(&e.time),
@@ -326,11 +320,7 @@ pub mod human {
                     event_state(m),
                     e.description.clone(),
                 ]
-            })
-            .collect();
-        more(
-            page,
-            table(&["TIME", "EVENT", "LOCATION", "STATE", "DESCRIPTION"], rows),
+            },
         )
     }
 
@@ -445,18 +435,13 @@ pub mod human {
 
     /// A page of items.
     pub fn items(page: &Page<Item>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|i| {
-                vec![
-                    i.id.to_string(),
-                    whereabouts(&i.whereabouts),
-                    i.description.clone(),
-                ]
-            })
-            .collect();
-        more(page, table(&["ITEM", "WHERE", "DESCRIPTION"], rows))
+        page_table(page, &["ITEM", "WHERE", "DESCRIPTION"], |i| {
+            vec![
+                i.id.to_string(),
+                whereabouts(&i.whereabouts),
+                i.description.clone(),
+            ]
+        })
     }
 
     fn anchor_status(a: &Anchor) -> &'static str {
@@ -561,10 +546,10 @@ pub mod human {
 
     /// A page of anchors.
     pub fn anchors(page: &Page<Anchor>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|a| {
+        page_table(
+            page,
+            &["ANCHOR", "STATUS", "TIMELINE", "TIMESTAMP", "DESCRIPTION"],
+            |a| {
                 vec![
                     a.id.to_string(),
                     anchor_status(a).into(),
@@ -572,14 +557,7 @@ pub mod human {
                     format_instant(&a.timestamp),
                     a.description.clone().unwrap_or_default(),
                 ]
-            })
-            .collect();
-        more(
-            page,
-            table(
-                &["ANCHOR", "STATUS", "TIMELINE", "TIMESTAMP", "DESCRIPTION"],
-                rows,
-            ),
+            },
         )
     }
 
@@ -635,10 +613,10 @@ pub mod human {
 
     /// A page of journeys.
     pub fn journeys(page: &Page<Journey>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|j| {
+        page_table(
+            page,
+            &["JOURNEY", "KIND", "FROM", "TO", "ARRIVAL", "ITEMS"],
+            |j| {
                 // The kind as the JSON says it (fast_forward, rewind, switch, …).
                 let kind = j
                     .kind
@@ -655,11 +633,7 @@ pub mod human {
                     format_instant(&j.arrival_time),
                     j.items_transported.len().to_string(),
                 ]
-            })
-            .collect();
-        more(
-            page,
-            table(&["JOURNEY", "KIND", "FROM", "TO", "ARRIVAL", "ITEMS"], rows),
+            },
         )
     }
 
@@ -772,10 +746,10 @@ pub mod human {
 
     /// Recorded merges.
     pub fn merges(page: &Page<Merge>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|m| {
+        page_table(
+            page,
+            &["MERGE", "STATUS", "SOURCE", "DESTINATION", "STRATEGY", "AT"],
+            |m| {
                 vec![
                     m.merge_id.to_string(),
                     m.status.clone(),
@@ -784,14 +758,7 @@ pub mod human {
                     m.strategy.as_str().to_owned(),
                     format_instant(&m.at),
                 ]
-            })
-            .collect();
-        more(
-            page,
-            table(
-                &["MERGE", "STATUS", "SOURCE", "DESTINATION", "STRATEGY", "AT"],
-                rows,
-            ),
+            },
         )
     }
 
@@ -950,19 +917,14 @@ pub mod human {
 
     /// A page of scripts.
     pub fn scripts(page: &Page<Script>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|s| {
-                vec![
-                    s.script_id.to_string(),
-                    s.status.clone(),
-                    s.trigger_event_id.to_string(),
-                    s.script_name.clone(),
-                ]
-            })
-            .collect();
-        more(page, table(&["SCRIPT", "STATUS", "TRIGGER", "NAME"], rows))
+        page_table(page, &["SCRIPT", "STATUS", "TRIGGER", "NAME"], |s| {
+            vec![
+                s.script_id.to_string(),
+                s.status.clone(),
+                s.trigger_event_id.to_string(),
+                s.script_name.clone(),
+            ]
+        })
     }
 
     /// One scheduled or triggered job.
@@ -982,39 +944,26 @@ pub mod human {
 
     /// A page of jobs.
     pub fn schedules(page: &Page<Schedule>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|j| {
-                vec![
-                    j.schedule_id.to_string(),
-                    j.status.clone(),
-                    format_instant(&j.scheduled_time),
-                    j.timeline_id.to_string(),
-                ]
-            })
-            .collect();
-        more(
-            page,
-            table(&["SCHEDULE", "STATUS", "RUNS AT", "TIMELINE"], rows),
-        )
+        page_table(page, &["SCHEDULE", "STATUS", "RUNS AT", "TIMELINE"], |j| {
+            vec![
+                j.schedule_id.to_string(),
+                j.status.clone(),
+                format_instant(&j.scheduled_time),
+                j.timeline_id.to_string(),
+            ]
+        })
     }
 
     /// The automation log.
     pub fn log(page: &Page<LogEntry>) -> String {
-        let rows = page
-            .items
-            .iter()
-            .map(|e| {
-                vec![
-                    format_instant(&e.timestamp),
-                    e.outcome.clone(),
-                    e.event_id.to_string(),
-                    e.action_taken.clone(),
-                ]
-            })
-            .collect();
-        more(page, table(&["TIME", "OUTCOME", "EVENT", "ACTION"], rows))
+        page_table(page, &["TIME", "OUTCOME", "EVENT", "ACTION"], |e| {
+            vec![
+                format_instant(&e.timestamp),
+                e.outcome.clone(),
+                e.event_id.to_string(),
+                e.action_taken.clone(),
+            ]
+        })
     }
 
     /// A monitor scan.

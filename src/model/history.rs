@@ -207,13 +207,8 @@ impl History {
         new.lineage = previous.lineage.clone();
         new.status = EventStatus::Manipulated;
         let new_id = new.id.clone();
-        // The new head takes the old one's place in the graph; with the same causes no loop
-        // can appear or vanish, which keeps a manipulation cheap on a long causal chain.
-        let same_shape = previous.status.is_current()
-            && same_set(&previous.causes, &new.causes)
-            && self
-                .slot(&new_id)
-                .is_none_or(|s| self.node(s).effects.is_empty());
+        // The new head takes the old one's place in the graph.
+        let same_shape = self.same_shape(&previous, &new);
         self.rewire_effects(old_slot, &new_id);
         let mut retired = (*previous).clone();
         retired.status = EventStatus::Superseded;
@@ -222,6 +217,18 @@ impl History {
         self.put(new, false);
         let new_slot = self.intern(&new_id);
         self.relink_loops(old_slot, new_slot, same_shape);
+    }
+
+    /// Whether `new`, taking `old`'s place in the graph, leaves its loops as they are: `old`
+    /// is current, both have the same causes, and nothing is caused by `new`'s id yet. Then no
+    /// loop can appear or vanish, which keeps a manipulation or a revert cheap on a long causal
+    /// chain.
+    fn same_shape(&self, old: &Event, new: &Event) -> bool {
+        old.status.is_current()
+            && same_set(&old.causes, &new.causes)
+            && self
+                .slot(&new.id)
+                .is_none_or(|s| self.node(s).effects.is_empty())
     }
 
     /// Undoes the manipulation that made `head`: `head` is marked reverted and the event it
@@ -258,11 +265,7 @@ impl History {
             })
             .collect();
         // Events still naming the restored id (stale references) gain it back as a cause.
-        let same_shape = current.status.is_current()
-            && same_set(&current.causes, &back.causes)
-            && self
-                .slot(&restored_id)
-                .is_none_or(|s| self.node(s).effects.is_empty());
+        let same_shape = self.same_shape(&current, &back);
         self.rewire_effects(head_slot, &restored_id);
         let mut undone = (*current).clone();
         undone.status = EventStatus::Reverted;

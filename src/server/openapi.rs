@@ -195,7 +195,24 @@ fn describe_views(doc: &mut serde_json::Value) {
 /// and what it is.
 type StreamEvent = (&'static str, &'static str, bool, &'static str);
 
-/// The two event streams: path, the component naming one event of it, and its events.
+/// The events that end either stream, after its own ([`STREAMS`]).
+const ENDINGS: &[StreamEvent] = &[
+    (
+        "error",
+        "Problem",
+        false,
+        "Why the stream ends (e.g. the timeline was deleted); nothing follows it",
+    ),
+    (
+        "access_revoked",
+        "Problem",
+        false,
+        "The caller lost the read right on the timeline; nothing follows it",
+    ),
+];
+
+/// The two event streams: path, the component naming one event of it, and its own events
+/// (then the [`ENDINGS`]).
 const STREAMS: &[(&str, &str, &[StreamEvent])] = &[
     (
         "/v1/monitor-timeline/stream",
@@ -209,18 +226,6 @@ const STREAMS: &[(&str, &str, &[StreamEvent])] = &[
             ),
             ("appeared", "Anomaly", true, "An anomaly that appeared"),
             ("resolved", "Anomaly", true, "An anomaly that was resolved"),
-            (
-                "error",
-                "Problem",
-                false,
-                "Why the stream ends (e.g. the timeline was deleted); nothing follows it",
-            ),
-            (
-                "access_revoked",
-                "Problem",
-                false,
-                "The caller lost the read right on the timeline; nothing follows it",
-            ),
         ],
     ),
     (
@@ -244,18 +249,6 @@ const STREAMS: &[(&str, &str, &[StreamEvent])] = &[
                 "EventsChange",
                 true,
                 "An event that no longer stands (`kind` `removed`)",
-            ),
-            (
-                "error",
-                "Problem",
-                false,
-                "Why the stream ends (e.g. the timeline was deleted); nothing follows it",
-            ),
-            (
-                "access_revoked",
-                "Problem",
-                false,
-                "The caller lost the read right on the timeline; nothing follows it",
             ),
         ],
     ),
@@ -303,6 +296,7 @@ fn describe_streams(doc: &mut serde_json::Value) {
     for (path, component, events) in STREAMS {
         let one_of: Vec<serde_json::Value> = events
             .iter()
+            .chain(ENDINGS)
             .map(|(name, data, with_id, about)| stream_event(name, data, *with_id, about))
             .collect();
         if let Some(schemas) = doc
@@ -419,18 +413,14 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
                 .build(),
         );
     }
-    let responses = &mut op.responses.responses;
-    let mut add = |status: &str, response: utoipa::openapi::Response| {
-        responses
-            .entry(status.to_owned())
-            .or_insert(RefOr::T(response));
-    };
-    add(
+    add_response(
+        op,
         "400",
         problem_response("Invalid request (e.g. an unknown `view`)"),
     );
     // The limit by client address applies before authentication, open endpoints included.
-    add(
+    add_response(
+        op,
         "429",
         ResponseBuilder::from(problem_response(
             "Too many requests from this client address or traveller",
@@ -456,13 +446,8 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
             RefOr::T(problem_response("An unknown `view`")),
         );
     }
-    let responses = &mut op.responses.responses;
-    let mut add = |status: &str, response: utoipa::openapi::Response| {
-        responses
-            .entry(status.to_owned())
-            .or_insert(RefOr::T(response));
-    };
-    add(
+    add_response(
+        op,
         validation,
         problem_response(
             "The request cannot be used: malformed or missing fields, a wrong field type, an \
@@ -470,7 +455,8 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
              that cannot be manipulated (event-locked), or an unstable change (paradox-detected)",
         ),
     );
-    add(
+    add_response(
+        op,
         "401",
         ResponseBuilder::from(problem_response(
             "Missing, malformed, expired, tampered or unsigned bearer token",
@@ -481,7 +467,8 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         )
         .build(),
     );
-    add(
+    add_response(
+        op,
         "403",
         problem_response(
             "The token lacks the scope the operation needs (its `x-chronoscope-operation` \
@@ -491,13 +478,15 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
              an operator restricted the traveller: travel-restricted",
         ),
     );
-    add("500", problem_response("An unexpected failure"));
-    add(
+    add_response(op, "500", problem_response("An unexpected failure"));
+    add_response(
+        op,
         "503",
         problem_response("The service timed out or its storage is unavailable"),
     );
     if method == "post" {
-        add(
+        add_response(
+            op,
             "422",
             problem_response(
                 "The Idempotency-Key was sent before with a different request \
@@ -506,20 +495,23 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         );
     }
     if op.request_body.is_some() {
-        add("413", problem_response("The request body is too large"));
-        add(
+        add_response(op, "413", problem_response("The request body is too large"));
+        add_response(
+            op,
             "415",
             problem_response("The body is not sent as Content-Type: application/json"),
         );
     }
     if path.contains('{') {
-        add(
+        add_response(
+            op,
             "404",
             problem_response("No such resource, or it belongs to another traveller"),
         );
     }
     if listed(BODILESS_CONFLICT_ROUTES, method, path) {
-        add(
+        add_response(
+            op,
             "409",
             ResponseBuilder::new()
                 .description("It exists already: no body; Location names the existing one")
@@ -528,7 +520,8 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         );
     }
     if listed(CONFLICT_ROUTES, method, path) {
-        add(
+        add_response(
+            op,
             "409",
             problem_response(
                 "Refused in the current state (branches or travellers in it, the job already ran, \
@@ -537,6 +530,14 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
             ),
         );
     }
+}
+
+/// Documents `response` for `status` in `op`, unless the operation documents that status itself.
+fn add_response(op: &mut Operation, status: &str, response: utoipa::openapi::Response) {
+    op.responses
+        .responses
+        .entry(status.to_owned())
+        .or_insert(RefOr::T(response));
 }
 
 /// Completes a generated document: bearer security, the `view` parameter and error responses.

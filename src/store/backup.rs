@@ -375,14 +375,7 @@ pub async fn backup(
             )));
         }
         for record in &records {
-            previous = chain::verify(
-                key,
-                &previous,
-                record.seq,
-                &record.body,
-                record.link.as_ref(),
-            )
-            .map_err(|broken| {
+            previous = record.verify(key, &previous).map_err(|broken| {
                 BackupError::Refused(format!(
                     "{}: {broken}. A backup of it would restore it broken; `chronoscope \
                          verify` says more",

@@ -133,6 +133,13 @@ fn is_scheme(s: &str) -> bool {
 /// A row as read: sequence number, body, link (absent before the store was chained).
 type Row = (i64, String, Option<Vec<u8>>);
 
+/// What a read of at most `limit` records after `after` asks the database: the sequence number
+/// as the database stores it, or `None` when no record can answer (none is past `i64::MAX`,
+/// and a limit of 0 wants none).
+fn read_after(after: u64, limit: u32) -> Option<i64> {
+    i64::try_from(after).ok().filter(|_| limit > 0)
+}
+
 /// Turns rows read after `after` into records, refusing a log with a hole in it: the engine
 /// folds records in order and must never skip one.
 fn contiguous(after: u64, rows: Vec<Row>, what: &str) -> Result<Vec<Record>, StoreError> {
@@ -178,6 +185,14 @@ pub struct Record {
     pub link: Option<Link>,
 }
 
+impl Record {
+    /// Checks this record against the stored link before it, `previous`: its own link when it
+    /// holds (see [`chain::verify`]).
+    pub fn verify(&self, key: &LogKey, previous: &Link) -> Result<Link, chain::Broken> {
+        chain::verify(key, previous, self.seq, &self.body, self.link.as_ref())
+    }
+}
+
 /// A record to append: its body and its link, computed by the writer (see [`chain`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -194,6 +209,26 @@ pub enum Restoring {
     Records(Vec<Entry>),
     /// Every record was sent and verified: commit.
     Done,
+}
+
+/// The migrations `(version, description, SQL)` embedded in the binary, in order, each run in
+/// its own transaction: what `sqlx::migrate!` would build, without its proc-macro crate.
+fn embedded_migrations(list: &[(i64, &'static str, &'static str)]) -> sqlx::migrate::Migrator {
+    use sqlx::SqlSafeStr;
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    Migrator::with_migrations(
+        list.iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    std::borrow::Cow::Borrowed(description),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
 }
 
 /// Why a restore's transaction ended without [`Restoring::Done`].

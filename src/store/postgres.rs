@@ -11,16 +11,15 @@
 //! (`postgres_lease.rs`, an advisory lock) and only the holder writes; the race above is what
 //! keeps the log whole whatever the lease does.
 
-use std::borrow::Cow;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
-use sqlx::{Postgres, Row, SqlSafeStr, Transaction};
+use sqlx::{Postgres, Row, Transaction};
 use tokio::sync::watch;
 
 use super::postgres_lease::{LEASE_CHANNEL, PgLease};
@@ -52,34 +51,26 @@ const PING_IDLE_AFTER: Duration = Duration::from_secs(10);
 
 /// The migrations, embedded (see the SQLite store for why not `sqlx::migrate!`).
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![
-        Migration::new(
+    super::embedded_migrations(&[
+        (
             1,
-            Cow::Borrowed("op log"),
-            MigrationType::Simple,
-            include_str!("../../migrations/postgres/0001_op_log.sql").into_sql_str(),
-            false,
+            "op log",
+            include_str!("../../migrations/postgres/0001_op_log.sql"),
         ),
-        Migration::new(
+        (
             2,
-            Cow::Borrowed("notify head"),
-            MigrationType::Simple,
-            include_str!("../../migrations/postgres/0002_notify_head.sql").into_sql_str(),
-            false,
+            "notify head",
+            include_str!("../../migrations/postgres/0002_notify_head.sql"),
         ),
-        Migration::new(
+        (
             3,
-            Cow::Borrowed("snapshots"),
-            MigrationType::Simple,
-            include_str!("../../migrations/postgres/0003_snapshots.sql").into_sql_str(),
-            false,
+            "snapshots",
+            include_str!("../../migrations/postgres/0003_snapshots.sql"),
         ),
-        Migration::new(
+        (
             4,
-            Cow::Borrowed("chain"),
-            MigrationType::Simple,
-            include_str!("../../migrations/postgres/0004_chain.sql").into_sql_str(),
-            false,
+            "chain",
+            include_str!("../../migrations/postgres/0004_chain.sql"),
         ),
     ])
 }
@@ -286,30 +277,17 @@ impl Store for PostgresStore {
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
-        let Ok(after_db) = i64::try_from(after) else {
+        let Some(after_db) = super::read_after(after, limit) else {
             return Ok(Vec::new());
         };
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let rows =
-            sqlx::query("SELECT seq, body, link FROM op_log WHERE seq > $1 ORDER BY seq LIMIT $2")
-                .bind(after_db)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| self.err("read from", e))?;
-        let rows = rows
-            .iter()
-            .map(|row| {
-                Ok((
-                    row.try_get::<i64, _>(0)?,
-                    row.try_get::<String, _>(1)?,
-                    row.try_get::<Option<Vec<u8>>, _>(2)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(|e| self.err("read from", e))?;
+        let rows: Vec<super::Row> = sqlx::query_as(
+            "SELECT seq, body, link FROM op_log WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(after_db)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| self.err("read from", e))?;
         super::contiguous(after, rows, &self.shown)
     }
 

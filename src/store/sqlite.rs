@@ -7,18 +7,17 @@
 //! busy timeout cannot wait out) when another process wrote in between. Reads use a small
 //! separate pool, which WAL lets run beside the writer.
 
-use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::Row;
+use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
-use sqlx::{Row, SqlSafeStr};
 
 use super::sqlite_writer::Writer;
 use super::{
@@ -39,27 +38,21 @@ const OPEN_ATTEMPTS: u64 = 5;
 /// sqlx-macros proc-macro crate, otherwise unused here); the version, checksum and table are the
 /// ones `migrate!("migrations/sqlite")` would produce, so switching later changes nothing on disk.
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![
-        Migration::new(
+    super::embedded_migrations(&[
+        (
             1,
-            Cow::Borrowed("op log"),
-            MigrationType::Simple,
-            include_str!("../../migrations/sqlite/0001_op_log.sql").into_sql_str(),
-            false,
+            "op log",
+            include_str!("../../migrations/sqlite/0001_op_log.sql"),
         ),
-        Migration::new(
+        (
             2,
-            Cow::Borrowed("snapshots"),
-            MigrationType::Simple,
-            include_str!("../../migrations/sqlite/0002_snapshots.sql").into_sql_str(),
-            false,
+            "snapshots",
+            include_str!("../../migrations/sqlite/0002_snapshots.sql"),
         ),
-        Migration::new(
+        (
             3,
-            Cow::Borrowed("chain"),
-            MigrationType::Simple,
-            include_str!("../../migrations/sqlite/0003_chain.sql").into_sql_str(),
-            false,
+            "chain",
+            include_str!("../../migrations/sqlite/0003_chain.sql"),
         ),
     ])
 }
@@ -193,30 +186,17 @@ impl Store for SqliteStore {
     }
 
     async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
-        let Some(after_db) = seq_to_db(after) else {
+        let Some(after_db) = super::read_after(after, limit) else {
             return Ok(Vec::new());
         };
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let rows =
-            sqlx::query("SELECT seq, body, link FROM op_log WHERE seq > ?1 ORDER BY seq LIMIT ?2")
-                .bind(after_db)
-                .bind(i64::from(limit))
-                .fetch_all(&self.readers)
-                .await
-                .map_err(|e| self.err("read", e))?;
-        let rows = rows
-            .iter()
-            .map(|row| {
-                Ok((
-                    row.try_get::<i64, _>(0)?,
-                    row.try_get::<String, _>(1)?,
-                    row.try_get::<Option<Vec<u8>>, _>(2)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(|e| self.err("read", e))?;
+        let rows: Vec<super::Row> = sqlx::query_as(
+            "SELECT seq, body, link FROM op_log WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        )
+        .bind(after_db)
+        .bind(i64::from(limit))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(|e| self.err("read", e))?;
         super::contiguous(after, rows, &self.describe())
     }
 

@@ -11,7 +11,7 @@ use chronoscope::client::RemoteClient;
 use chronoscope::engine::Engine;
 use chronoscope::error::ServiceError;
 use chronoscope::server::{RateLimit, ServerConfig, run, run_tls};
-use chronoscope::service::{NewTimeline, PageRequest, TimelineService};
+use chronoscope::service::{PageRequest, TimelineService};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -158,20 +158,14 @@ async fn a_read_only_token_reads_but_is_forbidden_to_write() {
         .expect("read is allowed");
     assert_eq!(list.items.len(), 1);
     let err = reader
-        .create_timeline(NewTimeline {
-            name: Some("nope".into()),
-            ..Default::default()
-        })
+        .create_timeline(crate::support::named("nope"))
         .await
         .expect_err("write needs the write scope");
     assert!(matches!(err, ServiceError::Forbidden(_)), "{err:?}");
     let admin =
         RemoteClient::new(&server.base_url, server.token_with("ada", "admin")).expect("a client");
     admin
-        .create_timeline(NewTimeline {
-            name: Some("admin may".into()),
-            ..Default::default()
-        })
+        .create_timeline(crate::support::named("admin may"))
         .await
         .expect("admin implies write");
 }
@@ -247,10 +241,7 @@ async fn over_https_with_the_private_ca_the_client_works_and_v1_may_end_the_url(
     assert!(server.base_url.starts_with("https://localhost:"));
     let ada = server.client_for("ada");
     let made = ada
-        .create_timeline(NewTimeline {
-            name: Some("over tls".into()),
-            ..Default::default()
-        })
+        .create_timeline(crate::support::named("over tls"))
         .await
         .expect("a write over https");
     let ca = server.pki.as_ref().expect("a TLS server").ca();

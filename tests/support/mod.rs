@@ -16,16 +16,23 @@ use std::time::Duration;
 
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::error::ServiceError;
-use chronoscope::model::{EventId, Instant, TimelineId, parse_instant};
+use chronoscope::model::{
+    Event, EventId, EventStatus, Instant, ItemId, Timeline, TimelineId, Window, parse_instant,
+};
 use chronoscope::service::{
     EventRecord, ManipulateRequest, MonitorQuery, MonitorReport, NewEvent, NewOutcome, NewTimeline,
-    OutcomeChange, PageRequest, RevertRequest, SearchQuery, TimelineInfo, TimelineService,
+    OutcomeChange, PageRequest, RevertRequest, ScanDepth, SearchQuery, TamperQuery, TimelineInfo,
+    TimelineService, TravelRequest,
 };
-use chronoscope::store::{MemoryStore, Store};
+use chronoscope::store::{
+    Appending, ChainMeta, Entry, Link, LogLock, MemoryStore, Record, Store, StoreError,
+};
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::testing::Harness;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection};
+
+pub mod http;
 
 /// Asserts that `value` matches the pattern (an `if` guard allowed), showing `value` when not.
 #[allow(unused_macros)]
@@ -33,6 +40,14 @@ macro_rules! assert_matches {
     ($value:expr, $($pattern:tt)+) => {
         assert!(matches!($value, $($pattern)+), "{:?}", $value)
     };
+}
+
+/// Asserts that `text` says every one of `parts`, showing `text` when it does not.
+#[track_caller]
+pub fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} is missing from:\n{text}");
+    }
 }
 
 // ---------------------------------------------------------------- engines, servers, dashboards
@@ -52,13 +67,14 @@ pub async fn engine_on(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Arc<Engi
         .expect("engine opens")
 }
 
+/// An engine on `store` on the system clock, nothing seeded.
+pub async fn system_engine(store: Arc<dyn Store>) -> Arc<Engine> {
+    engine_on(store, Arc::new(chronoscope::engine::SystemClock)).await
+}
+
 /// An engine on a fresh in-memory store on the system clock.
 pub async fn memory_engine() -> Arc<Engine> {
-    engine_on(
-        Arc::new(MemoryStore::new()),
-        Arc::new(chronoscope::engine::SystemClock),
-    )
-    .await
+    system_engine(Arc::new(MemoryStore::new())).await
 }
 
 /// An engine on a fresh in-memory store, its clock at [`START`] and moved by hand.
@@ -87,6 +103,50 @@ impl Fresh {
     /// The traveller `name`'s view of the engine.
     pub fn session(&self, name: &str) -> Arc<dyn TimelineService> {
         Arc::new(self.engine.session(name.parse().expect("traveller name")))
+    }
+}
+
+/// A timeline as the log records it: `id`, named after itself, branching from `parent`,
+/// created at `created_at`, with no description or variation, open forever.
+pub fn timeline_record(
+    id: TimelineId,
+    parent: Option<TimelineId>,
+    created_at: Instant,
+) -> Timeline {
+    Timeline {
+        name: id.to_string(),
+        id,
+        description: None,
+        variation: None,
+        destination_time: None,
+        created_at,
+        window: Window::Unbounded,
+        parent,
+        created_by: None,
+    }
+}
+
+/// An event as the log records it: `id`, its own lineage, caused by `causes`, on schedule, not
+/// a fixed point, by no one.
+pub fn event_record(
+    id: EventId,
+    time: Instant,
+    description: String,
+    location: String,
+    causes: Vec<EventId>,
+) -> Event {
+    Event {
+        lineage: id.clone(),
+        id,
+        description,
+        time,
+        location,
+        causes,
+        fixed_point: false,
+        status: EventStatus::OnSchedule,
+        supersedes: None,
+        superseded_by: None,
+        author: None,
     }
 }
 
@@ -153,6 +213,14 @@ pub fn manipulation(
     }
 }
 
+/// A timeline named `name` branching from `base`.
+pub fn branch_of(name: &str, base: &TimelineId) -> NewTimeline {
+    NewTimeline {
+        base_timeline_id: Some(base.clone()),
+        ..named(name)
+    }
+}
+
 /// A timeline named `name` branching from the primary one, travelling to the instant written
 /// `destination`.
 pub fn bound_for(name: &str, destination: &str) -> NewTimeline {
@@ -189,6 +257,31 @@ pub async fn monitor(
 pub async fn timelines(service: &(impl TimelineService + ?Sized)) -> Vec<TimelineInfo> {
     let page = service.list_timelines(PageRequest::default()).await;
     page.expect("timelines listed").items
+}
+
+/// A tampering scan of all of `timeline`'s history.
+pub fn full_scan(timeline: TimelineId) -> TamperQuery {
+    TamperQuery {
+        timeline_id: timeline,
+        scan_depth: ScanDepth::Full,
+    }
+}
+
+/// The timeline `id` as `service` lists it on its first page.
+pub async fn listed(service: &(impl TimelineService + ?Sized), id: &TimelineId) -> TimelineInfo {
+    timelines(service)
+        .await
+        .into_iter()
+        .find(|t| &t.id == id)
+        .unwrap_or_else(|| panic!("{id} is listed"))
+}
+
+/// A trip to `destination` (a timeline's or an anchor's id, or `primary`) carrying `items`.
+pub fn trip(destination: impl ToString, items: &[&ItemId]) -> TravelRequest {
+    TravelRequest {
+        destination: destination.to_string(),
+        items_transported: items.iter().map(|&id| id.clone()).collect(),
+    }
 }
 
 /// A revert of the manipulated event `event` where the traveller is, not safety checked.
@@ -246,6 +339,44 @@ pub async fn serve_port(engine: Arc<Engine>, tls: Option<Arc<rustls::ServerConfi
 pub async fn serve(engine: Arc<Engine>, traveller: &str) -> (String, String) {
     let port = serve_port(engine, None).await;
     (format!("http://127.0.0.1:{port}"), token(traveller))
+}
+
+/// The command line `chronoscope args…`, parsed from a real argument list and run on
+/// `service`: what it printed.
+pub async fn run_cli(service: &dyn TimelineService, args: &[&str]) -> Result<String, ServiceError> {
+    use clap::Parser;
+    let cli = chronoscope::cli::Cli::try_parse_from(
+        std::iter::once("chronoscope").chain(args.iter().copied()),
+    )
+    .unwrap_or_else(|e| panic!("{args:?} should parse: {e}"));
+    let mut out = Vec::new();
+    chronoscope::cli::execute(
+        cli.command.expect("a subcommand"),
+        service,
+        cli.global.json,
+        &mut out,
+    )
+    .await?;
+    Ok(String::from_utf8(out).expect("utf-8 output"))
+}
+
+/// Asserts that the process that gave `out` exited successfully, showing what it said on stderr
+/// when not.
+#[track_caller]
+pub fn assert_succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The global options that point the command line at the server at `url` as `token`,
+/// trusting the CA certificate at `ca`.
+pub fn remote_options<'a>(url: &'a str, token: &'a str, ca: &'a std::path::Path) -> Vec<&'a str> {
+    let ca = ca.to_str().expect("a UTF-8 path");
+    vec!["--remote", url, "--token", token, "--ca-cert", ca]
 }
 
 /// The dashboard on `service`, drawn on a `TestBackend`, its first answers applied.
@@ -306,6 +437,112 @@ pub async fn submit(h: &mut Harness, keys: &str, fields: &[&str]) {
 /// applies the results.
 pub async fn search(h: &mut Harness, text: &str) {
     submit(h, "tab /", &[text]).await;
+}
+
+// ---------------------------------------------------------------- stores that misbehave
+
+/// What a test's store does on the way to the store it wraps (see [`Hooked`]): each hook runs
+/// before the call is passed on, and may wait, count, or refuse it (its error is the answer).
+#[async_trait::async_trait]
+pub trait StoreHooks: Send + Sync {
+    /// What the store says it is, `inner` being the store it wraps.
+    fn describe(&self, inner: &dyn Store) -> String;
+
+    /// Before the write lock is taken; appends take it too, so they pass here first.
+    async fn lock(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Before records are read.
+    async fn read_since(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Before the last sequence number is asked.
+    async fn last_seq(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Before the log is chained.
+    async fn start_chain(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// An answer of its own to a queued append, or `None` to pass it on.
+    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
+        let _ = (first_seq, entries, chained);
+        None
+    }
+}
+
+/// A store that passes every call to `inner` after its [`StoreHooks`]: a store that is down,
+/// slow, full or racing, as a test needs. Its hooks' state is reached through it (`Deref`).
+pub struct Hooked<H> {
+    /// The store that keeps the log.
+    pub inner: Arc<dyn Store>,
+    /// What it does on the way.
+    pub hooks: H,
+}
+
+impl<H> Hooked<H> {
+    /// `hooks` over `inner`.
+    pub fn new(inner: Arc<dyn Store>, hooks: H) -> Self {
+        Self { inner, hooks }
+    }
+
+    /// `hooks` over a fresh in-memory store.
+    pub fn memory(hooks: H) -> Self {
+        Self::new(Arc::new(MemoryStore::new()), hooks)
+    }
+}
+
+impl<H> std::ops::Deref for Hooked<H> {
+    type Target = H;
+
+    fn deref(&self) -> &H {
+        &self.hooks
+    }
+}
+
+#[async_trait::async_trait]
+impl<H: StoreHooks> Store for Hooked<H> {
+    async fn lock(&self) -> Result<Box<dyn LogLock>, StoreError> {
+        self.hooks.lock().await?;
+        self.inner.lock().await
+    }
+
+    async fn append(&self, first_seq: u64, entries: &[Entry]) -> Result<(), StoreError> {
+        self.hooks.lock().await?;
+        self.inner.append(first_seq, entries).await
+    }
+
+    fn append_queued(&self, first_seq: u64, entries: &[Entry], chained: bool) -> Option<Appending> {
+        let own = self.hooks.append_queued(first_seq, entries, chained);
+        own.or_else(|| self.inner.append_queued(first_seq, entries, chained))
+    }
+
+    async fn read_since(&self, after: u64, limit: u32) -> Result<Vec<Record>, StoreError> {
+        self.hooks.read_since().await?;
+        self.inner.read_since(after, limit).await
+    }
+
+    async fn last_seq(&self) -> Result<u64, StoreError> {
+        self.hooks.last_seq().await?;
+        self.inner.last_seq().await
+    }
+
+    async fn chain(&self) -> Result<Option<ChainMeta>, StoreError> {
+        self.inner.chain().await
+    }
+
+    async fn start_chain(&self, meta: ChainMeta, links: &[Link]) -> Result<(), StoreError> {
+        self.hooks.start_chain().await?;
+        self.inner.start_chain(meta, links).await
+    }
+
+    fn describe(&self) -> String {
+        self.hooks.describe(self.inner.as_ref())
+    }
 }
 
 // ---------------------------------------------------------------- PostgreSQL
