@@ -749,9 +749,10 @@ async fn connect(
                 .retry_rate_limited(COMMAND_RATE_LIMIT_RETRY)
                 .on_rate_limit_wait(move |waiting| {
                     let why = if waiting.status == 429 {
-                        "is rate limiting requests (429)"
+                        "asked to wait (too many requests for now, or a scan of the log within \
+                         its cooldown)"
                     } else {
-                        "is unavailable for now (503)"
+                        "is unavailable for now"
                     };
                     eprintln!(
                         "note: {shown} {why}; waiting {:.1} s and trying again (at most {} \

@@ -756,7 +756,7 @@ async fn parallel_runs_wait_out_the_servers_rate_limit() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "a run failed: {stderr}");
         let notes = stderr
-            .matches("is rate limiting requests (429); waiting")
+            .matches("asked to wait (too many requests for now, or a scan of the log within its cooldown); waiting")
             .count();
         assert!(notes <= 1, "the wait is said once per run: {stderr}");
         waited += notes;

@@ -60,9 +60,21 @@ pub(crate) fn decode(f: Failure<'_>) -> ServiceError {
         };
     }
     if f.status == 429 {
-        return ServiceError::RateLimited {
-            retry_after_secs: retry_after_secs(f.retry_after),
-        };
+        let retry_after_secs = retry_after_secs(f.retry_after);
+        // The scans' cooldown says why it holds a traveller back: kept, so the dashboard and
+        // the CLI say it rather than "too many requests".
+        let problem: ProblemBody = serde_json::from_slice(f.body).unwrap_or_default();
+        let detail = problem.detail.unwrap_or_default();
+        if let Some(every) = between(&detail, "one scan of the log", " s,")
+            .and_then(|words| words.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+        {
+            return ServiceError::ScansTooOften {
+                retry_after_secs,
+                every_secs: every,
+            };
+        }
+        return ServiceError::RateLimited { retry_after_secs };
     }
     let problem: ProblemBody = serde_json::from_slice(f.body).unwrap_or_default();
     if let Some(err) = problem
@@ -405,6 +417,12 @@ mod tests {
             },
             ServiceError::DecryptionFailed {
                 data_id: "dat_01kakzq3xv9d5v3m0f4g8q2h7c".into(),
+            },
+            // A 429 that says why (the scans' cooldown) keeps its reason; the wait is the
+            // header's (none here: a second).
+            ServiceError::ScansTooOften {
+                retry_after_secs: 1,
+                every_secs: 5,
             },
             crate::engine::access::denied(&"tml_x".parse().unwrap(), crate::service::Right::Write),
             ServiceError::TravelRestricted {
