@@ -6,7 +6,9 @@ use std::sync::Arc;
 use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{EventId, TimelineId};
-use chronoscope::service::{NewEvent, NewTimeline, PageRequest, SearchQuery, TimelineService};
+use chronoscope::service::{
+    NewEvent, NewTimeline, PageRequest, SearchQuery, TimelineService, TravelRequest,
+};
 use chronoscope::store::MemoryStore;
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::app::Connection;
@@ -370,6 +372,33 @@ async fn d_deletes_only_after_yes() {
         "yes deletes it"
     );
     assert!(!h.render(100, 30).contains("Doomed  "));
+}
+
+/// The timeline you are in cannot be deleted: said when `d` is pressed, by name, instead of
+/// asking and then being refused by the service.
+#[tokio::test]
+async fn d_on_the_timeline_you_are_in_says_so_before_asking() {
+    let w = world().await;
+    let doomed = w.service.create_timeline(named("Doomed")).await.unwrap();
+    w.service
+        .travel(TravelRequest {
+            destination: doomed.id.to_string(),
+            items_transported: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let mut h = harness(&w).await;
+    h.settle().await;
+    h.press("j d");
+    assert!(h.app.modal.is_none(), "nothing to confirm");
+    let flash = h.app.flash.as_ref().expect("a message");
+    assert!(flash.error, "{}", flash.text);
+    assert!(
+        flash.text.contains("You are in Doomed yourself"),
+        "{}",
+        flash.text
+    );
+    assert!(timeline_named(&w.service, "Doomed").await.is_some());
 }
 
 #[tokio::test]

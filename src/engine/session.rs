@@ -1664,8 +1664,9 @@ impl TimelineService for EngineSession {
                 if !self.admin && !keeps_admin {
                     return Err(ServiceError::Conflict(format!(
                         "this list would take your admin right on timeline '{id}' away; keep \
-                     '{}' in permissions.admin (an operator can set any list)",
-                        ctx.traveller
+                     yourself among its admins (`--admin {me}` on the command line, \
+                     `permissions.admin` over HTTP; an operator can set any list)",
+                        me = ctx.traveller
                     )));
                 }
                 let access_control = permissions.clone().map(|permissions| AccessControl {

@@ -76,6 +76,13 @@ pub fn open(action: Action, around: &Around<'_>, focus: PaneId) -> Opened {
                 Opened::error("The primary timeline cannot be deleted.")
             }
             Some(t) if let Some(why) = rights.refusal(&t.id, Right::Admin) => Opened::error(why),
+            // Refused by the service anyway: said before asking.
+            Some(t) if around.whoami.is_some_and(|w| w.timeline_id == t.id) => {
+                Opened::error(format!(
+                    "You are in {} yourself: travel out of it (t) before deleting it.",
+                    t.name
+                ))
+            }
             Some(t) => Opened::modal(
                 Modal::Confirm(Confirm::DeleteTimeline(t.id.clone(), t.name.clone(), None)),
                 // The question names the anchors the deletion leaves without a way back.
