@@ -2976,6 +2976,13 @@ async fn a_read_only_token_is_marked_and_every_change_is_refused_before_anything
         narrow.contains("tom ro @") || narrow.contains("tom (read-only token) @"),
         "{narrow}"
     );
+    // The footer offers no key that would only be refused.
+    let screen = h.render(140, 30);
+    let footer = screen.lines().last().unwrap_or_default();
+    assert!(
+        !footer.contains("n new") && !footer.contains("d delete") && footer.contains("help"),
+        "{footer}"
+    );
     let refused = "Your token only allows reading: ask whoever issues your tokens for one with \
                    the write scope.";
     for key in ["n", "p", "e", "a", "t", "b", "i", "space", ">", "<", "d"] {

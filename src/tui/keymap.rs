@@ -448,14 +448,26 @@ impl KeyMap {
 
     /// Footer hints for a focused pane: its own bindings, then the global ones.
     pub fn hints(&self, context: Context) -> Vec<(String, &'static str)> {
+        self.hints_where(context, |_| true)
+    }
+
+    /// [`KeyMap::hints`] of the actions `offered` keeps (a key that would only be refused, as a
+    /// change is for a read-only token, is not offered).
+    pub fn hints_where(
+        &self,
+        context: Context,
+        offered: impl Fn(Action) -> bool,
+    ) -> Vec<(String, &'static str)> {
         let mut own: Vec<_> = self
             .bindings
             .iter()
+            .filter(|b| offered(b.action))
             .filter(|b| b.hint.is_some() && b.context == context && context != Context::Global)
             .collect();
         own.extend(
             self.bindings
                 .iter()
+                .filter(|b| offered(b.action))
                 .filter(|b| b.hint.is_some() && b.context == Context::Global),
         );
         own.into_iter()

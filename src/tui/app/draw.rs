@@ -72,7 +72,9 @@ impl App {
             {
                 chrome::input_hints()
             } else {
-                self.keymap.hints(self.context())
+                let rights = self.rights();
+                self.keymap
+                    .hints_where(self.context(), |a| rights.refused_action(a).is_none())
             };
             let whole = self.keymap.key_for(Action::LastMessage);
             let flash = self.flash.as_ref();
