@@ -417,10 +417,13 @@ impl Reports {
         recount: Option<&dyn Fn(Arc<Slot>)>,
     ) -> Count {
         let slot = self.slot(world, &state.meta.id);
+        let small = state.history.len() <= COUNT_INLINE_MOST;
         let kept = match slot.kept.try_lock() {
             Ok(kept) => Some(kept),
             Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            // Somebody is working it out: their answer will be kept.
+            // A small timeline's scan in progress ends soon: its answer is waited for.
+            Err(std::sync::TryLockError::WouldBlock) if small => Some(lock(&slot.kept)),
+            // Somebody is scanning a large one: their answer will be kept.
             Err(std::sync::TryLockError::WouldBlock) => None,
         };
         if let Some(mut kept) = kept {
@@ -429,7 +432,7 @@ impl Reports {
                 |k: &Kept| k.events_hold(state, phase) && k.failed_hold(world, &state.meta.id);
             // Inline only what costs little: a small timeline, or one whose events part holds
             // (then only its items are looked at again).
-            if state.history.len() <= COUNT_INLINE_MOST || kept.as_ref().is_some_and(events_hold) {
+            if small || kept.as_ref().is_some_and(events_hold) {
                 let all = self.open_in(&mut kept, world, state, now);
                 *lock(&slot.last) = Some((all.len(), now));
                 return Count::Current(all.len());
