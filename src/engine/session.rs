@@ -364,27 +364,29 @@ impl EngineSession {
             .map(|id| {
                 let state = rules::referenced(world, id)?;
                 let count = super::watch::anomaly_count(&self.engine, world, state, now);
-                Ok(counted(
-                    rules::timeline_info(&concerns, state, now, 0),
-                    count,
-                ))
+                Ok(counted_info(&concerns, state, now, count))
             })
             .collect()
     }
 }
 
-/// `info` with its anomaly count (one number for the list and the monitor).
-fn counted(info: TimelineInfo, count: super::watch::Count) -> TimelineInfo {
+/// A timeline's response form with its anomaly count (one number for the list and the
+/// monitor), saying when the count is being worked out again.
+fn counted_info(
+    concerns: &rules::Concerns,
+    state: &super::TimelineState,
+    now: Instant,
+    count: super::watch::Count,
+) -> TimelineInfo {
     use super::watch::Count;
     let (paradoxes, recounting, counted_at) = match count {
         Count::Current(n) => (n, false, None),
         Count::Recounting(last) => (last.map_or(0, |(n, _)| n), true, last.map(|(_, at)| at)),
     };
     TimelineInfo {
-        paradoxes,
         paradoxes_recounting: recounting,
         paradoxes_counted_at: counted_at,
-        ..info
+        ..rules::timeline_info(concerns, state, now, paradoxes)
     }
 }
 
@@ -603,7 +605,7 @@ impl TimelineService for EngineSession {
                         ctx.now,
                     );
                     let concerns = rules::Concerns::of(&created);
-                    counted(rules::timeline_info(&concerns, state, ctx.now, 0), count)
+                    counted_info(&concerns, state, ctx.now, count)
                 })
                 .ok_or_else(|| ServiceError::Internal("a created timeline is missing".into()))?;
             Ok((vec![op], info))
