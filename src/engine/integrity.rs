@@ -25,14 +25,12 @@ use super::{CATCH_UP_BATCH, Engine, Envelope, Op, World, rules};
 use crate::error::ServiceError;
 use crate::model::{Instant, TimelineId, Traveller, format_instant, in_range};
 use crate::service::{
-    FindingKind, IntegrityFailure, IntegrityReport, ScanDepth, TamperFinding, TamperReport,
-    integrity_score,
+    FINDINGS_LISTED, FindingKind, IntegrityFailure, IntegrityReport, ScanDepth, TamperFinding,
+    TamperReport, integrity_score,
 };
 use crate::store::chain::{self, LogKey};
 use crate::store::witness::Disagreement;
 use crate::store::{Link, Record, StoreError};
-
-use crate::service::FINDINGS_LISTED;
 
 /// What the scans recorded (their `ScanResult` records, folded): where the next `recent`
 /// scan starts, and the findings the monitor shows as `log_tampered` anomalies.
