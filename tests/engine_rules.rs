@@ -1316,3 +1316,43 @@ async fn register(who: &dyn TimelineService, what: &str) -> ItemId {
     };
     who.register_item(req).await.expect("item registered").id
 }
+
+/// An align refused for a paradox names the events by the ids they have: the version the
+/// refused move would have made never comes to be (and would be a new id on every try).
+#[tokio::test]
+async fn a_refused_align_names_the_event_as_it_stands_not_the_version_it_would_have_made() {
+    let w = World::new().await;
+    let cause = w.event("cause", "1900-02-01T12:00:00Z", "Lab", &[]).await;
+    let first = w
+        .event("first", "1900-02-01T10:00:00Z", "Lab", &[&cause.event_id])
+        .await;
+    // Moving `first` after its cause would put this unnamed effect before it.
+    w.event("effect", "1900-02-01T11:00:00Z", "Lab", &[&first.event_id])
+        .await;
+    let known: Vec<EventId> = all_events(&w.ada())
+        .await
+        .into_iter()
+        .map(|e| e.event_id)
+        .collect();
+    for _ in 0..2 {
+        let err = w
+            .refused(w.ada().correct_dissonance(DissonanceRequest {
+                timeline_id: primary(),
+                conflicting_events: vec![first.event_id.clone()],
+            }))
+            .await;
+        let ServiceError::ParadoxDetected { paradoxes, .. } = &err else {
+            panic!("{err:?}");
+        };
+        let named: Vec<&EventId> = paradoxes.iter().flat_map(|p| &p.events).collect();
+        assert!(named.contains(&&first.event_id), "{err:?}");
+        assert!(named.iter().all(|e| known.contains(e)), "{err:?}");
+        let said = err.explain();
+        assert!(said.contains(first.event_id.as_str()), "{said}");
+        for word in said.split(|c: char| !c.is_alphanumeric() && c != '_') {
+            if word.starts_with("evt_") {
+                assert!(known.iter().any(|k| k.as_str() == word), "{word} in {said}");
+            }
+        }
+    }
+}
