@@ -1920,6 +1920,52 @@ async fn the_second_to_resolve_a_conflict_is_told_who_resolved_it_and_when() {
 }
 
 #[tokio::test]
+async fn align_without_a_timeline_works_where_you_are_as_isolate_does() {
+    let engine = engine().await;
+    let ada = engine.session("ada".parse().unwrap());
+    let side = ada
+        .create_timeline(support::named("Side"))
+        .await
+        .unwrap()
+        .id;
+    run_cli(&ada, &["switch", side.as_str()]).await.unwrap();
+    let add = |what: &'static str, time: &'static str, cause: Option<String>| {
+        let (ada, side) = (&ada, side.as_str());
+        async move {
+            let mut args = vec!["events", "add", what, "--time", time, "--location", "Lab"];
+            args.extend(["--timeline", side]);
+            if let Some(cause) = &cause {
+                args.extend(["--cause", cause.as_str()]);
+            }
+            let added = json(ada, &args).await;
+            added["event_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let cause = add("Spark", "2025-03-01T12:00:00Z", None).await;
+    let effect = add("Fire", "2025-03-01T13:00:00Z", Some(cause.clone())).await;
+    // The cause moves after its effect: the effect is out of order, in Side only.
+    run_cli(
+        &ada,
+        &[
+            "events",
+            "manipulate",
+            &cause,
+            "--time",
+            "2025-03-01T14:00:00Z",
+        ],
+    )
+    .await
+    .unwrap();
+    let aligned = json(&ada, &["events", "align", &effect]).await;
+    assert_eq!(aligned["timeline_id"], side.as_str(), "{aligned}");
+    assert_eq!(aligned["status"], "aligned", "{aligned}");
+    assert_eq!(
+        aligned["moves"][0]["to"], "2025-03-01T14:00:01Z",
+        "{aligned}"
+    );
+}
+
+#[tokio::test]
 async fn a_superseded_event_named_as_a_cause_or_aligned_says_what_stands_for_it() {
     let engine = engine().await;
     let ada = engine.session("ada".parse().unwrap());

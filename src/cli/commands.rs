@@ -420,7 +420,7 @@ async fn run(
             EventCommand::Align { ids, timeline: tl } => {
                 let result = service
                     .correct_dissonance(DissonanceRequest {
-                        timeline_id: timeline(&tl)?,
+                        timeline_id: here_or(service, tl.as_deref()).await?,
                         conflicting_events: ids
                             .iter()
                             .map(|id| id.parse())

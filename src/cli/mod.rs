@@ -991,15 +991,15 @@ pub enum EventCommand {
         /// Event ids (1 to 100)
         #[arg(required = true)]
         ids: Vec<String>,
-        /// Timeline id
-        #[arg(long, default_value = "primary")]
-        timeline: String,
+        /// Timeline id [default: where you are]
+        #[arg(long)]
+        timeline: Option<String>,
     },
     /// Isolate an event, or the causal loop through it: the paradox checks stop at it
     Isolate {
         /// Event id (a current event)
         event: String,
-        /// Timeline id (default: where you are)
+        /// Timeline id [default: where you are]
         #[arg(long)]
         timeline: Option<String>,
         /// Isolate the event alone instead of its causal loop

@@ -621,13 +621,9 @@ pub mod human {
                 let kind = j
                     .kind
                     .unwrap_or_else(|| JourneyKind::derived(j.anchor.as_ref()));
-                let kind = serde_json::to_value(kind).ok();
                 vec![
                     j.id.to_string(),
-                    kind.as_ref()
-                        .and_then(|k| k.as_str())
-                        .unwrap_or("?")
-                        .to_owned(),
+                    kind.as_str().to_owned(),
                     j.from_timeline.to_string(),
                     j.to_timeline.to_string(),
                     format_instant(&j.arrival_time),

@@ -450,6 +450,32 @@ pub enum JourneyKind {
 }
 
 impl JourneyKind {
+    /// The kind as the interface writes it (`fast_forward`, `time_travel`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Travel => "travel",
+            Self::Return => "return",
+            Self::TimeTravel => "time_travel",
+            Self::Switch => "switch",
+            Self::FastForward => "fast_forward",
+            Self::Rewind => "rewind",
+            Self::Retrieve => "retrieve",
+        }
+    }
+
+    /// The kind in words, for people.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Travel => "travel to a timeline",
+            Self::Return => "return to an anchor",
+            Self::TimeTravel => "travel in time",
+            Self::Switch => "switch of timeline",
+            Self::FastForward => "fast-forward",
+            Self::Rewind => "rewind",
+            Self::Retrieve => "retrieval of an item",
+        }
+    }
+
     /// The kind of a journey whose record says none: a return when it went to an anchor.
     pub fn derived(anchor: Option<&AnchorId>) -> Self {
         if anchor.is_some() {
@@ -463,6 +489,23 @@ impl JourneyKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_journey_kind_is_written_as_the_interface_writes_it() {
+        use JourneyKind as K;
+        for kind in [
+            K::Travel,
+            K::Return,
+            K::TimeTravel,
+            K::Switch,
+            K::FastForward,
+            K::Rewind,
+            K::Retrieve,
+        ] {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json.as_str(), Some(kind.as_str()));
+        }
+    }
 
     fn t(s: &str) -> Instant {
         parse_instant("t", s).unwrap()
