@@ -142,13 +142,19 @@ async fn a_time_range_narrows_the_search_and_a_bad_one_is_explained() {
     assert!(!screen.contains("Bastille"), "{screen}");
 
     submit(&mut h, "/ tab", &["garbage"]).await;
-    let flash = h.app.flash.clone().expect("a flash explains the bad range");
-    assert!(flash.error);
-    assert!(flash.text.contains("time range"), "{}", flash.text);
-    // The results of the earlier range do not pass for an answer to this one.
-    let screen = h.render(100, 30);
-    assert!(!screen.contains("Eiffel Tower opens"), "{screen}");
-    assert!(!screen.contains("found"), "{screen}");
+    // Said under the inputs, where the mistake is, and only there (at both widths).
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        let unboxed = screen.replace(['┃', '│'], " ");
+        let words = unboxed.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("time range: '"), "{screen}");
+        assert!(words.contains("garbage' is not a time"), "{screen}");
+        assert!(words.contains("Fix it and press enter."), "{screen}");
+        // The results of the earlier range do not pass for an answer to this one.
+        assert!(!screen.contains("Eiffel Tower opens"), "{screen}");
+        assert!(!screen.contains("found"), "{screen}");
+    }
+    assert!(h.app.flash.is_none(), "{:?}", h.app.flash);
 
     // Fixed and searched again: the results, and the old error gone with its cause.
     h.press("/ tab");
@@ -833,6 +839,43 @@ async fn an_unavailable_service_shows_disconnected_and_the_tick_reconnects() {
 }
 
 #[tokio::test]
+async fn a_change_is_not_sent_while_the_header_says_disconnected_and_the_form_is_kept() {
+    let w = world().await;
+    let mut h = harness(&w).await;
+    answer_whoami(
+        &mut h,
+        Err(ServiceError::Unavailable("connection refused".into())),
+    );
+    h.press("n");
+    h.type_text("Sent into the void");
+    h.press("tab");
+    h.type_text("1889-03-10T23:50:00Z");
+    h.press("enter");
+    h.settle().await;
+    // The engine would have answered: nothing was sent, and the form says why, as typed.
+    assert!(
+        timeline_named(&w.service, "Sent into the void")
+            .await
+            .is_none()
+    );
+    let Some(Modal::Form(form)) = &h.app.modal else {
+        panic!("the form stays open: {:?}", h.app.modal);
+    };
+    let why = form.refusal.clone().expect("the form says why");
+    assert!(
+        why.starts_with("Not sent: the service does not answer"),
+        "{why}"
+    );
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        assert!(
+            screen.contains("Sent into the void"),
+            "kept as typed: {screen}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_refused_token_is_said_in_the_header_until_an_answer_comes() {
     let mut h = embedded().await;
     answer_whoami(
@@ -1475,10 +1518,15 @@ async fn times_are_typed_as_they_are_shown_and_a_date_is_a_whole_day() {
     h.press("/ tab ctrl-u");
     h.type_text("last week");
     h.press("enter");
-    let flash = h.app.flash.clone().expect("a bad range is explained");
-    assert!(flash.error);
-    assert!(flash.text.contains("START/P1M"), "{}", flash.text);
-    assert!(!flash.text.contains("premature"), "{}", flash.text);
+    let said = h
+        .app
+        .panes
+        .search
+        .refused
+        .clone()
+        .expect("a bad range is explained");
+    assert!(said.contains("START/P1M"), "{said}");
+    assert!(!said.contains("premature"), "{said}");
 }
 
 #[tokio::test]
@@ -1542,17 +1590,40 @@ async fn j_lists_the_journeys_newest_first() {
             .await
             .unwrap();
     }
+    w.service
+        .fast_forward(chronoscope::service::ShiftRequest {
+            duration: "1h".into(),
+            safety_check: false,
+        })
+        .await
+        .unwrap();
     let mut h = harness(&w).await;
     h.press("J");
     h.settle().await;
     let screen = h.render(120, 30);
     assert!(screen.contains("Your journeys"), "{screen}");
+    let fast_forward = screen.find("fast-forward");
     let first = screen.find("Tesla 1889 1889-03-10 23:50:00 → Primary");
     let second = screen.find("→ Tesla 1889 1889-03-10 23:50:00");
     assert!(
-        first.is_some() && second.is_some() && first < second,
+        fast_forward.is_some() && fast_forward < first && first.is_some() && first < second,
         "newest first: {screen}"
     );
+    // Each says its kind, and where from and to on one line, at 80 columns too.
+    for width in [80, 120] {
+        let screen = h.render(width, 40);
+        assert_eq!(
+            screen.matches("travel to a timeline").count(),
+            2,
+            "{screen}"
+        );
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.contains("Primary") && l.contains("→ Tesla 1889 1889-03-10 23:50:00")),
+            "{screen}"
+        );
+    }
     h.press("esc");
     assert!(h.app.modal.is_none());
     // The same from the command line.
@@ -2290,8 +2361,9 @@ async fn the_wizard_travels_to_a_time_and_place(w: World) {
     h.settle().await;
     let screen = h.render(120, 30);
     assert!(
-        screen.contains("→ Primary 1900-01-01 12:00:00, in Paris"),
-        "the journeys say where: {screen}"
+        screen.contains("travel in time, in Paris")
+            && screen.contains("→ Primary 1900-01-01 12:00:00"),
+        "the journeys say what and where: {screen}"
     );
     h.press("esc");
 
@@ -3047,6 +3119,19 @@ async fn a_traveller_restricted_to_no_access_is_told_nothing_is_updated_until_it
             "the banner says who and what: {screen}"
         );
         assert!(words.contains("Nothing on screen is updated"), "{screen}");
+        // The panes say it too: no "Stable" from a scan that can no longer come.
+        assert!(!words.contains("Stable: no anomalies"), "{screen}");
+        assert!(
+            screen.contains("No anomalies at the last scan;"),
+            "{screen}"
+        );
+        assert!(screen.contains("Monitor stable · not updated"), "{screen}");
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.contains("Timelines") && l.contains("not updated")),
+            "the list's title says it is as it was: {screen}"
+        );
     }
     // Every tick's refused reads are not repeated in the footer: the banner says it.
     h.send(Msg::Tick);
@@ -3276,6 +3361,19 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_w
     let screen = h.render(120, 30);
     assert!(screen.contains("Delete timeline Empty"), "{screen}");
     assert!(!screen.contains("can no longer be returned to"), "{screen}");
+    h.press("n");
+
+    // Once Doomed is deleted, the anchors list names it as it was, marked, not by a dead id.
+    w.service.delete_timeline(&doomed).await.unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("A");
+    h.settle().await;
+    for (width, name) in [(80, "Doomed (de"), (140, "Doomed (deleted)")] {
+        let screen = h.render(width, 30);
+        let row = screen.lines().find(|l| l.contains("in branch 2"));
+        assert!(row.is_some_and(|r| r.contains(name)), "{screen}");
+    }
 }
 
 #[tokio::test]

@@ -72,6 +72,15 @@ impl Connection {
         })
     }
 
+    /// What to say when answers come again after this state: `None` on the first answer.
+    pub fn welcome_back(&self) -> Option<&'static str> {
+        match self {
+            Connection::Connecting | Connection::Connected => None,
+            Connection::Restricted(_) => Some("Your restriction was lifted."),
+            _ => Some("Reconnected."),
+        }
+    }
+
     /// Why no answer comes, in a few words, for what the panes have not loaded; `None` when
     /// answers come (or may yet).
     pub fn offline(&self) -> Option<&'static str> {

@@ -33,7 +33,7 @@ use super::security::restrictions::RestrictionsScreen;
 use super::theme::Palette;
 use super::time_controls::Shift;
 use super::widgets::{Form, centered, ellipsize, fmt_time, modal};
-use crate::model::{EventId, Instant, TimelineId};
+use crate::model::{EventId, Instant, JourneyKind, TimelineId};
 use crate::service::TravellerStatus;
 
 /// What sits on top of the panes and takes keys first.
@@ -544,28 +544,30 @@ fn journey_lines(
     }
     let mut lines = Vec::new();
     for j in journeys.iter().rev() {
-        let how = if j.anchor.is_some() {
-            " (return to an anchor)"
-        } else {
-            ""
-        };
+        // When and what kind first, then from where to where on a line of its own: two
+        // timestamps and two names do not fit one line at 80 columns.
+        let kind = j
+            .kind
+            .unwrap_or_else(|| JourneyKind::derived(j.anchor.as_ref()));
+        let place = j
+            .location
+            .as_ref()
+            .map(|l| format!(", in {l}"))
+            .unwrap_or_default();
         lines.push(Line::from(vec![
             Span::styled(format!("{}  ", fmt_time(&j.departed_at)), p.dim),
-            Span::styled(
-                format!(
-                    "{} {} → {} {}{}{how}",
-                    name_of(&j.from_timeline),
-                    fmt_time(&j.from_time),
-                    name_of(&j.to_timeline),
-                    fmt_time(&j.arrival_time),
-                    j.location
-                        .as_ref()
-                        .map(|l| format!(", in {l}"))
-                        .unwrap_or_default()
-                ),
-                p.text,
-            ),
+            Span::styled(format!("{}{place}", kind.words()), p.title),
         ]));
+        lines.push(Line::from(Span::styled(
+            format!(
+                "    {} {} → {} {}",
+                name_of(&j.from_timeline),
+                fmt_time(&j.from_time),
+                name_of(&j.to_timeline),
+                fmt_time(&j.arrival_time),
+            ),
+            p.text,
+        )));
         if !j.items_transported.is_empty() || !j.items_left.is_empty() {
             lines.push(Line::from(Span::styled(
                 format!(

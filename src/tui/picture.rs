@@ -8,6 +8,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::widgets::Clear;
 
+use super::action::Reply;
 use super::effect::Outcome;
 use super::keymap::Key;
 use super::panes::Ctx;
@@ -22,9 +23,6 @@ use crate::error::ServiceError;
 use crate::service::{
     Anomaly, EventRecord, PageRequest, SearchQuery, TimelineService, TravellerStatus,
 };
-
-/// What the picture draws: the timeline's events, every version, and your anchors.
-pub type Drawn = (Vec<EventRecord>, Vec<Anchor>);
 
 /// What the picture shows and how it is zoomed.
 #[derive(Debug)]
@@ -54,11 +52,11 @@ impl Picture {
     }
 
     /// Fetches the events of `timeline`, past versions too (up to the row limit), and the
-    /// traveller's anchors.
+    /// traveller's anchors: the picture's [`Reply`].
     pub async fn fetch(
         timeline: TimelineId,
         svc: Arc<dyn TimelineService>,
-    ) -> Result<Drawn, ServiceError> {
+    ) -> Result<Reply, ServiceError> {
         let query = |page: PageRequest| SearchQuery {
             timeline_id: Some(timeline.clone()),
             location: None,
@@ -68,7 +66,11 @@ impl Picture {
         let mut events = all_pages(|page| svc.event_versions(query(page))).await?;
         events.truncate(MAX_ROWS);
         let anchors = all_pages(|page| svc.list_anchors(page)).await?;
-        Ok((events, anchors))
+        Ok(Reply::Picture {
+            timeline,
+            events,
+            anchors,
+        })
     }
 
     /// Its data arrived: shown if it is the data of the timeline drawn.

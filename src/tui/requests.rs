@@ -83,6 +83,15 @@ impl Requests {
         });
     }
 
+    /// Runs `job` in the background in `slot`, its answer put in the message by `reply`.
+    pub fn fetch<T, F>(&mut self, slot: Slot, job: F, reply: fn(T) -> Reply)
+    where
+        F: Future<Output = Result<T, ServiceError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn(slot, async move { job.await.map(reply) });
+    }
+
     /// Runs `call` in the background; its answer comes back as [`Msg::Done`] in `slot`.
     pub fn spawn<F>(&mut self, slot: Slot, call: F)
     where

@@ -2,11 +2,9 @@
 //! store, answering on the queue as [`Msg::Done`]): what the tick keeps fresh, what each pane
 //! fetches (the pane says what), and the [`Call`]s components answer with.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use super::App;
-use crate::error::ServiceError;
 use crate::model::TimelineId;
 use crate::tui::action::{Reply, Slot};
 use crate::tui::effect::Call;
@@ -19,23 +17,6 @@ use crate::tui::panes::wizard::Wizard;
 use crate::tui::picture::Picture;
 
 impl App {
-    /// Runs `call` in the background; its answer comes back as [`Msg::Done`] in `slot`.
-    pub(super) fn spawn<F>(&mut self, slot: Slot, call: F)
-    where
-        F: Future<Output = Result<Reply, ServiceError>> + Send + 'static,
-    {
-        self.requests.spawn(slot, call);
-    }
-
-    /// Runs `job` in the background in `slot`, its answer put in the message by `reply`.
-    fn fetch<T, F>(&mut self, slot: Slot, job: F, reply: fn(T) -> Reply)
-    where
-        F: Future<Output = Result<T, ServiceError>> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.spawn(slot, async move { job.await.map(reply) });
-    }
-
     /// Refreshes what the tick keeps fresh; `force` also re-asks slots already waiting.
     pub(super) fn refresh(&mut self, force: bool) {
         if force || !self.pending(Slot::Whoami) {
@@ -63,7 +44,7 @@ impl App {
     /// Asks who and where the traveller is (the header, and whether the service answers).
     pub(super) fn request_whoami(&mut self) {
         let svc = Arc::clone(&self.service);
-        self.fetch(
+        self.requests.fetch(
             Slot::Whoami,
             async move { svc.whoami().await },
             Reply::Whoami,
@@ -73,7 +54,7 @@ impl App {
     /// Fetches what the timelines pane lists.
     pub(super) fn request_timelines(&mut self) {
         let job = TimelinesPane::fetch(Arc::clone(&self.service));
-        self.fetch(Slot::Timelines, job, |(list, rights)| {
+        self.requests.fetch(Slot::Timelines, job, |(list, rights)| {
             Reply::Timelines(list, rights)
         });
     }
@@ -81,14 +62,14 @@ impl App {
     /// Scans the watched timeline for anomalies.
     pub(super) fn request_monitor(&mut self) {
         if let Some(job) = self.panes.monitor.fetch(Arc::clone(&self.service)) {
-            self.fetch(Slot::Monitor, job, Reply::Monitor);
+            self.requests.fetch(Slot::Monitor, job, Reply::Monitor);
         }
     }
 
     /// Fetches the automation log.
     pub(super) fn request_log(&mut self) {
         let job = LogPane::fetch(Arc::clone(&self.service));
-        self.fetch(Slot::Log, job, Reply::Log);
+        self.requests.fetch(Slot::Log, job, Reply::Log);
     }
 
     /// Searches the selected timeline with the inputs as they are.
@@ -99,25 +80,26 @@ impl App {
             .selected()
             .map(|t| t.id.clone())
             .unwrap_or_else(TimelineId::primary);
-        match self.panes.search.fetch(timeline, Arc::clone(&self.service)) {
-            Ok(job) => self.fetch(Slot::Search, job, Reply::Search),
-            Err(why) => self.flash_error(why),
+        // Inputs that do not parse are refused under them, by the pane.
+        if let Ok(job) = self.panes.search.fetch(timeline, Arc::clone(&self.service)) {
+            self.requests.fetch(Slot::Search, job, Reply::Search);
         }
     }
 
     /// Looks up the causes the detail of the selected event names, if any are missing.
     pub(super) fn request_causes(&mut self) {
         if let Some(job) = self.panes.search.fetch_causes(Arc::clone(&self.service)) {
-            self.fetch(Slot::Causes, job, Reply::Causes);
+            self.requests.fetch(Slot::Causes, job, Reply::Causes);
         }
     }
 
     /// Asks for your anchors and items (the wizard's lists; the delete question's anchors).
     pub(super) fn request_wizard_data(&mut self) {
         let job = Wizard::fetch_data(Arc::clone(&self.service));
-        self.fetch(Slot::WizardData, job, |(anchors, items)| {
-            Reply::WizardData { anchors, items }
-        });
+        self.requests
+            .fetch(Slot::WizardData, job, |(anchors, items)| {
+                Reply::WizardData { anchors, items }
+            });
     }
 
     /// Fetches the rows of the anchors list, if it is open.
@@ -125,28 +107,15 @@ impl App {
         let svc = Arc::clone(&self.service);
         if let Some(Modal::Anchors(list)) = &mut self.modal {
             let job = list.fetch(svc);
-            self.fetch(Slot::Anchors, job, Reply::Anchors);
+            self.requests.fetch(Slot::Anchors, job, Reply::Anchors);
         }
-    }
-
-    /// Fetches what the picture of `timeline` shows.
-    pub(super) fn request_picture(&mut self, timeline: TimelineId) {
-        let job = Picture::fetch(timeline.clone(), Arc::clone(&self.service));
-        self.spawn(Slot::Picture, async move {
-            let (events, anchors) = job.await?;
-            Ok(Reply::Picture {
-                timeline,
-                events,
-                anchors,
-            })
-        });
     }
 
     /// Fetches the picture's data again if it is open (something it shows has changed).
     pub(super) fn refresh_picture(&mut self) {
         if let Some(Modal::Picture(p)) = &self.modal {
-            let timeline = p.timeline.clone();
-            self.request_picture(timeline);
+            let job = Picture::fetch(p.timeline.clone(), Arc::clone(&self.service));
+            self.requests.spawn(Slot::Picture, job);
         }
     }
 
@@ -164,12 +133,26 @@ impl App {
             // The list shows it is loading; its rows are checked one by one.
             Call::CheckAnchors => self.request_anchors(),
             call => {
-                if let Call::Checked(change) = &call {
-                    self.checking = Some(change.clone());
+                let checked = match &call {
+                    Call::Checked(change) => Some(change.clone()),
+                    _ => None,
+                };
+                let Some((slot, job)) = jobs::job(call, Arc::clone(&self.service)) else {
+                    return;
+                };
+                // A change is not sent into what the header says is gone: the form stays as
+                // typed, to send again once answers come.
+                if slot == Slot::Mutation
+                    && let Some(why) = self.connection.offline()
+                {
+                    let why = format!(
+                        "Not sent: {why} (see above). What you typed is kept: send it again \
+                         once the header says connected."
+                    );
+                    return self.refuse_unsent(why);
                 }
-                if let Some((slot, job)) = jobs::job(call, Arc::clone(&self.service)) {
-                    self.spawn(slot, job);
-                }
+                self.checking = checked;
+                self.requests.spawn(slot, job);
             }
         }
     }

@@ -31,7 +31,7 @@ use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
 use super::live::{Follower, Link};
 use super::modal::{Around, Modal};
-use super::mouse::{Areas, Pointer};
+use super::mouse::Areas;
 use super::open;
 use super::panes::{Panes, Then};
 use super::requests::Requests;
@@ -386,17 +386,10 @@ impl App {
         }
     }
 
-    /// Handles a mouse event; ignored while a modal is open or outside the panes.
+    /// Handles a mouse event; ignored while a modal is open.
     fn on_mouse(&mut self, mouse: MouseEvent) {
-        if self.modal.is_some() {
-            return;
-        }
-        let then = match self.areas.pointer(mouse, self.panes.lower) {
-            Some(Pointer::Click { pane, row }) => self.panes.click(pane, row),
-            Some(Pointer::Scroll { pane, rows }) => self.panes.scroll(pane, rows),
-            None => Then::Done,
-        };
-        if let Then::SelectionChanged = then {
+        let pointer = self.areas.pointer(mouse, self.panes.lower);
+        if self.modal.is_none() && matches!(self.panes.pointed(pointer), Then::SelectionChanged) {
             self.selection_changed();
         }
     }

@@ -82,18 +82,13 @@ impl App {
         let Some(next) = self.connection.after(answered) else {
             return;
         };
-        if next == Connection::Connected && self.connection != Connection::Connected {
-            match self.connection {
-                Connection::Connecting => {}
-                Connection::Restricted(_) => self.flash_info("Your restriction was lifted."),
-                _ => self.flash_info("Reconnected."),
-            }
-            // A stream lost meanwhile is opened again now, not after its pause.
-            self.reopen_stream();
-        } else if next == Connection::Connected && self.follower.unreached() {
-            // The server answers: a stream that could not reach it is opened again now (its
-            // "connection refused" would otherwise stand beside "connected" until its pause
-            // ends).
+        let back = next == Connection::Connected && self.connection != Connection::Connected;
+        if let Some(text) = back.then(|| self.connection.welcome_back()).flatten() {
+            self.flash_info(text);
+        }
+        // The server answers: a stream lost meanwhile, or that could not reach it, is opened
+        // again now, not after its pause ("connection refused" would stand beside "connected").
+        if back || (next == Connection::Connected && self.follower.unreached()) {
             self.reopen_stream();
         }
         self.connection = next;
@@ -125,17 +120,10 @@ impl App {
         if let ServiceError::UnknownReference { what, id } = &e
             && what == "timeline"
         {
-            if self.said_gone.iter().any(|gone| gone.to_string() == *id) {
+            if self.said_gone.iter().any(|gone| gone.as_str() == id) {
                 return;
             }
-            if let Some(t) = self
-                .panes
-                .timelines
-                .all
-                .iter()
-                .find(|t| t.id.to_string() == *id)
-            {
-                let (id, name) = (t.id.clone(), t.name.clone());
+            if let Some((id, name)) = self.panes.timelines.listed(id) {
                 return self.timeline_gone(id, &name);
             }
         }

@@ -90,8 +90,12 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The marker shown in a pane title while it waits.
+    /// The marker shown in a pane title while it waits, or while the service gives no answers
+    /// (what the pane shows is then as it was last answered, not fresh).
     pub fn loading(&self) -> Option<String> {
+        if self.offline.is_some() {
+            return Some("not updated".to_owned());
+        }
         self.pending.then(|| "loading…".to_owned())
     }
 
@@ -259,8 +263,19 @@ impl Panes {
         Then::Done
     }
 
+    /// The mouse at `pointer` (from [`super::mouse::Areas::pointer`]): a click focuses a pane
+    /// and selects its row, the wheel moves its cursor; outside the panes nothing happens.
+    pub fn pointed(&mut self, pointer: Option<super::mouse::Pointer>) -> Then {
+        use super::mouse::Pointer;
+        match pointer {
+            Some(Pointer::Click { pane, row }) => self.click(pane, row),
+            Some(Pointer::Scroll { pane, rows }) => self.scroll(pane, rows),
+            None => Then::Done,
+        }
+    }
+
     /// A click on `pane` (on its `row`, if on a row): focused, and the row selected.
-    pub fn click(&mut self, pane: PaneId, row: Option<usize>) -> Then {
+    fn click(&mut self, pane: PaneId, row: Option<usize>) -> Then {
         self.focus = pane;
         let clicked = row.is_some_and(|row| {
             self.cursor_of(pane)
@@ -274,7 +289,7 @@ impl Panes {
     }
 
     /// The wheel over `pane`: focused, and its cursor moved by `rows`.
-    pub fn scroll(&mut self, pane: PaneId, rows: isize) -> Then {
+    fn scroll(&mut self, pane: PaneId, rows: isize) -> Then {
         self.focus = pane;
         if self.move_cursor(rows) {
             Then::SelectionChanged

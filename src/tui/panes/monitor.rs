@@ -233,8 +233,16 @@ impl MonitorPane {
             return;
         }
         if self.rows.is_empty() {
+            // Stable is news only while scans come: else it is what the last one said.
+            let said = match ctx.offline {
+                None => Span::styled("✓ Stable: no anomalies.", p.ok),
+                Some(why) => Span::styled(
+                    format!("No anomalies at the last scan; not updated: {why}."),
+                    p.dim,
+                ),
+            };
             frame.render_widget(
-                Paragraph::new(Span::styled("✓ Stable: no anomalies.", p.ok)),
+                Paragraph::new(said).wrap(ratatui::widgets::Wrap { trim: true }),
                 inner,
             );
             return;

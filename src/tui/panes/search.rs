@@ -54,10 +54,13 @@ pub struct SearchPane {
     pub causes: HashMap<EventId, EventRecord>,
     /// Events the monitor's open anomalies name in the searched timeline: their rows say so.
     pub troubled: HashSet<EventId>,
+    /// Why the inputs as they were last submitted do not parse: shown under them until a
+    /// search that parses is sent.
+    pub refused: Option<String>,
 }
 
 const LOCATION_HINT: &str = "e.g. Paris (empty: anywhere)";
-const RANGE_HINT: &str = "START/END, START/P1M or a date (empty: any time)";
+const RANGE_HINT: &str = "START/END, START/P1M or a date; empty: all";
 
 impl Default for SearchPane {
     fn default() -> Self {
@@ -72,6 +75,7 @@ impl Default for SearchPane {
             searched: false,
             causes: HashMap::new(),
             troubled: HashSet::new(),
+            refused: None,
         }
     }
 }
@@ -98,9 +102,11 @@ impl SearchPane {
             Ok(q) => q,
             Err(e) => {
                 self.invalid();
+                self.refused = Some(e.clone());
                 return Err(e);
             }
         };
+        self.refused = None;
         self.timeline = Some(timeline.clone());
         Ok(async move {
             svc.search_events(SearchQuery {
@@ -367,6 +373,12 @@ impl SearchPane {
                 frame.render_widget(Paragraph::new(lines), body);
                 return;
             }
+        }
+        if let Some(why) = &self.refused {
+            let text = format!("{}. Fix it and press enter.", why.trim_end_matches('.'));
+            let said = Paragraph::new(Span::styled(text, p.error));
+            frame.render_widget(said.wrap(ratatui::widgets::Wrap { trim: true }), body);
+            return;
         }
         if self.results.is_empty() {
             let msg = if self.searched {

@@ -35,6 +35,9 @@ pub struct TimelinesPane {
     prefixes: Vec<String>,
     /// Names by id, to show a branch's parent by name.
     names: HashMap<TimelineId, String>,
+    /// Names of timelines listed once and gone since (deleted): what still names them (an
+    /// anchor, a journey, a branch's parent) reads a name, not a dead id.
+    deleted: HashMap<TimelineId, String>,
     /// Selection and scroll.
     pub cursor: Cursor,
     /// The filter text (matches name or id, case-insensitively).
@@ -67,10 +70,16 @@ impl TimelinesPane {
     /// Replaces the list, keeping the selection on the same timeline when it still exists.
     pub fn set(&mut self, timelines: Vec<TimelineInfo>) {
         let keep = self.selected().map(|t| t.id.clone());
-        self.names = timelines
+        let names = timelines
             .iter()
             .map(|t| (t.id.clone(), t.name.clone()))
             .collect();
+        let before = std::mem::replace(&mut self.names, names);
+        for (id, name) in before {
+            if !self.names.contains_key(&id) {
+                self.deleted.insert(id, name);
+            }
+        }
         self.all = timelines;
         self.loaded = true;
         self.refilter();
@@ -203,12 +212,19 @@ impl TimelinesPane {
         self.all.iter().find(|t| &t.id == id)
     }
 
-    /// A timeline's name, or its id when unknown.
+    /// The listed timeline whose id is written `id` (as an error names it), with its name.
+    pub fn listed(&self, id: &str) -> Option<(TimelineId, String)> {
+        let t = self.all.iter().find(|t| t.id.as_str() == id)?;
+        Some((t.id.clone(), t.name.clone()))
+    }
+
+    /// A timeline's name (marked when it was deleted), or its id when unknown.
     pub fn name_of(&self, id: &TimelineId) -> String {
-        self.names
-            .get(id)
-            .cloned()
-            .unwrap_or_else(|| id.to_string())
+        match (self.names.get(id), self.deleted.get(id)) {
+            (Some(name), _) => name.clone(),
+            (None, Some(name)) => format!("{name} (deleted)"),
+            (None, None) => id.to_string(),
+        }
     }
 
     /// Draws the pane.
@@ -302,10 +318,14 @@ impl TimelinesPane {
             let prefix = self.prefixes.get(row).map_or("", String::as_str);
             let here = ctx.here == Some(&t.id);
             let (status, window) = status_and_window(t, ctx.now, p);
-            let (trouble, trouble_style) = match t.paradoxes {
+            let (mut trouble, trouble_style) = match t.paradoxes {
                 0 => ("·".to_owned(), p.dim),
                 n => (format!("⚠{n}"), p.warn),
             };
+            // The service is counting a large timeline again: this is its last count.
+            if t.paradoxes_recounting {
+                trouble.push('…');
+            }
             let row_style = if row == selected { p.selected } else { p.text };
             let marker = match (row == selected, here) {
                 (true, true) => "▶●",
@@ -554,6 +574,31 @@ mod key_tests {
             timeline(2, "Paris 1900"),
         ]);
         pane
+    }
+
+    #[test]
+    fn a_count_being_worked_out_again_is_marked_as_the_last_one() {
+        use crate::tui::unit::{palette, screen};
+        let mut pane = TimelinesPane::default();
+        let mut tesla = timeline(1, "Tesla 1889");
+        tesla.paradoxes = 3;
+        tesla.paradoxes_recounting = true;
+        let mut paris = timeline(2, "Paris 1900");
+        paris.paradoxes = 2;
+        pane.set(vec![timeline(0, "primary"), tesla, paris]);
+        let p = palette();
+        let ctx = Ctx {
+            palette: &p,
+            now: crate::model::parse_instant("t", "2026-01-01T00:00:00Z").unwrap(),
+            focused: true,
+            here: None,
+            pending: false,
+            offline: None,
+        };
+        let shown = screen(80, 8, |f| pane.render(f, f.area(), &ctx));
+        let row = |name: &str| shown.lines().find(|l| l.contains(name)).unwrap_or_default();
+        assert!(row("Tesla 1889").contains("⚠3…"), "{shown}");
+        assert!(row("Paris 1900").contains("⚠2 "), "{shown}");
     }
 
     #[test]
