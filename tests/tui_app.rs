@@ -3001,7 +3001,7 @@ async fn member(engine: &Arc<Engine>, clock: Arc<ManualClock>, name: &str) -> Ha
 async fn the_creator_of_a_timeline_makes_its_first_list_and_stays_its_admin() {
     let clock = Arc::new(ManualClock::new(t(START)));
     let engine = engine(clock.clone()).await;
-    let mut h = member(&engine, clock, "bob").await;
+    let mut h = member(&engine, clock.clone(), "bob").await;
     submit(&mut h, "n", &["Bob lab"]).await;
     let lab = h
         .app
@@ -3029,6 +3029,31 @@ async fn the_creator_of_a_timeline_makes_its_first_list_and_stays_its_admin() {
     let screen = h.render(100, 30);
     assert!(!screen.contains("ask its admins"), "{screen}");
     assert!(screen.contains("read    tom"), "{screen}");
+
+    // tom branches it: the branch's list is the lab's, copied, and says so (B7) rather than
+    // "set by tom", who set nothing.
+    let tom = engine.session("tom".parse().unwrap()).with_admin(false);
+    let branch = tom
+        .create_timeline(NewTimeline {
+            base_timeline_id: Some(lab.clone()),
+            ..named("Tom's branch")
+        })
+        .await
+        .unwrap();
+    let mut h = member(&engine, clock.clone(), "tom").await;
+    h.app.panes.timelines.select(&branch.id);
+    h.press("S");
+    h.settle().await;
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        let unboxed = screen.replace(['║', '│'], " ");
+        let words = unboxed.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("List copied from Bob lab when tom branched it"),
+            "{screen}"
+        );
+        assert!(!words.contains("set by tom"), "{screen}");
+    }
 }
 
 #[tokio::test]
@@ -3654,8 +3679,10 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
         for note in [
             "ro after a timeline's name: you may read it, not write it (ask its admins; S shows \
              who may).",
-            "Restrictions (R): n restrict a traveller, x lift (asks). Integrity (T): r recent \
-             scan, f full scan, v validate.",
+            "Restrictions (R): n restrict a traveller · x lift the selected one · s reload · \
+             esc close.",
+            "Integrity (T): r recent scan · f full scan · v validate its data · j scroll · esc \
+             close.",
         ] {
             assert!(help.contains(note), "{width} columns: {note}\n{help}");
         }

@@ -14,6 +14,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::confirm::{Answer, Confirm};
 use super::effect::{Call, Effect, Outcome};
 use super::forms::{self, FormKind};
+use super::keymap::Key;
+use super::offers::{self, CLOSE, DOWN, Offer, UP};
 use super::theme::Palette;
 use super::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 use crate::model::AnchorId;
@@ -31,6 +33,42 @@ const CHECKED_ANCHORS: usize = 200;
 /// Fewest rows under the list for the selected anchor in full (its lines wrap; it grows with
 /// them).
 const DETAIL_LINES: u16 = 6;
+
+/// What the list does with a key.
+#[derive(Clone, Copy, Debug)]
+pub enum Command {
+    /// Go back to the selected anchor (the return wizard).
+    Return,
+    /// Adjust what it recorded.
+    Adjust,
+    /// Delete it, after asking.
+    Delete,
+    /// Check every anchor again.
+    Check,
+    /// Close the list.
+    Close,
+    /// Move the selection.
+    Up,
+    /// See [`Command::Up`].
+    Down,
+    /// To the first anchor.
+    Top,
+    /// To the last anchor.
+    Bottom,
+}
+
+/// The keys of the anchors list: its hint line and the help are written from these.
+pub const OFFERS: &[Offer<Command>] = &[
+    Offer::new(Command::Return, &[Key::code(KeyCode::Enter)], "return"),
+    Offer::new(Command::Adjust, &[Key::char('e')], "adjust environment"),
+    Offer::new(Command::Delete, &[Key::char('d')], "delete"),
+    Offer::new(Command::Check, &[Key::char('s')], "check again"),
+    Offer::new(Command::Close, CLOSE, "close"),
+    Offer::quiet(Command::Up, UP),
+    Offer::quiet(Command::Down, DOWN),
+    Offer::quiet(Command::Top, &[Key::code(KeyCode::Home), Key::char('g')]),
+    Offer::quiet(Command::Bottom, &[Key::code(KeyCode::End), Key::char('G')]),
+];
 
 /// One anchor and what its check said.
 #[derive(Clone, Debug)]
@@ -171,18 +209,25 @@ impl AnchorsList {
         }
         self.note = None;
         let len = self.rows.len();
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return Outcome::close(),
-            KeyCode::Up | KeyCode::Char('k') => self.cursor.step(-1, len),
-            KeyCode::Down | KeyCode::Char('j') => self.cursor.step(1, len),
-            KeyCode::Home | KeyCode::Char('g') => self.cursor.step(isize::MIN / 2, len),
-            KeyCode::End | KeyCode::Char('G') => self.cursor.step(isize::MAX / 2, len),
+        let Some(command) = offers::find(OFFERS, &key) else {
+            return Outcome::keep();
+        };
+        match command {
+            Command::Close => return Outcome::close(),
+            Command::Up => self.cursor.step(-1, len),
+            Command::Down => self.cursor.step(1, len),
+            Command::Top => self.cursor.step(isize::MIN / 2, len),
+            Command::Bottom => self.cursor.step(isize::MAX / 2, len),
             // One check at a time: each is a page and a stability call per anchor.
-            KeyCode::Char('s') if !self.loading => {
+            Command::Check if self.loading => {
+                self.note =
+                    Some("A check is under way; its answers come in as they are made.".into());
+            }
+            Command::Check => {
                 self.loading = true;
                 return Outcome::with(Effect::Call(Call::CheckAnchors));
             }
-            KeyCode::Char('e') => match self.selected() {
+            Command::Adjust => match self.selected() {
                 Some(row) if row.anchor.status == AnchorStatus::Spent => {
                     self.note = Some(format!(
                         "{} is spent: it is history, and what it recorded stays as it was.",
@@ -193,7 +238,7 @@ impl AnchorsList {
                 None => {}
             },
             // Going back there is the return wizard's: items, the paradox check, a confirm.
-            KeyCode::Enter => match self.selected() {
+            Command::Return => match self.selected() {
                 Some(row) if row.anchor.status == AnchorStatus::Spent => {
                     self.note = Some(format!(
                         "{} is spent: it was returned to already, and is not a way back.",
@@ -208,12 +253,11 @@ impl AnchorsList {
                 }
                 None => {}
             },
-            KeyCode::Char('d') => {
+            Command::Delete => {
                 if let Some(row) = self.selected() {
                     self.confirm = Some(Confirm::DeleteAnchor(row.anchor.id.clone(), row.label()));
                 }
             }
-            _ => {}
         }
         Outcome::keep()
     }
@@ -263,10 +307,9 @@ impl AnchorsList {
         if let Some(text) = detail_text {
             frame.render_widget(text, detail);
         }
-        let keys_text =
-            "enter return · e adjust environment · d delete · s check again · esc close";
+        let keys_text = offers::hint(OFFERS);
         frame.render_widget(
-            Paragraph::new(Span::styled(ellipsize(keys_text, width), p.dim)),
+            Paragraph::new(Span::styled(ellipsize(&keys_text, width), p.dim)),
             keys,
         );
         if let Some(form) = &mut self.form {

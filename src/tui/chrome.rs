@@ -72,6 +72,17 @@ impl Connection {
         })
     }
 
+    /// Why a change is not sent now, when answers do not come: the form keeps what was typed,
+    /// to send again once they do.
+    pub fn unsent(&self) -> Option<String> {
+        self.offline().map(|why| {
+            format!(
+                "Not sent: {why} (see above). What you typed is kept: send it again once the \
+                 header says connected."
+            )
+        })
+    }
+
     /// What to say when answers come again after this state: `None` on the first answer.
     pub fn welcome_back(&self) -> Option<&'static str> {
         match self {

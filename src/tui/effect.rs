@@ -121,6 +121,17 @@ pub enum Call {
     Validate(IntegrityQuery),
 }
 
+impl Call {
+    /// The change, when this is one to check for paradoxes first (a refusal then asks whether
+    /// to apply it anyway).
+    pub fn checked(&self) -> Option<&Checked> {
+        match self {
+            Call::Checked(change) => Some(change),
+            _ => None,
+        }
+    }
+}
+
 /// What a component answers a key with: whether it closes, and what the loop should do.
 #[derive(Debug, Default)]
 pub struct Outcome {

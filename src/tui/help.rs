@@ -5,7 +5,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::anchors;
 use super::keymap::{Context, KeyMap};
+use super::offers;
+use super::security::{access, integrity, restrictions};
 use super::theme::Palette;
 use super::widgets::{centered, modal};
 
@@ -84,8 +87,9 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             picture.join(", ")
         ),
         format!(
-            "Anchors list ({}): enter return, e adjust, d delete (asks), s check again.",
-            key(Action::Anchors)
+            "Anchors list ({}): {}.",
+            key(Action::Anchors),
+            offers::hint(anchors::OFFERS)
         ),
         format!(
             "{} and {}: ↑↓ a preset or type 1h30m, 2d, PT45M; tab flips the direction.",
@@ -112,14 +116,19 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             key(Action::AccessControl)
         ),
         format!(
-            "Access ({}): a add a name, x remove it, D remove the list (both ask), l access log.",
-            key(Action::AccessControl)
+            "Access ({}): {}.",
+            key(Action::AccessControl),
+            offers::hint(access::OFFERS)
         ),
         format!(
-            "Restrictions ({}): n restrict a traveller, x lift (asks). Integrity ({}): r recent \
-             scan, f full scan, v validate.",
+            "Restrictions ({}): {}.",
             key(Action::Restrictions),
-            key(Action::Integrity)
+            offers::hint(restrictions::OFFERS)
+        ),
+        format!(
+            "Integrity ({}): {}.",
+            key(Action::Integrity),
+            offers::hint(integrity::OFFERS)
         ),
         "In forms: tab next field, enter submit, esc cancel.".to_owned(),
         "ctrl-c quits from anywhere.".to_owned(),

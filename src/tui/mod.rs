@@ -39,6 +39,7 @@ pub mod live;
 pub mod merge;
 pub mod modal;
 pub mod mouse;
+pub mod offers;
 pub mod open;
 pub mod paging;
 pub mod panes;

@@ -5,7 +5,7 @@
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
-use super::panes::PaneId;
+use super::panes::{PaneId, Panes, Then};
 
 /// Screen areas of the last frame, for the mouse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +36,17 @@ pub enum Pointer {
         /// How far, down when positive.
         rows: isize,
     },
+}
+
+impl Pointer {
+    /// Does it to the panes: a click focuses a pane and selects its row, the wheel moves its
+    /// cursor.
+    pub fn apply(self, panes: &mut Panes) -> Then {
+        match self {
+            Pointer::Click { pane, row } => panes.click(pane, row),
+            Pointer::Scroll { pane, rows } => panes.scroll(pane, rows),
+        }
+    }
 }
 
 impl Areas {

@@ -12,7 +12,7 @@ use super::modal::{Around, Modal};
 use super::panes::PaneId;
 use super::panes::wizard::Wizard;
 use super::picture::Picture;
-use super::security::access::AccessScreen;
+use super::security::access::{AccessScreen, Branched};
 use super::security::integrity::IntegrityScreen;
 use super::security::restrictions::RestrictionsScreen;
 use super::security::rights::Rights;
@@ -255,7 +255,16 @@ fn security(action: Action, around: &Around<'_>) -> Opened {
         return Opened::modal(Modal::Integrity(Box::new(screen)), vec![Effect::Call(call)]);
     }
     let me = around.whoami.map(|w| w.traveller.clone());
-    let screen = AccessScreen::new(t.id.clone(), t.name.clone(), operator, me);
+    let mut screen = AccessScreen::new(t.id.clone(), t.name.clone(), operator, me);
+    screen.branched = t
+        .parent
+        .as_ref()
+        .zip(t.created_by.clone())
+        .map(|(parent, by)| Branched {
+            from: around.timelines.name_of(parent),
+            by,
+            at: t.created_at,
+        });
     let call = screen.fetch();
     Opened::modal(Modal::Access(Box::new(screen)), vec![Effect::Call(call)])
 }

@@ -133,22 +133,12 @@ impl App {
             // The list shows it is loading; its rows are checked one by one.
             Call::CheckAnchors => self.request_anchors(),
             call => {
-                let checked = match &call {
-                    Call::Checked(change) => Some(change.clone()),
-                    _ => None,
-                };
+                let checked = call.checked().cloned();
                 let Some((slot, job)) = jobs::job(call, Arc::clone(&self.service)) else {
                     return;
                 };
-                // A change is not sent into what the header says is gone: the form stays as
-                // typed, to send again once answers come.
-                if slot == Slot::Mutation
-                    && let Some(why) = self.connection.offline()
-                {
-                    let why = format!(
-                        "Not sent: {why} (see above). What you typed is kept: send it again \
-                         once the header says connected."
-                    );
+                // A change is not sent into what the header says is gone.
+                if let Some(why) = self.connection.unsent().filter(|_| slot == Slot::Mutation) {
                     return self.refuse_unsent(why);
                 }
                 self.checking = checked;

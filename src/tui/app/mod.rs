@@ -389,7 +389,10 @@ impl App {
     /// Handles a mouse event; ignored while a modal is open.
     fn on_mouse(&mut self, mouse: MouseEvent) {
         let pointer = self.areas.pointer(mouse, self.panes.lower);
-        if self.modal.is_none() && matches!(self.panes.pointed(pointer), Then::SelectionChanged) {
+        let then = pointer
+            .filter(|_| self.modal.is_none())
+            .map(|p| p.apply(&mut self.panes));
+        if let Some(Then::SelectionChanged) = then {
             self.selection_changed();
         }
     }

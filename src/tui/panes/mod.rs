@@ -263,19 +263,8 @@ impl Panes {
         Then::Done
     }
 
-    /// The mouse at `pointer` (from [`super::mouse::Areas::pointer`]): a click focuses a pane
-    /// and selects its row, the wheel moves its cursor; outside the panes nothing happens.
-    pub fn pointed(&mut self, pointer: Option<super::mouse::Pointer>) -> Then {
-        use super::mouse::Pointer;
-        match pointer {
-            Some(Pointer::Click { pane, row }) => self.click(pane, row),
-            Some(Pointer::Scroll { pane, rows }) => self.scroll(pane, rows),
-            None => Then::Done,
-        }
-    }
-
     /// A click on `pane` (on its `row`, if on a row): focused, and the row selected.
-    fn click(&mut self, pane: PaneId, row: Option<usize>) -> Then {
+    pub fn click(&mut self, pane: PaneId, row: Option<usize>) -> Then {
         self.focus = pane;
         let clicked = row.is_some_and(|row| {
             self.cursor_of(pane)
@@ -289,7 +278,7 @@ impl Panes {
     }
 
     /// The wheel over `pane`: focused, and its cursor moved by `rows`.
-    fn scroll(&mut self, pane: PaneId, rows: isize) -> Then {
+    pub fn scroll(&mut self, pane: PaneId, rows: isize) -> Then {
         self.focus = pane;
         if self.move_cursor(rows) {
             Then::SelectionChanged

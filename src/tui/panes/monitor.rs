@@ -169,6 +169,25 @@ impl MonitorPane {
         row.resolved.is_none() && row.appeared.is_some_and(|at| self.refreshes - at < NEW_FOR)
     }
 
+    /// What the pane says instead of rows, when it has none to list: no timeline watched, its
+    /// scan not in yet, or none of its anomalies standing (claimed only while scans come).
+    fn nothing_listed(&self, ctx: &Ctx<'_>) -> Option<Paragraph<'static>> {
+        let p = ctx.palette;
+        let said = if self.timeline.is_none() {
+            Span::styled("Select a timeline to watch it.", p.dim)
+        } else if self.status.is_none() {
+            Span::styled(ctx.not_loaded("Scanning…"), p.dim)
+        } else if !self.rows.is_empty() {
+            return None;
+        } else if let Some(why) = ctx.offline {
+            let text = format!("No anomalies at the last scan; not updated: {why}.");
+            Span::styled(text, p.dim)
+        } else {
+            Span::styled("✓ Stable: no anomalies.", p.ok)
+        };
+        Some(Paragraph::new(said))
+    }
+
     /// Draws the pane; `timeline_name` names the watched timeline.
     pub fn render(
         &mut self,
@@ -216,35 +235,8 @@ impl MonitorPane {
         let block = pane_block(title("Monitor", Some(extra.join(" · ")), p), ctx.focused, p);
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        if self.timeline.is_none() {
-            frame.render_widget(
-                Paragraph::new(Span::styled("Select a timeline to watch it.", p.dim)),
-                inner,
-            );
-            return;
-        }
-        if self.status.is_none() {
-            let text = ctx.not_loaded("Scanning…");
-            frame.render_widget(
-                Paragraph::new(Span::styled(text, p.dim))
-                    .wrap(ratatui::widgets::Wrap { trim: true }),
-                inner,
-            );
-            return;
-        }
-        if self.rows.is_empty() {
-            // Stable is news only while scans come: else it is what the last one said.
-            let said = match ctx.offline {
-                None => Span::styled("✓ Stable: no anomalies.", p.ok),
-                Some(why) => Span::styled(
-                    format!("No anomalies at the last scan; not updated: {why}."),
-                    p.dim,
-                ),
-            };
-            frame.render_widget(
-                Paragraph::new(said).wrap(ratatui::widgets::Wrap { trim: true }),
-                inner,
-            );
+        if let Some(said) = self.nothing_listed(ctx) {
+            frame.render_widget(said.wrap(ratatui::widgets::Wrap { trim: true }), inner);
             return;
         }
         let height = inner.height.saturating_sub(1) as usize;

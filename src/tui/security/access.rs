@@ -12,19 +12,62 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::{FormKey, YesNo, counted, form_key, render_question, yes_no};
 use crate::model::{TimeRange, TimelineId, Traveller};
 use crate::service::{
-    AccessAction, AccessControlSet, AccessControlView, AccessLog, AccessLogEntry, AccessLogQuery,
-    PageRequest, Permissions, Right, SetAccessControlRequest,
+    AccessAction, AccessControl, AccessControlSet, AccessControlView, AccessLog, AccessLogEntry,
+    AccessLogQuery, PageRequest, Permissions, Right, SetAccessControlRequest,
 };
 use crate::tui::action::Slot;
 use crate::tui::effect::{Call, Effect, Outcome, Reload};
+use crate::tui::keymap::Key;
+use crate::tui::offers::{self, CLOSE, DOWN, Offer, UP};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
-/// The keys, as the bottom line of the screen lists them to an admin.
-const KEYS: &str = "a add a name · x remove it · D remove the list · l log · s reload · esc";
+/// What the screen does with a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Add a name to a list (a form).
+    Add,
+    /// Take the selected name off its list, after asking.
+    Remove,
+    /// Remove the whole list, after asking.
+    RemoveList,
+    /// Read the access log over a range (a form).
+    Log,
+    /// Ask for the list again.
+    Reload,
+    /// Close the screen.
+    Close,
+    /// Move the selection.
+    Up,
+    /// See [`Command::Up`].
+    Down,
+}
 
-/// The keys, as the bottom line lists them to someone who may not change the lists.
-const READER_KEYS: &str = "↑↓ move · s reload · esc close · changes need the admin right";
+impl Command {
+    /// Whether only the timeline's admins (and operators) may give it.
+    fn needs_admin(self) -> bool {
+        matches!(
+            self,
+            Command::Add | Command::Remove | Command::RemoveList | Command::Log
+        )
+    }
+}
+
+/// The keys of the access screen: its hint line and the help are written from these.
+pub const OFFERS: &[Offer<Command>] = &[
+    Offer::new(Command::Add, &[Key::char('a')], "add a name"),
+    Offer::new(
+        Command::Remove,
+        &[Key::char('x'), Key::code(KeyCode::Delete)],
+        "remove",
+    ),
+    Offer::new(Command::RemoveList, &[Key::char('D')], "drop the list"),
+    Offer::new(Command::Log, &[Key::char('l')], "log"),
+    Offer::new(Command::Reload, &[Key::char('s')], "reload"),
+    Offer::new(Command::Close, CLOSE, "close"),
+    Offer::quiet(Command::Up, UP),
+    Offer::quiet(Command::Down, DOWN),
+];
 
 /// Lines at the top for your right and the list's standing (it wraps on a narrow screen).
 const HEAD_LINES: u16 = 3;
@@ -85,6 +128,20 @@ pub struct AccessScreen {
     pub note: Option<(String, bool)>,
     /// The access log, once asked for.
     pub log: Option<LogView>,
+    /// How the timeline came to be, when it is a branch: a list copied from its base when it
+    /// was branched reads as copied, not as set by whoever branched it.
+    pub branched: Option<Branched>,
+}
+
+/// A branch's making, as the list of timelines says it.
+#[derive(Clone, Debug)]
+pub struct Branched {
+    /// The name of the timeline it was branched from.
+    pub from: String,
+    /// Who branched it.
+    pub by: Traveller,
+    /// When.
+    pub at: crate::model::Instant,
 }
 
 impl AccessScreen {
@@ -103,6 +160,7 @@ impl AccessScreen {
             sent: false,
             note: None,
             log: None,
+            branched: None,
         }
     }
 
@@ -289,23 +347,29 @@ impl AccessScreen {
         }
         self.note = None;
         let len = self.names().len();
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return Outcome::close(),
-            KeyCode::Up | KeyCode::Char('k') => self.cursor.step(-1, len),
-            KeyCode::Down | KeyCode::Char('j') => self.cursor.step(1, len),
-            KeyCode::Char('s') if !self.loading => {
+        let Some(command) = offers::find(OFFERS, &key) else {
+            return Outcome::keep();
+        };
+        match command {
+            Command::Close => return Outcome::close(),
+            Command::Up => self.cursor.step(-1, len),
+            Command::Down => self.cursor.step(1, len),
+            Command::Reload if self.loading => {
+                self.note = Some(("Reloading: the list comes in a moment.".into(), false));
+            }
+            Command::Reload => {
                 self.loading = true;
                 return Outcome::with(Effect::Call(self.fetch()));
             }
-            KeyCode::Char('a' | 'x' | 'D' | 'l') | KeyCode::Delete if self.sent => {
+            c if c.needs_admin() && self.sent => {
                 self.note = Some(("Wait for the change sent to be answered.".into(), true));
             }
-            KeyCode::Char('a' | 'x' | 'D' | 'l') | KeyCode::Delete
-                if let Some(why) = self.not_admin() =>
+            c if c.needs_admin()
+                && let Some(why) = self.not_admin() =>
             {
                 self.note = Some((why, true));
             }
-            KeyCode::Char('a') => {
+            Command::Add => {
                 self.form = Some(Box::new(Form::new(
                     format!("Add a name to a list of {}", self.name),
                     AccessForm::AddName,
@@ -325,11 +389,11 @@ impl AccessScreen {
                         .into();
                 }
             }
-            KeyCode::Char('x') | KeyCode::Delete => match self.names().get(self.cursor.selected) {
+            Command::Remove => match self.names().get(self.cursor.selected) {
                 Some((right, name)) => self.ask = Some(Ask::RemoveName(*right, name.clone())),
                 None => self.note = Some(("There is no name to remove.".into(), true)),
             },
-            KeyCode::Char('D') => {
+            Command::RemoveList => {
                 if self
                     .view
                     .as_ref()
@@ -340,7 +404,7 @@ impl AccessScreen {
                     self.ask = Some(Ask::RemoveList);
                 }
             }
-            KeyCode::Char('l') => {
+            Command::Log => {
                 let range = (
                     "Range (start/end, start/P1D or a date; empty: the last 24 h)",
                     String::new(),
@@ -362,7 +426,6 @@ impl AccessScreen {
                 form.note = "enter read · esc cancel".into();
                 self.form = Some(Box::new(form));
             }
-            _ => {}
         }
         Outcome::keep()
     }
@@ -580,13 +643,15 @@ impl AccessScreen {
                 log,
             );
         }
+        // What you may not do is left out, and said once.
         let keys_text = if self.right() == Some(Right::Admin) {
-            KEYS
+            offers::hint(OFFERS)
         } else {
-            READER_KEYS
+            let reader = offers::hint_where(OFFERS, |c| !c.needs_admin());
+            format!("{reader} · changes need the admin right")
         };
         frame.render_widget(
-            Paragraph::new(Span::styled(ellipsize(keys_text, width), p.dim)),
+            Paragraph::new(Span::styled(ellipsize(&keys_text, width), p.dim)),
             keys,
         );
         if let Some(form) = &mut self.form {
@@ -652,11 +717,26 @@ impl AccessScreen {
             }
             spans
         };
+        let copied = |acl: &AccessControl| {
+            let b = self.branched.as_ref()?;
+            (acl.set_by == b.by && acl.at == b.at).then(|| {
+                format!(
+                    "List copied from {} when {} branched it, at {}, with {} as admin.",
+                    b.from,
+                    b.by,
+                    fmt_time(&b.at),
+                    b.by
+                )
+            })
+        };
         let standing = match &view.access_control {
             Some(acl) => format!(
-                "List set by {} at {}. Admin includes write, write includes read.",
-                acl.set_by,
-                fmt_time(&acl.at)
+                "{} Admin includes write, write includes read.",
+                copied(acl).unwrap_or_else(|| format!(
+                    "List set by {} at {}.",
+                    acl.set_by,
+                    fmt_time(&acl.at)
+                ))
             ),
             None => "No access-control list: every traveller may read and write it, its creator \
                      acting as its admin."

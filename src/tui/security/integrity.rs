@@ -16,11 +16,41 @@ use crate::service::{
 };
 use crate::tui::action::Slot;
 use crate::tui::effect::{Call, Effect, Outcome};
+use crate::tui::keymap::Key;
+use crate::tui::offers::{self, CLOSE, Offer, UP};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{centered, ellipsize, fmt_time, modal};
 
-/// The keys, as the bottom line of the screen lists them.
-const KEYS: &str = "r recent scan · f full scan · v validate its data · j/k scroll · esc close";
+/// What the screen does with a key.
+#[derive(Clone, Copy, Debug)]
+pub enum Command {
+    /// Scan the recent records.
+    Recent,
+    /// Scan the whole log.
+    Full,
+    /// Validate the timeline's data against the log.
+    Validate,
+    /// Scroll down.
+    Down,
+    /// Scroll up.
+    Up,
+    /// Close the screen.
+    Close,
+}
+
+/// The keys of the integrity screen: its hint line and the help are written from these.
+pub const OFFERS: &[Offer<Command>] = &[
+    Offer::new(Command::Recent, &[Key::char('r')], "recent scan"),
+    Offer::new(Command::Full, &[Key::char('f')], "full scan"),
+    Offer::new(Command::Validate, &[Key::char('v')], "validate its data"),
+    Offer::new(
+        Command::Down,
+        &[Key::char('j'), Key::code(KeyCode::Down)],
+        "scroll",
+    ),
+    Offer::quiet(Command::Up, UP),
+    Offer::new(Command::Close, CLOSE, "close"),
+];
 
 /// What the screen is running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,20 +150,20 @@ impl IntegrityScreen {
                 Outcome::with(Effect::Call(call(s)))
             }
         };
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => Outcome::close(),
-            KeyCode::Char('r') => start(self, |s| s.scan(ScanDepth::Recent)),
-            KeyCode::Char('f') => start(self, |s| s.scan(ScanDepth::Full)),
-            KeyCode::Char('v') => start(self, Self::validate),
-            KeyCode::Down | KeyCode::Char('j') => {
+        match offers::find(OFFERS, &key) {
+            Some(Command::Close) => Outcome::close(),
+            Some(Command::Recent) => start(self, |s| s.scan(ScanDepth::Recent)),
+            Some(Command::Full) => start(self, |s| s.scan(ScanDepth::Full)),
+            Some(Command::Validate) => start(self, Self::validate),
+            Some(Command::Down) => {
                 self.scroll = self.scroll.saturating_add(1);
                 Outcome::keep()
             }
-            KeyCode::Up | KeyCode::Char('k') => {
+            Some(Command::Up) => {
                 self.scroll = self.scroll.saturating_sub(1);
                 Outcome::keep()
             }
-            _ => Outcome::keep(),
+            None => Outcome::keep(),
         }
     }
 
@@ -162,7 +192,7 @@ impl IntegrityScreen {
         frame.render_widget(text.scroll((self.scroll, 0)), body);
         frame.render_widget(
             Paragraph::new(Span::styled(
-                ellipsize(KEYS, usize::from(inner.width)),
+                ellipsize(&offers::hint(OFFERS), usize::from(inner.width)),
                 p.dim,
             )),
             keys,

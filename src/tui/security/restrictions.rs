@@ -13,11 +13,46 @@ use crate::model::Traveller;
 use crate::service::{RestrictRequest, Restricted, Restriction, RestrictionLevel};
 use crate::tui::action::Slot;
 use crate::tui::effect::{Call, Effect, Outcome, Reload};
+use crate::tui::keymap::Key;
+use crate::tui::offers::{self, CLOSE, DOWN, Offer, UP};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
 /// The keys, as the bottom line of the screen lists them.
-const KEYS: &str = "n restrict a traveller · x lift the selected one · s reload · esc close";
+/// What the screen does with a key.
+#[derive(Clone, Copy, Debug)]
+pub enum Command {
+    /// Restrict a traveller (a form; the selected one's name filled in).
+    Restrict,
+    /// Lift the selected restriction, after asking.
+    Lift,
+    /// Ask for the restrictions again.
+    Reload,
+    /// Close the screen.
+    Close,
+    /// Move the selection.
+    Up,
+    /// See [`Command::Up`].
+    Down,
+}
+
+/// The keys of the restrictions screen: its hint line and the help are written from these.
+pub const OFFERS: &[Offer<Command>] = &[
+    Offer::new(
+        Command::Restrict,
+        &[Key::char('n'), Key::char('a')],
+        "restrict a traveller",
+    ),
+    Offer::new(
+        Command::Lift,
+        &[Key::char('x'), Key::code(KeyCode::Delete)],
+        "lift the selected one",
+    ),
+    Offer::new(Command::Reload, &[Key::char('s')], "reload"),
+    Offer::new(Command::Close, CLOSE, "close"),
+    Offer::quiet(Command::Up, UP),
+    Offer::quiet(Command::Down, DOWN),
+];
 
 /// The levels a form accepts, as typed.
 const LEVELS: &str = "no_access, read_only, limited_access or unrestricted";
@@ -143,18 +178,24 @@ impl RestrictionsScreen {
         }
         self.note = None;
         let len = self.rows.len();
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return Outcome::close(),
-            KeyCode::Up | KeyCode::Char('k') => self.cursor.step(-1, len),
-            KeyCode::Down | KeyCode::Char('j') => self.cursor.step(1, len),
-            KeyCode::Char('s') if !self.loading => {
+        let Some(command) = offers::find(OFFERS, &key) else {
+            return Outcome::keep();
+        };
+        match command {
+            Command::Close => return Outcome::close(),
+            Command::Up => self.cursor.step(-1, len),
+            Command::Down => self.cursor.step(1, len),
+            Command::Reload if self.loading => {
+                self.note = Some(("Reloading: the list comes in a moment.".into(), false));
+            }
+            Command::Reload => {
                 self.loading = true;
                 return Outcome::with(Effect::Call(Call::Restrictions));
             }
-            KeyCode::Char('n' | 'a' | 'x') | KeyCode::Delete if self.sent => {
+            Command::Restrict | Command::Lift if self.sent => {
                 self.note = Some(("Wait for the change sent to be answered.".into(), true));
             }
-            KeyCode::Char('n' | 'a') => {
+            Command::Restrict => {
                 let (who, level) = self
                     .selected()
                     .map(|r| (r.user_id.to_string(), r.level.as_str().to_owned()))
@@ -176,11 +217,10 @@ impl RestrictionsScreen {
                     .into();
                 self.form = Some(Box::new(form));
             }
-            KeyCode::Char('x') | KeyCode::Delete => match self.selected() {
+            Command::Lift => match self.selected() {
                 Some(r) => self.ask = Some(r.user_id.clone()),
                 None => self.note = Some(("Nobody is restricted.".into(), true)),
             },
-            _ => {}
         }
         Outcome::keep()
     }
@@ -262,7 +302,7 @@ impl RestrictionsScreen {
             about,
         );
         frame.render_widget(
-            Paragraph::new(Span::styled(ellipsize(KEYS, width), p.dim)),
+            Paragraph::new(Span::styled(ellipsize(&offers::hint(OFFERS), width), p.dim)),
             keys,
         );
         if let Some(form) = &mut self.form {

@@ -1,0 +1,102 @@
+//! What a screen offers (after gitui's `CommandInfo`): each of its commands with the keys that
+//! give it and the words that say it. A screen finds the command of a key through its list
+//! ([`find`]), and its hint line ([`hint`]) and the help's note on it are written from the same
+//! list: a key that does nothing cannot be listed, and a listed key always reaches its command.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::keymap::Key;
+
+/// One command a screen offers.
+#[derive(Clone, Copy, Debug)]
+pub struct Offer<C> {
+    /// What the screen does with it.
+    pub command: C,
+    /// The keys that give it; the first is the one the hint line shows.
+    pub keys: &'static [Key],
+    /// What the hint line and the help say it does; `None` keeps it out of both (moves, which
+    /// every list has).
+    pub what: Option<&'static str>,
+}
+
+impl<C> Offer<C> {
+    /// A command said in the hint line and the help.
+    pub const fn new(command: C, keys: &'static [Key], what: &'static str) -> Self {
+        Self {
+            command,
+            keys,
+            what: Some(what),
+        }
+    }
+
+    /// A command given by its keys but not said (cursor moves).
+    pub const fn quiet(command: C, keys: &'static [Key]) -> Self {
+        Self {
+            command,
+            keys,
+            what: None,
+        }
+    }
+}
+
+/// The keys of moving a cursor up and down a list.
+pub const UP: &[Key] = &[Key::code(KeyCode::Up), Key::char('k')];
+/// See [`UP`].
+pub const DOWN: &[Key] = &[Key::code(KeyCode::Down), Key::char('j')];
+/// The keys that close a screen.
+pub const CLOSE: &[Key] = &[Key::code(KeyCode::Esc), Key::char('q')];
+
+/// The command `key` gives among `offers`, if any.
+pub fn find<C: Copy>(offers: &[Offer<C>], key: &KeyEvent) -> Option<C> {
+    let key = Key::from_event(key);
+    offers
+        .iter()
+        .find(|offer| offer.keys.contains(&key))
+        .map(|offer| offer.command)
+}
+
+/// The hint line of `offers`: each said command as its first key and its words, in order,
+/// joined by ` · ` (`enter return · e adjust environment · esc close`).
+pub fn hint<C: Copy>(offers: &[Offer<C>]) -> String {
+    hint_where(offers, |_| true)
+}
+
+/// The hint line of the `offers` whose command passes `shown` (what the screen lets you do now).
+pub fn hint_where<C: Copy>(offers: &[Offer<C>], shown: impl Fn(C) -> bool) -> String {
+    offers
+        .iter()
+        .filter(|offer| shown(offer.command))
+        .filter_map(|offer| Some(format!("{} {}", offer.keys.first()?, offer.what?)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::unit::key;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Cmd {
+        Down,
+        Open,
+        Close,
+    }
+
+    const OFFERS: &[Offer<Cmd>] = &[
+        Offer::quiet(Cmd::Down, DOWN),
+        Offer::new(Cmd::Open, &[Key::code(KeyCode::Enter)], "open it"),
+        Offer::new(Cmd::Close, CLOSE, "close"),
+    ];
+
+    #[test]
+    fn a_key_finds_its_command_and_the_hint_says_only_what_is_said() {
+        assert_eq!(find(OFFERS, &key("j")), Some(Cmd::Down));
+        assert_eq!(find(OFFERS, &key("down")), Some(Cmd::Down));
+        assert_eq!(find(OFFERS, &key("enter")), Some(Cmd::Open));
+        assert_eq!(find(OFFERS, &key("q")), Some(Cmd::Close));
+        assert_eq!(find(OFFERS, &key("x")), None);
+        assert_eq!(hint(OFFERS), "enter open it · esc close");
+        assert_eq!(hint_where(OFFERS, |c| c != Cmd::Open), "esc close");
+    }
+}
