@@ -7,7 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{ApiResult, json, view, with_next};
 use crate::model::{Instant, TimeRange, TimelineId};
 use crate::server::extract::{BodyOrQuery, Caller};
-use crate::server::views::View;
+use crate::server::views::{View, view_enum};
 use crate::service::{AccessAction, AccessLog, AccessLogQuery, PageRequest};
 
 /// `access-logs` (body or query).
@@ -52,15 +52,9 @@ pub struct AccessLogDoc {
     pub logs: Vec<AccessLogEntryDoc>,
 }
 
-/// `access-logs`: the guide's fields, or with `view=full` every count.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AccessLogView {
-    /// The documented properties (default).
-    Documented(AccessLogDoc),
-    /// With `view=full`.
-    Full(AccessLog),
+view_enum! {
+    /// `access-logs`: the guide's fields, or with `view=full` every count.
+    AccessLogView = AccessLogDoc | AccessLog;
 }
 
 /// Who read, changed, travelled into, administered or tried and failed to reach a timeline,

@@ -8,7 +8,7 @@ use super::{ApiResult, json, projected, view, with_next};
 use crate::model::{AnchorId, AnchorRecord, Conditions};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody, QueryParams};
 use crate::server::problem::Problem;
-use crate::server::views::View;
+use crate::server::views::{View, view_enum};
 use crate::service::{AdjustAnchorRequest, AnchorListQuery, AnchorRef, AnchorStability};
 
 /// One anchor in `list-anchors` as the guide shows it.
@@ -100,26 +100,11 @@ impl From<&AnchorRecord> for AnchorAdjustedDoc {
     }
 }
 
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AnchorsView {
-    /// The documented properties (default).
-    Documented(AnchorsDoc),
-    /// With `view=full`.
-    Full(AnchorsFull),
-}
-
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AnchorStabilityView {
-    /// The documented properties (default).
-    Documented(AnchorStabilityDoc),
-    /// With `view=full`.
-    Full(AnchorStability),
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    AnchorsView = AnchorsDoc | AnchorsFull;
+    /// Documented projection or full value (OpenAPI only).
+    AnchorStabilityView = AnchorStabilityDoc | AnchorStability;
 }
 
 /// Documented projection or full value (OpenAPI only).

@@ -12,6 +12,7 @@ use super::{ApiResult, json, projected};
 use crate::model::{CacheId, DataId, Instant};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::problem::Problem;
+use crate::server::views::view_enum;
 use crate::service::{
     CachingRequest, CachingSetting, CachingStatus, DataEntryInfo, DataObject, DecryptDataRequest,
     DecryptStatus, DecryptedData, EncryptDataRequest, IndexReport, IndexRequest, RetrieveDataQuery,
@@ -131,28 +132,19 @@ pub struct CachingDoc {
     pub cache_id: CacheId,
 }
 
-macro_rules! views {
-    ($($name:ident: $doc:ty, $full:ty;)*) => {$(
-        /// Documented projection or full value (OpenAPI only).
-        #[allow(dead_code)]
-        #[derive(Debug, Serialize, ToSchema)]
-        #[serde(untagged)]
-        pub enum $name {
-            /// The documented properties (default).
-            Documented($doc),
-            /// With `view=full`.
-            Full($full),
-        }
-    )*};
-}
-
-views! {
-    StoredView: StoredDoc, DataEntryInfo;
-    RetrievedView: RetrievedDoc, RetrievedData;
-    EncryptedView: EncryptedDoc, EncryptedFull;
-    DecryptedView: DecryptedDoc, DecryptedData;
-    IndexView: IndexDoc, IndexFull;
-    CachingView: CachingDoc, CachingSetting;
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    StoredView = StoredDoc | DataEntryInfo;
+    /// Documented projection or full value (OpenAPI only).
+    RetrievedView = RetrievedDoc | RetrievedData;
+    /// Documented projection or full value (OpenAPI only).
+    EncryptedView = EncryptedDoc | EncryptedFull;
+    /// Documented projection or full value (OpenAPI only).
+    DecryptedView = DecryptedDoc | DecryptedData;
+    /// Documented projection or full value (OpenAPI only).
+    IndexView = IndexDoc | IndexFull;
+    /// Documented projection or full value (OpenAPI only).
+    CachingView = CachingDoc | CachingSetting;
 }
 
 /// Store a JSON object (at most 64 KiB) in a timeline at a time. Entries are immutable:

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use super::{ApiResult, json, projected};
 use crate::model::{EventId, IsolationId, MergeId};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, path_id};
+use crate::server::views::view_enum;
 use crate::service::{
     ConflictReview, DiffQuery, IsolateRequest, Isolation, ResolveRequest, ResolveResult,
     ReviewQuery, TimelineDiff,
@@ -90,26 +91,11 @@ impl From<&Isolation> for IsolatedDoc {
     }
 }
 
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum ConflictsView {
-    /// The documented properties (default).
-    Documented(ConflictsDoc),
-    /// With `view=full`.
-    Full(ConflictReview),
-}
-
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum ResolvedView {
-    /// The documented properties (default).
-    Documented(ResolvedDoc),
-    /// With `view=full`.
-    Full(ResolveResult),
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    ConflictsView = ConflictsDoc | ConflictReview;
+    /// Documented projection or full value (OpenAPI only).
+    ResolvedView = ResolvedDoc | ResolveResult;
 }
 
 /// Documented projection or full value (OpenAPI only).

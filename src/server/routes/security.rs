@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use super::{ApiResult, json, projected};
 use crate::model::{TimelineId, Traveller};
 use crate::server::extract::{Caller, JsonBody, path_id};
+use crate::server::views::view_enum;
 use crate::service::{
     AccessControlSet, AccessControlView, RestrictRequest, Restricted, SetAccessControlRequest,
 };
@@ -23,15 +24,11 @@ pub struct AccessControlDoc {
     pub timeline_id: TimelineId,
 }
 
-/// `set-access-control`: the guide's fields, or with `view=full` the list in force.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AccessControlSetView {
-    /// The documented properties (default).
-    Documented(AccessControlDoc),
-    /// With `view=full`.
-    Full(AccessControlSet),
+view_enum! {
+    /// `set-access-control`: the guide's fields, or with `view=full` the list in force.
+    AccessControlSetView = AccessControlDoc | AccessControlSet;
+    /// `restrict-time-travel`: the guide's fields, or with `view=full` the restriction recorded.
+    RestrictedView = RestrictedDoc | Restricted;
 }
 
 /// `restrict-time-travel` as the guide shows it.
@@ -42,17 +39,6 @@ pub struct RestrictedDoc {
     /// The traveller.
     #[schema(value_type = String)]
     pub user_id: Traveller,
-}
-
-/// `restrict-time-travel`: the guide's fields, or with `view=full` the restriction recorded.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum RestrictedView {
-    /// The documented properties (default).
-    Documented(RestrictedDoc),
-    /// With `view=full`.
-    Full(Restricted),
 }
 
 /// Set who may read, write and administer a timeline (names are token subjects), or remove its
