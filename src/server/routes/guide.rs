@@ -3,7 +3,7 @@
 
 use axum::http::{StatusCode, Uri};
 
-use super::{ApiResult, json, located, projected, with_next};
+use super::{ApiResult, json, located, paged, projected};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody};
 use crate::server::views::*;
 use crate::service::{
@@ -16,25 +16,15 @@ use crate::service::{
 
 async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
     let page = caller.service.search_events(q).await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &EventsFull {
-                events: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(
-            StatusCode::OK,
-            &EventsDoc {
-                events: page.items.iter().map(EventDoc::from).collect(),
-            },
-        ),
+    let full = |events, next_cursor| EventsFull {
+        events,
+        next_cursor,
     };
-    Ok(with_next(resp, uri, page.next_cursor.as_deref()))
+    let doc = |events: &[_]| EventsDoc {
+        events: events.iter().map(EventDoc::from).collect(),
+    };
+    Ok(paged(uri, &page, full, doc))
 }
-
-use super::view;
 
 /// Search a timeline's events by location and time range (where you are unless `timeline_id`).
 #[utoipa::path(get, path = "/v1/search-events", tag = "Guide", operation_id = "searchEvents",
@@ -247,18 +237,12 @@ pub async fn automation_log(
         },
     };
     let page = caller.service.automation_log(query).await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &AutomationLogFull {
-                status: "ok".into(),
-                log_entries: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(StatusCode::OK, &AutomationLogDoc::of(&page.items)),
+    let full = |log_entries, next_cursor| AutomationLogFull {
+        status: "ok".into(),
+        log_entries,
+        next_cursor,
     };
-    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+    Ok(paged(&uri, &page, full, AutomationLogDoc::of))
 }
 
 /// Travel to a time in the timeline you are in, at a place.
@@ -373,22 +357,14 @@ pub async fn list_timelines(
             },
         })
         .await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &TimelinesFull {
-                timelines: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(
-            StatusCode::OK,
-            &TimelinesDoc {
-                timelines: page.items.iter().map(ListedTimelineDoc::from).collect(),
-            },
-        ),
+    let full = |timelines, next_cursor| TimelinesFull {
+        timelines,
+        next_cursor,
     };
-    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+    let doc = |timelines: &[_]| TimelinesDoc {
+        timelines: timelines.iter().map(ListedTimelineDoc::from).collect(),
+    };
+    Ok(paged(&uri, &page, full, doc))
 }
 
 /// Switch to another timeline at your current time (a sideways journey; what you carry comes
