@@ -3,7 +3,7 @@
 
 use axum::http::{StatusCode, Uri};
 
-use super::{ApiResult, json, located, paged, projected};
+use super::{ApiResult, answer_full, created, located, paged, projected};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody};
 use crate::server::views::*;
 use crate::service::{
@@ -55,8 +55,8 @@ pub async fn manipulate_event(
 
 async fn created_timeline(caller: &Caller, req: NewTimeline) -> ApiResult {
     let t = caller.service.create_timeline(req).await?;
-    let resp = projected(StatusCode::CREATED, &t, CreatedTimelineDoc::from);
-    Ok(located(resp, &format!("/v1/timeline/{}", t.id)))
+    let location = format!("/v1/timeline/{}", t.id);
+    Ok(created(&t, CreatedTimelineDoc::from, location))
 }
 
 /// Create a timeline branching from a base (`primary` by default).
@@ -162,8 +162,8 @@ pub async fn correct_dissonance(
 )]
 pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewPreciseAnchor>) -> ApiResult {
     let a = caller.service.set_precise_anchor(req).await?;
-    let resp = projected(StatusCode::CREATED, &a, AnchorSetDoc::from);
-    Ok(located(resp, &format!("/v1/anchors/{}", a.id)))
+    let location = format!("/v1/anchors/{}", a.id);
+    Ok(created(&a, AnchorSetDoc::from, location))
 }
 
 /// Store a script that runs actions when its trigger event changes or its date passes.
@@ -189,8 +189,8 @@ pub async fn schedule_manipulation(
     JsonBody(req): JsonBody<NewSchedule>,
 ) -> ApiResult {
     let s = caller.service.schedule_manipulation(req).await?;
-    let resp = projected(StatusCode::CREATED, &s, ScheduledDoc::from);
-    Ok(located(resp, &format!("/v1/schedules/{}", s.schedule_id)))
+    let location = format!("/v1/schedules/{}", s.schedule_id);
+    Ok(created(&s, ScheduledDoc::from, location))
 }
 
 /// An outside system (a CI pipeline, say) triggers actions.
@@ -254,10 +254,7 @@ pub async fn travel_to_time(
     caller: Caller,
     JsonBody(req): JsonBody<TimeTravelRequest>,
 ) -> ApiResult {
-    Ok(json(
-        StatusCode::OK,
-        &caller.service.travel_to_time(req).await?,
-    ))
+    answer_full(caller.service.travel_to_time(req)).await
 }
 
 /// Scan a timeline's events (search-events as a POST).
@@ -286,10 +283,7 @@ pub async fn monitor_paradox(
     caller: Caller,
     BodyOrQuery(q): BodyOrQuery<MonitorQuery>,
 ) -> ApiResult {
-    Ok(json(
-        StatusCode::OK,
-        &caller.service.monitor_timeline(q).await?,
-    ))
+    answer_full(caller.service.monitor_timeline(q)).await
 }
 
 /// Whether a significant event still holds in a timeline.
@@ -305,10 +299,7 @@ pub async fn check_timeline(
     caller: Caller,
     BodyOrQuery(q): BodyOrQuery<SignificantEventQuery>,
 ) -> ApiResult {
-    Ok(json(
-        StatusCode::OK,
-        &caller.service.check_timeline(q).await?,
-    ))
+    answer_full(caller.service.check_timeline(q)).await
 }
 
 /// Travel to a time, at a place, in your current timeline unless `timeline_id` names another.

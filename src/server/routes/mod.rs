@@ -195,6 +195,15 @@ where
     viewed(status, || full, || doc(full))
 }
 
+/// 201 with what was created, in the view asked for, and its `Location`.
+fn created<'a, F, D>(full: &'a F, doc: impl FnOnce(&'a F) -> D, location: String) -> Response
+where
+    F: Serialize,
+    D: Serialize,
+{
+    located(projected(StatusCode::CREATED, full, doc), &location)
+}
+
 /// A page of a listing, 200 in the view asked for, with the `Link` to the next page: `full`
 /// is given the page's items and the cursor of the next page, `doc` the items.
 fn paged<T, F, D>(
@@ -214,6 +223,23 @@ where
         || doc(&page.items),
     );
     with_next(resp, uri, page.next_cursor.as_deref())
+}
+
+/// What a service call answers, 200, as the service types it (no documented projection).
+async fn answer_full<F: Serialize, E>(call: impl Future<Output = Result<F, E>>) -> ApiResult
+where
+    Problem: From<E>,
+{
+    Ok(json(StatusCode::OK, &call.await?))
+}
+
+/// A call that answers nothing when it succeeds: 204.
+async fn no_content<E>(call: impl Future<Output = Result<(), E>>) -> ApiResult
+where
+    Problem: From<E>,
+{
+    call.await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Adds `Link: <next page>; rel="next"` when there is a next page.

@@ -3,9 +3,8 @@
 
 use axum::extract::Path;
 use axum::http::{StatusCode, Uri};
-use axum::response::IntoResponse;
 
-use super::{ApiResult, paged, projected};
+use super::{ApiResult, no_content, paged, projected};
 use crate::model::{CacheId, parse_instant};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, path_id};
 use crate::server::views::*;
@@ -113,6 +112,5 @@ pub async fn monitor_events(
 )]
 pub async fn disable_caching(caller: Caller, Path(cache_id): Path<String>) -> ApiResult {
     let id: CacheId = path_id("cache setting", &cache_id)?;
-    caller.service.disable_caching(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.disable_caching(&id)).await
 }

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiResult, json, projected};
+use super::{ApiResult, answer_full, projected};
 use crate::model::{TimelineId, Traveller};
 use crate::server::extract::{Caller, JsonBody, path_id};
 use crate::server::views::view_enum;
@@ -75,8 +75,7 @@ pub async fn set_access_control(
 )]
 pub async fn get_access_control(caller: Caller, Path(timeline_id): Path<String>) -> ApiResult {
     let id: TimelineId = path_id("timeline", &timeline_id)?;
-    let view = caller.service.access_control(&id).await?;
-    Ok(json(StatusCode::OK, &view))
+    answer_full(caller.service.access_control(&id)).await
 }
 
 /// Restrict a traveller (operators only): `limited_access` lets them read, return to their own
