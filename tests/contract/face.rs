@@ -175,9 +175,7 @@ impl Face {
         label: &str,
         call: impl Future<Output = ServiceResult<T>>,
     ) -> T {
-        let result = call.await;
-        self.record(label, Self::recorded(&result));
-        match result {
+        match self.any(label, call).await {
             Ok(v) => v,
             Err(e) => panic!("[{:?}] {label}: expected success, got {e:?}", self.kind),
         }
@@ -189,9 +187,7 @@ impl Face {
         label: &str,
         call: impl Future<Output = ServiceResult<T>>,
     ) -> ServiceError {
-        let result = call.await;
-        self.record(label, Self::recorded(&result));
-        match result {
+        match self.any(label, call).await {
             Ok(v) => panic!("[{:?}] {label}: expected a refusal, got {v:?}", self.kind),
             Err(e) => e,
         }
