@@ -76,7 +76,7 @@ async fn a_stored_entry_is_read_back_after_a_restart_from_the_log_and_from_a_sna
     {
         let (engine, _) = sqlite_engine(&url).await;
         let router = build_router(config(), engine);
-        let stored = send_to(&router, keyed("/v1/store-data", &ada, None, &body)).await;
+        let stored = post_keyed(&router, "/v1/store-data", &ada, None, &body).await;
         assert_eq!(stored.status, 201, "{}", stored.text);
         assert_eq!(stored.json()["status"], "stored");
         assert!(
@@ -123,16 +123,22 @@ async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_t
     let ada = token("ada");
     let (engine, store) = sqlite_engine(&url).await;
     let router = build_router(config(), Arc::clone(&engine));
-    let first = send_to(
+    let first = post_keyed(
         &router,
-        keyed("/v1/encrypt-data", &ada, Some("enc-1"), &encrypt_body()),
+        "/v1/encrypt-data",
+        &ada,
+        Some("enc-1"),
+        &encrypt_body(),
     )
     .await;
     assert_eq!(first.status, 201, "{}", first.text);
     assert_eq!(first.json()["encryption"], "AES-256-GCM");
-    let again = send_to(
+    let again = post_keyed(
         &router,
-        keyed("/v1/encrypt-data", &ada, Some("enc-1"), &encrypt_body()),
+        "/v1/encrypt-data",
+        &ada,
+        Some("enc-1"),
+        &encrypt_body(),
     )
     .await;
     assert_eq!(again.status, 201, "{}", again.text);
@@ -175,14 +181,12 @@ async fn neither_the_key_nor_the_plaintext_is_stored_and_a_keyed_retry_answers_t
     assert_eq!(remembered(&ops), 1);
 
     let data_id = first.json()["data_id"].as_str().expect("an id").to_owned();
-    let opened = send_to(
+    let opened = post_keyed(
         &router,
-        keyed(
-            "/v1/decrypt-data",
-            &ada,
-            Some("dec-1"),
-            &json!({"data_id": data_id, "encryption_key": KEY}),
-        ),
+        "/v1/decrypt-data",
+        &ada,
+        Some("dec-1"),
+        &json!({"data_id": data_id, "encryption_key": KEY}),
     )
     .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
