@@ -84,37 +84,16 @@ async fn a_repeated_create_answers_201_with_the_same_body_and_location() {
 async fn the_same_key_with_another_body_is_422_and_writes_nothing() {
     let app = App::new().await;
     let ada = token("ada");
-    let first = post_keyed(
-        &app.router,
-        "/v1/items",
-        &ada,
-        Some("i-1"),
-        &json!({"description": "lamp"}),
-    )
-    .await;
+    let lamp = json!({"description": "lamp"});
+    let coil = json!({"description": "coil"});
+    let first = post_keyed(&app.router, "/v1/items", &ada, Some("i-1"), &lamp).await;
     assert_eq!(first.status, 200, "{}", first.text);
-    let other = post_keyed(
-        &app.router,
-        "/v1/items",
-        &ada,
-        Some("i-1"),
-        &json!({"description": "coil"}),
-    )
-    .await;
+    let other = post_keyed(&app.router, "/v1/items", &ada, Some("i-1"), &coil).await;
     let problem = other.assert_problem(422, "idempotency-key-reused");
-    assert!(
-        problem["detail"].as_str().unwrap().contains("'i-1'"),
-        "{problem}"
-    );
+    assert!(detail(&problem).contains("'i-1'"), "{problem}");
     // Another path with the key is another request too.
-    let elsewhere = post_keyed(
-        &app.router,
-        "/v1/set-anchor",
-        &ada,
-        Some("i-1"),
-        &json!({"timestamp": "2024-09-16T05:04:00Z"}),
-    )
-    .await;
+    let anchor = json!({"timestamp": "2024-09-16T05:04:00Z"});
+    let elsewhere = post_keyed(&app.router, "/v1/set-anchor", &ada, Some("i-1"), &anchor).await;
     elsewhere.assert_problem(422, "idempotency-key-reused");
     let items = app.get("/v1/items", &ada).await.json();
     let names: Vec<&str> = items
@@ -176,33 +155,18 @@ async fn malformed_keys_are_refused_by_name() {
     let app = App::new().await;
     let ada = token("ada");
     let long = "k".repeat(256);
+    let primary = json!({"destination": "primary"});
+    let item = json!({"description": "x"});
     for bad in ["a b", long.as_str()] {
-        let travel = post_keyed(
-            &app.router,
-            "/v1/travels",
-            &ada,
-            Some(bad),
-            &json!({"destination": "primary"}),
-        )
-        .await;
+        let travel = post_keyed(&app.router, "/v1/travels", &ada, Some(bad), &primary).await;
         let problem = travel.assert_problem(400, "invalid-request");
         assert!(
-            problem["detail"]
-                .as_str()
-                .unwrap()
-                .starts_with("Idempotency-Key:"),
+            detail(&problem).starts_with("Idempotency-Key:"),
             "{problem}"
         );
         // Documented operations without a documented 400 answer 422.
-        let item = post_keyed(
-            &app.router,
-            "/v1/items",
-            &ada,
-            Some(bad),
-            &json!({"description": "x"}),
-        )
-        .await;
-        item.assert_problem(422, "invalid-request");
+        let refused = post_keyed(&app.router, "/v1/items", &ada, Some(bad), &item).await;
+        refused.assert_problem(422, "invalid-request");
     }
     assert!(app.list("/v1/items", &ada).await.is_empty());
 }

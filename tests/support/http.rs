@@ -230,6 +230,11 @@ pub fn now() -> u64 {
         .as_secs()
 }
 
+/// The `detail` of a problem body.
+pub fn detail(problem: &Value) -> &str {
+    problem["detail"].as_str().expect("a problem has a detail")
+}
+
 pub fn keys(v: &Value) -> Vec<String> {
     let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
     k.sort();
