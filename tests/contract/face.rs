@@ -62,18 +62,16 @@ impl Face {
     /// The engine, in-process.
     pub async fn embedded() -> Self {
         let (engine, clock) = fresh_engine().await;
-        Self {
-            kind: Kind::Embedded,
-            clock,
-            engine,
-            server: None,
-            transcript: Mutex::new(Vec::new()),
-        }
+        Self::in_process(engine, clock)
     }
 
     /// The engine, in-process, on another store (PostgreSQL).
     pub async fn embedded_on(store: Arc<dyn Store>) -> Self {
         let (engine, clock) = engine_on(store).await;
+        Self::in_process(engine, clock)
+    }
+
+    fn in_process(engine: Arc<Engine>, clock: Arc<ManualClock>) -> Self {
         Self {
             kind: Kind::Embedded,
             clock,
