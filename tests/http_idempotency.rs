@@ -32,7 +32,7 @@ async fn journeys(router: &Router, token: &str) -> usize {
 /// A timeline to travel to, created without a key.
 async fn destination(router: &Router, token: &str) -> String {
     let body = json!({"name": "Destination"});
-    let resp = send(router, keyed("/v1/timelines", token, None, &body)).await;
+    let resp = post_keyed(router, "/v1/timelines", token, None, &body).await;
     assert_eq!(resp.status, 201, "{}", resp.text);
     resp.json()["id"].as_str().expect("id").to_owned()
 }
@@ -43,28 +43,16 @@ async fn a_repeated_keyed_post_answers_the_first_response_and_travels_once() {
     let ada = token("ada");
     let to = destination(&app.router, &ada).await;
     let travel = json!({"destination": to});
-    let first = send(
-        &app.router,
-        keyed("/v1/travels", &ada, Some("k-1"), &travel),
-    )
-    .await;
+    let first = post_keyed(&app.router, "/v1/travels", &ada, Some("k-1"), &travel).await;
     assert_eq!(first.status, 200, "{}", first.text);
     for _ in 0..3 {
-        let again = send(
-            &app.router,
-            keyed("/v1/travels", &ada, Some("k-1"), &travel),
-        )
-        .await;
+        let again = post_keyed(&app.router, "/v1/travels", &ada, Some("k-1"), &travel).await;
         assert_eq!(again.status, first.status);
         assert_eq!(again.text, first.text, "the very same answer");
     }
     assert_eq!(journeys(&app.router, &ada).await, 1);
     // A new key is a new request.
-    let second = send(
-        &app.router,
-        keyed("/v1/travels", &ada, Some("k-2"), &travel),
-    )
-    .await;
+    let second = post_keyed(&app.router, "/v1/travels", &ada, Some("k-2"), &travel).await;
     assert_eq!(second.status, 200, "{}", second.text);
     assert_ne!(second.text, first.text);
     assert_eq!(journeys(&app.router, &ada).await, 2);
@@ -75,17 +63,9 @@ async fn a_repeated_create_answers_201_with_the_same_body_and_location() {
     let app = App::new().await;
     let ada = token("ada");
     let body = json!({"name": "Retried", "destination_time": "1889-03-10T23:50:00Z"});
-    let first = send(
-        &app.router,
-        keyed("/v1/timelines", &ada, Some("c-1"), &body),
-    )
-    .await;
+    let first = post_keyed(&app.router, "/v1/timelines", &ada, Some("c-1"), &body).await;
     assert_eq!(first.status, 201, "{}", first.text);
-    let again = send(
-        &app.router,
-        keyed("/v1/timelines", &ada, Some("c-1"), &body),
-    )
-    .await;
+    let again = post_keyed(&app.router, "/v1/timelines", &ada, Some("c-1"), &body).await;
     assert_eq!(again.status, 201);
     assert_eq!(again.text, first.text);
     assert_eq!(again.header("location"), first.header("location"));
@@ -104,43 +84,16 @@ async fn a_repeated_create_answers_201_with_the_same_body_and_location() {
 async fn the_same_key_with_another_body_is_422_and_writes_nothing() {
     let app = App::new().await;
     let ada = token("ada");
-    let first = send(
-        &app.router,
-        keyed(
-            "/v1/items",
-            &ada,
-            Some("i-1"),
-            &json!({"description": "lamp"}),
-        ),
-    )
-    .await;
+    let lamp = json!({"description": "lamp"});
+    let coil = json!({"description": "coil"});
+    let first = post_keyed(&app.router, "/v1/items", &ada, Some("i-1"), &lamp).await;
     assert_eq!(first.status, 200, "{}", first.text);
-    let other = send(
-        &app.router,
-        keyed(
-            "/v1/items",
-            &ada,
-            Some("i-1"),
-            &json!({"description": "coil"}),
-        ),
-    )
-    .await;
+    let other = post_keyed(&app.router, "/v1/items", &ada, Some("i-1"), &coil).await;
     let problem = other.assert_problem(422, "idempotency-key-reused");
-    assert!(
-        problem["detail"].as_str().unwrap().contains("'i-1'"),
-        "{problem}"
-    );
+    assert!(detail(&problem).contains("'i-1'"), "{problem}");
     // Another path with the key is another request too.
-    let elsewhere = send(
-        &app.router,
-        keyed(
-            "/v1/set-anchor",
-            &ada,
-            Some("i-1"),
-            &json!({"timestamp": "2024-09-16T05:04:00Z"}),
-        ),
-    )
-    .await;
+    let anchor = json!({"timestamp": "2024-09-16T05:04:00Z"});
+    let elsewhere = post_keyed(&app.router, "/v1/set-anchor", &ada, Some("i-1"), &anchor).await;
     elsewhere.assert_problem(422, "idempotency-key-reused");
     let items = app.get("/v1/items", &ada).await.json();
     let names: Vec<&str> = items
@@ -159,7 +112,7 @@ async fn keys_belong_to_their_traveller() {
     let (ada, bob) = (token("ada"), token("bob"));
     let body = json!({"description": "lamp"});
     for who in [&ada, &bob] {
-        let resp = send(&app.router, keyed("/v1/items", who, Some("same"), &body)).await;
+        let resp = post_keyed(&app.router, "/v1/items", who, Some("same"), &body).await;
         assert_eq!(resp.status, 200, "{}", resp.text);
         let items = app.get("/v1/items", who).await.json();
         assert_eq!(items.as_array().unwrap().len(), 1, "each did their own");
@@ -171,9 +124,9 @@ async fn an_unkeyed_post_behaves_as_before() {
     let app = App::new().await;
     let ada = token("ada");
     let body = json!({"description": "lamp"});
-    let first = send(&app.router, keyed("/v1/items", &ada, None, &body)).await;
+    let first = post_keyed(&app.router, "/v1/items", &ada, None, &body).await;
     assert_eq!(first.status, 200);
-    let again = send(&app.router, keyed("/v1/items", &ada, None, &body)).await;
+    let again = post_keyed(&app.router, "/v1/items", &ada, None, &body).await;
     assert_eq!(again.status, 409, "the documented conflict: {}", again.text);
     assert!(again.text.is_empty());
 }
@@ -185,22 +138,14 @@ async fn a_refused_keyed_request_is_not_remembered() {
     let nowhere = json!({"destination": "tml_01jaaaaaaaaaaaaaaaaaaaaaaa"});
     for _ in 0..2 {
         // Decided afresh each time: a refusal writes nothing, so there is nothing to remember.
-        let refused = send(
-            &app.router,
-            keyed("/v1/travels", &ada, Some("r-1"), &nowhere),
-        )
-        .await;
+        let refused = post_keyed(&app.router, "/v1/travels", &ada, Some("r-1"), &nowhere).await;
         refused.assert_problem(400, "unknown-reference");
     }
     assert_eq!(journeys(&app.router, &ada).await, 0);
     // So the key is still free for the request the client meant.
     let to = destination(&app.router, &ada).await;
     let travel = json!({"destination": to});
-    let later = send(
-        &app.router,
-        keyed("/v1/travels", &ada, Some("r-1"), &travel),
-    )
-    .await;
+    let later = post_keyed(&app.router, "/v1/travels", &ada, Some("r-1"), &travel).await;
     assert_eq!(later.status, 200, "{}", later.text);
     assert_eq!(journeys(&app.router, &ada).await, 1);
 }
@@ -210,32 +155,18 @@ async fn malformed_keys_are_refused_by_name() {
     let app = App::new().await;
     let ada = token("ada");
     let long = "k".repeat(256);
+    let primary = json!({"destination": "primary"});
+    let item = json!({"description": "x"});
     for bad in ["a b", long.as_str()] {
-        let travel = send(
-            &app.router,
-            keyed(
-                "/v1/travels",
-                &ada,
-                Some(bad),
-                &json!({"destination": "primary"}),
-            ),
-        )
-        .await;
+        let travel = post_keyed(&app.router, "/v1/travels", &ada, Some(bad), &primary).await;
         let problem = travel.assert_problem(400, "invalid-request");
         assert!(
-            problem["detail"]
-                .as_str()
-                .unwrap()
-                .starts_with("Idempotency-Key:"),
+            detail(&problem).starts_with("Idempotency-Key:"),
             "{problem}"
         );
         // Documented operations without a documented 400 answer 422.
-        let item = send(
-            &app.router,
-            keyed("/v1/items", &ada, Some(bad), &json!({"description": "x"})),
-        )
-        .await;
-        item.assert_problem(422, "invalid-request");
+        let refused = post_keyed(&app.router, "/v1/items", &ada, Some(bad), &item).await;
+        refused.assert_problem(422, "invalid-request");
     }
     assert!(app.list("/v1/items", &ada).await.is_empty());
 }
@@ -273,13 +204,13 @@ async fn a_key_is_forgotten_after_24_hours() {
     let router = build_router(config(), Arc::clone(&engine));
     let ada = token("ada");
     let note = json!({"timestamp": "2024-09-16T05:04:00Z", "description": "home"});
-    let first = send(&router, keyed("/v1/set-anchor", &ada, Some("a-1"), &note)).await;
+    let first = post_keyed(&router, "/v1/set-anchor", &ada, Some("a-1"), &note).await;
     assert_eq!(first.status, 201, "{}", first.text);
     clock.advance(chrono::TimeDelta::hours(23));
-    let within = send(&router, keyed("/v1/set-anchor", &ada, Some("a-1"), &note)).await;
+    let within = post_keyed(&router, "/v1/set-anchor", &ada, Some("a-1"), &note).await;
     assert_eq!(within.text, first.text, "still remembered after 23 h");
     clock.advance(chrono::TimeDelta::hours(1));
-    let after = send(&router, keyed("/v1/set-anchor", &ada, Some("a-1"), &note)).await;
+    let after = post_keyed(&router, "/v1/set-anchor", &ada, Some("a-1"), &note).await;
     // Forgotten: decided afresh, and the anchor exists now (the documented bodiless 409).
     assert_eq!(after.status, 409, "{}", after.text);
 }
@@ -298,13 +229,13 @@ async fn a_repeat_after_a_restart_answers_the_first_result() {
         let router = build_router(config(), Arc::clone(&engine));
         let to = destination(&router, &ada).await;
         let travel = json!({"destination": to});
-        let first = send(&router, keyed("/v1/travels", &ada, Some("boot"), &travel)).await;
+        let first = post_keyed(&router, "/v1/travels", &ada, Some("boot"), &travel).await;
         assert_eq!(first.status, 200, "{}", first.text);
         (first, travel)
     };
     let engine = open().await;
     let router = build_router(config(), Arc::clone(&engine));
-    let again = send(&router, keyed("/v1/travels", &ada, Some("boot"), &travel)).await;
+    let again = post_keyed(&router, "/v1/travels", &ada, Some("boot"), &travel).await;
     assert_eq!(again.status, 200);
     assert_eq!(again.text, first.text);
     assert_eq!(journeys(&router, &ada).await, 1);
@@ -327,8 +258,8 @@ async fn one_keyed_post_sent_to_two_postgres_replicas_at_once_makes_one_journey(
         let key = format!("both-{round}");
         let travel = json!({"destination": if round % 2 == 0 { to.as_str() } else { "primary" }});
         let (ra, rb) = tokio::join!(
-            send(&a, keyed("/v1/travels", &ada, Some(&key), &travel)),
-            send(&b, keyed("/v1/travels", &ada, Some(&key), &travel)),
+            post_keyed(&a, "/v1/travels", &ada, Some(&key), &travel),
+            post_keyed(&b, "/v1/travels", &ada, Some(&key), &travel),
         );
         assert_eq!(ra.status, 200, "{}", ra.text);
         assert_eq!(rb.status, 200, "{}", rb.text);

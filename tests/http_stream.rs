@@ -51,6 +51,16 @@ impl Served {
     fn client(&self, who: &str) -> RemoteClient {
         RemoteClient::new(&self.base, token(who)).expect("a client")
     }
+
+    /// A GET of `path` (with its query) as `who`, over the wire.
+    async fn get(&self, path: &str, who: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token(who))
+            .send()
+            .await
+            .expect("the server answers")
+    }
 }
 
 fn at(s: &str) -> chronoscope::model::Instant {
@@ -224,17 +234,8 @@ async fn on_the_wire_it_is_server_sent_events_with_ids_and_heartbeats() {
         ..config()
     })
     .await;
-    let http = reqwest::Client::new();
-    let url = format!(
-        "{}/v1/monitor-timeline/stream?timeline_id=primary",
-        server.base
-    );
-    let mut resp = http
-        .get(&url)
-        .bearer_auth(token("ada"))
-        .send()
-        .await
-        .unwrap();
+    let url = "/v1/monitor-timeline/stream?timeline_id=primary";
+    let mut resp = server.get(url, "ada").await;
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(
         resp.headers()["content-type"].to_str().unwrap(),
@@ -290,10 +291,7 @@ async fn refusals_are_problems_before_the_stream_starts() {
     )
     .await;
     assert_eq!(status, 400);
-    assert!(
-        body["detail"].as_str().unwrap().contains("Last-Event-ID"),
-        "{body}"
-    );
+    assert!(detail(&body).contains("Last-Event-ID"), "{body}");
 
     let (status, _) = problem(get("", None, Some("ada")).await.unwrap()).await;
     assert_eq!(status, 400, "timeline_id is required");
@@ -309,15 +307,8 @@ async fn refusals_are_problems_before_the_stream_starts() {
             .unwrap(),
     )
     .await;
-    let polled = http
-        .get(format!(
-            "{}/v1/monitor-timeline?timeline_id={unknown}",
-            server.base
-        ))
-        .bearer_auth(token("ada"))
-        .send()
-        .await
-        .unwrap();
+    let url = format!("/v1/monitor-timeline?timeline_id={unknown}");
+    let polled = server.get(&url, "ada").await;
     assert_eq!(status, polled.status().as_u16(), "{body}");
     assert!((400..500).contains(&status), "{body}");
 }
@@ -419,15 +410,8 @@ async fn every_event_on_the_wire_is_one_the_description_names() {
         .await
         .unwrap();
     let celebration = treaty_and_celebration(&ada, &made.id).await;
-    let mut resp = reqwest::Client::new()
-        .get(format!(
-            "{}/v1/monitor-timeline/stream?timeline_id={}",
-            server.base, made.id
-        ))
-        .bearer_auth(token("ada"))
-        .send()
-        .await
-        .unwrap();
+    let url = format!("/v1/monitor-timeline/stream?timeline_id={}", made.id);
+    let mut resp = server.get(&url, "ada").await;
     let mut text = read_until(&mut resp, "event: snapshot", Duration::from_secs(5)).await;
     celebrate_early(&ada, &made.id, &celebration).await;
     text += &read_until(&mut resp, "event: appeared", Duration::from_secs(5)).await;
@@ -664,15 +648,9 @@ async fn streams_beyond_the_caps_are_refused_with_retry_after() {
         .await
         .unwrap();
     // Three in all: cy is refused too, on the wire a 429 problem with Retry-After.
-    let refused = reqwest::Client::new()
-        .get(format!(
-            "{}/v1/monitor-timeline/stream?timeline_id=primary",
-            server.base
-        ))
-        .bearer_auth(token("cy"))
-        .send()
-        .await
-        .unwrap();
+    let refused = server
+        .get("/v1/monitor-timeline/stream?timeline_id=primary", "cy")
+        .await;
     assert_eq!(refused.status(), 429);
     assert!(refused.headers().contains_key("retry-after"));
     assert_eq!(
@@ -680,10 +658,7 @@ async fn streams_beyond_the_caps_are_refused_with_retry_after() {
         "application/problem+json"
     );
     let body: serde_json::Value = refused.json().await.unwrap();
-    assert!(
-        body["detail"].as_str().unwrap().contains("--max-streams"),
-        "{body}"
-    );
+    assert!(detail(&body).contains("--max-streams"), "{body}");
     // A closed stream gives its place back.
     drop(first);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -718,18 +693,8 @@ async fn shown_to(
     let polled = support::monitor(&client, timeline).await;
     let mut stream = watch(&client, timeline).await;
     let streamed = snapshot(&mut stream).await;
-    let raw: serde_json::Value = reqwest::Client::new()
-        .get(format!(
-            "{}/v1/monitor-timeline?timeline_id={timeline}&view=full",
-            server.base
-        ))
-        .bearer_auth(token(who))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let url = format!("/v1/monitor-timeline?timeline_id={timeline}&view=full");
+    let raw: serde_json::Value = server.get(&url, who).await.json().await.unwrap();
     let listed = support::listed(&client, timeline).await.paradoxes;
     (
         ids(&polled.anomalies),
@@ -1013,13 +978,7 @@ async fn a_missing_permissions_field_is_refused_not_taken_for_a_removal() {
             .unwrap();
         assert_eq!(resp.status().as_u16(), 400, "{body}");
         let problem: serde_json::Value = resp.json().await.unwrap();
-        assert!(
-            problem["detail"]
-                .as_str()
-                .unwrap_or("")
-                .contains("permissions"),
-            "{problem}"
-        );
+        assert!(detail(&problem).contains("permissions"), "{problem}");
     }
 }
 

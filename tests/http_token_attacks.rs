@@ -5,8 +5,7 @@
 
 mod support;
 
-use axum::body::Body;
-use axum::http::{Method, Request};
+use axum::http::Method;
 use chronoscope::auth::Claims;
 use jsonwebtoken::{EncodingKey, Header};
 use serde_json::{Value, json};
@@ -141,30 +140,20 @@ async fn a_well_formed_token_with_a_bad_claim_is_told_which_claim() {
 async fn head_never_performs_the_write_a_get_makes() {
     let app = App::new().await;
     let ada = token("ada");
-    let head = Request::builder()
-        .method(Method::HEAD)
-        .uri("/v1/retrieve-item?item_description=lamp")
-        .header("authorization", format!("Bearer {ada}"))
-        .body(Body::empty())
-        .unwrap();
-    let r = app.send(head).await;
+    let lamp = "/v1/retrieve-item?item_description=lamp";
+    let r = app.call(Method::HEAD, lamp, Some(&ada), None).await;
     assert_eq!(r.status, 405, "{}", r.text);
     assert_eq!(r.header("allow"), Some("GET, POST"));
     // Nothing was registered.
     let items = app.get("/v1/items", &ada).await;
     assert_eq!(items.json(), json!([]), "{}", items.text);
     // HEAD on a GET that only reads still answers.
-    let head = Request::builder()
-        .method(Method::HEAD)
-        .uri("/v1/timelines")
-        .header("authorization", format!("Bearer {ada}"))
-        .body(Body::empty())
-        .unwrap();
-    assert_eq!(app.send(head).await.status, 200);
-    // The GET itself still picks the item up.
-    let got = app
-        .get("/v1/retrieve-item?item_description=lamp", &ada)
+    let timelines = app
+        .call(Method::HEAD, "/v1/timelines", Some(&ada), None)
         .await;
+    assert_eq!(timelines.status, 200);
+    // The GET itself still picks the item up.
+    let got = app.get(lamp, &ada).await;
     assert_eq!(got.status, 200, "{}", got.text);
 }
 

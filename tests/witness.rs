@@ -116,6 +116,14 @@ impl Target {
             .expect("the binary runs")
     }
 
+    /// `serve`, which must refuse to start (exit 1) saying each of `needles`: its stderr.
+    fn refuses_to_serve(&self, needles: &[&str]) -> String {
+        let (status, said) = self.serve_refuses();
+        assert_eq!(status.code(), Some(1), "{said}");
+        support::assert_contains_all(&said, needles);
+        said
+    }
+
     /// `serve`, which must refuse to start: its exit status and stderr.
     fn serve_refuses(&self) -> (std::process::ExitStatus, String) {
         let mut child = Command::new(binary())
@@ -205,16 +213,11 @@ async fn rechain_attack_is_refused(target: &Target, drop_snapshots: bool) {
             .sql(&["DELETE FROM snapshot_chunk", "DELETE FROM snapshot"])
             .await;
     }
-    let (status, said) = target.serve_refuses();
-    assert_eq!(status.code(), Some(1), "{said}");
-    support::assert_contains_all(
-        &said,
-        &[
-            "no chain record",
-            "witnessed its log chained",
-            "Store failed its integrity check",
-        ],
-    );
+    let said = target.refuses_to_serve(&[
+        "no chain record",
+        "witnessed its log chained",
+        "Store failed its integrity check",
+    ]);
     assert!(!said.contains("link-unchained-store"), "{said}");
     // Nothing was linked behind the operator's back: the store is as the attacker left it.
     let store = store::open(&target.url).await.unwrap();
@@ -317,15 +320,10 @@ async fn cut_tail_is_refused_until_accepted(target: &Target, drop_snapshots: boo
             .sql(&["DELETE FROM snapshot_chunk", "DELETE FROM snapshot"])
             .await;
     }
-    let (status, said) = target.serve_refuses();
-    assert_eq!(status.code(), Some(1), "{said}");
-    support::assert_contains_all(
-        &said,
-        &[
-            "3 acknowledged records are gone",
-            "restore the store from a backup",
-        ],
-    );
+    target.refuses_to_serve(&[
+        "3 acknowledged records are gone",
+        "restore the store from a backup",
+    ]);
 
     let out = target.run(&["verify"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -469,12 +467,7 @@ async fn a_deleted_record_is_named_by_serve_and_verify() {
     drop(engine);
     target.sql(&["DELETE FROM op_log WHERE seq = 3"]).await;
 
-    let (status, said) = target.serve_refuses();
-    assert_eq!(status.code(), Some(1), "{said}");
-    support::assert_contains_all(
-        &said,
-        &["record 3 is missing", "Restore the store from a backup"],
-    );
+    let said = target.refuses_to_serve(&["record 3 is missing", "Restore the store from a backup"]);
     assert!(!said.contains("Internal error"), "{said}");
     assert!(!said.contains("Location:"), "{said}");
     assert!(!said.contains("Backtrace"), "{said}");

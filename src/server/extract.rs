@@ -298,6 +298,22 @@ fn refuse_blank(bytes: &[u8]) -> Result<(), Problem> {
     Ok(())
 }
 
+/// A body that may be left out: `None` when there is none (zero length), else its bytes and
+/// the JSON value they hold. A blank or malformed body is refused.
+async fn body_if_any<S: Send + Sync>(
+    req: Request,
+    state: &S,
+) -> Result<Option<(Bytes, serde_json::Value)>, Problem> {
+    let headers = req.headers().clone();
+    let bytes = body_bytes(req, state).await?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    refuse_blank(&bytes)?;
+    let value = json_body(&headers, &bytes)?;
+    Ok(Some((bytes, value)))
+}
+
 /// A JSON body that may be left out: operations the guides send with
 /// `Content-Type: application/json` and no body (`pause-time`, `list-anchors`, …). An absent
 /// (zero-length) body counts as `{}`, and so does a JSON `null` (the description marks such a body optional, which
@@ -312,16 +328,10 @@ where
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
-        let headers = req.headers().clone();
-        let bytes = body_bytes(req, state).await?;
-        if bytes.is_empty() {
-            return parse_json(b"{}").map(OptionalJsonBody);
-        }
-        refuse_blank(&bytes)?;
-        match json_body::<serde_json::Value>(&headers, &bytes)? {
-            serde_json::Value::Null => parse_json(b"{}").map(OptionalJsonBody),
-            serde_json::Value::Object(_) => parse_json(&bytes).map(OptionalJsonBody),
-            _ => Err(not_an_object()),
+        match body_if_any(req, state).await? {
+            None | Some((_, serde_json::Value::Null)) => parse_json(b"{}").map(OptionalJsonBody),
+            Some((bytes, serde_json::Value::Object(_))) => parse_json(&bytes).map(OptionalJsonBody),
+            Some(_) => Err(not_an_object()),
         }
     }
 }
@@ -361,14 +371,10 @@ where
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
-        let headers = req.headers().clone();
         let uri = req.uri().clone();
-        let bytes = body_bytes(req, state).await?;
-        if bytes.is_empty() {
+        let Some((bytes, body)) = body_if_any(req, state).await? else {
             return parse_query(&uri).map(BodyOrQuery);
-        }
-        refuse_blank(&bytes)?;
-        let body: serde_json::Value = json_body(&headers, &bytes)?;
+        };
         // serde would read a struct from a JSON array too (its fields in order).
         if !body.is_object() {
             return Err(not_an_object());

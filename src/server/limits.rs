@@ -233,16 +233,19 @@ mod tests {
 
     use super::*;
 
+    /// A limiter of `per_second` and `burst` on a clock the test moves, and the clock.
+    fn on_a_fake_clock<K: Hash + Eq + Clone>(
+        per_second: f64,
+        burst: u32,
+    ) -> (RateLimiter<K, FakeRelativeClock>, FakeRelativeClock) {
+        let clock = FakeRelativeClock::default();
+        let limit = RateLimit { per_second, burst };
+        (RateLimiter::with_clock(limit, clock.clone()), clock)
+    }
+
     #[test]
     fn a_key_has_its_burst_then_is_told_how_long_to_wait() {
-        let clock = FakeRelativeClock::default();
-        let limiter: RateLimiter<String, _> = RateLimiter::with_clock(
-            RateLimit {
-                per_second: 0.5,
-                burst: 2,
-            },
-            clock.clone(),
-        );
+        let (limiter, clock) = on_a_fake_clock::<String>(0.5, 2);
         let ada = "ada".to_owned();
         assert!(limiter.check(&ada).is_ok());
         assert!(limiter.check(&ada).is_ok());
@@ -266,14 +269,7 @@ mod tests {
 
     #[test]
     fn idle_keys_are_forgotten() {
-        let clock = FakeRelativeClock::default();
-        let limiter: RateLimiter<u64, _> = RateLimiter::with_clock(
-            RateLimit {
-                per_second: 1000.0,
-                burst: 10,
-            },
-            clock.clone(),
-        );
+        let (limiter, clock) = on_a_fake_clock::<u64>(1000.0, 10);
         for key in 0..1000 {
             assert!(limiter.check(&key).is_ok());
         }

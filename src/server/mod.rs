@@ -559,11 +559,7 @@ pub async fn run(
     sessions: impl Sessions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "chronoscope serving");
-    }
-    let (stop_streams, stopping) = Stopping::new();
-    let handle = stop_on(shutdown, stop_streams, config.shutdown_timeout);
+    let (handle, stopping) = starting(&listener, "chronoscope serving", shutdown, &config);
     let server = axum_server::from_tcp(listener.into_std()?)?
         .acceptor(conn::IdleAcceptor::new(config.idle_timeout));
     let server = with_connection_limits(server, &config, handle);
@@ -583,11 +579,12 @@ pub async fn run_tls(
     sessions: impl Sessions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "chronoscope serving over https");
-    }
-    let (stop_streams, stopping) = Stopping::new();
-    let handle = stop_on(shutdown, stop_streams, config.shutdown_timeout);
+    let (handle, stopping) = starting(
+        &listener,
+        "chronoscope serving over https",
+        shutdown,
+        &config,
+    );
     let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
     let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(tls)
         .handshake_timeout(config.header_read_timeout)
@@ -599,6 +596,22 @@ pub async fn run_tls(
     server
         .serve(router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .await
+}
+
+/// Says where it serves (`what`), and what stops it: the handle and the streams' signal of
+/// [`stop_on`], with `config.shutdown_timeout`.
+fn starting(
+    listener: &tokio::net::TcpListener,
+    what: &str,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    config: &ServerConfig,
+) -> (axum_server::Handle<std::net::SocketAddr>, Stopping) {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "{what}");
+    }
+    let (stop_streams, stopping) = Stopping::new();
+    let handle = stop_on(shutdown, stop_streams, config.shutdown_timeout);
+    (handle, stopping)
 }
 
 /// A handle that, once `shutdown` resolves, ends event streams and shuts the server down

@@ -363,6 +363,22 @@ fn listed(table: &[(&str, &str)], method: &str, path: &str) -> bool {
     table.iter().any(|(m, p)| *m == method && *p == path)
 }
 
+/// A parameter that may be left out.
+fn optional_param(
+    name: &str,
+    located: ParameterIn,
+    description: &str,
+    schema: ObjectBuilder,
+) -> utoipa::openapi::path::Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(located)
+        .required(Required::False)
+        .description(Some(description))
+        .schema(Some(schema))
+        .build()
+}
+
 /// Adds the shared parameter and the error responses to one operation.
 fn complete(method: &str, path: &str, op: &mut Operation) {
     let open = op
@@ -370,48 +386,34 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
         .as_ref()
         .is_some_and(|s| s.iter().all(|r| *r == SecurityRequirement::default()));
     let params = op.parameters.get_or_insert_with(Vec::new);
-    params.push(
-        ParameterBuilder::new()
-            .name("view")
-            .parameter_in(ParameterIn::Query)
-            .required(Required::False)
-            .description(Some(
-                "`full` answers the full types (and problems with `error`, `paradoxes`); \
-                 default `documented`",
-            ))
-            .schema(Some(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .enum_values(Some(["documented", "full"])),
-            ))
-            .build(),
-    );
+    params.push(optional_param(
+        "view",
+        ParameterIn::Query,
+        "`full` answers the full types (and problems with `error`, `paradoxes`); \
+         default `documented`",
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["documented", "full"])),
+    ));
     if method == "post" && !open {
-        params.push(
-            ParameterBuilder::new()
-                .name("Idempotency-Key")
-                .parameter_in(ParameterIn::Header)
-                .required(Required::False)
-                .description(Some(
-                    "Makes the POST safe to retry: a repeat with the same key and the same \
-                     request gets the first answer again (status, body, Location) without the \
-                     change being made twice, on any replica, for 24 hours. Keys are per \
-                     traveller; reusing one for a different request is 422. A JSON body is \
-                     compared in canonical form (whitespace and key order do not matter). Each \
-                     traveller's newest keys are remembered, up to the server's \
-                     --idempotency-keys-per-traveller (1000 by default): beyond it the oldest \
-                     are forgotten first, and a retry with a forgotten key is carried out \
-                     again. Requests that change nothing (checks, scans) are answered afresh.",
-                ))
-                .schema(Some(
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .min_length(Some(1))
-                        .max_length(Some(crate::engine::idempotency::MAX_KEY_LEN))
-                        .pattern(Some("^[!-~]+$")),
-                ))
-                .build(),
-        );
+        params.push(optional_param(
+            "Idempotency-Key",
+            ParameterIn::Header,
+            "Makes the POST safe to retry: a repeat with the same key and the same \
+             request gets the first answer again (status, body, Location) without the \
+             change being made twice, on any replica, for 24 hours. Keys are per \
+             traveller; reusing one for a different request is 422. A JSON body is \
+             compared in canonical form (whitespace and key order do not matter). Each \
+             traveller's newest keys are remembered, up to the server's \
+             --idempotency-keys-per-traveller (1000 by default): beyond it the oldest \
+             are forgotten first, and a retry with a forgotten key is carried out \
+             again. Requests that change nothing (checks, scans) are answered afresh.",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(crate::engine::idempotency::MAX_KEY_LEN))
+                .pattern(Some("^[!-~]+$")),
+        ));
     }
     add_response(
         op,

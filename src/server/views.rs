@@ -808,6 +808,7 @@ macro_rules! view_enum {
         )*
     };
 }
+pub(crate) use view_enum;
 
 view_enum! {
     /// A timeline: documented, or with `view=full` the full TimelineInfo.

@@ -62,18 +62,16 @@ impl Face {
     /// The engine, in-process.
     pub async fn embedded() -> Self {
         let (engine, clock) = fresh_engine().await;
-        Self {
-            kind: Kind::Embedded,
-            clock,
-            engine,
-            server: None,
-            transcript: Mutex::new(Vec::new()),
-        }
+        Self::in_process(engine, clock)
     }
 
     /// The engine, in-process, on another store (PostgreSQL).
     pub async fn embedded_on(store: Arc<dyn Store>) -> Self {
         let (engine, clock) = engine_on(store).await;
+        Self::in_process(engine, clock)
+    }
+
+    fn in_process(engine: Arc<Engine>, clock: Arc<ManualClock>) -> Self {
         Self {
             kind: Kind::Embedded,
             clock,
@@ -175,9 +173,7 @@ impl Face {
         label: &str,
         call: impl Future<Output = ServiceResult<T>>,
     ) -> T {
-        let result = call.await;
-        self.record(label, Self::recorded(&result));
-        match result {
+        match self.any(label, call).await {
             Ok(v) => v,
             Err(e) => panic!("[{:?}] {label}: expected success, got {e:?}", self.kind),
         }
@@ -189,9 +185,7 @@ impl Face {
         label: &str,
         call: impl Future<Output = ServiceResult<T>>,
     ) -> ServiceError {
-        let result = call.await;
-        self.record(label, Self::recorded(&result));
-        match result {
+        match self.any(label, call).await {
             Ok(v) => panic!("[{:?}] {label}: expected a refusal, got {v:?}", self.kind),
             Err(e) => e,
         }

@@ -104,23 +104,29 @@ impl Server {
 
     /// A client acting as `traveller` (read and write), trusting the test CA over https.
     pub fn client_for(&self, traveller: &str) -> RemoteClient {
-        let mut client = RemoteClient::builder(&self.base_url, self.token_for(traveller));
+        self.client_with(self.token_for(traveller))
+    }
+
+    /// A client acting as `traveller` with the admin scope too: an operator.
+    pub fn operator_client(&self, traveller: &str) -> RemoteClient {
+        self.client_with(self.token_with(traveller, "read write admin"))
+    }
+
+    fn client_with(&self, token: String) -> RemoteClient {
+        let mut client = RemoteClient::builder(&self.base_url, token);
         if let Some(pki) = &self.pki {
             client = client.ca_cert(pki.ca());
         }
         client.build().expect("a client of the test server")
     }
 
-    /// A client acting as `traveller` with the admin scope too: an operator.
-    pub fn operator_client(&self, traveller: &str) -> RemoteClient {
-        let mut client = RemoteClient::builder(
-            &self.base_url,
-            self.token_with(traveller, "read write admin"),
-        );
-        if let Some(pki) = &self.pki {
-            client = client.ca_cert(pki.ca());
-        }
-        client.build().expect("a client of the test server")
+    /// A client of `url` acting as ada that retries without waiting: for addresses that do not
+    /// answer as this server would.
+    pub fn impatient_client(&self, url: &str) -> RemoteClient {
+        RemoteClient::builder(url, self.token_for("ada"))
+            .retry_backoff(Duration::from_millis(1))
+            .build()
+            .expect("a client")
     }
 
     /// Stops the server and waits until its port is closed.
@@ -190,10 +196,7 @@ async fn a_token_signed_with_another_secret_is_unauthorized() {
 async fn a_stopped_server_is_unavailable_naming_its_url() {
     let server = Server::start(engine().await).await;
     let base = server.base_url.clone();
-    let client = RemoteClient::builder(&base, server.token_for("ada"))
-        .retry_backoff(Duration::from_millis(1))
-        .build()
-        .expect("a client");
+    let client = server.impatient_client(&base);
     client
         .whoami()
         .await
@@ -327,11 +330,8 @@ async fn a_certificate_from_another_ca_is_refused_in_words_and_not_retried() {
 async fn plain_http_to_an_https_server_and_back_is_explained() {
     let server = Server::start_tls(engine().await).await;
     let plain = server.base_url.replacen("https://", "http://", 1);
-    let client = RemoteClient::builder(&plain, server.token_for("ada"))
-        .retry_backoff(Duration::from_millis(1))
-        .build()
-        .expect("a client");
-    let err = client.whoami().await.expect_err("https spoken to in http");
+    let err = server.impatient_client(&plain).whoami().await;
+    let err = err.expect_err("https spoken to in http");
     assert!(
         err.to_string().contains("does it serve https:// there?"),
         "{err}"
@@ -340,11 +340,8 @@ async fn plain_http_to_an_https_server_and_back_is_explained() {
 
     let plain_server = Server::start(engine().await).await;
     let tls = plain_server.base_url.replacen("http://", "https://", 1);
-    let client = RemoteClient::builder(&tls, plain_server.token_for("ada"))
-        .retry_backoff(Duration::from_millis(1))
-        .build()
-        .expect("a client");
-    let err = client.whoami().await.expect_err("http spoken to in https");
+    let err = plain_server.impatient_client(&tls).whoami().await;
+    let err = err.expect_err("http spoken to in https");
     assert!(
         err.to_string()
             .contains("does it serve plain http:// there?"),

@@ -191,6 +191,17 @@ pub fn keyed(uri: &str, token: &str, key: Option<&str>, body: &Value) -> Request
     req.body(Body::from(body.to_string())).expect("a request")
 }
 
+/// Sends a POST with a JSON body and, when given, an `Idempotency-Key` (see [`keyed`]).
+pub async fn post_keyed(
+    router: &Router,
+    uri: &str,
+    token: &str,
+    key: Option<&str>,
+    body: &Value,
+) -> Resp {
+    send_to(router, keyed(uri, token, key, body)).await
+}
+
 /// A read+write token for `sub`.
 pub fn token(sub: &str) -> String {
     let scopes: Scopes = [Scope::Read, Scope::Write].into_iter().collect();
@@ -217,6 +228,11 @@ pub fn now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
+}
+
+/// The `detail` of a problem body.
+pub fn detail(problem: &Value) -> &str {
+    problem["detail"].as_str().expect("a problem has a detail")
 }
 
 pub fn keys(v: &Value) -> Vec<String> {

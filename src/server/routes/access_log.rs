@@ -4,10 +4,10 @@ use axum::http::{StatusCode, Uri};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{ApiResult, json, view, with_next};
+use super::{ApiResult, projected, with_next};
 use crate::model::{Instant, TimeRange, TimelineId};
 use crate::server::extract::{BodyOrQuery, Caller};
-use crate::server::views::View;
+use crate::server::views::view_enum;
 use crate::service::{AccessAction, AccessLog, AccessLogQuery, PageRequest};
 
 /// `access-logs` (body or query).
@@ -52,15 +52,26 @@ pub struct AccessLogDoc {
     pub logs: Vec<AccessLogEntryDoc>,
 }
 
-/// `access-logs`: the guide's fields, or with `view=full` every count.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AccessLogView {
-    /// The documented properties (default).
-    Documented(AccessLogDoc),
-    /// With `view=full`.
-    Full(AccessLog),
+impl From<&AccessLog> for AccessLogDoc {
+    fn from(log: &AccessLog) -> Self {
+        Self {
+            status: log.status.clone(),
+            logs: log
+                .logs
+                .iter()
+                .map(|e| AccessLogEntryDoc {
+                    user_id: e.user_id.clone(),
+                    action: e.action,
+                    timestamp: e.timestamp,
+                })
+                .collect(),
+        }
+    }
+}
+
+view_enum! {
+    /// `access-logs`: the guide's fields, or with `view=full` every count.
+    AccessLogView = AccessLogDoc | AccessLog;
 }
 
 /// Who read, changed, travelled into, administered or tried and failed to reach a timeline,
@@ -91,23 +102,6 @@ pub async fn access_logs(
         service_wide: q.service_wide.unwrap_or(false),
     };
     let log = caller.service.access_logs(query).await?;
-    let resp = match view() {
-        View::Full => json(StatusCode::OK, &log),
-        View::Documented => json(
-            StatusCode::OK,
-            &AccessLogDoc {
-                status: log.status.clone(),
-                logs: log
-                    .logs
-                    .iter()
-                    .map(|e| AccessLogEntryDoc {
-                        user_id: e.user_id.clone(),
-                        action: e.action,
-                        timestamp: e.timestamp,
-                    })
-                    .collect(),
-            },
-        ),
-    };
+    let resp = projected(StatusCode::OK, &log, AccessLogDoc::from);
     Ok(with_next(resp, &uri, log.next_cursor.as_deref()))
 }

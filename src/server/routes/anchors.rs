@@ -4,11 +4,11 @@ use axum::http::{StatusCode, Uri};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiResult, json, projected, view, with_next};
+use super::{ApiResult, json, paged, projected};
 use crate::model::{AnchorId, AnchorRecord, Conditions};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody, QueryParams};
 use crate::server::problem::Problem;
-use crate::server::views::View;
+use crate::server::views::view_enum;
 use crate::service::{AdjustAnchorRequest, AnchorListQuery, AnchorRef, AnchorStability};
 
 /// One anchor in `list-anchors` as the guide shows it.
@@ -100,26 +100,11 @@ impl From<&AnchorRecord> for AnchorAdjustedDoc {
     }
 }
 
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AnchorsView {
-    /// The documented properties (default).
-    Documented(AnchorsDoc),
-    /// With `view=full`.
-    Full(AnchorsFull),
-}
-
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AnchorStabilityView {
-    /// The documented properties (default).
-    Documented(AnchorStabilityDoc),
-    /// With `view=full`.
-    Full(AnchorStability),
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    AnchorsView = AnchorsDoc | AnchorsFull;
+    /// Documented projection or full value (OpenAPI only).
+    AnchorStabilityView = AnchorStabilityDoc | AnchorStability;
 }
 
 /// Documented projection or full value (OpenAPI only).
@@ -179,22 +164,14 @@ pub async fn list_anchors(
             cursor: once("cursor", q.cursor, b.cursor)?,
         })
         .await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &AnchorsFull {
-                anchors: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(
-            StatusCode::OK,
-            &AnchorsDoc {
-                anchors: page.items.iter().map(ListedAnchorDoc::from).collect(),
-            },
-        ),
+    let full = |anchors, next_cursor| AnchorsFull {
+        anchors,
+        next_cursor,
     };
-    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+    let doc = |anchors: &[_]| AnchorsDoc {
+        anchors: anchors.iter().map(ListedAnchorDoc::from).collect(),
+    };
+    Ok(paged(&uri, &page, full, doc))
 }
 
 /// A field given in the query, the body, or both with the same value.

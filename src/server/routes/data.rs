@@ -8,10 +8,11 @@ use axum::http::{Extensions, StatusCode};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiResult, json, projected};
+use super::{ApiResult, projected, viewed};
 use crate::model::{CacheId, DataId, Instant};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody};
 use crate::server::problem::Problem;
+use crate::server::views::view_enum;
 use crate::service::{
     CachingRequest, CachingSetting, CachingStatus, DataEntryInfo, DataObject, DecryptDataRequest,
     DecryptStatus, DecryptedData, EncryptDataRequest, IndexReport, IndexRequest, RetrieveDataQuery,
@@ -131,28 +132,19 @@ pub struct CachingDoc {
     pub cache_id: CacheId,
 }
 
-macro_rules! views {
-    ($($name:ident: $doc:ty, $full:ty;)*) => {$(
-        /// Documented projection or full value (OpenAPI only).
-        #[allow(dead_code)]
-        #[derive(Debug, Serialize, ToSchema)]
-        #[serde(untagged)]
-        pub enum $name {
-            /// The documented properties (default).
-            Documented($doc),
-            /// With `view=full`.
-            Full($full),
-        }
-    )*};
-}
-
-views! {
-    StoredView: StoredDoc, DataEntryInfo;
-    RetrievedView: RetrievedDoc, RetrievedData;
-    EncryptedView: EncryptedDoc, EncryptedFull;
-    DecryptedView: DecryptedDoc, DecryptedData;
-    IndexView: IndexDoc, IndexFull;
-    CachingView: CachingDoc, CachingSetting;
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    StoredView = StoredDoc | DataEntryInfo;
+    /// Documented projection or full value (OpenAPI only).
+    RetrievedView = RetrievedDoc | RetrievedData;
+    /// Documented projection or full value (OpenAPI only).
+    EncryptedView = EncryptedDoc | EncryptedFull;
+    /// Documented projection or full value (OpenAPI only).
+    DecryptedView = DecryptedDoc | DecryptedData;
+    /// Documented projection or full value (OpenAPI only).
+    IndexView = IndexDoc | IndexFull;
+    /// Documented projection or full value (OpenAPI only).
+    CachingView = CachingDoc | CachingSetting;
 }
 
 /// Store a JSON object (at most 64 KiB) in a timeline at a time. Entries are immutable:
@@ -217,24 +209,17 @@ pub async fn encrypt_data(
     refuse_key_in_the_clear(&extensions)?;
     let e = caller.service.encrypt_data(req).await.map_err(said)?;
     let encryption = crate::engine::DATA_ALGORITHM.to_owned();
-    Ok(match super::view() {
-        crate::server::views::View::Full => json(
-            StatusCode::CREATED,
-            &EncryptedFull {
-                status: "encrypted".into(),
-                encryption,
-                entry: e,
-            },
-        ),
-        crate::server::views::View::Documented => json(
-            StatusCode::CREATED,
-            &EncryptedDoc {
-                status: "encrypted".into(),
-                data_id: e.data_id,
-                encryption,
-            },
-        ),
-    })
+    let full = || EncryptedFull {
+        status: "encrypted".into(),
+        encryption: encryption.clone(),
+        entry: e.clone(),
+    };
+    let doc = || EncryptedDoc {
+        status: "encrypted".into(),
+        data_id: e.data_id.clone(),
+        encryption: encryption.clone(),
+    };
+    Ok(viewed(StatusCode::CREATED, full, doc))
 }
 
 /// Decrypt an entry with the key it was encrypted with. Nothing is written, and the answer is
@@ -273,22 +258,15 @@ pub async fn decrypt_data(
 )]
 pub async fn create_index(caller: Caller, JsonBody(req): JsonBody<IndexRequest>) -> ApiResult {
     let index = caller.service.report_index(req).await?;
-    Ok(match super::view() {
-        crate::server::views::View::Full => json(
-            StatusCode::OK,
-            &IndexFull {
-                status: "exists".into(),
-                index,
-            },
-        ),
-        crate::server::views::View::Documented => json(
-            StatusCode::OK,
-            &IndexDoc {
-                status: "exists".into(),
-                index_id: index.index_id,
-            },
-        ),
-    })
+    let full = || IndexFull {
+        status: "exists".into(),
+        index: index.clone(),
+    };
+    let doc = || IndexDoc {
+        status: "exists".into(),
+        index_id: index.index_id.clone(),
+    };
+    Ok(viewed(StatusCode::OK, full, doc))
 }
 
 /// Let your own reads be boundedly stale: a read in scope (`timeline`: every read; `event`:

@@ -2,9 +2,9 @@
 
 use axum::extract::Path;
 use axum::http::{StatusCode, Uri};
-use axum::response::IntoResponse;
+use futures::TryFutureExt;
 
-use super::{ApiResult, located, projected, with_next};
+use super::{ApiResult, created, no_content, projected, with_next};
 use crate::error::ServiceError;
 use crate::model::TimelineId;
 use crate::server::extract::{Caller, JsonBody, QueryParams, path_id};
@@ -54,8 +54,8 @@ pub async fn create_timeline(
         .create_timeline(req)
         .await
         .map_err(unprocessable)?;
-    let resp = projected(StatusCode::CREATED, &t, TimelineDoc::from);
-    Ok(located(resp, &format!("/v1/timeline/{}", t.id)))
+    let location = format!("/v1/timeline/{}", t.id);
+    Ok(created(&t, TimelineDoc::from, location))
 }
 
 /// One timeline.
@@ -81,12 +81,7 @@ pub async fn get_timeline(caller: Caller, Path(timeline_id): Path<String>) -> Ap
 )]
 pub async fn delete_timeline(caller: Caller, Path(timeline_id): Path<String>) -> ApiResult {
     let id: TimelineId = path_id("timeline", &timeline_id)?;
-    caller
-        .service
-        .delete_timeline(&id)
-        .await
-        .map_err(unprocessable)?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.delete_timeline(&id).map_err(unprocessable)).await
 }
 
 /// Travel to a timeline, or return to one of your active anchors.
@@ -144,8 +139,8 @@ pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewAnchor, true>
         .set_anchor(req)
         .await
         .map_err(unprocessable)?;
-    let resp = projected(StatusCode::CREATED, &a, AnchorDoc::from);
-    Ok(located(resp, &format!("/v1/anchors/{}", a.id)))
+    let location = format!("/v1/anchors/{}", a.id);
+    Ok(created(&a, AnchorDoc::from, location))
 }
 
 /// Check proposed changes for paradoxes; nothing is written.

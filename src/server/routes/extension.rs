@@ -3,9 +3,9 @@
 
 use axum::extract::Path;
 use axum::http::{StatusCode, Uri};
-use axum::response::IntoResponse;
+use futures::TryFutureExt;
 
-use super::{ApiResult, json, with_next};
+use super::{ApiResult, answer_full, json, no_content, with_next};
 use crate::error::ServiceError;
 use crate::model::{AnchorId, ItemId, MergeId, ScheduleId, ScriptId, TimelineId};
 use crate::server::extract::{Caller, JsonBody, JsonText, QueryParams, path_id};
@@ -21,7 +21,7 @@ use crate::service::{
     responses((status = 200, description = "The caller and their position", body = TravellerStatus))
 )]
 pub async fn whoami(caller: Caller) -> ApiResult {
-    Ok(json(StatusCode::OK, &caller.service.whoami().await?))
+    answer_full(caller.service.whoami()).await
 }
 
 /// A timeline's current events (with `versions=all`, past versions too), in time order,
@@ -99,12 +99,7 @@ pub async fn add_event(
 )]
 pub async fn export_timeline(caller: Caller, Path(timeline_id): Path<String>) -> ApiResult {
     let id: TimelineId = path_id("timeline", &timeline_id)?;
-    let file = caller
-        .service
-        .export_timeline(&id)
-        .await
-        .map_err(addressed(&id))?;
-    Ok(json(StatusCode::OK, &file))
+    answer_full(caller.service.export_timeline(&id).map_err(addressed(&id))).await
 }
 
 /// Create the timelines of a world file in one write.
@@ -230,7 +225,7 @@ list_route!(
 )]
 pub async fn get_merge(caller: Caller, Path(merge_id): Path<String>) -> ApiResult {
     let id: MergeId = path_id("merge", &merge_id)?;
-    Ok(json(StatusCode::OK, &caller.service.get_merge(&id).await?))
+    answer_full(caller.service.get_merge(&id)).await
 }
 
 /// One of your items.
@@ -240,7 +235,7 @@ pub async fn get_merge(caller: Caller, Path(merge_id): Path<String>) -> ApiResul
 )]
 pub async fn get_item(caller: Caller, Path(item_id): Path<String>) -> ApiResult {
     let id: ItemId = path_id("item", &item_id)?;
-    Ok(json(StatusCode::OK, &caller.service.get_item(&id).await?))
+    answer_full(caller.service.get_item(&id)).await
 }
 
 /// One of your anchors.
@@ -250,7 +245,7 @@ pub async fn get_item(caller: Caller, Path(item_id): Path<String>) -> ApiResult 
 )]
 pub async fn get_anchor(caller: Caller, Path(anchor_id): Path<String>) -> ApiResult {
     let id: AnchorId = path_id("anchor", &anchor_id)?;
-    Ok(json(StatusCode::OK, &caller.service.get_anchor(&id).await?))
+    answer_full(caller.service.get_anchor(&id)).await
 }
 
 /// Delete one of your scripts (with the `admin` scope, anyone's).
@@ -260,8 +255,7 @@ pub async fn get_anchor(caller: Caller, Path(anchor_id): Path<String>) -> ApiRes
 )]
 pub async fn delete_script(caller: Caller, Path(script_id): Path<String>) -> ApiResult {
     let id: ScriptId = path_id("script", &script_id)?;
-    caller.service.delete_script(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.delete_script(&id)).await
 }
 
 /// Cancel one of your jobs that has not run yet (with the `admin` scope, anyone's).
@@ -271,6 +265,5 @@ pub async fn delete_script(caller: Caller, Path(script_id): Path<String>) -> Api
 )]
 pub async fn delete_schedule(caller: Caller, Path(schedule_id): Path<String>) -> ApiResult {
     let id: ScheduleId = path_id("schedule", &schedule_id)?;
-    caller.service.delete_schedule(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.delete_schedule(&id)).await
 }

@@ -3,7 +3,7 @@
 
 use axum::http::{StatusCode, Uri};
 
-use super::{ApiResult, json, located, projected, with_next};
+use super::{ApiResult, answer_full, created, located, paged, projected};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, OptionalJsonBody};
 use crate::server::views::*;
 use crate::service::{
@@ -16,25 +16,15 @@ use crate::service::{
 
 async fn events(caller: &Caller, uri: &Uri, q: SearchQuery) -> ApiResult {
     let page = caller.service.search_events(q).await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &EventsFull {
-                events: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(
-            StatusCode::OK,
-            &EventsDoc {
-                events: page.items.iter().map(EventDoc::from).collect(),
-            },
-        ),
+    let full = |events, next_cursor| EventsFull {
+        events,
+        next_cursor,
     };
-    Ok(with_next(resp, uri, page.next_cursor.as_deref()))
+    let doc = |events: &[_]| EventsDoc {
+        events: events.iter().map(EventDoc::from).collect(),
+    };
+    Ok(paged(uri, &page, full, doc))
 }
-
-use super::view;
 
 /// Search a timeline's events by location and time range (where you are unless `timeline_id`).
 #[utoipa::path(get, path = "/v1/search-events", tag = "Guide", operation_id = "searchEvents",
@@ -65,8 +55,8 @@ pub async fn manipulate_event(
 
 async fn created_timeline(caller: &Caller, req: NewTimeline) -> ApiResult {
     let t = caller.service.create_timeline(req).await?;
-    let resp = projected(StatusCode::CREATED, &t, CreatedTimelineDoc::from);
-    Ok(located(resp, &format!("/v1/timeline/{}", t.id)))
+    let location = format!("/v1/timeline/{}", t.id);
+    Ok(created(&t, CreatedTimelineDoc::from, location))
 }
 
 /// Create a timeline branching from a base (`primary` by default).
@@ -172,8 +162,8 @@ pub async fn correct_dissonance(
 )]
 pub async fn set_anchor(caller: Caller, JsonBody(req): JsonBody<NewPreciseAnchor>) -> ApiResult {
     let a = caller.service.set_precise_anchor(req).await?;
-    let resp = projected(StatusCode::CREATED, &a, AnchorSetDoc::from);
-    Ok(located(resp, &format!("/v1/anchors/{}", a.id)))
+    let location = format!("/v1/anchors/{}", a.id);
+    Ok(created(&a, AnchorSetDoc::from, location))
 }
 
 /// Store a script that runs actions when its trigger event changes or its date passes.
@@ -199,8 +189,8 @@ pub async fn schedule_manipulation(
     JsonBody(req): JsonBody<NewSchedule>,
 ) -> ApiResult {
     let s = caller.service.schedule_manipulation(req).await?;
-    let resp = projected(StatusCode::CREATED, &s, ScheduledDoc::from);
-    Ok(located(resp, &format!("/v1/schedules/{}", s.schedule_id)))
+    let location = format!("/v1/schedules/{}", s.schedule_id);
+    Ok(created(&s, ScheduledDoc::from, location))
 }
 
 /// An outside system (a CI pipeline, say) triggers actions.
@@ -247,18 +237,12 @@ pub async fn automation_log(
         },
     };
     let page = caller.service.automation_log(query).await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &AutomationLogFull {
-                status: "ok".into(),
-                log_entries: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(StatusCode::OK, &AutomationLogDoc::of(&page.items)),
+    let full = |log_entries, next_cursor| AutomationLogFull {
+        status: "ok".into(),
+        log_entries,
+        next_cursor,
     };
-    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+    Ok(paged(&uri, &page, full, AutomationLogDoc::of))
 }
 
 /// Travel to a time in the timeline you are in, at a place.
@@ -270,10 +254,7 @@ pub async fn travel_to_time(
     caller: Caller,
     JsonBody(req): JsonBody<TimeTravelRequest>,
 ) -> ApiResult {
-    Ok(json(
-        StatusCode::OK,
-        &caller.service.travel_to_time(req).await?,
-    ))
+    answer_full(caller.service.travel_to_time(req)).await
 }
 
 /// Scan a timeline's events (search-events as a POST).
@@ -302,10 +283,7 @@ pub async fn monitor_paradox(
     caller: Caller,
     BodyOrQuery(q): BodyOrQuery<MonitorQuery>,
 ) -> ApiResult {
-    Ok(json(
-        StatusCode::OK,
-        &caller.service.monitor_timeline(q).await?,
-    ))
+    answer_full(caller.service.monitor_timeline(q)).await
 }
 
 /// Whether a significant event still holds in a timeline.
@@ -321,10 +299,7 @@ pub async fn check_timeline(
     caller: Caller,
     BodyOrQuery(q): BodyOrQuery<SignificantEventQuery>,
 ) -> ApiResult {
-    Ok(json(
-        StatusCode::OK,
-        &caller.service.check_timeline(q).await?,
-    ))
+    answer_full(caller.service.check_timeline(q)).await
 }
 
 /// Travel to a time, at a place, in your current timeline unless `timeline_id` names another.
@@ -373,22 +348,14 @@ pub async fn list_timelines(
             },
         })
         .await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &TimelinesFull {
-                timelines: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(
-            StatusCode::OK,
-            &TimelinesDoc {
-                timelines: page.items.iter().map(ListedTimelineDoc::from).collect(),
-            },
-        ),
+    let full = |timelines, next_cursor| TimelinesFull {
+        timelines,
+        next_cursor,
     };
-    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+    let doc = |timelines: &[_]| TimelinesDoc {
+        timelines: timelines.iter().map(ListedTimelineDoc::from).collect(),
+    };
+    Ok(paged(&uri, &page, full, doc))
 }
 
 /// Switch to another timeline at your current time (a sideways journey; what you carry comes

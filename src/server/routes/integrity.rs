@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::{ApiResult, projected};
 use crate::server::extract::{Caller, JsonBody};
+use crate::server::views::view_enum;
 use crate::service::{IntegrityQuery, IntegrityReport, TamperQuery, TamperReport};
 
 /// `detect-tampering` as the guide shows it.
@@ -30,26 +31,11 @@ pub struct IntegrityDoc {
     pub integrity_score: String,
 }
 
-/// `detect-tampering`: the guide's fields, or with `view=full` the whole report.
-#[allow(dead_code, clippy::large_enum_variant)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum TamperView {
-    /// The documented properties (default).
-    Documented(TamperDoc),
-    /// With `view=full`.
-    Full(TamperReport),
-}
-
-/// `validate-integrity`: the guide's fields, or with `view=full` the whole report.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum IntegrityView {
-    /// The documented properties (default).
-    Documented(IntegrityDoc),
-    /// With `view=full`.
-    Full(IntegrityReport),
+view_enum! {
+    /// `detect-tampering`: the guide's fields, or with `view=full` the whole report.
+    TamperView = TamperDoc | TamperReport;
+    /// `validate-integrity`: the guide's fields, or with `view=full` the whole report.
+    IntegrityView = IntegrityDoc | IntegrityReport;
 }
 
 /// Check the stored log's keyed hash chain record by record (`scan_depth` `full`, or `recent`:

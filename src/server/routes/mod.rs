@@ -28,6 +28,7 @@ use utoipa_axum::routes;
 use super::AppState;
 use super::problem::{Problem, RequestCtx};
 use super::views::View;
+use crate::service::Page;
 use table::{Api, Does, Operations};
 
 /// What every handler answers.
@@ -172,16 +173,73 @@ fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// The full body with `view=full`, the documented one by default: only the one answered is
+/// built.
+fn viewed<F, D>(status: StatusCode, full: impl FnOnce() -> F, doc: impl FnOnce() -> D) -> Response
+where
+    F: Serialize,
+    D: Serialize,
+{
+    match view() {
+        View::Full => json(status, &full()),
+        View::Documented => json(status, &doc()),
+    }
+}
+
 /// The documented projection by default, the full value with `view=full`.
 fn projected<'a, F, D>(status: StatusCode, full: &'a F, doc: impl FnOnce(&'a F) -> D) -> Response
 where
     F: Serialize,
     D: Serialize,
 {
-    match view() {
-        View::Full => json(status, full),
-        View::Documented => json(status, &doc(full)),
-    }
+    viewed(status, || full, || doc(full))
+}
+
+/// 201 with what was created, in the view asked for, and its `Location`.
+fn created<'a, F, D>(full: &'a F, doc: impl FnOnce(&'a F) -> D, location: String) -> Response
+where
+    F: Serialize,
+    D: Serialize,
+{
+    located(projected(StatusCode::CREATED, full, doc), &location)
+}
+
+/// A page of a listing, 200 in the view asked for, with the `Link` to the next page: `full`
+/// is given the page's items and the cursor of the next page, `doc` the items.
+fn paged<T, F, D>(
+    uri: &Uri,
+    page: &Page<T>,
+    full: impl FnOnce(Vec<T>, Option<String>) -> F,
+    doc: impl FnOnce(&[T]) -> D,
+) -> Response
+where
+    T: Clone,
+    F: Serialize,
+    D: Serialize,
+{
+    let resp = viewed(
+        StatusCode::OK,
+        || full(page.items.clone(), page.next_cursor.clone()),
+        || doc(&page.items),
+    );
+    with_next(resp, uri, page.next_cursor.as_deref())
+}
+
+/// What a service call answers, 200, as the service types it (no documented projection).
+async fn answer_full<F: Serialize, E>(call: impl Future<Output = Result<F, E>>) -> ApiResult
+where
+    Problem: From<E>,
+{
+    Ok(json(StatusCode::OK, &call.await?))
+}
+
+/// A call that answers nothing when it succeeds: 204.
+async fn no_content<E>(call: impl Future<Output = Result<(), E>>) -> ApiResult
+where
+    Problem: From<E>,
+{
+    call.await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Adds `Link: <next page>; rel="next"` when there is a next page.

@@ -3,13 +3,12 @@
 
 use axum::extract::Path;
 use axum::http::{StatusCode, Uri};
-use axum::response::IntoResponse;
 
-use super::{ApiResult, json, projected, view, with_next};
+use super::{ApiResult, no_content, paged, projected};
 use crate::model::{CacheId, parse_instant};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, path_id};
 use crate::server::views::*;
-use crate::service::RetrieveItemRequest;
+use crate::service::{MonitoredEvent, RetrieveItemRequest};
 
 impl RetrieveItemParams {
     fn into_request(self) -> Result<RetrieveItemRequest, crate::server::problem::Problem> {
@@ -87,31 +86,22 @@ pub async fn monitor_events(
     BodyOrQuery(q): BodyOrQuery<SearchParams>,
 ) -> ApiResult {
     let page = caller.service.monitor_events(q.into()).await?;
-    let resp = match view() {
-        View::Full => json(
-            StatusCode::OK,
-            &MonitoredEventsFull {
-                status: "ok".into(),
-                events: page.items.clone(),
-                next_cursor: page.next_cursor.clone(),
-            },
-        ),
-        View::Documented => json(
-            StatusCode::OK,
-            &MonitoredEventsDoc {
-                status: "ok".into(),
-                events: page
-                    .items
-                    .iter()
-                    .map(|e| MonitoredEventDoc {
-                        time: e.event.time,
-                        description: e.event.description.clone(),
-                    })
-                    .collect(),
-            },
-        ),
+    let full = |events, next_cursor| MonitoredEventsFull {
+        status: "ok".into(),
+        events,
+        next_cursor,
     };
-    Ok(with_next(resp, &uri, page.next_cursor.as_deref()))
+    let doc = |events: &[MonitoredEvent]| MonitoredEventsDoc {
+        status: "ok".into(),
+        events: events
+            .iter()
+            .map(|e| MonitoredEventDoc {
+                time: e.event.time,
+                description: e.event.description.clone(),
+            })
+            .collect(),
+    };
+    Ok(paged(&uri, &page, full, doc))
 }
 
 /// Withdraw your read-staleness setting (`enable-caching`): your reads wait for the read barrier
@@ -122,6 +112,5 @@ pub async fn monitor_events(
 )]
 pub async fn disable_caching(caller: Caller, Path(cache_id): Path<String>) -> ApiResult {
     let id: CacheId = path_id("cache setting", &cache_id)?;
-    caller.service.disable_caching(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.disable_caching(&id)).await
 }

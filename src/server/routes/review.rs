@@ -2,13 +2,13 @@
 
 use axum::extract::Path;
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiResult, json, projected};
+use super::{ApiResult, answer_full, no_content, projected};
 use crate::model::{EventId, IsolationId, MergeId};
 use crate::server::extract::{BodyOrQuery, Caller, JsonBody, path_id};
+use crate::server::views::view_enum;
 use crate::service::{
     ConflictReview, DiffQuery, IsolateRequest, Isolation, ResolveRequest, ResolveResult,
     ReviewQuery, TimelineDiff,
@@ -90,26 +90,11 @@ impl From<&Isolation> for IsolatedDoc {
     }
 }
 
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum ConflictsView {
-    /// The documented properties (default).
-    Documented(ConflictsDoc),
-    /// With `view=full`.
-    Full(ConflictReview),
-}
-
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum ResolvedView {
-    /// The documented properties (default).
-    Documented(ResolvedDoc),
-    /// With `view=full`.
-    Full(ResolveResult),
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    ConflictsView = ConflictsDoc | ConflictReview;
+    /// Documented projection or full value (OpenAPI only).
+    ResolvedView = ResolvedDoc | ResolveResult;
 }
 
 /// Documented projection or full value (OpenAPI only).
@@ -204,8 +189,7 @@ pub async fn resolve_conflict(
 )]
 pub async fn abort_merge(caller: Caller, Path(merge_id): Path<String>) -> ApiResult {
     let id: MergeId = path_id("merge", &merge_id)?;
-    caller.service.abort_merge(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.abort_merge(&id)).await
 }
 
 /// What merging the source into the destination would weigh, lineage by lineage, against
@@ -219,14 +203,11 @@ pub async fn abort_merge(caller: Caller, Path(merge_id): Path<String>) -> ApiRes
     responses((status = 200, description = "The changed lineages", body = TimelineDiff))
 )]
 pub async fn diff_timelines(caller: Caller, BodyOrQuery(q): BodyOrQuery<DiffParams>) -> ApiResult {
-    let r = caller
-        .service
-        .diff_timelines(DiffQuery {
-            source_timeline_id: q.source_timeline_id,
-            destination_timeline_id: q.destination_timeline_id,
-        })
-        .await?;
-    Ok(json(StatusCode::OK, &r))
+    let query = DiffQuery {
+        source_timeline_id: q.source_timeline_id,
+        destination_timeline_id: q.destination_timeline_id,
+    };
+    answer_full(caller.service.diff_timelines(query)).await
 }
 
 /// Isolate an event (`isolation_type` `event`) or the causal loop through it (`closed_loop`,
@@ -252,6 +233,5 @@ pub async fn isolate_event(caller: Caller, JsonBody(req): JsonBody<IsolateReques
 )]
 pub async fn lift_isolation(caller: Caller, Path(isolation_id): Path<String>) -> ApiResult {
     let id: IsolationId = path_id("isolation", &isolation_id)?;
-    caller.service.lift_isolation(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    no_content(caller.service.lift_isolation(&id)).await
 }

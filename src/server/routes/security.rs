@@ -6,9 +6,10 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiResult, json, projected};
+use super::{ApiResult, answer_full, projected};
 use crate::model::{TimelineId, Traveller};
 use crate::server::extract::{Caller, JsonBody, path_id};
+use crate::server::views::view_enum;
 use crate::service::{
     AccessControlSet, AccessControlView, RestrictRequest, Restricted, SetAccessControlRequest,
 };
@@ -23,15 +24,11 @@ pub struct AccessControlDoc {
     pub timeline_id: TimelineId,
 }
 
-/// `set-access-control`: the guide's fields, or with `view=full` the list in force.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AccessControlSetView {
-    /// The documented properties (default).
-    Documented(AccessControlDoc),
-    /// With `view=full`.
-    Full(AccessControlSet),
+view_enum! {
+    /// `set-access-control`: the guide's fields, or with `view=full` the list in force.
+    AccessControlSetView = AccessControlDoc | AccessControlSet;
+    /// `restrict-time-travel`: the guide's fields, or with `view=full` the restriction recorded.
+    RestrictedView = RestrictedDoc | Restricted;
 }
 
 /// `restrict-time-travel` as the guide shows it.
@@ -42,17 +39,6 @@ pub struct RestrictedDoc {
     /// The traveller.
     #[schema(value_type = String)]
     pub user_id: Traveller,
-}
-
-/// `restrict-time-travel`: the guide's fields, or with `view=full` the restriction recorded.
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum RestrictedView {
-    /// The documented properties (default).
-    Documented(RestrictedDoc),
-    /// With `view=full`.
-    Full(Restricted),
 }
 
 /// Set who may read, write and administer a timeline (names are token subjects), or remove its
@@ -89,8 +75,7 @@ pub async fn set_access_control(
 )]
 pub async fn get_access_control(caller: Caller, Path(timeline_id): Path<String>) -> ApiResult {
     let id: TimelineId = path_id("timeline", &timeline_id)?;
-    let view = caller.service.access_control(&id).await?;
-    Ok(json(StatusCode::OK, &view))
+    answer_full(caller.service.access_control(&id)).await
 }
 
 /// Restrict a traveller (operators only): `limited_access` lets them read, return to their own

@@ -16,7 +16,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{FromRef, State};
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -28,7 +28,7 @@ use crate::model::TimelineId;
 use crate::server::extract::{Caller, QueryParams};
 use crate::server::problem::{Problem, RequestCtx};
 use crate::server::views::SearchParams;
-use crate::server::{ServerConfig, Stopping, StreamSlots};
+use crate::server::{AppState, ServerConfig, Stopping, StreamSlots};
 use crate::service::{EventsChange, MonitorChange, MonitorWatch};
 
 /// The query of the stream.
@@ -55,9 +55,7 @@ pub struct StreamQuery {
 )]
 pub async fn stream_monitor_timeline(
     caller: Caller,
-    State(stopping): State<Stopping>,
-    State(config): State<Arc<ServerConfig>>,
-    State(slots): State<Arc<StreamSlots>>,
+    State(streaming): State<Streaming>,
     headers: HeaderMap,
     QueryParams(q): QueryParams<StreamQuery>,
 ) -> ApiResult {
@@ -77,7 +75,7 @@ pub async fn stream_monitor_timeline(
         ),
     };
     // Held by the stream for as long as it is open.
-    let slot = slots.take(caller.traveller.as_str())?;
+    let slot = streaming.slots.take(caller.traveller.as_str())?;
     let changes = caller
         .service
         .watch_monitor(MonitorWatch {
@@ -85,7 +83,7 @@ pub async fn stream_monitor_timeline(
             after,
         })
         .await?;
-    Ok(event_stream(changes, slot, stopping, &config, |change| {
+    Ok(event_stream(changes, slot, streaming, |change| {
         let event = Event::default()
             .id(change.position.to_string())
             .event(change.change.name());
@@ -121,14 +119,12 @@ pub async fn stream_monitor_timeline(
 )]
 pub async fn stream_monitor_events(
     caller: Caller,
-    State(stopping): State<Stopping>,
-    State(config): State<Arc<ServerConfig>>,
-    State(slots): State<Arc<StreamSlots>>,
+    State(streaming): State<Streaming>,
     QueryParams(q): QueryParams<SearchParams>,
 ) -> ApiResult {
-    let slot = slots.take(caller.traveller.as_str())?;
+    let slot = streaming.slots.take(caller.traveller.as_str())?;
     let changes = caller.service.watch_events(q.into()).await?;
-    Ok(event_stream(changes, slot, stopping, &config, |update| {
+    Ok(event_stream(changes, slot, streaming, |update| {
         let name = match &update.change {
             EventsChange::Snapshot { .. } => "snapshot",
             EventsChange::Changed { .. } => "changed",
@@ -141,14 +137,32 @@ pub async fn stream_monitor_events(
     }))
 }
 
+/// What every stream needs of the server: the signal that it stops, the heartbeat's interval
+/// and the slots that cap open streams.
+#[derive(Clone)]
+pub struct Streaming {
+    stopping: Stopping,
+    config: Arc<ServerConfig>,
+    slots: Arc<StreamSlots>,
+}
+
+impl FromRef<AppState> for Streaming {
+    fn from_ref(state: &AppState) -> Self {
+        Self {
+            stopping: state.stopping.clone(),
+            config: Arc::clone(&state.config),
+            slots: Arc::clone(&state.streams),
+        }
+    }
+}
+
 /// A stream of `changes` as Server-Sent Events, each written by `encode`; an error is the
 /// `error` event (a problem) that ends it. `slot` is held while it is open; it ends when the
 /// server stops; a heartbeat comment comes every `config.heartbeat` of silence.
 fn event_stream<T: Send + 'static>(
     changes: futures::stream::BoxStream<'static, Result<T, crate::error::ServiceError>>,
     slot: impl Send + 'static,
-    stopping: Stopping,
-    config: &ServerConfig,
+    streaming: Streaming,
     encode: impl Fn(&T) -> Result<Event, axum::Error> + Send + 'static,
 ) -> axum::response::Response {
     let ctx = RequestCtx::current();
@@ -169,11 +183,11 @@ fn event_stream<T: Send + 'static>(
                 Event::default().comment(format!("an event could not be written: {e}"))
             }))
         })
-        .take_until(stopping.stopped());
+        .take_until(streaming.stopping.stopped());
     Sse::new(events)
         .keep_alive(
             KeepAlive::new()
-                .interval(config.heartbeat)
+                .interval(streaming.config.heartbeat)
                 .text("heartbeat"),
         )
         .into_response()

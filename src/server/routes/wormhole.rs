@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::{ApiResult, projected};
 use crate::server::extract::{Caller, JsonBody};
+use crate::server::views::view_enum;
 use crate::service::{WormholeRequest, WormholeSimulation, WormholeStability};
 
 /// `simulate-wormhole` as the guide shows it.
@@ -29,15 +30,9 @@ impl From<&WormholeSimulation> for WormholeDoc {
     }
 }
 
-/// Documented projection or full value (OpenAPI only).
-#[allow(dead_code)]
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum WormholeView {
-    /// The documented properties (default).
-    Documented(WormholeDoc),
-    /// With `view=full`.
-    Full(WormholeSimulation),
+view_enum! {
+    /// Documented projection or full value (OpenAPI only).
+    WormholeView = WormholeDoc | WormholeSimulation;
 }
 
 /// A journey's dry run: a traveller leaving the timeline (default: where you are) at
