@@ -1692,7 +1692,7 @@ async fn refusals_are_logged_under_the_timeline_they_named_and_service_wide_ones
         "bob's 409: {own:#?}"
     );
     assert!(
-        refusal(&own, "tom", "isolate-event", "timeline"),
+        refusal(&own, "tom", "isolate_event", "timeline"),
         "tom's isolate, filed under the timeline it named: {own:#?}"
     );
     assert!(
@@ -1701,7 +1701,7 @@ async fn refusals_are_logged_under_the_timeline_they_named_and_service_wide_ones
     );
     let with_service = logged(&["--service-wide"]).await;
     assert!(
-        refusal(&with_service, "tom", "POST /v1/timelines", "service"),
+        refusal(&with_service, "tom", "create_timeline", "service"),
         "service-wide, apart and on request: {with_service:#?}"
     );
 }

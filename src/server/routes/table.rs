@@ -97,6 +97,29 @@ pub(in crate::server) struct Operation {
     pub log_name: String,
 }
 
+/// The access log's name of the operation whose OpenAPI id is `operation_id`: the name the
+/// engine gives it when a session sees it (`isolateEvent` → `isolate_event`), so a request its
+/// token's scope refuses is filed under the same name as one that gets through. The guides'
+/// spellings of an operation are that operation (`guideSetAnchor` → `set_anchor`).
+fn log_name(operation_id: &str) -> String {
+    let bare = ["guide", "tutorial"]
+        .iter()
+        .find_map(|p| {
+            operation_id
+                .strip_prefix(p)
+                .filter(|r| r.starts_with(char::is_uppercase))
+        })
+        .unwrap_or(operation_id);
+    let mut name = String::with_capacity(bare.len() + 4);
+    for c in bare.chars() {
+        if c.is_uppercase() && !name.is_empty() {
+            name.push('_');
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
+}
+
 /// Every routed operation, looked up by the route a request matched.
 #[derive(Debug, Default)]
 pub(in crate::server) struct Operations {
@@ -147,7 +170,10 @@ impl Api {
                         .add("x-chronoscope-operation", does.described())
                         .build(),
                 );
-                let log_name = format!("{method} {path}");
+                let log_name = op
+                    .operation_id
+                    .as_deref()
+                    .map_or_else(|| format!("{method} {path}"), log_name);
                 self.table
                     .by_path
                     .entry(path.clone())
@@ -198,6 +224,22 @@ fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = (Method, &mut Doc
 #[cfg(test)]
 mod tests {
     use axum::http::Method;
+
+    #[test]
+    fn a_refused_operation_is_logged_by_the_name_the_engine_gives_it() {
+        use super::log_name;
+        assert_eq!(log_name("isolateEvent"), "isolate_event");
+        assert_eq!(log_name("setAccessControl"), "set_access_control");
+        assert_eq!(log_name("guideSetAnchor"), "set_anchor");
+        assert_eq!(log_name("tutorialManipulateEvent"), "manipulate_event");
+        assert_eq!(log_name("whoami"), "whoami");
+        // Only a whole word is the guides' mark.
+        assert_eq!(log_name("guidelines"), "guidelines");
+        // What the table holds for a route, refused by scope before a session sees it.
+        let (_, table) = super::super::api_router();
+        let isolate = table.find(&Method::POST, "/v1/isolate-event");
+        assert_eq!(isolate.map(|o| o.log_name.as_str()), Some("isolate_event"));
+    }
 
     /// A route added beside the table (a plain `.routes(…)`, another router merged in) would
     /// be served without `x-chronoscope-operation` and found by nothing that reads the table:
