@@ -220,6 +220,8 @@ pub struct MergeWizard {
     pub loading: bool,
     /// The safety check refused the merge: apply anyway?
     pub refused: Option<Refused>,
+    /// How far its paradoxes are scrolled (j/k), when they are taller than the box.
+    refused_scroll: u16,
     /// Why the last call was refused otherwise (shown in the step).
     pub refusal: Option<String>,
     /// What the merge did.
@@ -254,6 +256,7 @@ impl MergeWizard {
             strategy: 2,
             loading: false,
             refused: None,
+            refused_scroll: 0,
             refusal: None,
             result: None,
             sent: false,
@@ -517,6 +520,17 @@ impl MergeWizard {
                     self.refusal = Some(format!("{what} {}", refused.why));
                     Outcome::keep()
                 }
+                // Paradoxes taller than the box are read on (the render stops at their end).
+                KeyCode::Char('j') | KeyCode::Down => {
+                    self.refused_scroll = self.refused_scroll.saturating_add(1);
+                    self.refused = Some(refused);
+                    Outcome::keep()
+                }
+                KeyCode::Char('k') | KeyCode::Up => {
+                    self.refused_scroll = self.refused_scroll.saturating_sub(1);
+                    self.refused = Some(refused);
+                    Outcome::keep()
+                }
                 _ => {
                     self.refused = Some(refused);
                     Outcome::keep()
@@ -649,6 +663,7 @@ impl MergeWizard {
         self.form = None;
         self.refusal = None;
         self.refused = Some(Refused { change, why });
+        self.refused_scroll = 0;
     }
 
     /// The service refused the merge (a pending merge between the two, a closed timeline) or
@@ -771,7 +786,9 @@ impl MergeWizard {
         frame.render_widget(Paragraph::new(Line::from(bar)), steps);
         let keys_text = match self.step {
             _ if self.loading => "working… · esc close",
-            _ if self.refused.is_some() => "y apply anyway · n keep it unmade · esc close",
+            _ if self.refused.is_some() => {
+                "y apply anyway · n keep it unmade · j/k read on · esc close"
+            }
             MergeStep::Sides => "↑↓ choose the other side · enter diff · esc close",
             MergeStep::Diff => match (self.diff_only, self.pending_into()) {
                 (true, false) => "↑↓ lineage · tab swap sides · ⌫ back · enter / esc close",
@@ -832,7 +849,9 @@ impl MergeWizard {
                 let lines = self.review_lines(body.height as usize, body.width as usize, p);
                 // A refusal wraps whole; conflict rows are cut to the width themselves.
                 let text = match self.refused {
-                    Some(_) => Paragraph::new(lines).wrap(Wrap { trim: false }),
+                    Some(_) => {
+                        self.scrolled(Paragraph::new(lines).wrap(Wrap { trim: false }), body)
+                    }
                     None => Paragraph::new(lines),
                 };
                 frame.render_widget(text, body);
@@ -842,9 +861,21 @@ impl MergeWizard {
             }
             _ => {
                 let lines = self.later_lines(p);
-                frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+                let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+                frame.render_widget(self.scrolled(text, body), body);
             }
         }
+    }
+
+    /// `text` scrolled as far as the refused paradoxes were read on (none when nothing was
+    /// refused), no further than its last line at the bottom of `body`.
+    fn scrolled<'a>(&mut self, text: Paragraph<'a>, body: Rect) -> Paragraph<'a> {
+        if self.refused.is_none() {
+            return text;
+        }
+        let needed = u16::try_from(text.line_count(body.width)).unwrap_or(u16::MAX);
+        self.refused_scroll = self.refused_scroll.min(needed.saturating_sub(body.height));
+        text.scroll((self.refused_scroll, 0))
     }
 
     fn side_lines<'a>(&mut self, height: usize, width: usize, p: &Palette) -> Vec<Line<'a>> {
@@ -1513,6 +1544,39 @@ mod tests {
             &outcome.effects[..],
             [Effect::Call(Call::Unchecked(Checked::Merge(_)))]
         ));
+    }
+
+    #[test]
+    fn paradoxes_taller_than_the_box_are_read_on_with_j_and_k_at_80_by_24() {
+        let all = tree();
+        let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
+        w.key(key("enter"));
+        w.show_diff(diff(&all[2].id, &all[1].id));
+        w.key(key("enter"));
+        w.key(key("enter"));
+        let outcome = w.key(key("y"));
+        let [Effect::Call(Call::Checked(change))] = &outcome.effects[..] else {
+            panic!("y merges, checked: {:?}", outcome.effects);
+        };
+        let why: Vec<String> = (1..=30)
+            .map(|n| format!("Paradox {n}: an event would come before its cause."))
+            .collect();
+        w.paradox(change.clone(), why.join("\n"));
+        let p = palette();
+        let first = screen(80, 24, |f| w.render(f, f.area(), &p));
+        assert!(first.contains(APPLY_ANYWAY), "{first}");
+        assert!(first.contains("j/k read on"), "{first}");
+        assert!(!first.contains("Paradox 30:"), "cut at first: {first}");
+        for _ in 0..40 {
+            w.key(key("j"));
+        }
+        let end = screen(80, 24, |f| w.render(f, f.area(), &p));
+        assert!(end.contains("Paradox 30:"), "read to the end: {end}");
+        assert!(w.refused.is_some(), "still asking");
+        // Back up: k undoes what j did, from the end (not from 40 lines past it).
+        w.key(key("k"));
+        let back = screen(80, 24, |f| w.render(f, f.area(), &p));
+        assert!(!back.contains("Paradox 30:"), "{back}");
     }
 
     #[test]
