@@ -506,36 +506,7 @@ impl MergeWizard {
             return Outcome::keep();
         }
         if let Some(refused) = self.refused.take() {
-            return match code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => {
-                    self.loading = true;
-                    self.sent = true;
-                    Outcome::with(Effect::Call(Call::Unchecked(refused.change)))
-                }
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Backspace => {
-                    let what = match refused.change {
-                        Checked::Resolve(_) => "Not resolved.",
-                        _ => "Not merged.",
-                    };
-                    self.refusal = Some(format!("{what} {}", refused.why));
-                    Outcome::keep()
-                }
-                // Paradoxes taller than the box are read on (the render stops at their end).
-                KeyCode::Char('j') | KeyCode::Down => {
-                    self.refused_scroll = self.refused_scroll.saturating_add(1);
-                    self.refused = Some(refused);
-                    Outcome::keep()
-                }
-                KeyCode::Char('k') | KeyCode::Up => {
-                    self.refused_scroll = self.refused_scroll.saturating_sub(1);
-                    self.refused = Some(refused);
-                    Outcome::keep()
-                }
-                _ => {
-                    self.refused = Some(refused);
-                    Outcome::keep()
-                }
-            };
+            return self.refused_key(refused, code);
         }
         let up = matches!(code, KeyCode::Up | KeyCode::Char('k'));
         let down = matches!(code, KeyCode::Down | KeyCode::Char('j'));
@@ -653,6 +624,41 @@ impl MergeWizard {
         self.step = MergeStep::Done;
         self.loading = false;
         self.sent = false;
+    }
+
+    /// A key while the safety check's refusal asks "apply anyway?": y sends it unchecked, n
+    /// keeps it unmade, j/k read the paradoxes on.
+    fn refused_key(&mut self, refused: Refused, code: KeyCode) -> Outcome {
+        match code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => {
+                self.loading = true;
+                self.sent = true;
+                Outcome::with(Effect::Call(Call::Unchecked(refused.change)))
+            }
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Backspace => {
+                let what = match refused.change {
+                    Checked::Resolve(_) => "Not resolved.",
+                    _ => "Not merged.",
+                };
+                self.refusal = Some(format!("{what} {}", refused.why));
+                Outcome::keep()
+            }
+            // Paradoxes taller than the box are read on (the render stops at their end).
+            KeyCode::Char('j') | KeyCode::Down => {
+                self.refused_scroll = self.refused_scroll.saturating_add(1);
+                self.refused = Some(refused);
+                Outcome::keep()
+            }
+            KeyCode::Char('k') | KeyCode::Up => {
+                self.refused_scroll = self.refused_scroll.saturating_sub(1);
+                self.refused = Some(refused);
+                Outcome::keep()
+            }
+            _ => {
+                self.refused = Some(refused);
+                Outcome::keep()
+            }
+        }
     }
 
     /// The safety check refused the merge or the resolution: the paradoxes show, and `y`
