@@ -2726,6 +2726,56 @@ async fn isolating_an_event_contains_its_paradox(w: World) {
         flash.text
     );
     assert!(!flash.text.contains("/v1/"), "{}", flash.text);
+
+    // F8: the timeline's isolations are listed, and one is lifted after asking.
+    for _ in 0..4 {
+        if h.app.panes.focus == PaneId::Timelines {
+            break;
+        }
+        h.press("tab");
+    }
+    h.press("U");
+    assert!(
+        matches!(h.app.modal, Some(Modal::Isolations(_))),
+        "{:?}",
+        h.app.flash
+    );
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        assert!(screen.contains("Isolations in Primary (1)"), "{screen}");
+        assert!(screen.contains("▶ iso_"), "{screen}");
+        assert!(
+            screen.contains("x lift the selected one · esc close"),
+            "{screen}"
+        );
+    }
+    h.press("x");
+    assert!(h.render(100, 30).contains("Lift an isolation"));
+    h.press("y");
+    h.settle().await;
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(flash.text.starts_with("Lifted iso_"), "{}", flash.text);
+    assert!(h.render(100, 30).contains("Isolations in Primary (0)"));
+    let report = w
+        .service
+        .check_stability(chronoscope::service::StabilityQuery {
+            timeline_id: TimelineId::primary(),
+            after_event_id: None,
+        })
+        .await
+        .unwrap();
+    assert!(!report.paradoxes.is_empty(), "checked again once lifted");
+    // Nothing left to lift: U says so instead of opening an empty list.
+    h.press("esc U");
+    assert!(h.app.modal.is_none());
+    let flash = h.app.flash.clone().expect("a flash");
+    assert!(
+        flash
+            .text
+            .starts_with("No isolation is in force on Primary"),
+        "{}",
+        flash.text
+    );
 }
 
 async fn the_review_resolves_a_conflict_with_custom_merge_and_completes_the_merge(w: World) {
@@ -2895,7 +2945,9 @@ async fn a_restricted_traveller_is_told_why_before_anything_is_sent() {
     h.send(Msg::Tick);
     h.settle().await;
     assert!(header(&mut h, 140).contains("ada (restricted: read_only) @ Primary"));
-    for key in ["e", "n", "p"] {
+    // read_only allows no journey either: travel, return, anchors and the clock are refused
+    // before the wizard runs its checks, and left out of the footer.
+    for key in ["e", "n", "p", "t", "b", "a", "i", ">", "<", "space"] {
         h.app.flash = None;
         h.press(key);
         assert!(h.app.modal.is_none(), "{key} opens nothing");
@@ -2903,6 +2955,26 @@ async fn a_restricted_traveller_is_told_why_before_anything_is_sent() {
             &h,
             "Travel restricted: an operator restricted you to read_only",
         );
+    }
+    let footer = last_lines(&h.render(140, 30), 1);
+    for hint in ["t travel", "b return", "a anchor", "space pause"] {
+        assert!(!footer.contains(hint), "{hint}: {footer}");
+    }
+    // limited_access keeps returns home, your anchors, items and clock; not other journeys.
+    root.restrict_time_travel(RestrictRequest {
+        user_id: "ada".parse().unwrap(),
+        restriction_level: RestrictionLevel::LimitedAccess,
+    })
+    .await
+    .unwrap();
+    h.send(Msg::Tick);
+    h.settle().await;
+    for (key, opens) in [("t", false), (">", false), ("b", true), ("a", true)] {
+        h.app.flash = None;
+        h.press(key);
+        assert_eq!(h.app.modal.is_some(), opens, "{key}: {:?}", h.app.flash);
+        h.press("esc");
+        h.settle().await;
     }
     // The restrictions are an operator's screen: said, not opened.
     h.press("R");

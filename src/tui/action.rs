@@ -145,6 +145,8 @@ pub enum Reply {
     Resolved(ResolveResult),
     /// An event (or its causal loop) was isolated.
     Isolated(Isolation),
+    /// An isolation was lifted.
+    Lifted(crate::model::IsolationId),
     /// Dissonance was corrected (the event's description is for the flash).
     Aligned(DissonanceResult, String),
     /// A timeline's access-control list and your right on it.

@@ -101,6 +101,8 @@ pub enum Call {
     Review(ReviewQuery),
     /// Isolate an event (or its causal loop).
     Isolate(IsolateRequest),
+    /// Lift an isolation of a timeline.
+    Lift(TimelineId, crate::model::IsolationId),
     /// Move an event that happens before a cause to just after it (its description is for
     /// the flash).
     Align(DissonanceRequest, String),

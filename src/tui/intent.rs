@@ -66,6 +66,7 @@ actions! {
     Freeze = "freeze",
     ShowLog = "log",
     Journeys = "journeys",
+    Isolations = "isolations",
     TimelineView = "timeline_view",
     PauseResume = "pause_resume",
     FastForward = "fast_forward",

@@ -17,6 +17,15 @@ use crate::tui::panes::wizard::Verdict;
 /// A call on its way: what the service answers, as the message the loop routes.
 pub type Job = Pin<Box<dyn Future<Output = Result<Reply, ServiceError>> + Send>>;
 
+/// Lifts the isolation `id`.
+async fn lift(
+    svc: Arc<dyn TimelineService>,
+    id: crate::model::IsolationId,
+) -> Result<Reply, ServiceError> {
+    svc.lift_isolation(&id).await?;
+    Ok(Reply::Lifted(id))
+}
+
 /// The slot and the job of `call`; `None` for the one call that needs its component open (the
 /// anchors list fetches its own rows, `App::request_anchors`).
 pub fn job(call: Call, svc: Arc<dyn TimelineService>) -> Option<(Slot, Job)> {
@@ -121,6 +130,7 @@ pub fn job(call: Call, svc: Arc<dyn TimelineService>) -> Option<(Slot, Job)> {
             Slot::Mutation,
             Box::pin(async move { svc.isolate_event(req).await.map(Reply::Isolated) }),
         ),
+        Call::Lift(_, id) => (Slot::Mutation, Box::pin(lift(svc, id))),
         Call::Align(req, description) => (
             Slot::Mutation,
             Box::pin(async move {

@@ -267,6 +267,7 @@ const DEFAULTS: &[(&str, Action, &str, Context, &str)] = {
         ("A",             A::Anchors,          "your anchors: stability, adjust, delete",       C::Global,    "anchors"),
         ("D",             A::Diff,             "diff the selected timeline with a relative",   C::Timelines, "diff"),
         ("M",             A::Merge,            "merge the selected timeline (wizard, checked)", C::Timelines, "merge"),
+        ("U",             A::Isolations,       "isolations of the selected timeline: list, lift", C::Timelines, ""),
         ("r",             A::Review,           "review the merges waiting into it (marked ⇄)",  C::Timelines, ""),
         ("S",             A::AccessControl,    "access lists and log of the selected timeline",  C::Global,    ""),
         ("R",             A::Restrictions,     "restrictions on travellers (operators)",        C::Global,    ""),

@@ -33,6 +33,7 @@ pub mod effect;
 pub mod forms;
 pub mod help;
 pub mod intent;
+pub mod isolations;
 pub mod jobs;
 pub mod keymap;
 pub mod live;

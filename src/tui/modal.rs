@@ -19,6 +19,7 @@ use super::confirm::{self, Answer, Confirm};
 use super::effect::{Checked, Effect, Outcome};
 use super::forms::{self, FormKind};
 use super::help;
+use super::isolations::IsolationsScreen;
 use super::keymap::{Context, Key, KeyMap};
 use super::merge::MergeWizard;
 use super::panes::Ctx;
@@ -69,6 +70,8 @@ pub enum Modal {
     Restrictions(Box<RestrictionsScreen>),
     /// A timeline's integrity check.
     Integrity(Box<IntegrityScreen>),
+    /// The isolations in force on a timeline.
+    Isolations(Box<IsolationsScreen>),
     /// The last footer message, whole, scrolled.
     Message(String, u16),
 }
@@ -184,6 +187,10 @@ impl Modal {
                 let outcome = screen.key(key);
                 kept(Modal::Integrity(screen), outcome)
             }
+            Modal::Isolations(mut screen) => {
+                let outcome = screen.key(key);
+                kept(Modal::Isolations(screen), outcome)
+            }
         }
     }
 
@@ -197,6 +204,7 @@ impl Modal {
             Modal::Merge(w) => w.waiting(),
             Modal::Access(screen) => screen.waiting(),
             Modal::Restrictions(screen) => screen.waiting(),
+            Modal::Isolations(screen) => screen.waiting(),
             _ => false,
         }
     }
@@ -229,6 +237,7 @@ impl Modal {
             Modal::Merge(w) => return w.refuse(why),
             Modal::Access(screen) => return screen.refuse(why),
             Modal::Restrictions(screen) => return screen.refuse(why),
+            Modal::Isolations(screen) => return screen.refuse(why),
             Modal::Form(form) => Some(form),
             Modal::Anchors(list) => list.form.as_mut(),
             Modal::Shift(shift) => {
@@ -285,6 +294,7 @@ impl Modal {
             Modal::Merge(w) => w.render(frame, area, p),
             Modal::Access(screen) => screen.render(frame, area, p),
             Modal::Restrictions(screen) => screen.render(frame, area, p),
+            Modal::Isolations(screen) => screen.render(frame, area, p),
             Modal::Integrity(screen) => screen.render(frame, area, p),
             Modal::Journeys(journeys, scroll) => {
                 let lines = journey_lines(journeys, p, &name_of);
@@ -371,6 +381,7 @@ impl Modal {
                 let name = name_of(&set.timeline_id);
                 AccessScreen::answer_set(open!(modal, Access), &set, &name)
             }
+            Reply::Lifted(id) => IsolationsScreen::answer_lifted(open!(modal, Isolations), &id),
             Reply::Restricted(r) => {
                 let open = matches!(modal, Some(Modal::Restrictions(_)));
                 RestrictionsScreen::answer_restricted(open, &r)

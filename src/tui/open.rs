@@ -7,6 +7,7 @@ use super::confirm::Confirm;
 use super::effect::{Call, Effect, Reload};
 use super::forms;
 use super::intent::Action;
+use super::isolations::IsolationsScreen;
 use super::merge::MergeWizard;
 use super::modal::{Around, Modal};
 use super::panes::PaneId;
@@ -134,6 +135,21 @@ pub fn open(action: Action, around: &Around<'_>, focus: PaneId) -> Opened {
             None => Opened::error("No timeline selected."),
         },
         A::Journeys => Opened::effect(Effect::Call(Call::Journeys)),
+        A::Isolations => match selected {
+            Some(t) if t.isolations.is_empty() => Opened::effect(Effect::Info(format!(
+                "No isolation is in force on {}: I in the event search isolates an event.",
+                t.name
+            ))),
+            Some(t) => Opened::modal(
+                Modal::Isolations(Box::new(IsolationsScreen::new(
+                    t.id.clone(),
+                    t.name.clone(),
+                    t.isolations.clone(),
+                ))),
+                Vec::new(),
+            ),
+            None => Opened::error("Select a timeline first."),
+        },
         A::PauseResume => {
             // Resumed when the header says paused, else paused; a stale header costs only
             // an "already" answer, as the service writes nothing then.

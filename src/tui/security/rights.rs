@@ -92,16 +92,29 @@ impl Rights<'_> {
             | A::Isolate
             | A::CorrectDissonance
             | A::Merge => self.restricted().or_else(|| self.read_only_token()),
-            // Your own journeys, anchors, items and clock (some restrictions allow them).
-            A::SetAnchor
-            | A::Travel
-            | A::ReturnToAnchor
-            | A::RegisterItem
-            | A::PauseResume
-            | A::FastForward
-            | A::Rewind => self.read_only_token(),
+            // Your own journeys, anchors, items and clock: limited_access keeps some of them
+            // (as the service decides: returns home, your anchors and items, your clock).
+            A::SetAnchor | A::ReturnToAnchor | A::RegisterItem | A::PauseResume => self
+                .restricted_below(RestrictionLevel::LimitedAccess)
+                .or_else(|| self.read_only_token()),
+            A::Travel | A::FastForward | A::Rewind => {
+                self.restricted().or_else(|| self.read_only_token())
+            }
             _ => None,
         }
+    }
+
+    /// Why your restriction keeps you from what `level` still allows: `restricted` for a
+    /// level under it (`read_only`, `no_access` below `limited_access`), `None` at it.
+    fn restricted_below(&self, level: RestrictionLevel) -> Option<String> {
+        let at = self
+            .whoami
+            .and_then(|w| w.restriction.as_ref())
+            .map(|r| r.level);
+        if at == Some(level) {
+            return None;
+        }
+        self.restricted()
     }
 
     /// Why `call` is refused before it is sent, if it is.
@@ -130,6 +143,7 @@ impl Rights<'_> {
                 Checked::Resolve(req) => req.merged_timeline_id.clone().and_then(write),
             },
             Call::Isolate(req) => write(or_primary(&req.timeline_id)),
+            Call::Lift(timeline, _) => write(timeline.clone()),
             Call::Align(req, _) => write(req.timeline_id.clone()),
             Call::SetAccess(req) => Some((req.timeline_id.clone(), Right::Admin)),
             _ => None,
