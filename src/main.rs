@@ -40,6 +40,13 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.global.json;
+    // align has no safety check to leave out: its refusal says another way on.
+    let aligning = matches!(
+        cli.command,
+        Some(chronoscope::cli::Command::Events(
+            chronoscope::cli::EventCommand::Align { .. }
+        ))
+    );
     let failure = match runtime.block_on(run(cli)) {
         Ok(()) => return ExitCode::SUCCESS,
         Err(Failed::Report(e)) => match e.downcast::<Explained>() {
@@ -70,7 +77,14 @@ fn main() -> ExitCode {
             } else {
                 eprintln!("error: {}", e.explain());
                 if matches!(e, ServiceError::ParadoxDetected { .. }) {
-                    eprintln!("{PARADOX_WAY_ON}");
+                    eprintln!(
+                        "{}",
+                        if aligning {
+                            ALIGN_WAY_ON
+                        } else {
+                            PARADOX_WAY_ON
+                        }
+                    );
                 }
             }
             ExitCode::from(2)
@@ -121,6 +135,11 @@ const PARADOX_WAY_ON: &str = "nothing was written. To apply it anyway, run it ag
     safety check (--no-safety-check for a merge, a resolution or an import; without \
     --safety-check otherwise); to settle a causal loop first, `events isolate` contains it and `events align` \
     moves an event after its causes.";
+
+/// What to do after `events align` was refused: the move itself would leave a paradox.
+const ALIGN_WAY_ON: &str = "nothing was written: no move puts these events in order without \
+    leaving a paradox. `events isolate` contains a causal loop; `events manipulate` moves an event \
+    (a cause or an effect named above) where you choose.";
 
 /// Whether `--json` (or `CHRONOSCOPE_JSON`) was asked for, when the arguments did not parse.
 fn json_asked() -> bool {

@@ -636,6 +636,31 @@ fn with_backtraces(dir: &std::path::Path, args: &[&str]) -> std::process::Output
         .expect("the CLI runs")
 }
 
+/// A refused align does not advise leaving out a safety check it has not.
+#[test]
+fn a_refused_align_says_a_way_on_that_align_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let add = |what: &str, time: &str, cause: Option<&str>| {
+        let mut args = vec!["events", "add", what, "--time", time, "--location", "Lab"];
+        args.extend(cause.map(|c| ["--cause", c]).iter().flatten());
+        let added = binary_json(dir.path(), &args);
+        added["event_id"].as_str().unwrap().to_owned()
+    };
+    let cause = add("cause", "1900-02-01T12:00:00Z", None);
+    let first = add("first", "1900-02-01T10:00:00Z", Some(&cause));
+    // Moving `first` after its cause would put this unnamed effect before it.
+    add("effect", "1900-02-01T11:00:00Z", Some(&first));
+    let out = with_backtraces(dir.path(), &["events", "align", &first]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: Paradox detected: "), "{stderr}");
+    assert!(
+        stderr.contains("`events manipulate` moves an event"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("safety-check"), "{stderr}");
+}
+
 #[test]
 fn bad_input_is_one_line_without_a_backtrace_whatever_the_environment() {
     let dir = tempfile::tempdir().unwrap();
