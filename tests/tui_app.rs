@@ -1571,6 +1571,21 @@ async fn events_in_a_paradox_and_timelines_with_one_say_so() {
         row("Storming of the Bastille").contains("on schedule"),
         "{screen}"
     );
+    // The detail of a marked event says it too, beside its own state.
+    let results = &h.app.panes.search.results;
+    let at = results
+        .iter()
+        .position(|e| e.description == "Eiffel souvenirs sold");
+    for _ in 0..at.expect("found") {
+        h.press("j");
+    }
+    h.press("enter");
+    h.settle().await;
+    let detail = h.render(140, 30);
+    assert!(
+        detail.contains("on schedule; ⚠ an open anomaly names it"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]

@@ -369,7 +369,8 @@ impl SearchPane {
         {
             {
                 let named = |id: &EventId| self.result(id).or_else(|| self.causes.get(id));
-                let lines = detail_lines(event, &named, body.width, p);
+                let troubled = self.troubled.contains(&event.event_id);
+                let lines = detail_lines(event, &named, troubled, body.width, p);
                 frame.render_widget(Paragraph::new(lines), body);
                 return;
             }
@@ -478,6 +479,7 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
 fn detail_lines<'a, 'r>(
     e: &EventRecord,
     named: &dyn Fn(&EventId) -> Option<&'r EventRecord>,
+    troubled: bool,
     width: u16,
     p: &Palette,
 ) -> Vec<Line<'a>> {
@@ -495,7 +497,12 @@ fn detail_lines<'a, 'r>(
     field("id", e.event_id.to_string());
     field("time", fmt_time(&e.time));
     field("location", e.location.clone());
-    field("status", status_cell(e, false, p).0);
+    let mut status = status_cell(e, false, p).0;
+    // What its row marks "⚠ in paradox" says why here, beside its own state.
+    if troubled {
+        status.push_str("; ⚠ an open anomaly names it (the monitor says which)");
+    }
+    field("status", status);
     if e.causes.is_empty() {
         field("causes", "none (an uncaused event)".into());
     }
