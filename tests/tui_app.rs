@@ -1624,12 +1624,43 @@ async fn j_lists_the_journeys_newest_first() {
         fast_forward.is_some() && fast_forward < first && first.is_some() && first < second,
         "newest first: {screen}"
     );
-    // Each says its kind, and where from and to on one line, at 80 columns too.
+    // A route too long for one line at 80 columns goes on two, each whole (not a time cut
+    // off onto a line of its own).
+    let far = w
+        .service
+        .create_timeline(bound_for(
+            "The long way round by Vienna",
+            "1889-03-10T23:50:00Z",
+        ))
+        .await
+        .unwrap();
+    w.service
+        .travel(chronoscope::service::TravelRequest {
+            destination: far.id.to_string(),
+            items_transported: vec![],
+        })
+        .await
+        .unwrap();
+    h.press("esc");
+    h.send(Msg::Tick);
+    h.settle().await;
+    h.press("J");
+    h.settle().await;
+    let narrow = h.render(80, 40);
+    assert!(
+        narrow.contains("to   The long way round by Vienna 1889-03-10 23:50:00"),
+        "{narrow}"
+    );
+    assert!(
+        narrow.lines().any(|l| l.contains("from Primary")),
+        "{narrow}"
+    );
+    // Each says its kind, and where from and to on one line when it fits.
     for width in [80, 120] {
         let screen = h.render(width, 40);
         assert_eq!(
             screen.matches("travel to a timeline").count(),
-            2,
+            3,
             "{screen}"
         );
         assert!(

@@ -297,7 +297,7 @@ impl Modal {
             Modal::Isolations(screen) => screen.render(frame, area, p),
             Modal::Integrity(screen) => screen.render(frame, area, p),
             Modal::Journeys(journeys, scroll) => {
-                let lines = journey_lines(journeys, p, &name_of);
+                let lines = journey_lines(journeys, p, &name_of, scrolling_width(area));
                 scrolling_modal(frame, area, "Your journeys, newest first", lines, scroll, p);
             }
             Modal::Report(report, scroll) => {
@@ -507,6 +507,11 @@ fn scroll_key(code: KeyCode, scroll: u16) -> Option<u16> {
 
 /// A read-only modal as tall as its wrapped `lines` and a hint need, scrolling (`scroll` is
 /// kept in range) when the screen is not.
+/// The width of the text inside a [`scrolling_modal`] over `area`.
+fn scrolling_width(area: Rect) -> usize {
+    usize::from(area.width.saturating_sub(10).min(90).saturating_sub(2))
+}
+
 fn scrolling_modal(
     frame: &mut Frame<'_>,
     area: Rect,
@@ -541,11 +546,13 @@ fn scrolling_modal(
     frame.render_widget(Paragraph::new(Span::styled(hint_text, p.dim)), hint);
 }
 
-/// The traveller's journeys, newest first: when, from where to where, what came along.
+/// The traveller's journeys, newest first: when, from where to where (on two lines when one
+/// would not fit in `width`), what came along.
 fn journey_lines(
     journeys: &[crate::service::Journey],
     p: &Palette,
     name_of: &dyn Fn(&TimelineId) -> String,
+    width: usize,
 ) -> Vec<Line<'static>> {
     if journeys.is_empty() {
         return vec![Line::from(Span::styled(
@@ -569,16 +576,19 @@ fn journey_lines(
             Span::styled(format!("{}  ", fmt_time(&j.departed_at)), p.dim),
             Span::styled(format!("{}{place}", kind.words()), p.title),
         ]));
-        lines.push(Line::from(Span::styled(
-            format!(
-                "    {} {} → {} {}",
-                name_of(&j.from_timeline),
-                fmt_time(&j.from_time),
-                name_of(&j.to_timeline),
-                fmt_time(&j.arrival_time),
-            ),
-            p.text,
-        )));
+        let from = format!("{} {}", name_of(&j.from_timeline), fmt_time(&j.from_time));
+        let to = format!("{} {}", name_of(&j.to_timeline), fmt_time(&j.arrival_time));
+        let one = format!("    {from} → {to}");
+        let route = if one.chars().count() <= width {
+            vec![one]
+        } else {
+            vec![format!("    from {from}"), format!("    to   {to}")]
+        };
+        lines.extend(
+            route
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, p.text))),
+        );
         if !j.items_transported.is_empty() || !j.items_left.is_empty() {
             lines.push(Line::from(Span::styled(
                 format!(
