@@ -636,6 +636,51 @@ fn with_backtraces(dir: &std::path::Path, args: &[&str]) -> std::process::Output
         .expect("the CLI runs")
 }
 
+/// B7: a branch's list, copied from its base when it was made, does not read "set by" whoever
+/// branched it.
+#[tokio::test]
+async fn access_show_says_a_branchs_list_was_copied_from_its_base() {
+    use chronoscope::service::{Permissions, SetAccessControlRequest};
+    let fresh = support::Fresh::new().await;
+    let engine = fresh.engine;
+    let ada = engine.session("ada".parse().unwrap());
+    let lab = ada.create_timeline(support::named("Lab")).await.unwrap().id;
+    // A list set after the timeline was made (as every list set by a person is).
+    fresh.clock.advance(chrono::Duration::seconds(1));
+    ada.set_access_control(SetAccessControlRequest {
+        timeline_id: lab.clone(),
+        permissions: Some(Permissions {
+            admin: vec!["ada".parse().unwrap()],
+            write: vec![],
+            read: vec!["bob".parse().unwrap()],
+        }),
+    })
+    .await
+    .unwrap();
+    let bob = engine.session("bob".parse().unwrap()).with_admin(false);
+    let branch = bob
+        .create_timeline(chronoscope::service::NewTimeline {
+            base_timeline_id: Some(lab.clone()),
+            ..support::named("Bob's branch")
+        })
+        .await
+        .unwrap()
+        .id;
+    let shown = run_cli(&bob, &["access", "show", branch.as_str()])
+        .await
+        .unwrap();
+    assert!(
+        shown.contains(&format!("(copied from {lab} when bob branched it, at ")),
+        "{shown}"
+    );
+    assert!(!shown.contains("set by bob"), "{shown}");
+    // A list set since reads as set.
+    let shown = run_cli(&ada, &["access", "show", lab.as_str()])
+        .await
+        .unwrap();
+    assert!(shown.contains("(set by ada at "), "{shown}");
+}
+
 /// A refused align does not advise leaving out a safety check it has not.
 #[test]
 fn a_refused_align_says_a_way_on_that_align_has() {

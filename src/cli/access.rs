@@ -125,8 +125,12 @@ pub async fn execute(
 ) -> Result<(), ServiceError> {
     match command {
         AccessCommand::Show { timeline } => {
-            let view = service.access_control(&timeline.parse()?).await?;
-            out.print(&view, shown)
+            let id = timeline.parse()?;
+            let view = service.access_control(&id).await?;
+            // A branch's list copied from its base when it was made says so (who branched it
+            // set nothing); the timeline says whether it is one.
+            let made = service.get_timeline(&id).await.ok();
+            out.print(&view, |v| shown(v, made.as_ref()))
         }
         AccessCommand::List(args) => {
             let listed = service.list_access_controls(page(&args)).await?;
@@ -325,7 +329,20 @@ fn lists(p: &Permissions) -> String {
     s
 }
 
-fn shown(v: &AccessControlView) -> String {
+/// A list as `access show` prints it; `made` is its timeline, when known, to tell a branch's
+/// list copied from its base from one set since.
+fn shown(v: &AccessControlView, made: Option<&crate::service::TimelineInfo>) -> String {
+    let copied = |acl: &crate::service::AccessControl| {
+        let t = made?;
+        let by = t.created_by.as_ref()?;
+        let parent = t.parent.as_ref()?;
+        (acl.set_by == *by && acl.at == t.created_at).then(|| {
+            format!(
+                "copied from {parent} when {by} branched it, at {}",
+                format_instant(&acl.at)
+            )
+        })
+    };
     let mut s = match &v.access_control {
         None => format!(
             "timeline {} has no access-control list: every traveller may read and write it, its \
@@ -333,10 +350,13 @@ fn shown(v: &AccessControlView) -> String {
             v.timeline_id
         ),
         Some(acl) => format!(
-            "timeline {} (set by {} at {}):\n{}",
+            "timeline {} ({}):\n{}",
             v.timeline_id,
-            acl.set_by,
-            format_instant(&acl.at),
+            copied(acl).unwrap_or_else(|| format!(
+                "set by {} at {}",
+                acl.set_by,
+                format_instant(&acl.at)
+            )),
             lists(&acl.permissions)
         ),
     };
