@@ -97,10 +97,12 @@ pub(in crate::server) struct Operation {
     pub log_name: String,
 }
 
-/// The access log's name of the operation whose OpenAPI id is `operation_id`: the name the
-/// engine gives it when a session sees it (`isolateEvent` → `isolate_event`), so a request its
-/// token's scope refuses is filed under the same name as one that gets through. The guides'
-/// spellings of an operation are that operation (`guideSetAnchor` → `set_anchor`).
+/// The access log's name of the operation whose OpenAPI id is `operation_id`, in the engine's
+/// words (`isolateEvent` → `isolate_event`): for most operations the very name a session logs
+/// it under once the token's scope lets it through. The engine names a few by what they record
+/// instead (every journey is `travel`, `addEvent` is `add_events`); those keep the operation's
+/// own name here. The guides' spellings of an operation are that operation
+/// (`guideSetAnchor` → `set_anchor`).
 fn log_name(operation_id: &str) -> String {
     let bare = ["guide", "tutorial"]
         .iter()
