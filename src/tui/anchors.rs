@@ -15,7 +15,7 @@ use super::confirm::{Answer, Confirm};
 use super::effect::{Call, Effect, Outcome};
 use super::forms::{self, FormKind};
 use super::keymap::Key;
-use super::offers::{self, CLOSE, DOWN, Offer, UP};
+use super::offers::{self, BOTTOM, CLOSE, DOWN, Move, Offer, TOP, UP};
 use super::theme::Palette;
 use super::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 use crate::model::AnchorId;
@@ -48,13 +48,7 @@ pub enum Command {
     /// Close the list.
     Close,
     /// Move the selection.
-    Up,
-    /// See [`Command::Up`].
-    Down,
-    /// To the first anchor.
-    Top,
-    /// To the last anchor.
-    Bottom,
+    Move(Move),
 }
 
 /// The keys of the anchors list: its hint line and the help are written from these.
@@ -64,10 +58,10 @@ pub const OFFERS: &[Offer<Command>] = &[
     Offer::new(Command::Delete, &[Key::char('d')], "delete"),
     Offer::new(Command::Check, &[Key::char('s')], "check again"),
     Offer::new(Command::Close, CLOSE, "close"),
-    Offer::quiet(Command::Up, UP),
-    Offer::quiet(Command::Down, DOWN),
-    Offer::quiet(Command::Top, &[Key::code(KeyCode::Home), Key::char('g')]),
-    Offer::quiet(Command::Bottom, &[Key::code(KeyCode::End), Key::char('G')]),
+    Offer::quiet(Command::Move(Move::Up), UP),
+    Offer::quiet(Command::Move(Move::Down), DOWN),
+    Offer::quiet(Command::Move(Move::Top), TOP),
+    Offer::quiet(Command::Move(Move::Bottom), BOTTOM),
 ];
 
 /// One anchor and what its check said.
@@ -214,10 +208,7 @@ impl AnchorsList {
         };
         match command {
             Command::Close => return Outcome::close(),
-            Command::Up => self.cursor.step(-1, len),
-            Command::Down => self.cursor.step(1, len),
-            Command::Top => self.cursor.step(isize::MIN / 2, len),
-            Command::Bottom => self.cursor.step(isize::MAX / 2, len),
+            Command::Move(m) => m.apply(&mut self.cursor, len),
             // One check at a time: each is a page and a stability call per anchor.
             Command::Check if self.loading => {
                 self.note =

@@ -9,7 +9,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::effect::{Call, Effect, Outcome, Reload};
 use super::keymap::Key;
-use super::offers::{self, CLOSE, DOWN, Offer, UP};
+use super::offers::{self, CLOSE, DOWN, Move, Offer, UP};
 use super::security::{YesNo, render_question, yes_no};
 use super::theme::Palette;
 use super::widgets::{Cursor, centered, ellipsize, modal};
@@ -23,9 +23,7 @@ pub enum Command {
     /// Close the screen.
     Close,
     /// Move the selection.
-    Up,
-    /// See [`Command::Up`].
-    Down,
+    Move(Move),
 }
 
 /// The keys of the isolations screen: its hint line and the help are written from these.
@@ -36,8 +34,8 @@ pub const OFFERS: &[Offer<Command>] = &[
         "lift the selected one",
     ),
     Offer::new(Command::Close, CLOSE, "close"),
-    Offer::quiet(Command::Up, UP),
-    Offer::quiet(Command::Down, DOWN),
+    Offer::quiet(Command::Move(Move::Up), UP),
+    Offer::quiet(Command::Move(Move::Down), DOWN),
 ];
 
 /// The isolations of one timeline, as its listing names them.
@@ -118,8 +116,7 @@ impl IsolationsScreen {
         let len = self.ids.len();
         match offers::find(OFFERS, &key) {
             Some(Command::Close) => return Outcome::close(),
-            Some(Command::Up) => self.cursor.step(-1, len),
-            Some(Command::Down) => self.cursor.step(1, len),
+            Some(Command::Move(m)) => m.apply(&mut self.cursor, len),
             Some(Command::Lift) if self.sent => {
                 self.note = Some(("Wait for the lift sent to be answered.".into(), true));
             }

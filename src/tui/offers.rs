@@ -6,6 +6,7 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::keymap::Key;
+use super::widgets::Cursor;
 
 /// One command a screen offers.
 #[derive(Clone, Copy, Debug)]
@@ -39,10 +40,40 @@ impl<C> Offer<C> {
     }
 }
 
+/// A move of a list's cursor: every list screen offers them beside its own commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// One row up.
+    Up,
+    /// One row down.
+    Down,
+    /// To the first row.
+    Top,
+    /// To the last row.
+    Bottom,
+}
+
+impl Move {
+    /// Moves `cursor` over a list of `len` rows.
+    pub fn apply(self, cursor: &mut Cursor, len: usize) {
+        let delta = match self {
+            Move::Up => -1,
+            Move::Down => 1,
+            Move::Top => isize::MIN / 2,
+            Move::Bottom => isize::MAX / 2,
+        };
+        cursor.step(delta, len);
+    }
+}
+
 /// The keys of moving a cursor up and down a list.
 pub const UP: &[Key] = &[Key::code(KeyCode::Up), Key::char('k')];
 /// See [`UP`].
 pub const DOWN: &[Key] = &[Key::code(KeyCode::Down), Key::char('j')];
+/// See [`UP`].
+pub const TOP: &[Key] = &[Key::code(KeyCode::Home), Key::char('g')];
+/// See [`UP`].
+pub const BOTTOM: &[Key] = &[Key::code(KeyCode::End), Key::char('G')];
 /// The keys that close a screen.
 pub const CLOSE: &[Key] = &[Key::code(KeyCode::Esc), Key::char('q')];
 

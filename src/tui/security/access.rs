@@ -18,7 +18,7 @@ use crate::service::{
 use crate::tui::action::Slot;
 use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::keymap::Key;
-use crate::tui::offers::{self, CLOSE, DOWN, Offer, UP};
+use crate::tui::offers::{self, CLOSE, DOWN, Move, Offer, UP};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
@@ -38,9 +38,7 @@ pub enum Command {
     /// Close the screen.
     Close,
     /// Move the selection.
-    Up,
-    /// See [`Command::Up`].
-    Down,
+    Move(Move),
 }
 
 impl Command {
@@ -65,8 +63,8 @@ pub const OFFERS: &[Offer<Command>] = &[
     Offer::new(Command::Log, &[Key::char('l')], "log"),
     Offer::new(Command::Reload, &[Key::char('s')], "reload"),
     Offer::new(Command::Close, CLOSE, "close"),
-    Offer::quiet(Command::Up, UP),
-    Offer::quiet(Command::Down, DOWN),
+    Offer::quiet(Command::Move(Move::Up), UP),
+    Offer::quiet(Command::Move(Move::Down), DOWN),
 ];
 
 /// Lines at the top for your right and the list's standing (it wraps on a narrow screen).
@@ -352,8 +350,7 @@ impl AccessScreen {
         };
         match command {
             Command::Close => return Outcome::close(),
-            Command::Up => self.cursor.step(-1, len),
-            Command::Down => self.cursor.step(1, len),
+            Command::Move(m) => m.apply(&mut self.cursor, len),
             Command::Reload if self.loading => {
                 self.note = Some(("Reloading: the list comes in a moment.".into(), false));
             }

@@ -14,7 +14,7 @@ use crate::service::{RestrictRequest, Restricted, Restriction, RestrictionLevel}
 use crate::tui::action::Slot;
 use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::keymap::Key;
-use crate::tui::offers::{self, CLOSE, DOWN, Offer, UP};
+use crate::tui::offers::{self, CLOSE, DOWN, Move, Offer, UP};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, Form, centered, ellipsize, fmt_time, modal};
 
@@ -31,9 +31,7 @@ pub enum Command {
     /// Close the screen.
     Close,
     /// Move the selection.
-    Up,
-    /// See [`Command::Up`].
-    Down,
+    Move(Move),
 }
 
 /// The keys of the restrictions screen: its hint line and the help are written from these.
@@ -50,8 +48,8 @@ pub const OFFERS: &[Offer<Command>] = &[
     ),
     Offer::new(Command::Reload, &[Key::char('s')], "reload"),
     Offer::new(Command::Close, CLOSE, "close"),
-    Offer::quiet(Command::Up, UP),
-    Offer::quiet(Command::Down, DOWN),
+    Offer::quiet(Command::Move(Move::Up), UP),
+    Offer::quiet(Command::Move(Move::Down), DOWN),
 ];
 
 /// The levels a form accepts, as typed.
@@ -183,8 +181,7 @@ impl RestrictionsScreen {
         };
         match command {
             Command::Close => return Outcome::close(),
-            Command::Up => self.cursor.step(-1, len),
-            Command::Down => self.cursor.step(1, len),
+            Command::Move(m) => m.apply(&mut self.cursor, len),
             Command::Reload if self.loading => {
                 self.note = Some(("Reloading: the list comes in a moment.".into(), false));
             }
