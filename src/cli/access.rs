@@ -336,7 +336,7 @@ fn shown(v: &AccessControlView, made: Option<&crate::service::TimelineInfo>) -> 
         let t = made?;
         let by = t.created_by.as_ref()?;
         let parent = t.parent.as_ref()?;
-        (acl.set_by == *by && acl.at == t.created_at).then(|| {
+        acl.copied_at_branching(by, &t.created_at).then(|| {
             format!(
                 "copied from {parent} when {by} branched it, at {}",
                 format_instant(&acl.at)

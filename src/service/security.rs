@@ -83,6 +83,15 @@ pub struct AccessControl {
     pub at: Instant,
 }
 
+impl AccessControl {
+    /// Whether this is the list a branch was given when `by` made it at `made` (its base's,
+    /// copied: the engine records it as set by the branch's creator at its creation), not one
+    /// set since, which always comes after the timeline was made.
+    pub fn copied_at_branching(&self, by: &Traveller, made: &Instant) -> bool {
+        self.set_by == *by && self.at == *made
+    }
+}
+
 /// `set-access-control`: `permissions: null` removes the list.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SetAccessControlRequest {

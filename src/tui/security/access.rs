@@ -716,7 +716,7 @@ impl AccessScreen {
         };
         let copied = |acl: &AccessControl| {
             let b = self.branched.as_ref()?;
-            (acl.set_by == b.by && acl.at == b.at).then(|| {
+            acl.copied_at_branching(&b.by, &b.at).then(|| {
                 format!(
                     "List copied from {} when {} branched it, at {}, with {} as admin.",
                     b.from,
