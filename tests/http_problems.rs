@@ -36,6 +36,7 @@ async fn a_closed_timeline_is_a_400_timeline_closed() {
     let app = App {
         router: build_router(config(), Arc::clone(&engine)),
         engine,
+        documented: true,
     };
     let t = token("ada");
     let tl = app

@@ -1118,3 +1118,91 @@ async fn jobs_and_merges_name_what_they_made_in_location() {
     assert_eq!(read.status, StatusCode::OK, "{}", read.text);
     assert_eq!(read.json()["status"], "pending_review", "{}", read.text);
 }
+
+/// The state-dependent refusals of three guide reads are 409 `conflict` problems, and their
+/// operations document the 409 (every call through `App` checks that): reviewing a merge that
+/// was aborted, retrieving data stored only encrypted, and retrieving again an item left in
+/// another time. Schemathesis's stateful phase met the first one undocumented.
+#[tokio::test]
+async fn state_refusals_of_reads_are_documented_conflicts() {
+    let app = App::new().await;
+    let t = token("ada");
+    let created = app
+        .post("/v1/create-timeline", &t, json!({"description": "A"}))
+        .await;
+    let a = created.json()["timeline_id"].as_str().unwrap().to_owned();
+    let e = add_event(&app, &t, &a, "launch", "1900-01-01T10:00:00Z", "Pad").await;
+    let e = e["event_id"].as_str().unwrap().to_owned();
+    let branched = app
+        .post(
+            "/v1/create-timeline",
+            &t,
+            json!({"base_timeline_id": a, "description": "B"}),
+        )
+        .await;
+    let b = branched.json()["timeline_id"].as_str().unwrap().to_owned();
+    for (tl, what) in [(&b, "launch in B"), (&a, "launch in A")] {
+        let r = app
+            .post(
+                "/v1/manipulate-event",
+                &t,
+                json!({"timeline_id": tl, "event_id": e, "new_outcome": {"description": what}}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let merged = app
+        .post(
+            "/v1/merge-timelines?view=full",
+            &t,
+            json!({"source_timeline_id": b, "destination_timeline_id": a, "conflict_resolution": "manual_review"}),
+        )
+        .await;
+    let merge_id = merged.json()["merge_id"].as_str().unwrap().to_owned();
+    let aborted = app.delete(&format!("/v1/merges/{merge_id}"), &t).await;
+    assert_eq!(aborted.status, StatusCode::NO_CONTENT, "{}", aborted.text);
+    let review = app
+        .get(
+            &format!("/v1/review-conflicts?merged_timeline_id={a}&merge_id={merge_id}"),
+            &t,
+        )
+        .await;
+    let p = review.assert_problem(409, "conflict");
+    assert!(detail(&p).contains("aborted"), "{p}");
+
+    let sealed = app
+        .post(
+            "/v1/encrypt-data",
+            &t,
+            json!({"timeline_id": "primary", "timestamp": "2024-09-01T00:00:00Z",
+                   "data": {"secret": "s"}, "encryption_key": "a key of enough length"}),
+        )
+        .await;
+    assert_eq!(sealed.status, StatusCode::CREATED, "{}", sealed.text);
+    let plain = app
+        .get(
+            "/v1/retrieve-data?timeline_id=primary&timestamp=2024-09-01T00:00:00Z",
+            &t,
+        )
+        .await;
+    let p = plain.assert_problem(409, "conflict");
+    assert!(detail(&p).contains("decrypt-data"), "{p}");
+
+    let lamp = "/v1/retrieve-item?item_description=lamp";
+    let got = app.get(lamp, &t).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.text);
+    let away = app.post("/v1/travels", &t, json!({"destination": a})).await;
+    assert_eq!(away.status, StatusCode::OK, "{}", away.text);
+    let back = app
+        .post("/v1/travels", &t, json!({"destination": "primary"}))
+        .await;
+    assert_eq!(back.status, StatusCode::OK, "{}", back.text);
+    for again in [
+        app.get(lamp, &t).await,
+        app.post("/v1/retrieve-item", &t, json!({"item_description": "lamp"}))
+            .await,
+    ] {
+        let p = again.assert_problem(409, "conflict");
+        assert!(detail(&p).contains("left it"), "{p}");
+    }
+}

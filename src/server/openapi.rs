@@ -30,18 +30,60 @@ const BODILESS_CONFLICT_ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/set-anchor"),
 ];
 
-/// The operations that can refuse with a 409 problem (the state forbids it).
-const CONFLICT_ROUTES: &[(&str, &str)] = &[
-    ("delete", "/v1/timeline/{timeline_id}"),
-    ("delete", "/v1/scripts/{script_id}"),
-    ("delete", "/v1/schedules/{schedule_id}"),
-    ("post", "/v1/merge-timelines"),
-    ("post", "/v1/adjust-anchor"),
-    ("post", "/v1/resolve-conflict"),
-    ("delete", "/v1/merges/{merge_id}"),
-    ("get", "/v1/diff-timelines"),
-    ("post", "/v1/isolate-event"),
-    ("post", "/v1/set-access-control"),
+/// The operations that can refuse with a 409 problem (the state forbids it), and why each
+/// does. Every state refusal the engine makes (`ServiceError::Conflict`) belongs to one of
+/// these or to a route that documents its own 409 (`retrieve-item`, `retrieve-data`); every
+/// answer in the HTTP tests is checked against the description's statuses.
+const CONFLICT_ROUTES: &[(&str, &str, &str)] = &[
+    (
+        "delete",
+        "/v1/timeline/{timeline_id}",
+        "primary cannot be deleted, nor a timeline with branches, travellers in it or a \
+         merge waiting for review that names it",
+    ),
+    (
+        "delete",
+        "/v1/schedules/{schedule_id}",
+        "the job ran or was cancelled already",
+    ),
+    (
+        "post",
+        "/v1/merge-timelines",
+        "the timelines are not on one line of descent, or a merge of the source into the \
+         destination is waiting for review",
+    ),
+    (
+        "post",
+        "/v1/adjust-anchor",
+        "the anchor was returned to: it is history",
+    ),
+    (
+        "post",
+        "/v1/resolve-conflict",
+        "several pending merges conflict on the lineage (give merge_id), the merge is not \
+         waiting for review, or the conflict was resolved already",
+    ),
+    (
+        "get",
+        "/v1/review-conflicts",
+        "the merge named is not waiting for review (merged or aborted)",
+    ),
+    (
+        "delete",
+        "/v1/merges/{merge_id}",
+        "the merge is not waiting for review (merged or aborted already)",
+    ),
+    (
+        "get",
+        "/v1/diff-timelines",
+        "the timelines are not on one line of descent",
+    ),
+    ("post", "/v1/isolate-event", "the event is isolated already"),
+    (
+        "post",
+        "/v1/set-access-control",
+        "the list would take its author's own admin right away",
+    ),
 ];
 
 #[derive(OpenApi)]
@@ -521,15 +563,14 @@ fn complete(method: &str, path: &str, op: &mut Operation) {
                 .build(),
         );
     }
-    if listed(CONFLICT_ROUTES, method, path) {
+    if let Some((_, _, why)) = CONFLICT_ROUTES
+        .iter()
+        .find(|(m, p, _)| *m == method && *p == path)
+    {
         add_response(
             op,
             "409",
-            problem_response(
-                "Refused in the current state (branches or travellers in it, the job already ran, \
-                 timelines not on one line of descent, a spent anchor, or an access-control \
-                 list that would leave its own author out of admin)",
-            ),
+            problem_response(&format!("Refused in the current state (conflict): {why}")),
         );
     }
 }

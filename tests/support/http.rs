@@ -49,6 +49,9 @@ pub async fn engine() -> Arc<Engine> {
 pub struct App {
     pub router: Router,
     pub engine: Arc<Engine>,
+    /// Whether each answer's status must be one its operation documents (not for services
+    /// made to fail with errors the engine never gives there).
+    pub documented: bool,
 }
 
 pub struct Resp {
@@ -112,11 +115,16 @@ impl App {
         Self {
             router: build_router(config, Arc::clone(&engine)),
             engine,
+            documented: true,
         }
     }
 
     pub async fn send(&self, req: Request<Body>) -> Resp {
-        send_to(&self.router, req).await
+        if self.documented {
+            send_to(&self.router, req).await
+        } else {
+            answer(&self.router, req).await
+        }
     }
 
     /// A call as `token` (None: no Authorization header), with an optional JSON body.
@@ -163,8 +171,26 @@ impl App {
     }
 }
 
-/// Sends `req` through `router` and reads the whole answer.
+/// Sends `req` through `router` and reads the whole answer. Every answer of an operation the
+/// served description lists must carry a status that operation documents: each HTTP test is
+/// also a check that a generated client or schemathesis would not meet an undocumented status.
 pub async fn send_to(router: &Router, req: Request<Body>) -> Resp {
+    let method = req.method().as_str().to_ascii_lowercase();
+    let path = req.uri().path().to_owned();
+    let resp = answer(router, req).await;
+    if let Some(documented) = documented_statuses(&method, &path) {
+        assert!(
+            documented.contains(&resp.status.as_str().to_owned()),
+            "{} {path} answered {}, which its operation does not document ({documented:?})",
+            method.to_uppercase(),
+            resp.status
+        );
+    }
+    resp
+}
+
+/// Sends `req` through `router` and reads the whole answer, whatever its status.
+async fn answer(router: &Router, req: Request<Body>) -> Resp {
     let resp = router.clone().oneshot(req).await.expect("infallible");
     let status = resp.status();
     let headers = resp.headers().clone();
@@ -176,6 +202,30 @@ pub async fn send_to(router: &Router, req: Request<Body>) -> Resp {
         headers,
         text: String::from_utf8_lossy(&bytes).into_owned(),
     }
+}
+
+/// The statuses the served description documents for `method` on the concrete `path` (a
+/// template segment like `{timeline_id}` matches any one segment), or None when it lists no
+/// such operation.
+pub fn documented_statuses(method: &str, path: &str) -> Option<Vec<String>> {
+    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let doc = DOC.get_or_init(chronoscope::server::openapi);
+    let segments: Vec<&str> = path.split('/').collect();
+    // A literal path wins over a template that also matches (`/v1/timelines/import`).
+    let (_, item) = doc["paths"]
+        .as_object()?
+        .iter()
+        .filter(|(template, _)| {
+            let parts: Vec<&str> = template.split('/').collect();
+            parts.len() == segments.len()
+                && parts
+                    .iter()
+                    .zip(&segments)
+                    .all(|(t, s)| t == s || (t.starts_with('{') && !s.is_empty()))
+        })
+        .min_by_key(|(template, _)| template.matches('{').count())?;
+    let responses = item.get(method)?.get("responses")?.as_object()?;
+    Some(responses.keys().cloned().collect())
 }
 
 /// A POST with a JSON body and, when given, an `Idempotency-Key`.
@@ -271,9 +321,12 @@ impl Wrapped {
     }
 
     pub fn app(self, config: ServerConfig) -> App {
+        // Failures are injected where the engine never gives them: not the description's.
+        let documented = self.failures.is_empty();
         App {
             engine: Arc::clone(&self.engine),
             router: build_router(config, self),
+            documented,
         }
     }
 }
