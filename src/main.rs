@@ -350,8 +350,13 @@ fn init_logging(filter: &str) {
     {
         filter = filter.add_directive(quiet);
     }
+    // Colours only on a terminal, and not there when NO_COLOR is set: a log redirected to a
+    // file or a pipe stays plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -43,13 +43,23 @@ struct Served {
 
 impl Served {
     fn start(dir: &Path, args: &[&str]) -> Served {
-        let mut child = Command::new(binary())
+        Self::start_as(dir, args, true)
+    }
+
+    /// `serve`, with `NO_COLOR` set or not (a log written to a file never needs it).
+    fn start_as(dir: &Path, args: &[&str], no_color: bool) -> Served {
+        let mut command = Command::new(binary());
+        if no_color {
+            command.env("NO_COLOR", "1");
+        } else {
+            command.env_remove("NO_COLOR");
+        }
+        let mut child = command
             .arg("--data-dir")
             .arg(dir)
             .arg("serve")
             .args(args)
             .env("RUST_BACKTRACE", "0")
-            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -222,10 +232,12 @@ fn serve_over_https_drives_the_cli_with_a_private_ca_and_stops_on_sigterm() {
     assert!(status.success(), "serve exited with {status:?}");
 }
 
+/// Also: stderr going to a pipe or a file carries no colour codes, even without `NO_COLOR`
+/// (a server's log file read with `less` or grep showed `[2m…[0m` around every field).
 #[test]
 fn plain_http_beyond_loopback_warns_that_tokens_travel_unencrypted() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut served = Served::start(dir.path(), &["--listen", "0.0.0.0:0"]);
+    let mut served = Served::start_as(dir.path(), &["--listen", "0.0.0.0:0"], false);
     let port = served.wait_for("chronoscope serving on http://0.0.0.0:");
     let port = port.split_whitespace().next().expect("a port").to_owned();
     // Serving (and so listening for SIGTERM) before it is sent.
@@ -238,6 +250,10 @@ fn plain_http_beyond_loopback_warns_that_tokens_travel_unencrypted() {
             "bearer tokens cross the network unencrypted",
             "--tls-cert",
         ],
+    );
+    assert!(
+        !line.contains('\u{1b}'),
+        "colour codes in a piped log: {line:?}"
     );
     assert!(served.terminate().success());
 
