@@ -327,6 +327,8 @@ impl ServiceError {
             Self::NotFound { what, id } => {
                 format!("{}: {}", UNKNOWN_REFERENCE.title, Self::unknown(what, id))
             }
+            // One scan asked too soon is not "too many requests" to the person who asked.
+            Self::ScansTooOften { .. } => format!("Too soon for another scan: {detail}"),
             _ => format!("{}: {detail}", self.problem_type().title),
         }
     }
@@ -453,5 +455,19 @@ mod tests {
                 .status,
             404
         );
+    }
+
+    #[test]
+    fn a_scan_asked_too_soon_is_said_as_such_not_as_too_many_requests() {
+        let e = ServiceError::ScansTooOften {
+            retry_after_secs: 7,
+            every_secs: 10,
+        };
+        let said = e.explain();
+        assert!(said.starts_with("Too soon for another scan: "), "{said}");
+        assert!(!said.contains("Too many requests"), "{said}");
+        assert!(said.ends_with("retry in 7 s"), "{said}");
+        // HTTP keeps the 429's title.
+        assert_eq!(e.problem_type().title, "Too many requests");
     }
 }
