@@ -96,9 +96,58 @@ pub fn parse_typed_instant(field: &str, s: &str) -> Result<Instant, InvalidValue
         Some(t) => in_range(field, t.and_utc()),
         None => Err(InvalidValue::new(
             field,
-            format!("'{text}' is not a time; write {TYPED_FORMS}"),
+            match wrong_part(text) {
+                Some(part) => format!("'{text}' is not a time: {part}; write {TYPED_FORMS}"),
+                None => format!("'{text}' is not a time; write {TYPED_FORMS}"),
+            },
         )),
     }
+}
+
+/// Which part of a time typed in the shape `YYYY-MM-DD[ HH:MM[:SS]]` is wrong (a month 13, a
+/// 30 February, an hour 24), or `None` when the text does not have that shape.
+fn wrong_part(text: &str) -> Option<String> {
+    let (date, time) = match text.split_once([' ', 'T']) {
+        Some((d, t)) => (d, Some(t.trim())),
+        None => (text, None),
+    };
+    let number = |s: &str| -> Option<u32> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let mut ymd = date.splitn(3, '-');
+    let (year, month, day) = (
+        number(ymd.next()?)?,
+        number(ymd.next()?)?,
+        number(ymd.next()?)?,
+    );
+    if !(1..=12).contains(&month) {
+        return Some(format!("month {month} is not 1 to 12"));
+    }
+    let first = chrono::NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, 1)?;
+    let days = first
+        .checked_add_months(chrono::Months::new(1))?
+        .signed_duration_since(first)
+        .num_days();
+    if day == 0 || i64::from(day) > days {
+        return Some(format!(
+            "day {day} is not in {} {year}, which has {days} days",
+            first.format("%B")
+        ));
+    }
+    // An offset or fractions (RFC 3339) are not checked part by part.
+    let time = time.filter(|t| !t.contains(['+', '-', 'Z', 'z', '.']))?;
+    let mut hms = time.split(':');
+    for (part, limit) in [("hour", 23), ("minute", 59), ("second", 59)] {
+        let Some(value) = hms.next() else { break };
+        match number(value) {
+            Some(v) if v > limit => return Some(format!("{part} {v} is not 0 to {limit}")),
+            Some(_) => {}
+            None => return Some(format!("the {part} '{value}' is not a number")),
+        }
+    }
+    None
 }
 
 /// Formats an instant the way every response does: RFC 3339, UTC, `Z`.
@@ -643,6 +692,44 @@ mod tests {
         let backward = TimeRange::parse("r", "2025-07-31T00:00:00Z/2025-07-01T00:00:00Z").unwrap();
         assert_eq!(backward, forward);
         assert_eq!(forward.start, t("2025-07-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn a_typed_time_that_is_wrong_says_which_part_is() {
+        let said = |s: &str| parse_typed_instant("time", s).unwrap_err().to_string();
+        for (typed, part) in [
+            ("1889-13-10 23:50", "month 13 is not 1 to 12"),
+            (
+                "1889-02-29",
+                "day 29 is not in February 1889, which has 28 days",
+            ),
+            (
+                "1888-02-30 10:00",
+                "day 30 is not in February 1888, which has 29 days",
+            ),
+            (
+                "1889-04-00",
+                "day 0 is not in April 1889, which has 30 days",
+            ),
+            ("1889-03-10 24:00", "hour 24 is not 0 to 23"),
+            ("1889-03-10T23:60", "minute 60 is not 0 to 59"),
+            ("1889-03-10 23:50:61", "second 61 is not 0 to 59"),
+            ("1889-03-10 noon", "the hour 'noon' is not a number"),
+        ] {
+            let message = said(typed);
+            assert!(
+                message.contains(&format!("'{typed}' is not a time: {part}; write")),
+                "{message}"
+            );
+        }
+        // Text not shaped like a date says only what to write.
+        let message = said("yesterday");
+        assert!(
+            message.contains("'yesterday' is not a time; write 1889-03-10 23:50"),
+            "{message}"
+        );
+        // What parses still does.
+        assert!(parse_typed_instant("time", "1888-02-29 23:59:59").is_ok());
     }
 
     #[test]
