@@ -2305,3 +2305,56 @@ async fn events_monitor_follow_prints_every_matching_event_though_a_snapshot_is_
         () = checks => {}
     }
 }
+
+/// `timelines list` counts each timeline's open anomalies, as the dashboard's ⚠ column does:
+/// the demo's bootstrap loop is among them.
+#[tokio::test]
+async fn timelines_list_counts_each_timelines_anomalies() {
+    use chronoscope::engine::{EngineConfig, ManualClock, Seed};
+    use chronoscope::service::PageRequest;
+    let clock = Arc::new(ManualClock::new(
+        parse_instant("now", "2026-11-22T10:00:00Z").unwrap(),
+    ));
+    let engine = Engine::open(
+        Arc::new(chronoscope::store::MemoryStore::new()),
+        clock,
+        EngineConfig::default(),
+        Seed::Demo,
+    )
+    .await
+    .expect("the demo world loads");
+    let ada = engine.session("ada".parse().unwrap());
+    // The counts are worked out in the background after loading: wait for them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let listed = loop {
+        let page = ada.list_timelines(PageRequest::default()).await.unwrap();
+        if page.items.iter().all(|t| !t.paradoxes_recounting) {
+            break page.items;
+        }
+        assert!(std::time::Instant::now() < deadline, "never counted");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let text = run_cli(&ada, &["timelines", "list"]).await.unwrap();
+    let mut lines = text.lines();
+    // Cells start where their header does (a window reads "30 minutes": not split on spaces).
+    let column = lines.next().unwrap().find("ANOMALIES").expect(&text);
+    let mut counted = 0;
+    for line in lines.filter(|l| !l.starts_with("more:")) {
+        let id = line.split_whitespace().next().unwrap();
+        let cell = line[column..].split_whitespace().next().unwrap_or_default();
+        let t = listed
+            .iter()
+            .find(|t| t.id.as_str() == id)
+            .unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(cell, t.paradoxes.to_string(), "{text}");
+        counted += t.paradoxes;
+    }
+    let bootstrap = listed
+        .iter()
+        .find(|t| t.id.as_str() == "tml_tesla_bootstrap")
+        .expect("the demo's loop");
+    assert!(
+        bootstrap.paradoxes > 0 && counted >= bootstrap.paradoxes,
+        "{text}"
+    );
+}

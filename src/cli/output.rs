@@ -233,16 +233,30 @@ pub mod human {
         s
     }
 
-    /// A page of timelines.
+    /// A page of timelines. ANOMALIES is each one's open anomalies as the dashboard's ⚠ column
+    /// counts them, "…" after a count being redone since a change (`show` says as of when).
     pub fn timelines(page: &Page<TimelineInfo>) -> String {
         page_table(
             page,
-            &["ID", "STATUS", "WINDOW", "DESTINATION", "PARENT", "NAME"],
+            &[
+                "ID",
+                "STATUS",
+                "WINDOW",
+                "ANOMALIES",
+                "DESTINATION",
+                "PARENT",
+                "NAME",
+            ],
             |t| {
                 vec![
                     t.id.to_string(),
                     format!("{:?}", t.status).to_lowercase(),
                     t.window.to_string(),
+                    format!(
+                        "{}{}",
+                        t.paradoxes,
+                        if t.paradoxes_recounting { "…" } else { "" }
+                    ),
                     t.destination_time
                         .map(|d| format_instant(&d))
                         .unwrap_or_default(),
