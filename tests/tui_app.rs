@@ -625,7 +625,13 @@ async fn manipulate_with_the_safety_check_then_revert(w: World) {
     let mut h = harness(&w).await;
     search(&mut h, "london").await;
     h.press("m");
-    assert!(h.render(100, 30).contains("safety checked"));
+    let form = h.render(100, 30);
+    assert!(form.contains("safety checked"));
+    // The time as the dashboard shows and reads times, not in RFC 3339.
+    assert!(
+        form.contains("1851-05-01 11:00:00") && !form.contains("1851-05-01T11:00:00Z"),
+        "{form}"
+    );
     // Replace the description (select all is not needed: clear the line with ctrl-u).
     h.press("ctrl-u");
     h.type_text("Great Exhibition postponed");
@@ -640,6 +646,21 @@ async fn manipulate_with_the_safety_check_then_revert(w: World) {
         "search refreshed: {screen}"
     );
     assert!(screen.contains("manipulated"), "{screen}");
+    let london = w.service.search_events(SearchQuery {
+        location: Some("London".into()),
+        ..SearchQuery::default()
+    });
+    let found = london.await.unwrap();
+    let postponed = found
+        .items
+        .iter()
+        .find(|e| e.description == "Great Exhibition postponed")
+        .expect("the manipulated event");
+    assert_eq!(
+        postponed.time,
+        t("1851-05-01T11:00:00Z"),
+        "the time sent back unchanged is the same instant"
+    );
 
     h.press("r");
     assert!(h.render(100, 30).contains("Undo the latest change"));
@@ -3200,7 +3221,9 @@ async fn a_read_only_token_is_marked_and_every_change_is_refused_before_anything
     );
     let refused = "Your token only allows reading: ask whoever issues your tokens for one with \
                    the write scope.";
-    for key in ["n", "p", "e", "a", "t", "b", "i", "space", ">", "<", "d"] {
+    for key in [
+        "n", "p", "e", "a", "t", "b", "i", "space", ">", "<", "d", "M", "r",
+    ] {
         h.app.flash = None;
         h.press(key);
         assert!(h.app.modal.is_none(), "{key} opens nothing");
@@ -3268,7 +3291,8 @@ async fn a_traveller_restricted_to_no_access_is_told_nothing_is_updated_until_it
             screen.contains("No anomalies at the last scan;"),
             "{screen}"
         );
-        assert!(screen.contains("Monitor stable · not updated"), "{screen}");
+        assert!(screen.contains("Monitor 0 open · not updated"), "{screen}");
+        assert!(!screen.contains("Monitor stable"), "{screen}");
         assert!(
             screen
                 .lines()
@@ -3276,6 +3300,14 @@ async fn a_traveller_restricted_to_no_access_is_told_nothing_is_updated_until_it
             "the list's title says it is as it was: {screen}"
         );
     }
+    // Screens that would only open on a refused read say why instead, before asking.
+    for key in ["c", "J", "v", "A", "D", "U"] {
+        h.app.flash = None;
+        h.press(key);
+        assert!(h.app.modal.is_none(), "{key} opens nothing");
+        refused_unsent(&h, "restricted you to no_access");
+    }
+    h.app.flash = None;
     // Every tick's refused reads are not repeated in the footer: the banner says it.
     h.send(Msg::Tick);
     h.settle().await;
@@ -4045,4 +4077,29 @@ async fn the_anchors_list_wraps_long_paradox_reasons_whole_at_140_by_30() {
         1,
         "{screen}"
     );
+}
+
+/// The help's note on fast-forward and rewind offers the keys the dialog offers, from the same
+/// words (it said "↑↓ a preset" while the dialog said "←→ preset").
+#[tokio::test]
+async fn the_help_and_the_time_dialog_offer_the_same_keys() {
+    let mut h = embedded().await;
+    h.press(">");
+    let dialog = modal_text(&h.render(140, 40), "Fast-forward your own clock");
+    let keys = dialog
+        .find("enter go")
+        .and_then(|at| Some(&dialog[at..at + dialog[at..].find("esc close")? + "esc close".len()]))
+        .unwrap_or_else(|| panic!("no key line in the dialog: {dialog}"))
+        .to_owned();
+    h.press("esc");
+    h.press("?");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = words(&modal_text(&h.render(140, 200), "Help"));
+    for offered in keys.split(" · ").filter(|k| !k.starts_with("tab ")) {
+        assert!(
+            help.contains(&words(offered)),
+            "{offered:?} not in the help: {help}"
+        );
+    }
+    assert!(help.contains("tab flips the direction"), "{help}");
 }

@@ -8,9 +8,9 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::effect::{Call, Checked, Effect, Outcome, Reload};
-use super::widgets::{self, Form};
+use super::widgets::{self, Form, typed_time};
 use crate::model::{
-    AnchorId, AnchorRecord, Conditions, EventId, Instant, InvalidValue, TimelineId, format_instant,
+    AnchorId, AnchorRecord, Conditions, EventId, Instant, InvalidValue, TimelineId,
     parse_typed_instant,
 };
 use crate::service::{
@@ -86,7 +86,7 @@ pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<Form
             (
                 "Destination time (UTC, e.g. 1889-03-10 23:50; empty: now)",
                 String::new(),
-                "1889-03-10T23:50:00Z",
+                "1889-03-10 23:50",
             ),
             ("Description", String::new(), "what it is for"),
         ],
@@ -108,9 +108,9 @@ pub fn parallel_timeline(base: &TimelineInfo) -> Form<FormKind> {
                 "Destination time (UTC, e.g. 1889-03-10 23:50; empty: now)",
                 base.destination_time
                     .as_ref()
-                    .map(format_instant)
+                    .map(typed_time)
                     .unwrap_or_default(),
-                "1889-03-10T23:50:00Z",
+                "1889-03-10 23:50",
             ),
             ("Description", String::new(), "what it is for"),
         ],
@@ -126,7 +126,7 @@ pub fn add_event(timeline: &TimelineInfo, time: Instant) -> Form<FormKind> {
             ("Description", String::new(), "what happened"),
             (
                 "Time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
-                format_instant(&time),
+                typed_time(&time),
                 "",
             ),
             ("Location", String::new(), "where"),
@@ -149,7 +149,7 @@ pub fn manipulate(timeline: TimelineId, event: &EventRecord) -> Form<FormKind> {
             ("New description", event.description.clone(), ""),
             (
                 "New time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
-                format_instant(&event.time),
+                typed_time(&event.time),
                 "",
             ),
             ("Action taken", String::new(), "optional: what you did"),
@@ -175,7 +175,7 @@ pub fn custom_merge(destination: TimelineId, conflict: &ReviewConflict) -> Form<
             ("New description", source.description.clone(), ""),
             (
                 "New time (UTC: 1889-03-10 23:50, a date or RFC 3339)",
-                format_instant(&source.time),
+                typed_time(&source.time),
                 "",
             ),
             ("Action taken", String::new(), "optional: what you did"),
@@ -191,7 +191,7 @@ pub fn anchor(at: Instant) -> Form<FormKind> {
         &[
             (
                 "Timestamp (UTC: 1889-03-10 23:50, a date or RFC 3339)",
-                format_instant(&chrono::SubsecRound::trunc_subsecs(at, 0)),
+                typed_time(&chrono::SubsecRound::trunc_subsecs(at, 0)),
                 "",
             ),
             ("Description", String::new(), "e.g. home"),

@@ -10,6 +10,7 @@ use super::keymap::{Context, KeyMap};
 use super::offers;
 use super::security::{access, integrity, restrictions};
 use super::theme::Palette;
+use super::time_controls;
 use super::widgets::{centered, modal};
 
 /// Width of the keys column.
@@ -92,9 +93,10 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             offers::hint(anchors::OFFERS)
         ),
         format!(
-            "{} and {}: ↑↓ a preset or type 1h30m, 2d, PT45M; tab flips the direction.",
+            "{} and {}: {}; or type 1h30m, 2d, PT45M.",
             key(Action::FastForward),
-            key(Action::Rewind)
+            key(Action::Rewind),
+            time_controls::keys_hint("flips the direction")
         ),
         format!(
             "Travel wizard ({}): tab types a time and place to arrive at in a timeline.",

@@ -121,7 +121,7 @@ pub fn open(action: Action, around: &Around<'_>, focus: PaneId) -> Opened {
             let (event, time) = match (focus, around.search.selected()) {
                 (PaneId::Search, Some(e)) => (
                     e.event_id.to_string(),
-                    crate::model::format_instant(&e.time),
+                    crate::tui::widgets::typed_time(&e.time),
                 ),
                 _ => (String::new(), String::new()),
             };

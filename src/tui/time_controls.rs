@@ -242,13 +242,16 @@ impl Shift {
             "fast-forward"
         };
         frame.render_widget(
-            Paragraph::new(Span::styled(
-                format!("enter go · ←→ preset · tab {other} instead · esc close"),
-                p.dim,
-            )),
+            Paragraph::new(Span::styled(keys_hint(&format!("{other} instead")), p.dim)),
             keys,
         );
     }
+}
+
+/// The dialog's keys as its hint line says them, and the help from the same words; `flip` says
+/// what tab does.
+pub fn keys_hint(flip: &str) -> String {
+    format!("enter go · ←→ preset · tab {flip} · esc close")
 }
 
 impl Shift {

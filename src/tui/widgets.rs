@@ -175,6 +175,17 @@ pub fn fmt_time(t: &Instant) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// A time as a form is filled with it: as the dashboard shows times (`1889-03-10 23:50:00`,
+/// UTC), which the form reads back; in RFC 3339 when it has fractions of a second, so that
+/// sending it unchanged keeps the very instant.
+pub fn typed_time(t: &Instant) -> String {
+    if chrono::Timelike::nanosecond(t) == 0 {
+        fmt_time(t)
+    } else {
+        crate::model::format_instant(t)
+    }
+}
+
 /// A short countdown: `59m12s`, `3h05m`, `2d04h`.
 pub fn fmt_countdown(d: Duration) -> String {
     let s = d.num_seconds().max(0);

@@ -202,7 +202,10 @@ impl MonitorPane {
         let mut extra = Vec::new();
         let active = self.rows.iter().filter(|r| r.resolved.is_none()).count();
         if self.status.is_some() {
-            extra.push(if active == 0 {
+            // "stable" is a verdict a scan that can no longer come cannot give.
+            extra.push(if active == 0 && ctx.offline.is_some() {
+                "0 open".into()
+            } else if active == 0 {
                 "stable".into()
             } else {
                 format!("{active} anomal{}", if active == 1 { "y" } else { "ies" })

@@ -91,7 +91,9 @@ impl Rights<'_> {
             | A::Revert
             | A::Isolate
             | A::CorrectDissonance
-            | A::Merge => self.restricted().or_else(|| self.read_only_token()),
+            | A::Merge
+            // The review is where a merge's conflicts are resolved: changes, every key of it.
+            | A::Review => self.restricted().or_else(|| self.read_only_token()),
             // Your own journeys, anchors, items and clock: limited_access keeps some of them
             // (as the service decides: returns home, your anchors and items, your clock).
             A::SetAnchor | A::ReturnToAnchor | A::RegisterItem | A::PauseResume => self
@@ -100,7 +102,29 @@ impl Rights<'_> {
             A::Travel | A::FastForward | A::Rewind => {
                 self.restricted().or_else(|| self.read_only_token())
             }
+            // Screens that only read, but ask the service for what they show: no_access
+            // refuses every read, so they would open on a refusal.
+            A::CheckParadox
+            | A::Diff
+            | A::Journeys
+            | A::Anchors
+            | A::Isolations
+            | A::TimelineView => self.restricted_at(RestrictionLevel::NoAccess),
             _ => None,
+        }
+    }
+
+    /// Why your restriction keeps you from anything `level` refuses, when you are restricted to
+    /// exactly `level`.
+    fn restricted_at(&self, level: RestrictionLevel) -> Option<String> {
+        let at = self
+            .whoami
+            .and_then(|w| w.restriction.as_ref())
+            .map(|r| r.level);
+        if at == Some(level) {
+            self.restricted()
+        } else {
+            None
         }
     }
 
