@@ -3405,6 +3405,11 @@ async fn the_access_screen_follows_a_list_set_elsewhere_and_offers_its_reload_ke
         screen.contains("s reload"),
         "the admin's keys too: {screen}"
     );
+    // Without a list there is nothing to remove: its keys are not offered.
+    assert!(
+        !screen.contains("x remove") && !screen.contains("D drop the list"),
+        "{screen}"
+    );
     w.service
         .set_access_control(SetAccessControlRequest {
             timeline_id: TimelineId::primary(),
@@ -3421,6 +3426,7 @@ async fn the_access_screen_follows_a_list_set_elsewhere_and_offers_its_reload_ke
     let screen = h.render(120, 30);
     assert!(screen.contains("read    carol"), "{screen}");
     assert!(!screen.contains("No access-control list"), "{screen}");
+    assert!(screen.contains("x remove · D drop the list"), "{screen}");
 }
 
 #[tokio::test]
@@ -4102,4 +4108,90 @@ async fn the_help_and_the_time_dialog_offer_the_same_keys() {
         );
     }
     assert!(help.contains("tab flips the direction"), "{help}");
+}
+
+/// The demo world on a clock of its own, as ada sees it on the dashboard.
+async fn demo_dashboard() -> Harness {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = chronoscope::engine::Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        chronoscope::engine::EngineConfig::default(),
+        chronoscope::engine::Seed::Demo,
+    )
+    .await
+    .expect("the demo world");
+    dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await
+}
+
+/// At 80x24 an event's detail taller than the search pane says so and scrolls with j/k (its
+/// lineage, below the causes, was cut off with no way to read it).
+#[tokio::test]
+async fn an_event_detail_taller_than_the_pane_scrolls_at_80_by_24() {
+    let w = world().await;
+    let causes: Vec<EventId> = {
+        let mut ids = Vec::new();
+        for (n, place) in ["Lyon", "Nantes", "Lille"].iter().enumerate() {
+            let time = format!("178{n}-01-01T12:00:00Z");
+            let e = new_event(&format!("Unrest in {place}"), &time, place, &[]);
+            ids.push(add_to_primary(w.service.as_ref(), e).await);
+        }
+        ids
+    };
+    let refs: Vec<&EventId> = causes.iter().collect();
+    let long = "A crowd gathers before the fortress after a long winter of bread shortages and \
+                pamphlets read aloud in every square";
+    add_to_primary(
+        w.service.as_ref(),
+        new_event(long, "1789-07-13T09:00:00Z", "Versailles", &refs),
+    )
+    .await;
+    let mut h = harness(&w).await;
+    select_event(&mut h, "versailles", long).await;
+    h.press("enter");
+    h.settle().await;
+    let screen = h.render(80, 24);
+    assert!(screen.contains("lines 1–"), "{screen}");
+    assert!(screen.contains("j/k read on"), "{screen}");
+    assert!(
+        !screen.contains("started as"),
+        "the lineage is below: {screen}"
+    );
+    for _ in 0..20 {
+        h.press("j");
+    }
+    let screen = h.render(80, 24);
+    assert!(screen.contains("started as"), "{screen}");
+    assert!(
+        !screen.contains("A crowd gathers"),
+        "scrolled past the top: {screen}"
+    );
+    h.press("g");
+    let screen = h.render(80, 24);
+    assert!(screen.contains("A crowd gathers"), "{screen}");
+    // Tall enough, the whole detail and no scroll line.
+    let screen = h.render(140, 60);
+    assert!(
+        screen.contains("started as") && !screen.contains("j/k read on"),
+        "{screen}"
+    );
+}
+
+/// At 80 columns the selected timeline's line under the list reads whole, on two lines when it
+/// needs them ("⇄ 1 merge waiting for review (r revi…" was cut).
+#[tokio::test]
+async fn the_timelines_about_line_wraps_at_80_columns() {
+    let mut h = demo_dashboard().await;
+    let screen = h.render(80, 24);
+    // The focused list's rows, inside its heavy borders.
+    let words = screen
+        .lines()
+        .filter_map(|l| l.strip_prefix('┃')?.split('┃').next())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains("1 merge waiting for review (r reviews it)"),
+        "{screen}"
+    );
 }

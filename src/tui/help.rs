@@ -11,7 +11,7 @@ use super::offers;
 use super::security::{access, integrity, restrictions};
 use super::theme::Palette;
 use super::time_controls;
-use super::widgets::{centered, modal};
+use super::widgets::{self, centered, modal};
 
 /// Width of the keys column.
 const KEYS_WIDTH: usize = 16;
@@ -59,7 +59,7 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
                 .collect::<Vec<_>>()
                 .join(" ");
             // A description wraps under itself: each reads whole at any width.
-            let mut description = wrapped(b.description, description_width).into_iter();
+            let mut description = widgets::wrap_words(b.description, description_width).into_iter();
             let first = description.next().unwrap_or_default();
             out.push(Line::from(vec![
                 Span::styled(format!("  {keys:<14}"), palette.key),
@@ -145,22 +145,6 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
         );
     }
     out
-}
-
-/// `text` cut into lines of at most `width` characters at spaces (a longer word is a line of
-/// its own).
-fn wrapped(text: &str, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for word in text.split(' ') {
-        match lines.last_mut() {
-            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
-                line.push(' ');
-                line.push_str(word);
-            }
-            _ => lines.push(word.to_owned()),
-        }
-    }
-    lines
 }
 
 /// `text` cut into lines of at most `width` characters at spaces (a longer word is a line of

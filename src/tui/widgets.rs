@@ -175,6 +175,39 @@ pub fn fmt_time(t: &Instant) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// Splits `text` into lines of at most `width` characters, at spaces where it can.
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_owned();
+        loop {
+            let used = line.chars().count();
+            let len = word.chars().count();
+            if used > 0 && used + 1 + len <= width {
+                line.push(' ');
+                line.push_str(&word);
+                break;
+            }
+            if used == 0 && len <= width {
+                line = word;
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than the line: cut it.
+            let head: String = word.chars().take(width).collect();
+            word = word.chars().skip(width).collect();
+            lines.push(head);
+        }
+    }
+    lines.push(line);
+    lines
+}
+
 /// A time as a form is filled with it: as the dashboard shows times (`1889-03-10 23:50:00`,
 /// UTC), which the form reads back; in RFC 3339 when it has fractions of a second, so that
 /// sending it unchanged keeps the very instant.
@@ -399,6 +432,19 @@ pub fn buffer_text(buffer: &ratatui::buffer::Buffer) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_wrap_at_spaces_and_long_words_are_cut() {
+        assert_eq!(
+            wrap_words("the storming of the Bastille", 12),
+            ["the storming", "of the", "Bastille"]
+        );
+        assert_eq!(wrap_words("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap_words("", 4), [""]);
+        for line in wrap_words("a fairly long sentence, wrapped into short lines", 7) {
+            assert!(line.chars().count() <= 7, "{line:?}");
+        }
+    }
 
     #[test]
     fn the_window_follows_the_selection_both_ways() {

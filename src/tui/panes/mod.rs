@@ -201,6 +201,22 @@ impl Panes {
             A::PrevPane => self.focused(self.focus.cycle(false, self.lower)),
             A::Right => self.focused(self.focus.beside(true, self.lower)),
             A::Left => self.focused(self.focus.beside(false, self.lower)),
+            // An event's detail taller than the pane scrolls (it is drawn from the line asked
+            // for, kept within the detail).
+            A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom
+                if self.focus == PaneId::Search && self.search.detail =>
+            {
+                let scroll = &mut self.search.detail_scroll;
+                *scroll = match action {
+                    A::Up => scroll.saturating_sub(1),
+                    A::Down => scroll.saturating_add(1),
+                    A::PageUp => scroll.saturating_sub(10),
+                    A::PageDown => scroll.saturating_add(10),
+                    A::Top => 0,
+                    _ => usize::MAX / 2,
+                };
+                Then::Done
+            }
             A::Up => moved(self, -1),
             A::Down => moved(self, 1),
             A::PageUp => moved(self, -10),
@@ -240,6 +256,7 @@ impl Panes {
             }
             PaneId::Search if self.search.selected().is_some() => {
                 self.search.detail = true;
+                self.search.detail_scroll = 0;
                 Then::Causes
             }
             PaneId::Monitor => match self.monitor.rows.get(self.monitor.cursor.selected) {

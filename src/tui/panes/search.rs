@@ -48,6 +48,8 @@ pub struct SearchPane {
     pub cursor: Cursor,
     /// Whether the selected event's detail is open.
     pub detail: bool,
+    /// The first line of the detail shown, when it is taller than the pane (j/k scroll it).
+    pub detail_scroll: usize,
     /// Whether a search has been answered.
     pub searched: bool,
     /// Causes looked up for the detail view because the results did not hold them.
@@ -72,6 +74,7 @@ impl Default for SearchPane {
             results: Vec::new(),
             cursor: Cursor::default(),
             detail: false,
+            detail_scroll: 0,
             searched: false,
             causes: HashMap::new(),
             troubled: HashSet::new(),
@@ -370,7 +373,26 @@ impl SearchPane {
             {
                 let named = |id: &EventId| self.result(id).or_else(|| self.causes.get(id));
                 let troubled = self.troubled.contains(&event.event_id);
-                let lines = detail_lines(event, &named, troubled, body.width, p);
+                let mut lines = detail_lines(event, &named, troubled, body.width, p);
+                let height = usize::from(body.height);
+                if lines.len() > height && height >= 2 {
+                    // Taller than the pane: a window on it, and a last line saying how to
+                    // read the rest.
+                    let shown = height - 1;
+                    let last = lines.len() - shown;
+                    self.detail_scroll = self.detail_scroll.min(last);
+                    let from = self.detail_scroll;
+                    let more = format!(
+                        "lines {}–{} of {} · j/k read on",
+                        from + 1,
+                        from + shown,
+                        lines.len()
+                    );
+                    lines = lines.drain(from..from + shown).collect();
+                    lines.push(Line::from(Span::styled(more, p.dim)));
+                } else {
+                    self.detail_scroll = 0;
+                }
                 frame.render_widget(Paragraph::new(lines), body);
                 return;
             }
@@ -441,39 +463,6 @@ fn status_cell(e: &EventRecord, troubled: bool, p: &Palette) -> (String, ratatui
 /// Width of the detail view's label column, its two spaces included.
 const LABEL_WIDTH: usize = 15;
 
-/// Splits `text` into lines of at most `width` characters, at spaces where it can.
-fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let mut word = word.to_owned();
-        loop {
-            let used = line.chars().count();
-            let len = word.chars().count();
-            if used > 0 && used + 1 + len <= width {
-                line.push(' ');
-                line.push_str(&word);
-                break;
-            }
-            if used == 0 && len <= width {
-                line = word;
-                break;
-            }
-            if used > 0 {
-                lines.push(std::mem::take(&mut line));
-                continue;
-            }
-            // A word longer than the line: cut it.
-            let head: String = word.chars().take(width).collect();
-            word = word.chars().skip(width).collect();
-            lines.push(head);
-        }
-    }
-    lines.push(line);
-    lines
-}
-
 /// The detail of one event: what, when, where, its causes (named when the results hold them or
 /// they were looked up) and its lineage; a long value wraps under itself, not under the labels.
 fn detail_lines<'a, 'r>(
@@ -486,7 +475,10 @@ fn detail_lines<'a, 'r>(
     let value_width = usize::from(width).saturating_sub(LABEL_WIDTH).max(10);
     let mut lines = vec![Line::from(Span::styled(e.description.clone(), p.title))];
     let mut field = |name: &str, value: String| {
-        for (i, part) in wrap_words(&value, value_width).into_iter().enumerate() {
+        for (i, part) in widgets::wrap_words(&value, value_width)
+            .into_iter()
+            .enumerate()
+        {
             let label = if i == 0 { name } else { "" };
             lines.push(Line::from(vec![
                 Span::styled(format!("{label:>13}  "), p.dim),
@@ -524,24 +516,6 @@ fn detail_lines<'a, 'r>(
         field("changed by", author.to_string());
     }
     lines
-}
-
-#[cfg(test)]
-mod tests {
-    use super::wrap_words;
-
-    #[test]
-    fn words_wrap_at_spaces_and_long_words_are_cut() {
-        assert_eq!(
-            wrap_words("the storming of the Bastille", 12),
-            ["the storming", "of the", "Bastille"]
-        );
-        assert_eq!(wrap_words("abcdefghij", 4), ["abcd", "efgh", "ij"]);
-        assert_eq!(wrap_words("", 4), [""]);
-        for line in wrap_words("a fairly long sentence, wrapped into short lines", 7) {
-            assert!(line.chars().count() <= 7, "{line:?}");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -278,22 +278,29 @@ impl TimelinesPane {
             return;
         }
         // The selected timeline's description and variation, on the last line when there is
-        // room for rows above it.
+        // room for rows above it; on two, wrapped, when it needs them and the pane is tall
+        // enough (what is left of it then ends in "…").
         if let Some(about) = self
             .selected()
             .and_then(|t| about(t, self.read_only(&t.id)))
             && body.height >= 5
         {
+            let width = usize::from(body.width);
+            let room = if body.height >= 8 { 2 } else { 1 };
+            let mut lines = widgets::wrap_words(&about, width);
+            if lines.len() > room {
+                let rest = lines.split_off(room - 1).join(" ");
+                lines.push(rest);
+            }
+            let lines: Vec<ratatui::text::Line> = lines
+                .iter()
+                .map(|l| Span::styled(ellipsize(l, width), p.dim).into())
+                .collect();
+            let height = u16::try_from(lines.len()).unwrap_or(1);
             let [rows, line] =
-                ratatui::layout::Layout::vertical([Constraint::Min(1), Constraint::Length(1)])
+                ratatui::layout::Layout::vertical([Constraint::Min(1), Constraint::Length(height)])
                     .areas(body);
-            frame.render_widget(
-                Paragraph::new(Span::styled(
-                    ellipsize(&about, usize::from(line.width)),
-                    p.dim,
-                )),
-                line,
-            );
+            frame.render_widget(Paragraph::new(lines), line);
             body = rows;
         }
         let columns = Columns::for_width(body.width);

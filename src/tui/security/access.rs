@@ -640,9 +640,16 @@ impl AccessScreen {
                 log,
             );
         }
-        // What you may not do is left out, and said once.
+        // What you may not do is left out, and said once; without a list there is nothing to
+        // remove.
+        let listed = self
+            .view
+            .as_ref()
+            .is_some_and(|v| v.access_control.is_some());
         let keys_text = if self.right() == Some(Right::Admin) {
-            offers::hint(OFFERS)
+            offers::hint_where(OFFERS, |c| {
+                listed || !matches!(c, Command::Remove | Command::RemoveList)
+            })
         } else {
             let reader = offers::hint_where(OFFERS, |c| !c.needs_admin());
             format!("{reader} · changes need the admin right")
