@@ -49,6 +49,7 @@ fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
             paradoxes_counted_at: None,
             created_by: None,
             pending_merges: 0,
+            pending_into: 0,
             isolations: Vec::new(),
         })
         .collect()

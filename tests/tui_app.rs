@@ -2688,8 +2688,8 @@ async fn a_merge_left_for_review_is_marked_in_the_tree(w: World) {
     assert!(screen.contains("Primary ⇄1"), "{screen}");
     assert!(screen.contains("Tesla stays ⇄1"), "{screen}");
     assert!(
-        screen.contains("⇄ 1 merge waiting for review"),
-        "the selected one says it: {screen}"
+        screen.contains("⇄ 1 merge from it waiting for review where it goes"),
+        "the selected one, its source, says it: {screen}"
     );
     // Merging again is refused while it waits: the reason shows in the wizard.
     h.press("M enter");
@@ -4193,5 +4193,41 @@ async fn the_timelines_about_line_wraps_at_80_columns() {
     assert!(
         words.contains("1 merge waiting for review (r reviews it)"),
         "{screen}"
+    );
+}
+
+/// `r` on a timeline marked ⇄ only because a merge from it waits (the demo's Project X review,
+/// merged into Primary) opens the review where the merge waits, not an empty one on itself;
+/// its line says the merge comes from it.
+#[tokio::test]
+async fn review_on_a_pending_merges_source_opens_it_where_it_waits() {
+    let mut h = demo_dashboard().await;
+    let source: TimelineId = "tml_project_x_review".parse().unwrap();
+    for _ in 0..30 {
+        if h.app.panes.timelines.selected().map(|t| &t.id) == Some(&source) {
+            break;
+        }
+        h.press("j");
+    }
+    h.settle().await;
+    let screen = h.render(140, 40);
+    assert!(
+        screen.contains("⇄ 1 merge from it waiting for review where it goes (r)"),
+        "{screen}"
+    );
+    h.press("r");
+    h.settle().await;
+    let screen = h.render(140, 40);
+    let Some(chronoscope::tui::modal::Modal::Merge(w)) = &h.app.modal else {
+        panic!("no review opened: {screen}");
+    };
+    assert_eq!(
+        w.destination.as_ref().map(|d| &d.id),
+        Some(&TimelineId::primary()),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("a keep A · b keep B"),
+        "a conflict to resolve: {screen}"
     );
 }

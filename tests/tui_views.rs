@@ -618,6 +618,7 @@ fn timeline(n: u128, name: &str, parent: Option<u128>, minute: i64) -> TimelineI
         paradoxes_counted_at: None,
         created_by: None,
         pending_merges: 0,
+        pending_into: 0,
         isolations: Vec::new(),
     }
 }

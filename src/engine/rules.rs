@@ -91,6 +91,7 @@ pub fn require_open(timeline: &Timeline, now: Instant) -> Result<(), ServiceErro
 #[derive(Default)]
 pub struct Concerns {
     pending_merges: std::collections::HashMap<TimelineId, usize>,
+    pending_into: std::collections::HashMap<TimelineId, usize>,
     isolations: std::collections::HashMap<TimelineId, Vec<crate::model::IsolationId>>,
 }
 
@@ -103,6 +104,9 @@ impl Concerns {
                 .entry(m.source_timeline_id.clone())
                 .or_default() += 1;
             *out.pending_merges
+                .entry(m.destination_timeline_id.clone())
+                .or_default() += 1;
+            *out.pending_into
                 .entry(m.destination_timeline_id.clone())
                 .or_default() += 1;
         }
@@ -143,6 +147,11 @@ pub fn timeline_info(
         created_by: t.created_by.clone(),
         pending_merges: concerns
             .pending_merges
+            .get(&t.id)
+            .copied()
+            .unwrap_or_default(),
+        pending_into: concerns
+            .pending_into
             .get(&t.id)
             .copied()
             .unwrap_or_default(),

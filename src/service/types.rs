@@ -133,6 +133,11 @@ pub struct TimelineInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub pending_merges: usize,
+    /// How many of those merge into it (it is their destination): their conflicts are
+    /// reviewed on it (`review-conflicts?merged_timeline_id=` it). The others come from it.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub pending_into: usize,
     /// The isolations in force on it, oldest first (`DELETE /v1/isolations/{id}` lifts one).
     #[serde(default)]
     #[schema(value_type = Vec<String>)]

@@ -101,7 +101,8 @@ pub struct Side {
     pub name: String,
     /// How it is related to the selected one (`parent`, `ancestor`, `branch`, `descendant`).
     pub relation: &'static str,
-    /// How many merges into it wait for review (its ⇄ mark).
+    /// How many merges into it wait for review there (part of its ⇄ mark, which counts those
+    /// from it too).
     pub pending: usize,
     /// Why you may not merge into it (your right there is read), marked `ro` in the list.
     pub read_only: Option<String>,
@@ -114,7 +115,7 @@ impl Side {
             id: t.id.clone(),
             name: t.name.clone(),
             relation,
-            pending: t.pending_merges,
+            pending: t.pending_into,
             read_only: None,
         }
     }
@@ -293,7 +294,7 @@ impl MergeWizard {
     /// The review of the merges waiting for review into `destination` (marked ⇄), and the
     /// call that asks for it; `None` when none waits.
     pub fn review_into(destination: &TimelineInfo) -> Option<(Self, Outcome)> {
-        if destination.pending_merges == 0 {
+        if destination.pending_into == 0 {
             return None;
         }
         let side = Side::of(destination, "selected");
@@ -1612,6 +1613,7 @@ mod tests {
     fn a_review_that_failed_to_come_leaves_the_review_step() {
         let mut all = tree();
         all[1].pending_merges = 1; // r reviews only what waits
+        all[1].pending_into = 1;
         let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
         w.key(key("enter"));
         w.show_diff(diff(&all[2].id, &all[1].id));
@@ -1632,6 +1634,7 @@ mod tests {
     fn a_fixed_point_keeps_its_outcome_and_b_resolves_checked() {
         let mut all = tree();
         all[1].pending_merges = 1; // r reviews only what waits
+        all[1].pending_into = 1;
         let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
         w.key(key("enter"));
         w.show_diff(diff(&all[2].id, &all[1].id));

@@ -11,6 +11,7 @@ use super::isolations::IsolationsScreen;
 use super::merge::MergeWizard;
 use super::modal::{Around, Modal};
 use super::panes::PaneId;
+use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::Wizard;
 use super::picture::Picture;
 use super::security::access::{AccessScreen, Branched};
@@ -19,7 +20,7 @@ use super::security::restrictions::RestrictionsScreen;
 use super::security::rights::Rights;
 use super::time_controls::Shift;
 use crate::model::TimelineId;
-use crate::service::{Right, ScanDepth};
+use crate::service::{Right, ScanDepth, TimelineInfo};
 
 /// What an action opened, and what the loop should do for it.
 #[derive(Debug, Default)]
@@ -230,11 +231,37 @@ fn merge(diff_only: bool, around: &Around<'_>, rights: &Rights<'_>) -> Opened {
     }
 }
 
-/// The review of the merges waiting into the selected timeline (marked ⇄).
+/// The review of the merges waiting into the selected timeline (marked ⇄); on a timeline whose
+/// ⇄ merges all come from it, the review where they go (when one timeline on its line of
+/// descent has merges waiting into it).
 fn review(around: &Around<'_>) -> Opened {
-    let Some(t) = around.timelines.selected() else {
+    let Some(mut t) = around.timelines.selected() else {
         return Opened::error("Select a timeline first.");
     };
+    if t.pending_into == 0 && t.pending_merges > 0 {
+        let into: Vec<&TimelineInfo> = around
+            .timelines
+            .all
+            .iter()
+            .filter(|o| o.pending_into > 0 && o.id != t.id)
+            .filter(|o| one_line_of_descent(around.timelines, &o.id, &t.id))
+            .collect();
+        match into[..] {
+            [one] => t = one,
+            _ => {
+                let names: Vec<&str> = into.iter().map(|o| o.name.as_str()).collect();
+                return Opened::error(format!(
+                    "The merges from {} wait for review where they go{}: select it and press r.",
+                    t.name,
+                    if names.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", names.join(", "))
+                    }
+                ));
+            }
+        }
+    }
     match MergeWizard::review_into(t) {
         Some((wizard, asked)) => Opened::modal(Modal::Merge(Box::new(wizard)), asked.effects),
         None => Opened::error(format!(
@@ -242,6 +269,24 @@ fn review(around: &Around<'_>) -> Opened {
             t.name
         )),
     }
+}
+
+/// Whether `a` and `b` are on one line of descent (one is an ancestor of the other), by the
+/// parents the list knows.
+fn one_line_of_descent(timelines: &TimelinesPane, a: &TimelineId, b: &TimelineId) -> bool {
+    let above = |from: &TimelineId, to: &TimelineId| {
+        let mut at = timelines.get(from);
+        // A list cannot hold a longer line than itself (and a cycle would be a bug).
+        for _ in 0..=timelines.all.len() {
+            match at {
+                Some(t) if &t.id == to => return true,
+                Some(t) => at = t.parent.as_ref().and_then(|p| timelines.get(p)),
+                None => return false,
+            }
+        }
+        false
+    };
+    above(a, b) || above(b, a)
 }
 
 /// A security screen: the access screen or the integrity check of the selected timeline, or

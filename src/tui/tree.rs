@@ -138,6 +138,7 @@ mod tests {
             paradoxes_counted_at: None,
             created_by: None,
             pending_merges: 0,
+            pending_into: 0,
             isolations: Vec::new(),
         }
     }

@@ -64,6 +64,7 @@ pub fn timeline(n: u128, name: &str) -> TimelineInfo {
         paradoxes_counted_at: None,
         created_by: None,
         pending_merges: 0,
+        pending_into: 0,
         isolations: Vec::new(),
     }
 }

@@ -513,13 +513,21 @@ pub const READ_ONLY_MARK: &str = "ro";
 fn about(t: &TimelineInfo, read_only: bool) -> Option<String> {
     let read_only = read_only
         .then(|| format!("{READ_ONLY_MARK}: you may read it, not write it (ask its admins)"));
-    let pending = match t.pending_merges {
-        0 => None,
-        1 => Some(format!(
+    // Those from it are reviewed where they go (r there, or here when one place has them).
+    let from = t.pending_merges.saturating_sub(t.pending_into);
+    let pending = match (t.pending_merges, from) {
+        (0, _) => None,
+        (1, 0) => Some(format!(
             "{PENDING_MARK} 1 merge waiting for review (r reviews it)"
         )),
-        n => Some(format!(
+        (1, _) => Some(format!(
+            "{PENDING_MARK} 1 merge from it waiting for review where it goes (r)"
+        )),
+        (n, 0) => Some(format!(
             "{PENDING_MARK} {n} merges waiting for review (r reviews them)"
+        )),
+        (n, from) => Some(format!(
+            "{PENDING_MARK} {n} merges waiting for review, {from} from it (r)"
         )),
     };
     let parts: Vec<String> = [
