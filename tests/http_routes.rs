@@ -880,24 +880,20 @@ async fn an_admin_sees_and_removes_everyones_automation_another_member_nothing()
     );
 }
 
-/// The guide's review-conflicts, resolve-conflict and isolate-event answer exactly the fields
-/// the guide shows; the resolution's words are read in any case, a wrong word is a 400 naming
-/// the field; aborting a merge that is not waiting is a 409.
-#[tokio::test]
-async fn review_resolve_and_isolate_answer_the_guides_shapes() {
-    let app = App::new().await;
-    let t = token("ada");
+/// Timeline A with one event, its branch B, the event changed one way in each, and B merged
+/// into A with `manual_review`: a merge waiting for review. Returns A, the event and the merge.
+async fn waiting_merge(app: &App, t: &str) -> (String, String, String) {
     let created = app
-        .post("/v1/create-timeline", &t, json!({"description": "A"}))
+        .post("/v1/create-timeline", t, json!({"description": "A"}))
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let a = created.json()["timeline_id"].as_str().unwrap().to_owned();
-    let e = add_event(&app, &t, &a, "launch", "1900-01-01T10:00:00Z", "Pad").await;
+    let e = add_event(app, t, &a, "launch", "1900-01-01T10:00:00Z", "Pad").await;
     let e = e["event_id"].as_str().unwrap().to_owned();
     let branched = app
         .post(
             "/v1/create-timeline",
-            &t,
+            t,
             json!({"base_timeline_id": a, "description": "B"}),
         )
         .await;
@@ -906,7 +902,7 @@ async fn review_resolve_and_isolate_answer_the_guides_shapes() {
         let r = app
             .post(
                 "/v1/manipulate-event",
-                &t,
+                t,
                 json!({"timeline_id": tl, "event_id": e, "new_outcome": {"description": what}}),
             )
             .await;
@@ -915,13 +911,24 @@ async fn review_resolve_and_isolate_answer_the_guides_shapes() {
     let merged = app
         .post(
             "/v1/merge-timelines?view=full",
-            &t,
+            t,
             json!({"source_timeline_id": b, "destination_timeline_id": a, "conflict_resolution": "manual_review"}),
         )
         .await;
     assert_eq!(merged.status, StatusCode::OK, "{}", merged.text);
     assert_eq!(merged.json()["status"], "pending_review");
     let merge_id = merged.json()["merge_id"].as_str().unwrap().to_owned();
+    (a, e, merge_id)
+}
+
+/// The guide's review-conflicts, resolve-conflict and isolate-event answer exactly the fields
+/// the guide shows; the resolution's words are read in any case, a wrong word is a 400 naming
+/// the field; aborting a merge that is not waiting is a 409.
+#[tokio::test]
+async fn review_resolve_and_isolate_answer_the_guides_shapes() {
+    let app = App::new().await;
+    let t = token("ada");
+    let (a, e, merge_id) = waiting_merge(&app, &t).await;
 
     let review = app
         .get(&format!("/v1/review-conflicts?merged_timeline_id={a}"), &t)
@@ -1127,38 +1134,7 @@ async fn jobs_and_merges_name_what_they_made_in_location() {
 async fn state_refusals_of_reads_are_documented_conflicts() {
     let app = App::new().await;
     let t = token("ada");
-    let created = app
-        .post("/v1/create-timeline", &t, json!({"description": "A"}))
-        .await;
-    let a = created.json()["timeline_id"].as_str().unwrap().to_owned();
-    let e = add_event(&app, &t, &a, "launch", "1900-01-01T10:00:00Z", "Pad").await;
-    let e = e["event_id"].as_str().unwrap().to_owned();
-    let branched = app
-        .post(
-            "/v1/create-timeline",
-            &t,
-            json!({"base_timeline_id": a, "description": "B"}),
-        )
-        .await;
-    let b = branched.json()["timeline_id"].as_str().unwrap().to_owned();
-    for (tl, what) in [(&b, "launch in B"), (&a, "launch in A")] {
-        let r = app
-            .post(
-                "/v1/manipulate-event",
-                &t,
-                json!({"timeline_id": tl, "event_id": e, "new_outcome": {"description": what}}),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    }
-    let merged = app
-        .post(
-            "/v1/merge-timelines?view=full",
-            &t,
-            json!({"source_timeline_id": b, "destination_timeline_id": a, "conflict_resolution": "manual_review"}),
-        )
-        .await;
-    let merge_id = merged.json()["merge_id"].as_str().unwrap().to_owned();
+    let (a, _, merge_id) = waiting_merge(&app, &t).await;
     let aborted = app.delete(&format!("/v1/merges/{merge_id}"), &t).await;
     assert_eq!(aborted.status, StatusCode::NO_CONTENT, "{}", aborted.text);
     let review = app

@@ -3937,28 +3937,8 @@ async fn isolating_the_bootstrap_loop_says_which_paradox_is_left_and_why() {
 /// The demo's Tesla bootstrap loop selected, with the event that closes the loop selected in
 /// the search, isolated with `I` `y`: its answer is the longest message the footer gets.
 async fn isolate_the_bootstrap_loop() -> Harness {
-    let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = chronoscope::engine::Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        chronoscope::engine::EngineConfig::default(),
-        chronoscope::engine::Seed::Demo,
-    )
-    .await
-    .expect("the demo world");
-    let mut h = dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await;
-    let bootstrap: TimelineId = "tml_tesla_bootstrap".parse().unwrap();
-    for _ in 0..30 {
-        if h.app.panes.timelines.selected().map(|t| &t.id) == Some(&bootstrap) {
-            break;
-        }
-        h.press("j");
-    }
-    h.settle().await;
-    assert_eq!(
-        h.app.panes.timelines.selected().map(|t| &t.id),
-        Some(&bootstrap)
-    );
+    let mut h = demo_dashboard().await;
+    select_timeline(&mut h, "tml_tesla_bootstrap").await;
     select_event(
         &mut h,
         "new york",
@@ -4110,6 +4090,19 @@ async fn the_help_and_the_time_dialog_offer_the_same_keys() {
     assert!(help.contains("tab flips the direction"), "{help}");
 }
 
+/// Moves the timelines' cursor down to the timeline `id`.
+async fn select_timeline(h: &mut Harness, id: &str) {
+    let id: TimelineId = id.parse().unwrap();
+    for _ in 0..h.app.panes.timelines.len() {
+        if h.app.panes.timelines.selected().map(|t| &t.id) == Some(&id) {
+            break;
+        }
+        h.press("j");
+    }
+    h.settle().await;
+    assert_eq!(h.app.panes.timelines.selected().map(|t| &t.id), Some(&id));
+}
+
 /// The demo world on a clock of its own, as ada sees it on the dashboard.
 async fn demo_dashboard() -> Harness {
     let clock = Arc::new(ManualClock::new(t(START)));
@@ -4202,14 +4195,7 @@ async fn the_timelines_about_line_wraps_at_80_columns() {
 #[tokio::test]
 async fn review_on_a_pending_merges_source_opens_it_where_it_waits() {
     let mut h = demo_dashboard().await;
-    let source: TimelineId = "tml_project_x_review".parse().unwrap();
-    for _ in 0..30 {
-        if h.app.panes.timelines.selected().map(|t| &t.id) == Some(&source) {
-            break;
-        }
-        h.press("j");
-    }
-    h.settle().await;
+    select_timeline(&mut h, "tml_project_x_review").await;
     let screen = h.render(140, 40);
     assert!(
         screen.contains("⇄ 1 merge from it waiting for review where it goes (r)"),

@@ -117,25 +117,24 @@ impl Rights<'_> {
     /// Why your restriction keeps you from anything `level` refuses, when you are restricted to
     /// exactly `level`.
     fn restricted_at(&self, level: RestrictionLevel) -> Option<String> {
-        let at = self
-            .whoami
-            .and_then(|w| w.restriction.as_ref())
-            .map(|r| r.level);
-        if at == Some(level) {
+        if self.level() == Some(level) {
             self.restricted()
         } else {
             None
         }
     }
 
+    /// The level an operator restricted you to, if any.
+    fn level(&self) -> Option<RestrictionLevel> {
+        self.whoami
+            .and_then(|w| w.restriction.as_ref())
+            .map(|r| r.level)
+    }
+
     /// Why your restriction keeps you from what `level` still allows: `restricted` for a
     /// level under it (`read_only`, `no_access` below `limited_access`), `None` at it.
     fn restricted_below(&self, level: RestrictionLevel) -> Option<String> {
-        let at = self
-            .whoami
-            .and_then(|w| w.restriction.as_ref())
-            .map(|r| r.level);
-        if at == Some(level) {
+        if self.level() == Some(level) {
             return None;
         }
         self.restricted()
