@@ -7,6 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::anchors;
 use super::keymap::{Context, KeyMap};
+use super::merge;
 use super::offers;
 use super::security::{access, integrity, restrictions};
 use super::theme::Palette;
@@ -103,14 +104,16 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             key(Action::Travel)
         ),
         format!(
-            "Diff {} / merge {}: ↑↓ other side, enter diff, tab swap, y merge (checked).",
+            "Diff {} / merge {}: ↑↓ the other side, enter diff; then {}; y merges (checked).",
             key(Action::Diff),
-            key(Action::Merge)
+            key(Action::Merge),
+            offers::hint(merge::DIFF)
         ),
         format!(
-            "Merge review ({} on a timeline marked ⇄, or r in its diff): a keep A, b keep B, c \
-             Custom Merge (a form).",
-            key(Action::Review)
+            "Merge review ({} on a timeline marked ⇄, or r in its diff): {} (Custom Merge: a \
+             form).",
+            key(Action::Review),
+            offers::hint(merge::RESOLVE)
         ),
         format!(
             "ro after a timeline's name: you may read it, not write it (ask its admins; {} \

@@ -18,6 +18,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::effect::{Call, Checked, Effect, Outcome, Reload};
 use super::forms::{self, FormKind};
+use super::keymap::Key;
+use super::offers::{self, DOWN, Offer, UP};
 use super::theme::Palette;
 use super::tree::tree_order;
 use super::widgets::{Cursor, Form, centered, ellipsize, modal};
@@ -62,6 +64,138 @@ pub fn completed_by(result: &ResolveResult) -> String {
         (None, None) => String::new(),
     }
 }
+
+/// What a key asks of the merge wizard. Each step offers its own keys ([`MergeWizard::key`]
+/// looks them up in the step's list), and its hint line and the help are written from the same
+/// lists: a key that does nothing is not listed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// The row above (a side, a lineage, a strategy, a conflict; the paradoxes read back).
+    Up,
+    /// The row below (or the paradoxes read on).
+    Down,
+    /// The step before.
+    Back,
+    /// The next step.
+    Next,
+    /// Swap A and B.
+    Swap,
+    /// Review the merges waiting into B.
+    Review,
+    /// Send the merge (safety checked).
+    Merge,
+    /// Apply what the safety check refused.
+    Anyway,
+    /// Keep what the safety check refused unmade.
+    Unmade,
+    /// Keep Event A.
+    KeepA,
+    /// Keep Event B.
+    KeepB,
+    /// Custom Merge (a form).
+    Custom,
+    /// Close the wizard.
+    Close,
+}
+
+const ENTER: &[Key] = &[Key::code(KeyCode::Enter)];
+const ESC: &[Key] = &[Key::code(KeyCode::Esc)];
+const ENTER_OR_ESC: &[Key] = &[Key::code(KeyCode::Enter), Key::code(KeyCode::Esc)];
+const BACK: &[Key] = &[Key::code(KeyCode::Backspace), Key::code(KeyCode::Left)];
+const SWAP: &[Key] = &[Key::code(KeyCode::Tab), Key::code(KeyCode::BackTab)];
+const REVIEW: &[Key] = &[Key::char('r')];
+
+/// Choosing B.
+const SIDES: &[Offer<Command>] = &[
+    Offer::labelled(Command::Up, UP, "↑↓", "choose the other side"),
+    Offer::quiet(Command::Down, DOWN),
+    Offer::new(Command::Next, ENTER, "diff"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// The diff on the way to a merge.
+pub const DIFF: &[Offer<Command>] = &[
+    Offer::labelled(Command::Up, UP, "↑↓", "lineage"),
+    Offer::quiet(Command::Down, DOWN),
+    Offer::new(Command::Swap, SWAP, "swap"),
+    Offer::new(Command::Next, ENTER, "strategy"),
+    Offer::new(Command::Review, REVIEW, "review pending"),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// The diff alone (`D`): enter closes it.
+const DIFF_ONLY: &[Offer<Command>] = &[
+    Offer::labelled(Command::Up, UP, "↑↓", "lineage"),
+    Offer::quiet(Command::Down, DOWN),
+    Offer::new(Command::Swap, SWAP, "swap"),
+    Offer::new(Command::Review, REVIEW, "review pending"),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::labelled(Command::Close, ENTER_OR_ESC, "enter / esc", "close"),
+];
+
+const STRATEGY: &[Offer<Command>] = &[
+    Offer::labelled(Command::Up, UP, "↑↓", "choose"),
+    Offer::quiet(Command::Down, DOWN),
+    Offer::new(Command::Next, ENTER, "next"),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+const CONFIRM: &[Offer<Command>] = &[
+    Offer::new(
+        Command::Merge,
+        &[Key::char('y'), Key::char('Y')],
+        "merge now",
+    ),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+const DONE: &[Offer<Command>] = &[
+    Offer::new(Command::Review, REVIEW, "review its conflicts"),
+    Offer::labelled(Command::Close, ENTER_OR_ESC, "enter / esc", "close"),
+];
+
+/// The review of the conflicts waiting into B.
+pub const RESOLVE: &[Offer<Command>] = &[
+    Offer::new(Command::KeepA, &[Key::char('a')], "keep A"),
+    Offer::new(Command::KeepB, &[Key::char('b')], "keep B"),
+    Offer::new(Command::Custom, &[Key::char('c')], "custom merge"),
+    Offer::labelled(Command::Up, UP, "↑↓", "conflict"),
+    Offer::quiet(Command::Down, DOWN),
+    Offer::labelled(Command::Back, BACK, "⌫", "diff"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// The safety check refused the merge or the resolution: apply it anyway?
+const REFUSED: &[Offer<Command>] = &[
+    Offer::new(
+        Command::Anyway,
+        &[Key::char('y'), Key::char('Y')],
+        "apply anyway",
+    ),
+    Offer::new(
+        Command::Unmade,
+        &[
+            Key::char('n'),
+            Key::char('N'),
+            Key::code(KeyCode::Backspace),
+        ],
+        "keep it unmade",
+    ),
+    Offer::labelled(
+        Command::Down,
+        &[Key::char('j'), Key::code(KeyCode::Down)],
+        "j/k",
+        "read on",
+    ),
+    Offer::quiet(Command::Up, &[Key::char('k'), Key::code(KeyCode::Up)]),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// Waiting for an answer.
+const WORKING: &[Offer<Command>] = &[Offer::new(Command::Close, ESC, "close")];
 
 /// The wizard's steps, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -407,20 +541,18 @@ impl MergeWizard {
         });
     }
 
-    /// A key in the review: a / b keep A's / B's outcome, c opens the Custom Merge form.
-    fn review_key(&mut self, code: KeyCode) -> Outcome {
+    /// A command in the review: a / b keep A's / B's outcome, c opens the Custom Merge form.
+    fn review_key(&mut self, command: Command) -> Outcome {
         self.refusal = None;
         if self.sent {
             return Outcome::keep();
         }
-        if self.review.is_none() {
-            if matches!(code, KeyCode::Backspace | KeyCode::Left) {
-                self.step = if self.diff.is_some() {
-                    MergeStep::Diff
-                } else {
-                    MergeStep::Sides
-                };
-            }
+        if command == Command::Back {
+            self.step = if self.diff.is_some() {
+                MergeStep::Diff
+            } else {
+                MergeStep::Sides
+            };
             return Outcome::keep();
         }
         let Some(review) = &self.review else {
@@ -428,27 +560,20 @@ impl MergeWizard {
         };
         let len = review.conflicts.len();
         let Some(conflict) = review.conflicts.get(self.conflict_cursor.selected) else {
-            if matches!(code, KeyCode::Backspace | KeyCode::Left) && self.diff.is_some() {
-                self.step = MergeStep::Diff;
-            }
             return Outcome::keep();
         };
-        let resolution = match code {
-            KeyCode::Up | KeyCode::Char('k') => {
+        let resolution = match command {
+            Command::Up => {
                 self.conflict_cursor.step(-1, len);
                 return Outcome::keep();
             }
-            KeyCode::Down | KeyCode::Char('j') => {
+            Command::Down => {
                 self.conflict_cursor.step(1, len);
                 return Outcome::keep();
             }
-            KeyCode::Backspace | KeyCode::Left if self.diff.is_some() => {
-                self.step = MergeStep::Diff;
-                return Outcome::keep();
-            }
-            KeyCode::Char('a') => ConflictResolution::KeepSource,
-            KeyCode::Char('b') => ConflictResolution::KeepDestination,
-            KeyCode::Char('c') => ConflictResolution::Custom,
+            Command::KeepA => ConflictResolution::KeepSource,
+            Command::KeepB => ConflictResolution::KeepDestination,
+            Command::Custom => ConflictResolution::Custom,
             _ => return Outcome::keep(),
         };
         if !conflict.allowed.iter().any(|a| a == resolution.option()) {
@@ -483,9 +608,9 @@ impl MergeWizard {
 
     /// A key: esc closes from any step, ⌫ goes back a step, enter goes on; ↑↓ choose; in the
     /// diff, tab swaps the sides; the merge goes only on `y` at the last step, and a refused
-    /// one is applied anyway only on `y` again (`n` keeps it unmade).
+    /// one is applied anyway only on `y` again (`n` keeps it unmade). Each key is looked up in
+    /// what the wizard offers now ([`Self::offers`]).
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
-        let code = key.code;
         if let Some(form) = &mut self.form {
             let outcome = form.key(key);
             if outcome.close {
@@ -500,112 +625,138 @@ impl MergeWizard {
                 effects: outcome.effects,
             };
         }
-        if code == KeyCode::Esc {
+        let Some(command) = offers::find(self.offers(), &key).filter(|&c| self.offered(c)) else {
+            if self.step == MergeStep::Diff && key.code == KeyCode::Char('r') && !self.loading {
+                self.refusal = Some("No merge into B waits for review.".into());
+            }
+            return Outcome::keep();
+        };
+        if command == Command::Close {
             return Outcome::close();
         }
-        if self.loading {
-            return Outcome::keep();
-        }
         if let Some(refused) = self.refused.take() {
-            return self.refused_key(refused, code);
+            return self.refused_key(refused, command);
         }
-        let up = matches!(code, KeyCode::Up | KeyCode::Char('k'));
-        let down = matches!(code, KeyCode::Down | KeyCode::Char('j'));
-        let back = matches!(code, KeyCode::Backspace | KeyCode::Left);
-        if back || code == KeyCode::Enter {
+        if matches!(command, Command::Back | Command::Next) {
             self.refusal = None;
         }
-        match self.step {
-            MergeStep::Sides => {
-                let len = self.sides.len();
-                if up {
-                    self.side_cursor.step(-1, len);
-                } else if down {
-                    self.side_cursor.step(1, len);
-                } else if code == KeyCode::Enter
-                    && let Some(side) = self.sides.get(self.side_cursor.selected)
-                {
-                    // A merge into a timeline you may only read would be refused at its end.
-                    if let (false, Some(why)) = (self.diff_only, &side.read_only) {
-                        self.refusal = Some(format!("{why} (D compares them without merging.)"));
-                        return Outcome::keep();
-                    }
-                    self.destination = Some(side.clone());
-                    return self.ask_diff();
+        match (self.step, command) {
+            (MergeStep::Sides, Command::Up) => self.side_cursor.step(-1, self.sides.len()),
+            (MergeStep::Sides, Command::Down) => self.side_cursor.step(1, self.sides.len()),
+            (MergeStep::Sides, Command::Next) => {
+                let Some(side) = self.sides.get(self.side_cursor.selected) else {
+                    return Outcome::keep();
+                };
+                // A merge into a timeline you may only read would be refused at its end.
+                if let (false, Some(why)) = (self.diff_only, &side.read_only) {
+                    self.refusal = Some(format!("{why} (D compares them without merging.)"));
+                    return Outcome::keep();
                 }
+                self.destination = Some(side.clone());
+                return self.ask_diff();
             }
-            MergeStep::Diff => {
+            (MergeStep::Diff, Command::Up | Command::Down) => {
                 let len = self.diff.as_ref().map_or(0, |d| d.lines.len());
-                if up {
-                    self.line_cursor.step(-1, len);
-                } else if down {
-                    self.line_cursor.step(1, len);
-                } else if back {
-                    self.back_to_sides();
-                } else if code == KeyCode::Char('r') && self.pending_into() {
-                    return self.ask_review(None);
-                } else if code == KeyCode::Char('r') {
-                    self.refusal = Some("No merge into B waits for review.".into());
-                } else if matches!(code, KeyCode::Tab | KeyCode::BackTab) {
-                    if let Some(destination) = self.destination.take() {
-                        let source = std::mem::replace(&mut self.source, destination);
-                        self.destination = Some(source);
-                        self.swapped = !self.swapped;
-                    }
-                    return self.ask_diff();
-                } else if code == KeyCode::Enter {
-                    if self.diff_only {
-                        return Outcome::close();
-                    }
-                    // Swapped with tab, B may be a timeline you may only read.
-                    if let Some(why) = self.destination.as_ref().and_then(|d| d.read_only.clone()) {
-                        self.refusal = Some(why);
-                    } else if self.diff.is_some() {
-                        self.step = MergeStep::Strategy;
-                    }
-                }
+                let delta = if command == Command::Up { -1 } else { 1 };
+                self.line_cursor.step(delta, len);
             }
-            MergeStep::Strategy => {
-                if up {
-                    self.strategy = self.strategy.saturating_sub(1);
-                } else if down {
-                    self.strategy = (self.strategy + 1).min(STRATEGIES.len() - 1);
-                } else if back {
-                    self.step = MergeStep::Diff;
-                } else if code == KeyCode::Enter {
-                    self.step = MergeStep::Confirm;
+            (MergeStep::Diff, Command::Back) => self.back_to_sides(),
+            (MergeStep::Diff, Command::Review) => return self.ask_review(None),
+            (MergeStep::Diff, Command::Swap) => {
+                if let Some(destination) = self.destination.take() {
+                    let source = std::mem::replace(&mut self.source, destination);
+                    self.destination = Some(source);
+                    self.swapped = !self.swapped;
                 }
+                return self.ask_diff();
             }
-            MergeStep::Confirm => {
-                if back {
+            (MergeStep::Diff, Command::Next) => {
+                // Swapped with tab, B may be a timeline you may only read.
+                if let Some(why) = self.destination.as_ref().and_then(|d| d.read_only.clone()) {
+                    self.refusal = Some(why);
+                } else if self.diff.is_some() {
                     self.step = MergeStep::Strategy;
-                } else if matches!(code, KeyCode::Char('y') | KeyCode::Char('Y'))
-                    && let Some(req) = self.request()
-                {
+                }
+            }
+            (MergeStep::Strategy, Command::Up) => {
+                self.strategy = self.strategy.saturating_sub(1);
+            }
+            (MergeStep::Strategy, Command::Down) => {
+                self.strategy = (self.strategy + 1).min(STRATEGIES.len() - 1);
+            }
+            (MergeStep::Strategy, Command::Back) => self.step = MergeStep::Diff,
+            (MergeStep::Strategy, Command::Next) => self.step = MergeStep::Confirm,
+            (MergeStep::Confirm, Command::Back) => self.step = MergeStep::Strategy,
+            (MergeStep::Confirm, Command::Merge) => {
+                if let Some(req) = self.request() {
                     self.refusal = None;
                     self.loading = true;
                     self.sent = true;
                     return Outcome::with(Effect::Call(Call::Checked(Checked::Merge(req))));
                 }
             }
-            MergeStep::Done => {
-                if code == KeyCode::Enter {
-                    return Outcome::close();
-                }
-                let pending = self
-                    .result
-                    .as_ref()
-                    .filter(|r| r.status == "pending_review");
-                if code == KeyCode::Char('r')
-                    && let Some(result) = pending
-                {
-                    let merge = result.merge_id.clone();
-                    return self.ask_review(merge);
-                }
+            (MergeStep::Done, Command::Review) => {
+                let merge = self.result.as_ref().and_then(|r| r.merge_id.clone());
+                return self.ask_review(merge);
             }
-            MergeStep::Review => return self.review_key(code),
+            (MergeStep::Review, command) => return self.review_key(command),
+            _ => {}
         }
         Outcome::keep()
+    }
+
+    /// The keys the wizard offers now: waiting, the safety check's question, or its step's.
+    fn offers(&self) -> &'static [Offer<Command>] {
+        if self.loading {
+            return WORKING;
+        }
+        if self.refused.is_some() {
+            return REFUSED;
+        }
+        match self.step {
+            MergeStep::Sides => SIDES,
+            MergeStep::Diff if self.diff_only => DIFF_ONLY,
+            MergeStep::Diff => DIFF,
+            MergeStep::Strategy => STRATEGY,
+            MergeStep::Confirm => CONFIRM,
+            MergeStep::Done => DONE,
+            MergeStep::Review => RESOLVE,
+        }
+    }
+
+    /// Whether `command` of [`Self::offers`] would do something now (a review with nothing
+    /// waiting, a back step with nowhere to go, is not offered).
+    fn offered(&self, command: Command) -> bool {
+        if self.loading || self.refused.is_some() {
+            return true;
+        }
+        let conflicts = self
+            .review
+            .as_ref()
+            .is_some_and(|r| !r.conflicts.is_empty());
+        match (self.step, command) {
+            (MergeStep::Diff, Command::Review) => self.pending_into(),
+            (MergeStep::Done, Command::Review) => self
+                .result
+                .as_ref()
+                .is_some_and(|r| r.status == "pending_review"),
+            (
+                MergeStep::Review,
+                Command::KeepA | Command::KeepB | Command::Custom | Command::Up | Command::Down,
+            ) => conflicts,
+            (MergeStep::Review, Command::Back) => self.diff.is_some(),
+            _ => true,
+        }
+    }
+
+    /// The key line: what [`Self::offers`] offers now.
+    fn hint(&self) -> String {
+        let keys = offers::hint_where(self.offers(), |c| self.offered(c));
+        if self.loading {
+            format!("working… · {keys}")
+        } else {
+            keys
+        }
     }
 
     /// The diff it asked for arrived.
@@ -627,16 +778,16 @@ impl MergeWizard {
         self.sent = false;
     }
 
-    /// A key while the safety check's refusal asks "apply anyway?": y sends it unchecked, n
-    /// keeps it unmade, j/k read the paradoxes on.
-    fn refused_key(&mut self, refused: Refused, code: KeyCode) -> Outcome {
-        match code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => {
+    /// A command while the safety check's refusal asks "apply anyway?": y sends it unchecked,
+    /// n keeps it unmade, j/k read the paradoxes on.
+    fn refused_key(&mut self, refused: Refused, command: Command) -> Outcome {
+        match command {
+            Command::Anyway => {
                 self.loading = true;
                 self.sent = true;
                 Outcome::with(Effect::Call(Call::Unchecked(refused.change)))
             }
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Backspace => {
+            Command::Unmade => {
                 let what = match refused.change {
                     Checked::Resolve(_) => "Not resolved.",
                     _ => "Not merged.",
@@ -645,13 +796,12 @@ impl MergeWizard {
                 Outcome::keep()
             }
             // Paradoxes taller than the box are read on (the render stops at their end).
-            KeyCode::Char('j') | KeyCode::Down => {
-                self.refused_scroll = self.refused_scroll.saturating_add(1);
-                self.refused = Some(refused);
-                Outcome::keep()
-            }
-            KeyCode::Char('k') | KeyCode::Up => {
-                self.refused_scroll = self.refused_scroll.saturating_sub(1);
+            Command::Down | Command::Up => {
+                self.refused_scroll = if command == Command::Down {
+                    self.refused_scroll.saturating_add(1)
+                } else {
+                    self.refused_scroll.saturating_sub(1)
+                };
                 self.refused = Some(refused);
                 Outcome::keep()
             }
@@ -791,50 +941,10 @@ impl MergeWizard {
             bar.push(Span::styled(format!("{} {name}", i + 1), style));
         }
         frame.render_widget(Paragraph::new(Line::from(bar)), steps);
-        let keys_text = match self.step {
-            _ if self.loading => "working… · esc close",
-            _ if self.refused.is_some() => {
-                "y apply anyway · n keep it unmade · j/k read on · esc close"
-            }
-            MergeStep::Sides => "↑↓ choose the other side · enter diff · esc close",
-            MergeStep::Diff => match (self.diff_only, self.pending_into()) {
-                (true, false) => "↑↓ lineage · tab swap sides · ⌫ back · enter / esc close",
-                (true, true) => {
-                    "↑↓ lineage · tab swap · r review pending · ⌫ back · enter / esc close"
-                }
-                (false, false) => "↑↓ lineage · tab swap · enter strategy · ⌫ back · esc close",
-                (false, true) => {
-                    "↑↓ lineage · tab swap · enter strategy · r review pending · ⌫ back · esc close"
-                }
-            },
-            MergeStep::Strategy => "↑↓ choose · enter next · ⌫ back · esc close",
-            MergeStep::Confirm => "y merge now · ⌫ back · esc close",
-            MergeStep::Done
-                if self
-                    .result
-                    .as_ref()
-                    .is_some_and(|r| r.status == "pending_review") =>
-            {
-                "r review its conflicts · enter / esc close"
-            }
-            MergeStep::Done => "enter / esc close",
-            // Nothing left to resolve: only the ways out.
-            MergeStep::Review if self.review.as_ref().is_none_or(|r| r.conflicts.is_empty()) => {
-                match (self.reviewing_only(), self.diff.is_some()) {
-                    (false, true) => "⌫ diff · esc close",
-                    _ => "esc close",
-                }
-            }
-            MergeStep::Review if self.reviewing_only() => {
-                "a keep A · b keep B · c custom merge · ↑↓ conflict · esc close"
-            }
-            MergeStep::Review => {
-                "a keep A · b keep B · c custom merge · ↑↓ conflict · ⌫ diff · esc close"
-            }
-        };
+        let keys_text = self.hint();
         frame.render_widget(
             Paragraph::new(Span::styled(
-                ellipsize(keys_text, usize::from(keys.width)),
+                ellipsize(&keys_text, usize::from(keys.width)),
                 p.dim,
             )),
             keys,
@@ -1431,6 +1541,35 @@ impl MergeWizard {
 mod tests {
     use super::*;
     use crate::tui::unit::{key, palette, screen, timeline};
+
+    #[test]
+    fn each_key_of_a_step_gives_one_command() {
+        for list in [
+            SIDES, DIFF, DIFF_ONLY, STRATEGY, CONFIRM, DONE, RESOLVE, REFUSED, WORKING,
+        ] {
+            for offer in list {
+                for k in offer.keys {
+                    let giving = list.iter().filter(|o| o.keys.contains(k)).count();
+                    assert_eq!(giving, 1, "{k} in {}", offers::hint(list));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_review_is_offered_only_when_one_waits() {
+        let all = tree();
+        let mut w = MergeWizard::from_tree(&all, &all[2], false).expect("a wizard");
+        w.key(key("enter"));
+        w.show_diff(diff(&all[2].id, &all[1].id));
+        assert!(!w.hint().contains("review"), "{}", w.hint());
+        // r says why instead of asking for an empty review.
+        assert!(w.key(key("r")).effects.is_empty());
+        assert_eq!(
+            w.refusal.as_deref(),
+            Some("No merge into B waits for review.")
+        );
+    }
 
     fn tree() -> Vec<TimelineInfo> {
         let mut primary = timeline(0, "Primary");

@@ -18,6 +18,8 @@ pub struct Offer<C> {
     /// What the hint line and the help say it does; `None` keeps it out of both (moves, which
     /// every list has).
     pub what: Option<&'static str>,
+    /// How the hint names its keys, when not by the first one (`↑↓` for a pair of moves, `⌫`).
+    pub label: Option<&'static str>,
 }
 
 impl<C> Offer<C> {
@@ -27,6 +29,22 @@ impl<C> Offer<C> {
             command,
             keys,
             what: Some(what),
+            label: None,
+        }
+    }
+
+    /// A command said in the hint line and the help with its keys named `label`.
+    pub const fn labelled(
+        command: C,
+        keys: &'static [Key],
+        label: &'static str,
+        what: &'static str,
+    ) -> Self {
+        Self {
+            command,
+            keys,
+            what: Some(what),
+            label: Some(label),
         }
     }
 
@@ -36,6 +54,7 @@ impl<C> Offer<C> {
             command,
             keys,
             what: None,
+            label: None,
         }
     }
 }
@@ -97,7 +116,13 @@ pub fn hint_where<C: Copy>(offers: &[Offer<C>], shown: impl Fn(C) -> bool) -> St
     offers
         .iter()
         .filter(|offer| shown(offer.command))
-        .filter_map(|offer| Some(format!("{} {}", offer.keys.first()?, offer.what?)))
+        .filter_map(|offer| {
+            let keys = match offer.label {
+                Some(label) => label.to_owned(),
+                None => offer.keys.first()?.to_string(),
+            };
+            Some(format!("{keys} {}", offer.what?))
+        })
         .collect::<Vec<_>>()
         .join(" · ")
 }
@@ -129,5 +154,15 @@ mod tests {
         assert_eq!(find(OFFERS, &key("x")), None);
         assert_eq!(hint(OFFERS), "enter open it · esc close");
         assert_eq!(hint_where(OFFERS, |c| c != Cmd::Open), "esc close");
+    }
+
+    #[test]
+    fn a_label_names_the_keys_in_the_hint() {
+        const LABELLED: &[Offer<Cmd>] = &[
+            Offer::labelled(Cmd::Down, DOWN, "↑↓", "choose"),
+            Offer::labelled(Cmd::Close, &[Key::code(KeyCode::Backspace)], "⌫", "back"),
+        ];
+        assert_eq!(hint(LABELLED), "↑↓ choose · ⌫ back");
+        assert_eq!(find(LABELLED, &key("backspace")), Some(Cmd::Close));
     }
 }
