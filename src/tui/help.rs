@@ -9,6 +9,7 @@ use super::anchors;
 use super::keymap::{Context, KeyMap};
 use super::merge;
 use super::offers;
+use super::panes::wizard;
 use super::security::{access, integrity, restrictions};
 use super::theme::Palette;
 use super::time_controls;
@@ -100,8 +101,12 @@ pub fn lines<'a>(keymap: &KeyMap, palette: &Palette, width: u16) -> Vec<Line<'a>
             time_controls::keys_hint("flips the direction")
         ),
         format!(
-            "Travel wizard ({}): tab types a time and place to arrive at in a timeline.",
-            key(Action::Travel)
+            "Travel wizard ({}): {} (tab: a time and place to arrive at, in a timeline); then \
+             {}; {} at the last step.",
+            key(Action::Travel),
+            offers::hint(wizard::DESTINATION),
+            offers::hint(wizard::ITEMS),
+            offers::hint_where(wizard::CONFIRM, |c| c == wizard::Command::Travel)
         ),
         format!(
             "Diff {} / merge {}: ↑↓ the other side, enter diff; then {}; y merges (checked).",

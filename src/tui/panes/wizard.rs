@@ -21,8 +21,104 @@ use crate::service::{
     ServiceResult, TimelineInfo, TimelineService, TravelRequest,
 };
 use crate::tui::effect::{Call, Effect, Outcome, Reload};
+use crate::tui::keymap::Key;
+use crate::tui::offers::{self, Offer};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, centered, ellipsize, fmt_time, modal};
+
+/// What a key asks of the travel wizard. Each step offers its own keys ([`Wizard::key`] looks
+/// them up in the step's list), and its hint line and the help are written from the same lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// The row above.
+    Up,
+    /// The row below.
+    Down,
+    /// Carry the selected item, or leave it.
+    Toggle,
+    /// On to the next step.
+    Next,
+    /// Back a step.
+    Back,
+    /// Travel (at the last step).
+    Travel,
+    /// Into the next input (a time, a place) or back to the list.
+    NextInput,
+    /// Into the input before.
+    PrevInput,
+    /// Close the wizard.
+    Close,
+}
+
+const ARROW_UP: &[Key] = &[Key::code(KeyCode::Up)];
+const ARROW_DOWN: &[Key] = &[Key::code(KeyCode::Down)];
+const ENTER: &[Key] = &[Key::code(KeyCode::Enter)];
+const ESC: &[Key] = &[Key::code(KeyCode::Esc)];
+const BACK: &[Key] = &[Key::code(KeyCode::Backspace), Key::code(KeyCode::Left)];
+const TAB: &[Key] = &[Key::code(KeyCode::Tab)];
+const BACKTAB: &[Key] = &[Key::code(KeyCode::BackTab)];
+
+/// Choosing where to go.
+pub const DESTINATION: &[Offer<Command>] = &[
+    Offer::labelled(Command::Up, offers::UP, "↑↓", "choose"),
+    Offer::quiet(Command::Down, offers::DOWN),
+    Offer::new(Command::NextInput, TAB, "a time & place"),
+    Offer::quiet(Command::PrevInput, BACKTAB),
+    Offer::new(Command::Next, ENTER, "next"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// Typing a time or a place: j and k are letters here, the arrows still choose.
+const TYPING: &[Offer<Command>] = &[
+    Offer::new(Command::NextInput, TAB, "next input"),
+    Offer::quiet(Command::PrevInput, BACKTAB),
+    Offer::labelled(Command::Up, ARROW_UP, "↑↓", "choose"),
+    Offer::quiet(Command::Down, ARROW_DOWN),
+    Offer::new(Command::Next, ENTER, "next"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// Choosing what to carry.
+pub const ITEMS: &[Offer<Command>] = &[
+    Offer::labelled(Command::Up, offers::UP, "↑↓", "move"),
+    Offer::quiet(Command::Down, offers::DOWN),
+    Offer::labelled(
+        Command::Toggle,
+        &[Key::char(' '), Key::char('x')],
+        "space",
+        "carry / leave",
+    ),
+    Offer::new(Command::Next, ENTER, "check"),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+const CHECK: &[Offer<Command>] = &[
+    Offer::new(Command::Next, ENTER, "continue"),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+/// The last look: only `y` travels, so no stray enter does.
+pub const CONFIRM: &[Offer<Command>] = &[
+    Offer::new(
+        Command::Travel,
+        &[Key::char('y'), Key::char('Y')],
+        "travel now",
+    ),
+    Offer::labelled(Command::Back, BACK, "⌫", "back"),
+    Offer::new(Command::Close, ESC, "close"),
+];
+
+const DONE: &[Offer<Command>] = &[Offer::labelled(
+    Command::Close,
+    &[Key::code(KeyCode::Enter), Key::code(KeyCode::Esc)],
+    "enter / esc",
+    "close",
+)];
+
+/// Waiting for the check or the journey: esc abandons it.
+const WAITING: &[Offer<Command>] = &[Offer::new(Command::Close, ESC, "close")];
 
 /// The wizard's steps, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -373,65 +469,54 @@ impl Wizard {
 
     /// A key in the wizard: Esc closes it from any step (as every modal), Backspace goes back
     /// a step, Enter goes on; the paradox check and the journey are calls for the loop to make.
-    /// A journey starts only on `y` at the confirm step, so no stray Enter travels.
+    /// A journey starts only on `y` at the confirm step, so no stray Enter travels. Each key is
+    /// looked up in what the step offers now ([`Self::offers`]); typed into an input, the rest
+    /// is text.
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
-        let code = key.code;
-        if self.loading {
-            // Esc abandons a pending step.
-            return if code == KeyCode::Esc {
-                Outcome::close()
-            } else {
-                Outcome::keep()
-            };
-        }
-        if code == KeyCode::Esc {
-            return Outcome::close();
-        }
-        if self.step == Step::Destination {
+        if self.step == Step::Destination && !self.loading {
             self.refusal = None;
-            // Tab goes from the list to when, to where, and back.
-            let next = match (code, self.typing) {
-                (KeyCode::Tab, None) if self.offers_when_where() => Some(Some(Typing::When)),
-                (KeyCode::Tab, Some(Typing::When)) => Some(Some(Typing::Where)),
-                (KeyCode::Tab, Some(Typing::Where)) => Some(None),
-                (KeyCode::BackTab, None) if self.offers_when_where() => Some(Some(Typing::Where)),
-                (KeyCode::BackTab, Some(Typing::Where)) => Some(Some(Typing::When)),
-                (KeyCode::BackTab, Some(Typing::When)) => Some(None),
+        }
+        let command = offers::find(self.offers(), &key).filter(|&c| self.offered(c));
+        let Some(command) = command else {
+            let input = match (self.loading, self.typing) {
+                (false, Some(Typing::When)) => Some(&mut self.when),
+                (false, Some(Typing::Where)) => Some(&mut self.place),
                 _ => None,
             };
-            if let Some(typing) = next {
-                self.typing = typing;
-                return Outcome::keep();
-            }
-            let input = match self.typing {
-                Some(Typing::When) => Some(&mut self.when),
-                Some(Typing::Where) => Some(&mut self.place),
-                None => None,
-            };
-            // While an input is typed in, ↑↓ still choose and enter goes on; the rest is text.
-            if let Some(input) = input
-                && !matches!(code, KeyCode::Up | KeyCode::Down | KeyCode::Enter)
-            {
+            if let Some(input) = input {
                 widgets::edit(input, key);
-                return Outcome::keep();
             }
-        }
-        match (self.step, code) {
-            (Step::Done, KeyCode::Enter) => return Outcome::close(),
-            (_, KeyCode::Up | KeyCode::Char('k')) => self.step_cursor(-1),
-            (_, KeyCode::Down | KeyCode::Char('j')) => self.step_cursor(1),
-            (Step::Items, KeyCode::Char(' ') | KeyCode::Char('x')) => self.toggle(),
-            (Step::Destination, KeyCode::Enter) if self.destination().is_some() => {
-                match self.read_when_where() {
-                    Ok(()) => {
-                        self.typing = None;
-                        self.step = Step::Items;
-                    }
-                    Err(why) => self.refusal = Some(why),
+            return Outcome::keep();
+        };
+        match (self.step, command) {
+            (_, Command::Close) => return Outcome::close(),
+            (_, Command::Up) => self.step_cursor(-1),
+            (_, Command::Down) => self.step_cursor(1),
+            // Tab goes from the list to when, to where, and back.
+            (Step::Destination, Command::NextInput) => {
+                self.typing = match self.typing {
+                    None => Some(Typing::When),
+                    Some(Typing::When) => Some(Typing::Where),
+                    Some(Typing::Where) => None,
+                };
+            }
+            (Step::Destination, Command::PrevInput) => {
+                self.typing = match self.typing {
+                    None => Some(Typing::Where),
+                    Some(Typing::Where) => Some(Typing::When),
+                    Some(Typing::When) => None,
+                };
+            }
+            (Step::Items, Command::Toggle) => self.toggle(),
+            (Step::Destination, Command::Next) => match self.read_when_where() {
+                Ok(()) => {
+                    self.typing = None;
+                    self.step = Step::Items;
                 }
-            }
-            (Step::Items, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Destination,
-            (Step::Items, KeyCode::Enter) => {
+                Err(why) => self.refusal = Some(why),
+            },
+            (Step::Items, Command::Back) => self.step = Step::Destination,
+            (Step::Items, Command::Next) => {
                 let Some(dest) = self.destination() else {
                     return Outcome::keep();
                 };
@@ -444,10 +529,10 @@ impl Wizard {
                 self.loading = true;
                 return Outcome::with(Effect::Call(Call::WizardCheck(req)));
             }
-            (Step::Check, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Items,
-            (Step::Check, KeyCode::Enter) => self.step = Step::Confirm,
-            (Step::Confirm, KeyCode::Backspace | KeyCode::Left) => self.step = Step::Check,
-            (Step::Confirm, KeyCode::Char('y') | KeyCode::Char('Y')) => {
+            (Step::Check, Command::Back) => self.step = Step::Items,
+            (Step::Check, Command::Next) => self.step = Step::Confirm,
+            (Step::Confirm, Command::Back) => self.step = Step::Check,
+            (Step::Confirm, Command::Travel) => {
                 let Some(dest) = self.destination() else {
                     return Outcome::keep();
                 };
@@ -472,6 +557,44 @@ impl Wizard {
             _ => {}
         }
         Outcome::keep()
+    }
+
+    /// The keys the wizard offers now: waiting, typing, or its step's.
+    fn offers(&self) -> &'static [Offer<Command>] {
+        if self.loading {
+            return WAITING;
+        }
+        match self.step {
+            Step::Destination if self.typing.is_some() => TYPING,
+            Step::Destination => DESTINATION,
+            Step::Items => ITEMS,
+            Step::Check => CHECK,
+            Step::Confirm => CONFIRM,
+            Step::Done => DONE,
+        }
+    }
+
+    /// Whether `command` would do something now: a time and a place only for a timeline (not
+    /// an anchor, nor in the return-only wizard), a choice and on only with destinations.
+    fn offered(&self, command: Command) -> bool {
+        match (self.step, command) {
+            (Step::Destination, Command::NextInput | Command::PrevInput) => {
+                self.typing.is_some() || self.offers_when_where()
+            }
+            (Step::Destination, Command::Next) => self.destination().is_some(),
+            (Step::Destination, Command::Up | Command::Down) => !self.destinations.is_empty(),
+            _ => true,
+        }
+    }
+
+    /// The key line: what [`Self::offers`] offers now.
+    fn hint(&self) -> String {
+        let keys = offers::hint_where(self.offers(), |c| self.offered(c));
+        if self.typing.is_some() && !self.loading && self.step == Step::Destination {
+            format!("type · {keys}")
+        } else {
+            keys
+        }
     }
 
     /// The verdict of the check it asked for arrived.
@@ -536,19 +659,7 @@ impl Wizard {
             bar.push(Span::styled(format!("{} {name}", i + 1), style));
         }
         frame.render_widget(Paragraph::new(Line::from(bar)), steps);
-        let keys_text = match self.step {
-            Step::Destination if self.typing.is_some() => {
-                "type · tab next input · ↑↓ choose · enter next · esc close"
-            }
-            Step::Destination if !self.anchors_only => {
-                "↑↓ choose · tab a time & place · enter next · esc close"
-            }
-            Step::Destination => "↑↓ choose · enter next · esc close",
-            Step::Items => "↑↓ move · space carry / leave · enter check · ⌫ back · esc close",
-            Step::Check => "enter continue · ⌫ back · esc close",
-            Step::Confirm => "y travel now · ⌫ back · esc close",
-            Step::Done => "enter / esc close",
-        };
+        let keys_text = self.hint();
         frame.render_widget(Paragraph::new(Span::styled(keys_text, p.dim)), keys);
         let when_where = self.step == Step::Destination
             && !self.loading
@@ -1006,6 +1117,58 @@ mod tests {
         let changes = wizard.proposed_changes();
         assert_eq!(changes.len(), 1, "the carried watch is checked");
         assert_eq!(changes[0].time, Some(at("1900-01-01T00:00:00Z")));
+    }
+
+    /// Tab (a time and a place) is offered on a timeline, not on an anchor, and does nothing
+    /// where it is not offered; a wizard with nowhere to go offers neither a choice nor enter.
+    #[test]
+    fn the_key_line_offers_only_what_the_selected_destination_takes() {
+        use crate::tui::unit::{key, timeline};
+        let anchor = Anchor {
+            id: "anc_1900".parse::<AnchorId>().expect("an anchor id"),
+            owner: "alice".parse().expect("a traveller"),
+            timeline: "primary".parse().expect("a timeline id"),
+            timestamp: at("1900-01-01T00:00:00Z"),
+            description: Some("Paris, 1900".into()),
+            status: AnchorStatus::Active,
+            created_at: at("2026-01-01T00:00:00Z"),
+        };
+        let timelines = [timeline(0, "primary")];
+        let mut w = Wizard::new(false);
+        w.set_data(
+            &timelines,
+            vec![anchor],
+            Vec::new(),
+            at("2026-06-01T00:00:00Z"),
+            None,
+        );
+        let on_anchor = (0..w.destinations.len()).find(|&i| {
+            w.dest_cursor.selected = i;
+            !w.offers_when_where()
+        });
+        assert!(on_anchor.is_some(), "the anchor is listed");
+        assert!(!w.hint().contains("tab"), "{}", w.hint());
+        w.key(key("tab"));
+        assert_eq!(w.typing, None, "tab did nothing on an anchor");
+        let on_timeline = (0..w.destinations.len()).find(|&i| {
+            w.dest_cursor.selected = i;
+            w.offers_when_where()
+        });
+        assert!(on_timeline.is_some(), "the timeline is listed");
+        assert!(w.hint().contains("tab a time & place"), "{}", w.hint());
+        w.key(key("tab"));
+        assert_eq!(w.typing, Some(Typing::When));
+        // Typing, j is a letter and the arrows still choose.
+        w.key(key("j"));
+        assert_eq!(widgets::input_text(&w.when), "j");
+        assert!(
+            w.hint().starts_with("type · tab next input · ↑↓ choose"),
+            "{}",
+            w.hint()
+        );
+
+        let nowhere = Wizard::new(true);
+        assert_eq!(nowhere.hint(), "esc close");
     }
 }
 
