@@ -3555,6 +3555,20 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_it_leaves_without_a_w
         let row = screen.lines().find(|l| l.contains("in branch 2"));
         assert!(row.is_some_and(|r| r.contains(name)), "{screen}");
     }
+    // Its reason, under the list, names the timeline too, whole at 80 columns.
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    for _ in 0..5 {
+        if modal_text(&h.render(80, 30), "Your anchors (1)").contains("its timeline 'Doomed'") {
+            break;
+        }
+        h.press("j");
+    }
+    let screen = h.render(80, 30);
+    let text = words(&modal_text(&screen, "Your anchors (1)"));
+    assert!(
+        text.contains(&format!("its timeline 'Doomed' ({doomed}) was deleted")),
+        "{screen}"
+    );
 }
 
 #[tokio::test]

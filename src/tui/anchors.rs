@@ -413,15 +413,23 @@ impl AnchorsList {
             Some(s) if s.reasons.is_empty() => {
                 "a return would be accepted and would add no paradox.".to_owned()
             }
-            // One sentence of them: "a; b.", never "a.; b" or "b..".
-            Some(s) => format!(
-                "{}.",
-                s.reasons
+            // One sentence of them: "a; b.", never "a.; b" or "b..". The anchor's timeline is
+            // named as the list names it (an id alone says nothing once it is deleted).
+            Some(s) => {
+                let id = a.timeline.as_str();
+                let named = name_of(&a.timeline);
+                let name = named.strip_suffix(" (deleted)").unwrap_or(&named);
+                let reasons: Vec<String> = s
+                    .reasons
                     .iter()
                     .map(|r| r.trim_end_matches('.'))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
+                    .map(|r| match name == id {
+                        true => r.to_owned(),
+                        false => r.replace(id, &format!("'{name}' ({id})")),
+                    })
+                    .collect();
+                format!("{}.", reasons.join("; "))
+            }
         };
         lines.push(Line::from(vec![
             Span::styled(format!("{verdict}: "), style),
