@@ -1806,12 +1806,15 @@ async fn a_parallel_timeline_needs_its_variation_and_forms_name_the_base() {
     h.send(Msg::Tick);
     h.settle().await;
     h.press("j n");
-    let screen = h.render(120, 30);
-    assert!(
-        screen
-            .contains("New timeline (branches from Primary, not Tesla 1889: p branches that one)"),
-        "{screen}"
-    );
+    // Said whole at 80 columns too, under the fields.
+    for width in [120, 80] {
+        let screen = h.render(width, 30);
+        let text = modal_text(&screen, "New timeline (branches from Primary)");
+        assert!(
+            text.contains("Not from Tesla 1889: p branches that one."),
+            "{screen}"
+        );
+    }
 }
 
 #[tokio::test]

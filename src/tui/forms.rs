@@ -65,18 +65,12 @@ pub enum Submission {
 }
 
 /// The form for a new timeline branching from the primary one (`primary` is its name); its
-/// title says so when another timeline (`selected`) is selected.
+/// note says so when another timeline (`selected`) is selected (the note wraps; a title with
+/// a long name was cut at 80 columns).
 pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<FormKind> {
     // A new timeline always branches from the primary one, whatever is selected.
-    let title = match selected.filter(|t| !t.id.is_primary()) {
-        Some(t) => format!(
-            "New timeline (branches from {primary}, not {}: p branches that one)",
-            t.name
-        ),
-        None => format!("New timeline (branches from {primary})"),
-    };
-    Form::new(
-        title,
+    let mut form = Form::new(
+        format!("New timeline (branches from {primary})"),
         FormKind::NewTimeline {
             base: None,
             parallel: false,
@@ -90,7 +84,11 @@ pub fn new_timeline(primary: &str, selected: Option<&TimelineInfo>) -> Form<Form
             ),
             ("Description", String::new(), "what it is for"),
         ],
-    )
+    );
+    if let Some(t) = selected.filter(|t| !t.id.is_primary()) {
+        form.note = format!("Not from {}: p branches that one. {}", t.name, form.note);
+    }
+    form
 }
 
 /// The form for a parallel timeline of `base`: its base with one difference.
