@@ -1,4 +1,10 @@
 //! [`EngineSession`]: the engine acting as one traveller, implementing [`TimelineService`].
+//!
+//! The trait's implementation here is the table of operations; the operations of one concern
+//! live in a module of their own below it (journeys and the clock in `navigation`, anchors,
+//! merges and their review, automation in `scripts`, temporal data, security, integrity),
+//! next to the shared ways in: `write`, `read` (inline) and `read_heavy` (off the workers).
+//! Timelines, events, items and the paradox checks are still answered here.
 
 use std::sync::Arc;
 
@@ -20,6 +26,14 @@ use crate::model::{
 };
 use crate::paradox;
 use crate::service::*;
+
+mod anchors;
+mod data;
+mod integrity;
+mod merges;
+mod navigation;
+mod scripts;
+mod security;
 
 /// The engine bound to one traveller. Cheap to create: one per request is fine.
 #[derive(Clone, Debug)]
@@ -662,224 +676,43 @@ impl TimelineService for EngineSession {
     }
 
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
-        self.write(|world, ctx| {
-            let (op, journey) = rules::travel(world, ctx, &req, None)?;
-            Ok((vec![op], journey))
-        })
-        .await
+        navigation::travel(self, req).await
     }
 
     async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey> {
-        let location = req
-            .location
-            .as_deref()
-            .map(|l| rules::text("location", l))
-            .transpose()?;
-        self.write(|world, ctx| {
-            // Where the traveller is (DESIGN §4); everything carried comes along on a plain
-            // trip through time.
-            let mut travel = TravelRequest {
-                destination: world
-                    .position_of(ctx.traveller, ctx.now)
-                    .timeline
-                    .to_string(),
-                items_transported: Vec::new(),
-            };
-            travel.items_transported = world
-                .items_of(ctx.traveller)
-                .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
-                .map(|i| i.id.clone())
-                .collect();
-            let (mut op, mut journey) =
-                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
-            journey.location = location.clone();
-            if let super::Op::Travel { journey: logged } = &mut op {
-                logged.location = location.clone();
-            }
-            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
-            Ok((vec![op], journey))
-        })
-        .await
+        navigation::travel_to_time(self, req).await
     }
 
     async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey> {
-        let location = req
-            .location
-            .as_deref()
-            .map(|l| rules::text("location", l))
-            .transpose()?;
-        self.write(|world, ctx| {
-            let timeline = match &req.timeline_id {
-                Some(named) => rules::referenced(world, named)?.meta.id.clone(),
-                None => world.position_of(ctx.traveller, ctx.now).timeline,
-            };
-            let travel = TravelRequest {
-                destination: timeline.to_string(),
-                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
-            };
-            let (mut op, mut journey) =
-                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
-            journey.location = location.clone();
-            if let super::Op::Travel { journey: logged } = &mut op {
-                logged.location = location.clone();
-            }
-            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
-            if req.safety_check {
-                super::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
-            }
-            Ok((vec![op], journey))
-        })
-        .await
+        navigation::travel_in_time(self, req).await
     }
 
     async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey> {
-        self.write(|world, ctx| {
-            let raw = req.anchor_id.trim();
-            let known = raw.parse::<AnchorId>().ok().filter(|id| {
-                world
-                    .anchors
-                    .get(id)
-                    .is_some_and(|a| &a.owner == ctx.traveller)
-            });
-            if known.is_none() {
-                return Err(ServiceError::unknown("anchor", raw));
-            }
-            let travel = TravelRequest {
-                destination: raw.to_owned(),
-                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
-            };
-            let (op, journey) = rules::travel(world, ctx, &travel, None).map_err(|e| match e {
-                ServiceError::InvalidInput { field, message } if field == "destination" => {
-                    ServiceError::invalid("anchor_id", message)
-                }
-                other => other,
-            })?;
-            Ok((vec![op], journey))
-        })
-        .await
+        navigation::return_to_anchor(self, req).await
     }
 
     async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched> {
-        self.write(|world, ctx| {
-            let target = rules::referenced(world, &req.timeline_id)?;
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let time = position.time_at(ctx.now);
-            if position.timeline == target.meta.id {
-                return Ok((
-                    Vec::new(),
-                    Switched {
-                        status: "already_there".into(),
-                        timeline_id: position.timeline.clone(),
-                        current_time: time,
-                        journey: None,
-                    },
-                ));
-            }
-            let travel = TravelRequest {
-                destination: target.meta.id.to_string(),
-                items_transported: listed_or_carried(world, ctx.traveller, &None),
-            };
-            let (op, journey) = rules::travel(world, ctx, &travel, Some(time))?;
-            let (op, journey) = of_kind(op, journey, JourneyKind::Switch);
-            Ok((
-                vec![op],
-                Switched {
-                    status: "switched".into(),
-                    timeline_id: journey.to_timeline.clone(),
-                    current_time: journey.arrival_time,
-                    journey: Some(journey),
-                },
-            ))
-        })
-        .await
+        navigation::switch_timeline(self, req).await
     }
 
     async fn pause_time(&self) -> ServiceResult<ClockState> {
-        self.write(|world, ctx| {
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let time = position.time_at(ctx.now);
-            if position.paused {
-                let state = ClockState {
-                    status: "already_paused".into(),
-                    time,
-                    position,
-                    paused_for: None,
-                };
-                return Ok((Vec::new(), state));
-            }
-            let op = super::Op::Pause {
-                traveller: ctx.traveller.clone(),
-                time,
-                at: ctx.now,
-            };
-            let position = crate::model::Position {
-                arrival_time: time,
-                arrived_at: ctx.now,
-                paused: true,
-                ..position
-            };
-            let state = ClockState {
-                status: "paused".into(),
-                time,
-                position,
-                paused_for: None,
-            };
-            Ok((vec![op], state))
-        })
-        .await
+        navigation::pause_time(self).await
     }
 
     async fn resume_time(&self) -> ServiceResult<ClockState> {
-        self.write(|world, ctx| {
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let time = position.time_at(ctx.now);
-            if !position.paused {
-                let state = ClockState {
-                    status: "not_paused".into(),
-                    time,
-                    position,
-                    paused_for: None,
-                };
-                return Ok((Vec::new(), state));
-            }
-            let op = super::Op::Resume {
-                traveller: ctx.traveller.clone(),
-                at: ctx.now,
-            };
-            let paused_for = crate::model::describe_elapsed(ctx.now - position.arrived_at);
-            let position = crate::model::Position {
-                arrived_at: ctx.now,
-                paused: false,
-                ..position
-            };
-            let state = ClockState {
-                status: "resumed".into(),
-                time,
-                position,
-                paused_for: Some(paused_for),
-            };
-            Ok((vec![op], state))
-        })
-        .await
+        navigation::resume_time(self).await
     }
 
     async fn fast_forward(&self, req: ShiftRequest) -> ServiceResult<Journey> {
-        self.shift(req, true).await
+        navigation::fast_forward(self, req).await
     }
 
     async fn rewind(&self, req: ShiftRequest) -> ServiceResult<Journey> {
-        self.shift(req, false).await
+        navigation::rewind(self, req).await
     }
 
     async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
-        self.read(|world, ctx| {
-            let keyed = world
-                .journeys_of(ctx.traveller)
-                .map(|j| (j.id.to_string(), (**j).clone()))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        navigation::list_journeys(self, page).await
     }
 
     async fn register_item(&self, req: NewItem) -> ServiceResult<Item> {
@@ -891,8 +724,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn retrieve_item(&self, req: RetrieveItemRequest) -> ServiceResult<RetrievedItem> {
-        self.write(|world, ctx| super::navigation::retrieve_item(world, ctx, &req))
-            .await
+        navigation::retrieve_item(self, req).await
     }
 
     async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
@@ -919,87 +751,39 @@ impl TimelineService for EngineSession {
     }
 
     async fn set_anchor(&self, req: NewAnchor) -> ServiceResult<Anchor> {
-        self.set_precise_anchor(req.into()).await.map(|r| r.anchor)
+        anchors::set_anchor(self, req).await
     }
 
     async fn set_precise_anchor(&self, req: NewPreciseAnchor) -> ServiceResult<AnchorRecord> {
-        self.write(|world, ctx| {
-            let (op, anchor) = super::anchors::set_anchor(world, ctx, &req)?;
-            Ok((vec![op], anchor))
-        })
-        .await
+        anchors::set_precise_anchor(self, req).await
     }
 
     async fn get_anchor(&self, id: &AnchorId) -> ServiceResult<Anchor> {
-        self.read(|world, ctx| {
-            world
-                .anchors
-                .get(id)
-                .filter(|a| &a.owner == ctx.traveller)
-                .map(|a| a.anchor.clone())
-                .ok_or_else(|| ServiceError::not_found("anchor", id))
-        })
-        .await
+        anchors::get_anchor(self, id).await
     }
 
     async fn find_anchors(&self, req: AnchorListQuery) -> ServiceResult<Page<AnchorRecord>> {
-        let page = PageRequest {
-            limit: req.limit,
-            cursor: req.cursor,
-        };
-        let include_spent = req.include_spent.unwrap_or(false);
-        self.read(|world, ctx| {
-            let keyed = world
-                .anchors_of(ctx.traveller)
-                .filter(|a| include_spent || a.status == crate::model::AnchorStatus::Active)
-                .map(|a| (a.id.to_string(), (**a).clone()))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        anchors::find_anchors(self, req).await
     }
 
     async fn delete_anchor(&self, req: AnchorRef) -> ServiceResult<()> {
-        self.write(|world, ctx| {
-            Ok((
-                vec![super::anchors::delete(world, ctx, &req.anchor_id)?],
-                (),
-            ))
-        })
-        .await
+        anchors::delete_anchor(self, req).await
     }
 
     async fn check_anchor_stability(&self, req: AnchorRef) -> ServiceResult<AnchorStability> {
-        self.read(|world, ctx| super::anchors::stability(world, ctx, &req.anchor_id))
-            .await
+        anchors::check_anchor_stability(self, req).await
     }
 
     async fn simulate_wormhole(&self, req: WormholeRequest) -> ServiceResult<WormholeSimulation> {
-        self.counted(
-            "simulate_wormhole",
-            req.timeline_id.clone(),
-            self.read(|world, ctx| super::wormhole::simulate(world, ctx, &req)),
-        )
-        .await
+        anchors::simulate_wormhole(self, req).await
     }
 
     async fn adjust_anchor(&self, req: AdjustAnchorRequest) -> ServiceResult<AnchorRecord> {
-        self.write(|world, ctx| {
-            let (op, anchor) = super::anchors::adjust(world, ctx, &req)?;
-            Ok((vec![op], anchor))
-        })
-        .await
+        anchors::adjust_anchor(self, req).await
     }
 
     async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
-        self.read(|world, ctx| {
-            let keyed = world
-                .anchors_of(ctx.traveller)
-                .map(|a| (a.id.to_string(), a.anchor.clone()))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        anchors::list_anchors(self, page).await
     }
 
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
@@ -1236,574 +1020,141 @@ impl TimelineService for EngineSession {
     }
 
     async fn create_script(&self, req: NewScript) -> ServiceResult<Script> {
-        self.write(|world, ctx| {
-            let script = rules::new_script(world, ctx, &req)?;
-            Ok((
-                vec![super::Op::CreateScript {
-                    script: script.clone(),
-                }],
-                automation::script_view(&script),
-            ))
-        })
-        .await
+        scripts::create_script(self, req).await
     }
 
     async fn list_scripts(&self, page: PageRequest) -> ServiceResult<Page<Script>> {
-        self.read(|world, ctx| {
-            let keyed = world
-                .scripts
-                .values()
-                .filter(|s| self.admin || &s.owner == ctx.traveller)
-                .map(|s| (s.id.to_string(), automation::script_view(s)))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        scripts::list_scripts(self, page).await
     }
 
     async fn delete_script(&self, id: &ScriptId) -> ServiceResult<()> {
-        self.write(|world, ctx| {
-            world
-                .scripts
-                .get(id)
-                // The author, or an admin (automation changes shared timelines).
-                .filter(|s| self.admin || &s.owner == ctx.traveller)
-                .ok_or_else(|| ServiceError::not_found("script", id))?;
-            Ok((vec![super::Op::DeleteScript { id: id.clone() }], ()))
-        })
-        .await
+        scripts::delete_script(self, id).await
     }
 
     async fn schedule_manipulation(&self, req: NewSchedule) -> ServiceResult<Schedule> {
-        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
-        let action = automation::schedule_action(&req.event_id, &req.manipulation_details);
-        self.write(|world, ctx| {
-            let job = rules::new_job(
-                world,
-                ctx,
-                &timeline,
-                vec![action.clone()],
-                req.scheduled_time,
-                None,
-            )?;
-            Ok((
-                vec![super::Op::CreateJob { job: job.clone() }],
-                automation::job_view(&job),
-            ))
-        })
-        .await
+        scripts::schedule_manipulation(self, req).await
     }
 
     async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule> {
-        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
-        let system = rules::text("external_system", &req.external_system)?;
-        crate::model::opt_in_range(
-            "trigger_conditions.timestamp",
-            req.trigger_conditions.timestamp,
-        )?;
-        self.write(|world, ctx| {
-            let at = req
-                .trigger_conditions
-                .timestamp
-                .map_or(ctx.now, |t| t.max(ctx.now));
-            let job = rules::new_job(
-                world,
-                ctx,
-                &timeline,
-                req.actions.clone(),
-                at,
-                Some((system.clone(), req.trigger_conditions.build_status.clone())),
-            )?;
-            Ok((
-                vec![super::Op::CreateJob { job: job.clone() }],
-                automation::job_view(&job),
-            ))
-        })
-        .await
+        scripts::trigger_external_manipulation(self, req).await
     }
 
     async fn list_schedules(&self, page: PageRequest) -> ServiceResult<Page<Schedule>> {
-        self.read(|world, ctx| {
-            let keyed = world
-                .jobs
-                .values()
-                .filter(|j| self.admin || &j.owner == ctx.traveller)
-                .map(|j| (j.id.to_string(), automation::job_view(j)))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        scripts::list_schedules(self, page).await
     }
 
     async fn delete_schedule(&self, id: &ScheduleId) -> ServiceResult<()> {
-        self.write(|world, ctx| {
-            let job = world
-                .jobs
-                .get(id)
-                .filter(|j| self.admin || &j.owner == ctx.traveller)
-                .ok_or_else(|| ServiceError::not_found("schedule", id))?;
-            if !job.status.is_pending() {
-                return Err(ServiceError::Conflict(format!(
-                    "schedule '{id}' is {} and can no longer be cancelled",
-                    job.status.as_str()
-                )));
-            }
-            Ok((vec![super::Op::CancelJob { id: id.clone() }], ()))
-        })
-        .await
+        scripts::delete_schedule(self, id).await
     }
 
     async fn automation_log(&self, req: LogQuery) -> ServiceResult<Page<LogEntry>> {
-        self.read(|world, ctx| {
-            let keyed = world
-                .log
-                .iter()
-                .enumerate()
-                // Automation changes shared timelines: an admin sees everyone's.
-                .filter(|(_, r)| self.admin || &r.owner == ctx.traveller)
-                .filter(|(_, r)| {
-                    req.timeline_id
-                        .as_ref()
-                        .is_none_or(|t| &r.entry.timeline_id == t)
-                })
-                .filter(|(_, r)| {
-                    req.date_range
-                        .as_ref()
-                        .is_none_or(|range| range.contains(&r.entry.timestamp))
-                })
-                .map(|(i, r)| {
-                    let entry = LogEntry {
-                        owner: Some(r.owner.clone()),
-                        ..r.entry.clone()
-                    };
-                    (format!("{i:012}"), entry)
-                })
-                .collect();
-            paginate(keyed, &req.page)
-        })
-        .await
+        scripts::automation_log(self, req).await
     }
 
     async fn merge_timelines(&self, req: MergeRequest) -> ServiceResult<MergeResult> {
-        self.write(|world, ctx| super::merge::merge(world, ctx, &req))
-            .await
+        merges::merge_timelines(self, req).await
     }
 
     async fn list_merges(&self, page: PageRequest) -> ServiceResult<Page<Merge>> {
-        self.read(|world, _ctx| {
-            let keyed = world
-                .merges
-                .values()
-                // Oldest first, as documented (ids of the demo's merges are not in time order).
-                .map(|m| {
-                    let key = format!("{}|{}", m.at.format("%Y%m%dT%H%M%S%.9f"), m.merge_id);
-                    (key, (**m).clone())
-                })
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        merges::list_merges(self, page).await
     }
 
     async fn get_merge(&self, id: &MergeId) -> ServiceResult<Merge> {
-        self.read(|world, _ctx| {
-            world
-                .merges
-                .get(id)
-                .map(|m| (**m).clone())
-                .ok_or_else(|| ServiceError::not_found("merge", id))
-        })
-        .await
+        merges::get_merge(self, id).await
     }
 
     async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
-        self.write(|world, ctx| super::dissonance::correct(world, ctx, &req))
-            .await
+        merges::correct_dissonance(self, req).await
     }
 
     async fn store_data(&self, req: StoreDataRequest) -> ServiceResult<DataEntryInfo> {
-        self.write(|world, ctx| {
-            let (op, entry) = super::data::store(world, ctx, &req)?;
-            Ok((vec![op], DataEntryInfo::from(&entry)))
-        })
-        .await
+        data::store_data(self, req).await
     }
 
     async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData> {
-        self.counted(
-            "retrieve_data",
-            Some(req.timeline_id.clone()),
-            self.read(|world, _| super::data::retrieve(world, &req)),
-        )
-        .await
+        data::retrieve_data(self, req).await
     }
 
     async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo> {
-        super::data::check_key(&req.encryption_key)?;
-        let data = super::data::object("data", &req.data)?;
-        // Where and when are decided first: the ciphertext is bound to them (and to the id).
-        let placed = self
-            .read(|world, ctx| super::data::placement(world, ctx, &req.timeline_id, req.timestamp))
-            .await;
-        let timestamp = self.refusal_noted("encrypt_data", Some(&req.timeline_id), placed)?;
-        let data_id = crate::model::DataId::from_ulid(self.engine.mint());
-        let aad = super::data::associated_data(&data_id, &req.timeline_id, timestamp);
-        let plaintext = zeroize::Zeroizing::new(
-            serde_json::to_vec(&data)
-                .map_err(|e| ServiceError::Internal(format!("encoding the data: {e}")))?,
-        );
-        let key = req.encryption_key;
-        let sealed =
-            super::data::off_the_runtime(move || super::data::seal(&key, &plaintext, &aad)).await?;
-        let timeline = req.timeline_id;
-        self.write(|world, ctx| {
-            let (op, entry) = super::data::entry(
-                world,
-                ctx,
-                data_id.clone(),
-                &timeline,
-                timestamp,
-                DataPayload::Encrypted(sealed.clone()),
-            )?;
-            Ok((vec![op], DataEntryInfo::from(&entry)))
-        })
-        .await
+        data::encrypt_data(self, req).await
     }
 
     async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview> {
-        self.counted(
-            "review_conflicts",
-            Some(req.merged_timeline_id.clone()),
-            self.read(|world, _ctx| super::review::review(world, &req)),
-        )
-        .await
+        merges::review_conflicts(self, req).await
     }
 
     async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult> {
-        self.write(|world, ctx| super::review::resolve(world, ctx, &req))
-            .await
+        merges::resolve_conflict(self, req).await
     }
 
     async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()> {
-        self.write(|world, ctx| Ok((vec![super::review::abort(world, ctx, id)?], ())))
-            .await
+        merges::abort_merge(self, id).await
     }
 
     async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
-        self.counted(
-            "diff_timelines",
-            Some(req.destination_timeline_id.clone()),
-            self.read(|world, _ctx| super::review::diff(world, &req)),
-        )
-        .await
+        merges::diff_timelines(self, req).await
     }
 
     async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation> {
-        self.write(|world, ctx| {
-            let isolation = super::isolation::isolate(world, ctx, &req)?;
-            Ok((
-                vec![super::Op::Isolate {
-                    isolation: isolation.clone(),
-                }],
-                isolation,
-            ))
-        })
-        .await
+        merges::isolate_event(self, req).await
     }
 
     async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData> {
-        super::data::check_key(&req.encryption_key)?;
-        let found = self
-            .read(|world, _| super::data::find(world, &req.data_id).cloned())
-            .await;
-        let entry = self.refusal_noted("decrypt_data", None, found)?;
-        let timeline = entry.timeline_id.clone();
-        let answer: ServiceResult<_> = async {
-            let answer = |status, data| DecryptedData {
-                status,
-                data,
-                data_id: entry.data_id.clone(),
-                timeline_id: entry.timeline_id.clone(),
-                timestamp: entry.timestamp,
-            };
-            let sealed = match &entry.payload {
-                DataPayload::Plain { data } => {
-                    return Ok(answer(DecryptStatus::NotEncrypted, data.clone()));
-                }
-                DataPayload::Encrypted(sealed) => sealed.clone(),
-            };
-            let aad =
-                super::data::associated_data(&entry.data_id, &entry.timeline_id, entry.timestamp);
-            let key = req.encryption_key;
-            let opened =
-                super::data::off_the_runtime(move || super::data::open(&key, &sealed, &aad))
-                    .await?;
-            let Some(plaintext) = opened else {
-                return Err(ServiceError::DecryptionFailed {
-                    data_id: entry.data_id.to_string(),
-                });
-            };
-            let data: DataObject = serde_json::from_slice(&plaintext).map_err(|e| {
-                ServiceError::Internal(format!("a decrypted entry is not a JSON object: {e}"))
-            })?;
-            Ok(answer(DecryptStatus::Decrypted, data))
-        }
-        .await;
-        self.noted("decrypt_data", Some(&timeline), answer)
+        data::decrypt_data(self, req).await
     }
 
     async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
-        self.counted(
-            "create_index",
-            Some(req.timeline_id.clone()),
-            self.read(|world, _| super::data::index(world, &req)),
-        )
-        .await
+        data::report_index(self, req).await
     }
 
     async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting> {
-        let single = self.engine.single_process();
-        self.write(|_, ctx| {
-            let (op, answer) = super::data::caching(ctx, &req, single)?;
-            Ok((vec![op], answer))
-        })
-        .await
+        data::enable_caching(self, req).await
     }
 
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
-        self.counted("detect_tampering", Some(req.timeline_id.clone()), async {
-            // Unknown to a traveller who may not read it, as everywhere.
-            let (hidden, restriction) = self
-                .read(|world, ctx| {
-                    rules::referenced(world, &req.timeline_id)?;
-                    // The view keeps every list, so it says what it hid.
-                    Ok((
-                        access::hidden_from(world, ctx.traveller, self.admin),
-                        access::restriction_of(world, ctx.traveller, self.admin),
-                    ))
-                })
-                .await?;
-            // A timeline that exists, then a turn (a mistyped id costs none).
-            self.engine.start_scan(&self.traveller, self.admin)?;
-            // Only a caller who may write has their scan recorded (it is a record in the
-            // log): a reader's scan is answered the same, and appends nothing.
-            let may_record = self.may_write
-                && !matches!(
-                    restriction,
-                    Some(
-                        RestrictionLevel::NoAccess
-                            | RestrictionLevel::ReadOnly
-                            | RestrictionLevel::LimitedAccess
-                    )
-                );
-            super::integrity::detect(
-                &self.engine,
-                may_record.then_some(&self.traveller),
-                &req.timeline_id,
-                req.scan_depth,
-                self.admin,
-                &hidden,
-            )
-            .await
-        })
-        .await
+        integrity::detect_tampering(self, req).await
     }
 
     async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {
-        self.counted("validate_integrity", Some(req.timeline_id.clone()), async {
-            let served = self
-                .engine
-                .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
-                .await?;
-            self.refuse_if_barred(&served, false)?;
-            let served = self.visible(served);
-            rules::referenced(&served, &req.timeline_id)?;
-            self.engine.start_scan(&self.traveller, self.admin)?;
-            super::integrity::validate(&self.engine, served, &req.timeline_id, req.timestamp).await
-        })
-        .await
+        integrity::validate_integrity(self, req).await
     }
 
     async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
-        self.write(|world, ctx| {
-            let op = super::navigation::withdraw_caching(world, ctx, id)?;
-            Ok((vec![op], ()))
-        })
-        .await
+        data::disable_caching(self, id).await
     }
 
     async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()> {
-        self.write(|world, _ctx| {
-            if !world.isolations.contains_key(id) {
-                return Err(ServiceError::not_found("isolation", id));
-            }
-            Ok((vec![super::Op::LiftIsolation { id: id.clone() }], ()))
-        })
-        .await
+        merges::lift_isolation(self, id).await
     }
 
     async fn set_access_control(
         &self,
         req: SetAccessControlRequest,
     ) -> ServiceResult<AccessControlSet> {
-        let permissions = req.permissions.map(access::validated).transpose()?;
-        let answer = self
-            .write(|world, ctx| {
-                let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
-                if access::right_of(world, ctx.traveller, self.admin, id) < Some(Right::Admin) {
-                    return Err(access::denied(id, Right::Admin));
-                }
-                let created = world
-                    .timelines
-                    .get(id)
-                    .is_some_and(|t| t.meta.created_by.as_ref() == Some(ctx.traveller));
-                // Without a list only the creator administers it: removing it takes admin away
-                // from everyone else.
-                let keeps_admin = match &permissions {
-                    Some(p) => p.admin.contains(ctx.traveller),
-                    None => created,
-                };
-                if !self.admin && !keeps_admin {
-                    return Err(ServiceError::Conflict(format!(
-                        "this list would take your admin right on timeline '{id}' away; keep \
-                     yourself among its admins (`--admin {me}` on the command line, \
-                     `permissions.admin` over HTTP; an operator can set any list)",
-                        me = ctx.traveller
-                    )));
-                }
-                let access_control = permissions.clone().map(|permissions| AccessControl {
-                    timeline_id: id.clone(),
-                    permissions,
-                    set_by: ctx.traveller.clone(),
-                    at: ctx.now,
-                });
-                let status = if access_control.is_some() {
-                    "set"
-                } else {
-                    "removed"
-                };
-                let answer = AccessControlSet {
-                    status: status.into(),
-                    timeline_id: id.clone(),
-                    access_control: access_control.clone(),
-                };
-                if access_control.is_none() && !world.acls.contains_key(id) {
-                    return Ok((Vec::new(), answer));
-                }
-                let op = super::Op::SetAccessControl {
-                    timeline: id.clone(),
-                    access_control,
-                };
-                Ok((vec![op], answer))
-            })
-            .await;
-        // A list refused as it stands (one that would take the caller's own admin right away)
-        // is a refused attempt to administer the timeline: its log shows it (B4).
-        if let Err(ServiceError::Conflict(_)) = &answer {
-            self.engine.note_refusal(
-                Some(req.timeline_id.clone()),
-                self.traveller.as_str(),
-                "set_access_control",
-            );
-        }
-        answer
+        security::set_access_control(self, req).await
     }
 
     async fn access_control(&self, timeline: &TimelineId) -> ServiceResult<AccessControlView> {
-        self.counted(
-            "access_control",
-            Some(timeline.clone()),
-            self.read(|world, ctx| {
-                let id = &rules::addressed(world, timeline)?.meta.id;
-                Ok(self.access_view(world, ctx, id))
-            }),
-        )
-        .await
+        security::access_control(self, timeline).await
     }
 
     async fn list_access_controls(
         &self,
         page: PageRequest,
     ) -> ServiceResult<Page<AccessControlView>> {
-        self.read(|world, ctx| {
-            let keyed = world
-                .acls
-                .keys()
-                .filter(|id| world.timelines.contains_key(*id))
-                .map(|id| (id.to_string(), self.access_view(world, ctx, id)))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        security::list_access_controls(self, page).await
     }
 
     async fn restrict_time_travel(&self, req: RestrictRequest) -> ServiceResult<Restricted> {
-        self.require_operator("restrict_time_travel", "restricting a traveller")?;
-        self.write(|_world, ctx| {
-            let restriction = Restriction {
-                user_id: req.user_id.clone(),
-                level: req.restriction_level,
-                set_by: ctx.traveller.clone(),
-                at: ctx.now,
-            };
-            let status = if req.restriction_level == RestrictionLevel::Unrestricted {
-                "lifted"
-            } else {
-                "restricted"
-            };
-            let answer = Restricted {
-                status: status.into(),
-                restriction: restriction.clone(),
-            };
-            Ok((vec![super::Op::RestrictTraveller { restriction }], answer))
-        })
-        .await
+        security::restrict_time_travel(self, req).await
     }
 
     async fn access_logs(&self, req: AccessLogQuery) -> ServiceResult<AccessLog> {
-        let retention = self.engine.config().access_log_retention;
-        let (engine, operator, query) = (Arc::clone(&self.engine), self.admin, req.clone());
-        // Its work grows with the entries in the range: on the blocking pool.
-        let answer = self
-            .read_heavy(move |world, ctx| {
-                let req = query;
-                let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
-                if access::right_of(world, ctx.traveller, operator, id) != Some(Right::Admin) {
-                    return Err(access::denied(id, Right::Admin));
-                }
-                let (found, dropped, retained_from) = access_log::entries(
-                    &engine,
-                    world,
-                    id,
-                    operator && req.service_wide,
-                    req.time_range.as_ref(),
-                    ctx.now,
-                    retention,
-                );
-                let page = paginate(found, &req.page)?;
-                Ok(AccessLog {
-                    status: "ok".into(),
-                    logs: page.items,
-                    dropped,
-                    retained_from: Some(retained_from),
-                    next_cursor: page.next_cursor,
-                })
-            })
-            .await;
-        self.noted("access_logs", Some(&req.timeline_id), answer)
+        security::access_logs(self, req).await
     }
 
     async fn list_restrictions(&self, page: PageRequest) -> ServiceResult<Page<Restriction>> {
-        self.require_operator("list_restrictions", "seeing the restrictions")?;
-        self.read(|world, _ctx| {
-            let keyed = world
-                .restrictions
-                .values()
-                .map(|r| (r.user_id.to_string(), (**r).clone()))
-                .collect();
-            paginate(keyed, &page)
-        })
-        .await
+        security::list_restrictions(self, page).await
     }
 }
 

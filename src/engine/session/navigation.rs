@@ -1,0 +1,260 @@
+//! A session's journeys and clock: travel, returns, switches, pause and resume, fast-forward and
+//! rewind, and the journeys made.
+
+use super::*;
+
+pub(super) async fn travel(session: &EngineSession, req: TravelRequest) -> ServiceResult<Journey> {
+    session
+        .write(|world, ctx| {
+            let (op, journey) = rules::travel(world, ctx, &req, None)?;
+            Ok((vec![op], journey))
+        })
+        .await
+}
+
+pub(super) async fn travel_to_time(
+    session: &EngineSession,
+    req: TimeTravelRequest,
+) -> ServiceResult<Journey> {
+    let location = req
+        .location
+        .as_deref()
+        .map(|l| rules::text("location", l))
+        .transpose()?;
+    session
+        .write(|world, ctx| {
+            // Where the traveller is (DESIGN §4); everything carried comes along on a plain
+            // trip through time.
+            let mut travel = TravelRequest {
+                destination: world
+                    .position_of(ctx.traveller, ctx.now)
+                    .timeline
+                    .to_string(),
+                items_transported: Vec::new(),
+            };
+            travel.items_transported = world
+                .items_of(ctx.traveller)
+                .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
+                .map(|i| i.id.clone())
+                .collect();
+            let (mut op, mut journey) =
+                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
+            journey.location = location.clone();
+            if let crate::engine::Op::Travel { journey: logged } = &mut op {
+                logged.location = location.clone();
+            }
+            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
+            Ok((vec![op], journey))
+        })
+        .await
+}
+
+pub(super) async fn travel_in_time(
+    session: &EngineSession,
+    req: GuideTravelRequest,
+) -> ServiceResult<Journey> {
+    let location = req
+        .location
+        .as_deref()
+        .map(|l| rules::text("location", l))
+        .transpose()?;
+    session
+        .write(|world, ctx| {
+            let timeline = match &req.timeline_id {
+                Some(named) => rules::referenced(world, named)?.meta.id.clone(),
+                None => world.position_of(ctx.traveller, ctx.now).timeline,
+            };
+            let travel = TravelRequest {
+                destination: timeline.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
+            };
+            let (mut op, mut journey) =
+                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
+            journey.location = location.clone();
+            if let crate::engine::Op::Travel { journey: logged } = &mut op {
+                logged.location = location.clone();
+            }
+            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
+            if req.safety_check {
+                crate::engine::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
+            }
+            Ok((vec![op], journey))
+        })
+        .await
+}
+
+pub(super) async fn return_to_anchor(
+    session: &EngineSession,
+    req: ReturnRequest,
+) -> ServiceResult<Journey> {
+    session
+        .write(|world, ctx| {
+            let raw = req.anchor_id.trim();
+            let known = raw.parse::<AnchorId>().ok().filter(|id| {
+                world
+                    .anchors
+                    .get(id)
+                    .is_some_and(|a| &a.owner == ctx.traveller)
+            });
+            if known.is_none() {
+                return Err(ServiceError::unknown("anchor", raw));
+            }
+            let travel = TravelRequest {
+                destination: raw.to_owned(),
+                items_transported: listed_or_carried(world, ctx.traveller, &req.items_transported),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, None).map_err(|e| match e {
+                ServiceError::InvalidInput { field, message } if field == "destination" => {
+                    ServiceError::invalid("anchor_id", message)
+                }
+                other => other,
+            })?;
+            Ok((vec![op], journey))
+        })
+        .await
+}
+
+pub(super) async fn switch_timeline(
+    session: &EngineSession,
+    req: SwitchRequest,
+) -> ServiceResult<Switched> {
+    session
+        .write(|world, ctx| {
+            let target = rules::referenced(world, &req.timeline_id)?;
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if position.timeline == target.meta.id {
+                return Ok((
+                    Vec::new(),
+                    Switched {
+                        status: "already_there".into(),
+                        timeline_id: position.timeline.clone(),
+                        current_time: time,
+                        journey: None,
+                    },
+                ));
+            }
+            let travel = TravelRequest {
+                destination: target.meta.id.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &None),
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, Some(time))?;
+            let (op, journey) = of_kind(op, journey, JourneyKind::Switch);
+            Ok((
+                vec![op],
+                Switched {
+                    status: "switched".into(),
+                    timeline_id: journey.to_timeline.clone(),
+                    current_time: journey.arrival_time,
+                    journey: Some(journey),
+                },
+            ))
+        })
+        .await
+}
+
+pub(super) async fn pause_time(session: &EngineSession) -> ServiceResult<ClockState> {
+    session
+        .write(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if position.paused {
+                let state = ClockState {
+                    status: "already_paused".into(),
+                    time,
+                    position,
+                    paused_for: None,
+                };
+                return Ok((Vec::new(), state));
+            }
+            let op = crate::engine::Op::Pause {
+                traveller: ctx.traveller.clone(),
+                time,
+                at: ctx.now,
+            };
+            let position = crate::model::Position {
+                arrival_time: time,
+                arrived_at: ctx.now,
+                paused: true,
+                ..position
+            };
+            let state = ClockState {
+                status: "paused".into(),
+                time,
+                position,
+                paused_for: None,
+            };
+            Ok((vec![op], state))
+        })
+        .await
+}
+
+pub(super) async fn resume_time(session: &EngineSession) -> ServiceResult<ClockState> {
+    session
+        .write(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let time = position.time_at(ctx.now);
+            if !position.paused {
+                let state = ClockState {
+                    status: "not_paused".into(),
+                    time,
+                    position,
+                    paused_for: None,
+                };
+                return Ok((Vec::new(), state));
+            }
+            let op = crate::engine::Op::Resume {
+                traveller: ctx.traveller.clone(),
+                at: ctx.now,
+            };
+            let paused_for = crate::model::describe_elapsed(ctx.now - position.arrived_at);
+            let position = crate::model::Position {
+                arrived_at: ctx.now,
+                paused: false,
+                ..position
+            };
+            let state = ClockState {
+                status: "resumed".into(),
+                time,
+                position,
+                paused_for: Some(paused_for),
+            };
+            Ok((vec![op], state))
+        })
+        .await
+}
+
+pub(super) async fn fast_forward(
+    session: &EngineSession,
+    req: ShiftRequest,
+) -> ServiceResult<Journey> {
+    session.shift(req, true).await
+}
+
+pub(super) async fn rewind(session: &EngineSession, req: ShiftRequest) -> ServiceResult<Journey> {
+    session.shift(req, false).await
+}
+
+pub(super) async fn list_journeys(
+    session: &EngineSession,
+    page: PageRequest,
+) -> ServiceResult<Page<Journey>> {
+    session
+        .read(|world, ctx| {
+            let keyed = world
+                .journeys_of(ctx.traveller)
+                .map(|j| (j.id.to_string(), (**j).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+}
+
+pub(super) async fn retrieve_item(
+    session: &EngineSession,
+    req: RetrieveItemRequest,
+) -> ServiceResult<RetrievedItem> {
+    session
+        .write(|world, ctx| crate::engine::navigation::retrieve_item(world, ctx, &req))
+        .await
+}

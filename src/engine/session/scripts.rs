@@ -1,0 +1,179 @@
+//! A session's automation: scripts, scheduled and externally triggered manipulations, and the
+//! automation log.
+
+use super::*;
+
+pub(super) async fn create_script(
+    session: &EngineSession,
+    req: NewScript,
+) -> ServiceResult<Script> {
+    session
+        .write(|world, ctx| {
+            let script = rules::new_script(world, ctx, &req)?;
+            Ok((
+                vec![crate::engine::Op::CreateScript {
+                    script: script.clone(),
+                }],
+                automation::script_view(&script),
+            ))
+        })
+        .await
+}
+
+pub(super) async fn list_scripts(
+    session: &EngineSession,
+    page: PageRequest,
+) -> ServiceResult<Page<Script>> {
+    session
+        .read(|world, ctx| {
+            let keyed = world
+                .scripts
+                .values()
+                .filter(|s| session.admin || &s.owner == ctx.traveller)
+                .map(|s| (s.id.to_string(), automation::script_view(s)))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+}
+
+pub(super) async fn delete_script(session: &EngineSession, id: &ScriptId) -> ServiceResult<()> {
+    session
+        .write(|world, ctx| {
+            world
+                .scripts
+                .get(id)
+                // The author, or an admin (automation changes shared timelines).
+                .filter(|s| session.admin || &s.owner == ctx.traveller)
+                .ok_or_else(|| ServiceError::not_found("script", id))?;
+            Ok((vec![crate::engine::Op::DeleteScript { id: id.clone() }], ()))
+        })
+        .await
+}
+
+pub(super) async fn schedule_manipulation(
+    session: &EngineSession,
+    req: NewSchedule,
+) -> ServiceResult<Schedule> {
+    let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    let action = automation::schedule_action(&req.event_id, &req.manipulation_details);
+    session
+        .write(|world, ctx| {
+            let job = rules::new_job(
+                world,
+                ctx,
+                &timeline,
+                vec![action.clone()],
+                req.scheduled_time,
+                None,
+            )?;
+            Ok((
+                vec![crate::engine::Op::CreateJob { job: job.clone() }],
+                automation::job_view(&job),
+            ))
+        })
+        .await
+}
+
+pub(super) async fn trigger_external_manipulation(
+    session: &EngineSession,
+    req: ExternalTrigger,
+) -> ServiceResult<Schedule> {
+    let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+    let system = rules::text("external_system", &req.external_system)?;
+    crate::model::opt_in_range(
+        "trigger_conditions.timestamp",
+        req.trigger_conditions.timestamp,
+    )?;
+    session
+        .write(|world, ctx| {
+            let at = req
+                .trigger_conditions
+                .timestamp
+                .map_or(ctx.now, |t| t.max(ctx.now));
+            let job = rules::new_job(
+                world,
+                ctx,
+                &timeline,
+                req.actions.clone(),
+                at,
+                Some((system.clone(), req.trigger_conditions.build_status.clone())),
+            )?;
+            Ok((
+                vec![crate::engine::Op::CreateJob { job: job.clone() }],
+                automation::job_view(&job),
+            ))
+        })
+        .await
+}
+
+pub(super) async fn list_schedules(
+    session: &EngineSession,
+    page: PageRequest,
+) -> ServiceResult<Page<Schedule>> {
+    session
+        .read(|world, ctx| {
+            let keyed = world
+                .jobs
+                .values()
+                .filter(|j| session.admin || &j.owner == ctx.traveller)
+                .map(|j| (j.id.to_string(), automation::job_view(j)))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+}
+
+pub(super) async fn delete_schedule(session: &EngineSession, id: &ScheduleId) -> ServiceResult<()> {
+    session
+        .write(|world, ctx| {
+            let job = world
+                .jobs
+                .get(id)
+                .filter(|j| session.admin || &j.owner == ctx.traveller)
+                .ok_or_else(|| ServiceError::not_found("schedule", id))?;
+            if !job.status.is_pending() {
+                return Err(ServiceError::Conflict(format!(
+                    "schedule '{id}' is {} and can no longer be cancelled",
+                    job.status.as_str()
+                )));
+            }
+            Ok((vec![crate::engine::Op::CancelJob { id: id.clone() }], ()))
+        })
+        .await
+}
+
+pub(super) async fn automation_log(
+    session: &EngineSession,
+    req: LogQuery,
+) -> ServiceResult<Page<LogEntry>> {
+    session
+        .read(|world, ctx| {
+            let keyed = world
+                .log
+                .iter()
+                .enumerate()
+                // Automation changes shared timelines: an admin sees everyone's.
+                .filter(|(_, r)| session.admin || &r.owner == ctx.traveller)
+                .filter(|(_, r)| {
+                    req.timeline_id
+                        .as_ref()
+                        .is_none_or(|t| &r.entry.timeline_id == t)
+                })
+                .filter(|(_, r)| {
+                    req.date_range
+                        .as_ref()
+                        .is_none_or(|range| range.contains(&r.entry.timestamp))
+                })
+                .map(|(i, r)| {
+                    let entry = LogEntry {
+                        owner: Some(r.owner.clone()),
+                        ..r.entry.clone()
+                    };
+                    (format!("{i:012}"), entry)
+                })
+                .collect();
+            paginate(keyed, &req.page)
+        })
+        .await
+}
