@@ -12,41 +12,20 @@ pub(super) async fn travel(session: &EngineSession, req: TravelRequest) -> Servi
         .await
 }
 
+/// `travel-to-time`: a trip through time where the traveller is (DESIGN §4), everything
+/// carried coming along: `travel_in_time` without a timeline, a list or the check.
 pub(super) async fn travel_to_time(
     session: &EngineSession,
     req: TimeTravelRequest,
 ) -> ServiceResult<Journey> {
-    let location = req
-        .location
-        .as_deref()
-        .map(|l| rules::text("location", l))
-        .transpose()?;
-    session
-        .write(|world, ctx| {
-            // Where the traveller is (DESIGN §4); everything carried comes along on a plain
-            // trip through time.
-            let mut travel = TravelRequest {
-                destination: world
-                    .position_of(ctx.traveller, ctx.now)
-                    .timeline
-                    .to_string(),
-                items_transported: Vec::new(),
-            };
-            travel.items_transported = world
-                .items_of(ctx.traveller)
-                .filter(|i| i.whereabouts == crate::model::Whereabouts::Carried)
-                .map(|i| i.id.clone())
-                .collect();
-            let (mut op, mut journey) =
-                rules::travel(world, ctx, &travel, Some(req.destination_time))?;
-            journey.location = location.clone();
-            if let crate::engine::Op::Travel { journey: logged } = &mut op {
-                logged.location = location.clone();
-            }
-            let (op, journey) = of_kind(op, journey, JourneyKind::TimeTravel);
-            Ok((vec![op], journey))
-        })
-        .await
+    let trip = GuideTravelRequest {
+        destination_time: req.destination_time,
+        location: req.location,
+        timeline_id: None,
+        items_transported: None,
+        safety_check: false,
+    };
+    travel_in_time(session, trip).await
 }
 
 pub(super) async fn travel_in_time(
