@@ -261,8 +261,31 @@ fn explain(e: ServiceError) -> color_eyre::Report {
     color_eyre::Report::new(Explained(e))
 }
 
+/// The commands that work on this machine's store or data directory (or serve it), which
+/// `--remote` cannot point at a server: run with it, they would act on a local store while the
+/// person meant the server's (a "backup of the server" that holds nothing).
+fn local_only(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Serve(_) => Some("serve"),
+        Command::Token(_) => Some("token"),
+        Command::Verify(_) => Some("verify"),
+        Command::Backup(_) => Some("backup"),
+        Command::Restore(_) => Some("restore"),
+        Command::LinkUnchainedStore(_) => Some("link-unchained-store"),
+        Command::Witness(_) => Some("witness"),
+        _ => None,
+    }
+}
+
 async fn run(cli: Cli) -> std::result::Result<(), Failed> {
     let global = cli.global;
+    if let (Some(url), Some(name)) = (&global.remote, cli.command.as_ref().and_then(local_only)) {
+        return Err(Failed::Misconfigured(format!(
+            "`{name}` works on a store on this machine (--database or --data-dir), not through \
+             a server, yet --remote (or CHRONOSCOPE_REMOTE) names {url}: run it where the \
+             server's store is reachable, without --remote (unset CHRONOSCOPE_REMOTE)"
+        )));
+    }
     match cli.command {
         None => Ok(dashboard(&global, cli.dashboard).await?),
         Some(Command::Serve(args)) => {

@@ -2358,3 +2358,51 @@ async fn timelines_list_counts_each_timelines_anomalies() {
         "{text}"
     );
 }
+
+/// N1 of the 2026-11-29 walk-through: `backup`, `verify`, `witness show` (and the other commands
+/// that work on this machine's store) with `--remote` acted on an empty local store and exited
+/// 0 ("all 0 records verify", a backup holding nothing). They refuse, in one line, and touch
+/// nothing; the flag from the environment is refused the same way.
+#[test]
+fn commands_on_the_local_store_refuse_a_remote_instead_of_acting_on_an_empty_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let backup = dir.path().join("server.backup");
+    let backup = backup.to_str().unwrap();
+    for args in [
+        &["backup", backup][..],
+        &["verify"],
+        &["verify", "--backup", backup],
+        &["witness", "show"],
+        &["token", "--subject", "ada"],
+        &["restore", backup],
+        &["link-unchained-store"],
+        &["serve", "--listen", "127.0.0.1:0"],
+    ] {
+        for by_env in [false, true] {
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chronoscope"));
+            command.arg("--data-dir").arg(&data).env("NO_COLOR", "1");
+            if by_env {
+                command.env("CHRONOSCOPE_REMOTE", "http://127.0.0.1:9");
+            } else {
+                command.args(["--remote", "http://127.0.0.1:9"]);
+                command.env_remove("CHRONOSCOPE_REMOTE");
+            }
+            let out = command.args(args).output().expect("the binary runs");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+            assert_eq!(said.lines().count(), 1, "{args:?}: {said}");
+            assert!(
+                said.contains(&format!("`{}` works on a store on this machine", args[0]))
+                    && said.contains("http://127.0.0.1:9"),
+                "{args:?}: {said}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}");
+            assert!(!data.exists(), "{args:?} made a local store");
+            assert!(
+                !std::path::Path::new(backup).exists(),
+                "{args:?} wrote a backup"
+            );
+        }
+    }
+}
