@@ -674,10 +674,20 @@ async fn manipulate_with_the_safety_check_then_revert(w: World) {
 async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen(w: World) {
     let mut h = harness(&w).await;
     search(&mut h, "london").await;
-    h.press("r y"); // nothing to revert: never manipulated
-    h.settle().await;
+    // Nothing to revert on an event never manipulated: said before any question (N2 of the
+    // 2026-11-29 walk-through: it asked "Undo…?" and only then refused), nothing sent.
+    h.press("r");
+    assert!(h.app.modal.is_none(), "no question asked");
+    assert!(!h.app.busy(), "nothing sent");
     let flash = h.app.flash.clone().expect("the refusal is shown");
     assert!(flash.error);
+    assert!(
+        flash
+            .text
+            .ends_with("was never changed: there is nothing to revert."),
+        "{}",
+        flash.text
+    );
     let screen = h.render(100, 30);
     assert!(
         screen.contains(&flash.text[..flash.text.len().min(60)]),
@@ -3597,7 +3607,7 @@ async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the
     }
     h.press("tab");
     assert_eq!(h.app.panes.focus, PaneId::Search);
-    for key in ["M", "D"] {
+    for key in ["M", "D", "U"] {
         h.app.flash = None;
         h.press(key);
         assert!(h.app.modal.is_none(), "{key} opens nothing here");
@@ -3606,10 +3616,17 @@ async fn a_key_of_another_pane_says_where_it_works_and_l_goes_to_the_pane_on_the
             .flash
             .clone()
             .unwrap_or_else(|| panic!("{key} says why"));
+        // The key, what it does in brackets, then where ("U is to isolations of …: list,
+        // lift: in the …" read as nonsense).
+        assert!(
+            flash.text.starts_with(&format!("{key} (")),
+            "{key}: {}",
+            flash.text
+        );
         assert!(
             flash
                 .text
-                .contains("in the timelines pane (esc goes there)"),
+                .ends_with("): in the timelines pane (esc goes there)."),
             "{key}: {}",
             flash.text
         );

@@ -19,7 +19,7 @@ use super::security::integrity::IntegrityScreen;
 use super::security::restrictions::RestrictionsScreen;
 use super::security::rights::Rights;
 use super::time_controls::Shift;
-use crate::model::TimelineId;
+use crate::model::{EventStatus, TimelineId};
 use crate::service::{Right, ScanDepth, TimelineInfo};
 
 /// What an action opened, and what the loop should do for it.
@@ -209,6 +209,14 @@ fn on_event(action: Action, around: &Around<'_>, rights: &Rights<'_>) -> Opened 
                 Modal::Confirm(Confirm::Align(timeline, event, cause)),
                 vec![Effect::Reload(Reload::Causes)],
             )
+        }
+        // Nothing to undo on an event never changed: said before asking (the service would
+        // refuse it after the question).
+        _ if event.supersedes.is_none() && event.status != EventStatus::Reverted => {
+            Opened::error(format!(
+                "{} ({}) was never changed: there is nothing to revert.",
+                event.description, event.event_id
+            ))
         }
         _ => Opened::modal(Modal::Confirm(Confirm::Revert(timeline, event)), Vec::new()),
     }

@@ -349,7 +349,8 @@ impl App {
         } else if let Some((pane, what)) = self.keymap.elsewhere(key, self.context()) {
             // A key of another pane says where it works instead of doing nothing.
             let how = pane.where_it_works();
-            self.flash_error(format!("{key} is to {what}: {how}."));
+            // "U (isolations of the selected timeline: list, lift): in the timelines pane"
+            self.flash_error(format!("{key} ({what}): {how}."));
         }
     }
 
