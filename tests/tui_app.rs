@@ -694,6 +694,17 @@ async fn refusals_show_the_problem_title_and_detail_without_leaving_the_screen(w
         "{screen}"
     );
     assert!(screen.contains("Event search"), "still on the dashboard");
+    // Nor anything to align on an event without causes (N3: the question waited for causes
+    // "being looked up", then answered "Nothing to align").
+    h.app.flash = None;
+    h.press("C");
+    assert!(h.app.modal.is_none(), "no question asked");
+    let said = h.app.flash.clone().expect("the refusal is shown");
+    assert!(
+        said.error && said.text.contains("has no causes: nothing to align"),
+        "{}",
+        said.text
+    );
 }
 
 #[tokio::test]
@@ -4250,4 +4261,36 @@ async fn review_on_a_pending_merges_source_opens_it_where_it_waits() {
         screen.contains("a keep A · b keep B"),
         "a conflict to resolve: {screen}"
     );
+}
+
+/// A description or place longer than its column ends in "…" in the search's rows, not cut
+/// mid-word without a mark (N16 of the 2026-11-29 walk-through).
+#[tokio::test]
+async fn search_rows_mark_what_they_cut() {
+    let w = world().await;
+    let long = "A crowd gathers before the fortress after a long winter of bread shortages";
+    add_to_primary(
+        w.service.as_ref(),
+        new_event(
+            long,
+            "1789-07-13T09:00:00Z",
+            "Versailles, the Hall of Mirrors",
+            &[],
+        ),
+    )
+    .await;
+    let mut h = harness(&w).await;
+    search(&mut h, "versailles").await;
+    let screen = h.render(80, 24);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("A crowd"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(row.contains("Versailles, the Hal…"), "{row}");
+    assert!(
+        row.contains("A crowd gathers") && row.contains('…'),
+        "{row}"
+    );
+    let wide = h.render(200, 24);
+    assert!(wide.contains(long), "whole when it fits: {wide}");
 }

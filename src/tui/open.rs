@@ -203,6 +203,13 @@ fn on_event(action: Action, around: &Around<'_>, rights: &Rights<'_>) -> Opened 
             Modal::Confirm(Confirm::Isolate(timeline, event)),
             Vec::new(),
         ),
+        // Align moves an event after its latest cause: one without causes has nowhere to go
+        // (the question waited for causes to be looked up that do not exist).
+        A::CorrectDissonance if event.causes.is_empty() => Opened::error(format!(
+            "{} ({}) has no causes: nothing to align (align moves an event to one second after \
+             its latest cause).",
+            event.description, event.event_id
+        )),
         A::CorrectDissonance => {
             let cause = around.search.latest_cause(&event).map(Box::new);
             Opened::modal(

@@ -20,7 +20,7 @@ use crate::service::{
     EventRecord, MonitorReport, PageRequest, SearchQuery, SignificantEventQuery, TimelineService,
 };
 use crate::tui::theme::Palette;
-use crate::tui::widgets::{self, Cursor, fmt_time, pane_block, title};
+use crate::tui::widgets::{self, Cursor, ellipsize, fmt_time, pane_block, title};
 
 /// Which input is being edited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -415,14 +415,17 @@ impl SearchPane {
         let height = body.height.saturating_sub(1) as usize;
         let range = self.cursor.window(self.results.len(), height);
         let selected = self.cursor.selected;
+        // What is cut ends in "…" (the description takes what the other columns and their
+        // four gaps leave).
+        let described = usize::from(body.width).saturating_sub(1 + 19 + 20 + 12 + 4);
         let rows = range.map(|i| {
             let e = &self.results[i];
             let (status, style) = status_cell(e, self.troubled.contains(&e.event_id), p);
             Row::new(vec![
                 Cell::from(if i == selected { "▶" } else { " " }),
                 Cell::from(fmt_time(&e.time)),
-                Cell::from(e.location.clone()),
-                Cell::from(e.description.clone()),
+                Cell::from(ellipsize(&e.location, 20)),
+                Cell::from(ellipsize(&e.description, described)),
                 Cell::from(Span::styled(status, style)),
             ])
             .style(if i == selected { p.selected } else { p.text })
