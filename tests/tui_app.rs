@@ -4294,3 +4294,34 @@ async fn search_rows_mark_what_they_cut() {
     let wide = h.render(200, 24);
     assert!(wide.contains(long), "whole when it fits: {wide}");
 }
+
+/// N5 of the 2026-11-29 walk-through: a read-only token was offered "(r reviews it)" under the
+/// list, and r was refused. The line says what waits, and offers r only to whom may use it.
+#[tokio::test]
+async fn a_reader_is_told_a_merge_waits_but_not_offered_r() {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = chronoscope::engine::Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+        chronoscope::engine::EngineConfig::default(),
+        chronoscope::engine::Seed::Demo,
+    )
+    .await
+    .expect("the demo world");
+    let tom = chronoscope::server::Sessions::session(
+        &engine,
+        "tom".parse().unwrap(),
+        None,
+        &chronoscope::auth::Scopes::parse("read"),
+    );
+    let mut h = dashboard(tom, clock).await;
+    let screen = h.render(140, 40);
+    assert!(
+        screen.contains("Primary: ⇄ 1 merge waiting for review ·"),
+        "{screen}"
+    );
+    assert!(!screen.contains("(r reviews it)"), "{screen}");
+    // ada, who may write, is offered it.
+    let mut ada = demo_dashboard().await;
+    assert!(ada.render(140, 40).contains("(r reviews it)"));
+}

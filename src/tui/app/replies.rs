@@ -158,6 +158,12 @@ impl App {
         match reply {
             Reply::Whoami(status) => {
                 self.panes.timelines.me = Some(status.traveller.clone());
+                self.panes.timelines.changes_refused = crate::tui::security::rights::Rights {
+                    whoami: Some(&status),
+                    timelines: &self.panes.timelines,
+                }
+                .refused_action(crate::tui::intent::Action::Review)
+                .is_some();
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }

@@ -51,6 +51,9 @@ pub struct TimelinesPane {
     rights: HashMap<TimelineId, Right>,
     /// Who you are, once known: the creator of a timeline without a list administers it.
     pub me: Option<Traveller>,
+    /// Whether you may change nothing at all (a read-only token, an operator's restriction):
+    /// the line under the list then offers no key that would only be refused (`r`).
+    pub changes_refused: bool,
 }
 
 /// What the timelines pane fetches: every timeline, and your rights on those with a list.
@@ -282,7 +285,7 @@ impl TimelinesPane {
         // enough (what is left of it then ends in "…").
         if let Some(about) = self
             .selected()
-            .and_then(|t| about(t, self.read_only(&t.id)))
+            .and_then(|t| about(t, self.read_only(&t.id), self.changes_refused))
             && body.height >= 5
         {
             let width = usize::from(body.width);
@@ -510,24 +513,30 @@ pub const READ_ONLY_MARK: &str = "ro";
 
 /// What the timelines list does not show of `t`: whether you may only read it, its
 /// description and variation, and the merges waiting for review.
-fn about(t: &TimelineInfo, read_only: bool) -> Option<String> {
+fn about(t: &TimelineInfo, read_only: bool, changes_refused: bool) -> Option<String> {
     let read_only = read_only
         .then(|| format!("{READ_ONLY_MARK}: you may read it, not write it (ask its admins)"));
-    // Those from it are reviewed where they go (r there, or here when one place has them).
+    // Those from it are reviewed where they go (r there, or here when one place has them);
+    // r is not offered to whom it would only be refused.
     let from = t.pending_merges.saturating_sub(t.pending_into);
+    let r = |offer: &str| if changes_refused { "" } else { offer }.to_owned();
     let pending = match (t.pending_merges, from) {
         (0, _) => None,
         (1, 0) => Some(format!(
-            "{PENDING_MARK} 1 merge waiting for review (r reviews it)"
+            "{PENDING_MARK} 1 merge waiting for review{}",
+            r(" (r reviews it)")
         )),
         (1, _) => Some(format!(
-            "{PENDING_MARK} 1 merge from it waiting for review where it goes (r)"
+            "{PENDING_MARK} 1 merge from it waiting for review where it goes{}",
+            r(" (r)")
         )),
         (n, 0) => Some(format!(
-            "{PENDING_MARK} {n} merges waiting for review (r reviews them)"
+            "{PENDING_MARK} {n} merges waiting for review{}",
+            r(" (r reviews them)")
         )),
         (n, from) => Some(format!(
-            "{PENDING_MARK} {n} merges waiting for review, {from} from it (r)"
+            "{PENDING_MARK} {n} merges waiting for review, {from} from it{}",
+            r(" (r)")
         )),
     };
     let parts: Vec<String> = [
