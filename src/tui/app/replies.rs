@@ -157,13 +157,7 @@ impl App {
     fn on_pane_reply(&mut self, reply: Reply) {
         match reply {
             Reply::Whoami(status) => {
-                self.panes.timelines.me = Some(status.traveller.clone());
-                self.panes.timelines.changes_refused = crate::tui::security::rights::Rights {
-                    whoami: Some(&status),
-                    timelines: &self.panes.timelines,
-                }
-                .refused_action(crate::tui::intent::Action::Review)
-                .is_some();
+                self.panes.timelines.learn_who(&status);
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }

@@ -230,6 +230,48 @@ impl TimelinesPane {
         }
     }
 
+    /// The selected timeline's description and variation, on the last line of `body` when
+    /// there is room for rows above it; on two, wrapped, when it needs them and the pane is
+    /// tall enough (what is left of it then ends in "…"). Answers the room left for the rows.
+    fn render_about(&self, frame: &mut Frame<'_>, body: Rect, p: &Palette) -> Rect {
+        let Some(about) = self
+            .selected()
+            .and_then(|t| about(t, self.read_only(&t.id), self.changes_refused))
+            .filter(|_| body.height >= 5)
+        else {
+            return body;
+        };
+        let width = usize::from(body.width);
+        let room = if body.height >= 8 { 2 } else { 1 };
+        let mut lines = widgets::wrap_words(&about, width);
+        if lines.len() > room {
+            let rest = lines.split_off(room - 1).join(" ");
+            lines.push(rest);
+        }
+        let lines: Vec<ratatui::text::Line> = lines
+            .iter()
+            .map(|l| Span::styled(ellipsize(l, width), p.dim).into())
+            .collect();
+        let height = u16::try_from(lines.len()).unwrap_or(1);
+        let [rows, line] =
+            ratatui::layout::Layout::vertical([Constraint::Min(1), Constraint::Length(height)])
+                .areas(body);
+        frame.render_widget(Paragraph::new(lines), line);
+        rows
+    }
+
+    /// Who you are arrived: the creator of a timeline without a list administers it, and
+    /// whether you may change anything at all decides what the line under the list offers.
+    pub fn learn_who(&mut self, status: &crate::service::TravellerStatus) {
+        self.me = Some(status.traveller.clone());
+        let refused = crate::tui::security::rights::Rights {
+            whoami: Some(status),
+            timelines: self,
+        }
+        .refused_action(crate::tui::intent::Action::Review);
+        self.changes_refused = refused.is_some();
+    }
+
     /// Draws the pane.
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, ctx: &Ctx<'_>) {
         let p = ctx.palette;
@@ -280,32 +322,7 @@ impl TimelinesPane {
             frame.render_widget(Paragraph::new(Span::styled(msg, p.dim)), body);
             return;
         }
-        // The selected timeline's description and variation, on the last line when there is
-        // room for rows above it; on two, wrapped, when it needs them and the pane is tall
-        // enough (what is left of it then ends in "…").
-        if let Some(about) = self
-            .selected()
-            .and_then(|t| about(t, self.read_only(&t.id), self.changes_refused))
-            && body.height >= 5
-        {
-            let width = usize::from(body.width);
-            let room = if body.height >= 8 { 2 } else { 1 };
-            let mut lines = widgets::wrap_words(&about, width);
-            if lines.len() > room {
-                let rest = lines.split_off(room - 1).join(" ");
-                lines.push(rest);
-            }
-            let lines: Vec<ratatui::text::Line> = lines
-                .iter()
-                .map(|l| Span::styled(ellipsize(l, width), p.dim).into())
-                .collect();
-            let height = u16::try_from(lines.len()).unwrap_or(1);
-            let [rows, line] =
-                ratatui::layout::Layout::vertical([Constraint::Min(1), Constraint::Length(height)])
-                    .areas(body);
-            frame.render_widget(Paragraph::new(lines), line);
-            body = rows;
-        }
+        let body = self.render_about(frame, body, p);
         let columns = Columns::for_width(body.width);
         let widths = columns.constraints();
         // Names are cut to their column with an ellipsis rather than mid-letter.
