@@ -217,9 +217,10 @@ fn on_event(action: Action, around: &Around<'_>, rights: &Rights<'_>) -> Opened 
                 vec![Effect::Reload(Reload::Causes)],
             )
         }
-        // Nothing to undo on an event never changed: said before asking (the service would
-        // refuse it after the question).
-        _ if event.supersedes.is_none() && event.status != EventStatus::Reverted => {
+        // Nothing to undo on an event never changed (on schedule, replacing nothing): said
+        // before asking, as the service would refuse it after the question. A superseded or
+        // reverted version still reverts its lineage's latest change.
+        _ if event.supersedes.is_none() && event.status == EventStatus::OnSchedule => {
             Opened::error(format!(
                 "{} ({}) was never changed: there is nothing to revert.",
                 event.description, event.event_id
