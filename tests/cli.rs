@@ -233,6 +233,24 @@ async fn events_are_added_searched_manipulated_and_reverted() {
     )
     .await
     .unwrap();
+    // One date is that whole day, as in the dashboard's search (F10 of the walk-throughs).
+    let that_day = run_cli(&ada, &["events", "search", "--range", "2025-03-02"])
+        .await
+        .unwrap();
+    assert!(
+        that_day.contains("Deploy") && !that_day.contains("Launch"),
+        "{that_day}"
+    );
+    let typed = run_cli(
+        &ada,
+        &["events", "search", "--range", "2025-03-01 12:00/P1D"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        typed.contains("Launch") && typed.contains("Deploy"),
+        "{typed}"
+    );
     let found = run_cli(&ada, &["events", "search", "--location", "cape"])
         .await
         .unwrap();
@@ -365,7 +383,10 @@ async fn mistakes_get_a_message_a_person_understands() {
     // Flag values are checked by the parser before anything runs.
     let parse = Cli::try_parse_from(["chronoscope", "events", "search", "--range", "last week"]);
     let message = parse.unwrap_err().to_string();
-    assert!(message.contains("ISO 8601 interval"), "{message}");
+    assert!(
+        message.contains("'last week': write START/END, START/P1M (a duration) or one date"),
+        "{message}"
+    );
     let parse = Cli::try_parse_from(["chronoscope", "anchors", "set", "noon"]);
     assert!(parse.unwrap_err().to_string().contains("RFC 3339"));
     assert_eq!(

@@ -904,7 +904,8 @@ pub enum EventCommand {
         /// Location, matched case-insensitively, whole or in part
         #[arg(long)]
         location: Option<String>,
-        /// ISO 8601 interval: start/end, start/duration or duration/end
+        /// ISO 8601 interval: start/end, start/duration or duration/end (either end may be
+        /// 1889-03-10 23:50 or a date), or one date for that whole day
         #[arg(long, value_parser = parse_range)]
         range: Option<TimeRange>,
         /// Paging
@@ -920,7 +921,8 @@ pub enum EventCommand {
         /// Location, matched case-insensitively, whole or in part
         #[arg(long)]
         location: Option<String>,
-        /// ISO 8601 interval: start/end, start/duration or duration/end
+        /// ISO 8601 interval: start/end, start/duration or duration/end (either end may be
+        /// 1889-03-10 23:50 or a date), or one date for that whole day
         #[arg(long, value_parser = parse_range)]
         range: Option<TimeRange>,
         /// Then print each change as it comes: + new, ~ changed state, - no longer stands
@@ -1201,8 +1203,11 @@ fn parse_time(s: &str) -> Result<Instant, String> {
     crate::model::parse_typed_instant("time", s).map_err(|e| e.to_string())
 }
 
+/// A range of history as a person types it, as the dashboard's search reads it: an ISO 8601
+/// interval (`START/END`, `START/P1M`, `P1M/END`) with either end as `1889-03-10 23:50`, a
+/// date or RFC 3339, or one date alone for that whole day.
 fn parse_range(s: &str) -> Result<TimeRange, String> {
-    TimeRange::parse("range", s).map_err(|e| e.to_string())
+    TimeRange::parse_typed("range", s).map_err(|e| e.to_string())
 }
 
 /// A wall-clock range as a person types it: `START/END`, `START/P1D`, one date for that whole
