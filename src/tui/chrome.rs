@@ -417,24 +417,7 @@ fn limits(w: &TravellerStatus, compact: bool) -> Option<String> {
 /// How many lines `text` takes wrapped at word boundaries to `width` (as [`render_banner`]
 /// wraps it).
 fn wrapped_lines(text: &str, width: usize) -> u16 {
-    let mut lines = 1u16;
-    let mut used = 0usize;
-    for word in text.split(' ') {
-        let len = word.chars().count();
-        let need = if used == 0 { len } else { used + 1 + len };
-        if used > 0 && need > width {
-            lines = lines.saturating_add(1);
-            used = len;
-        } else {
-            used = need;
-        }
-        // A word longer than the line is broken across lines.
-        while used > width {
-            lines = lines.saturating_add(1);
-            used -= width;
-        }
-    }
-    lines
+    u16::try_from(super::widgets::wrap_words(text, width).len()).unwrap_or(u16::MAX)
 }
 
 /// Draws the connection's banner: the whole reason, wrapped.

@@ -8,10 +8,9 @@ use super::effect::{Call, Effect, Reload};
 use super::forms;
 use super::intent::Action;
 use super::isolations::IsolationsScreen;
-use super::merge::MergeWizard;
+use super::merge::{MergeWizard, relatives};
 use super::modal::{Around, Modal};
 use super::panes::PaneId;
-use super::panes::timelines::TimelinesPane;
 use super::panes::wizard::Wizard;
 use super::picture::Picture;
 use super::security::access::{AccessScreen, Branched};
@@ -255,12 +254,10 @@ fn review(around: &Around<'_>) -> Opened {
         return Opened::error("Select a timeline first.");
     };
     if t.pending_into == 0 && t.pending_merges > 0 {
-        let into: Vec<&TimelineInfo> = around
-            .timelines
-            .all
+        let into: Vec<&TimelineInfo> = relatives(&around.timelines.all, &t.id)
             .iter()
-            .filter(|o| o.pending_into > 0 && o.id != t.id)
-            .filter(|o| one_line_of_descent(around.timelines, &o.id, &t.id))
+            .filter(|side| side.pending > 0)
+            .filter_map(|side| around.timelines.get(&side.id))
             .collect();
         match into[..] {
             [one] => t = one,
@@ -285,24 +282,6 @@ fn review(around: &Around<'_>) -> Opened {
             t.name
         )),
     }
-}
-
-/// Whether `a` and `b` are on one line of descent (one is an ancestor of the other), by the
-/// parents the list knows.
-fn one_line_of_descent(timelines: &TimelinesPane, a: &TimelineId, b: &TimelineId) -> bool {
-    let above = |from: &TimelineId, to: &TimelineId| {
-        let mut at = timelines.get(from);
-        // A list cannot hold a longer line than itself (and a cycle would be a bug).
-        for _ in 0..=timelines.all.len() {
-            match at {
-                Some(t) if &t.id == to => return true,
-                Some(t) => at = t.parent.as_ref().and_then(|p| timelines.get(p)),
-                None => return false,
-            }
-        }
-        false
-    };
-    above(a, b) || above(b, a)
 }
 
 /// A security screen: the access screen or the integrity check of the selected timeline, or
