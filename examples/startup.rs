@@ -245,10 +245,15 @@ async fn main() {
         let store = store::open(&url).await.unwrap();
         let listed = store.snapshots().await.unwrap();
         let bytes = store.read_snapshot(listed[0].id).await.unwrap();
+        let held = store.read_snapshot_parts(listed[0].id).await.unwrap();
+        let parts: Vec<store::SnapshotPart<'_>> = held
+            .iter()
+            .map(|(id, bytes)| store::SnapshotPart { id: *id, bytes })
+            .collect();
         let mut took = Vec::new();
         for _ in 0..runs {
             let started = Instant::now();
-            let world = chronoscope::engine::snapshot::decode(&bytes, &key).unwrap();
+            let world = chronoscope::engine::snapshot::decode(&bytes, &parts, &key).unwrap();
             took.push(started.elapsed());
             drop(world);
         }
@@ -280,9 +285,10 @@ async fn main() {
     );
     let started = Instant::now();
     let bytes = store.read_snapshot(listed[0].id).await.unwrap();
+    let parts = store.read_snapshot_parts(listed[0].id).await.unwrap();
     let read = started.elapsed();
     let started = Instant::now();
-    let world = chronoscope::engine::snapshot::decode(&bytes, &key).unwrap();
+    let world = chronoscope::engine::snapshot::decode_owned(bytes, &parts, &key).unwrap();
     println!(
         "of which: reading the bytes {:.0} ms, decoding {:.0} ms",
         read.as_secs_f64() * 1e3,

@@ -113,7 +113,7 @@ async fn child_writer(url: &str) {
             loop {
                 let world = engine.snapshot().await.unwrap();
                 let seq = world.seq;
-                let bytes = tokio::task::spawn_blocking(move || {
+                let encoded = tokio::task::spawn_blocking(move || {
                     snapshot::encode(
                         &world,
                         &chronoscope::engine::EngineConfig::default().log_key,
@@ -124,7 +124,7 @@ async fn child_writer(url: &str) {
                 println!("SNAP writing");
                 engine
                     .store()
-                    .put_snapshot(snapshot::FORMAT, seq, &bytes)
+                    .put_snapshot(snapshot::FORMAT, seq, &encoded.bytes, &encoded.parts())
                     .await
                     .unwrap();
                 println!("SNAP done {seq}");
@@ -523,8 +523,10 @@ async fn assert_start_equals_full_replay(url: &str) {
     assert!(!listed.is_empty(), "no complete snapshot survived");
     for info in &listed {
         let bytes = store.read_snapshot(info.id).await.unwrap();
-        chronoscope::engine::snapshot::decode(
-            &bytes,
+        let parts = store.read_snapshot_parts(info.id).await.unwrap();
+        chronoscope::engine::snapshot::decode_owned(
+            bytes,
+            &parts,
             &chronoscope::engine::EngineConfig::default().log_key,
         )
         .unwrap_or_else(|e| panic!("snapshot {} is listed but unusable: {e}", info.id));

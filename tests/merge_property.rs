@@ -307,7 +307,8 @@ async fn copied_data_entries_survive_a_snapshot_and_their_source() {
     assert_eq!(merged.data_entries, std::slice::from_ref(&entry.data_id));
     let key = EngineConfig::default().log_key;
     let round_trip = |world: &chronoscope::engine::World| {
-        snapshot::decode(&snapshot::encode(world, &key), &key).expect("the snapshot reads back")
+        let encoded = snapshot::encode(world, &key);
+        snapshot::decode(&encoded.bytes, &encoded.parts(), &key).expect("the snapshot reads back")
     };
     let folded = fresh.engine.snapshot().await.expect("the state");
     assert_eq!(round_trip(&folded).first_difference(&folded), None);

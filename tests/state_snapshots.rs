@@ -197,8 +197,8 @@ proptest! {
         let full = fold(&ops, World::default());
         let k = cut.index(ops.len() + 1);
         let at_k = fold(&ops[..k], World::default());
-        let bytes = snapshot::encode(&at_k, &key());
-        let read = snapshot::decode(&bytes, &key()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let bytes = encoded(&at_k);
+        let read = decoded(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(read.first_difference(&at_k), None);
         let resumed = fold(&ops[k..], read);
         prop_assert_eq!(resumed.first_difference(&full), None);
@@ -222,7 +222,9 @@ fn journey_op(id: &str) -> Op {
 /// A process that writes snapshots keeps the JSON of the journeys it wrote and encodes only
 /// the ones made since (a busy server's journeys grow without end): what it writes is, byte
 /// for byte, what encoding the world afresh writes, and reads back as the world. Journeys added
-/// in the middle of the order (a smaller id) are written where they belong.
+/// in the middle of the order (a smaller id) are written where they belong. Full chunks of
+/// journeys are parts, named in the bytes, not held in them: the bytes stay the size of the
+/// chunk not yet full.
 #[test]
 fn a_snapshot_reusing_the_journeys_written_before_is_the_same_snapshot() {
     let mut world = fold(
@@ -233,6 +235,7 @@ fn a_snapshot_reusing_the_journeys_written_before_is_the_same_snapshot() {
     );
     let mut kept = snapshot::Kept::default();
     let mut made = 0;
+    let mut sizes = Vec::new();
     // Less than a chunk, two chunks and a bit, nothing new, one in the middle of the order.
     for (round, more) in [3000, 6000, 0, 1].into_iter().enumerate() {
         let ops: Vec<Op> = (0..more)
@@ -247,19 +250,66 @@ fn a_snapshot_reusing_the_journeys_written_before_is_the_same_snapshot() {
             .collect();
         world = fold(&ops, world);
         let reused = snapshot::encode_kept(&world, &key(), &mut kept);
+        let fresh = snapshot::encode(&world, &key());
         assert!(
-            reused == snapshot::encode(&world, &key()),
+            reused == fresh.bytes,
             "round {round}: the snapshot reusing kept journeys differs from a fresh one"
         );
-        let read = snapshot::decode(&reused, &key()).expect("the snapshot reads back");
+        let parts = kept.parts();
+        assert_eq!(
+            parts.len(),
+            made / 4096,
+            "round {round}: one part per full chunk"
+        );
+        assert!(
+            parts
+                .iter()
+                .zip(fresh.parts())
+                .all(|(a, b)| a.id == b.id && a.bytes == b.bytes),
+            "round {round}: the parts differ from a fresh encoding's"
+        );
+        let read = snapshot::decode(&reused, &parts, &key()).expect("the snapshot reads back");
         assert_eq!(read.first_difference(&world), None, "round {round}");
         assert_eq!(read.journeys.len(), made, "round {round}");
+        sizes.push(reused.len());
+        // Without its parts, or with one altered, it is not read.
+        if let Some(first) = parts.first() {
+            assert!(matches!(
+                snapshot::decode(&reused, &parts[1..], &key()),
+                Err(SnapshotError::Damaged(why)) if why.contains("missing")
+            ));
+            let mut altered = first.bytes.to_vec();
+            altered[10] ^= 1;
+            let mut swapped = parts.clone();
+            swapped[0].bytes = &altered;
+            assert!(matches!(
+                snapshot::decode(&reused, &swapped, &key()),
+                Err(SnapshotError::Damaged(why)) if why.contains("does not match")
+            ));
+        }
     }
+    // 9,000 journeys write fewer bytes than 3,000: two chunks went to parts.
+    assert!(sizes[1] < sizes[0], "{sizes:?}");
 }
 
 /// The key every engine here uses ([`EngineConfig::default`]'s).
 fn key() -> LogKey {
     LogKey::development()
+}
+
+/// The bytes of `world`'s snapshot, small enough a world to need no parts.
+fn encoded(world: &World) -> Vec<u8> {
+    let encoded = snapshot::encode(world, &key());
+    assert!(
+        encoded.parts().is_empty(),
+        "a small world's snapshot has parts"
+    );
+    encoded.bytes
+}
+
+/// The world of a snapshot that names no parts.
+fn decoded(bytes: &[u8]) -> Result<World, SnapshotError> {
+    snapshot::decode(bytes, &[], &key())
 }
 
 async fn open(store: Arc<dyn Store>) -> Arc<Engine> {
@@ -348,9 +398,9 @@ async fn store_with_bad_snapshot(bad: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Arc<dy
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     append_ops(&*store, &key(), &ops).await.unwrap();
     let world = fold(&ops, World::default());
-    let bytes = bad(snapshot::encode(&world, &key()));
+    let bytes = bad(encoded(&world));
     store
-        .put_snapshot(snapshot::FORMAT, world.seq, &bytes)
+        .put_snapshot(snapshot::FORMAT, world.seq, &bytes, &[])
         .await
         .unwrap();
     store
@@ -359,17 +409,17 @@ async fn store_with_bad_snapshot(bad: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Arc<dy
 #[tokio::test]
 async fn a_damaged_snapshot_is_ignored_and_the_log_replayed() {
     let ops = sample_log();
-    let good = snapshot::encode(&fold(&ops, World::default()), &key());
+    let good = encoded(&fold(&ops, World::default()));
     for at in [3, 40, good.len() / 2, good.len() - 1] {
         let mut flipped = good.clone();
         flipped[at] ^= 0x20;
         assert!(
-            snapshot::decode(&flipped, &key()).is_err(),
+            decoded(&flipped).is_err(),
             "a flipped byte at {at} went unnoticed"
         );
     }
     assert_eq!(
-        snapshot::decode(&good[..good.len() - 10], &key()).err(),
+        decoded(&good[..good.len() - 10]).err(),
         Some(SnapshotError::Damaged(format!(
             "{} bytes of body where {} were written",
             good.len() - 96 - 10,
@@ -389,10 +439,10 @@ async fn a_damaged_snapshot_is_ignored_and_the_log_replayed() {
 #[tokio::test]
 async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
     let ops = sample_log();
-    let mut other = snapshot::encode(&fold(&ops, World::default()), &key());
+    let mut other = encoded(&fold(&ops, World::default()));
     other[8..12].copy_from_slice(&(snapshot::FORMAT + 1).to_le_bytes());
     assert_eq!(
-        snapshot::decode(&other, &key()).err(),
+        decoded(&other).err(),
         Some(SnapshotError::OtherFormat {
             found: snapshot::FORMAT + 1
         })
@@ -406,7 +456,8 @@ async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
         .put_snapshot(
             snapshot::FORMAT + 1,
             ops.len() as u64,
-            &snapshot::encode(&empty, &key()),
+            &encoded(&empty),
+            &[],
         )
         .await
         .unwrap();
@@ -432,11 +483,7 @@ async fn a_valid_snapshot_is_what_a_start_shows() {
     let mut other = fold(&ops[..ops.len() / 2], World::default());
     other.seq = ops.len() as u64;
     store
-        .put_snapshot(
-            snapshot::FORMAT,
-            other.seq,
-            &snapshot::encode(&other, &key()),
-        )
+        .put_snapshot(snapshot::FORMAT, other.seq, &encoded(&other), &[])
         .await
         .unwrap();
     let engine = open(Arc::clone(&store)).await;
@@ -463,7 +510,7 @@ fn branches_are_stored_as_their_differences() {
             .collect(),
         at: None,
     });
-    let one = snapshot::encode(&fold(&ops, World::default()), &key()).len();
+    let one = encoded(&fold(&ops, World::default())).len();
     for b in 0..20 {
         ops.push(Op::CreateTimeline {
             timeline: timeline(&format!("tml_b{b}"), Some("primary")),
@@ -481,13 +528,13 @@ fn branches_are_stored_as_their_differences() {
         });
     }
     let world = fold(&ops, World::default());
-    let bytes = snapshot::encode(&world, &key());
+    let bytes = encoded(&world);
     assert!(
         bytes.len() < one * 3 / 2,
         "20 branches of a {n}-event timeline: {} bytes, the timeline alone {one}",
         bytes.len()
     );
-    let read = snapshot::decode(&bytes, &key()).unwrap();
+    let read = decoded(&bytes).unwrap();
     assert_eq!(read.first_difference(&world), None);
 }
 
@@ -521,13 +568,8 @@ async fn the_demo_world_with_travellers_survives_a_snapshot() {
     .await
     .unwrap();
     let world = assert_a_start_replays_the_log(&store).await;
-    let bytes = snapshot::encode(&world, &key());
-    assert_eq!(
-        snapshot::decode(&bytes, &key())
-            .unwrap()
-            .first_difference(&world),
-        None
-    );
+    let bytes = encoded(&world);
+    assert_eq!(decoded(&bytes).unwrap().first_difference(&world), None);
 }
 
 /// Writes two snapshots and a third, reads the newest back, and checks only the newest two
@@ -547,7 +589,7 @@ async fn store_keeps_and_returns_snapshots(store: Arc<dyn Store>) {
     assert_eq!(listed[0].format, snapshot::FORMAT);
     let bytes = store.read_snapshot(listed[0].id).await.unwrap();
     assert_eq!(bytes.len() as u64, listed[0].bytes);
-    let world = snapshot::decode(&bytes, &key()).unwrap();
+    let world = decoded(&bytes).unwrap();
     assert_eq!(world.first_difference(&full_replay(&*store).await), None);
 }
 
@@ -629,6 +671,182 @@ async fn postgres_stores_and_loads_snapshots() {
     assert_eq!(world.first_difference(&expected), None);
     sql("UPDATE op_log SET body = substr(body, 9) WHERE seq = 2").await;
     assert_eq!(full_replay(&*store).await.first_difference(&expected), None);
+}
+
+/// Where a test of parts runs: the database behind a store, asked directly.
+enum Db {
+    Memory,
+    Sqlite(std::path::PathBuf),
+    Postgres(String),
+}
+
+impl Db {
+    async fn exec(&self, query: &'static str) {
+        use sqlx::Connection;
+        match self {
+            Db::Memory => unreachable!("a memory store has no database to ask"),
+            Db::Sqlite(path) => sqlite_exec(path, &[query]).await,
+            Db::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                sqlx::query(query).execute(&mut conn).await.unwrap();
+                conn.close().await.unwrap();
+            }
+        }
+    }
+
+    async fn count(&self, query: &'static str) -> i64 {
+        use sqlx::Connection;
+        match self {
+            Db::Memory => unreachable!("a memory store has no database to ask"),
+            Db::Sqlite(path) => sqlite_count(path, query).await,
+            Db::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                let n = sqlx::query_scalar(query)
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
+                conn.close().await.unwrap();
+                n
+            }
+        }
+    }
+}
+
+/// `count` journeys of ada's, numbered from `from`.
+fn journeys_from(from: usize, count: usize) -> Vec<Op> {
+    (from..from + count)
+        .map(|n| journey_op(&format!("jrn_{n:08}")))
+        .collect()
+}
+
+/// A server taking writes at full rate makes journeys without end, and each snapshot used to
+/// write all of them again. Now the full chunks of journeys are parts stored once: a second
+/// snapshot names the parts of the first and stores only the chunk filled since; a start reads
+/// them back (and only them: the log under the snapshot is unreadable); the parts no kept
+/// snapshot names are deleted; and an altered part makes the snapshot unusable, never a
+/// different world.
+async fn snapshots_share_their_parts(store: Arc<dyn Store>, url: &str, db: Db) {
+    let mut ops = vec![Op::CreateTimeline {
+        timeline: timeline("primary", None),
+    }];
+    ops.extend(journeys_from(0, 9_000));
+    append_ops(&*store, &key(), &ops).await.unwrap();
+    let engine = open(Arc::clone(&store)).await;
+    engine.write_snapshot().await.unwrap();
+    let first = store.snapshots().await.unwrap()[0].clone();
+    let first_parts = store.read_snapshot_parts(first.id).await.unwrap();
+    assert_eq!(first_parts.len(), 2, "9,000 journeys: two full chunks");
+
+    let more = journeys_from(9_000, 4_000);
+    append_ops(&*store, &key(), &more).await.unwrap();
+    ops.extend(more);
+    let engine = open(Arc::clone(&store)).await;
+    engine.write_snapshot().await.unwrap();
+    let second = store.snapshots().await.unwrap()[0].clone();
+    let second_parts = store.read_snapshot_parts(second.id).await.unwrap();
+    assert_eq!(second_parts.len(), 3, "13,000 journeys: three full chunks");
+    assert_eq!(
+        second_parts[..2],
+        first_parts[..],
+        "the second snapshot names the first one's parts"
+    );
+    // The bytes hold the chunk not yet full (808 and 2,712 journeys), not the 13,000.
+    assert!(
+        second.bytes < 2 * first.bytes + 4096 && second.bytes < 1_000_000,
+        "first {} bytes, second {}",
+        first.bytes,
+        second.bytes
+    );
+    if !matches!(db, Db::Memory) {
+        assert_eq!(
+            db.count("SELECT COUNT(*) FROM snapshot_part").await,
+            3,
+            "a part two snapshots name is stored once"
+        );
+    }
+
+    // A third snapshot: the first is no longer kept, but its parts are still named.
+    let more = journeys_from(13_000, 10);
+    append_ops(&*store, &key(), &more).await.unwrap();
+    ops.extend(more);
+    open(Arc::clone(&store))
+        .await
+        .write_snapshot()
+        .await
+        .unwrap();
+    let listed = store.snapshots().await.unwrap();
+    assert_eq!(listed.len(), store::SNAPSHOTS_KEPT);
+    assert!(listed.iter().all(|s| s.id != first.id));
+
+    let expected = fold(&ops, World::default());
+    if matches!(db, Db::Memory) {
+        let world = open(Arc::clone(&store)).await.snapshot().await.unwrap();
+        assert_eq!(world.first_difference(&expected), None);
+        return;
+    }
+    assert_eq!(db.count("SELECT COUNT(*) FROM snapshot_part").await, 3);
+    // With record 2 unreadable only the snapshot, parts and all, can give the world.
+    db.exec("UPDATE op_log SET body = 'garbled:' || body WHERE seq = 2")
+        .await;
+    let world = open(store::open(url).await.unwrap())
+        .await
+        .snapshot()
+        .await
+        .unwrap();
+    assert_eq!(world.first_difference(&expected), None);
+    assert_eq!(world.journeys.len(), 13_010);
+
+    // An altered part: neither kept snapshot is used (both name it), so the start replays the
+    // log, which cannot get past record 2.
+    db.exec(match db {
+        Db::Postgres(_) => {
+            "UPDATE snapshot_part SET data = decode(repeat('00', length(data)), 'hex')"
+        }
+        _ => "UPDATE snapshot_part SET data = CAST(zeroblob(length(data)) AS BLOB)",
+    })
+    .await;
+    let refused = Engine::open(
+        store::open(url).await.unwrap(),
+        Arc::new(ManualClock::new(support::t("2026-06-01T00:00:00Z"))),
+        EngineConfig::default(),
+        Seed::None,
+    )
+    .await;
+    assert!(
+        refused.is_err(),
+        "a start used a snapshot whose part was altered"
+    );
+    db.exec("UPDATE op_log SET body = substr(body, 9) WHERE seq = 2")
+        .await;
+    assert_eq!(
+        assert_a_start_replays_the_log(&store)
+            .await
+            .first_difference(&expected),
+        None
+    );
+}
+
+#[tokio::test]
+async fn memory_snapshots_share_their_parts() {
+    snapshots_share_their_parts(Arc::new(MemoryStore::new()), "memory:", Db::Memory).await;
+}
+
+#[tokio::test]
+async fn sqlite_snapshots_share_their_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("parts.db");
+    let url = format!("sqlite://{}", path.display());
+    let store = store::open(&url).await.unwrap();
+    snapshots_share_their_parts(store, &url, Db::Sqlite(path)).await;
+}
+
+#[tokio::test]
+async fn postgres_snapshots_share_their_parts() {
+    let Some(db) = support::fresh_postgres().await else {
+        return;
+    };
+    let store = store::open(&db.url).await.unwrap();
+    snapshots_share_their_parts(store, &db.url, Db::Postgres(db.url.clone())).await;
 }
 
 /// `serve`'s background task writes a snapshot once enough records were appended.

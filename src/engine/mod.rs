@@ -639,9 +639,17 @@ impl Engine {
                 );
                 continue;
             }
+            let parts = match self.store.read_snapshot_parts(info.id).await {
+                Ok(parts) => parts,
+                Err(e) => {
+                    tracing::warn!(id = info.id, %e, "cannot read a snapshot's parts; trying an older one");
+                    continue;
+                }
+            };
             let key = self.config.log_key.clone();
             let decoded =
-                tokio::task::spawn_blocking(move || snapshot::decode_owned(bytes, &key)).await;
+                tokio::task::spawn_blocking(move || snapshot::decode_owned(bytes, &parts, &key))
+                    .await;
             match decoded {
                 Ok(Ok(world)) if world.seq == info.seq => {
                     tracing::info!(
@@ -698,9 +706,14 @@ impl Engine {
         .map_err(|e| ServiceError::Internal(format!("encoding a snapshot failed: {e}")))?;
         *kept = taken;
         self.store
-            .put_snapshot(snapshot::FORMAT, seq, &bytes)
+            .put_snapshot(snapshot::FORMAT, seq, &bytes, &kept.parts())
             .await?;
-        tracing::info!(seq, bytes = bytes.len(), "snapshot written");
+        tracing::info!(
+            seq,
+            bytes = bytes.len(),
+            parts = kept.parts().len(),
+            "snapshot written"
+        );
         Ok(Some(seq))
     }
 

@@ -12,7 +12,10 @@
 //! Layout (little-endian): `CHRSNAP\0`, format (u32), log position folded up to (u64), body
 //! length (u64), CRC-32 of the format, position, length, link and body (u32), the link of the
 //! last record folded in (32 bytes, zero before the first record), then the body: postcard of
-//! [`WorldImage`]; last, the seal: HMAC of everything before it (32 bytes). Events and the graph of each timeline, the bulk of a big world,
+//! [`WorldImage`]; last, the seal: HMAC of everything before it (32 bytes). The full chunks of
+//! journeys, which never change once full, are not in the body: they are parts the store keeps
+//! once for every snapshot naming them (see [`crate::store::SnapshotPart`]); the body names
+//! each by its SHA-256, so the seal covers them too. Events and the graph of each timeline, the bulk of a big world,
 //! are in a compact binary image (see `model::history` for how branches keep sharing their
 //! parent's structure); the rest (timelines' attributes, items, journeys, automation…) is JSON
 //! inside it, written by the same serde impls as the log, so it follows the log's own format.
@@ -22,6 +25,7 @@ use std::sync::Arc;
 
 use imbl::{HashMap, OrdMap, Vector};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::idempotency::{IdempotencyKey, Keys, Remembered};
 use super::{TimelineState, World};
@@ -30,7 +34,7 @@ use crate::model::{
     AnchorRecord, EventId, History, HistoryImage, Instant, Item, Journey, Position, Timeline,
     TimelineId, Traveller,
 };
-use crate::store::{Link, LogKey};
+use crate::store::{Link, LogKey, PartId, SnapshotPart};
 
 /// The layout version. Change it whenever the layout, or what folding the log means, changes:
 /// a snapshot of another format is ignored and the log replayed in full.
@@ -47,7 +51,10 @@ use crate::store::{Link, LogKey};
 /// must not read these snapshots: it would drop them and serve hidden timelines.
 /// Format 8: the journeys, which only grow, in JSON chunks of [`JOURNEY_CHUNK`] beside the
 /// records, so a process writing snapshots encodes only the chunks that changed (see [`Kept`]).
-pub const FORMAT: u32 = 8;
+/// Format 9: full chunks of journeys are parts stored once, named by their SHA-256, so a
+/// snapshot writes only what changed since the one before (a server taking writes at full
+/// rate wrote its whole history of journeys every 20,000 records).
+pub const FORMAT: u32 = 9;
 
 /// Journeys per chunk of a snapshot.
 const JOURNEY_CHUNK: usize = 4096;
@@ -108,16 +115,32 @@ fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
     out
 }
 
+/// A snapshot as written: its bytes and the parts they name.
+pub struct Encoded {
+    /// The header, body and seal.
+    pub bytes: Vec<u8>,
+    kept: Kept,
+}
+
+impl Encoded {
+    /// The parts the bytes name, to be stored with them.
+    pub fn parts(&self) -> Vec<SnapshotPart<'_>> {
+        self.kept.parts()
+    }
+}
+
 /// The snapshot of `world`, sealed with `key`.
-pub fn encode(world: &World, key: &LogKey) -> Vec<u8> {
-    encode_kept(world, key, &mut Kept::default())
+pub fn encode(world: &World, key: &LogKey) -> Encoded {
+    let mut kept = Kept::default();
+    let bytes = encode_kept(world, key, &mut kept);
+    Encoded { bytes, kept }
 }
 
 /// [`encode`], reusing what `kept` holds of the snapshot this process wrote before, and keeping
-/// what this one wrote for the next.
+/// what this one wrote for the next. The parts the bytes name are [`Kept::parts`].
 pub fn encode_kept(world: &World, key: &LogKey, kept: &mut Kept) -> Vec<u8> {
     kept.follow(world);
-    let body = postcard::to_allocvec(&WorldImage::of(world, &kept.chunks))
+    let body = postcard::to_allocvec(&WorldImage::of(world, kept))
         // Serializing plain structs into a Vec cannot fail; an empty body is refused on reading.
         .unwrap_or_default();
     frame(world.seq, world.link.unwrap_or_default(), &body, key)
@@ -133,6 +156,8 @@ pub struct Kept {
     journeys: Vec<Arc<Journey>>,
     /// JSON arrays of [`JOURNEY_CHUNK`] journeys each (the last may hold fewer).
     chunks: Vec<String>,
+    /// The SHA-256 of each full chunk, in order: the ids of the parts they are stored as.
+    ids: Vec<PartId>,
 }
 
 impl Kept {
@@ -150,6 +175,7 @@ impl Kept {
             same / JOURNEY_CHUNK
         };
         self.chunks.truncate(whole);
+        self.ids.truncate(whole);
         self.journeys.truncate(whole * JOURNEY_CHUNK);
         let rest: Vec<&Arc<Journey>> = world.journeys.values().skip(self.journeys.len()).collect();
         for chunk in rest.chunks(JOURNEY_CHUNK) {
@@ -159,6 +185,34 @@ impl Kept {
                 .push(serde_json::to_string(&journeys).unwrap_or_default());
             self.journeys.extend(chunk.iter().map(|j| Arc::clone(j)));
         }
+        // Hashed once, when the chunk is first full.
+        while self.ids.len() < self.full() {
+            let id = Sha256::digest(self.chunks[self.ids.len()].as_bytes()).into();
+            self.ids.push(id);
+        }
+    }
+
+    /// How many of the chunks are full, and so stored as parts.
+    fn full(&self) -> usize {
+        self.journeys.len() / JOURNEY_CHUNK
+    }
+
+    /// The chunk of journeys that is not yet full, written in the snapshot's body (`[]` when
+    /// there is none).
+    fn open_chunk(&self) -> &str {
+        self.chunks.get(self.full()).map_or("[]", String::as_str)
+    }
+
+    /// The full chunks, as the parts the snapshot last encoded names.
+    pub fn parts(&self) -> Vec<SnapshotPart<'_>> {
+        self.ids
+            .iter()
+            .zip(&self.chunks)
+            .map(|(id, chunk)| SnapshotPart {
+                id: *id,
+                bytes: chunk.as_bytes(),
+            })
+            .collect()
     }
 }
 
@@ -196,18 +250,62 @@ pub fn sealed_by(bytes: &[u8], key: &LogKey) -> bool {
     Link::try_from(seal).is_ok_and(|seal| key.opens(sealed, &seal))
 }
 
-/// The world a snapshot holds, after checking it is whole, of this format and sealed by `key`.
-pub fn decode(bytes: &[u8], key: &LogKey) -> Result<World, SnapshotError> {
+/// The world a snapshot holds, after checking it is whole, of this format and sealed by `key`,
+/// with the `parts` it names (each checked against the id the sealed bytes name it by).
+pub fn decode(
+    bytes: &[u8],
+    parts: &[SnapshotPart<'_>],
+    key: &LogKey,
+) -> Result<World, SnapshotError> {
     let (seq, link, image) = parse(bytes, key)?;
-    build(seq, link, image)
+    let named = named_parts(&image, |id| {
+        parts.iter().find(|p| p.id == *id).map(|p| p.bytes)
+    })?;
+    build(seq, link, image, &named)
 }
 
 /// [`decode`], letting go of the bytes as soon as they are parsed: a big world's start-up then
-/// reuses their memory for the world instead of asking the system for more.
-pub fn decode_owned(bytes: Vec<u8>, key: &LogKey) -> Result<World, SnapshotError> {
+/// reuses their memory for the world instead of asking the system for more. `parts` as the
+/// store hands them back ([`crate::store::Store::read_snapshot_parts`]).
+pub fn decode_owned(
+    bytes: Vec<u8>,
+    parts: &[(PartId, Vec<u8>)],
+    key: &LogKey,
+) -> Result<World, SnapshotError> {
     let (seq, link, image) = parse(&bytes, key)?;
     drop(bytes);
-    build(seq, link, image)
+    let named = named_parts(&image, |id| {
+        parts
+            .iter()
+            .find(|(held, _)| held == id)
+            .map(|(_, bytes)| bytes.as_slice())
+    })?;
+    build(seq, link, image, &named)
+}
+
+/// The text of each part `image` names, in order, found by `find` and checked against its id.
+fn named_parts<'p>(
+    image: &WorldImage,
+    find: impl Fn(&PartId) -> Option<&'p [u8]>,
+) -> Result<Vec<&'p str>, SnapshotError> {
+    image
+        .journey_parts
+        .iter()
+        .enumerate()
+        .map(|(n, id)| {
+            let bytes = find(id).ok_or_else(|| {
+                SnapshotError::Damaged(format!("part {n} (journeys) is missing from the store"))
+            })?;
+            let digest: PartId = Sha256::digest(bytes).into();
+            if digest != *id {
+                return Err(SnapshotError::Damaged(format!(
+                    "part {n} (journeys) does not match the id the snapshot names"
+                )));
+            }
+            std::str::from_utf8(bytes)
+                .map_err(|e| SnapshotError::Undecodable(format!("part {n} (journeys): {e}")))
+        })
+        .collect()
 }
 
 /// Checks the header, checksum and seal and parses the body, which is not yet a world.
@@ -252,7 +350,7 @@ fn parse(
 }
 
 /// The journeys of `chunks`, each chunk parsed on a core of its own.
-fn journeys(chunks: &[String]) -> Result<Vec<Journey>, String> {
+fn journeys(chunks: &[&str]) -> Result<Vec<Journey>, String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_core = chunks.len().div_ceil(cores).max(1);
     let parsed: Vec<Result<Vec<Journey>, serde_json::Error>> = std::thread::scope(|scope| {
@@ -283,9 +381,17 @@ fn journeys(chunks: &[String]) -> Result<Vec<Journey>, String> {
     Ok(all)
 }
 
-fn build(seq: u64, link: Option<Link>, image: WorldImage) -> Result<World, SnapshotError> {
+/// The world of `image`, whose full chunks of journeys are `parts`.
+fn build(
+    seq: u64,
+    link: Option<Link>,
+    image: WorldImage,
+    parts: &[&str],
+) -> Result<World, SnapshotError> {
     let started = std::time::Instant::now();
-    let mut world = image.into_world(seq).map_err(SnapshotError::Undecodable)?;
+    let mut world = image
+        .into_world(seq, parts)
+        .map_err(SnapshotError::Undecodable)?;
     world.link = link;
     tracing::debug!(
         build_ms = started.elapsed().as_millis() as u64,
@@ -301,9 +407,10 @@ struct WorldImage<'a> {
     timelines: Vec<TimelineImage>,
     /// JSON of [`Records`].
     records: String,
-    /// The journeys in id order (the order they were made in): JSON arrays of
-    /// [`JOURNEY_CHUNK`] each.
-    journeys: std::borrow::Cow<'a, [String]>,
+    /// The journeys in id order (the order they were made in): the parts holding the full
+    /// chunks (JSON arrays of [`JOURNEY_CHUNK`] each), by id, then the rest (a JSON array).
+    journey_parts: Vec<PartId>,
+    journeys: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -391,8 +498,8 @@ struct KeyImage {
 }
 
 impl<'a> WorldImage<'a> {
-    /// The image of `world`, whose journeys are `journeys` (see [`Kept`]).
-    fn of(world: &World, journeys: &'a [String]) -> Self {
+    /// The image of `world`, whose journeys are `kept`'s (see [`Kept::follow`]).
+    fn of(world: &World, kept: &'a Kept) -> Self {
         // Parents first: a branch is read back on top of its parent.
         let mut order: Vec<&TimelineId> = Vec::with_capacity(world.timelines.len());
         let mut placed: HashSet<&TimelineId> = HashSet::new();
@@ -500,11 +607,13 @@ impl<'a> WorldImage<'a> {
         Self {
             timelines,
             records: serde_json::to_string(&records).unwrap_or_default(),
-            journeys: std::borrow::Cow::Borrowed(journeys),
+            journey_parts: kept.ids.clone(),
+            journeys: std::borrow::Cow::Borrowed(kept.open_chunk()),
         }
     }
 
-    fn into_world(self, seq: u64) -> Result<World, String> {
+    /// The world of this image, whose full chunks of journeys are `parts` (in order).
+    fn into_world(self, seq: u64, parts: &[&str]) -> Result<World, String> {
         let mut world = World::default();
         world.seq = seq;
         for t in self.timelines {
@@ -557,7 +666,12 @@ impl<'a> WorldImage<'a> {
             .into_iter()
             .map(|a| (a.id.clone(), Arc::new(a)))
             .collect();
-        world.journeys = journeys(&self.journeys)?
+        let chunks: Vec<&str> = parts
+            .iter()
+            .copied()
+            .chain(std::iter::once(self.journeys.as_ref()))
+            .collect();
+        world.journeys = journeys(&chunks)?
             .into_iter()
             .map(|mut j| {
                 // Written before journeys had kinds: the kind folding would give them.
@@ -739,6 +853,12 @@ mod tests {
     use crate::engine::Op;
     use crate::model::{Event, EventStatus, Window};
 
+    /// `world` written as a snapshot and read back, parts and all.
+    fn round_trip(world: &World, key: &LogKey) -> Result<World, SnapshotError> {
+        let encoded = encode(world, key);
+        decode(&encoded.bytes, &encoded.parts(), key)
+    }
+
     fn timeline(id: &str, parent: Option<&str>) -> Timeline {
         Timeline {
             id: id.parse().expect("a timeline id"),
@@ -827,7 +947,7 @@ mod tests {
         }
         let world = branched_world();
         let key = LogKey::development();
-        let good = encode(&world, &key);
+        let good = encode(&world, &key).bytes;
         let (seq, link, mut image) = parse(&good, &key).expect("a good snapshot parses");
         assert_eq!(image.timelines.len(), 2);
         assert!(image.timelines[1].base.is_some(), "the branch has a base");
@@ -836,7 +956,7 @@ mod tests {
         // The checksum and the seal are made again (as by someone holding the key): only the
         // bounds check stands between this and the heap.
         let forged = frame(seq, link.unwrap_or_default(), &body, &key);
-        match decode(&forged, &key) {
+        match decode(&forged, &[], &key) {
             Err(SnapshotError::Undecodable(why)) => {
                 assert!(why.contains("4294967295"), "{why}");
             }
@@ -844,7 +964,7 @@ mod tests {
             Ok(_) => panic!("a forged length was accepted"),
         }
         // The same image with its true length still reads back.
-        let read = decode(&good, &key).expect("the unforged snapshot decodes");
+        let read = decode(&good, &[], &key).expect("the unforged snapshot decodes");
         assert_eq!(read.first_difference(&world), None);
     }
 
@@ -879,7 +999,7 @@ mod tests {
             world.merges.insert(m.merge_id.clone(), Arc::new(m));
         }
         let key = LogKey::development();
-        let read = decode(&encode(&world, &key), &key).expect("a snapshot with merges decodes");
+        let read = round_trip(&world, &key).expect("a snapshot with merges decodes");
         assert_eq!(read.merges, world.merges);
         assert_eq!(read.first_difference(&world), None);
     }
@@ -898,7 +1018,7 @@ mod tests {
         let mut world = branched_world();
         let key = LogKey::development();
         // None recorded: none read back (and none written, as by older versions).
-        let read = decode(&encode(&world, &key), &key).expect("decodes");
+        let read = round_trip(&world, &key).expect("decodes");
         assert_eq!(read.scans, crate::engine::Scans::default());
         let first = Instant::from_timestamp(1_767_225_600, 0).unwrap_or_default();
         let second = Instant::from_timestamp(1_767_229_200, 0).unwrap_or_default();
@@ -920,7 +1040,7 @@ mod tests {
                 )
                 .expect("the op applies");
         }
-        let read = decode(&encode(&world, &key), &key).expect("decodes");
+        let read = round_trip(&world, &key).expect("decodes");
         assert_eq!(read.first_difference(&world), None);
         assert_eq!(read.scans.last_head, Some(world.seq - 1));
         let open: Vec<_> = read
@@ -994,7 +1114,7 @@ mod tests {
             "the branch point holds"
         );
         let key = LogKey::development();
-        let read = decode(&encode(&world, &key), &key).expect("decodes");
+        let read = round_trip(&world, &key).expect("decodes");
         assert_eq!(read.first_difference(&world), None);
         let grandchild: TimelineId = "tml_grandchild".parse().expect("an id");
         assert_eq!(read.timelines[&grandchild].data.len(), 1);

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use tokio::sync::OwnedMutexGuard;
 
 use super::{
-    ChainMeta, Entry, Link, LogLock, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo, Store,
-    StoreError,
+    ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo,
+    SnapshotPart, Store, StoreError,
 };
 
 /// The log in a `Vec`; lost when dropped.
@@ -21,8 +21,9 @@ pub struct MemoryStore {
     snapshots: Arc<Mutex<Vec<StoredSnapshot>>>,
 }
 
-/// A snapshot as listed, with its bytes.
-type StoredSnapshot = (SnapshotInfo, Arc<Vec<u8>>);
+/// A snapshot as listed, with its bytes and the parts it names (shared with the other
+/// snapshots that name them).
+type StoredSnapshot = (SnapshotInfo, Arc<Vec<u8>>, Vec<(PartId, Arc<Vec<u8>>)>);
 
 /// A record's body and link (`None` until the log is chained).
 type Stored = (String, Option<Link>);
@@ -127,20 +128,46 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+    async fn put_snapshot(
+        &self,
+        format: u32,
+        seq: u64,
+        bytes: &[u8],
+        parts: &[SnapshotPart<'_>],
+    ) -> Result<(), StoreError> {
         let mut snapshots = self
             .snapshots
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let id = snapshots.last().map_or(1, |(info, _)| info.id + 1);
+        let id = snapshots
+            .iter()
+            .map(|(info, ..)| info.id)
+            .max()
+            .unwrap_or(0)
+            + 1;
         let info = SnapshotInfo {
             id,
             format,
             seq,
             bytes: bytes.len() as u64,
         };
-        snapshots.push((info, Arc::new(bytes.to_vec())));
-        snapshots.sort_by_key(|(info, _)| (info.seq, info.id));
+        // A part another snapshot holds is shared, not copied.
+        let held = |part: &PartId| {
+            snapshots
+                .iter()
+                .flat_map(|(.., parts)| parts)
+                .find(|(id, _)| id == part)
+                .map(|(_, bytes)| Arc::clone(bytes))
+        };
+        let parts = parts
+            .iter()
+            .map(|part| {
+                let bytes = held(&part.id).unwrap_or_else(|| Arc::new(part.bytes.to_vec()));
+                (part.id, bytes)
+            })
+            .collect();
+        snapshots.push((info, Arc::new(bytes.to_vec()), parts));
+        snapshots.sort_by_key(|(info, ..)| (info.seq, info.id));
         let excess = snapshots.len().saturating_sub(SNAPSHOTS_KEPT);
         snapshots.drain(..excess);
         Ok(())
@@ -154,7 +181,7 @@ impl Store for MemoryStore {
         Ok(snapshots
             .iter()
             .rev()
-            .map(|(info, _)| info.clone())
+            .map(|(info, ..)| info.clone())
             .collect())
     }
 
@@ -165,8 +192,25 @@ impl Store for MemoryStore {
             .unwrap_or_else(PoisonError::into_inner);
         snapshots
             .iter()
-            .find(|(info, _)| info.id == id)
-            .map(|(_, bytes)| bytes.to_vec())
+            .find(|(info, ..)| info.id == id)
+            .map(|(_, bytes, _)| bytes.to_vec())
+            .ok_or_else(|| StoreError::Unavailable(format!("memory has no snapshot {id}")))
+    }
+
+    async fn read_snapshot_parts(&self, id: i64) -> Result<Vec<(PartId, Vec<u8>)>, StoreError> {
+        let snapshots = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        snapshots
+            .iter()
+            .find(|(info, ..)| info.id == id)
+            .map(|(.., parts)| {
+                parts
+                    .iter()
+                    .map(|(id, bytes)| (*id, bytes.to_vec()))
+                    .collect()
+            })
             .ok_or_else(|| StoreError::Unavailable(format!("memory has no snapshot {id}")))
     }
 }

@@ -299,6 +299,30 @@ pub struct SnapshotInfo {
 /// How many complete snapshots a store keeps; older ones are deleted when a new one is complete.
 pub const SNAPSHOTS_KEPT: usize = 2;
 
+/// The id of a snapshot part: the SHA-256 of its bytes, so a part is stored once however many
+/// snapshots name it, and one altered in the database no longer matches the id a sealed
+/// snapshot names.
+pub type PartId = [u8; 32];
+
+/// Parts as a database hands them back, each id as a [`PartId`]; a row whose id has another
+/// length is left out (the snapshot naming it then reads as missing a part).
+fn parts_read(rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(PartId, Vec<u8>)> {
+    rows.into_iter()
+        .filter_map(|(id, data)| Some((PartId::try_from(id.as_slice()).ok()?, data)))
+        .collect()
+}
+
+/// A piece of a snapshot that never changes once written (a full chunk of journeys): stored
+/// once and named by every snapshot that holds it, so a snapshot costs what changed since the
+/// last one rather than all the history it folds (see `engine::snapshot`).
+#[derive(Clone, Copy, Debug)]
+pub struct SnapshotPart<'a> {
+    /// The SHA-256 of `bytes`.
+    pub id: PartId,
+    /// What it holds.
+    pub bytes: &'a [u8],
+}
+
 /// An append started with [`Store::append_queued`], answered when it has been tried.
 pub type Appending =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
@@ -378,12 +402,19 @@ pub trait Store: Send + Sync {
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
 
-    /// Stores a snapshot (`bytes`, whose header says `format` and `seq`) beside the log, then
-    /// deletes all but the newest [`SNAPSHOTS_KEPT`]. It never holds the log's write lock for
-    /// long: appends go on while it is written. A snapshot cut short by a crash is never
-    /// listed by [`Store::snapshots`].
-    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
-        let _ = (format, seq, bytes);
+    /// Stores a snapshot (`bytes`, whose header says `format` and `seq`, and the `parts` it
+    /// names) beside the log, then deletes all but the newest [`SNAPSHOTS_KEPT`] and the parts
+    /// none of those names. A part the store already holds is not written again. It never
+    /// holds the log's write lock for long: appends go on while it is written. A snapshot cut
+    /// short by a crash, or missing a part, is never listed by [`Store::snapshots`].
+    async fn put_snapshot(
+        &self,
+        format: u32,
+        seq: u64,
+        bytes: &[u8],
+        parts: &[SnapshotPart<'_>],
+    ) -> Result<(), StoreError> {
+        let _ = (format, seq, bytes, parts);
         Err(StoreError::Unavailable(format!(
             "{} keeps no snapshots",
             self.describe()
@@ -397,6 +428,15 @@ pub trait Store: Send + Sync {
 
     /// The bytes of snapshot `id`, as they were stored (the caller checks them).
     async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
+        Err(StoreError::Unavailable(format!(
+            "{} has no snapshot {id}",
+            self.describe()
+        )))
+    }
+
+    /// The parts snapshot `id` names, as they were stored (the caller checks them against the
+    /// ids its sealed bytes name).
+    async fn read_snapshot_parts(&self, id: i64) -> Result<Vec<(PartId, Vec<u8>)>, StoreError> {
         Err(StoreError::Unavailable(format!(
             "{} has no snapshot {id}",
             self.describe()

@@ -24,8 +24,8 @@ use tokio::sync::watch;
 
 use super::postgres_lease::{LEASE_CHANNEL, PgLease};
 use super::{
-    ChainMeta, Entry, Link, LogLock, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo, Store,
-    StoreError, WriterLease,
+    ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo,
+    SnapshotPart, Store, StoreError, WriterLease, parts_read,
 };
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
@@ -72,11 +72,20 @@ fn migrator() -> Migrator {
             "chain",
             include_str!("../../migrations/postgres/0004_chain.sql"),
         ),
+        (
+            5,
+            "snapshot parts",
+            include_str!("../../migrations/postgres/0005_snapshot_parts.sql"),
+        ),
     ])
 }
 
 /// Snapshot bytes are stored in chunks of this size (rows, not one huge value).
 const SNAPSHOT_CHUNK: usize = 4 * 1024 * 1024;
+/// The transaction-level advisory lock under which snapshots are written and the parts no
+/// snapshot names deleted, so one replica never deletes a part another's new snapshot names:
+/// "snapshot" in ASCII.
+const SNAPSHOT_LOCK: i64 = 0x736e_6170_7368_6f74;
 
 /// The channel the head row's trigger notifies on (migration 2).
 const HEAD_CHANNEL: &str = "chronoscope_log";
@@ -386,6 +395,8 @@ impl Store for PostgresStore {
         for statement in [
             "DELETE FROM log_chain",
             "DELETE FROM snapshot_chunk",
+            "DELETE FROM snapshot_part_ref",
+            "DELETE FROM snapshot_part",
             "DELETE FROM snapshot",
         ] {
             sqlx::query(statement)
@@ -400,13 +411,25 @@ impl Store for PostgresStore {
     }
 
     /// One transaction, apart from the head row, so appends never wait for it and a crash
-    /// leaves the snapshot whole or absent.
-    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+    /// leaves the snapshot whole or absent; with the parts the database lacks, and the deletion
+    /// of those no kept snapshot names, under [`SNAPSHOT_LOCK`].
+    async fn put_snapshot(
+        &self,
+        format: u32,
+        seq: u64,
+        bytes: &[u8],
+        parts: &[SnapshotPart<'_>],
+    ) -> Result<(), StoreError> {
         let (Ok(seq_db), Ok(len)) = (i64::try_from(seq), i64::try_from(bytes.len())) else {
             return Err(StoreError::Unavailable("snapshot out of range".into()));
         };
         let err = |e| self.err("write a snapshot to", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(SNAPSHOT_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO snapshot (format, seq, bytes, complete) VALUES ($1, $2, $3, TRUE) \
              RETURNING id",
@@ -417,6 +440,28 @@ impl Store for PostgresStore {
         .fetch_one(&mut *tx)
         .await
         .map_err(err)?;
+        for (n, part) in (0_i32..).zip(parts) {
+            sqlx::query("INSERT INTO snapshot_part_ref (snapshot_id, n, part) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(n)
+                .bind(part.id.as_slice())
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+            let held: Option<i32> = sqlx::query_scalar("SELECT 1 FROM snapshot_part WHERE id = $1")
+                .bind(part.id.as_slice())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            if held.is_none() {
+                sqlx::query("INSERT INTO snapshot_part (id, data) VALUES ($1, $2)")
+                    .bind(part.id.as_slice())
+                    .bind(part.bytes)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            }
+        }
         for (n, chunk) in (0_i32..).zip(bytes.chunks(SNAPSHOT_CHUNK)) {
             sqlx::query("INSERT INTO snapshot_chunk (snapshot_id, n, data) VALUES ($1, $2, $3)")
                 .bind(id)
@@ -426,18 +471,25 @@ impl Store for PostgresStore {
                 .await
                 .map_err(err)?;
         }
-        tx.commit().await.map_err(err)?;
-        // Chunks go with their row (ON DELETE CASCADE). Rows never complete (an older
-        // version's, or written by hand) go too: this one supersedes them.
+        // Chunks and references go with their row (ON DELETE CASCADE). Rows never complete
+        // (an older version's, or written by hand) go too: this one supersedes them. Then the
+        // parts no snapshot left names.
         sqlx::query(
             "DELETE FROM snapshot WHERE NOT complete OR id IN (SELECT id FROM snapshot \
              WHERE complete ORDER BY seq DESC, id DESC OFFSET $1)",
         )
         .bind(SNAPSHOTS_KEPT as i64)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(err)?;
-        Ok(())
+        sqlx::query(
+            "DELETE FROM snapshot_part p WHERE NOT EXISTS \
+             (SELECT 1 FROM snapshot_part_ref r WHERE r.part = p.id)",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        tx.commit().await.map_err(err)
     }
 
     async fn snapshots(&self) -> Result<Vec<SnapshotInfo>, StoreError> {
@@ -473,6 +525,18 @@ impl Store for PostgresStore {
                 .await
                 .map_err(|e| self.err("read", e))?;
         Ok(chunks.concat())
+    }
+
+    async fn read_snapshot_parts(&self, id: i64) -> Result<Vec<(PartId, Vec<u8>)>, StoreError> {
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
+            "SELECT r.part, p.data FROM snapshot_part_ref r JOIN snapshot_part p ON p.id = r.part \
+             WHERE r.snapshot_id = $1 ORDER BY r.n",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        Ok(parts_read(rows))
     }
 
     fn pushed_heads(&self) -> Option<watch::Receiver<u64>> {

@@ -21,8 +21,8 @@ use sqlx::sqlite::{
 
 use super::sqlite_writer::Writer;
 use super::{
-    Appending, ChainMeta, Entry, Link, LogLock, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo,
-    Store, StoreError,
+    Appending, ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SNAPSHOTS_KEPT,
+    SnapshotInfo, SnapshotPart, Store, StoreError, parts_read,
 };
 
 /// How long a statement waits for another process's write lock before giving up.
@@ -53,6 +53,11 @@ fn migrator() -> Migrator {
             3,
             "chain",
             include_str!("../../migrations/sqlite/0003_chain.sql"),
+        ),
+        (
+            4,
+            "snapshot parts",
+            include_str!("../../migrations/sqlite/0004_snapshot_parts.sql"),
         ),
     ])
 }
@@ -243,19 +248,64 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+    /// The row and the parts' references first (so no part it names is taken as unnamed and
+    /// deleted meanwhile), then the parts the file lacks, then the bytes, each a short
+    /// transaction of its own; complete once every byte and part is there.
+    async fn put_snapshot(
+        &self,
+        format: u32,
+        seq: u64,
+        bytes: &[u8],
+        parts: &[SnapshotPart<'_>],
+    ) -> Result<(), StoreError> {
         let (Some(seq_db), Ok(len)) = (seq_to_db(seq), i64::try_from(bytes.len())) else {
             return Err(StoreError::Unavailable("snapshot out of range".into()));
         };
-        let id = self
+        let named: Vec<PartId> = parts.iter().map(|part| part.id).collect();
+        let (id, lacking) = self
             .writer
             .exec(move |conn, path| {
-                conn.prepare_cached("INSERT INTO snapshot (format, seq, bytes) VALUES (?1, ?2, ?3)")
+                let id = conn
+                    .prepare_cached("INSERT INTO snapshot (format, seq, bytes) VALUES (?1, ?2, ?3)")
                     .and_then(|mut insert| insert.execute((format, seq_db, len)))
                     .map(|_| conn.last_insert_rowid())
-                    .map_err(|e| writer_err(path, e))
+                    .map_err(|e| writer_err(path, e))?;
+                let mut refer = conn
+                    .prepare_cached(
+                        "INSERT INTO snapshot_part_ref (snapshot_id, n, part) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(|e| writer_err(path, e))?;
+                let mut held = conn
+                    .prepare_cached("SELECT 1 FROM snapshot_part WHERE id = ?1")
+                    .map_err(|e| writer_err(path, e))?;
+                let mut lacking = Vec::new();
+                for (n, part) in (0_i64..).zip(&named) {
+                    refer
+                        .execute((id, n, part.as_slice()))
+                        .map_err(|e| writer_err(path, e))?;
+                    if !held
+                        .exists([part.as_slice()])
+                        .map_err(|e| writer_err(path, e))?
+                    {
+                        lacking.push(*part);
+                    }
+                }
+                Ok((id, lacking))
             })
             .await?;
+        for part in parts.iter().filter(|part| lacking.contains(&part.id)) {
+            let (part_id, data) = (part.id, part.bytes.to_vec());
+            self.writer
+                .exec(move |conn, path| {
+                    conn.prepare_cached(
+                        "INSERT OR IGNORE INTO snapshot_part (id, data) VALUES (?1, ?2)",
+                    )
+                    .and_then(|mut insert| insert.execute((part_id.as_slice(), data)))
+                    .map(drop)
+                    .map_err(|e| writer_err(path, e))
+                })
+                .await?;
+        }
         for (n, chunk) in (0_i64..).zip(bytes.chunks(SNAPSHOT_CHUNK)) {
             let chunk = chunk.to_vec();
             self.writer
@@ -269,13 +319,16 @@ impl Store for SqliteStore {
                 })
                 .await?;
         }
-        // Complete only if every byte is there (a concurrent pruner may have taken chunks).
+        // Complete only if every byte and part is there (a concurrent pruner may have taken
+        // chunks).
         let completed = self
             .writer
             .exec(move |conn, path| {
                 conn.prepare_cached(
                     "UPDATE snapshot SET complete = 1 WHERE id = ?1 AND bytes = \
-                     (SELECT COALESCE(SUM(length(data)), 0) FROM snapshot_chunk WHERE snapshot_id = ?1)",
+                     (SELECT COALESCE(SUM(length(data)), 0) FROM snapshot_chunk WHERE snapshot_id = ?1) \
+                     AND NOT EXISTS (SELECT 1 FROM snapshot_part_ref r WHERE r.snapshot_id = ?1 \
+                     AND NOT EXISTS (SELECT 1 FROM snapshot_part p WHERE p.id = r.part))",
                 )
                 .and_then(|mut update| update.execute([id]))
                 .map_err(|e| writer_err(path, e))
@@ -347,6 +400,18 @@ impl Store for SqliteStore {
         Ok(bytes)
     }
 
+    async fn read_snapshot_parts(&self, id: i64) -> Result<Vec<(PartId, Vec<u8>)>, StoreError> {
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
+            "SELECT r.part, p.data FROM snapshot_part_ref r JOIN snapshot_part p ON p.id = r.part \
+             WHERE r.snapshot_id = ?1 ORDER BY r.n",
+        )
+        .bind(id)
+        .fetch_all(&self.readers)
+        .await
+        .map_err(|e| self.err("read", e))?;
+        Ok(parts_read(rows))
+    }
+
     /// The processes sharing a SQLite file are one person's dashboard and commands: a change
     /// made by one reaches the others within 25 ms, which saves a query on every read.
     fn read_staleness(&self) -> std::time::Duration {
@@ -405,6 +470,26 @@ impl SqliteStore {
                 if deleted == 0 {
                     break;
                 }
+            }
+            self.writer
+                .exec(move |conn, path| {
+                    conn.execute("DELETE FROM snapshot_part_ref WHERE snapshot_id = ?1", [id])
+                        .map(drop)
+                        .map_err(|e| writer_err(path, e))
+                })
+                .await?;
+        }
+        // The parts no snapshot names any more, a few per transaction.
+        loop {
+            let deleted = self
+                .writer
+                .exec(|conn, path| {
+                    conn.execute(UNNAMED_PARTS, [])
+                        .map_err(|e| writer_err(path, e))
+                })
+                .await?;
+            if deleted == 0 {
+                break;
             }
         }
         self.shrink().await
@@ -466,8 +551,14 @@ fn vacuum_step(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Deletes up to 8 parts no snapshot names (a part is written after its references, so one
+/// being written is always named).
+const UNNAMED_PARTS: &str = "DELETE FROM snapshot_part WHERE id IN (SELECT id FROM snapshot_part p \
+     WHERE NOT EXISTS (SELECT 1 FROM snapshot_part_ref r WHERE r.part = p.id) LIMIT 8)";
+
 /// At open: deletes what a crash or an interrupted write left of snapshots (incomplete ones,
-/// chunks whose row is gone), gives the freed pages back to the file system, and empties the
+/// chunks, references and parts no snapshot has any more), gives the freed pages back to the
+/// file system, and empties the
 /// WAL. An incomplete snapshot another process is writing at this moment is deleted too: its
 /// writer hears so when it finishes, and writes a new one later.
 async fn tidy_snapshots(setup: &SqlitePool) -> Result<(), sqlx::Error> {
@@ -482,8 +573,23 @@ async fn tidy_snapshots(setup: &SqlitePool) -> Result<(), sqlx::Error> {
     .execute(&mut *conn)
     .await?
     .rows_affected();
-    if rows + chunks > 0 {
-        tracing::info!(snapshots = rows, chunks, "deleted incomplete snapshots");
+    sqlx::query("DELETE FROM snapshot_part_ref WHERE snapshot_id NOT IN (SELECT id FROM snapshot)")
+        .execute(&mut *conn)
+        .await?;
+    let parts = sqlx::query(
+        "DELETE FROM snapshot_part WHERE NOT EXISTS \
+         (SELECT 1 FROM snapshot_part_ref r WHERE r.part = snapshot_part.id)",
+    )
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if rows + chunks + parts > 0 {
+        tracing::info!(
+            snapshots = rows,
+            chunks,
+            parts,
+            "deleted incomplete snapshots"
+        );
     }
     let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
         .fetch_one(&mut *conn)

@@ -521,9 +521,15 @@ pub(super) fn restore(
         let from = i64::try_from(meta.from).map_err(|_| StoreError::Conflict(meta.from))?;
         conn.execute("DELETE FROM log_chain", []).map_err(fail)?;
         insert_chain_row(conn, &meta, from).map_err(fail)?;
-        conn.execute("DELETE FROM snapshot_chunk", [])
-            .map_err(fail)?;
-        conn.execute("DELETE FROM snapshot", []).map_err(fail)?;
+        for table in [
+            "snapshot_chunk",
+            "snapshot_part_ref",
+            "snapshot_part",
+            "snapshot",
+        ] {
+            conn.execute(&format!("DELETE FROM {table}"), [])
+                .map_err(fail)?;
+        }
         log.run("COMMIT").map_err(fail)?;
         // The whole log went through the write-ahead file: fold it into the database now,
         // rather than leave a second copy of it on disk until the next start.

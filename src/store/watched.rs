@@ -10,7 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Appending, ChainMeta, Entry, Link, LogLock, Record, Restoring, SnapshotInfo, Store, StoreError,
+    Appending, ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SnapshotInfo,
+    SnapshotPart, Store, StoreError,
 };
 
 /// How often the probe asks a store known to be down whether it answers again.
@@ -259,9 +260,19 @@ impl Store for Watched {
         self.shared.observe(outcome, true)
     }
 
-    async fn put_snapshot(&self, format: u32, seq: u64, bytes: &[u8]) -> Result<(), StoreError> {
+    async fn put_snapshot(
+        &self,
+        format: u32,
+        seq: u64,
+        bytes: &[u8],
+        parts: &[SnapshotPart<'_>],
+    ) -> Result<(), StoreError> {
         self.shared.check()?;
-        let outcome = self.shared.inner.put_snapshot(format, seq, bytes).await;
+        let outcome = self
+            .shared
+            .inner
+            .put_snapshot(format, seq, bytes, parts)
+            .await;
         self.shared.observe(outcome, true)
     }
 
@@ -274,6 +285,12 @@ impl Store for Watched {
     async fn read_snapshot(&self, id: i64) -> Result<Vec<u8>, StoreError> {
         self.shared.check()?;
         let outcome = self.shared.inner.read_snapshot(id).await;
+        self.shared.observe(outcome, false)
+    }
+
+    async fn read_snapshot_parts(&self, id: i64) -> Result<Vec<(PartId, Vec<u8>)>, StoreError> {
+        self.shared.check()?;
+        let outcome = self.shared.inner.read_snapshot_parts(id).await;
         self.shared.observe(outcome, false)
     }
 
