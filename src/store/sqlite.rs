@@ -448,51 +448,41 @@ impl SqliteStore {
         .map_err(|e| self.err("read", e))?;
         for id in doomed.into_iter().chain(abandoned) {
             // The row goes first, so a half-deleted snapshot is never listed.
-            self.writer
-                .exec(move |conn, path| {
-                    conn.execute("DELETE FROM snapshot WHERE id = ?1", [id])
-                        .map(drop)
-                        .map_err(|e| writer_err(path, e))
-                })
+            self.run_on_writer("DELETE FROM snapshot WHERE id = ?1", id)
                 .await?;
-            loop {
-                let deleted = self
-                    .writer
-                    .exec(move |conn, path| {
-                        conn.execute(
-                            "DELETE FROM snapshot_chunk WHERE snapshot_id = ?1 AND n IN \
-                             (SELECT n FROM snapshot_chunk WHERE snapshot_id = ?1 LIMIT 8)",
-                            [id],
-                        )
-                        .map_err(|e| writer_err(path, e))
-                    })
-                    .await?;
-                if deleted == 0 {
-                    break;
-                }
-            }
-            self.writer
-                .exec(move |conn, path| {
-                    conn.execute("DELETE FROM snapshot_part_ref WHERE snapshot_id = ?1", [id])
-                        .map(drop)
-                        .map_err(|e| writer_err(path, e))
-                })
+            while self
+                .run_on_writer(
+                    "DELETE FROM snapshot_chunk WHERE snapshot_id = ?1 AND n IN \
+                     (SELECT n FROM snapshot_chunk WHERE snapshot_id = ?1 LIMIT 8)",
+                    id,
+                )
+                .await?
+                > 0
+            {}
+            self.run_on_writer("DELETE FROM snapshot_part_ref WHERE snapshot_id = ?1", id)
                 .await?;
         }
         // The parts no snapshot names any more, a few per transaction.
-        loop {
-            let deleted = self
-                .writer
-                .exec(|conn, path| {
-                    conn.execute(UNNAMED_PARTS, [])
-                        .map_err(|e| writer_err(path, e))
-                })
-                .await?;
-            if deleted == 0 {
-                break;
-            }
-        }
+        while self.run_on_writer(UNNAMED_PARTS, 0).await? > 0 {}
         self.shrink().await
+    }
+
+    /// Runs `statement` (with `?1` bound to `id`, when it names it) as one short transaction on
+    /// the writer connection, between two appends; answers how many rows it changed.
+    async fn run_on_writer(&self, statement: &'static str, id: i64) -> Result<usize, StoreError> {
+        self.writer
+            .exec(move |conn, path| {
+                let mut prepared = conn
+                    .prepare_cached(statement)
+                    .map_err(|e| writer_err(path, e))?;
+                let changed = if prepared.parameter_count() == 0 {
+                    prepared.execute([])
+                } else {
+                    prepared.execute([id])
+                };
+                changed.map_err(|e| writer_err(path, e))
+            })
+            .await
     }
 
     /// Truncates the file's free pages a few at a time (appends go on between the steps),
