@@ -1502,6 +1502,49 @@ fn an_unstable_timeline_has_its_own_exit_status() {
     }
 }
 
+/// N19: `holds` says its answer in its exit status too: 0 when the event holds, 5 when its
+/// lineage was altered, 6 when the timeline has no such event (it exited 0 for all three).
+#[test]
+fn holds_has_an_exit_status_for_each_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| binary_json(dir.path(), args);
+    let added = json(&[
+        "events",
+        "add",
+        "Bridge opens",
+        "--time",
+        "2020-05-01T12:00:00Z",
+        "--location",
+        "Bern",
+    ]);
+    let bridge = added["event_id"].as_str().unwrap().to_owned();
+    let holds = with_backtraces(dir.path(), &["holds", &bridge]);
+    let said = String::from_utf8_lossy(&holds.stdout);
+    assert_eq!(holds.status.code(), Some(0), "{said}{holds:?}");
+    assert!(said.starts_with("holds:"), "{said}");
+
+    json(&[
+        "events",
+        "manipulate",
+        &bridge,
+        "--description",
+        "Bridge closes",
+    ]);
+    let altered = with_backtraces(dir.path(), &["holds", &bridge]);
+    let said = String::from_utf8_lossy(&altered.stdout);
+    assert_eq!(altered.status.code(), Some(5), "{said}{altered:?}");
+    assert!(said.starts_with("altered:"), "{said}");
+
+    let missing = with_backtraces(dir.path(), &["holds", "evt_nowhere"]);
+    let said = String::from_utf8_lossy(&missing.stdout);
+    assert_eq!(missing.status.code(), Some(6), "{said}{missing:?}");
+    assert!(said.starts_with("missing:"), "{said}");
+
+    let help = with_backtraces(dir.path(), &["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("5 `holds`: the event was altered"), "{help}");
+}
+
 /// `travel` carries what you carry unless told otherwise, as `jump`, `return` and `switch` do
 /// (and the dashboard's wizard): one rule on every face; `--travel-light` leaves it all.
 #[test]
@@ -1915,6 +1958,17 @@ async fn deleting_a_timeline_names_your_anchors_in_it_that_can_no_longer_be_retu
              2026-11-22 10:00:00 ({anchor})"
         )),
         "{text}"
+    );
+    // N8: the list no longer calls it active, and says why.
+    let listed = run_cli(&ada, &["anchors", "list"]).await.unwrap();
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with(&anchor))
+        .unwrap_or_else(|| panic!("{anchor} is listed: {listed}"));
+    assert!(row.contains("dead") && !row.contains("active"), "{listed}");
+    assert!(
+        listed.contains("dead: its timeline is gone (deleted, or hidden from you)"),
+        "{listed}"
     );
 
     // --json lists them by id; a timeline without your anchors names none.

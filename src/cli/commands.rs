@@ -498,16 +498,34 @@ async fn run(
                 human::anchor_record,
             ),
             // With what each records (its environment), as `--json` shows.
-            AnchorCommand::List { active, page: p } => out.print(
-                &service
+            AnchorCommand::List { active, page: p } => {
+                let anchors = service
                     .find_anchors(AnchorListQuery {
                         include_spent: Some(!active),
                         limit: p.limit,
                         cursor: p.cursor,
                     })
-                    .await?,
-                human::anchor_records,
-            ),
+                    .await?;
+                // The timelines of active anchors that are gone: asked once each.
+                let mut gone = std::collections::HashSet::new();
+                let mut asked = std::collections::HashSet::new();
+                for record in &anchors.items {
+                    let anchor = &record.anchor;
+                    if anchor.status != crate::model::AnchorStatus::Active
+                        || !asked.insert(anchor.timeline.clone())
+                    {
+                        continue;
+                    }
+                    match service.get_timeline(&anchor.timeline).await {
+                        Err(ServiceError::NotFound { .. }) => {
+                            gone.insert(anchor.timeline.clone());
+                        }
+                        Err(e) => return Err(e),
+                        Ok(_) => {}
+                    }
+                }
+                out.print(&anchors, |page| human::anchor_records(page, &gone))
+            }
             AnchorCommand::Delete { id } => {
                 service
                     .delete_anchor(AnchorRef {
@@ -716,6 +734,8 @@ async fn run(
                     significant_event: event,
                 })
                 .await?;
+            out.found(check.status == "altered", Verdict::Altered);
+            out.found(check.status == "missing", Verdict::Missing);
             out.print(&check, human::holds)
         }
         Command::Scripts(cmd) => match cmd {

@@ -26,7 +26,7 @@ use crate::model::{Instant, TimeRange, Window};
 const EXIT_STATUSES: &str = "Exit status: 0 done (and nothing found); 1 the service or store \
     could not be reached, or `verify` found a bad record; 2 refused, or bad input or settings; \
     3 `detect-tampering` found tampering; 4 `check` or `stability`: the timeline is or would \
-    be unstable.";
+    be unstable; 5 `holds`: the event was altered; 6 `holds`: no such event in the timeline.";
 
 /// chronoscope: a timeline travel service and the terminal dashboard that drives it.
 ///
@@ -306,7 +306,7 @@ pub enum Command {
         #[arg(long)]
         after: Option<String>,
     },
-    /// Say whether a significant event (an id or a description) still holds in a timeline
+    /// Say whether a significant event (an id or a description) still holds in a timeline (exit status 5 when it was altered, 6 when it is missing)
     Holds {
         /// The event id or its description
         event: String,

@@ -17,6 +17,10 @@ pub enum Verdict {
     Tampered,
     /// `check` or `stability`: the timeline is, or would be, unstable (exit status 4).
     Unstable,
+    /// `holds`: the event's lineage was manipulated (exit status 5).
+    Altered,
+    /// `holds`: no such event in the timeline (exit status 6).
+    Missing,
 }
 
 impl Verdict {
@@ -26,6 +30,8 @@ impl Verdict {
             Self::Done => 0,
             Self::Tampered => 3,
             Self::Unstable => 4,
+            Self::Altered => 5,
+            Self::Missing => 6,
         }
     }
 }
@@ -105,7 +111,7 @@ pub mod human {
     use std::fmt::Write;
 
     use crate::model::{
-        Anchor, AnchorStatus, Item, Journey, JourneyKind, Whereabouts, format_instant,
+        Anchor, AnchorStatus, Item, Journey, JourneyKind, TimelineId, Whereabouts, format_instant,
     };
     use crate::service::{
         ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge,
@@ -528,11 +534,33 @@ pub mod human {
     }
 
     /// A page of anchors with their details.
-    pub fn anchor_records(page: &Page<crate::model::AnchorRecord>) -> String {
-        anchors(&Page {
-            items: page.items.iter().map(|a| a.anchor.clone()).collect(),
-            next_cursor: page.next_cursor.clone(),
-        })
+    /// A page of anchors, an active one whose timeline is in `gone` marked dead (a return to
+    /// it would be refused), with a line saying so.
+    pub fn anchor_records(
+        page: &Page<crate::model::AnchorRecord>,
+        gone: &std::collections::HashSet<TimelineId>,
+    ) -> String {
+        let dead = |a: &Anchor| a.status == AnchorStatus::Active && gone.contains(&a.timeline);
+        let mut text = page_table(
+            page,
+            &["ANCHOR", "STATUS", "TIMELINE", "TIMESTAMP", "DESCRIPTION"],
+            |record| {
+                let a = &record.anchor;
+                vec![
+                    a.id.to_string(),
+                    if dead(a) { "dead" } else { anchor_status(a) }.into(),
+                    a.timeline.to_string(),
+                    format_instant(&a.timestamp),
+                    a.description.clone().unwrap_or_default(),
+                ]
+            },
+        );
+        if page.items.iter().any(|record| dead(&record.anchor)) {
+            text.push_str(
+                "dead: its timeline is gone (deleted, or hidden from you); a return would be refused\n",
+            );
+        }
+        text
     }
 
     /// An anchor's stability verdict and why.
@@ -556,23 +584,6 @@ pub mod human {
             );
         }
         out
-    }
-
-    /// A page of anchors.
-    pub fn anchors(page: &Page<Anchor>) -> String {
-        page_table(
-            page,
-            &["ANCHOR", "STATUS", "TIMELINE", "TIMESTAMP", "DESCRIPTION"],
-            |a| {
-                vec![
-                    a.id.to_string(),
-                    anchor_status(a).into(),
-                    a.timeline.to_string(),
-                    format_instant(&a.timestamp),
-                    a.description.clone().unwrap_or_default(),
-                ]
-            },
-        )
     }
 
     /// One journey.
