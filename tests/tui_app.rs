@@ -3219,6 +3219,54 @@ async fn the_creator_of_a_timeline_makes_its_first_list_and_stays_its_admin() {
     }
 }
 
+/// N18: Primary has no creator, so while it has no list only operators administer it; its
+/// access screen said "its creator acting as its admin" all the same, and "Its creator or an
+/// operator may make one". A timeline with a creator names them.
+#[tokio::test]
+async fn a_timeline_without_a_creator_says_only_operators_administer_it() {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = engine(clock.clone()).await;
+    let mut h = member(&engine, clock.clone(), "bob").await;
+    // The words on screen, without the frames of the panes around the screen (box drawing).
+    let words = |h: &mut Harness, width: u16| {
+        let screen = h.render(width, 30);
+        let unboxed: String = screen
+            .chars()
+            .map(|c| {
+                if ('\u{2500}'..='\u{257f}').contains(&c) {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        unboxed.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    h.app.panes.timelines.select(&TimelineId::primary());
+    h.press("S");
+    h.settle().await;
+    for width in [80, 140] {
+        let said = words(&mut h, width);
+        assert!(
+            said.contains("only operators administer it (it has no creator)"),
+            "{said}"
+        );
+        assert!(said.contains("An operator may make one."), "{said}");
+        assert!(!said.contains("its creator acting"), "{said}");
+    }
+    h.press("esc");
+    h.settle().await;
+
+    submit(&mut h, "n", &["Bob lab"]).await;
+    h.press("S");
+    h.settle().await;
+    let said = words(&mut h, 140);
+    assert!(
+        said.contains("bob, its creator, acting as its admin"),
+        "{said}"
+    );
+}
+
 #[tokio::test]
 async fn a_read_only_token_is_marked_and_every_change_is_refused_before_anything_is_sent() {
     let clock = Arc::new(ManualClock::new(t(START)));

@@ -312,6 +312,7 @@ fn security(action: Action, around: &Around<'_>) -> Opened {
     }
     let me = around.whoami.map(|w| w.traveller.clone());
     let mut screen = AccessScreen::new(t.id.clone(), t.name.clone(), operator, me);
+    screen.creator.clone_from(&t.created_by);
     screen.branched = t
         .parent
         .as_ref()

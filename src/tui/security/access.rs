@@ -110,6 +110,9 @@ pub struct AccessScreen {
     pub operator: bool,
     /// Who you are, so a change that would take your own admin right away is refused.
     pub me: Option<Traveller>,
+    /// Who created the timeline: its admin while it has no list. `None` for `primary` and
+    /// history as shipped, which only operators administer then.
+    pub creator: Option<Traveller>,
     /// The list and your right, once they arrived.
     pub view: Option<AccessControlView>,
     /// Waiting for the list (or for it again).
@@ -150,6 +153,7 @@ impl AccessScreen {
             name,
             operator,
             me,
+            creator: None,
             view: None,
             loading: true,
             cursor: Cursor::default(),
@@ -675,12 +679,21 @@ impl AccessScreen {
                     "Remove the list",
                     format!(
                         "Remove the access-control list of {}? Every traveller may then read and \
-                         write it, its creator acting as its admin. (n keeps it)",
-                        self.name
+                         write it, {}. (n keeps it)",
+                        self.name,
+                        self.admin_without_list()
                     ),
                 ),
             };
             render_question(frame, area, title, &question, p);
+        }
+    }
+
+    /// Who administers the timeline while it has no list, as a clause.
+    fn admin_without_list(&self) -> String {
+        match &self.creator {
+            Some(creator) => format!("{creator}, its creator, acting as its admin"),
+            None => "and only operators administer it (it has no creator)".to_owned(),
         }
     }
 
@@ -742,9 +755,10 @@ impl AccessScreen {
                     fmt_time(&acl.at)
                 ))
             ),
-            None => "No access-control list: every traveller may read and write it, its creator \
-                     acting as its admin."
-                .to_owned(),
+            None => format!(
+                "No access-control list: every traveller may read and write it, {}.",
+                self.admin_without_list()
+            ),
         };
         vec![Line::from(right), Line::from(Span::styled(standing, p.dim))]
     }
@@ -760,8 +774,10 @@ impl AccessScreen {
             {
                 "The lists name nobody: only operators may use it."
             } else if self.right() != Some(Right::Admin) {
-                if self.view.is_some() {
+                if self.view.is_some() && self.creator.is_some() {
                     "Its creator or an operator may make one."
+                } else if self.view.is_some() {
+                    "An operator may make one."
                 } else {
                     ""
                 }
