@@ -938,9 +938,22 @@ async fn a_refused_token_is_said_in_the_header_until_an_answer_comes() {
         h.app.flash.is_none(),
         "the header says it; no flash every tick"
     );
-    // The next answer (the embedded engine answers) says it is over.
-    h.settle().await;
+    // N14: the ticks meanwhile send nothing but, once in a while, the one call that finds out
+    // whether the token is taken again (it polled everything on every tick: about two refused
+    // requests a second with an expired token).
+    let sent = |h: &Harness| {
+        [Slot::Whoami, Slot::Timelines, Slot::Monitor].map(|slot| h.app.generation(slot))
+    };
+    let before = sent(&h);
+    for _ in 1..chronoscope::tui::app::REFUSED_TOKEN_PROBE_TICKS {
+        h.send(Msg::Tick);
+    }
+    assert_eq!(sent(&h), before, "polled with a refused token");
     h.send(Msg::Tick);
+    let after = sent(&h);
+    assert_eq!(after[0], before[0] + 1, "one call asks again");
+    assert_eq!(after[1..], before[1..], "nothing else is polled");
+    // Its answer (the embedded engine answers) says it is over.
     h.settle().await;
     assert_eq!(h.app.connection, Connection::Connected);
     assert!(h.render(100, 30).contains("● connected"));

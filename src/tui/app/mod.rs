@@ -41,6 +41,11 @@ use crate::error::ServiceError;
 use crate::model::{Instant, TimelineId};
 use crate::service::{TimelineService, TravellerStatus};
 
+/// While the server refuses the token, the dashboard asks again once in this many ticks (every
+/// 30 s at the default 2 s tick) instead of polling everything on each: with an expired token
+/// it sent about two refused requests a second, each one in the server's log.
+pub const REFUSED_TOKEN_PROBE_TICKS: u32 = 15;
+
 /// What the dashboard is built from, besides the service.
 #[derive(Clone, Debug)]
 pub struct AppConfig {
@@ -92,6 +97,8 @@ pub struct App {
     select_after_refresh: Option<TimelineId>,
     /// Timelines whose deletion was said (by this dashboard or found out): not said again.
     said_gone: HashSet<TimelineId>,
+    /// Ticks since the server refused the token (see [`REFUSED_TOKEN_PROBE_TICKS`]).
+    refused_ticks: u32,
     /// The safety-checked change in flight, if any.
     checking: Option<Checked>,
     /// The spinner's frame.
@@ -138,6 +145,7 @@ impl App {
             requests: Requests::new(tx),
             select_after_refresh: None,
             said_gone: HashSet::new(),
+            refused_ticks: 0,
             checking: None,
             spinner: 0,
             quit: false,
@@ -281,6 +289,19 @@ impl App {
             let same = self.panes.monitor.open_report(self.now());
             self.panes.monitor.apply(same);
         }
+        if matches!(self.connection, Connection::TokenRefused(_)) {
+            // A refused token is not accepted by asking again (an expired one never is): one
+            // call in this many ticks finds out whether the server takes it now, and nothing
+            // else is polled meanwhile. `ctrl-r` asks at once.
+            self.refused_ticks += 1;
+            if self.refused_ticks.is_multiple_of(REFUSED_TOKEN_PROBE_TICKS)
+                && !self.pending(Slot::Whoami)
+            {
+                self.request_whoami();
+            }
+            return;
+        }
+        self.refused_ticks = 0;
         self.refresh(false);
     }
 
