@@ -9,8 +9,8 @@
 //! (`chronoscope_heavy_jobs_waiting`), and a job whose caller gave up (a timeout, a closed
 //! connection) is dropped unrun when its turn comes.
 //!
-//! Which reads are heavy is said where they are served: `EngineSession::read_heavy` is the
-//! heavy read, `read` the inline one.
+//! Which reads are heavy is said at every read: `EngineSession::read(Heavy, …)` runs here,
+//! `read(Inline, …)` on the request's worker (see `engine::session::place`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};

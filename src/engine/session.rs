@@ -3,7 +3,8 @@
 //! The trait's implementation here is the table of operations; the operations of one concern
 //! live in a module of their own below it (journeys and the clock in `navigation`, anchors,
 //! merges and their review, automation in `scripts`, temporal data, security, integrity),
-//! next to the shared ways in: `write`, `read` (inline) and `read_heavy` (off the workers).
+//! next to the shared ways in: `write`, and `read`, which names where its work runs: `Inline`
+//! or `Heavy` (off the workers; see `place`).
 //! Timelines, events, items and the paradox checks are still answered here.
 
 use std::sync::Arc;
@@ -32,8 +33,11 @@ mod data;
 mod integrity;
 mod merges;
 mod navigation;
+mod place;
 mod scripts;
 mod security;
+
+use place::{Heavy, Inline, Place};
 
 /// The engine bound to one traveller. Cheap to create: one per request is fine.
 #[derive(Clone, Debug)]
@@ -249,11 +253,9 @@ impl EngineSession {
         .await
     }
 
-    async fn read<T>(
-        &self,
-        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
-    ) -> ServiceResult<T> {
-        self.read_in(CacheScope::Timeline, look).await
+    /// A read of what the traveller may see, its work run where `place` says (see [`Place`]).
+    async fn read<T, F, P: Place<T, F>>(&self, place: P, look: F) -> ServiceResult<T> {
+        self.read_at(place, CacheScope::Timeline, look).await
     }
 
     /// How stale the traveller allowed reads of `scope` to be (`enable-caching`); zero unless
@@ -273,21 +275,23 @@ impl EngineSession {
     }
 
     /// A read of `scope`: linearizable, unless the traveller allowed reads of that scope to be
-    /// boundedly stale.
-    async fn read_in<T>(
+    /// boundedly stale; run where `place` says.
+    async fn read_at<T, F, P: Place<T, F>>(
         &self,
+        place: P,
         scope: CacheScope,
-        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
+        look: F,
     ) -> ServiceResult<T> {
-        Ok(self.read_world_in(scope, look).await?.1)
+        Ok(self.read_world_at(place, scope, look).await?.1)
     }
 
-    /// A read like `read_in`, answering the world it looked at (as this session may see it)
+    /// A read like `read_at`, answering the world it looked at (as this session may see it)
     /// too.
-    async fn read_world_in<T>(
+    async fn read_world_at<T, F, P: Place<T, F>>(
         &self,
+        place: P,
         scope: CacheScope,
-        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError>,
+        look: F,
     ) -> ServiceResult<(Arc<super::World>, T)> {
         let world = self
             .engine
@@ -295,14 +299,7 @@ impl EngineSession {
             .await?;
         self.refuse_if_barred(&world, false)?;
         let world = self.visible(world);
-        let mint = || self.engine.mint();
-        let ctx = Ctx {
-            traveller: &self.traveller,
-            now: self.engine.now(),
-            mint: &mint,
-            operator: self.admin,
-        };
-        let answer = look(&world, &ctx)?;
+        let answer = place.run(self, &world, look).await?;
         Ok((world, answer))
     }
 
@@ -322,44 +319,6 @@ impl EngineSession {
             Some(view) => Arc::new(view),
             None => world,
         }
-    }
-
-    /// A read whose work grows with a timeline's size (a monitor scan, a full paradox check,
-    /// a linear search): run on the heavy threads (see `heavy`) so it never stalls the
-    /// runtime's workers and the requests queued on them. `read` is the inline one.
-    async fn read_heavy<T: Send + 'static>(
-        &self,
-        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
-    ) -> ServiceResult<T> {
-        self.read_heavy_in(CacheScope::Timeline, look).await
-    }
-
-    /// A read of `scope` that may scan a whole timeline, on the heavy threads.
-    async fn read_heavy_in<T: Send + 'static>(
-        &self,
-        scope: CacheScope,
-        look: impl FnOnce(&super::World, &Ctx<'_>) -> Result<T, ServiceError> + Send + 'static,
-    ) -> ServiceResult<T> {
-        let world = self
-            .engine
-            .snapshot_within(self.allowed_staleness(scope))
-            .await?;
-        self.refuse_if_barred(&world, false)?;
-        let world = self.visible(world);
-        let engine = Arc::clone(&self.engine);
-        let traveller = self.traveller.clone();
-        let operator = self.admin;
-        super::heavy::run("a heavy read", move || {
-            let mint = || engine.mint();
-            let ctx = Ctx {
-                traveller: &traveller,
-                now: engine.now(),
-                mint: &mint,
-                operator,
-            };
-            look(&world, &ctx)
-        })
-        .await
     }
 }
 
@@ -578,7 +537,7 @@ impl TimelineService for EngineSession {
     async fn find_timelines(&self, req: TimelineQuery) -> ServiceResult<Page<TimelineInfo>> {
         // The page first (keys only); the response forms of its timelines alone.
         let (world, listed) = self
-            .read_world_in(CacheScope::Timeline, |world, ctx| {
+            .read_world_at(Inline, CacheScope::Timeline, |world, ctx| {
                 let keyed = world
                     .timelines
                     .values()
@@ -630,7 +589,7 @@ impl TimelineService for EngineSession {
     async fn get_timeline(&self, id: &TimelineId) -> ServiceResult<TimelineInfo> {
         let answer = async {
             let (world, id) = self
-                .read_world_in(CacheScope::Timeline, |world, _| {
+                .read_world_at(Inline, CacheScope::Timeline, |world, _| {
                     Ok(rules::addressed(world, id)?.meta.id.clone())
                 })
                 .await?;
@@ -655,7 +614,7 @@ impl TimelineService for EngineSession {
 
     async fn export_timeline(&self, id: &TimelineId) -> ServiceResult<WorldFile> {
         let answer = self
-            .read(|world, _| super::transfer::export(world, id))
+            .read(Inline, |world, _| super::transfer::export(world, id))
             .await;
         self.noted("export_timeline", Some(id), answer)
     }
@@ -728,7 +687,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
-        self.read(|world, ctx| {
+        self.read(Inline, |world, ctx| {
             world
                 .items
                 .get(id)
@@ -740,7 +699,7 @@ impl TimelineService for EngineSession {
     }
 
     async fn list_items(&self, page: PageRequest) -> ServiceResult<Page<Item>> {
-        self.read(|world, ctx| {
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .items_of(ctx.traveller)
                 .map(|i| (i.id.to_string(), (**i).clone()))
@@ -790,7 +749,7 @@ impl TimelineService for EngineSession {
         self.counted(
             "search_events",
             req.timeline_id.clone(),
-            self.read_in(CacheScope::Event, |world, ctx| {
+            self.read_at(Inline, CacheScope::Event, |world, ctx| {
                 events_page(world, ctx, &req, |history, location, after, take| {
                     history.search(location, req.time_range.as_ref(), after, take)
                 })
@@ -802,7 +761,7 @@ impl TimelineService for EngineSession {
     async fn monitor_events(&self, req: MonitorEventsQuery) -> ServiceResult<Page<MonitoredEvent>> {
         self.counted("monitor_events", req.timeline_id.clone(), async {
             let engine = Arc::clone(&self.engine);
-            self.read_heavy_in(CacheScope::Event, move |world, ctx| {
+            self.read_at(Heavy, CacheScope::Event, move |world, ctx| {
                 let page = events_page(world, ctx, &req, |history, location, after, take| {
                     history.search(location, req.time_range.as_ref(), after, take)
                 })?;
@@ -835,7 +794,7 @@ impl TimelineService for EngineSession {
             req.timeline_id.clone(),
             // Past versions have an index of their own: a page reads what it returns, inline
             // like a search of the current events.
-            self.read_in(CacheScope::Event, |world, ctx| {
+            self.read_at(Inline, CacheScope::Event, |world, ctx| {
                 events_page(world, ctx, &req, |history, location, after, take| {
                     let every = crate::model::Versions::Every;
                     history.search_among(every, location, req.time_range.as_ref(), after, take)
@@ -902,7 +861,7 @@ impl TimelineService for EngineSession {
         self.counted(
             "check_paradox",
             Some(req.timeline_id.clone()),
-            self.read(|world, ctx| {
+            self.read(Inline, |world, ctx| {
                 let state = rules::referenced(world, &req.timeline_id)?;
                 let position = world.position_of(ctx.traveller, ctx.now);
                 let items = rules::items_of(world, ctx.traveller);
@@ -923,7 +882,7 @@ impl TimelineService for EngineSession {
         self.counted(
             "check_stability",
             Some(req.timeline_id.clone()),
-            self.read_heavy(move |world, ctx| {
+            self.read(Heavy, move |world, ctx| {
                 let state = rules::referenced(world, &req.timeline_id)?;
                 let after = match &req.after_event_id {
                     Some(id) => Some(
@@ -961,7 +920,7 @@ impl TimelineService for EngineSession {
     async fn monitor_timeline(&self, req: MonitorQuery) -> ServiceResult<MonitorReport> {
         self.counted("monitor_timeline", Some(req.timeline_id.clone()), async {
             let engine = Arc::clone(&self.engine);
-            self.read_heavy(move |world, ctx| {
+            self.read(Heavy, move |world, ctx| {
                 super::watch::monitor_report(&engine.reports, world, ctx.now, &req)
             })
             .await
@@ -982,7 +941,7 @@ impl TimelineService for EngineSession {
         self.counted(
             "check_timeline",
             Some(req.timeline_id.clone()),
-            self.read_heavy(move |world, _| {
+            self.read(Heavy, move |world, _| {
                 let state = rules::referenced(world, &req.timeline_id)?;
                 let asked = rules::text("significant_event", &req.significant_event)?;
                 let by_id = asked

@@ -24,7 +24,7 @@ pub(super) async fn set_precise_anchor(
 
 pub(super) async fn get_anchor(session: &EngineSession, id: &AnchorId) -> ServiceResult<Anchor> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             world
                 .anchors
                 .get(id)
@@ -45,7 +45,7 @@ pub(super) async fn find_anchors(
     };
     let include_spent = req.include_spent.unwrap_or(false);
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .anchors_of(ctx.traveller)
                 .filter(|a| include_spent || a.status == crate::model::AnchorStatus::Active)
@@ -72,7 +72,9 @@ pub(super) async fn check_anchor_stability(
     req: AnchorRef,
 ) -> ServiceResult<AnchorStability> {
     session
-        .read(|world, ctx| crate::engine::anchors::stability(world, ctx, &req.anchor_id))
+        .read(Inline, |world, ctx| {
+            crate::engine::anchors::stability(world, ctx, &req.anchor_id)
+        })
         .await
 }
 
@@ -84,7 +86,9 @@ pub(super) async fn simulate_wormhole(
         .counted(
             "simulate_wormhole",
             req.timeline_id.clone(),
-            session.read(|world, ctx| crate::engine::wormhole::simulate(world, ctx, &req)),
+            session.read(Inline, |world, ctx| {
+                crate::engine::wormhole::simulate(world, ctx, &req)
+            }),
         )
         .await
 }
@@ -106,7 +110,7 @@ pub(super) async fn list_anchors(
     page: PageRequest,
 ) -> ServiceResult<Page<Anchor>> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .anchors_of(ctx.traveller)
                 .map(|a| (a.id.to_string(), a.anchor.clone()))

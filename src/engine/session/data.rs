@@ -23,7 +23,9 @@ pub(super) async fn retrieve_data(
         .counted(
             "retrieve_data",
             Some(req.timeline_id.clone()),
-            session.read(|world, _| crate::engine::data::retrieve(world, &req)),
+            session.read(Inline, |world, _| {
+                crate::engine::data::retrieve(world, &req)
+            }),
         )
         .await
 }
@@ -36,7 +38,7 @@ pub(super) async fn encrypt_data(
     let data = crate::engine::data::object("data", &req.data)?;
     // Where and when are decided first: the ciphertext is bound to them (and to the id).
     let placed = session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             crate::engine::data::placement(world, ctx, &req.timeline_id, req.timestamp)
         })
         .await;
@@ -74,7 +76,9 @@ pub(super) async fn decrypt_data(
 ) -> ServiceResult<DecryptedData> {
     crate::engine::data::check_key(&req.encryption_key)?;
     let found = session
-        .read(|world, _| crate::engine::data::find(world, &req.data_id).cloned())
+        .read(Inline, |world, _| {
+            crate::engine::data::find(world, &req.data_id).cloned()
+        })
         .await;
     let entry = session.refusal_noted("decrypt_data", None, found)?;
     let timeline = entry.timeline_id.clone();
@@ -124,7 +128,7 @@ pub(super) async fn report_index(
         .counted(
             "create_index",
             Some(req.timeline_id.clone()),
-            session.read(|world, _| crate::engine::data::index(world, &req)),
+            session.read(Inline, |world, _| crate::engine::data::index(world, &req)),
         )
         .await
 }

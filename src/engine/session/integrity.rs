@@ -11,7 +11,7 @@ pub(super) async fn detect_tampering(
         .counted("detect_tampering", Some(req.timeline_id.clone()), async {
             // Unknown to a traveller who may not read it, as everywhere.
             let (hidden, restriction) = session
-                .read(|world, ctx| {
+                .read(Inline, |world, ctx| {
                     rules::referenced(world, &req.timeline_id)?;
                     // The view keeps every list, so it says what it hid.
                     Ok((

@@ -17,7 +17,7 @@ pub(super) async fn list_merges(
     page: PageRequest,
 ) -> ServiceResult<Page<Merge>> {
     session
-        .read(|world, _ctx| {
+        .read(Inline, |world, _ctx| {
             let keyed = world
                 .merges
                 .values()
@@ -34,7 +34,7 @@ pub(super) async fn list_merges(
 
 pub(super) async fn get_merge(session: &EngineSession, id: &MergeId) -> ServiceResult<Merge> {
     session
-        .read(|world, _ctx| {
+        .read(Inline, |world, _ctx| {
             world
                 .merges
                 .get(id)
@@ -52,7 +52,9 @@ pub(super) async fn review_conflicts(
         .counted(
             "review_conflicts",
             Some(req.merged_timeline_id.clone()),
-            session.read(|world, _ctx| crate::engine::review::review(world, &req)),
+            session.read(Inline, |world, _ctx| {
+                crate::engine::review::review(world, &req)
+            }),
         )
         .await
 }
@@ -80,7 +82,9 @@ pub(super) async fn diff_timelines(
         .counted(
             "diff_timelines",
             Some(req.destination_timeline_id.clone()),
-            session.read(|world, _ctx| crate::engine::review::diff(world, &req)),
+            session.read(Inline, |world, _ctx| {
+                crate::engine::review::diff(world, &req)
+            }),
         )
         .await
 }

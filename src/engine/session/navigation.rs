@@ -219,7 +219,7 @@ pub(super) async fn list_journeys(
     page: PageRequest,
 ) -> ServiceResult<Page<Journey>> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .journeys_of(ctx.traveller)
                 .map(|j| (j.id.to_string(), (**j).clone()))

@@ -25,7 +25,7 @@ pub(super) async fn list_scripts(
     page: PageRequest,
 ) -> ServiceResult<Page<Script>> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .scripts
                 .values()
@@ -112,7 +112,7 @@ pub(super) async fn list_schedules(
     page: PageRequest,
 ) -> ServiceResult<Page<Schedule>> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .jobs
                 .values()
@@ -148,7 +148,7 @@ pub(super) async fn automation_log(
     req: LogQuery,
 ) -> ServiceResult<Page<LogEntry>> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .log
                 .iter()

@@ -78,7 +78,7 @@ pub(super) async fn access_control(
         .counted(
             "access_control",
             Some(timeline.clone()),
-            session.read(|world, ctx| {
+            session.read(Inline, |world, ctx| {
                 let id = &rules::addressed(world, timeline)?.meta.id;
                 Ok(session.access_view(world, ctx, id))
             }),
@@ -91,7 +91,7 @@ pub(super) async fn list_access_controls(
     page: PageRequest,
 ) -> ServiceResult<Page<AccessControlView>> {
     session
-        .read(|world, ctx| {
+        .read(Inline, |world, ctx| {
             let keyed = world
                 .acls
                 .keys()
@@ -141,7 +141,7 @@ pub(super) async fn access_logs(
     let (engine, operator, query) = (Arc::clone(&session.engine), session.admin, req.clone());
     // Its work grows with the entries in the range: on the blocking pool.
     let answer = session
-        .read_heavy(move |world, ctx| {
+        .read(Heavy, move |world, ctx| {
             let req = query;
             let id = &rules::referenced(world, &req.timeline_id)?.meta.id;
             if access::right_of(world, ctx.traveller, operator, id) != Some(Right::Admin) {
@@ -175,7 +175,7 @@ pub(super) async fn list_restrictions(
 ) -> ServiceResult<Page<Restriction>> {
     session.require_operator("list_restrictions", "seeing the restrictions")?;
     session
-        .read(|world, _ctx| {
+        .read(Inline, |world, _ctx| {
             let keyed = world
                 .restrictions
                 .values()
