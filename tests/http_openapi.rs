@@ -387,6 +387,27 @@ async fn the_description_and_the_server_agree_on_what_a_request_may_be() {
         .await
         .assert_problem(400, "invalid-request");
 
+    // A traveller is named, not an id: the served schema takes what the service takes
+    // (`ada@example.com`), and what it refuses the service refuses too.
+    let user = &doc["components"]["schemas"]["RestrictRequest"]["properties"]["user_id"];
+    let pattern = regex::Regex::new(user["pattern"].as_str().unwrap()).unwrap();
+    for (name, valid) in [
+        ("ada@example.com", true),
+        ("P0*", true),
+        ("tom", true),
+        (" tom", false),
+        ("tom ", false),
+        ("", false),
+        ("a\nb", false),
+    ] {
+        assert_eq!(pattern.is_match(name), valid, "{name:?} against {pattern}");
+        assert_eq!(
+            name.parse::<chronoscope::model::Traveller>().is_ok(),
+            valid,
+            "{name:?}"
+        );
+    }
+
     // A GET guide operation checks its query even when it reads a body.
     let bad_query = app
         .call(

@@ -634,6 +634,8 @@ fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
 
 /// What an id looks like (see `model::ids`).
 const ID_PATTERN: &str = "^[A-Za-z0-9_.-]{1,128}$";
+/// A traveller's name: no space at either end, no line break.
+const TRAVELLER_PATTERN: &str = r"^\S(.*\S)?$";
 /// A text field: at least one character that is not white space (the server trims).
 const TEXT_PATTERN: &str = "\\S";
 
@@ -719,7 +721,14 @@ fn constrain_named(name: &str, schema: &mut serde_json::Value, path: &str, text:
         );
         return;
     }
-    if name.ends_with("_id") || name == "destination" {
+    if name == "user_id" {
+        // A traveller's name (a token's `sub`), not an id: any printable characters, no space
+        // at either end (see `model::Traveller`). The id pattern refused `ada@example.com`,
+        // which the service takes, and a schema must not refuse what the service accepts.
+        obj.insert("minLength".into(), json!(1));
+        obj.insert("maxLength".into(), json!(128));
+        obj.insert("pattern".into(), json!(TRAVELLER_PATTERN));
+    } else if name.ends_with("_id") || name == "destination" {
         obj.insert("pattern".into(), json!(ID_PATTERN));
     } else if name == "time_range" || name == "date_range" {
         obj.insert("pattern".into(), json!(interval_pattern()));
