@@ -4209,17 +4209,22 @@ async fn select_timeline(h: &mut Harness, id: &str) {
     assert_eq!(h.app.panes.timelines.selected().map(|t| &t.id), Some(&id));
 }
 
-/// The demo world on a clock of its own, as ada sees it on the dashboard.
-async fn demo_dashboard() -> Harness {
-    let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = chronoscope::engine::Engine::open(
+/// The demo world in memory, on `clock`.
+async fn demo_engine(clock: Arc<ManualClock>) -> Arc<Engine> {
+    Engine::open(
         Arc::new(MemoryStore::new()),
-        clock.clone(),
+        clock,
         chronoscope::engine::EngineConfig::default(),
         chronoscope::engine::Seed::Demo,
     )
     .await
-    .expect("the demo world");
+    .expect("the demo world")
+}
+
+/// The demo world on a clock of its own, as ada sees it on the dashboard.
+async fn demo_dashboard() -> Harness {
+    let clock = Arc::new(ManualClock::new(t(START)));
+    let engine = demo_engine(clock.clone()).await;
     dashboard(Arc::new(engine.session("ada".parse().unwrap())), clock).await
 }
 
@@ -4361,14 +4366,7 @@ async fn search_rows_mark_what_they_cut() {
 #[tokio::test]
 async fn a_reader_is_told_a_merge_waits_but_not_offered_r() {
     let clock = Arc::new(ManualClock::new(t(START)));
-    let engine = chronoscope::engine::Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        chronoscope::engine::EngineConfig::default(),
-        chronoscope::engine::Seed::Demo,
-    )
-    .await
-    .expect("the demo world");
+    let engine = demo_engine(clock.clone()).await;
     let tom = chronoscope::server::Sessions::session(
         &engine,
         "tom".parse().unwrap(),
