@@ -224,29 +224,43 @@ impl Traveller {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The most characters (not bytes) a name holds.
+    pub const MAX_CHARS: usize = MAX_ID_LEN;
+
+    /// Whether `c` may stand anywhere in a name: neither a control character nor an invisible
+    /// format character (a zero-width space, a direction override) that would show as another
+    /// traveller's name in access lists and logs.
+    pub fn may_hold(c: char) -> bool {
+        use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+        // ASCII holds no format character: most names (and every record replayed at start)
+        // skip the table lookup.
+        !c.is_control() && (c.is_ascii() || c.general_category() != GeneralCategory::Format)
+    }
+
+    /// Whether `c` may begin or end a name: what [`Traveller::may_hold`] allows, less white space.
+    pub fn may_end(c: char) -> bool {
+        !c.is_whitespace() && Self::may_hold(c)
+    }
 }
 
 impl FromStr for Traveller {
     type Err = InvalidValue;
     /// A name is taken exactly as given: `" root"` is refused, never read as `root`, and so
-    /// is a name with an invisible format character (a zero-width space, a direction
-    /// override) that would show as another traveller's name in access lists and logs.
+    /// is a name with a character [`Traveller::may_hold`] refuses. The served description's
+    /// `user_id` pattern is built from the same two tests (`server::openapi`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
         let refuse = |why: &str| Err(InvalidValue::new("traveller", why));
-        if s.is_empty() || s.len() > MAX_ID_LEN || s.chars().any(char::is_control) {
+        if s.is_empty()
+            || s.chars().nth(Self::MAX_CHARS).is_some()
+            || s.chars().any(char::is_control)
+        {
             return refuse("a traveller name is 1 to 128 printable characters");
         }
         if s.trim() != s {
             return refuse("a traveller name may not begin or end with a space");
         }
-        // ASCII holds no format character: most names (and every record replayed at start)
-        // skip the table lookup.
-        if let Some(c) = s
-            .chars()
-            .filter(|c| !c.is_ascii())
-            .find(|c| c.general_category() == GeneralCategory::Format)
-        {
+        if let Some(c) = s.chars().find(|&c| !Self::may_hold(c)) {
             return refuse(&format!(
                 "a traveller name may not hold invisible format characters (U+{:04X})",
                 u32::from(c)

@@ -634,10 +634,60 @@ fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
 
 /// What an id looks like (see `model::ids`).
 const ID_PATTERN: &str = "^[A-Za-z0-9_.-]{1,128}$";
-/// A traveller's name: no space at either end, no line break.
-const TRAVELLER_PATTERN: &str = r"^\S(.*\S)?$";
-/// A text field: at least one character that is not white space (the server trims).
-const TEXT_PATTERN: &str = "\\S";
+/// A traveller's name as `model::Traveller` takes it: characters `Traveller::may_hold` allows,
+/// the first and last also `Traveller::may_end`. Written from those two tests, so the schema and
+/// the service cannot disagree; classes of explicit code points, because `\s` and `.` mean
+/// different things to ECMA-262 validators and to Python's `re`, which schemathesis draws with.
+fn traveller_pattern() -> &'static str {
+    static PATTERN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATTERN.get_or_init(|| {
+        use crate::model::Traveller;
+        let end = class_of(Traveller::may_end);
+        let inner = class_of(Traveller::may_hold);
+        format!("^{end}(?:{inner}*{end})?$")
+    })
+}
+
+/// The class of the characters `allowed` takes, written `[^…]` with the ranges it refuses. Code points beyond the
+/// basic plane are written as themselves: no escape for them reads the same in ECMA-262's
+/// `u` mode, Python and Rust.
+fn class_of(allowed: fn(char) -> bool) -> String {
+    fn push(class: &mut String, c: char) {
+        use std::fmt::Write as _;
+        if u32::from(c) <= 0xFFFF {
+            let _ = write!(class, "\\u{:04X}", u32::from(c));
+        } else {
+            class.push(c);
+        }
+    }
+    let mut ranges: Vec<(char, char)> = Vec::new();
+    for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+        if allowed(c) {
+            continue;
+        }
+        match ranges.last_mut() {
+            Some((_, last)) if u32::from(*last) + 1 == u32::from(c) => *last = c,
+            _ => ranges.push((c, c)),
+        }
+    }
+    let mut class = String::from("[^");
+    for (first, last) in ranges {
+        push(&mut class, first);
+        if last != first {
+            class.push('-');
+            push(&mut class, last);
+        }
+    }
+    class.push(']');
+    class
+}
+
+/// A text field: at least one character that is not white space as the server trims it (`\\S`
+/// would not do: ECMA-262 counts U+FEFF as a space and U+0085 as none, Rust the reverse).
+fn text_pattern() -> &'static str {
+    static PATTERN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATTERN.get_or_init(|| class_of(|c| !c.is_whitespace()))
+}
 
 /// An RFC 3339 date-time of a real calendar day (leap years included), as the server parses
 /// them.
@@ -722,12 +772,15 @@ fn constrain_named(name: &str, schema: &mut serde_json::Value, path: &str, text:
         return;
     }
     if name == "user_id" {
-        // A traveller's name (a token's `sub`), not an id: any printable characters, no space
-        // at either end (see `model::Traveller`). The id pattern refused `ada@example.com`,
+        // A traveller's name (a token's `sub`), not an id: printable characters, no space at
+        // either end, no invisible format character (see `model::Traveller`). The id pattern refused `ada@example.com`,
         // which the service takes, and a schema must not refuse what the service accepts.
         obj.insert("minLength".into(), json!(1));
-        obj.insert("maxLength".into(), json!(128));
-        obj.insert("pattern".into(), json!(TRAVELLER_PATTERN));
+        obj.insert(
+            "maxLength".into(),
+            json!(crate::model::Traveller::MAX_CHARS),
+        );
+        obj.insert("pattern".into(), json!(traveller_pattern()));
     } else if name.ends_with("_id") || name == "destination" {
         obj.insert("pattern".into(), json!(ID_PATTERN));
     } else if name == "time_range" || name == "date_range" {
@@ -737,7 +790,7 @@ fn constrain_named(name: &str, schema: &mut serde_json::Value, path: &str, text:
     } else if text && TEXT_FIELDS.contains(&name) {
         obj.insert("minLength".into(), json!(1));
         obj.insert("maxLength".into(), json!(crate::engine::rules::MAX_TEXT));
-        obj.insert("pattern".into(), json!(TEXT_PATTERN));
+        obj.insert("pattern".into(), json!(text_pattern()));
     }
 }
 
