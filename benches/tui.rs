@@ -13,7 +13,8 @@ use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
 use chronoscope::model::{
     EventId, EventStatus, Instant, TimelineId, TimelineStatus, Window, parse_instant,
 };
-use chronoscope::service::{EventRecord, TimelineInfo, TimelineService};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{EventRecord, TimelineInfo};
 use chronoscope::store::MemoryStore;
 use chronoscope::tui::app::{App, AppConfig};
 use chronoscope::tui::keymap::KeyMap;

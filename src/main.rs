@@ -11,7 +11,7 @@ use chronoscope::cli::{Cli, Command, Global, ServeArgs, ThemeArg, TokenArgs};
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::Traveller;
-use chronoscope::service::TimelineService;
+use chronoscope::service::prelude::*;
 
 mod backups;
 

@@ -10,7 +10,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use chronoscope::client::RemoteClient;
-use chronoscope::service::{AccessAction, AccessLog, AccessLogQuery, PageRequest, TimelineService};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{AccessAction, AccessLog, AccessLogQuery, PageRequest};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 

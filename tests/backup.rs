@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
-use chronoscope::service::TimelineService;
+use chronoscope::service::prelude::*;
 use chronoscope::store::{self, LogKey, Record};
 
 fn binary() -> &'static str {

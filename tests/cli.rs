@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chronoscope::cli::{Cli, execute};
 use chronoscope::engine::Engine;
 use chronoscope::model::parse_instant;
-use chronoscope::service::TimelineService;
+use chronoscope::service::prelude::*;
 use clap::Parser;
 use support::run_cli;
 

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use chronoscope::engine::{Engine, SystemClock};
 use chronoscope::model::{ItemId, Traveller};
-use chronoscope::service::{NewItem, TimelineService};
+use chronoscope::service::NewItem;
+use chronoscope::service::prelude::*;
 use chronoscope::store;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;

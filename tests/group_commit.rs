@@ -11,7 +11,8 @@ use std::time::Duration;
 use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{ItemId, parse_instant};
-use chronoscope::service::{NewItem, PageRequest, TimelineService};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{NewItem, PageRequest};
 use chronoscope::store::{self, Appending, Entry, Store, StoreError};
 use tempfile::TempDir;
 

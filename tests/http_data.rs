@@ -336,7 +336,8 @@ async fn only_encrypted_entries_at_a_time_are_a_conflict_that_names_them() {
 
 #[tokio::test]
 async fn a_traveller_who_enabled_caching_reads_without_the_barrier_and_others_still_wait() {
-    use chronoscope::service::{CachingRequest, PageRequest, SearchQuery, TimelineService};
+    use chronoscope::service::prelude::*;
+    use chronoscope::service::{CachingRequest, PageRequest, SearchQuery};
     let engine = engine().await;
     let ada = engine.session("ada".parse().expect("a traveller"));
     let bob = engine.session("bob".parse().expect("a traveller"));

@@ -318,7 +318,8 @@ async fn answer_losing_proxy(
 #[tokio::test]
 async fn the_remote_client_retries_a_post_whose_answer_was_lost_and_travels_once() {
     use chronoscope::client::RemoteClient;
-    use chronoscope::service::{PageRequest, TimelineService};
+    use chronoscope::service::PageRequest;
+    use chronoscope::service::prelude::*;
     let app = App::new().await;
     let ada = token("ada");
     let to = destination(&app.router, &ada).await;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use chronoscope::engine::audit::audit;
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
-use chronoscope::service::{NewItem, PageRequest, TimelineService};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{NewItem, PageRequest};
 use chronoscope::store::{self, LogKey, Store};
 
 fn config(key: &LogKey) -> EngineConfig {

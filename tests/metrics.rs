@@ -5,9 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use chronoscope::service::{
-    ManipulationDetails, MonitorQuery, NewEvent, NewSchedule, TimelineService,
-};
+use chronoscope::service::{ManipulationDetails, MonitorQuery, NewEvent, NewSchedule};
+
+use chronoscope::service::prelude::*;
 use serde_json::json;
 use support::http::{App, token};
 

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use chronoscope::engine::{Engine, ManualClock, SystemClock};
 use chronoscope::model::{Instant, TimelineId, Traveller};
 use chronoscope::paradox::ParadoxKind;
-use chronoscope::service::{AnomalyKind, NewEvent, NewItem, PageRequest, TimelineService};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{AnomalyKind, NewEvent, NewItem, PageRequest};
 use chronoscope::store::{self};
 
 async fn replica(url: &str) -> Arc<Engine> {

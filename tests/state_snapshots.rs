@@ -11,7 +11,8 @@ use chronoscope::engine::{
     Engine, EngineConfig, Envelope, ManualClock, Op, Seed, World, append_ops,
 };
 use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, parse_instant};
-use chronoscope::service::{NewItem, TimelineService};
+use chronoscope::service::NewItem;
+use chronoscope::service::prelude::*;
 use chronoscope::store::{self, LogKey, MemoryStore, Store};
 use proptest::prelude::*;
 

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use chronoscope::engine::{Engine, ManualClock};
 use chronoscope::error::ServiceError;
 use chronoscope::model::{EventId, TimelineId};
-use chronoscope::service::{
-    NewEvent, NewTimeline, PageRequest, SearchQuery, TimelineService, TravelRequest,
-};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{NewEvent, NewTimeline, PageRequest, SearchQuery, TravelRequest};
 use chronoscope::store::MemoryStore;
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::app::Connection;

@@ -440,7 +440,8 @@ fn pause_fast_forward_and_the_anchors_list_in_a_real_terminal() {
 
 #[test]
 fn the_dashboard_drives_a_server_over_https_with_a_private_ca() {
-    use chronoscope::service::{PageRequest, TimelineService};
+    use chronoscope::service::PageRequest;
+    use chronoscope::service::prelude::*;
 
     let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
     let pki = pki::Pki::new();

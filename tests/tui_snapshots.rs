@@ -7,9 +7,9 @@ use chronoscope::engine::ManualClock;
 use chronoscope::error::ServiceError;
 use chronoscope::model::{AnomalyId, EventId, TimelineId};
 use chronoscope::paradox::{Paradox, ParadoxKind};
+use chronoscope::service::prelude::*;
 use chronoscope::service::{
     Anomaly, AnomalyKind, LogEntry, MonitorReport, NewEvent, NewTimeline, ParadoxReport, Severity,
-    TimelineService,
 };
 use chronoscope::tui::action::{Msg, Reply, Slot};
 use chronoscope::tui::testing::Harness;

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use chronoscope::engine::{Engine, EngineConfig, Seed, SystemClock};
 use chronoscope::error::ServiceError;
-use chronoscope::service::{FindingKind, IntegrityQuery, NewItem, TimelineService};
+use chronoscope::service::prelude::*;
+use chronoscope::service::{FindingKind, IntegrityQuery, NewItem};
 use chronoscope::store::{self, LogKey, Witness};
 
 fn binary() -> &'static str {

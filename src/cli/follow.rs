@@ -15,9 +15,10 @@ use serde::Serialize;
 use super::output::{Output, human};
 use crate::error::ServiceError;
 use crate::model::{EventId, TimelineId, format_instant};
+use crate::service::prelude::*;
 use crate::service::{
     Anomaly, EventsChange, MonitorChange, MonitorEvent, MonitorEventsQuery, MonitorReport,
-    MonitorWatch, MonitoredEvent, Page, PageRequest, TimelineService,
+    MonitorWatch, MonitoredEvent, Page, PageRequest,
 };
 
 /// First pause before reconnecting; doubled up to [`MOST_PAUSE`].

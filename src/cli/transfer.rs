@@ -7,7 +7,8 @@ use std::sync::{Arc, OnceLock};
 use super::output::Output;
 use crate::error::ServiceError;
 use crate::model::TimelineId;
-use crate::service::{ImportReport, ImportRequest, TimelineService};
+use crate::service::prelude::*;
+use crate::service::{ImportReport, ImportRequest};
 
 /// Writes timeline `id` as a world file to `to`, or to `out` when none is given.
 pub async fn export(

@@ -723,7 +723,7 @@ fn segment<'a>(what: &str, id: &'a str) -> Result<&'a str, ServiceError> {
 }
 
 #[async_trait]
-impl TimelineService for RemoteClient {
+impl Timelines for RemoteClient {
     async fn whoami(&self) -> ServiceResult<TravellerStatus> {
         self.send(Call::get(&["v1", "me"])).await?.json()
     }
@@ -764,7 +764,10 @@ impl TimelineService for RemoteClient {
         self.send(Call::delete(&["v1", "timeline", id])).await?;
         Ok(())
     }
+}
 
+#[async_trait]
+impl Transfer for RemoteClient {
     async fn export_timeline(&self, id: &TimelineId) -> ServiceResult<WorldFile> {
         let id = segment("timeline", id.as_str())?;
         self.send(Call::get(&["v1", "timeline", id, "export"]))
@@ -778,7 +781,10 @@ impl TimelineService for RemoteClient {
             .param("safety_check", (!req.safety_check).then_some(false));
         self.send(call).await?.json()
     }
+}
 
+#[async_trait]
+impl Navigation for RemoteClient {
     async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
         self.send(Call::post(&["v1", "travels"], &req)?)
             .await?
@@ -856,7 +862,10 @@ impl TimelineService for RemoteClient {
     async fn list_items(&self, page: PageRequest) -> ServiceResult<Page<Item>> {
         self.list(&["v1", "items"], &page).await
     }
+}
 
+#[async_trait]
+impl Anchors for RemoteClient {
     async fn set_anchor(&self, req: NewAnchor) -> ServiceResult<Anchor> {
         self.send(Call::post(&["v1", "anchors"], &req)?)
             .await?
@@ -914,7 +923,10 @@ impl TimelineService for RemoteClient {
             .await?
             .json()
     }
+}
 
+#[async_trait]
+impl Events for RemoteClient {
     async fn search_events(&self, req: SearchQuery) -> ServiceResult<Page<EventRecord>> {
         let call = Call::get(&["v1", "search-events"])
             .param("timeline_id", req.timeline_id.as_ref())
@@ -984,6 +996,13 @@ impl TimelineService for RemoteClient {
             .json()
     }
 
+    async fn watch_events(&self, req: MonitorEventsQuery) -> ServiceResult<EventsStream> {
+        self.events_stream(req).await
+    }
+}
+
+#[async_trait]
+impl Paradoxes for RemoteClient {
     async fn check_paradox(&self, req: ParadoxCheckRequest) -> ServiceResult<ParadoxReport> {
         self.send(Call::post(&["v1", "paradox-checks"], &req)?)
             .await?
@@ -1008,10 +1027,6 @@ impl TimelineService for RemoteClient {
         self.monitor_stream(req).await
     }
 
-    async fn watch_events(&self, req: MonitorEventsQuery) -> ServiceResult<EventsStream> {
-        self.events_stream(req).await
-    }
-
     async fn check_timeline(&self, req: SignificantEventQuery) -> ServiceResult<TimelineCheck> {
         let call = Call::get(&["api", "v1", "check-timeline"])
             .param("timeline_id", Some(&req.timeline_id))
@@ -1019,6 +1034,27 @@ impl TimelineService for RemoteClient {
         self.send(call).await?.json()
     }
 
+    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
+        self.send(Call::post(&["v1", "correct-dissonance"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation> {
+        self.send(Call::post(&["v1", "isolate-event"], &req)?)
+            .await?
+            .json()
+    }
+
+    async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()> {
+        let id = segment("isolation", id.as_str())?;
+        self.send(Call::delete(&["v1", "isolations", id])).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Automation for RemoteClient {
     async fn create_script(&self, req: NewScript) -> ServiceResult<Script> {
         self.send(Call::post(&["v1", "create-script"], &req)?)
             .await?
@@ -1069,7 +1105,10 @@ impl TimelineService for RemoteClient {
             next_cursor: body.next_cursor.or_else(|| answer.link_cursor()),
         })
     }
+}
 
+#[async_trait]
+impl Merges for RemoteClient {
     async fn merge_timelines(&self, req: MergeRequest) -> ServiceResult<MergeResult> {
         self.send(Call::post(&["v1", "merge-timelines"], &req)?)
             .await?
@@ -1085,12 +1124,38 @@ impl TimelineService for RemoteClient {
         self.send(Call::get(&["v1", "merges", id])).await?.json()
     }
 
-    async fn correct_dissonance(&self, req: DissonanceRequest) -> ServiceResult<DissonanceResult> {
-        self.send(Call::post(&["v1", "correct-dissonance"], &req)?)
+    async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview> {
+        let call = Call::get(&["v1", "review-conflicts"])
+            .param("merged_timeline_id", Some(&req.merged_timeline_id))
+            .param("merge_id", req.merge_id.as_ref());
+        self.send(call).await?.json()
+    }
+
+    async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult> {
+        self.send(Call::post(&["v1", "resolve-conflict"], &req)?)
             .await?
             .json()
     }
 
+    async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()> {
+        let id = segment("merge", id.as_str())?;
+        self.send(Call::delete(&["v1", "merges", id])).await?;
+        Ok(())
+    }
+
+    async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
+        let call = Call::get(&["v1", "diff-timelines"])
+            .param("source_timeline_id", Some(&req.source_timeline_id))
+            .param(
+                "destination_timeline_id",
+                Some(&req.destination_timeline_id),
+            );
+        self.send(call).await?.json()
+    }
+}
+
+#[async_trait]
+impl Data for RemoteClient {
     async fn store_data(&self, req: StoreDataRequest) -> ServiceResult<DataEntryInfo> {
         self.send(Call::post(&["v1", "store-data"], &req)?)
             .await?
@@ -1127,43 +1192,8 @@ impl TimelineService for RemoteClient {
             .json()
     }
 
-    async fn review_conflicts(&self, req: ReviewQuery) -> ServiceResult<ConflictReview> {
-        let call = Call::get(&["v1", "review-conflicts"])
-            .param("merged_timeline_id", Some(&req.merged_timeline_id))
-            .param("merge_id", req.merge_id.as_ref());
-        self.send(call).await?.json()
-    }
-
-    async fn resolve_conflict(&self, req: ResolveRequest) -> ServiceResult<ResolveResult> {
-        self.send(Call::post(&["v1", "resolve-conflict"], &req)?)
-            .await?
-            .json()
-    }
-
     async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
         self.send(Call::post(&["v1", "create-index"], &req)?)
-            .await?
-            .json()
-    }
-
-    async fn abort_merge(&self, id: &MergeId) -> ServiceResult<()> {
-        let id = segment("merge", id.as_str())?;
-        self.send(Call::delete(&["v1", "merges", id])).await?;
-        Ok(())
-    }
-
-    async fn diff_timelines(&self, req: DiffQuery) -> ServiceResult<TimelineDiff> {
-        let call = Call::get(&["v1", "diff-timelines"])
-            .param("source_timeline_id", Some(&req.source_timeline_id))
-            .param(
-                "destination_timeline_id",
-                Some(&req.destination_timeline_id),
-            );
-        self.send(call).await?.json()
-    }
-
-    async fn isolate_event(&self, req: IsolateRequest) -> ServiceResult<Isolation> {
-        self.send(Call::post(&["v1", "isolate-event"], &req)?)
             .await?
             .json()
     }
@@ -1174,6 +1204,15 @@ impl TimelineService for RemoteClient {
             .json()
     }
 
+    async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
+        let id = segment("cache setting", id.as_str())?;
+        self.send(Call::delete(&["v1", "caches", id])).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Integrity for RemoteClient {
     async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
         self.send(Call::post(&["v1", "detect-tampering"], &req)?)
             .await?
@@ -1185,19 +1224,10 @@ impl TimelineService for RemoteClient {
             .await?
             .json()
     }
+}
 
-    async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
-        let id = segment("cache setting", id.as_str())?;
-        self.send(Call::delete(&["v1", "caches", id])).await?;
-        Ok(())
-    }
-
-    async fn lift_isolation(&self, id: &IsolationId) -> ServiceResult<()> {
-        let id = segment("isolation", id.as_str())?;
-        self.send(Call::delete(&["v1", "isolations", id])).await?;
-        Ok(())
-    }
-
+#[async_trait]
+impl Security for RemoteClient {
     async fn set_access_control(
         &self,
         req: SetAccessControlRequest,

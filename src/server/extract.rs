@@ -19,7 +19,7 @@ use crate::auth::{Authenticated, Scope};
 use crate::engine::idempotency::Idempotency;
 use crate::error::{self, ServiceError};
 use crate::model::Traveller;
-use crate::service::TimelineService;
+use crate::service::prelude::*;
 
 /// The caller: authenticated, allowed by the scope the operation table gives the route, within
 /// their rate limit.

@@ -55,7 +55,7 @@ use crate::auth::{IdentityKeys, Secret, Verifier};
 use crate::engine::Engine;
 use crate::engine::idempotency::Idempotency;
 use crate::model::Traveller;
-use crate::service::TimelineService;
+use crate::service::prelude::*;
 use routes::table::Operations;
 
 /// Hands out the service bound to one traveller; the only thing the server needs.

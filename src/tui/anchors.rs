@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use super::paging::all_pages;
 use crate::error::ServiceError;
-use crate::service::{AnchorListQuery, AnchorRef, AnchorStability, AnchorVerdict, TimelineService};
+use crate::service::prelude::*;
+use crate::service::{AnchorListQuery, AnchorRef, AnchorStability, AnchorVerdict};
 
 /// Most anchors whose stability the list checks (one call each).
 const CHECKED_ANCHORS: usize = 200;

@@ -8,7 +8,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::error::ServiceError;
-use crate::service::{AnchorRef, TimelineService};
+use crate::service::AnchorRef;
+use crate::service::prelude::*;
 use crate::tui::action::{Reply, Slot};
 use crate::tui::effect::{Call, Checked};
 use crate::tui::paging::all_pages;

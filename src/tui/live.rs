@@ -17,7 +17,8 @@ use tokio::task::JoinHandle;
 
 use super::action::{Msg, Push};
 use crate::model::TimelineId;
-use crate::service::{MonitorEvent, MonitorWatch, TimelineService};
+use crate::service::prelude::*;
+use crate::service::{MonitorEvent, MonitorWatch};
 
 /// First pause before opening a lost stream again; doubled up to [`MOST_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_secs(1);

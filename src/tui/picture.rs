@@ -20,9 +20,8 @@ use std::sync::Arc;
 
 use super::paging::{MAX_ROWS, all_pages};
 use crate::error::ServiceError;
-use crate::service::{
-    Anomaly, EventRecord, PageRequest, SearchQuery, TimelineService, TravellerStatus,
-};
+use crate::service::prelude::*;
+use crate::service::{Anomaly, EventRecord, PageRequest, SearchQuery, TravellerStatus};
 
 /// What the picture shows and how it is zoomed.
 #[derive(Debug)]

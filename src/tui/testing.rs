@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::app::{App, AppConfig};
 use crate::engine::Clock;
-use crate::service::TimelineService;
+use crate::service::prelude::*;
 use crate::tui::action::Msg;
 use crate::tui::keymap::{Key, KeyMap};
 use crate::tui::theme::{Palette, Theme};

@@ -11,7 +11,8 @@ use chronoscope::client::RemoteClient;
 use chronoscope::engine::Engine;
 use chronoscope::error::ServiceError;
 use chronoscope::server::{RateLimit, ServerConfig, run, run_tls};
-use chronoscope::service::{PageRequest, TimelineService};
+use chronoscope::service::PageRequest;
+use chronoscope::service::prelude::*;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 

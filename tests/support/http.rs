@@ -371,92 +371,116 @@ impl WrappedService {
 }
 
 macro_rules! wrapped {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-        #[async_trait]
-        impl TimelineService for WrappedService {
-            $(async fn $name(&self, $($arg: $ty),*) -> ServiceResult<$ret> {
-                self.hook(stringify!($name)).await?;
-                self.inner.$name($($arg),*).await
-            })*
-        }
+    ($(impl $concern:ident { $($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)* })*) => {
+        $(
+            #[async_trait]
+            impl $concern for WrappedService {
+                $(async fn $name(&self, $($arg: $ty),*) -> ServiceResult<$ret> {
+                    self.hook(stringify!($name)).await?;
+                    self.inner.$name($($arg),*).await
+                })*
+            }
+        )*
     };
 }
 
 wrapped! {
-    whoami() -> TravellerStatus;
-    list_timelines(page: PageRequest) -> Page<TimelineInfo>;
-    find_timelines(req: TimelineQuery) -> Page<TimelineInfo>;
-    retrieve_item(req: RetrieveItemRequest) -> RetrievedItem;
-    monitor_events(req: MonitorEventsQuery) -> Page<MonitoredEvent>;
-    watch_events(req: MonitorEventsQuery) -> EventsStream;
-    disable_caching(id: &chronoscope::model::CacheId) -> ();
-    detect_tampering(req: TamperQuery) -> TamperReport;
-    validate_integrity(req: IntegrityQuery) -> IntegrityReport;
-    create_timeline(req: NewTimeline) -> TimelineInfo;
-    get_timeline(id: &TimelineId) -> TimelineInfo;
-    delete_timeline(id: &TimelineId) -> ();
-    export_timeline(id: &TimelineId) -> WorldFile;
-    import_timelines(req: ImportRequest) -> ImportReport;
-    travel(req: TravelRequest) -> Journey;
-    travel_to_time(req: TimeTravelRequest) -> Journey;
-    travel_in_time(req: GuideTravelRequest) -> Journey;
-    return_to_anchor(req: ReturnRequest) -> Journey;
-    switch_timeline(req: SwitchRequest) -> Switched;
-    fast_forward(req: ShiftRequest) -> Journey;
-    pause_time() -> ClockState;
-    resume_time() -> ClockState;
-    rewind(req: ShiftRequest) -> Journey;
-    list_journeys(page: PageRequest) -> Page<Journey>;
-    register_item(req: NewItem) -> Item;
-    get_item(id: &ItemId) -> Item;
-    list_items(page: PageRequest) -> Page<Item>;
-    set_anchor(req: NewAnchor) -> Anchor;
-    get_anchor(id: &AnchorId) -> Anchor;
-    list_anchors(page: PageRequest) -> Page<Anchor>;
-    set_precise_anchor(req: NewPreciseAnchor) -> AnchorRecord;
-    find_anchors(req: AnchorListQuery) -> Page<AnchorRecord>;
-    delete_anchor(req: AnchorRef) -> ();
-    check_anchor_stability(req: AnchorRef) -> AnchorStability;
-    adjust_anchor(req: AdjustAnchorRequest) -> AnchorRecord;
-    simulate_wormhole(req: WormholeRequest) -> WormholeSimulation;
-    search_events(req: SearchQuery) -> Page<EventRecord>;
-    event_versions(req: SearchQuery) -> Page<EventRecord>;
-    add_event(timeline: &TimelineId, req: NewEvent) -> EventRecord;
-    manipulate_event(req: ManipulateRequest) -> ManipulationResult;
-    revert_event(req: RevertRequest) -> RevertResult;
-    check_paradox(req: ParadoxCheckRequest) -> ParadoxReport;
-    check_stability(req: StabilityQuery) -> ParadoxReport;
-    monitor_timeline(req: MonitorQuery) -> MonitorReport;
-    watch_monitor(req: MonitorWatch) -> MonitorStream;
-    check_timeline(req: SignificantEventQuery) -> TimelineCheck;
-    create_script(req: NewScript) -> Script;
-    list_scripts(page: PageRequest) -> Page<Script>;
-    delete_script(id: &ScriptId) -> ();
-    schedule_manipulation(req: NewSchedule) -> Schedule;
-    trigger_external_manipulation(req: ExternalTrigger) -> Schedule;
-    list_schedules(page: PageRequest) -> Page<Schedule>;
-    delete_schedule(id: &ScheduleId) -> ();
-    automation_log(req: LogQuery) -> Page<LogEntry>;
-    merge_timelines(req: MergeRequest) -> MergeResult;
-    list_merges(page: PageRequest) -> Page<Merge>;
-    get_merge(id: &MergeId) -> Merge;
-    correct_dissonance(req: DissonanceRequest) -> DissonanceResult;
-    store_data(req: StoreDataRequest) -> DataEntryInfo;
-    retrieve_data(req: RetrieveDataQuery) -> RetrievedData;
-    encrypt_data(req: EncryptDataRequest) -> DataEntryInfo;
-    decrypt_data(req: DecryptDataRequest) -> DecryptedData;
-    report_index(req: IndexRequest) -> IndexReport;
-    enable_caching(req: CachingRequest) -> CachingSetting;
-    review_conflicts(req: ReviewQuery) -> ConflictReview;
-    resolve_conflict(req: ResolveRequest) -> ResolveResult;
-    abort_merge(id: &MergeId) -> ();
-    diff_timelines(req: DiffQuery) -> TimelineDiff;
-    isolate_event(req: IsolateRequest) -> Isolation;
-    lift_isolation(id: &IsolationId) -> ();
-    set_access_control(req: SetAccessControlRequest) -> AccessControlSet;
-    access_control(timeline: &TimelineId) -> AccessControlView;
-    list_access_controls(page: PageRequest) -> Page<AccessControlView>;
-    restrict_time_travel(req: RestrictRequest) -> Restricted;
-    list_restrictions(page: PageRequest) -> Page<Restriction>;
-    access_logs(req: AccessLogQuery) -> AccessLog;
+    impl Timelines {
+        whoami() -> TravellerStatus;
+        list_timelines(page: PageRequest) -> Page<TimelineInfo>;
+        find_timelines(req: TimelineQuery) -> Page<TimelineInfo>;
+        create_timeline(req: NewTimeline) -> TimelineInfo;
+        get_timeline(id: &TimelineId) -> TimelineInfo;
+        delete_timeline(id: &TimelineId) -> ();
+    }
+    impl Transfer {
+        export_timeline(id: &TimelineId) -> WorldFile;
+        import_timelines(req: ImportRequest) -> ImportReport;
+    }
+    impl Navigation {
+        retrieve_item(req: RetrieveItemRequest) -> RetrievedItem;
+        travel(req: TravelRequest) -> Journey;
+        travel_to_time(req: TimeTravelRequest) -> Journey;
+        travel_in_time(req: GuideTravelRequest) -> Journey;
+        return_to_anchor(req: ReturnRequest) -> Journey;
+        switch_timeline(req: SwitchRequest) -> Switched;
+        fast_forward(req: ShiftRequest) -> Journey;
+        pause_time() -> ClockState;
+        resume_time() -> ClockState;
+        rewind(req: ShiftRequest) -> Journey;
+        list_journeys(page: PageRequest) -> Page<Journey>;
+        register_item(req: NewItem) -> Item;
+        get_item(id: &ItemId) -> Item;
+        list_items(page: PageRequest) -> Page<Item>;
+    }
+    impl Anchors {
+        set_anchor(req: NewAnchor) -> Anchor;
+        get_anchor(id: &AnchorId) -> Anchor;
+        list_anchors(page: PageRequest) -> Page<Anchor>;
+        set_precise_anchor(req: NewPreciseAnchor) -> AnchorRecord;
+        find_anchors(req: AnchorListQuery) -> Page<AnchorRecord>;
+        delete_anchor(req: AnchorRef) -> ();
+        check_anchor_stability(req: AnchorRef) -> AnchorStability;
+        adjust_anchor(req: AdjustAnchorRequest) -> AnchorRecord;
+        simulate_wormhole(req: WormholeRequest) -> WormholeSimulation;
+    }
+    impl Events {
+        monitor_events(req: MonitorEventsQuery) -> Page<MonitoredEvent>;
+        watch_events(req: MonitorEventsQuery) -> EventsStream;
+        search_events(req: SearchQuery) -> Page<EventRecord>;
+        event_versions(req: SearchQuery) -> Page<EventRecord>;
+        add_event(timeline: &TimelineId, req: NewEvent) -> EventRecord;
+        manipulate_event(req: ManipulateRequest) -> ManipulationResult;
+        revert_event(req: RevertRequest) -> RevertResult;
+    }
+    impl Paradoxes {
+        check_paradox(req: ParadoxCheckRequest) -> ParadoxReport;
+        check_stability(req: StabilityQuery) -> ParadoxReport;
+        monitor_timeline(req: MonitorQuery) -> MonitorReport;
+        watch_monitor(req: MonitorWatch) -> MonitorStream;
+        check_timeline(req: SignificantEventQuery) -> TimelineCheck;
+        correct_dissonance(req: DissonanceRequest) -> DissonanceResult;
+        isolate_event(req: IsolateRequest) -> Isolation;
+        lift_isolation(id: &IsolationId) -> ();
+    }
+    impl Automation {
+        create_script(req: NewScript) -> Script;
+        list_scripts(page: PageRequest) -> Page<Script>;
+        delete_script(id: &ScriptId) -> ();
+        schedule_manipulation(req: NewSchedule) -> Schedule;
+        trigger_external_manipulation(req: ExternalTrigger) -> Schedule;
+        list_schedules(page: PageRequest) -> Page<Schedule>;
+        delete_schedule(id: &ScheduleId) -> ();
+        automation_log(req: LogQuery) -> Page<LogEntry>;
+    }
+    impl Merges {
+        merge_timelines(req: MergeRequest) -> MergeResult;
+        list_merges(page: PageRequest) -> Page<Merge>;
+        get_merge(id: &MergeId) -> Merge;
+        review_conflicts(req: ReviewQuery) -> ConflictReview;
+        resolve_conflict(req: ResolveRequest) -> ResolveResult;
+        abort_merge(id: &MergeId) -> ();
+        diff_timelines(req: DiffQuery) -> TimelineDiff;
+    }
+    impl Data {
+        disable_caching(id: &chronoscope::model::CacheId) -> ();
+        store_data(req: StoreDataRequest) -> DataEntryInfo;
+        retrieve_data(req: RetrieveDataQuery) -> RetrievedData;
+        encrypt_data(req: EncryptDataRequest) -> DataEntryInfo;
+        decrypt_data(req: DecryptDataRequest) -> DecryptedData;
+        report_index(req: IndexRequest) -> IndexReport;
+        enable_caching(req: CachingRequest) -> CachingSetting;
+    }
+    impl Integrity {
+        detect_tampering(req: TamperQuery) -> TamperReport;
+        validate_integrity(req: IntegrityQuery) -> IntegrityReport;
+    }
+    impl Security {
+        set_access_control(req: SetAccessControlRequest) -> AccessControlSet;
+        access_control(timeline: &TimelineId) -> AccessControlView;
+        list_access_controls(page: PageRequest) -> Page<AccessControlView>;
+        restrict_time_travel(req: RestrictRequest) -> Restricted;
+        list_restrictions(page: PageRequest) -> Page<Restriction>;
+        access_logs(req: AccessLogQuery) -> AccessLog;
+    }
 }

@@ -19,10 +19,11 @@ use chronoscope::error::ServiceError;
 use chronoscope::model::{
     Event, EventId, EventStatus, Instant, ItemId, Timeline, TimelineId, Window, parse_instant,
 };
+use chronoscope::service::prelude::*;
 use chronoscope::service::{
     EventRecord, ManipulateRequest, MonitorQuery, MonitorReport, NewEvent, NewOutcome, NewTimeline,
     OutcomeChange, PageRequest, RevertRequest, ScanDepth, SearchQuery, TamperQuery, TimelineInfo,
-    TimelineService, TravelRequest,
+    TravelRequest,
 };
 use chronoscope::store::{
     Appending, ChainMeta, Entry, Link, LogLock, MemoryStore, Record, Store, StoreError,

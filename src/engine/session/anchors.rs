@@ -3,28 +3,22 @@
 
 use super::*;
 
-pub(super) async fn set_anchor(session: &EngineSession, req: NewAnchor) -> ServiceResult<Anchor> {
-    session
-        .set_precise_anchor(req.into())
-        .await
-        .map(|r| r.anchor)
-}
+#[async_trait]
+impl Anchors for EngineSession {
+    async fn set_anchor(&self, req: NewAnchor) -> ServiceResult<Anchor> {
+        self.set_precise_anchor(req.into()).await.map(|r| r.anchor)
+    }
 
-pub(super) async fn set_precise_anchor(
-    session: &EngineSession,
-    req: NewPreciseAnchor,
-) -> ServiceResult<AnchorRecord> {
-    session
-        .write(|world, ctx| {
+    async fn set_precise_anchor(&self, req: NewPreciseAnchor) -> ServiceResult<AnchorRecord> {
+        self.write(|world, ctx| {
             let (op, anchor) = crate::engine::anchors::set_anchor(world, ctx, &req)?;
             Ok((vec![op], anchor))
         })
         .await
-}
+    }
 
-pub(super) async fn get_anchor(session: &EngineSession, id: &AnchorId) -> ServiceResult<Anchor> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn get_anchor(&self, id: &AnchorId) -> ServiceResult<Anchor> {
+        self.read(Inline, |world, ctx| {
             world
                 .anchors
                 .get(id)
@@ -33,19 +27,15 @@ pub(super) async fn get_anchor(session: &EngineSession, id: &AnchorId) -> Servic
                 .ok_or_else(|| ServiceError::not_found("anchor", id))
         })
         .await
-}
+    }
 
-pub(super) async fn find_anchors(
-    session: &EngineSession,
-    req: AnchorListQuery,
-) -> ServiceResult<Page<AnchorRecord>> {
-    let page = PageRequest {
-        limit: req.limit,
-        cursor: req.cursor,
-    };
-    let include_spent = req.include_spent.unwrap_or(false);
-    session
-        .read(Inline, |world, ctx| {
+    async fn find_anchors(&self, req: AnchorListQuery) -> ServiceResult<Page<AnchorRecord>> {
+        let page = PageRequest {
+            limit: req.limit,
+            cursor: req.cursor,
+        };
+        let include_spent = req.include_spent.unwrap_or(false);
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .anchors_of(ctx.traveller)
                 .filter(|a| include_spent || a.status == crate::model::AnchorStatus::Active)
@@ -54,63 +44,46 @@ pub(super) async fn find_anchors(
             paginate(keyed, &page)
         })
         .await
-}
+    }
 
-pub(super) async fn delete_anchor(session: &EngineSession, req: AnchorRef) -> ServiceResult<()> {
-    session
-        .write(|world, ctx| {
+    async fn delete_anchor(&self, req: AnchorRef) -> ServiceResult<()> {
+        self.write(|world, ctx| {
             Ok((
                 vec![crate::engine::anchors::delete(world, ctx, &req.anchor_id)?],
                 (),
             ))
         })
         .await
-}
+    }
 
-pub(super) async fn check_anchor_stability(
-    session: &EngineSession,
-    req: AnchorRef,
-) -> ServiceResult<AnchorStability> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn check_anchor_stability(&self, req: AnchorRef) -> ServiceResult<AnchorStability> {
+        self.read(Inline, |world, ctx| {
             crate::engine::anchors::stability(world, ctx, &req.anchor_id)
         })
         .await
-}
+    }
 
-pub(super) async fn simulate_wormhole(
-    session: &EngineSession,
-    req: WormholeRequest,
-) -> ServiceResult<WormholeSimulation> {
-    session
-        .counted(
+    async fn simulate_wormhole(&self, req: WormholeRequest) -> ServiceResult<WormholeSimulation> {
+        self.counted(
             "simulate_wormhole",
             req.timeline_id.clone(),
-            session.read(Inline, |world, ctx| {
+            self.read(Inline, |world, ctx| {
                 crate::engine::wormhole::simulate(world, ctx, &req)
             }),
         )
         .await
-}
+    }
 
-pub(super) async fn adjust_anchor(
-    session: &EngineSession,
-    req: AdjustAnchorRequest,
-) -> ServiceResult<AnchorRecord> {
-    session
-        .write(|world, ctx| {
+    async fn adjust_anchor(&self, req: AdjustAnchorRequest) -> ServiceResult<AnchorRecord> {
+        self.write(|world, ctx| {
             let (op, anchor) = crate::engine::anchors::adjust(world, ctx, &req)?;
             Ok((vec![op], anchor))
         })
         .await
-}
+    }
 
-pub(super) async fn list_anchors(
-    session: &EngineSession,
-    page: PageRequest,
-) -> ServiceResult<Page<Anchor>> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn list_anchors(&self, page: PageRequest) -> ServiceResult<Page<Anchor>> {
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .anchors_of(ctx.traveller)
                 .map(|a| (a.id.to_string(), a.anchor.clone()))
@@ -118,4 +91,5 @@ pub(super) async fn list_anchors(
             paginate(keyed, &page)
         })
         .await
+    }
 }

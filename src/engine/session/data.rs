@@ -3,60 +3,50 @@
 
 use super::*;
 
-pub(super) async fn store_data(
-    session: &EngineSession,
-    req: StoreDataRequest,
-) -> ServiceResult<DataEntryInfo> {
-    session
-        .write(|world, ctx| {
+#[async_trait]
+impl Data for EngineSession {
+    async fn store_data(&self, req: StoreDataRequest) -> ServiceResult<DataEntryInfo> {
+        self.write(|world, ctx| {
             let (op, entry) = crate::engine::data::store(world, ctx, &req)?;
             Ok((vec![op], DataEntryInfo::from(&entry)))
         })
         .await
-}
+    }
 
-pub(super) async fn retrieve_data(
-    session: &EngineSession,
-    req: RetrieveDataQuery,
-) -> ServiceResult<RetrievedData> {
-    session
-        .counted(
+    async fn retrieve_data(&self, req: RetrieveDataQuery) -> ServiceResult<RetrievedData> {
+        self.counted(
             "retrieve_data",
             Some(req.timeline_id.clone()),
-            session.read(Inline, |world, _| {
+            self.read(Inline, |world, _| {
                 crate::engine::data::retrieve(world, &req)
             }),
         )
         .await
-}
+    }
 
-pub(super) async fn encrypt_data(
-    session: &EngineSession,
-    req: EncryptDataRequest,
-) -> ServiceResult<DataEntryInfo> {
-    crate::engine::data::check_key(&req.encryption_key)?;
-    let data = crate::engine::data::object("data", &req.data)?;
-    // Where and when are decided first: the ciphertext is bound to them (and to the id).
-    let placed = session
-        .read(Inline, |world, ctx| {
-            crate::engine::data::placement(world, ctx, &req.timeline_id, req.timestamp)
+    async fn encrypt_data(&self, req: EncryptDataRequest) -> ServiceResult<DataEntryInfo> {
+        crate::engine::data::check_key(&req.encryption_key)?;
+        let data = crate::engine::data::object("data", &req.data)?;
+        // Where and when are decided first: the ciphertext is bound to them (and to the id).
+        let placed = self
+            .read(Inline, |world, ctx| {
+                crate::engine::data::placement(world, ctx, &req.timeline_id, req.timestamp)
+            })
+            .await;
+        let timestamp = self.refusal_noted("encrypt_data", Some(&req.timeline_id), placed)?;
+        let data_id = crate::model::DataId::from_ulid(self.engine.mint());
+        let aad = crate::engine::data::associated_data(&data_id, &req.timeline_id, timestamp);
+        let plaintext = zeroize::Zeroizing::new(
+            serde_json::to_vec(&data)
+                .map_err(|e| ServiceError::Internal(format!("encoding the data: {e}")))?,
+        );
+        let key = req.encryption_key;
+        let sealed = crate::engine::data::off_the_runtime(move || {
+            crate::engine::data::seal(&key, &plaintext, &aad)
         })
-        .await;
-    let timestamp = session.refusal_noted("encrypt_data", Some(&req.timeline_id), placed)?;
-    let data_id = crate::model::DataId::from_ulid(session.engine.mint());
-    let aad = crate::engine::data::associated_data(&data_id, &req.timeline_id, timestamp);
-    let plaintext = zeroize::Zeroizing::new(
-        serde_json::to_vec(&data)
-            .map_err(|e| ServiceError::Internal(format!("encoding the data: {e}")))?,
-    );
-    let key = req.encryption_key;
-    let sealed = crate::engine::data::off_the_runtime(move || {
-        crate::engine::data::seal(&key, &plaintext, &aad)
-    })
-    .await?;
-    let timeline = req.timeline_id;
-    session
-        .write(|world, ctx| {
+        .await?;
+        let timeline = req.timeline_id;
+        self.write(|world, ctx| {
             let (op, entry) = crate::engine::data::entry(
                 world,
                 ctx,
@@ -68,92 +58,78 @@ pub(super) async fn encrypt_data(
             Ok((vec![op], DataEntryInfo::from(&entry)))
         })
         .await
-}
-
-pub(super) async fn decrypt_data(
-    session: &EngineSession,
-    req: DecryptDataRequest,
-) -> ServiceResult<DecryptedData> {
-    crate::engine::data::check_key(&req.encryption_key)?;
-    let found = session
-        .read(Inline, |world, _| {
-            crate::engine::data::find(world, &req.data_id).cloned()
-        })
-        .await;
-    let entry = session.refusal_noted("decrypt_data", None, found)?;
-    let timeline = entry.timeline_id.clone();
-    let answer: ServiceResult<_> = async {
-        let answer = |status, data| DecryptedData {
-            status,
-            data,
-            data_id: entry.data_id.clone(),
-            timeline_id: entry.timeline_id.clone(),
-            timestamp: entry.timestamp,
-        };
-        let sealed = match &entry.payload {
-            DataPayload::Plain { data } => {
-                return Ok(answer(DecryptStatus::NotEncrypted, data.clone()));
-            }
-            DataPayload::Encrypted(sealed) => sealed.clone(),
-        };
-        let aad = crate::engine::data::associated_data(
-            &entry.data_id,
-            &entry.timeline_id,
-            entry.timestamp,
-        );
-        let key = req.encryption_key;
-        let opened = crate::engine::data::off_the_runtime(move || {
-            crate::engine::data::open(&key, &sealed, &aad)
-        })
-        .await?;
-        let Some(plaintext) = opened else {
-            return Err(ServiceError::DecryptionFailed {
-                data_id: entry.data_id.to_string(),
-            });
-        };
-        let data: DataObject = serde_json::from_slice(&plaintext).map_err(|e| {
-            ServiceError::Internal(format!("a decrypted entry is not a JSON object: {e}"))
-        })?;
-        Ok(answer(DecryptStatus::Decrypted, data))
     }
-    .await;
-    session.noted("decrypt_data", Some(&timeline), answer)
-}
 
-pub(super) async fn report_index(
-    session: &EngineSession,
-    req: IndexRequest,
-) -> ServiceResult<IndexReport> {
-    session
-        .counted(
+    async fn decrypt_data(&self, req: DecryptDataRequest) -> ServiceResult<DecryptedData> {
+        crate::engine::data::check_key(&req.encryption_key)?;
+        let found = self
+            .read(Inline, |world, _| {
+                crate::engine::data::find(world, &req.data_id).cloned()
+            })
+            .await;
+        let entry = self.refusal_noted("decrypt_data", None, found)?;
+        let timeline = entry.timeline_id.clone();
+        let answer: ServiceResult<_> = async {
+            let answer = |status, data| DecryptedData {
+                status,
+                data,
+                data_id: entry.data_id.clone(),
+                timeline_id: entry.timeline_id.clone(),
+                timestamp: entry.timestamp,
+            };
+            let sealed = match &entry.payload {
+                DataPayload::Plain { data } => {
+                    return Ok(answer(DecryptStatus::NotEncrypted, data.clone()));
+                }
+                DataPayload::Encrypted(sealed) => sealed.clone(),
+            };
+            let aad = crate::engine::data::associated_data(
+                &entry.data_id,
+                &entry.timeline_id,
+                entry.timestamp,
+            );
+            let key = req.encryption_key;
+            let opened = crate::engine::data::off_the_runtime(move || {
+                crate::engine::data::open(&key, &sealed, &aad)
+            })
+            .await?;
+            let Some(plaintext) = opened else {
+                return Err(ServiceError::DecryptionFailed {
+                    data_id: entry.data_id.to_string(),
+                });
+            };
+            let data: DataObject = serde_json::from_slice(&plaintext).map_err(|e| {
+                ServiceError::Internal(format!("a decrypted entry is not a JSON object: {e}"))
+            })?;
+            Ok(answer(DecryptStatus::Decrypted, data))
+        }
+        .await;
+        self.noted("decrypt_data", Some(&timeline), answer)
+    }
+
+    async fn report_index(&self, req: IndexRequest) -> ServiceResult<IndexReport> {
+        self.counted(
             "create_index",
             Some(req.timeline_id.clone()),
-            session.read(Inline, |world, _| crate::engine::data::index(world, &req)),
+            self.read(Inline, |world, _| crate::engine::data::index(world, &req)),
         )
         .await
-}
+    }
 
-pub(super) async fn enable_caching(
-    session: &EngineSession,
-    req: CachingRequest,
-) -> ServiceResult<CachingSetting> {
-    let single = session.engine.single_process();
-    session
-        .write(|_, ctx| {
+    async fn enable_caching(&self, req: CachingRequest) -> ServiceResult<CachingSetting> {
+        let single = self.engine.single_process();
+        self.write(|_, ctx| {
             let (op, answer) = crate::engine::data::caching(ctx, &req, single)?;
             Ok((vec![op], answer))
         })
         .await
-}
+    }
 
-pub(super) async fn disable_caching(
-    session: &EngineSession,
-    id: &crate::model::CacheId,
-) -> ServiceResult<()> {
-    session
-        .write(|world, ctx| {
+    async fn disable_caching(&self, id: &crate::model::CacheId) -> ServiceResult<()> {
+        self.write(|world, ctx| {
             let op = crate::engine::navigation::withdraw_caching(world, ctx, id)?;
             Ok((vec![op], ()))
         })
         .await
+    }
 }

@@ -3,30 +3,26 @@
 
 use super::*;
 
-pub(super) async fn detect_tampering(
-    session: &EngineSession,
-    req: TamperQuery,
-) -> ServiceResult<TamperReport> {
-    session
-        .counted("detect_tampering", Some(req.timeline_id.clone()), async {
+#[async_trait]
+impl Integrity for EngineSession {
+    async fn detect_tampering(&self, req: TamperQuery) -> ServiceResult<TamperReport> {
+        self.counted("detect_tampering", Some(req.timeline_id.clone()), async {
             // Unknown to a traveller who may not read it, as everywhere.
-            let (hidden, restriction) = session
+            let (hidden, restriction) = self
                 .read(Inline, |world, ctx| {
                     rules::referenced(world, &req.timeline_id)?;
                     // The view keeps every list, so it says what it hid.
                     Ok((
-                        access::hidden_from(world, ctx.traveller, session.admin),
-                        access::restriction_of(world, ctx.traveller, session.admin),
+                        access::hidden_from(world, ctx.traveller, self.admin),
+                        access::restriction_of(world, ctx.traveller, self.admin),
                     ))
                 })
                 .await?;
             // A timeline that exists, then a turn (a mistyped id costs none).
-            session
-                .engine
-                .start_scan(&session.traveller, session.admin)?;
+            self.engine.start_scan(&self.traveller, self.admin)?;
             // Only a caller who may write has their scan recorded (it is a record in the
             // log): a reader's scan is answered the same, and appends nothing.
-            let may_record = session.may_write
+            let may_record = self.may_write
                 && !matches!(
                     restriction,
                     Some(
@@ -36,36 +32,30 @@ pub(super) async fn detect_tampering(
                     )
                 );
             crate::engine::integrity::detect(
-                &session.engine,
-                may_record.then_some(&session.traveller),
+                &self.engine,
+                may_record.then_some(&self.traveller),
                 &req.timeline_id,
                 req.scan_depth,
-                session.admin,
+                self.admin,
                 &hidden,
             )
             .await
         })
         .await
-}
+    }
 
-pub(super) async fn validate_integrity(
-    session: &EngineSession,
-    req: IntegrityQuery,
-) -> ServiceResult<IntegrityReport> {
-    session
-        .counted("validate_integrity", Some(req.timeline_id.clone()), async {
-            let served = session
+    async fn validate_integrity(&self, req: IntegrityQuery) -> ServiceResult<IntegrityReport> {
+        self.counted("validate_integrity", Some(req.timeline_id.clone()), async {
+            let served = self
                 .engine
-                .snapshot_within(session.allowed_staleness(CacheScope::Timeline))
+                .snapshot_within(self.allowed_staleness(CacheScope::Timeline))
                 .await?;
-            session.refuse_if_barred(&served, false)?;
-            let served = session.visible(served);
+            self.refuse_if_barred(&served, false)?;
+            let served = self.visible(served);
             rules::referenced(&served, &req.timeline_id)?;
-            session
-                .engine
-                .start_scan(&session.traveller, session.admin)?;
+            self.engine.start_scan(&self.traveller, self.admin)?;
             crate::engine::integrity::validate(
-                &session.engine,
+                &self.engine,
                 served,
                 &req.timeline_id,
                 req.timestamp,
@@ -73,4 +63,5 @@ pub(super) async fn validate_integrity(
             .await
         })
         .await
+    }
 }

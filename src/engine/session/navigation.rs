@@ -1,44 +1,38 @@
 //! A session's journeys and clock: travel, returns, switches, pause and resume, fast-forward and
-//! rewind, and the journeys made.
+//! rewind, the journeys made, and the items a traveller registers, picks up and carries.
 
 use super::*;
 
-pub(super) async fn travel(session: &EngineSession, req: TravelRequest) -> ServiceResult<Journey> {
-    session
-        .write(|world, ctx| {
+#[async_trait]
+impl Navigation for EngineSession {
+    async fn travel(&self, req: TravelRequest) -> ServiceResult<Journey> {
+        self.write(|world, ctx| {
             let (op, journey) = rules::travel(world, ctx, &req, None)?;
             Ok((vec![op], journey))
         })
         .await
-}
+    }
 
-/// `travel-to-time`: a trip through time where the traveller is (DESIGN §4), everything
-/// carried coming along: `travel_in_time` without a timeline, a list or the check.
-pub(super) async fn travel_to_time(
-    session: &EngineSession,
-    req: TimeTravelRequest,
-) -> ServiceResult<Journey> {
-    let trip = GuideTravelRequest {
-        destination_time: req.destination_time,
-        location: req.location,
-        timeline_id: None,
-        items_transported: None,
-        safety_check: false,
-    };
-    travel_in_time(session, trip).await
-}
+    /// `travel-to-time`: a trip through time where the traveller is (DESIGN §4), everything
+    /// carried coming along: `travel_in_time` without a timeline, a list or the check.
+    async fn travel_to_time(&self, req: TimeTravelRequest) -> ServiceResult<Journey> {
+        let trip = GuideTravelRequest {
+            destination_time: req.destination_time,
+            location: req.location,
+            timeline_id: None,
+            items_transported: None,
+            safety_check: false,
+        };
+        self.travel_in_time(trip).await
+    }
 
-pub(super) async fn travel_in_time(
-    session: &EngineSession,
-    req: GuideTravelRequest,
-) -> ServiceResult<Journey> {
-    let location = req
-        .location
-        .as_deref()
-        .map(|l| rules::text("location", l))
-        .transpose()?;
-    session
-        .write(|world, ctx| {
+    async fn travel_in_time(&self, req: GuideTravelRequest) -> ServiceResult<Journey> {
+        let location = req
+            .location
+            .as_deref()
+            .map(|l| rules::text("location", l))
+            .transpose()?;
+        self.write(|world, ctx| {
             let timeline = match &req.timeline_id {
                 Some(named) => rules::referenced(world, named)?.meta.id.clone(),
                 None => world.position_of(ctx.traveller, ctx.now).timeline,
@@ -60,14 +54,10 @@ pub(super) async fn travel_in_time(
             Ok((vec![op], journey))
         })
         .await
-}
+    }
 
-pub(super) async fn return_to_anchor(
-    session: &EngineSession,
-    req: ReturnRequest,
-) -> ServiceResult<Journey> {
-    session
-        .write(|world, ctx| {
+    async fn return_to_anchor(&self, req: ReturnRequest) -> ServiceResult<Journey> {
+        self.write(|world, ctx| {
             let raw = req.anchor_id.trim();
             let known = raw.parse::<AnchorId>().ok().filter(|id| {
                 world
@@ -91,14 +81,10 @@ pub(super) async fn return_to_anchor(
             Ok((vec![op], journey))
         })
         .await
-}
+    }
 
-pub(super) async fn switch_timeline(
-    session: &EngineSession,
-    req: SwitchRequest,
-) -> ServiceResult<Switched> {
-    session
-        .write(|world, ctx| {
+    async fn switch_timeline(&self, req: SwitchRequest) -> ServiceResult<Switched> {
+        self.write(|world, ctx| {
             let target = rules::referenced(world, &req.timeline_id)?;
             let position = world.position_of(ctx.traveller, ctx.now);
             let time = position.time_at(ctx.now);
@@ -130,11 +116,10 @@ pub(super) async fn switch_timeline(
             ))
         })
         .await
-}
+    }
 
-pub(super) async fn pause_time(session: &EngineSession) -> ServiceResult<ClockState> {
-    session
-        .write(|world, ctx| {
+    async fn pause_time(&self) -> ServiceResult<ClockState> {
+        self.write(|world, ctx| {
             let position = world.position_of(ctx.traveller, ctx.now);
             let time = position.time_at(ctx.now);
             if position.paused {
@@ -166,11 +151,10 @@ pub(super) async fn pause_time(session: &EngineSession) -> ServiceResult<ClockSt
             Ok((vec![op], state))
         })
         .await
-}
+    }
 
-pub(super) async fn resume_time(session: &EngineSession) -> ServiceResult<ClockState> {
-    session
-        .write(|world, ctx| {
+    async fn resume_time(&self) -> ServiceResult<ClockState> {
+        self.write(|world, ctx| {
             let position = world.position_of(ctx.traveller, ctx.now);
             let time = position.time_at(ctx.now);
             if !position.paused {
@@ -201,25 +185,18 @@ pub(super) async fn resume_time(session: &EngineSession) -> ServiceResult<ClockS
             Ok((vec![op], state))
         })
         .await
-}
+    }
 
-pub(super) async fn fast_forward(
-    session: &EngineSession,
-    req: ShiftRequest,
-) -> ServiceResult<Journey> {
-    session.shift(req, true).await
-}
+    async fn fast_forward(&self, req: ShiftRequest) -> ServiceResult<Journey> {
+        self.shift(req, true).await
+    }
 
-pub(super) async fn rewind(session: &EngineSession, req: ShiftRequest) -> ServiceResult<Journey> {
-    session.shift(req, false).await
-}
+    async fn rewind(&self, req: ShiftRequest) -> ServiceResult<Journey> {
+        self.shift(req, false).await
+    }
 
-pub(super) async fn list_journeys(
-    session: &EngineSession,
-    page: PageRequest,
-) -> ServiceResult<Page<Journey>> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn list_journeys(&self, page: PageRequest) -> ServiceResult<Page<Journey>> {
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .journeys_of(ctx.traveller)
                 .map(|j| (j.id.to_string(), (**j).clone()))
@@ -227,13 +204,41 @@ pub(super) async fn list_journeys(
             paginate(keyed, &page)
         })
         .await
-}
+    }
 
-pub(super) async fn retrieve_item(
-    session: &EngineSession,
-    req: RetrieveItemRequest,
-) -> ServiceResult<RetrievedItem> {
-    session
-        .write(|world, ctx| crate::engine::navigation::retrieve_item(world, ctx, &req))
+    async fn register_item(&self, req: NewItem) -> ServiceResult<Item> {
+        self.write(|world, ctx| {
+            let (op, item) = rules::register_item(world, ctx, &req)?;
+            Ok((vec![op], item))
+        })
         .await
+    }
+
+    async fn retrieve_item(&self, req: RetrieveItemRequest) -> ServiceResult<RetrievedItem> {
+        self.write(|world, ctx| crate::engine::navigation::retrieve_item(world, ctx, &req))
+            .await
+    }
+
+    async fn get_item(&self, id: &ItemId) -> ServiceResult<Item> {
+        self.read(Inline, |world, ctx| {
+            world
+                .items
+                .get(id)
+                .filter(|i| &i.owner == ctx.traveller)
+                .map(|i| (**i).clone())
+                .ok_or_else(|| ServiceError::not_found("item", id))
+        })
+        .await
+    }
+
+    async fn list_items(&self, page: PageRequest) -> ServiceResult<Page<Item>> {
+        self.read(Inline, |world, ctx| {
+            let keyed = world
+                .items_of(ctx.traveller)
+                .map(|i| (i.id.to_string(), (**i).clone()))
+                .collect();
+            paginate(keyed, &page)
+        })
+        .await
+    }
 }

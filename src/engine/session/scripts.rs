@@ -3,12 +3,10 @@
 
 use super::*;
 
-pub(super) async fn create_script(
-    session: &EngineSession,
-    req: NewScript,
-) -> ServiceResult<Script> {
-    session
-        .write(|world, ctx| {
+#[async_trait]
+impl Automation for EngineSession {
+    async fn create_script(&self, req: NewScript) -> ServiceResult<Script> {
+        self.write(|world, ctx| {
             let script = rules::new_script(world, ctx, &req)?;
             Ok((
                 vec![crate::engine::Op::CreateScript {
@@ -18,47 +16,38 @@ pub(super) async fn create_script(
             ))
         })
         .await
-}
+    }
 
-pub(super) async fn list_scripts(
-    session: &EngineSession,
-    page: PageRequest,
-) -> ServiceResult<Page<Script>> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn list_scripts(&self, page: PageRequest) -> ServiceResult<Page<Script>> {
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .scripts
                 .values()
-                .filter(|s| session.admin || &s.owner == ctx.traveller)
+                .filter(|s| self.admin || &s.owner == ctx.traveller)
                 .map(|s| (s.id.to_string(), automation::script_view(s)))
                 .collect();
             paginate(keyed, &page)
         })
         .await
-}
+    }
 
-pub(super) async fn delete_script(session: &EngineSession, id: &ScriptId) -> ServiceResult<()> {
-    session
-        .write(|world, ctx| {
+    async fn delete_script(&self, id: &ScriptId) -> ServiceResult<()> {
+        self.write(|world, ctx| {
             world
                 .scripts
                 .get(id)
                 // The author, or an admin (automation changes shared timelines).
-                .filter(|s| session.admin || &s.owner == ctx.traveller)
+                .filter(|s| self.admin || &s.owner == ctx.traveller)
                 .ok_or_else(|| ServiceError::not_found("script", id))?;
             Ok((vec![crate::engine::Op::DeleteScript { id: id.clone() }], ()))
         })
         .await
-}
+    }
 
-pub(super) async fn schedule_manipulation(
-    session: &EngineSession,
-    req: NewSchedule,
-) -> ServiceResult<Schedule> {
-    let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
-    let action = automation::schedule_action(&req.event_id, &req.manipulation_details);
-    session
-        .write(|world, ctx| {
+    async fn schedule_manipulation(&self, req: NewSchedule) -> ServiceResult<Schedule> {
+        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        let action = automation::schedule_action(&req.event_id, &req.manipulation_details);
+        self.write(|world, ctx| {
             let job = rules::new_job(
                 world,
                 ctx,
@@ -73,20 +62,16 @@ pub(super) async fn schedule_manipulation(
             ))
         })
         .await
-}
+    }
 
-pub(super) async fn trigger_external_manipulation(
-    session: &EngineSession,
-    req: ExternalTrigger,
-) -> ServiceResult<Schedule> {
-    let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
-    let system = rules::text("external_system", &req.external_system)?;
-    crate::model::opt_in_range(
-        "trigger_conditions.timestamp",
-        req.trigger_conditions.timestamp,
-    )?;
-    session
-        .write(|world, ctx| {
+    async fn trigger_external_manipulation(&self, req: ExternalTrigger) -> ServiceResult<Schedule> {
+        let timeline = req.timeline_id.clone().unwrap_or_else(TimelineId::primary);
+        let system = rules::text("external_system", &req.external_system)?;
+        crate::model::opt_in_range(
+            "trigger_conditions.timestamp",
+            req.trigger_conditions.timestamp,
+        )?;
+        self.write(|world, ctx| {
             let at = req
                 .trigger_conditions
                 .timestamp
@@ -105,32 +90,27 @@ pub(super) async fn trigger_external_manipulation(
             ))
         })
         .await
-}
+    }
 
-pub(super) async fn list_schedules(
-    session: &EngineSession,
-    page: PageRequest,
-) -> ServiceResult<Page<Schedule>> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn list_schedules(&self, page: PageRequest) -> ServiceResult<Page<Schedule>> {
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .jobs
                 .values()
-                .filter(|j| session.admin || &j.owner == ctx.traveller)
+                .filter(|j| self.admin || &j.owner == ctx.traveller)
                 .map(|j| (j.id.to_string(), automation::job_view(j)))
                 .collect();
             paginate(keyed, &page)
         })
         .await
-}
+    }
 
-pub(super) async fn delete_schedule(session: &EngineSession, id: &ScheduleId) -> ServiceResult<()> {
-    session
-        .write(|world, ctx| {
+    async fn delete_schedule(&self, id: &ScheduleId) -> ServiceResult<()> {
+        self.write(|world, ctx| {
             let job = world
                 .jobs
                 .get(id)
-                .filter(|j| session.admin || &j.owner == ctx.traveller)
+                .filter(|j| self.admin || &j.owner == ctx.traveller)
                 .ok_or_else(|| ServiceError::not_found("schedule", id))?;
             if !job.status.is_pending() {
                 return Err(ServiceError::Conflict(format!(
@@ -141,20 +121,16 @@ pub(super) async fn delete_schedule(session: &EngineSession, id: &ScheduleId) ->
             Ok((vec![crate::engine::Op::CancelJob { id: id.clone() }], ()))
         })
         .await
-}
+    }
 
-pub(super) async fn automation_log(
-    session: &EngineSession,
-    req: LogQuery,
-) -> ServiceResult<Page<LogEntry>> {
-    session
-        .read(Inline, |world, ctx| {
+    async fn automation_log(&self, req: LogQuery) -> ServiceResult<Page<LogEntry>> {
+        self.read(Inline, |world, ctx| {
             let keyed = world
                 .log
                 .iter()
                 .enumerate()
                 // Automation changes shared timelines: an admin sees everyone's.
-                .filter(|(_, r)| session.admin || &r.owner == ctx.traveller)
+                .filter(|(_, r)| self.admin || &r.owner == ctx.traveller)
                 .filter(|(_, r)| {
                     req.timeline_id
                         .as_ref()
@@ -176,4 +152,5 @@ pub(super) async fn automation_log(
             paginate(keyed, &req.page)
         })
         .await
+    }
 }

@@ -39,7 +39,8 @@ use super::theme::Palette;
 use crate::engine::Clock;
 use crate::error::ServiceError;
 use crate::model::{Instant, TimelineId};
-use crate::service::{TimelineService, TravellerStatus};
+use crate::service::TravellerStatus;
+use crate::service::prelude::*;
 
 /// While the server refuses the token, the dashboard asks again once in this many ticks (every
 /// 30 s at the default 2 s tick) instead of polling everything on each: with an expired token

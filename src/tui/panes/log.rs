@@ -9,7 +9,8 @@ use super::Ctx;
 use std::sync::Arc;
 
 use crate::error::ServiceError;
-use crate::service::{LogEntry, LogQuery, PageRequest, TimelineService};
+use crate::service::prelude::*;
+use crate::service::{LogEntry, LogQuery, PageRequest};
 use crate::tui::widgets::{Cursor, fmt_time, pane_block, title};
 
 /// State of the log pane.

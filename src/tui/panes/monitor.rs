@@ -15,9 +15,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::ServiceError;
-use crate::service::{
-    Anomaly, AnomalyKind, MonitorChange, MonitorQuery, MonitorReport, Severity, TimelineService,
-};
+use crate::service::prelude::*;
+use crate::service::{Anomaly, AnomalyKind, MonitorChange, MonitorQuery, MonitorReport, Severity};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{Cursor, ellipsize, fmt_time, pane_block, title};
 

@@ -16,9 +16,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::ServiceError;
-use crate::service::{
-    EventRecord, MonitorReport, PageRequest, SearchQuery, SignificantEventQuery, TimelineService,
-};
+use crate::service::prelude::*;
+use crate::service::{EventRecord, MonitorReport, PageRequest, SearchQuery, SignificantEventQuery};
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_time, pane_block, title};
 

@@ -18,7 +18,8 @@ use crate::model::{TimelineId, TimelineStatus, Traveller};
 use std::sync::Arc;
 
 use crate::error::ServiceError;
-use crate::service::{AccessControlView, Right, TimelineInfo, TimelineService};
+use crate::service::prelude::*;
+use crate::service::{AccessControlView, Right, TimelineInfo};
 use crate::tui::paging::all_pages;
 use crate::tui::theme::Palette;
 use crate::tui::tree::tree_order_of;

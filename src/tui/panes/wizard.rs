@@ -16,9 +16,10 @@ use ratatui_textarea::TextArea;
 use std::sync::Arc;
 
 use crate::paradox::{Paradox, ParadoxKind};
+use crate::service::prelude::*;
 use crate::service::{
     GuideTravelRequest, Journey, PageRequest, ParadoxCheckRequest, ParadoxReport, ProposedChange,
-    ServiceResult, TimelineInfo, TimelineService, TravelRequest,
+    ServiceResult, TimelineInfo, TravelRequest,
 };
 use crate::tui::effect::{Call, Effect, Outcome, Reload};
 use crate::tui::keymap::Key;
