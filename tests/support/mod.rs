@@ -320,6 +320,9 @@ pub fn token_with(traveller: &str, scopes: &str) -> String {
 
 /// `engine` served on a free loopback port, over TLS with `tls`: the port.
 pub async fn serve_port(engine: Arc<Engine>, tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
+    // Whoever talks to it builds a reqwest client, which needs the process's crypto provider;
+    // installed here, a test does not depend on another having built one first.
+    chronoscope::tls::install_default_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a free port");
