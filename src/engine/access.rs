@@ -13,12 +13,10 @@
 //! Operators (admin-scope sessions and the embedded engine) hold every right and are never
 //! restricted, so nobody can lock the service out of its own timelines.
 
-use std::sync::Arc;
-
 use super::{Op, World};
 use crate::error::ServiceError;
 use crate::model::{JourneyKind, TimelineId, Traveller};
-use crate::service::{AccessControl, Permissions, RestrictionLevel, Right};
+use crate::service::{Permissions, RestrictionLevel, Right};
 
 /// The refusal of an operation needing `right` on a timeline the caller can read.
 pub fn denied(timeline: &TimelineId, right: Right) -> ServiceError {
@@ -273,27 +271,6 @@ pub fn permit(
         }
     }
     Ok(())
-}
-
-/// A branch's list: its base's, with its creator moved to `admin` (they made it). A name sits
-/// on one list, as everywhere else: the creator is taken off `read` and `write`.
-pub fn inherited(
-    base: &AccessControl,
-    branch: &crate::model::Timeline,
-) -> Option<Arc<AccessControl>> {
-    let creator = branch.created_by.clone()?;
-    let mut permissions = base.permissions.clone();
-    permissions.read.retain(|name| *name != creator);
-    permissions.write.retain(|name| *name != creator);
-    if !permissions.admin.contains(&creator) {
-        permissions.admin.push(creator.clone());
-    }
-    Some(Arc::new(AccessControl {
-        timeline_id: branch.id.clone(),
-        permissions,
-        set_by: creator,
-        at: branch.created_at,
-    }))
 }
 
 /// Validates the lists of a `set-access-control`: each at most [`MAX_PERMISSION_NAMES`] names,

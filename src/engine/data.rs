@@ -11,9 +11,9 @@ use aes_gcm::{Aes256Gcm, Nonce};
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use imbl::{HashMap, OrdMap};
 use zeroize::Zeroizing;
 
+pub use super::world::data::DataMap;
 use crate::error::ServiceError;
 use crate::model::{
     CacheId, DataId, Instant, TimelineId, TravelDuration, format_instant, in_range,
@@ -27,10 +27,6 @@ use crate::service::{
 use super::rules::{self, Ctx};
 use super::world::{Op, World};
 
-/// A timeline's data entries by (timestamp, id): ids are minted in creation order, so the
-/// last entry at a time is the newest.
-pub type DataMap = OrdMap<(Instant, DataId), Arc<DataEntry>>;
-
 /// Largest object stored, as compact JSON.
 pub const MAX_DATA_BYTES: usize = 64 * 1024;
 /// The cipher, as answered and recorded.
@@ -43,38 +39,6 @@ pub fn kdf_params() -> KdfParams {
         iterations: 2,
         parallelism: 1,
     }
-}
-
-/// Forgets where a deleted timeline's own entries were, unless another timeline still holds
-/// one (a merge copied it there; a timeline with branches cannot be deleted). `remaining` are
-/// the timelines left.
-pub fn forget_timeline(
-    index: &mut HashMap<DataId, (TimelineId, Instant)>,
-    timeline: &TimelineId,
-    data: &DataMap,
-    remaining: &OrdMap<TimelineId, super::world::TimelineState>,
-) {
-    for key @ (_, id) in data.keys() {
-        if index.get(id).is_some_and(|(t, _)| t == timeline)
-            && !remaining.values().any(|s| s.data.contains_key(key))
-        {
-            index.remove(id);
-        }
-    }
-}
-
-/// The first difference between two worlds' data and settings (for `World::first_difference`).
-pub fn first_difference(a: &World, b: &World) -> Option<String> {
-    for (id, x) in &a.timelines {
-        let y = b.timelines.get(id)?;
-        if x.data != y.data {
-            return Some(format!("timeline {id}'s data entries differ"));
-        }
-    }
-    if a.data_index != b.data_index {
-        return Some("the data index differs".into());
-    }
-    (a.read_staleness != b.read_staleness).then(|| "read-staleness settings differ".into())
 }
 
 /// The data of a request: a JSON object of at most [`MAX_DATA_BYTES`].

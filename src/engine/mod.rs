@@ -5,6 +5,12 @@
 //! `commit`): an answer is given once its ops are durable, and only then are they published.
 //! Another process writing the same store (a CLI next to the dashboard, a second server replica)
 //! is seen on the next call, and a write that raced one is decided again on the new state.
+//!
+//! The core is `world` (the state and its one fold per operation, with the state each concern
+//! keeps: `world::keys`, `world::access_book`, `world::data`, `world::scans`), `commit` (with the
+//! writer's `lease`) and `rules`. The feature modules (anchors, merges and review, access and
+//! its log, data, integrity, automation…) import the core and decide with it; the core imports
+//! none of them (a test below reads the core's files and fails when one does).
 
 pub mod access;
 pub mod access_log;
@@ -848,6 +854,65 @@ impl Engine {
             metrics::gauge!(crate::metrics::LOG_POSITION).set(world.seq as f64);
             self.published.record(&world);
             *guard = world;
+        }
+    }
+}
+
+#[cfg(test)]
+mod layering {
+    /// The core's files, as compiled.
+    const CORE: &[(&str, &str)] = &[
+        ("world.rs", include_str!("world.rs")),
+        ("world/apply.rs", include_str!("world/apply.rs")),
+        ("world/access_book.rs", include_str!("world/access_book.rs")),
+        ("world/data.rs", include_str!("world/data.rs")),
+        ("world/keys.rs", include_str!("world/keys.rs")),
+        ("world/scans.rs", include_str!("world/scans.rs")),
+        ("commit.rs", include_str!("commit.rs")),
+        ("lease.rs", include_str!("lease.rs")),
+        ("rules.rs", include_str!("rules.rs")),
+    ];
+    /// What the core may name in `crate::engine`.
+    const CORE_MODULES: &[&str] = &["world", "commit", "lease", "rules"];
+
+    #[test]
+    fn the_core_imports_no_feature_module() {
+        // `engine::x` wherever it is written, and `super::x` in the files directly under
+        // `engine` (in `world/`, `super` is `world` itself).
+        let named = regex::Regex::new(r"(?:crate::engine::|\bsuper::)\{?([a-z_]+)\b").unwrap();
+        let listed = regex::Regex::new(r"(?s)use super::\{([^}]*)\}").unwrap();
+        let modules = |text: &str, nested: bool| -> Vec<String> {
+            let mut found: Vec<String> = Vec::new();
+            for c in named.captures_iter(text) {
+                let whole = c.get(0).map_or("", |m| m.as_str());
+                if !(nested && whole.starts_with("super")) {
+                    found.push(c[1].to_owned());
+                }
+            }
+            if !nested {
+                for c in listed.captures_iter(text) {
+                    found.extend(
+                        c[1].split(',')
+                            .map(|x| x.trim().split("::").next().unwrap_or("").to_owned()),
+                    );
+                }
+            }
+            found
+        };
+        for (file, text) in CORE {
+            let nested = file.contains('/');
+            let features: Vec<String> = modules(text, nested)
+                .into_iter()
+                .filter(|m| {
+                    m.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                        && !CORE_MODULES.contains(&m.as_str())
+                })
+                .collect();
+            assert!(
+                features.is_empty(),
+                "the core's {file} names feature modules {features:?}: move the state it needs \
+                 into `world`, or the decision out of the core"
+            );
         }
     }
 }

@@ -9,9 +9,12 @@ use std::sync::Arc;
 use imbl::{HashMap, OrdMap, OrdSet, Vector};
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod access_book;
 mod apply;
+pub(crate) mod data;
+pub(crate) mod keys;
+pub(crate) mod scans;
 
-use super::idempotency::{IdempotencyKey, Keys, Remembered};
 use crate::automation::{Due, Job, LogRecord, ScriptRecord};
 use crate::model::MergeId;
 use crate::model::{
@@ -19,6 +22,7 @@ use crate::model::{
     Position, ScheduleId, ScriptId, Timeline, TimelineId, Traveller, Whereabouts,
 };
 use crate::service::{LogEntry, Merge};
+use keys::{IdempotencyKey, Keys, Remembered};
 
 /// One log record: a change with who made it and when. Stored as
 /// `{"by":…,"at":…,"change":{"op":…}}`; records written before the envelope existed are a bare
@@ -276,7 +280,7 @@ pub enum Op {
         /// appended while it ran), or the record before a hole that cut it short.
         head_seq: u64,
         /// The records that did not verify, oldest first (unredacted): the first
-        /// `integrity::FINDINGS_LISTED`, and the log's structural findings.
+        /// `service::FINDINGS_LISTED`, and the log's structural findings.
         findings: Vec<crate::service::TamperFinding>,
         /// How many more records did not verify (counted, not listed).
         #[serde(default, skip_serializing_if = "is_zero")]
@@ -292,7 +296,7 @@ pub enum Op {
     AccessSummary {
         /// The counters, each of one (timeline or service, minute, traveller, action,
         /// operation, outcome).
-        counters: Vec<super::access_log::Counted>,
+        counters: Vec<access_book::Counted>,
         /// Accesses that found no room among the keys one summary carries.
         #[serde(default, skip_serializing_if = "is_zero")]
         dropped: u64,
@@ -318,7 +322,7 @@ pub struct TimelineState {
     pub base: Option<History>,
     /// Its data entries by (timestamp, id); a branch starts with its parent's (shared, not
     /// copied).
-    pub data: super::data::DataMap,
+    pub data: data::DataMap,
     /// Its isolated lineages, each with its isolation (copied to branches when they are
     /// created).
     pub isolated: crate::paradox::Isolated,
@@ -374,9 +378,9 @@ pub struct World {
     pub restrictions: HashMap<Traveller, Arc<crate::service::Restriction>>,
     /// What `detect-tampering` scans recorded: where the next `recent` one starts, and the
     /// findings still open.
-    pub scans: super::integrity::Scans,
+    pub scans: scans::Scans,
     /// The folded access log (§5.3).
-    pub access: super::access_log::AccessBook,
+    pub access: access_book::AccessBook,
 }
 
 /// The ids of one traveller's records, in id order (the order of the maps they index).
@@ -714,7 +718,7 @@ impl World {
             .or_else(|| differ("jobs", &self.jobs, &other.jobs))
             .or_else(|| differ("automation log", &self.log, &other.log))
             .or_else(|| differ("merges", &self.merges, &other.merges))
-            .or_else(|| super::data::first_difference(self, other))
+            .or_else(|| data::first_difference(self, other))
             .or_else(|| differ("isolations", &self.isolations, &other.isolations))
             .or_else(|| differ("scans", &self.scans, &other.scans))
             .or_else(|| differ("access-control lists", &self.acls, &other.acls))

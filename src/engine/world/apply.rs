@@ -164,7 +164,7 @@ impl World {
             .parent
             .as_ref()
             .and_then(|p| self.acls.get(p))
-            .and_then(|acl| crate::engine::access::inherited(acl, &timeline));
+            .and_then(|acl| inherited(acl, &timeline));
         if let Some(acl) = inherited {
             self.acls.insert(timeline.id.clone(), acl);
         }
@@ -187,12 +187,7 @@ impl World {
         crate::metrics::forget_timeline(id);
         self.acls.remove(id);
         if let Some(state) = self.timelines.remove(id) {
-            crate::engine::data::forget_timeline(
-                &mut self.data_index,
-                id,
-                &state.data,
-                &self.timelines,
-            );
+            super::data::forget_timeline(&mut self.data_index, id, &state.data, &self.timelines);
         }
         let gone: Vec<_> = self
             .isolations
@@ -530,4 +525,22 @@ impl World {
             .insert(journey.id.clone());
         self.journeys.insert(journey.id.clone(), Arc::new(journey));
     }
+}
+
+/// A branch's list: its base's, with its creator moved to `admin` (they made it). A name sits
+/// on one list, as everywhere else: the creator is taken off `read` and `write`.
+fn inherited(base: &AccessControl, branch: &crate::model::Timeline) -> Option<Arc<AccessControl>> {
+    let creator = branch.created_by.clone()?;
+    let mut permissions = base.permissions.clone();
+    permissions.read.retain(|name| *name != creator);
+    permissions.write.retain(|name| *name != creator);
+    if !permissions.admin.contains(&creator) {
+        permissions.admin.push(creator.clone());
+    }
+    Some(Arc::new(AccessControl {
+        timeline_id: branch.id.clone(),
+        permissions,
+        set_by: creator,
+        at: branch.created_at,
+    }))
 }
