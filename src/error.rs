@@ -329,6 +329,11 @@ impl ServiceError {
             }
             // One scan asked too soon is not "too many requests" to the person who asked.
             Self::ScansTooOften { .. } => format!("Too soon for another scan: {detail}"),
+            // HTTP's status names (401, 403, 409) say nothing to a person at a terminal or a
+            // dashboard: what happened, in words, then the detail.
+            Self::Unauthorized(_) => format!("Your token was not accepted: {detail}"),
+            Self::Forbidden(_) => format!("Not allowed: {detail}"),
+            Self::Conflict(_) => format!("Not done: {detail}"),
             _ => format!("{}: {detail}", self.problem_type().title),
         }
     }

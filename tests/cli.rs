@@ -999,7 +999,7 @@ async fn an_expired_token_is_explained_with_what_to_do() {
     assert!(!out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim_end(),
-        "error: Unauthorized: the token expired at 2023-11-14T22:13:20Z; mint a new one with \
+        "error: Your token was not accepted: the token expired at 2023-11-14T22:13:20Z; mint a new one with \
          `chronoscope token`"
     );
 }
@@ -1474,6 +1474,10 @@ async fn a_read_only_token_is_said_by_whoami_and_access_show_and_refused_in_word
     assert_eq!(refused.status.code(), Some(2), "{said}");
     assert!(said.contains("your token only allows reading"), "{said}");
     assert!(!said.contains("/v1/"), "no HTTP words: {said}");
+    assert!(
+        said.starts_with("error: Not allowed: "),
+        "said in words, not as HTTP's 'Forbidden': {said}"
+    );
 }
 
 /// `check` and `stability` exit 4 when the timeline is or would be unstable, 0 when it is
@@ -1928,6 +1932,43 @@ fn isolating_the_bootstrap_loop_says_what_is_still_reported_inside_it() {
         said.contains("no move puts a loop in order, so it stays while the loop does"),
         "{said}"
     );
+}
+
+/// F8: a timeline's isolations are listed by `timelines show`, with the command that lifts one,
+/// and are gone from it once lifted.
+#[test]
+fn timelines_show_lists_the_isolations_in_force_and_how_to_lift_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let show = || {
+        let out = with_backtraces(dir.path(), &["timelines", "show", "tml_tesla_bootstrap"]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!show().contains("isolations:"), "{}", show());
+    let made = with_backtraces(
+        dir.path(),
+        &[
+            "--json",
+            "events",
+            "isolate",
+            "bootstrap-blueprint-delivered",
+            "--timeline",
+            "tml_tesla_bootstrap",
+        ],
+    );
+    assert!(made.status.success(), "{made:?}");
+    let made: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+    let id = made["isolation_id"].as_str().unwrap().to_owned();
+    let shown = show();
+    assert!(
+        shown.contains(&format!(
+            "  isolations:  {id} (`chronoscope events lift ID` lifts one)"
+        )),
+        "{shown}"
+    );
+    let lifted = with_backtraces(dir.path(), &["events", "lift", &id]);
+    assert!(lifted.status.success(), "{lifted:?}");
+    assert!(!show().contains("isolations:"), "{}", show());
 }
 
 #[tokio::test]
