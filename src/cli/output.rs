@@ -236,6 +236,14 @@ pub mod human {
         } else if t.paradoxes > 0 {
             let _ = writeln!(s, "  anomalies:   {} open (see `monitor`)", t.paradoxes);
         }
+        if !t.isolations.is_empty() {
+            let ids: Vec<&str> = t.isolations.iter().map(|id| id.as_str()).collect();
+            let _ = writeln!(
+                s,
+                "  isolations:  {} (`chronoscope events lift ID` lifts one)",
+                ids.join(", ")
+            );
+        }
         s
     }
 
