@@ -3984,6 +3984,11 @@ async fn help_forms_and_the_access_log_read_whole_at_140_and_80_columns() {
             screen.contains("Range (start/end, start/P1D or a date; empty: the last 24 h)"),
             "{width} columns:\n{screen}"
         );
+        // F15: the empty field shows an example, marked as one, not a range that looks typed.
+        assert!(
+            screen.contains("e.g. 2026-11-22"),
+            "{width} columns:\n{screen}"
+        );
         h.press("enter");
         h.settle().await;
         let screen = h.render(width, height);

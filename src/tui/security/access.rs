@@ -409,7 +409,7 @@ impl AccessScreen {
                 let range = (
                     "Range (start/end, start/P1D or a date; empty: the last 24 h)",
                     String::new(),
-                    "2026-11-22T00:00:00Z/P1D",
+                    "e.g. 2026-11-22 or 2026-11-22T00:00:00Z/P1D",
                 );
                 // Entries that named no timeline are not this timeline's: an operator asks
                 // for them, and they are shown apart.
