@@ -39,6 +39,7 @@ mod scripts;
 mod security;
 mod transfer;
 
+pub(super) use events::events_page;
 use place::{Heavy, Inline, Place};
 
 /// The engine bound to one traveller. Cheap to create: one per request is fine.
@@ -227,32 +228,6 @@ impl EngineSession {
         };
         self.engine
             .note_refusal(on, self.traveller.as_str(), operation);
-    }
-
-    /// `fast-forward` / `rewind`: a journey within the caller's timeline from their time t to
-    /// t ± the duration; what they carry comes along.
-    async fn shift(&self, req: ShiftRequest, forward: bool) -> ServiceResult<Journey> {
-        let duration = crate::model::TravelDuration::parse("duration", &req.duration)?;
-        self.write(|world, ctx| {
-            let position = world.position_of(ctx.traveller, ctx.now);
-            let to_time = duration.shift("duration", position.time_at(ctx.now), forward)?;
-            let travel = TravelRequest {
-                destination: position.timeline.to_string(),
-                items_transported: listed_or_carried(world, ctx.traveller, &None),
-            };
-            let kind = if forward {
-                JourneyKind::FastForward
-            } else {
-                JourneyKind::Rewind
-            };
-            let (op, journey) = rules::travel(world, ctx, &travel, Some(to_time))?;
-            let (op, journey) = of_kind(op, journey, kind);
-            if req.safety_check {
-                super::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
-            }
-            Ok((vec![op], journey))
-        })
-        .await
     }
 
     /// A read of what the traveller may see, its work run where `place` says (see [`Place`]).
@@ -450,61 +425,6 @@ fn timeline_key(t: &crate::model::Timeline) -> String {
     } else {
         format!("{}|{}", t.created_at.format("%Y%m%dT%H%M%S%.9f"), t.id)
     }
-}
-
-/// One page of a timeline's events (the one named, else where the traveller is), as `find`
-/// chooses them given the location (trimmed; absent when blank), the cursor's position and how
-/// many to take (one more than the page, to know whether another follows).
-pub(super) fn events_page(
-    world: &super::World,
-    ctx: &Ctx<'_>,
-    req: &SearchQuery,
-    find: impl FnOnce(
-        &crate::model::History,
-        Option<&str>,
-        Option<&(Instant, EventId)>,
-        usize,
-    ) -> Vec<Arc<crate::model::Event>>,
-) -> Result<Page<EventRecord>, ServiceError> {
-    let timeline = here(world, ctx, &req.timeline_id);
-    let state = rules::referenced(world, &timeline)?;
-    let limit = limit(&req.page)?;
-    let after = req
-        .page
-        .cursor
-        .as_deref()
-        .map(parse_event_cursor)
-        .transpose()?;
-    let location = req
-        .location
-        .as_deref()
-        .map(str::trim)
-        .filter(|l| !l.is_empty());
-    let mut found = find(&state.history, location, after.as_ref(), limit + 1);
-    let more = found.len() > limit;
-    found.truncate(limit);
-    let next_cursor = if more {
-        found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
-    } else {
-        None
-    };
-    Ok(Page {
-        items: found.iter().map(|e| rules::event_record(e)).collect(),
-        next_cursor,
-    })
-}
-
-fn event_cursor(key: &(Instant, EventId)) -> String {
-    format!("{}|{}", crate::model::format_instant(&key.0), key.1)
-}
-
-fn parse_event_cursor(cursor: &str) -> Result<(Instant, EventId), ServiceError> {
-    let bad = || ServiceError::invalid("cursor", "not a cursor this server handed out");
-    let (time, id) = cursor.split_once('|').ok_or_else(bad)?;
-    Ok((
-        parse_instant("cursor", time).map_err(|_| bad())?,
-        id.parse().map_err(|_| bad())?,
-    ))
 }
 
 #[async_trait]

@@ -119,3 +119,58 @@ impl Events for EngineSession {
         .await
     }
 }
+
+/// One page of a timeline's events (the one named, else where the traveller is), as `find`
+/// chooses them given the location (trimmed; absent when blank), the cursor's position and how
+/// many to take (one more than the page, to know whether another follows).
+pub(in crate::engine) fn events_page(
+    world: &crate::engine::World,
+    ctx: &Ctx<'_>,
+    req: &SearchQuery,
+    find: impl FnOnce(
+        &crate::model::History,
+        Option<&str>,
+        Option<&(Instant, EventId)>,
+        usize,
+    ) -> Vec<Arc<crate::model::Event>>,
+) -> Result<Page<EventRecord>, ServiceError> {
+    let timeline = here(world, ctx, &req.timeline_id);
+    let state = rules::referenced(world, &timeline)?;
+    let limit = limit(&req.page)?;
+    let after = req
+        .page
+        .cursor
+        .as_deref()
+        .map(parse_event_cursor)
+        .transpose()?;
+    let location = req
+        .location
+        .as_deref()
+        .map(str::trim)
+        .filter(|l| !l.is_empty());
+    let mut found = find(&state.history, location, after.as_ref(), limit + 1);
+    let more = found.len() > limit;
+    found.truncate(limit);
+    let next_cursor = if more {
+        found.last().map(|e| event_cursor(&(e.time, e.id.clone())))
+    } else {
+        None
+    };
+    Ok(Page {
+        items: found.iter().map(|e| rules::event_record(e)).collect(),
+        next_cursor,
+    })
+}
+
+fn event_cursor(key: &(Instant, EventId)) -> String {
+    format!("{}|{}", crate::model::format_instant(&key.0), key.1)
+}
+
+fn parse_event_cursor(cursor: &str) -> Result<(Instant, EventId), ServiceError> {
+    let bad = || ServiceError::invalid("cursor", "not a cursor this server handed out");
+    let (time, id) = cursor.split_once('|').ok_or_else(bad)?;
+    Ok((
+        parse_instant("cursor", time).map_err(|_| bad())?,
+        id.parse().map_err(|_| bad())?,
+    ))
+}

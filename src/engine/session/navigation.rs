@@ -242,3 +242,31 @@ impl Navigation for EngineSession {
         .await
     }
 }
+
+impl EngineSession {
+    /// `fast-forward` / `rewind`: a journey within the caller's timeline from their time t to
+    /// t ± the duration; what they carry comes along.
+    async fn shift(&self, req: ShiftRequest, forward: bool) -> ServiceResult<Journey> {
+        let duration = crate::model::TravelDuration::parse("duration", &req.duration)?;
+        self.write(|world, ctx| {
+            let position = world.position_of(ctx.traveller, ctx.now);
+            let to_time = duration.shift("duration", position.time_at(ctx.now), forward)?;
+            let travel = TravelRequest {
+                destination: position.timeline.to_string(),
+                items_transported: listed_or_carried(world, ctx.traveller, &None),
+            };
+            let kind = if forward {
+                JourneyKind::FastForward
+            } else {
+                JourneyKind::Rewind
+            };
+            let (op, journey) = rules::travel(world, ctx, &travel, Some(to_time))?;
+            let (op, journey) = of_kind(op, journey, kind);
+            if req.safety_check {
+                crate::engine::navigation::refuse_unsafe_journey(world, ctx, &op, &journey)?;
+            }
+            Ok((vec![op], journey))
+        })
+        .await
+    }
+}
