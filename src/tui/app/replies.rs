@@ -10,6 +10,7 @@ use crate::tui::action::{Action, Reply, Slot};
 use crate::tui::confirm::Confirm;
 use crate::tui::effect::Reload;
 use crate::tui::modal::Modal;
+use crate::tui::security::rights;
 use crate::tui::time_controls::clock_said;
 
 impl App {
@@ -157,7 +158,10 @@ impl App {
     fn on_pane_reply(&mut self, reply: Reply) {
         match reply {
             Reply::Whoami(status) => {
-                self.panes.timelines.learn_who(&status);
+                let refused = rights::changes_refused(&status, &self.panes.timelines);
+                self.panes
+                    .timelines
+                    .learn_who(status.traveller.clone(), refused);
                 self.whoami = Some(status);
                 self.last_refresh = Some(self.now());
             }

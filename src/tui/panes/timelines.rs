@@ -262,15 +262,11 @@ impl TimelinesPane {
     }
 
     /// Who you are arrived: the creator of a timeline without a list administers it, and
-    /// whether you may change anything at all decides what the line under the list offers.
-    pub fn learn_who(&mut self, status: &crate::service::TravellerStatus) {
-        self.me = Some(status.traveller.clone());
-        let refused = crate::tui::security::rights::Rights {
-            whoami: Some(status),
-            timelines: self,
-        }
-        .refused_action(crate::tui::intent::Action::Review);
-        self.changes_refused = refused.is_some();
+    /// whether you may change anything at all (`changes_refused`: a restriction or a read-only
+    /// token, as the rights checks say) decides what the line under the list offers.
+    pub fn learn_who(&mut self, me: crate::model::Traveller, changes_refused: bool) {
+        self.me = Some(me);
+        self.changes_refused = changes_refused;
     }
 
     /// Draws the pane.

@@ -21,6 +21,16 @@ pub struct Rights<'a> {
     pub timelines: &'a TimelinesPane,
 }
 
+/// Whether who you are (`status`) keeps you from changing anything shared: a restriction, or a
+/// token that allows reading only.
+pub fn changes_refused(status: &TravellerStatus, timelines: &TimelinesPane) -> bool {
+    let rights = Rights {
+        whoami: Some(status),
+        timelines,
+    };
+    rights.refused_action(Action::Review).is_some()
+}
+
 impl Rights<'_> {
     /// Why you may not make a change that needs `needed` on `timeline`, as the footer says it;
     /// `None` when, as far as the dashboard knows, you may.
