@@ -648,9 +648,9 @@ fn traveller_pattern() -> &'static str {
     })
 }
 
-/// The class of the characters `allowed` takes, written `[^…]` with the ranges it refuses. Code points beyond the
-/// basic plane are written as themselves: no escape for them reads the same in ECMA-262's
-/// `u` mode, Python and Rust.
+/// The class of the characters `allowed` takes, written `[^…]` with the ranges it refuses.
+/// Code points beyond the basic plane are written as themselves: no escape for them reads the
+/// same in ECMA-262's `u` mode, Python and Rust.
 fn class_of(allowed: fn(char) -> bool) -> String {
     fn push(class: &mut String, c: char) {
         use std::fmt::Write as _;
@@ -682,7 +682,7 @@ fn class_of(allowed: fn(char) -> bool) -> String {
     class
 }
 
-/// A text field: at least one character that is not white space as the server trims it (`\\S`
+/// A text field: at least one character that is not white space as the server trims it (`\S`
 /// would not do: ECMA-262 counts U+FEFF as a space and U+0085 as none, Rust the reverse).
 fn text_pattern() -> &'static str {
     static PATTERN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -773,8 +773,9 @@ fn constrain_named(name: &str, schema: &mut serde_json::Value, path: &str, text:
     }
     if name == "user_id" {
         // A traveller's name (a token's `sub`), not an id: printable characters, no space at
-        // either end, no invisible format character (see `model::Traveller`). The id pattern refused `ada@example.com`,
-        // which the service takes, and a schema must not refuse what the service accepts.
+        // either end, no invisible format character (see `model::Traveller`). The id pattern
+        // refused `ada@example.com`, which the service takes, and a schema must not refuse
+        // what the service accepts.
         obj.insert("minLength".into(), json!(1));
         obj.insert(
             "maxLength".into(),
