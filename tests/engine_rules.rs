@@ -1309,6 +1309,67 @@ async fn the_items_a_timeline_may_hold_are_indexed_as_items_and_travellers_move(
     assert!(in_a.contains(&map) && in_a.contains(&compass), "{in_a:?}");
 }
 
+/// A Custom Merge refused for a paradox names the destination's event as it stands: the version
+/// the resolution would have written never comes to be (F5).
+#[tokio::test]
+async fn a_refused_custom_merge_names_the_event_as_it_stands_not_the_version_it_would_have_made() {
+    let w = World::new().await;
+    let cause = w.event("cause", "1900-02-01T12:00:00Z", "Lab", &[]).await;
+    let x = w
+        .event("x", "1900-02-01T13:00:00Z", "Lab", &[&cause.event_id])
+        .await;
+    let b = w.branch("B").await;
+    let ada = w.ada();
+    let change = |tl: &TimelineId, text: &str| {
+        ada.manipulate_event(manipulation(Some(tl), &x.event_id, described(text)))
+    };
+    change(&b.id, "x in B").await.expect("B changes x");
+    let in_a = change(&primary(), "x in A").await.expect("A changes x");
+    let pending = w
+        .ada()
+        .merge_timelines(MergeRequest {
+            source_timeline_id: b.id.clone(),
+            destination_timeline_id: primary(),
+            conflict_resolution: MergeStrategy::ManualReview,
+            safety_check: true,
+        })
+        .await
+        .expect("merge waits for review");
+    assert_eq!(pending.status, "pending_review");
+    let known: Vec<EventId> = all_events(&w.ada())
+        .await
+        .into_iter()
+        .map(|e| e.event_id)
+        .collect();
+    let mut before_its_cause = retimed("1900-02-01T11:00:00Z");
+    before_its_cause.description = Some("x, custom".into());
+    for _ in 0..2 {
+        let err = w
+            .refused(w.ada().resolve_conflict(ResolveRequest {
+                event_id: x.event_id.clone(),
+                resolution: ConflictResolution::Custom,
+                new_outcome: Some(before_its_cause.clone()),
+                merge_id: None,
+                merged_timeline_id: None,
+                safety_check: true,
+            }))
+            .await;
+        let ServiceError::ParadoxDetected { paradoxes, .. } = &err else {
+            panic!("{err:?}");
+        };
+        let named: Vec<&EventId> = paradoxes.iter().flat_map(|p| &p.events).collect();
+        assert!(named.contains(&&in_a.new_event_id), "{err:?}");
+        assert!(named.iter().all(|e| known.contains(e)), "{err:?}");
+        let said = err.explain();
+        assert!(said.contains("'x, custom'"), "{said}");
+        for word in said.split(|c: char| !c.is_alphanumeric() && c != '_') {
+            if word.starts_with("evt_") {
+                assert!(known.iter().any(|k| k.as_str() == word), "{word} in {said}");
+            }
+        }
+    }
+}
+
 /// Registers the item `what` as `who`, where they are.
 async fn register(who: &dyn TimelineService, what: &str) -> ItemId {
     let req = NewItem {

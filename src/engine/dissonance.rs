@@ -151,8 +151,7 @@ pub fn correct(
         return Ok((ops, result));
     }
     // Nothing new anywhere…
-    let named = |e| as_they_stand(e, &result.moves);
-    rules::refuse_introduced(world, ctx, tl, &ops).map_err(named)?;
+    rules::refuse_introduced(world, ctx, tl, &ops)?;
     // …and no named event still out of order (a loop, or a cause that could not move).
     let after = work
         .timelines
@@ -169,36 +168,12 @@ pub fn correct(
         .filter(|p| p.events.iter().any(|e| heads.contains(e)))
         .collect();
     if !remaining.is_empty() {
-        return Err(named(ServiceError::ParadoxDetected {
+        let stood = &rules::referenced(world, tl)?.history;
+        return Err(ServiceError::ParadoxDetected {
             timeline: tl.to_string(),
-            paradoxes: remaining,
-        }));
+            paradoxes: rules::named_as_they_stand(remaining, stood, &after.history),
+        });
     }
     result.status = "aligned".into();
     Ok((ops, result))
-}
-
-/// A refusal as the traveller can read it: the versions the refused moves would have made never
-/// come to be (each try would mint new ids), so each is named by the event it would have moved.
-fn as_they_stand(refusal: ServiceError, moves: &[DissonanceMove]) -> ServiceError {
-    let ServiceError::ParadoxDetected {
-        timeline,
-        mut paradoxes,
-    } = refusal
-    else {
-        return refusal;
-    };
-    for paradox in &mut paradoxes {
-        for m in moves {
-            let (made, moved) = (m.new_event_id.as_str(), m.event_id.as_str());
-            paradox.description = paradox.description.replace(made, moved);
-            for e in paradox.events.iter_mut().filter(|e| **e == m.new_event_id) {
-                *e = m.event_id.clone();
-            }
-        }
-    }
-    ServiceError::ParadoxDetected {
-        timeline,
-        paradoxes,
-    }
 }

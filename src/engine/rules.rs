@@ -3,9 +3,9 @@
 
 use crate::error::ServiceError;
 use crate::model::{
-    AnchorId, AnchorRecord, AnchorStatus, Event, EventId, EventStatus, Instant, Item, ItemId,
-    Journey, JourneyId, JourneyKind, LeftItem, Position, Timeline, TimelineId, TimelineStatus,
-    Traveller, Whereabouts, format_instant, in_range, opt_in_range,
+    AnchorId, AnchorRecord, AnchorStatus, Event, EventId, EventStatus, History, Instant, Item,
+    ItemId, Journey, JourneyId, JourneyKind, LeftItem, Position, Timeline, TimelineId,
+    TimelineStatus, Traveller, Whereabouts, format_instant, in_range, opt_in_range,
 };
 use crate::paradox::{self, Change, Paradox, Subject};
 use crate::service::{
@@ -837,13 +837,44 @@ pub fn refuse_introduced_by(
     timeline: &TimelineId,
 ) -> Result<(), ServiceError> {
     let before = standing_paradoxes(world, ctx, timeline)?;
-    refuse_paradoxes(
-        timeline,
-        standing_paradoxes(after, ctx, timeline)?
-            .into_iter()
-            .filter(|p| !before.contains(p))
-            .collect(),
-    )
+    let introduced: Vec<Paradox> = standing_paradoxes(after, ctx, timeline)?
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    let stood = &referenced(world, timeline)?.history;
+    let would = &referenced(after, timeline)?.history;
+    refuse_paradoxes(timeline, named_as_they_stand(introduced, stood, would))
+}
+
+/// `paradoxes` found in `would` (the timeline as a change would leave it) named by events of
+/// `stood` (as it stands). A version the change would write has an id minted for the check: it
+/// exists nowhere if the change is refused, and is another on every try. Each is named by the
+/// event it would supersede instead, "(evt_…, changed)", which the reader can look up.
+pub(super) fn named_as_they_stand(
+    paradoxes: Vec<Paradox>,
+    stood: &History,
+    would: &History,
+) -> Vec<Paradox> {
+    let superseded = |id: &EventId| {
+        if stood.get(id).is_some() {
+            return None;
+        }
+        would.get(id)?.supersedes.clone()
+    };
+    paradoxes
+        .into_iter()
+        .map(|mut p| {
+            for id in &mut p.events {
+                if let Some(old) = superseded(id) {
+                    p.description = p
+                        .description
+                        .replace(&format!("({id})"), &format!("({old}, changed)"));
+                    *id = old;
+                }
+            }
+            p
+        })
+        .collect()
 }
 
 fn refuse_paradoxes(timeline: &TimelineId, introduced: Vec<Paradox>) -> Result<(), ServiceError> {
