@@ -1731,6 +1731,39 @@ async fn j_lists_the_journeys_newest_first() {
     assert!(matches!(h.app.modal, Some(Modal::Journeys(..))));
 }
 
+/// A journey to a timeline deleted before the dashboard opened says so, instead of a bare id
+/// that reads like a timeline still there (F20).
+#[tokio::test]
+async fn j_marks_a_timeline_deleted_before_the_dashboard_opened() {
+    let w = world().await;
+    let gone = w
+        .service
+        .create_timeline(bound_for("Gone by now", "1889-03-10T23:50:00Z"))
+        .await
+        .unwrap();
+    for destination in [gone.id.to_string(), "primary".into()] {
+        w.service
+            .travel(chronoscope::service::TravelRequest {
+                destination,
+                items_transported: vec![],
+            })
+            .await
+            .unwrap();
+    }
+    w.service.delete_timeline(&gone.id).await.unwrap();
+    let mut h = harness(&w).await;
+    h.press("J");
+    h.settle().await;
+    for width in [80, 140] {
+        let screen = h.render(width, 30);
+        assert_eq!(
+            screen.matches(&format!("{} (not listed)", gone.id)).count(),
+            2,
+            "there and back: {screen}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn tab_completes_a_command_and_lists_the_choices_when_several_fit() {
     let mut h = embedded().await;

@@ -222,12 +222,23 @@ impl TimelinesPane {
         Some((t.id.clone(), t.name.clone()))
     }
 
-    /// A timeline's name (marked when it was deleted), or its id when unknown.
+    /// A timeline's name (marked when it was deleted), or its id when unknown. Once a listing
+    /// has arrived, an id it does not hold is marked "(not listed)": deleted before the
+    /// dashboard opened, or no longer yours to read (F20).
     pub fn name_of(&self, id: &TimelineId) -> String {
+        match self.known_name(id) {
+            Some(name) => name,
+            None if self.loaded => format!("{id} (not listed)"),
+            None => id.to_string(),
+        }
+    }
+
+    /// A timeline's name, marked when it was deleted, if it was ever listed.
+    fn known_name(&self, id: &TimelineId) -> Option<String> {
         match (self.names.get(id), self.deleted.get(id)) {
-            (Some(name), _) => name.clone(),
-            (None, Some(name)) => format!("{name} (deleted)"),
-            (None, None) => id.to_string(),
+            (Some(name), _) => Some(name.clone()),
+            (None, Some(name)) => Some(format!("{name} (deleted)")),
+            (None, None) => None,
         }
     }
 
@@ -382,7 +393,8 @@ impl TimelinesPane {
                 let parent = t
                     .parent
                     .as_ref()
-                    .map(|id| self.name_of(id))
+                    // A parent you may not read: its id, in the narrow column (an orphan).
+                    .map(|id| self.known_name(id).unwrap_or_else(|| id.to_string()))
                     .unwrap_or_else(|| "—".into());
                 row_cells.push(Cell::from(ellipsize(&parent, parent_width)));
             }
