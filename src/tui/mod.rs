@@ -28,6 +28,7 @@ pub mod anchors;
 pub mod app;
 pub mod chrome;
 pub mod command;
+pub mod config;
 pub mod confirm;
 pub mod effect;
 pub mod forms;

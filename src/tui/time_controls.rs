@@ -290,8 +290,21 @@ impl Shift {
     }
 }
 
+/// Pausing or resuming the clock answered `state`: the header's `whoami` takes where you are
+/// now at once (it is asked again too). Answers what it did, in words (`key` pauses and
+/// resumes).
+pub fn clock_changed(whoami: Option<&mut TravellerStatus>, state: ClockState, key: &str) -> String {
+    let said = clock_said(&state, key);
+    if let Some(w) = whoami {
+        w.timeline_id = state.position.timeline.clone();
+        w.time = state.time;
+        w.position = state.position;
+    }
+    said
+}
+
 /// What pausing or resuming the clock did, in words (`key` pauses and resumes).
-pub fn clock_said(state: &ClockState, key: &str) -> String {
+fn clock_said(state: &ClockState, key: &str) -> String {
     let at = fmt_time(&state.time);
     match state.status.as_str() {
         "paused" => format!(

@@ -80,17 +80,16 @@ impl App {
             .selected()
             .map(|t| t.id.clone())
             .unwrap_or_else(TimelineId::primary);
-        // Inputs that do not parse are refused under them, by the pane.
-        if let Ok(job) = self.panes.search.fetch(timeline, Arc::clone(&self.service)) {
-            self.requests.fetch(Slot::Search, job, Reply::Search);
-        }
+        let svc = Arc::clone(&self.service);
+        self.panes
+            .search
+            .send_search(timeline, svc, &mut self.requests);
     }
 
     /// Looks up the causes the detail of the selected event names, if any are missing.
     pub(super) fn request_causes(&mut self) {
-        if let Some(job) = self.panes.search.fetch_causes(Arc::clone(&self.service)) {
-            self.requests.fetch(Slot::Causes, job, Reply::Causes);
-        }
+        let svc = Arc::clone(&self.service);
+        self.panes.search.send_causes(svc, &mut self.requests);
     }
 
     /// Asks for your anchors and items (the wizard's lists; the delete question's anchors).

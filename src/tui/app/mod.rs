@@ -26,6 +26,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::action::{Msg, Push, Reply, Slot};
 pub use super::chrome::Connection;
 use super::chrome::Flash;
+pub use super::config::AppConfig;
 use super::effect::Checked;
 use super::effect::Effect;
 use super::keymap::{Context, Key, KeyMap};
@@ -46,22 +47,6 @@ use crate::service::prelude::*;
 /// 30 s at the default 2 s tick) instead of polling everything on each: with an expired token
 /// it sent about two refused requests a second, each one in the server's log.
 pub const REFUSED_TOKEN_PROBE_TICKS: u32 = 15;
-
-/// What the dashboard is built from, besides the service.
-#[derive(Clone, Debug)]
-pub struct AppConfig {
-    /// Where the data comes from, for the header (`embedded: ...` or `server: ...`).
-    pub source: String,
-    /// Styles.
-    pub palette: Palette,
-    /// Key bindings.
-    pub keymap: KeyMap,
-    /// The clock countdowns and "last refresh" are read from.
-    pub clock: Arc<dyn Clock>,
-    /// Follow the monitor's stream of changes (see [`super::live`]); without it the monitor
-    /// is polled on every tick.
-    pub push: bool,
-}
 
 /// The dashboard.
 pub struct App {

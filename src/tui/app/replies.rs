@@ -11,7 +11,7 @@ use crate::tui::confirm::Confirm;
 use crate::tui::effect::Reload;
 use crate::tui::modal::Modal;
 use crate::tui::security::rights;
-use crate::tui::time_controls::clock_said;
+use crate::tui::time_controls::clock_changed;
 
 impl App {
     /// The answer of a call that is still the newest of its `slot`.
@@ -219,13 +219,8 @@ impl App {
     /// where the service puts you is asked again.
     fn on_clock(&mut self, state: ClockState) {
         let key = self.keymap.key_for(Action::PauseResume);
-        let text = clock_said(&state, &key);
-        if let Some(w) = &mut self.whoami {
-            w.timeline_id = state.position.timeline.clone();
-            w.time = state.time;
-            w.position = state.position;
-        }
-        self.flash_info(text);
+        let said = clock_changed(self.whoami.as_mut(), state, &key);
+        self.flash_info(said);
         self.request_whoami();
     }
 

@@ -18,6 +18,8 @@ use std::sync::Arc;
 use crate::error::ServiceError;
 use crate::service::prelude::*;
 use crate::service::{EventRecord, MonitorReport, PageRequest, SearchQuery, SignificantEventQuery};
+use crate::tui::action::{Reply, Slot};
+use crate::tui::requests::Requests;
 use crate::tui::theme::Palette;
 use crate::tui::widgets::{self, Cursor, ellipsize, fmt_time, pane_block, title};
 
@@ -92,9 +94,31 @@ pub struct Query {
 }
 
 impl SearchPane {
+    /// Sends the search of `timeline` with the inputs as they are (the pane shows that
+    /// timeline's results from now on); inputs that do not parse are refused under them, and
+    /// nothing is sent.
+    pub fn send_search(
+        &mut self,
+        timeline: TimelineId,
+        svc: Arc<dyn TimelineService>,
+        requests: &mut Requests,
+    ) {
+        if let Ok(job) = self.fetch(timeline, svc) {
+            requests.fetch(Slot::Search, job, Reply::Search);
+        }
+    }
+
+    /// Looks up the causes the detail of the selected event names, if any are missing (see
+    /// [`SearchPane::fetch_causes`]).
+    pub fn send_causes(&self, svc: Arc<dyn TimelineService>, requests: &mut Requests) {
+        if let Some(job) = self.fetch_causes(svc) {
+            requests.fetch(Slot::Causes, job, Reply::Causes);
+        }
+    }
+
     /// The search of `timeline` with the inputs as they are (the pane shows that timeline's
     /// results from now on), or why the inputs do not parse (marked invalid).
-    pub fn fetch(
+    fn fetch(
         &mut self,
         timeline: TimelineId,
         svc: Arc<dyn TimelineService>,
@@ -125,7 +149,7 @@ impl SearchPane {
     /// Looks up the causes of the event in the detail view that the results do not hold (the
     /// search's range or location left them out), so the detail names them; `None` when
     /// there is nothing to look up.
-    pub fn fetch_causes(
+    fn fetch_causes(
         &self,
         svc: Arc<dyn TimelineService>,
     ) -> Option<impl Future<Output = Result<Vec<EventRecord>, ServiceError>> + Send + 'static> {
