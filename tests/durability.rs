@@ -21,7 +21,7 @@ use chronoscope::engine::{Engine, SystemClock};
 use chronoscope::model::{ItemId, Traveller};
 use chronoscope::service::NewItem;
 use chronoscope::service::prelude::*;
-use chronoscope::store;
+use chronoscope::store::{self, NewSnapshot};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -125,7 +125,12 @@ async fn child_writer(url: &str) {
                 println!("SNAP writing");
                 engine
                     .store()
-                    .put_snapshot(snapshot::FORMAT, seq, &encoded.bytes, &encoded.parts())
+                    .put_snapshot(NewSnapshot {
+                        format: snapshot::FORMAT,
+                        seq,
+                        bytes: &encoded.bytes,
+                        parts: &encoded.parts(),
+                    })
                     .await
                     .unwrap();
                 println!("SNAP done {seq}");

@@ -13,7 +13,7 @@ use chronoscope::engine::{
 use chronoscope::model::{Event, EventId, EventStatus, Timeline, TimelineId, parse_instant};
 use chronoscope::service::NewItem;
 use chronoscope::service::prelude::*;
-use chronoscope::store::{self, LogKey, MemoryStore, Store};
+use chronoscope::store::{self, LogKey, MemoryStore, NewSnapshot, Store};
 use proptest::prelude::*;
 
 fn timeline(id: &str, parent: Option<&str>) -> Timeline {
@@ -299,6 +299,16 @@ fn key() -> LogKey {
 }
 
 /// The bytes of `world`'s snapshot, small enough a world to need no parts.
+/// A snapshot of `bytes` in `format` folding the log up to `seq`, naming no parts.
+fn snapshot_of(format: u32, seq: u64, bytes: &[u8]) -> NewSnapshot<'_> {
+    NewSnapshot {
+        format,
+        seq,
+        bytes,
+        parts: &[],
+    }
+}
+
 fn encoded(world: &World) -> Vec<u8> {
     let encoded = snapshot::encode(world, &key());
     assert!(
@@ -401,7 +411,7 @@ async fn store_with_bad_snapshot(bad: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Arc<dy
     let world = fold(&ops, World::default());
     let bytes = bad(encoded(&world));
     store
-        .put_snapshot(snapshot::FORMAT, world.seq, &bytes, &[])
+        .put_snapshot(snapshot_of(snapshot::FORMAT, world.seq, &bytes))
         .await
         .unwrap();
     store
@@ -454,12 +464,11 @@ async fn a_snapshot_of_another_format_is_ignored_and_the_log_replayed() {
     append_ops(&*store, &key(), &ops).await.unwrap();
     let empty = World::default();
     store
-        .put_snapshot(
+        .put_snapshot(snapshot_of(
             snapshot::FORMAT + 1,
             ops.len() as u64,
             &encoded(&empty),
-            &[],
-        )
+        ))
         .await
         .unwrap();
     assert_a_start_replays_the_log(&store).await;
@@ -484,7 +493,7 @@ async fn a_valid_snapshot_is_what_a_start_shows() {
     let mut other = fold(&ops[..ops.len() / 2], World::default());
     other.seq = ops.len() as u64;
     store
-        .put_snapshot(snapshot::FORMAT, other.seq, &encoded(&other), &[])
+        .put_snapshot(snapshot_of(snapshot::FORMAT, other.seq, &encoded(&other)))
         .await
         .unwrap();
     let engine = open(Arc::clone(&store)).await;

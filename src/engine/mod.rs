@@ -86,7 +86,7 @@ pub fn decide_merge(
     merge::merge(world, &ctx, req)
 }
 use crate::store::chain::{self, ChainMeta, LogKey};
-use crate::store::{Store, StoreError};
+use crate::store::{NewSnapshot, Store, StoreError};
 
 /// How many log records are read per round trip when catching up.
 const CATCH_UP_BATCH: u32 = 10_000;
@@ -712,7 +712,12 @@ impl Engine {
         .map_err(|e| ServiceError::Internal(format!("encoding a snapshot failed: {e}")))?;
         *kept = taken;
         self.store
-            .put_snapshot(snapshot::FORMAT, seq, &bytes, &kept.parts())
+            .put_snapshot(NewSnapshot {
+                format: snapshot::FORMAT,
+                seq,
+                bytes: &bytes,
+                parts: &kept.parts(),
+            })
             .await?;
         tracing::info!(
             seq,

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use tokio::sync::OwnedMutexGuard;
 
 use super::{
-    ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo,
-    SnapshotPart, Store, StoreError,
+    ChainMeta, Entry, Link, LogLock, NewSnapshot, PartId, Record, Restoring, SNAPSHOTS_KEPT,
+    SnapshotInfo, Store, StoreError,
 };
 
 /// The log in a `Vec`; lost when dropped.
@@ -128,13 +128,13 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn put_snapshot(
-        &self,
-        format: u32,
-        seq: u64,
-        bytes: &[u8],
-        parts: &[SnapshotPart<'_>],
-    ) -> Result<(), StoreError> {
+    async fn put_snapshot(&self, snapshot: NewSnapshot<'_>) -> Result<(), StoreError> {
+        let NewSnapshot {
+            format,
+            seq,
+            bytes,
+            parts,
+        } = snapshot;
         let mut snapshots = self
             .snapshots
             .lock()

@@ -323,6 +323,20 @@ pub struct SnapshotPart<'a> {
     pub bytes: &'a [u8],
 }
 
+/// A snapshot to store ([`Store::put_snapshot`]): its sealed bytes, whose header says its
+/// `format` and the log's `seq` it folds, and the parts they name.
+#[derive(Clone, Copy, Debug)]
+pub struct NewSnapshot<'a> {
+    /// The snapshot format its bytes are written in.
+    pub format: u32,
+    /// The last record it folds.
+    pub seq: u64,
+    /// Its sealed bytes.
+    pub bytes: &'a [u8],
+    /// The parts it names.
+    pub parts: &'a [SnapshotPart<'a>],
+}
+
 /// An append started with [`Store::append_queued`], answered when it has been tried.
 pub type Appending =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
@@ -402,19 +416,13 @@ pub trait Store: Send + Sync {
     /// Where the data lives, for headers and logs (no secrets).
     fn describe(&self) -> String;
 
-    /// Stores a snapshot (`bytes`, whose header says `format` and `seq`, and the `parts` it
-    /// names) beside the log, then deletes all but the newest [`SNAPSHOTS_KEPT`] and the parts
+    /// Stores a snapshot (its `bytes`, whose header says its `format` and `seq`, and the
+    /// `parts` it names) beside the log, then deletes all but the newest [`SNAPSHOTS_KEPT`] and the parts
     /// none of those names. A part the store already holds is not written again. It never
     /// holds the log's write lock for long: appends go on while it is written. A snapshot cut
     /// short by a crash, or missing a part, is never listed by [`Store::snapshots`].
-    async fn put_snapshot(
-        &self,
-        format: u32,
-        seq: u64,
-        bytes: &[u8],
-        parts: &[SnapshotPart<'_>],
-    ) -> Result<(), StoreError> {
-        let _ = (format, seq, bytes, parts);
+    async fn put_snapshot(&self, snapshot: NewSnapshot<'_>) -> Result<(), StoreError> {
+        let _ = snapshot;
         Err(StoreError::Unavailable(format!(
             "{} keeps no snapshots",
             self.describe()

@@ -24,8 +24,8 @@ use tokio::sync::watch;
 
 use super::postgres_lease::{LEASE_CHANNEL, PgLease};
 use super::{
-    ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SNAPSHOTS_KEPT, SnapshotInfo,
-    SnapshotPart, Store, StoreError, WriterLease, parts_read,
+    ChainMeta, Entry, Link, LogLock, NewSnapshot, PartId, Record, Restoring, SNAPSHOTS_KEPT,
+    SnapshotInfo, Store, StoreError, WriterLease, parts_read,
 };
 
 /// How long connecting (or waiting for a pooled connection) may take before the store is
@@ -413,14 +413,11 @@ impl Store for PostgresStore {
     /// One transaction, apart from the head row, so appends never wait for it and a crash
     /// leaves the snapshot whole or absent; with the parts the database lacks, and the deletion
     /// of those no kept snapshot names, under [`SNAPSHOT_LOCK`].
-    async fn put_snapshot(
-        &self,
-        format: u32,
-        seq: u64,
-        bytes: &[u8],
-        parts: &[SnapshotPart<'_>],
-    ) -> Result<(), StoreError> {
-        let (Ok(seq_db), Ok(len)) = (i64::try_from(seq), i64::try_from(bytes.len())) else {
+    async fn put_snapshot(&self, snapshot: NewSnapshot<'_>) -> Result<(), StoreError> {
+        let (Ok(seq_db), Ok(len)) = (
+            i64::try_from(snapshot.seq),
+            i64::try_from(snapshot.bytes.len()),
+        ) else {
             return Err(StoreError::Unavailable("snapshot out of range".into()));
         };
         let err = |e| self.err("write a snapshot to", e);
@@ -434,13 +431,13 @@ impl Store for PostgresStore {
             "INSERT INTO snapshot (format, seq, bytes, complete) VALUES ($1, $2, $3, TRUE) \
              RETURNING id",
         )
-        .bind(i64::from(format))
+        .bind(i64::from(snapshot.format))
         .bind(seq_db)
         .bind(len)
         .fetch_one(&mut *tx)
         .await
         .map_err(err)?;
-        for (n, part) in (0_i32..).zip(parts) {
+        for (n, part) in (0_i32..).zip(snapshot.parts) {
             sqlx::query("INSERT INTO snapshot_part_ref (snapshot_id, n, part) VALUES ($1, $2, $3)")
                 .bind(id)
                 .bind(n)
@@ -462,7 +459,7 @@ impl Store for PostgresStore {
                     .map_err(err)?;
             }
         }
-        for (n, chunk) in (0_i32..).zip(bytes.chunks(SNAPSHOT_CHUNK)) {
+        for (n, chunk) in (0_i32..).zip(snapshot.bytes.chunks(SNAPSHOT_CHUNK)) {
             sqlx::query("INSERT INTO snapshot_chunk (snapshot_id, n, data) VALUES ($1, $2, $3)")
                 .bind(id)
                 .bind(n)

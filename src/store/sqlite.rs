@@ -21,8 +21,8 @@ use sqlx::sqlite::{
 
 use super::sqlite_writer::Writer;
 use super::{
-    Appending, ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SNAPSHOTS_KEPT,
-    SnapshotInfo, SnapshotPart, Store, StoreError, parts_read,
+    Appending, ChainMeta, Entry, Link, LogLock, NewSnapshot, PartId, Record, Restoring,
+    SNAPSHOTS_KEPT, SnapshotInfo, Store, StoreError, parts_read,
 };
 
 /// How long a statement waits for another process's write lock before giving up.
@@ -251,23 +251,19 @@ impl Store for SqliteStore {
     /// The row and the parts' references first (so no part it names is taken as unnamed and
     /// deleted meanwhile), then the parts the file lacks, then the bytes, each a short
     /// transaction of its own; complete once every byte and part is there.
-    async fn put_snapshot(
-        &self,
-        format: u32,
-        seq: u64,
-        bytes: &[u8],
-        parts: &[SnapshotPart<'_>],
-    ) -> Result<(), StoreError> {
-        let (Some(seq_db), Ok(len)) = (seq_to_db(seq), i64::try_from(bytes.len())) else {
+    async fn put_snapshot(&self, snapshot: NewSnapshot<'_>) -> Result<(), StoreError> {
+        let (Some(seq_db), Ok(len)) =
+            (seq_to_db(snapshot.seq), i64::try_from(snapshot.bytes.len()))
+        else {
             return Err(StoreError::Unavailable("snapshot out of range".into()));
         };
-        let named: Vec<PartId> = parts.iter().map(|part| part.id).collect();
+        let named: Vec<PartId> = snapshot.parts.iter().map(|part| part.id).collect();
         let (id, lacking) = self
             .writer
             .exec(move |conn, path| {
                 let id = conn
                     .prepare_cached("INSERT INTO snapshot (format, seq, bytes) VALUES (?1, ?2, ?3)")
-                    .and_then(|mut insert| insert.execute((format, seq_db, len)))
+                    .and_then(|mut insert| insert.execute((snapshot.format, seq_db, len)))
                     .map(|_| conn.last_insert_rowid())
                     .map_err(|e| writer_err(path, e))?;
                 let mut refer = conn
@@ -293,7 +289,11 @@ impl Store for SqliteStore {
                 Ok((id, lacking))
             })
             .await?;
-        for part in parts.iter().filter(|part| lacking.contains(&part.id)) {
+        for part in snapshot
+            .parts
+            .iter()
+            .filter(|part| lacking.contains(&part.id))
+        {
             let (part_id, data) = (part.id, part.bytes.to_vec());
             self.writer
                 .exec(move |conn, path| {
@@ -306,7 +306,7 @@ impl Store for SqliteStore {
                 })
                 .await?;
         }
-        for (n, chunk) in (0_i64..).zip(bytes.chunks(SNAPSHOT_CHUNK)) {
+        for (n, chunk) in (0_i64..).zip(snapshot.bytes.chunks(SNAPSHOT_CHUNK)) {
             let chunk = chunk.to_vec();
             self.writer
                 .exec(move |conn, path| {

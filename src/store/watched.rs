@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Appending, ChainMeta, Entry, Link, LogLock, PartId, Record, Restoring, SnapshotInfo,
-    SnapshotPart, Store, StoreError,
+    Appending, ChainMeta, Entry, Link, LogLock, NewSnapshot, PartId, Record, Restoring,
+    SnapshotInfo, Store, StoreError,
 };
 
 /// How often the probe asks a store known to be down whether it answers again.
@@ -260,19 +260,9 @@ impl Store for Watched {
         self.shared.observe(outcome, true)
     }
 
-    async fn put_snapshot(
-        &self,
-        format: u32,
-        seq: u64,
-        bytes: &[u8],
-        parts: &[SnapshotPart<'_>],
-    ) -> Result<(), StoreError> {
+    async fn put_snapshot(&self, snapshot: NewSnapshot<'_>) -> Result<(), StoreError> {
         self.shared.check()?;
-        let outcome = self
-            .shared
-            .inner
-            .put_snapshot(format, seq, bytes, parts)
-            .await;
+        let outcome = self.shared.inner.put_snapshot(snapshot).await;
         self.shared.observe(outcome, true)
     }
 
