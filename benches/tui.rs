@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use chronoscope::engine::{Clock, Engine, EngineConfig, ManualClock, Seed};
-use chronoscope::model::{
-    EventId, EventStatus, Instant, TimelineId, TimelineStatus, Window, parse_instant,
-};
+use chronoscope::model::{EventId, EventStatus, Instant, TimelineId, Window, parse_instant};
 use chronoscope::service::prelude::*;
 use chronoscope::service::{EventRecord, TimelineInfo};
 use chronoscope::store::MemoryStore;
@@ -29,29 +27,20 @@ fn t(s: &str) -> Instant {
 
 fn timelines(n: usize, now: Instant) -> Vec<TimelineInfo> {
     (0..n)
-        .map(|i| TimelineInfo {
-            id: if i == 0 {
+        .map(|i| {
+            let id = if i == 0 {
                 TimelineId::primary()
             } else {
                 TimelineId::from_ulid(ulid::Ulid::from(i as u128))
-            },
-            name: format!("Timeline {i}"),
-            destination_time: Some(now - Duration::days(365 * (i as i64 % 300))),
-            created_at: now,
-            status: TimelineStatus::Open,
-            window: Window::Seconds(3600),
-            description: None,
-            variation: None,
-            parent: (i > 0).then(TimelineId::primary),
-            closes_at: Some(now + Duration::hours(1)),
-            event_count: 0,
-            paradoxes: i % 7,
-            paradoxes_recounting: false,
-            paradoxes_counted_at: None,
-            created_by: None,
-            pending_merges: 0,
-            pending_into: 0,
-            isolations: Vec::new(),
+            };
+            TimelineInfo {
+                destination_time: Some(now - Duration::days(365 * (i as i64 % 300))),
+                window: Window::Seconds(3600),
+                parent: (i > 0).then(TimelineId::primary),
+                closes_at: Some(now + Duration::hours(1)),
+                paradoxes: i % 7,
+                ..TimelineInfo::bare(id, format!("Timeline {i}"), now)
+            }
         })
         .collect()
 }

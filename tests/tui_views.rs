@@ -4,7 +4,7 @@
 
 use chronoscope::model::{
     Anchor, AnchorId, AnchorStatus, AnomalyId, EventId, EventStatus, Instant, Position, TimelineId,
-    TimelineStatus, Window, parse_instant,
+    Window, parse_instant,
 };
 use chronoscope::paradox::ParadoxKind;
 use chronoscope::service::{
@@ -598,28 +598,15 @@ fn timeline(n: u128, name: &str, parent: Option<u128>, minute: i64) -> TimelineI
         }
     };
     TimelineInfo {
-        id: id(n),
-        name: name.into(),
         destination_time: (n > 0).then(|| t("1889-03-10T23:50:00Z")),
-        created_at: now() + chrono::Duration::minutes(minute),
-        status: TimelineStatus::Open,
         window: if n == 0 {
             Window::Unbounded
         } else {
             Window::Seconds(3600)
         },
-        description: None,
-        variation: None,
         parent: parent.map(id),
         closes_at: (n > 0).then(|| now() + chrono::Duration::minutes(minute + 60)),
-        event_count: 0,
-        paradoxes: 0,
-        paradoxes_recounting: false,
-        paradoxes_counted_at: None,
-        created_by: None,
-        pending_merges: 0,
-        pending_into: 0,
-        isolations: Vec::new(),
+        ..TimelineInfo::bare(id(n), name, now() + chrono::Duration::minutes(minute))
     }
 }
 

@@ -145,6 +145,34 @@ pub struct TimelineInfo {
     pub isolations: Vec<crate::model::IsolationId>,
 }
 
+impl TimelineInfo {
+    /// An open timeline named `name` with nothing in it yet: no window, parent, events,
+    /// paradoxes, merges or isolations. Fixtures (tests, benchmarks) start from it and set what
+    /// they need with `..TimelineInfo::bare(…)`.
+    pub fn bare(id: TimelineId, name: impl Into<String>, created_at: Instant) -> Self {
+        TimelineInfo {
+            id,
+            name: name.into(),
+            destination_time: None,
+            created_at,
+            status: TimelineStatus::Open,
+            window: Window::Unbounded,
+            description: None,
+            variation: None,
+            parent: None,
+            closes_at: None,
+            event_count: 0,
+            paradoxes: 0,
+            paradoxes_recounting: false,
+            paradoxes_counted_at: None,
+            created_by: None,
+            pending_merges: 0,
+            pending_into: 0,
+            isolations: Vec::new(),
+        }
+    }
+}
+
 /// Creating a timeline: the documented `Timeline` body and the guide operations'
 /// `create-timeline` / `create-parallel-timeline` bodies, in one shape.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -104,7 +104,7 @@ mod tests {
     use chrono::{DateTime, Duration, Utc};
 
     use super::*;
-    use crate::model::{TimelineStatus, Window};
+    use crate::model::Window;
 
     fn at(minute: i64) -> DateTime<Utc> {
         DateTime::<Utc>::from_timestamp(1_795_000_000, 0).unwrap_or_default()
@@ -122,24 +122,9 @@ mod tests {
     /// Timeline `n`, named `name`, created at minute `n`, branched from `parent`.
     fn tl(n: u128, name: &str, parent: Option<u128>) -> TimelineInfo {
         TimelineInfo {
-            id: id(n),
-            name: name.into(),
-            destination_time: None,
-            created_at: at(n as i64),
-            status: TimelineStatus::Open,
             window: Window::Seconds(3600),
-            description: None,
-            variation: None,
             parent: parent.map(id),
-            closes_at: None,
-            event_count: 0,
-            paradoxes: 0,
-            paradoxes_recounting: false,
-            paradoxes_counted_at: None,
-            created_by: None,
-            pending_merges: 0,
-            pending_into: 0,
-            isolations: Vec::new(),
+            ..TimelineInfo::bare(id(n), name, at(n as i64))
         }
     }
 

@@ -7,7 +7,7 @@ use ratatui::backend::TestBackend;
 use super::keymap::Key;
 use super::theme::{Palette, Theme};
 use super::widgets::buffer_text;
-use crate::model::{TimelineId, TimelineStatus, Window};
+use crate::model::TimelineId;
 use crate::service::TimelineInfo;
 
 /// The key written as in the key map (`"enter"`, `"j"`, `"ctrl-c"`).
@@ -43,28 +43,10 @@ pub fn screen(width: u16, height: u16, draw: impl FnOnce(&mut ratatui::Frame<'_>
 
 /// An open timeline without a window's end, `n` > 0 (`0` is the primary one).
 pub fn timeline(n: u128, name: &str) -> TimelineInfo {
-    TimelineInfo {
-        id: if n == 0 {
-            TimelineId::primary()
-        } else {
-            TimelineId::from_ulid(ulid::Ulid::from(n))
-        },
-        name: name.into(),
-        destination_time: None,
-        created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
-        status: TimelineStatus::Open,
-        window: Window::Unbounded,
-        description: None,
-        variation: None,
-        parent: None,
-        closes_at: None,
-        event_count: 0,
-        paradoxes: 0,
-        paradoxes_recounting: false,
-        paradoxes_counted_at: None,
-        created_by: None,
-        pending_merges: 0,
-        pending_into: 0,
-        isolations: Vec::new(),
-    }
+    let id = if n == 0 {
+        TimelineId::primary()
+    } else {
+        TimelineId::from_ulid(ulid::Ulid::from(n))
+    };
+    TimelineInfo::bare(id, name, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH)
 }
