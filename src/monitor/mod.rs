@@ -10,6 +10,7 @@ mod tests;
 use std::cmp::Reverse;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::model::{
     AnomalyId, EventId, History, Instant, TimeRange, Timeline, TimelineStatus, format_instant,
@@ -18,17 +19,7 @@ use crate::paradox::{self, Paradox, Subject};
 
 /// How serious an anomaly is.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
@@ -42,17 +33,7 @@ pub enum Severity {
 
 /// What an anomaly is about.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum AnomalyKind {

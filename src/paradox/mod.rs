@@ -14,6 +14,7 @@ pub(crate) mod tests;
 use std::collections::{BTreeSet, HashMap as StdHashMap};
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::model::{
     Event, EventId, EventStatus, History, Instant, Item, ItemId, Position, TimelineId, Traveller,
@@ -25,17 +26,7 @@ use scan::rescan;
 
 /// The six ways a timeline can become unstable.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ParadoxKind {
@@ -69,9 +60,7 @@ impl ParadoxKind {
 }
 
 /// One finding of the checker.
-#[derive(
-    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 pub struct Paradox {
     /// Which kind.
     pub kind: ParadoxKind,
