@@ -289,6 +289,7 @@ async fn shutdown_lets_in_flight_requests_finish() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let sessions = Wrapped::new(engine().await).slow(Duration::from_millis(300));
+    let watched = sessions.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(chronoscope::server::run(
         listener,
@@ -303,8 +304,16 @@ async fn shutdown_lets_in_flight_requests_finish() {
     let client = reqwest::Client::new();
     let url = format!("http://{addr}/v1/me");
     let call = tokio::spawn(client.get(&url).bearer_auth(token("ada")).send());
-    // Give the request time to reach the handler, then ask the server to stop.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Once the request has reached its handler (a session is made for it), ask the server to
+    // stop: on a busy machine a fixed pause could stop it before the request arrived.
+    let reached = async {
+        while watched.sessions_made() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), reached)
+        .await
+        .expect("the request reaches its handler");
     stop.send(()).unwrap();
     let resp = call
         .await

@@ -298,6 +298,8 @@ pub struct Wrapped {
     pub engine: Arc<Engine>,
     pause: Duration,
     failures: Arc<HashMap<&'static str, ServiceError>>,
+    /// Sessions made so far, by every clone: one per request that reached a handler.
+    sessions_made: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Wrapped {
@@ -306,7 +308,14 @@ impl Wrapped {
             engine,
             pause: Duration::ZERO,
             failures: Arc::new(HashMap::new()),
+            sessions_made: Arc::default(),
         }
+    }
+
+    /// How many sessions were made so far (by this value and its clones): a request has
+    /// reached its handler once this counts it.
+    pub fn sessions_made(&self) -> usize {
+        self.sessions_made.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn slow(mut self, pause: Duration) -> Self {
@@ -339,6 +348,8 @@ impl Sessions for Wrapped {
         scopes: &chronoscope::auth::Scopes,
     ) -> Arc<dyn TimelineService> {
         use chronoscope::auth::Scope;
+        self.sessions_made
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Arc::new(WrappedService {
             inner: match idempotency {
                 Some(request) => self.engine.keyed_session(traveller, request),
