@@ -1465,6 +1465,8 @@ async fn a_read_only_token_is_said_by_whoami_and_access_show_and_refused_in_word
         said.contains("your right: read (your token allows reading only)"),
         "{said}"
     );
+    // Nobody created primary: its creator is not said to administer it.
+    assert!(said.contains("only operators administer it"), "{said}");
     let shown = run(&["--json", "access", "show", "primary"]).await;
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["your_right"], "read", "{shown}");
@@ -1478,6 +1480,13 @@ async fn a_read_only_token_is_said_by_whoami_and_access_show_and_refused_in_word
         said.starts_with("error: Not allowed: "),
         "said in words, not as HTTP's 'Forbidden': {said}"
     );
+    assert!(said.contains("this makes a change"), "{said}");
+    // A check writes nothing: it is not said to make a change, though it needs 'write' too.
+    let refused = run(&["check", "--event", "apollo-11-launch@1969-07-01"]).await;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("checks a change before it is made"), "{said}");
+    assert!(!said.contains("makes a change"), "{said}");
 }
 
 /// `check` and `stability` exit 4 when the timeline is or would be unstable, 0 when it is
@@ -1601,7 +1610,20 @@ fn a_second_identical_anchor_is_refused_in_words_and_whoami_says_paused() {
     );
     assert!(said.contains("(anc_") && !said.contains("/v1/"), "{said}");
 
-    assert!(with_backtraces(dir.path(), &["pause"]).status.success());
+    let paused = with_backtraces(dir.path(), &["pause"]);
+    assert!(paused.status.success(), "{paused:?}");
+    // Text shows wall-clock times to the second, like whoami (nanoseconds are noise).
+    let nanos = regex::Regex::new(r"\d\d:\d\d:\d\d\.\d").unwrap();
+    let said = String::from_utf8_lossy(&paused.stdout);
+    assert!(said.contains('Z') && !nanos.is_match(&said), "{said}");
+    assert!(
+        with_backtraces(dir.path(), &["items", "register", "compass"])
+            .status
+            .success()
+    );
+    let items = with_backtraces(dir.path(), &["items", "list"]);
+    let said = String::from_utf8_lossy(&items.stdout);
+    assert!(said.contains("compass") && !nanos.is_match(&said), "{said}");
     let me = with_backtraces(dir.path(), &["whoami"]);
     let said = String::from_utf8_lossy(&me.stdout);
     assert!(said.contains(", your clock paused"), "{said}");

@@ -6,9 +6,10 @@ use std::fmt::Write as _;
 use clap::{Subcommand, ValueEnum};
 
 use super::PageArgs;
+use super::output::human::format_instant;
 use super::output::{Output, human};
 use crate::error::ServiceError;
-use crate::model::{Traveller, format_instant};
+use crate::model::Traveller;
 use crate::service::*;
 
 /// `access …`.
@@ -345,9 +346,13 @@ fn shown(v: &AccessControlView, made: Option<&crate::service::TimelineInfo>) -> 
     };
     let mut s = match &v.access_control {
         None => format!(
-            "timeline {} has no access-control list: every traveller may read and write it, its \
-             creator administers it\n",
-            v.timeline_id
+            "timeline {} has no access-control list: every traveller may read and write it, {}\n",
+            v.timeline_id,
+            match made.map(|t| t.created_by.as_ref()) {
+                Some(Some(by)) => format!("and its creator, {by}, administers it"),
+                Some(None) => "and only operators administer it (nobody created it)".to_owned(),
+                None => "and its creator administers it".to_owned(),
+            }
         ),
         Some(acl) => format!(
             "timeline {} ({}):\n{}",

@@ -106,12 +106,13 @@ impl Output<'_> {
     }
 }
 
-/// Text forms of each result.
+/// Text forms of each result. Times are shown to the second, as `whoami` and the dashboard
+/// show them (`--json` keeps every digit): a wall-clock time's nanoseconds are noise to a reader.
 pub mod human {
     use std::fmt::Write;
 
     use crate::model::{
-        Anchor, AnchorStatus, Item, Journey, JourneyKind, TimelineId, Whereabouts, format_instant,
+        Anchor, AnchorStatus, Instant, Item, Journey, JourneyKind, TimelineId, Whereabouts,
     };
     use crate::service::{
         ClockState, DissonanceResult, EventRecord, LogEntry, ManipulationResult, Merge,
@@ -121,6 +122,11 @@ pub mod human {
     use crate::service::{ConflictReview, Isolation, ResolveResult, TimelineDiff};
     use crate::service::{IntegrityReport, TamperReport};
     use crate::service::{MonitoredEvent, Relative, RetrievedItem};
+
+    /// An instant as text shows it: RFC 3339, UTC, to the second.
+    pub(crate) fn format_instant(t: &Instant) -> String {
+        t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    }
 
     /// Formats rows as left-aligned columns under a header.
     pub(crate) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
@@ -182,7 +188,7 @@ pub mod human {
                 ""
             },
             me.timeline_id,
-            me.time.format("%Y-%m-%dT%H:%M:%SZ"),
+            format_instant(&me.time),
             if me.position.paused {
                 ", your clock paused (resume lets it run)"
             } else {

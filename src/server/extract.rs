@@ -78,6 +78,7 @@ impl FromRequestParts<AppState> for Caller {
             return Err(Problem::from_error(ServiceError::Forbidden(scope_refusal(
                 &auth.scopes,
                 needed,
+                does.writes,
             ))));
         }
         if let Err(retry_after_secs) = state.limiter.check(&auth.traveller.as_str().to_owned()) {
@@ -96,9 +97,10 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-/// Why a token with `granted` may not do what needs `needed`, in words (no method or path:
-/// the caller knows what they asked, and a dashboard shows this to a person).
-fn scope_refusal(granted: &crate::auth::Scopes, needed: Scope) -> String {
+/// Why a token with `granted` may not do what needs `needed` (and `writes`, or only reads), in
+/// words (no method or path: the caller knows what they asked, and a dashboard shows this to a
+/// person).
+fn scope_refusal(granted: &crate::auth::Scopes, needed: Scope, writes: bool) -> String {
     let allows = if granted.allows(Scope::Write) {
         "reading and changing timelines"
     } else if granted.allows(Scope::Read) {
@@ -108,7 +110,9 @@ fn scope_refusal(granted: &crate::auth::Scopes, needed: Scope) -> String {
     };
     let what = match needed {
         Scope::Admin => "this is for operators",
-        Scope::Write => "this makes a change",
+        Scope::Write if writes => "this makes a change",
+        // A check that only reads, as a change would be checked (paradox-checks).
+        Scope::Write => "this checks a change before it is made, which needs the 'write' scope too",
         Scope::Read => "this reads",
     };
     format!(
