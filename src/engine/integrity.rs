@@ -591,7 +591,12 @@ fn report(
     };
     let details = match (findings.first(), &earlier_words) {
         (None, None) => format!("No tampering: {range}"),
-        (None, Some(earlier)) => format!("No new tampering: {range}; but {earlier}"),
+        // Still tampered: what is open leads, so "TAMPERED: " before it reads true.
+        (None, Some(earlier)) => {
+            let mut open = earlier.clone();
+            open.replace_range(..1, &open[..1].to_uppercase());
+            format!("{open}; no new tampering: {range}")
+        }
         (Some(first), _) => {
             let what = match (&first.op, first.timelines.as_slice()) {
                 (Some(op), []) => format!(" ({op}"),
