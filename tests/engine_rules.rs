@@ -525,6 +525,10 @@ async fn travel_arrives_at_the_destination_time_and_carries_only_listed_items() 
     assert_eq!(j.items_transported, vec![keep.id.clone()]);
     assert_eq!(j.items_left.len(), 1);
     assert_eq!(j.items_left[0].item_id, drop.id);
+    // Said the same to every face: no HTTP field name.
+    let why = &j.items_left[0].reason;
+    assert!(why.starts_with("not taken along"), "{why}");
+    assert!(!why.contains("items_transported"), "{why}");
     let me = ada.whoami().await.unwrap();
     assert_eq!(me.timeline_id, tl.id);
     assert_eq!(me.time, t("1889-03-10T23:50:00Z"));

@@ -486,7 +486,8 @@ pub fn travel(
             left.push(LeftItem {
                 item_id: item.id.clone(),
                 reason: format!(
-                    "not listed in items_transported: left in timeline '{}'",
+                    "not taken along (the journey listed the items to take, and not this one): \
+                     left in timeline '{}'",
                     from.timeline
                 ),
             });
