@@ -3333,7 +3333,10 @@ async fn a_read_only_token_is_marked_and_every_change_is_refused_before_anything
     let screen = h.render(140, 30);
     let footer = screen.lines().last().unwrap_or_default();
     assert!(
-        !footer.contains("n new") && !footer.contains("d delete") && footer.contains("help"),
+        !footer.contains("n new")
+            && !footer.contains("d delete")
+            && !footer.contains("c check")
+            && footer.contains("help"),
         "{footer}"
     );
     let refused = "Your token only allows reading: ask whoever issues your tokens for one with \
@@ -3346,6 +3349,11 @@ async fn a_read_only_token_is_marked_and_every_change_is_refused_before_anything
         assert!(h.app.modal.is_none(), "{key} opens nothing");
         refused_unsent(&h, refused);
     }
+    // A paradox check writes nothing, but needs the write scope: refused too, saying so.
+    h.app.flash = None;
+    h.press("c");
+    assert!(h.app.modal.is_none(), "c opens nothing");
+    refused_unsent(&h, "a paradox check needs the write scope too");
     search(&mut h, "paris").await;
     for key in ["m", "r", "I", "C"] {
         h.app.flash = None;
@@ -3493,6 +3501,8 @@ async fn r_reviews_a_waiting_merge_on_its_destination_and_in_the_diff(w: World) 
         "{screen}"
     );
     assert!(screen.contains("a keep A · b keep B"), "{screen}");
+    // The merge's source by its name, not its id.
+    assert!(screen.contains("from Tesla stays: 1 open"), "{screen}");
     // Neither steps nor a diff it did not go through are offered.
     assert!(
         !screen.contains("2 Diff") && !screen.contains("⌫ diff"),

@@ -28,6 +28,12 @@ use super::widgets::{self, Form, centered, modal};
 pub const READ_ONLY_TOKEN: &str =
     "Your token only allows reading: ask whoever issues your tokens for one with the write scope.";
 
+/// The same for a paradox check: it writes nothing, but the service asks for the write scope,
+/// since it checks a change before it is made.
+pub const READ_ONLY_CHECK: &str = "Your token only allows reading, and a paradox check needs the \
+     write scope too (it checks a change before it is made): ask whoever issues your tokens for \
+     one with it.";
+
 /// What a key did to a form of a security screen.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FormKey {

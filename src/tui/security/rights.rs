@@ -10,7 +10,7 @@ use crate::tui::effect::{Call, Checked};
 use crate::tui::intent::Action;
 use crate::tui::panes::timelines::TimelinesPane;
 
-use super::READ_ONLY_TOKEN;
+use super::{READ_ONLY_CHECK, READ_ONLY_TOKEN};
 
 /// What the dashboard knows of your rights: who you are, and your right on each timeline.
 #[derive(Clone, Copy, Debug)]
@@ -112,10 +112,13 @@ impl Rights<'_> {
             A::Travel | A::FastForward | A::Rewind => {
                 self.restricted().or_else(|| self.read_only_token())
             }
+            // A check writes nothing, but the service asks for the write scope for it.
+            A::CheckParadox => self
+                .restricted_at(RestrictionLevel::NoAccess)
+                .or_else(|| self.read_only_token().map(|_| READ_ONLY_CHECK.to_owned())),
             // Screens that only read, but ask the service for what they show: no_access
             // refuses every read, so they would open on a refusal.
-            A::CheckParadox
-            | A::Diff
+            A::Diff
             | A::Journeys
             | A::Anchors
             | A::Isolations
