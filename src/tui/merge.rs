@@ -357,6 +357,9 @@ pub struct MergeWizard {
     pub refused: Option<Refused>,
     /// How far its paradoxes are scrolled (j/k), when they are taller than the box.
     refused_scroll: u16,
+    /// Whether the refused paradoxes were taller than the box at the last frame (only then
+    /// are j/k offered to read on).
+    refused_overflows: bool,
     /// Why the last call was refused otherwise (shown in the step).
     pub refusal: Option<String>,
     /// What the merge did.
@@ -392,6 +395,7 @@ impl MergeWizard {
             loading: false,
             refused: None,
             refused_scroll: 0,
+            refused_overflows: false,
             refusal: None,
             result: None,
             sent: false,
@@ -426,13 +430,17 @@ impl MergeWizard {
     }
 
     /// The review of the merges waiting for review into `destination` (marked ⇄), and the
-    /// call that asks for it; `None` when none waits.
-    pub fn review_into(destination: &TimelineInfo) -> Option<(Self, Outcome)> {
+    /// call that asks for it; `None` when none waits. `relatives` (its line of descent, where a
+    /// merge's source usually is) name the sources.
+    pub fn review_into(
+        destination: &TimelineInfo,
+        relatives: Vec<Side>,
+    ) -> Option<(Self, Outcome)> {
         if destination.pending_into == 0 {
             return None;
         }
         let side = Side::of(destination, "selected");
-        let mut wizard = Self::new(side.clone(), Vec::new(), true);
+        let mut wizard = Self::new(side.clone(), relatives, true);
         wizard.destination = Some(side);
         let asked = wizard.ask_review(None);
         Some((wizard, asked))
@@ -727,7 +735,10 @@ impl MergeWizard {
     /// Whether `command` of [`Self::offers`] would do something now (a review with nothing
     /// waiting, a back step with nowhere to go, is not offered).
     fn offered(&self, command: Command) -> bool {
-        if self.loading || self.refused.is_some() {
+        if self.refused.is_some() && !self.loading {
+            return self.refused_overflows || !matches!(command, Command::Up | Command::Down);
+        }
+        if self.loading {
             return true;
         }
         let conflicts = self
@@ -941,21 +952,26 @@ impl MergeWizard {
             bar.push(Span::styled(format!("{} {name}", i + 1), style));
         }
         frame.render_widget(Paragraph::new(Line::from(bar)), steps);
-        let keys_text = self.hint();
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                ellipsize(&keys_text, usize::from(keys.width)),
-                p.dim,
-            )),
-            keys,
-        );
         if let Some(text) = refusal_text {
             frame.render_widget(text, refusal);
         }
         if self.loading && self.step != MergeStep::Diff {
             frame.render_widget(Paragraph::new(Span::styled("Working…", p.dim)), body);
-            return;
+        } else {
+            self.render_body(frame, area, body, p);
         }
+        // The key line last: whether paradoxes overflow the box (j/k read on) is known now.
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                ellipsize(&self.hint(), usize::from(keys.width)),
+                p.dim,
+            )),
+            keys,
+        );
+    }
+
+    /// The step's body (the modal is `area`).
+    fn render_body(&mut self, frame: &mut Frame<'_>, area: Rect, body: Rect, p: &Palette) {
         match self.step {
             MergeStep::Sides => {
                 let lines = self.side_lines(body.height as usize, body.width as usize, p);
@@ -991,6 +1007,7 @@ impl MergeWizard {
             return text;
         }
         let needed = u16::try_from(text.line_count(body.width)).unwrap_or(u16::MAX);
+        self.refused_overflows = needed > body.height;
         self.refused_scroll = self.refused_scroll.min(needed.saturating_sub(body.height));
         text.scroll((self.refused_scroll, 0))
     }
@@ -1219,11 +1236,12 @@ impl MergeWizard {
             return lines;
         };
         for m in &review.merges {
-            let from = if m.source_timeline_id == self.source.id {
-                self.source.name.clone()
-            } else {
-                m.source_timeline_id.to_string()
-            };
+            // Named when it is this timeline or one on its line of descent (a merge's source
+            // usually is: a branch merged back).
+            let from = std::iter::once(&self.source)
+                .chain(&self.sides)
+                .find(|s| s.id == m.source_timeline_id)
+                .map_or_else(|| m.source_timeline_id.to_string(), |s| s.name.clone());
             lines.push(Line::from(Span::styled(
                 ellipsize(
                     &format!(
@@ -1704,11 +1722,19 @@ mod tests {
         let [Effect::Call(Call::Checked(change))] = &outcome.effects[..] else {
             panic!("y merges, checked: {:?}", outcome.effects);
         };
+        let p = palette();
+        // One that fits: nothing to read on, so j/k are not offered.
+        w.paradox(
+            change.clone(),
+            "Paradox: an event would come before its cause.".into(),
+        );
+        let fits = screen(80, 24, |f| w.render(f, f.area(), &p));
+        assert!(fits.contains(APPLY_ANYWAY), "{fits}");
+        assert!(!fits.contains("j/k"), "{fits}");
         let why: Vec<String> = (1..=30)
             .map(|n| format!("Paradox {n}: an event would come before its cause."))
             .collect();
         w.paradox(change.clone(), why.join("\n"));
-        let p = palette();
         let first = screen(80, 24, |f| w.render(f, f.area(), &p));
         assert!(first.contains(APPLY_ANYWAY), "{first}");
         assert!(first.contains("j/k read on"), "{first}");

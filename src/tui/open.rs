@@ -275,7 +275,7 @@ fn review(around: &Around<'_>) -> Opened {
             }
         }
     }
-    match MergeWizard::review_into(t) {
+    match MergeWizard::review_into(t, relatives(&around.timelines.all, &t.id)) {
         Some((wizard, asked)) => Opened::modal(Modal::Merge(Box::new(wizard)), asked.effects),
         None => Opened::error(format!(
             "No merge into {} waits for review (a timeline marked ⇄ has one).",
