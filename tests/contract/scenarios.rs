@@ -1119,7 +1119,7 @@ pub async fn travel_timeline_anchor_and_time(face: &Face) {
     assert_eq!(there.items_left.len(), 1);
     assert_eq!(there.items_left[0].item_id, lamp.id);
     assert!(
-        there.items_left[0].reason.contains("not listed"),
+        there.items_left[0].reason.contains("not taken along"),
         "{}",
         there.items_left[0].reason
     );
