@@ -417,10 +417,10 @@ pub trait Store: Send + Sync {
     fn describe(&self) -> String;
 
     /// Stores a snapshot (its `bytes`, whose header says its `format` and `seq`, and the
-    /// `parts` it names) beside the log, then deletes all but the newest [`SNAPSHOTS_KEPT`] and the parts
-    /// none of those names. A part the store already holds is not written again. It never
-    /// holds the log's write lock for long: appends go on while it is written. A snapshot cut
-    /// short by a crash, or missing a part, is never listed by [`Store::snapshots`].
+    /// `parts` it names) beside the log, then deletes all but the newest [`SNAPSHOTS_KEPT`] and
+    /// the parts none of those names. A part the store already holds is not written again. It
+    /// never holds the log's write lock for long: appends go on while it is written. A snapshot
+    /// cut short by a crash, or missing a part, is never listed by [`Store::snapshots`].
     async fn put_snapshot(&self, snapshot: NewSnapshot<'_>) -> Result<(), StoreError> {
         let _ = snapshot;
         Err(StoreError::Unavailable(format!(

@@ -45,11 +45,9 @@ impl Rights<'_> {
         if right >= needed {
             return None;
         }
-        let name = self.timelines.name_of(timeline);
-        let named = if name == timeline.as_str() {
-            timeline.to_string()
-        } else {
-            format!("{name} ({timeline})")
+        let named = match self.timelines.get(timeline) {
+            Some(t) => format!("{} ({timeline})", t.name),
+            None => timeline.to_string(),
         };
         Some(match needed {
             Right::Admin if right == Right::Write => format!(
