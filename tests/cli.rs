@@ -118,6 +118,11 @@ async fn the_guides_time_controls_run_from_the_command_line() {
             .starts_with("1889-03-10T01:15:00"),
         "{rw}"
     );
+    // Without a timestamp, an anchor is set where you are (your time, paused here), as the
+    // dashboard's `a` sets it.
+    let me = json(&ada, &["whoami"]).await;
+    let here = json(&ada, &["anchors", "set", "--description", "here"]).await;
+    assert_eq!(here["timestamp"], me["time"], "{here} {me}");
     let resumed = run_cli(&ada, &["resume"]).await.unwrap();
     assert!(
         resumed.starts_with("resumed: 1889-03-10T01:15:00"),

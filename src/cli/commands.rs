@@ -488,7 +488,10 @@ async fn run(
             } => out.print(
                 &service
                     .set_precise_anchor(NewPreciseAnchor {
-                        timestamp,
+                        timestamp: match timestamp {
+                            Some(at) => at,
+                            None => service.whoami().await?.time,
+                        },
                         description,
                         accuracy,
                         environment: conditions("--env", &environment)?,

@@ -1047,9 +1047,9 @@ pub enum ItemCommand {
 pub enum AnchorCommand {
     /// Set an anchor in your current timeline
     Set {
-        /// The time to return to (RFC 3339, or UTC as 1889-03-10 23:50 or a date), e.g. 2024-09-16T05:04:00Z
+        /// The time to return to (RFC 3339, or UTC as 1889-03-10 23:50 or a date), e.g. 2024-09-16T05:04:00Z [default: your time now, where you are, as the dashboard's `a` sets it]
         #[arg(value_parser = parse_time)]
-        timestamp: Instant,
+        timestamp: Option<Instant>,
         /// What it is for
         #[arg(long)]
         description: Option<String>,
