@@ -1667,6 +1667,17 @@ fn diff_and_merge_say_the_data_entries_and_merges_are_listed_oldest_first() {
         .or_else(|| stored["id"].as_str())
         .unwrap_or_else(|| panic!("an id: {stored}"))
         .to_owned();
+    // Text that is not JSON: said where, in words, with the shape wanted (not serde's
+    // "expected ident"), and nothing stored.
+    let bad = with_backtraces(
+        dir.path(),
+        &["data", "store", &notes, "2026-11-22", "not json"],
+    );
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{said}");
+    assert!(said.contains("line 1, column 2"), "{said}");
+    assert!(said.contains("give a JSON object"), "{said}");
+    assert!(!said.contains("expected ident"), "{said}");
     let diff = run(&["timelines", "diff", &notes, "primary"]);
     assert!(
         diff.contains(&format!("1 data entry to copy: {entry}")),

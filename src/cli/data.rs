@@ -137,8 +137,19 @@ impl KeyArgs {
 
 /// A JSON argument as the object it must be.
 fn object(text: &str) -> Result<serde_json::Value, ServiceError> {
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| ServiceError::invalid("data", format!("is not JSON: {e}")))?;
+    // Where the text stops being JSON, in words, with the shape it must have: serde's own
+    // words ("expected ident") mean nothing to a reader.
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        ServiceError::invalid(
+            "data",
+            format!(
+                "is not JSON (it stops being JSON at line {}, column {}): give a JSON object, \
+                 e.g. '{{\"event\": \"Project X Launch\"}}'",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
     if !value.is_object() {
         return Err(ServiceError::invalid(
             "data",
