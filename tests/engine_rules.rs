@@ -1358,20 +1358,28 @@ async fn a_refused_custom_merge_names_the_event_as_it_stands_not_the_version_it_
                 safety_check: true,
             }))
             .await;
-        let ServiceError::ParadoxDetected { paradoxes, .. } = &err else {
-            panic!("{err:?}");
-        };
-        let named: Vec<&EventId> = paradoxes.iter().flat_map(|p| &p.events).collect();
-        assert!(named.contains(&&in_a.new_event_id), "{err:?}");
-        assert!(named.iter().all(|e| known.contains(e)), "{err:?}");
-        let said = err.explain();
+        let said = names_only_known_events(&err, &in_a.new_event_id, &known);
         assert!(said.contains("'x, custom'"), "{said}");
-        for word in said.split(|c: char| !c.is_alphanumeric() && c != '_') {
-            if word.starts_with("evt_") {
-                assert!(known.iter().any(|k| k.as_str() == word), "{word} in {said}");
-            }
+    }
+}
+
+/// Asserts `err` is a paradox refusal that names `event` and, in its events and its words,
+/// only events of `known` (none minted for the check). Answers its words.
+fn names_only_known_events(err: &ServiceError, event: &EventId, known: &[EventId]) -> String {
+    let ServiceError::ParadoxDetected { paradoxes, .. } = err else {
+        panic!("{err:?}");
+    };
+    let named: Vec<&EventId> = paradoxes.iter().flat_map(|p| &p.events).collect();
+    assert!(named.contains(&event), "{err:?}");
+    assert!(named.iter().all(|e| known.contains(e)), "{err:?}");
+    let said = err.explain();
+    assert!(said.contains(event.as_str()), "{said}");
+    for word in said.split(|c: char| !c.is_alphanumeric() && c != '_') {
+        if word.starts_with("evt_") {
+            assert!(known.iter().any(|k| k.as_str() == word), "{word} in {said}");
         }
     }
+    said
 }
 
 /// Registers the item `what` as `who`, where they are.
@@ -1406,18 +1414,6 @@ async fn a_refused_align_names_the_event_as_it_stands_not_the_version_it_would_h
                 conflicting_events: vec![first.event_id.clone()],
             }))
             .await;
-        let ServiceError::ParadoxDetected { paradoxes, .. } = &err else {
-            panic!("{err:?}");
-        };
-        let named: Vec<&EventId> = paradoxes.iter().flat_map(|p| &p.events).collect();
-        assert!(named.contains(&&first.event_id), "{err:?}");
-        assert!(named.iter().all(|e| known.contains(e)), "{err:?}");
-        let said = err.explain();
-        assert!(said.contains(first.event_id.as_str()), "{said}");
-        for word in said.split(|c: char| !c.is_alphanumeric() && c != '_') {
-            if word.starts_with("evt_") {
-                assert!(known.iter().any(|k| k.as_str() == word), "{word} in {said}");
-            }
-        }
+        names_only_known_events(&err, &first.event_id, &known);
     }
 }

@@ -1642,6 +1642,19 @@ async fn events_in_a_paradox_and_timelines_with_one_say_so() {
     );
 }
 
+/// Travels to `timeline` and back to primary.
+async fn there_and_back(service: &Arc<dyn TimelineService>, timeline: &TimelineId) {
+    for destination in [timeline.to_string(), "primary".into()] {
+        service
+            .travel(chronoscope::service::TravelRequest {
+                destination,
+                items_transported: vec![],
+            })
+            .await
+            .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn j_lists_the_journeys_newest_first() {
     let w = world().await;
@@ -1650,15 +1663,7 @@ async fn j_lists_the_journeys_newest_first() {
         .create_timeline(bound_for("Tesla 1889", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
-    for destination in [tesla.id.to_string(), "primary".into()] {
-        w.service
-            .travel(chronoscope::service::TravelRequest {
-                destination,
-                items_transported: vec![],
-            })
-            .await
-            .unwrap();
-    }
+    there_and_back(&w.service, &tesla.id).await;
     w.service
         .fast_forward(chronoscope::service::ShiftRequest {
             duration: "1h".into(),
@@ -1741,15 +1746,7 @@ async fn j_marks_a_timeline_deleted_before_the_dashboard_opened() {
         .create_timeline(bound_for("Gone by now", "1889-03-10T23:50:00Z"))
         .await
         .unwrap();
-    for destination in [gone.id.to_string(), "primary".into()] {
-        w.service
-            .travel(chronoscope::service::TravelRequest {
-                destination,
-                items_transported: vec![],
-            })
-            .await
-            .unwrap();
-    }
+    there_and_back(&w.service, &gone.id).await;
     w.service.delete_timeline(&gone.id).await.unwrap();
     let mut h = harness(&w).await;
     h.press("J");

@@ -842,6 +842,9 @@ pub fn refuse_introduced_by(
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
+    if introduced.is_empty() {
+        return Ok(());
+    }
     let stood = &referenced(world, timeline)?.history;
     let would = &referenced(after, timeline)?.history;
     refuse_paradoxes(timeline, named_as_they_stand(introduced, stood, would))
